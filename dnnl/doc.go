@@ -11,9 +11,9 @@
 //	dst = requant(post_ops(src_scale*wei_scale[n]*acc + bias[n]))
 //
 // where acc is the exact int32 (or float) product, post-ops run in the order
-// given and requant is round(x/DstScale)+DstZeroPoint saturated to the
-// destination type. With oneDNN 2.x (Debian 12 ships 2.6.3) the C shim in
-// dnnl/cgo rewrites this into 2.x's output scales and post-ops.
+// given and requant is roundHalfEven(x*(1/DstScale)+DstZeroPoint) saturated
+// to the destination type. With oneDNN 2.x (Debian 12 ships 2.6.3) the C
+// shim in dnnl/cgo rewrites this into 2.x's output scales and post-ops.
 //
 // Concurrency: a MatMul and its Weights may be used by any number of
 // goroutines at once. Each call brings its own scratchpad (oneDNN's

@@ -156,8 +156,9 @@ type MatMulConfig struct {
 	// source value (INT8 only).
 	SrcZeroPoint bool
 	// DstScale and DstZeroPoint requantize an s8 or u8 destination:
-	// q = saturate(round(x/DstScale) + DstZeroPoint). DstScale must be > 0
-	// for an s8 or u8 destination and 0 otherwise.
+	// q = saturate(roundHalfEven(x*(1/DstScale) + DstZeroPoint)) in float32
+	// (kernels.Quantize). DstScale must be > 0 for an s8 or u8 destination
+	// and 0 otherwise.
 	DstScale     float32
 	DstZeroPoint int32
 	// PostOps run in order after scaling and bias.

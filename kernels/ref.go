@@ -146,7 +146,7 @@ func GELUTanh(x float64) float64 {
 //	y = y + Bias[j]
 //	y = act(y)
 //	y = y + Residual[i][j]
-//	q = saturate(roundHalfEven(y/OutScale) + OutZeroPoint)         (requantize)
+//	q = saturate(roundHalfEven(y*(1/OutScale) + OutZeroPoint))     (requantize)
 //
 // rowScale(i) is RowScale[i] when RowScale is set (dynamic, per token), else
 // ActScale (static, per tensor; 0 means 1). A nil ColScale means 1. The
@@ -311,10 +311,11 @@ func requant[T uint8 | int8](m, n int, acc []int32, ldacc int, ep *Epilogue, out
 	return nil
 }
 
-// Quantize returns clamp(roundHalfEven(y/scale) + zp, lo, hi), computed in
-// float32 as the kernels do. NaN maps to zp.
+// Quantize returns clamp(roundHalfEven(y*(1/scale) + zp), lo, hi), computed
+// in float32 as the vector kernels and oneDNN do (multiply by the inverse
+// scale, add the zero point, convert with round-half-even). NaN maps to zp.
 func Quantize(y float64, scale float32, zp int32, lo, hi float64) float64 {
-	q := math.RoundToEven(float64(float32(y)/scale)) + float64(zp)
+	q := math.RoundToEven(float64(float32(y)*(1/scale) + float32(zp)))
 	if math.IsNaN(q) {
 		return float64(zp)
 	}

@@ -75,8 +75,8 @@ func TestEpilogueOrder(t *testing.T) {
 	if err := RequantU8Ref(1, 2, acc, 2, ep, q, 2); err != nil {
 		t.Fatal(err)
 	}
-	// 111/2 = 55.5 -> 56 (half to even) + 3; 20/2 = 10 + 3
-	if q[0] != 59 || q[1] != 13 {
+	// 111/2 + 3 = 58.5 -> 58 (half to even); 20/2 + 3 = 13
+	if q[0] != 58 || q[1] != 13 {
 		t.Fatalf("requant got %v", q)
 	}
 	ep.OutScale = 0.01

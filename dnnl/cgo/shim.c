@@ -103,9 +103,17 @@ dnnl_status_t i8b_engine_destroy(dnnl_engine_t engine) {
     return dnnl_engine_destroy(engine);
 }
 
+// 3.0 renamed dnnl_cpu_isa_all (no cap: every ISA the CPU has) to
+// dnnl_cpu_isa_default; same value, 0.
+#if I8B_V3
+#define I8B_DNNL_ISA_ALL dnnl_cpu_isa_default
+#else
+#define I8B_DNNL_ISA_ALL dnnl_cpu_isa_all
+#endif
+
 static int isa_from_dnnl(dnnl_cpu_isa_t isa) {
     switch (isa) {
-    case dnnl_cpu_isa_all: return I8B_ISA_ALL;
+    case I8B_DNNL_ISA_ALL: return I8B_ISA_ALL;
     case dnnl_cpu_isa_sse41: return I8B_ISA_SSE41;
     case dnnl_cpu_isa_avx: return I8B_ISA_AVX;
     case dnnl_cpu_isa_avx2: return I8B_ISA_AVX2;
@@ -114,13 +122,20 @@ static int isa_from_dnnl(dnnl_cpu_isa_t isa) {
     case dnnl_cpu_isa_avx512_core_vnni: return I8B_ISA_AVX512_CORE_VNNI;
     case dnnl_cpu_isa_avx512_core_bf16: return I8B_ISA_AVX512_CORE_BF16;
     case dnnl_cpu_isa_avx512_core_amx: return I8B_ISA_AVX512_CORE_AMX;
+#if I8B_V3
+    // Levels 3.x added above the common ones: report the common level they
+    // contain, as 2.x does on the same CPU.
+    case dnnl_cpu_isa_avx2_vnni_2: return I8B_ISA_AVX2_VNNI;
+    case dnnl_cpu_isa_avx512_core_fp16: return I8B_ISA_AVX512_CORE_BF16;
+    case dnnl_cpu_isa_avx512_core_amx_fp16: return I8B_ISA_AVX512_CORE_AMX;
+#endif
     default: return I8B_ISA_OTHER;
     }
 }
 
 static int isa_to_dnnl(int isa, dnnl_cpu_isa_t *out) {
     switch (isa) {
-    case I8B_ISA_ALL: *out = dnnl_cpu_isa_all; return 1;
+    case I8B_ISA_ALL: *out = I8B_DNNL_ISA_ALL; return 1;
     case I8B_ISA_SSE41: *out = dnnl_cpu_isa_sse41; return 1;
     case I8B_ISA_AVX: *out = dnnl_cpu_isa_avx; return 1;
     case I8B_ISA_AVX2: *out = dnnl_cpu_isa_avx2; return 1;
