@@ -88,7 +88,7 @@ func DNNLGEMM(ctx context.Context, shapes []Shape, o GEMMOptions) ([]GEMMResult,
 				return out, err
 			}
 			if o.Progress != nil {
-				o.Progress(fmt.Sprintf("onednn %v %v", dt, s))
+				o.Progress(fmt.Sprintf("onednn %s %v", map[dnnl.DataType]string{dnnl.F32: "f32", dnnl.U8: "int8"}[dt], s))
 			}
 			r, err := measureDNNL(eng, s, dt, o)
 			if err != nil {

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/dnnl"
+)
+
+// infoReport is what "int8bert info -json" prints.
+type infoReport struct {
+	CPU      cpu.Features `json:"cpu"`
+	Override string       `json:"override_error,omitempty"`
+	Paths    paths        `json:"paths"`
+	DNNL     dnnlReport   `json:"onednn"`
+}
+
+type paths struct {
+	Int8 string `json:"int8"`
+	FP32 string `json:"fp32"`
+	BF16 string `json:"bf16"`
+}
+
+type dnnlReport struct {
+	Available bool   `json:"available"`
+	Version   string `json:"version,omitempty"`
+	Runtime   string `json:"runtime,omitempty"`
+	ISA       string `json:"isa,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+func gatherInfo() infoReport {
+	f := cpu.X86
+	r := infoReport{CPU: f, Paths: paths{f.Int8Path(), f.FP32Path(), f.BF16Path()}}
+	if err := cpu.OverrideError(); err != nil {
+		r.Override = err.Error()
+	}
+	info, err := dnnl.GetInfo()
+	if err != nil {
+		r.DNNL = dnnlReport{Reason: err.Error() + " (rebuild with cgo and oneDNN: scripts/setup.sh)"}
+	} else {
+		r.DNNL = dnnlReport{Available: true, Version: info.Version, Runtime: info.Runtime, ISA: info.ISAName}
+	}
+	return r
+}
+
+func runInfo(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("info", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("info: unexpected arguments %q", fs.Args())
+	}
+	r := gatherInfo()
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	f := r.CPU
+	fmt.Fprintf(stdout, "cpu:      %s (%s, family %d model %d stepping %d)\n", f.Brand, f.Vendor, f.Family, f.Model, f.Stepping)
+	fmt.Fprintf(stdout, "cores:    %d usable; caches L1d %s, L2 %s, L3 %s\n", f.NumCPU, kib(f.L1D), kib(f.L2), kib(f.L3))
+	fmt.Fprintf(stdout, "features: %v\n", f.List())
+	if len(f.Disabled) > 0 {
+		fmt.Fprintf(stdout, "disabled: %v (by %s)\n", f.Disabled, cpu.EnvDisable)
+	}
+	if r.Override != "" {
+		fmt.Fprintf(stdout, "warning:  %s\n", r.Override)
+	}
+	fmt.Fprintf(stdout, "amx:      %s\n", f.AMX)
+	fmt.Fprintf(stdout, "paths:    int8 %s, fp32 %s, bf16 %s\n", r.Paths.Int8, r.Paths.FP32, r.Paths.BF16)
+	if r.DNNL.Available {
+		fmt.Fprintf(stdout, "oneDNN:   %s (%s runtime), ISA %s\n", r.DNNL.Version, r.DNNL.Runtime, r.DNNL.ISA)
+	} else {
+		fmt.Fprintf(stdout, "oneDNN:   unavailable: %s\n", r.DNNL.Reason)
+	}
+	return nil
+}
+
+func kib(b int) string {
+	if b == 0 {
+		return "unknown"
+	}
+	if b >= 1<<20 {
+		return fmt.Sprintf("%d MiB", b>>20)
+	}
+	return fmt.Sprintf("%d KiB", b>>10)
+}

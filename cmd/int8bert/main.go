@@ -1,0 +1,55 @@
+// Command int8bert inspects the host and benchmarks int8bert's kernels. Later
+// issues add quantize, eval, forward and the task commands.
+//
+//	int8bert info [-json]
+//	int8bert bench gemm [-json] [-threads 1] [-time 300ms] [-runtime-m] [-pin=true]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+)
+
+const usage = `int8bert: INT8 BERT-family encoders on server CPUs
+
+usage:
+  int8bert info [-json]          CPU features, AMX permission, oneDNN version and ISA
+  int8bert bench gemm [flags]    oneDNN INT8 vs f32 GEMMs on the BERT shapes
+  int8bert help                  this text
+
+Run "int8bert <command> -h" for the flags of a command.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "int8bert:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "info":
+		return runInfo(args[1:], stdout, stderr)
+	case "bench":
+		return runBench(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}

@@ -1,0 +1,26 @@
+#!/bin/sh
+# The project's test command (README, .ci/run): installs what is missing, then
+# vets and tests everything with oneDNN under the race detector, and again
+# with CGO_ENABLED=0 to prove the native fallback builds and passes.
+set -eu
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+export PKG_CONFIG_PATH="$PWD/.build/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+# oneDNN's OpenMP threads must not spin while Go's test goroutines run.
+export OMP_WAIT_POLICY=passive
+
+if [ "$(go env CGO_ENABLED)" != 1 ]; then
+	echo "test: cgo is off (CGO_ENABLED=0 or no C compiler); the oneDNN tests would not run" >&2
+	exit 1
+fi
+
+echo "== go vet ./... (with oneDNN)"
+go vet ./...
+echo "== go test -race ./... (with oneDNN)"
+go test -race -timeout 30m ./...
+echo "== go vet, go test ./... with CGO_ENABLED=0 (native kernels only)"
+CGO_ENABLED=0 go vet ./...
+CGO_ENABLED=0 go test -timeout 30m ./...
+echo "== go build -tags nodnnl ./..."
+go build -tags nodnnl ./...
+echo "== all tests passed"
