@@ -200,3 +200,7 @@ func U8S8Kernels() []*Kernel {
 
 // u8s8Asm is filled by the assembly kernel files of this architecture.
 var u8s8Asm []*Kernel
+
+func errPanel(have, want int) error {
+	return fmt.Errorf("kernels: weights packed with NR=%d, this kernel needs NR=%d: %w", have, want, ErrShape)
+}
