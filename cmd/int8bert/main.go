@@ -3,6 +3,7 @@
 //
 //	int8bert info [-json]
 //	int8bert bench gemm [-json] [-threads 1] [-time 300ms] [-runtime-m] [-pin=true]
+//	int8bert tune [-json] [-threads 1] [-cache PATH] [-shapes MxKxN,...] [-epilogues KIND,...]
 package main
 
 import (
@@ -20,6 +21,7 @@ const usage = `int8bert: INT8 BERT-family encoders on server CPUs
 usage:
   int8bert info [-json]          CPU features, AMX permission, oneDNN version and ISA
   int8bert bench gemm [flags]    oneDNN INT8 vs f32 GEMMs on the BERT shapes
+  int8bert tune [flags]          choose and cache the fastest correct kernel per BERT GEMM
   int8bert help                  this text
 
 Run "int8bert <command> -h" for the flags of a command.
@@ -46,6 +48,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runInfo(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
+	case "tune":
+		return runTune(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

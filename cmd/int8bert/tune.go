@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/int8bert/int8bert/bench"
+	"github.com/int8bert/int8bert/selector"
+)
+
+// tuneEpilogues are the epilogue kinds tuned per BERT linear: the raw s32
+// GEMM, and the static (per-tensor scale) and dynamic (per-row scale)
+// INT8 epilogues the encoder fuses into that layer.
+func tuneEpilogues(shapeName string) []string {
+	base := []string{"none/s32"}
+	switch {
+	case strings.HasSuffix(shapeName, "ffn1"):
+		return append(base, "zp+scale+colscale+bias+gelu/u8", "zp+rowscale+colscale+bias+gelu/f32")
+	case strings.HasSuffix(shapeName, "ffn2"), strings.HasSuffix(shapeName, "attn-out"):
+		return append(base, "zp+scale+colscale+bias+residual/f32", "zp+rowscale+colscale+bias+residual/f32")
+	}
+	return append(base, "zp+scale+colscale+bias/f32", "zp+rowscale+colscale+bias/f32")
+}
+
+// parseShapes reads "MxKxN,MxKxN" into shapes.
+func parseShapes(s string) ([]bench.Shape, error) {
+	var out []bench.Shape
+	for _, f := range strings.Split(s, ",") {
+		p := strings.Split(strings.TrimSpace(f), "x")
+		if len(p) != 3 {
+			return nil, fmt.Errorf("tune: shape %q: want MxKxN", f)
+		}
+		var v [3]int
+		for i, x := range p {
+			n, err := strconv.Atoi(x)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("tune: shape %q: %q is not a positive integer", f, x)
+			}
+			v[i] = n
+		}
+		out = append(out, bench.Shape{Name: f, M: v[0], K: v[1], N: v[2]})
+	}
+	return out, nil
+}
+
+func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	threads := fs.Int("threads", 1, "threads per GEMM")
+	cachePath := fs.String("cache", "", "tuning cache file (default $"+selector.EnvCache+" or the user cache dir; \"off\" for none)")
+	reps := fs.Int("reps", 5, "timed repetitions per candidate (median)")
+	repTime := fs.Duration("rep-time", 20*time.Millisecond, "least time of one repetition")
+	epilogues := fs.String("epilogues", "", "comma-separated epilogue kinds, e.g. none/s32,zp+scale+colscale+bias+gelu/u8 (default: per layer)")
+	shapes := fs.String("shapes", "", "comma-separated MxKxN shapes (default: the BERT shapes at M=128 and M=256)")
+	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("tune: unexpected arguments %q", fs.Args())
+	}
+	if *threads < 1 {
+		return fmt.Errorf("tune: -threads must be >= 1, got %d", *threads)
+	}
+	list := bench.BERTShapes
+	if *shapes != "" {
+		var err error
+		if list, err = parseShapes(*shapes); err != nil {
+			return err
+		}
+	}
+	var kinds []selector.EpilogueKind
+	if *epilogues != "" {
+		for _, e := range strings.Split(*epilogues, ",") {
+			k, err := selector.ParseEpilogueKind(e)
+			if err != nil {
+				return fmt.Errorf("tune: %w", err)
+			}
+			kinds = append(kinds, k)
+		}
+	}
+	if os.Getenv("OMP_WAIT_POLICY") == "" {
+		fmt.Fprintln(stderr, "note: OMP_WAIT_POLICY is unset; spinning OpenMP threads can slow oneDNN down on small VMs (export OMP_WAIT_POLICY=passive)")
+	}
+	if *threads == 1 && *pin {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if _, err := pinToOneCPU(); err != nil {
+			fmt.Fprintf(stderr, "note: not pinned: %v\n", err)
+		}
+	}
+	s, err := selector.New(selector.Options{
+		CachePath: *cachePath, Reps: *reps, RepTime: *repTime,
+		Warn: func(msg string) { fmt.Fprintln(stderr, "note:", msg) },
+	})
+	if err != nil {
+		return fmt.Errorf("tune: %w", err)
+	}
+	defer s.Close()
+	if s.Forced() != "" {
+		fmt.Fprintf(stderr, "note: %s=%s forces a family; these choices are not saved\n", selector.EnvKernel, s.Forced())
+	}
+	var choices []selector.Choice
+	for _, sh := range list {
+		ks := kinds
+		if ks == nil {
+			for _, e := range tuneEpilogues(sh.Name) {
+				k, err := selector.ParseEpilogueKind(e)
+				if err != nil {
+					return fmt.Errorf("tune: %w", err)
+				}
+				ks = append(ks, k)
+			}
+		}
+		for _, kind := range ks {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			key, err := selector.NewKey(selector.OpU8S8, sh.M, sh.K, sh.N, kind, *threads)
+			if err != nil {
+				return fmt.Errorf("tune: %v: %w", sh, err)
+			}
+			if !*asJSON {
+				fmt.Fprintf(stderr, "tuning %v (%s)\n", key, sh.Name)
+			}
+			ch, err := s.Choose(key)
+			if err != nil {
+				return fmt.Errorf("tune: %v: %w", sh, err)
+			}
+			choices = append(choices, ch)
+			if !*asJSON {
+				fmt.Fprintln(stdout, ch)
+			}
+		}
+	}
+	st := s.Stats()
+	if *asJSON {
+		type jsonChoice struct {
+			selector.Choice
+			FromCache bool `json:"from_cache"`
+		}
+		out := struct {
+			Header  selector.Header `json:"header"`
+			Cache   string          `json:"cache"`
+			Tuned   int             `json:"tuned"`
+			Cached  int             `json:"from_cache"`
+			Choices []jsonChoice    `json:"choices"`
+		}{Header: s.Header(), Cache: s.CachePath(), Tuned: st.Tuned, Cached: st.FromCache}
+		for _, c := range choices {
+			out.Choices = append(out.Choices, jsonChoice{c, c.FromCache})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	where := s.CachePath()
+	if where == "" {
+		where = "off"
+	}
+	fmt.Fprintf(stdout, "%d keys: %d tuned, %d from the cache; cache: %s\n", len(choices), st.Tuned, st.FromCache, where)
+	return nil
+}

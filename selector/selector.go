@@ -1,0 +1,580 @@
+package selector
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/dnnl"
+	"github.com/int8bert/int8bert/kernels"
+)
+
+// EnvKernel names the environment variable that forces a kernel family or
+// one kernel by name (see Options.Force).
+const EnvKernel = "INT8BERT_KERNEL"
+
+// Backends of a candidate.
+const (
+	BackendNative = "native"
+	BackendOneDNN = "onednn"
+)
+
+// FamilyOneDNN is the family (and candidate name) of the oneDNN candidate.
+const FamilyOneDNN = "onednn"
+
+// Sentinel errors.
+var (
+	// ErrForced: the forced family or kernel is unknown, or this CPU or
+	// build lacks it, or it cannot serve a key.
+	ErrForced = errors.New("selector: forced kernel unavailable")
+	// ErrNoCandidate: no candidate passed the reference check for a key.
+	ErrNoCandidate = errors.New("selector: no usable candidate")
+	// ErrClosed: use of a closed Selector or Linear.
+	ErrClosed = errors.New("selector: use after Close")
+)
+
+// Options configure a Selector. The zero value tunes with the defaults,
+// reads INT8BERT_KERNEL and INT8BERT_TUNING_CACHE, and caches under
+// os.UserCacheDir().
+type Options struct {
+	// CachePath is the tuning cache file. "" means $INT8BERT_TUNING_CACHE,
+	// else DefaultCachePath(); "off" (here or in the variable) disables the
+	// cache.
+	CachePath string
+	// Force forces a family ("onednn", "avx512-vnni", "amx", "avx2",
+	// "generic", ...: a kernel ISA) or one kernel by name. "" means
+	// $INT8BERT_KERNEL. Choices made while forced are not saved.
+	Force string
+	// Features is the CPU the native candidates must run on; nil means
+	// cpu.X86. Tests use it to turn features off.
+	Features *cpu.Features
+	// NoOneDNN leaves oneDNN out of the candidates.
+	NoOneDNN bool
+	// Extra are more u8 x s8 kernels to consider, after those of
+	// kernels.U8S8Kernels() (for tests and experiments).
+	Extra []*kernels.Kernel
+	// Reps is the number of timed repetitions per candidate (median); 5 by
+	// default.
+	Reps int
+	// RepTime is the least time of one repetition (a fast call is repeated
+	// within it); 20ms by default.
+	RepTime time.Duration
+	// PruneFactor drops a candidate after one run when it is this many
+	// times slower than the best so far; 8 by default.
+	PruneFactor float64
+	// VerifyMACs bounds the reference check: when M*K*N exceeds it, only
+	// some rows (first, last and random ones) are compared, and the generic
+	// kernels are not tried once a faster candidate passed. 1<<24 by
+	// default.
+	VerifyMACs int
+	// Warn receives notes: a corrupt or stale cache, a failed save, an
+	// unusable oneDNN. nil prints them to os.Stderr.
+	Warn func(msg string)
+}
+
+func (o *Options) defaults() {
+	if o.Reps <= 0 {
+		o.Reps = 5
+	}
+	if o.RepTime <= 0 {
+		o.RepTime = 20 * time.Millisecond
+	}
+	if o.PruneFactor <= 1 {
+		o.PruneFactor = 8
+	}
+	if o.VerifyMACs <= 0 {
+		o.VerifyMACs = 1 << 24
+	}
+	if o.Warn == nil {
+		o.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "int8bert: selector:", msg) }
+	}
+}
+
+// candidate is one implementation of an operation.
+type candidate interface {
+	name() string
+	backend() string
+	family() string
+	// decline says why the candidate does not take key, or nil.
+	decline(key Key) error
+}
+
+// trial is one key's problem: random data of the key's shape, a reference
+// result, and each candidate's output.
+type trial interface {
+	// exec runs c once on the problem.
+	exec(c candidate) error
+	// verify compares c's latest output with the reference.
+	verify(c candidate) error
+	// impl names what c ran, when it knows ("" otherwise).
+	impl(c candidate) string
+	close()
+}
+
+// family is one operation: its candidates and how to build a trial.
+type family interface {
+	candidates() []candidate
+	newTrial(s *Selector, key Key) (trial, error)
+}
+
+// Selector chooses and runs the fastest correct candidate per Key. It is
+// safe for concurrent use.
+type Selector struct {
+	opts      Options
+	features  cpu.Features
+	force     string
+	cachePath string // "" when off
+	header    Header
+	families  map[string]family
+	all       map[string]candidate // by name, the forced filter applied
+	u8s8      *u8s8Family
+	eng       *dnnl.Engine // nil without oneDNN
+
+	mu       sync.Mutex
+	closed   bool
+	choices  map[string]*Choice // tuned or loaded, valid for this binary
+	cached   map[string]Choice  // loaded from the file, not yet used
+	inflight map[string]*flight
+	saveMu   sync.Mutex
+	tuneMu   sync.Mutex // one tuning at a time, so timings do not disturb each other
+
+	tuned, hits atomic.Int64
+}
+
+type flight struct {
+	done chan struct{}
+	ch   *Choice
+	err  error
+}
+
+// New returns a Selector. It fails when the forced family or kernel is
+// unknown or unavailable here. A cache that cannot be read is reported
+// through Options.Warn and the selector starts empty (it re-tunes).
+func New(opts Options) (*Selector, error) {
+	opts.defaults()
+	s := &Selector{
+		opts:     opts,
+		features: cpu.X86,
+		choices:  map[string]*Choice{},
+		cached:   map[string]Choice{},
+		inflight: map[string]*flight{},
+		families: map[string]family{},
+		all:      map[string]candidate{},
+	}
+	if opts.Features != nil {
+		s.features = *opts.Features
+	}
+	s.force = strings.TrimSpace(opts.Force)
+	if s.force == "" {
+		s.force = strings.TrimSpace(os.Getenv(EnvKernel))
+	}
+	oneDNNVersion := "none"
+	var dnnlErr error
+	switch {
+	case !dnnl.Available:
+		dnnlErr = dnnl.ErrUnavailable
+	case opts.NoOneDNN:
+		dnnlErr = errors.New("selector: oneDNN left out by Options.NoOneDNN")
+	default:
+		info, err := dnnl.GetInfo()
+		if err == nil {
+			oneDNNVersion = info.Version
+			s.eng, err = dnnl.DefaultEngine()
+		}
+		if err != nil {
+			dnnlErr = err
+			s.eng = nil
+			opts.Warn(fmt.Sprintf("oneDNN left out: %v", err))
+		}
+	}
+	s.u8s8 = newU8S8Family(s)
+	var names []string
+	var usable []candidate
+	for _, c := range s.u8s8.cands {
+		usable = append(usable, c)
+		names = append(names, c.name())
+	}
+	// The header names every usable candidate, forced or not: a forced run
+	// reads the same cache and uses the entries of its family.
+	sort.Strings(names)
+	s.header = Header{Format: CacheFormat, CPU: s.features.Signature(), OneDNN: oneDNNVersion, Go: runtime.Version(), Candidates: names}
+	if s.force != "" {
+		kept, err := s.forced(usable, dnnlErr)
+		if err != nil {
+			return nil, err
+		}
+		s.u8s8.keep(kept)
+		usable = kept
+	}
+	s.families[OpU8S8] = s.u8s8
+	for _, c := range usable {
+		s.all[c.name()] = c
+	}
+	if err := s.openCache(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// forced filters cands to the forced family or kernel, or says why it
+// cannot.
+func (s *Selector) forced(cands []candidate, dnnlErr error) ([]candidate, error) {
+	f := s.force
+	if strings.EqualFold(f, FamilyOneDNN) {
+		if s.eng == nil {
+			return nil, fmt.Errorf("selector: %s=%s: %w: %w", EnvKernel, f, ErrForced, dnnlErr)
+		}
+	}
+	var kept []candidate
+	for _, c := range cands {
+		if strings.EqualFold(c.family(), f) || c.name() == f {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) > 0 {
+		return kept, nil
+	}
+	// Say whether the family is compiled in but unusable here, or unknown.
+	var have []string
+	for _, k := range s.u8s8.compiled {
+		if strings.EqualFold(k.ISA, f) || k.Name == f {
+			return nil, fmt.Errorf("selector: %s=%s: kernel %s needs a CPU feature this machine (or %s) lacks: %s: %w",
+				EnvKernel, f, k.Name, cpu.EnvDisable, s.features.String(), ErrForced)
+		}
+		have = append(have, k.ISA, k.Name)
+	}
+	if dnnl.Available {
+		have = append(have, FamilyOneDNN)
+	}
+	slices.Sort(have)
+	have = slices.Compact(have)
+	return nil, fmt.Errorf("selector: %s=%s: no such kernel family or kernel in this build (have: %s): %w",
+		EnvKernel, f, strings.Join(have, ", "), ErrForced)
+}
+
+func (s *Selector) openCache() error {
+	path := s.opts.CachePath
+	if path == "" {
+		var err error
+		if path, err = DefaultCachePath(); err != nil {
+			s.opts.Warn(fmt.Sprintf("tuning cache off: %v", err))
+			return nil
+		}
+	}
+	if path == "off" {
+		return nil
+	}
+	s.cachePath = path
+	c, err := LoadCache(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		s.opts.Warn(fmt.Sprintf("%v; ignoring it and re-tuning (the file is rewritten after tuning)", err))
+		return nil
+	}
+	if why := c.Header.Mismatch(s.header); why != "" {
+		s.opts.Warn(fmt.Sprintf("tuning cache %s ignored: %s", path, why))
+		return nil
+	}
+	s.cached = c.Entries
+	return nil
+}
+
+// CachePath returns the cache file in use, or "" when the cache is off.
+func (s *Selector) CachePath() string { return s.cachePath }
+
+// Header returns what this selector's cache entries are valid for.
+func (s *Selector) Header() Header { return s.header }
+
+// Forced returns the forced family or kernel, or "".
+func (s *Selector) Forced() string { return s.force }
+
+// Candidates lists the names of the candidates this selector considers
+// (after the forced filter), sorted.
+func (s *Selector) Candidates() []string {
+	var names []string
+	for n := range s.all {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Stats counts how choices were made.
+type Stats struct {
+	// Tuned is the number of tuning runs, FromCache the keys read from the
+	// cache file.
+	Tuned, FromCache int
+}
+
+// Stats returns the counts so far.
+func (s *Selector) Stats() Stats {
+	return Stats{Tuned: int(s.tuned.Load()), FromCache: int(s.hits.Load())}
+}
+
+// Choose returns the choice for key, tuning it on first use. Concurrent
+// first calls for one key run the tuning once and share its outcome.
+func (s *Selector) Choose(key Key) (Choice, error) {
+	ch, err := s.choose(key)
+	if err != nil {
+		return Choice{}, err
+	}
+	return *ch, nil
+}
+
+func (s *Selector) choose(key Key) (*Choice, error) {
+	if err := key.Validate(); err != nil {
+		return nil, err
+	}
+	ks := key.String()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("selector: choose %v: %w", key, ErrClosed)
+	}
+	if ch, ok := s.choices[ks]; ok {
+		s.mu.Unlock()
+		return ch, nil
+	}
+	if f, ok := s.inflight[ks]; ok {
+		s.mu.Unlock()
+		<-f.done
+		return f.ch, f.err
+	}
+	if c, ok := s.cached[ks]; ok {
+		delete(s.cached, ks)
+		if _, known := s.all[c.Kernel]; known {
+			c.FromCache = true
+			s.choices[ks] = &c
+			s.mu.Unlock()
+			s.hits.Add(1)
+			return &c, nil
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	s.inflight[ks] = f
+	s.mu.Unlock()
+
+	f.ch, f.err = s.tune(key)
+	s.mu.Lock()
+	delete(s.inflight, ks)
+	if f.err == nil {
+		s.choices[ks] = f.ch
+	}
+	s.mu.Unlock()
+	close(f.done)
+	if f.err == nil && s.force == "" {
+		s.save()
+	}
+	return f.ch, f.err
+}
+
+// save writes every choice to the cache file; a failure is a warning.
+func (s *Selector) save() {
+	if s.cachePath == "" {
+		return
+	}
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	c := &Cache{Header: s.header, Entries: map[string]Choice{}}
+	s.mu.Lock()
+	for k, v := range s.cached {
+		c.Entries[k] = v
+	}
+	for k, v := range s.choices {
+		c.Entries[k] = *v
+	}
+	s.mu.Unlock()
+	if err := c.Save(s.cachePath); err != nil {
+		s.opts.Warn(err.Error())
+	}
+}
+
+// tune checks every candidate for key against the reference, times those
+// that pass and returns the fastest.
+func (s *Selector) tune(key Key) (*Choice, error) {
+	s.tuneMu.Lock()
+	defer s.tuneMu.Unlock()
+	s.tuned.Add(1)
+	fam := s.families[key.Op]
+	ch := &Choice{Key: key.String(), Forced: s.force, Tuned: time.Now().UTC()}
+	tr, err := fam.newTrial(s, key)
+	if err != nil {
+		return nil, fmt.Errorf("selector: tune %v: %w", key, err)
+	}
+	defer tr.close()
+	best := time.Duration(math.MaxInt64)
+	for _, c := range fam.candidates() {
+		exclude := func(format string, args ...any) {
+			ch.Excluded = append(ch.Excluded, Exclusion{Kernel: c.name(), Backend: c.backend(), Reason: fmt.Sprintf(format, args...)})
+		}
+		if err := c.decline(key); err != nil {
+			exclude("declines the key: %v", err)
+			continue
+		}
+		// The first run packs weights and makes primitives: it is checked,
+		// not timed. The second, warm run estimates the time.
+		if c.family() == "generic" && len(ch.Measured) > 0 && key.M*key.K*key.N > s.opts.VerifyMACs {
+			exclude("skipped: the generic Go twin, slow by construction, on a large shape where a faster candidate passed")
+			continue
+		}
+		t0 := time.Now()
+		if err := tr.exec(c); err != nil {
+			exclude("failed: %v", err)
+			continue
+		}
+		cold := time.Since(t0)
+		if err := tr.verify(c); err != nil {
+			exclude("differs from the generic reference: %v", err)
+			continue
+		}
+		m := Measurement{Kernel: c.name(), Backend: c.backend(), Impl: tr.impl(c)}
+		if best < math.MaxInt64 && cold > coldMin && float64(cold) > coldFactor*s.opts.PruneFactor*float64(best) {
+			// Even allowing for set-up, far too slow: skip the warm run.
+			m.Median, m.Runs, m.Pruned, m.Cold = cold, 1, true, true
+			ch.Measured = append(ch.Measured, m)
+			continue
+		}
+		t0 = time.Now()
+		if err := tr.exec(c); err != nil {
+			exclude("failed on its second run: %v", err)
+			continue
+		}
+		warm := time.Since(t0)
+		if best < math.MaxInt64 && float64(warm) > s.opts.PruneFactor*float64(best) {
+			// One more run, so that a single preempted run prunes nothing.
+			t0 = time.Now()
+			if err := tr.exec(c); err != nil {
+				exclude("failed on its third run: %v", err)
+				continue
+			}
+			warm = min(warm, time.Since(t0))
+		}
+		if best < math.MaxInt64 && float64(warm) > s.opts.PruneFactor*float64(best) {
+			m.Median, m.Runs, m.Pruned = warm, 2, true
+			ch.Measured = append(ch.Measured, m)
+			continue
+		}
+		med, runs, err := s.time(tr, c, warm)
+		if err != nil {
+			exclude("failed while timed: %v", err)
+			continue
+		}
+		m.Median, m.Runs = med, runs
+		best = min(best, med)
+		ch.Measured = append(ch.Measured, m)
+	}
+	sort.SliceStable(ch.Measured, func(i, j int) bool { return ch.Measured[i].Median < ch.Measured[j].Median })
+	if len(ch.Measured) == 0 {
+		var why []string
+		for _, e := range ch.Excluded {
+			why = append(why, e.Kernel+": "+e.Reason)
+		}
+		err := ErrNoCandidate
+		if s.force != "" {
+			err = fmt.Errorf("%w (forced %s): %w", ErrForced, s.force, ErrNoCandidate)
+		}
+		return nil, fmt.Errorf("selector: tune %v: %s: %w", key, strings.Join(why, "; "), err)
+	}
+	win := s.all[ch.Measured[0].Kernel]
+	ch.Kernel, ch.Backend, ch.Family = win.name(), win.backend(), win.family()
+	return ch, nil
+}
+
+// A candidate's first run includes its set-up (packing, primitive
+// creation); it is pruned on that run alone only when it took over coldMin
+// and coldFactor times the usual prune factor.
+const (
+	coldFactor = 4
+	coldMin    = time.Second
+)
+
+// time runs c Reps times (each long enough to last RepTime) and returns the
+// median time of one call.
+func (s *Selector) time(tr trial, c candidate, first time.Duration) (time.Duration, int, error) {
+	iters := 1
+	if first > 0 && first < s.opts.RepTime {
+		iters = int(s.opts.RepTime / first)
+	}
+	per := make([]time.Duration, 0, s.opts.Reps)
+	for r := 0; r < s.opts.Reps; r++ {
+		t0 := time.Now()
+		for i := 0; i < iters; i++ {
+			if err := tr.exec(c); err != nil {
+				return 0, 0, err
+			}
+		}
+		per = append(per, time.Since(t0)/time.Duration(iters))
+	}
+	slices.Sort(per)
+	return per[len(per)/2], len(per), nil
+}
+
+// Explain returns the choice for key and why, tuning it if needed.
+func (s *Selector) Explain(key Key) string {
+	ch, err := s.Choose(key)
+	if err != nil {
+		return fmt.Sprintf("%v: no choice: %v", key, err)
+	}
+	return ch.String()
+}
+
+// String explains the choice: the winner, every measured candidate and
+// every excluded one with its reason.
+func (c Choice) String() string {
+	var b strings.Builder
+	src := "tuned " + c.Tuned.Format(time.RFC3339)
+	if c.FromCache {
+		src = "from the cache (tuned " + c.Tuned.Format(time.RFC3339) + ")"
+	}
+	fmt.Fprintf(&b, "%s: %s (backend %s, family %s), %s", c.Key, c.Kernel, c.Backend, c.Family, src)
+	if c.Forced != "" {
+		fmt.Fprintf(&b, ", forced by %s=%s", EnvKernel, c.Forced)
+	}
+	b.WriteString("\n")
+	for _, m := range c.Measured {
+		note := ""
+		if m.Impl != "" {
+			note = " [" + m.Impl + "]"
+		}
+		switch {
+		case m.Cold:
+			note += " (timed once, with its set-up: far slower than the best)"
+		case m.Pruned:
+			note += " (pruned after two runs: far slower than the best)"
+		}
+		ratio := ""
+		if len(c.Measured) > 0 && c.Measured[0].Median > 0 {
+			ratio = fmt.Sprintf(" %.2fx", float64(m.Median)/float64(c.Measured[0].Median))
+		}
+		fmt.Fprintf(&b, "  %-24s %-7s %12v%s%s\n", m.Kernel, m.Backend, m.Median, ratio, note)
+	}
+	for _, e := range c.Excluded {
+		fmt.Fprintf(&b, "  %-24s %-7s excluded: %s\n", e.Kernel, e.Backend, e.Reason)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// Close releases the oneDNN primitives the selector made. Linears made from
+// it must be closed first.
+func (s *Selector) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("selector: close: %w", ErrClosed)
+	}
+	s.closed = true
+	s.mu.Unlock()
+	return s.u8s8.close()
+}

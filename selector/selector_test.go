@@ -1,0 +1,680 @@
+package selector
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/dnnl"
+	"github.com/int8bert/int8bert/kernels"
+)
+
+// warnings collects Options.Warn messages.
+type warnings struct {
+	mu  sync.Mutex
+	msg []string
+}
+
+func (w *warnings) add(s string) { w.mu.Lock(); w.msg = append(w.msg, s); w.mu.Unlock() }
+func (w *warnings) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.msg, "\n")
+}
+
+// testOptions times briefly and caches in a temporary file.
+func testOptions(t *testing.T, w *warnings) Options {
+	t.Helper()
+	return Options{
+		CachePath: filepath.Join(t.TempDir(), "tuning.json"),
+		Reps:      2,
+		RepTime:   50 * time.Microsecond,
+		Warn:      w.add,
+	}
+}
+
+func newSelector(t *testing.T, o Options) *Selector {
+	t.Helper()
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func mustKey(t *testing.T, m, k, n int, kind string, threads int) Key {
+	t.Helper()
+	ek, err := ParseEpilogueKind(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := NewKey(OpU8S8, m, k, n, ek, threads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+func TestBucketM(t *testing.T) {
+	for _, c := range [][2]int{{0, 1}, {1, 1}, {7, 7}, {16, 16}, {17, 32}, {128, 128}, {129, 256}, {384, 512}} {
+		if got := BucketM(c[0]); got != c[1] {
+			t.Errorf("BucketM(%d) = %d, want %d", c[0], got, c[1])
+		}
+	}
+}
+
+func TestEpilogueKindRoundTrip(t *testing.T) {
+	for _, s := range []string{"none/s32", "none/f32", "scale/f32", "zp+scale+colscale+bias+gelu/u8",
+		"zp+rowscale+colscale+bias+residual/f32", "rowscale+bias+relu+residual/s8", "colscale+gelu_tanh/f32"} {
+		k, err := ParseEpilogueKind(s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if k.String() != s {
+			t.Errorf("ParseEpilogueKind(%q).String() = %q", s, k.String())
+		}
+	}
+	for _, s := range []string{"bias/s32", "scale+rowscale/f32", "bogus/f32", "bias/f16"} {
+		if _, err := ParseEpilogueKind(s); !errors.Is(err, ErrKey) {
+			t.Errorf("ParseEpilogueKind(%q): err = %v, want ErrKey", s, err)
+		}
+	}
+	if k, _ := ParseEpilogueKind("none"); k.Out != S32 {
+		t.Errorf("none: out %v, want s32", k.Out)
+	}
+}
+
+// problem is a random GEMM with an epilogue of a kind, padded strides and
+// its expected result from the generic kernel.
+type problem struct {
+	m, k, n int
+	w       []int8
+	a       []uint8
+	lda     int
+	ep      *kernels.Epilogue
+	kind    EpilogueKind
+}
+
+func newProblem(t *testing.T, seed uint64, m, k, n int, kind string, pad int) *problem {
+	t.Helper()
+	ek, err := ParseEpilogueKind(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed, 1))
+	p := &problem{m: m, k: k, n: n, lda: k + pad, kind: ek}
+	p.w = make([]int8, n*k)
+	for i := range p.w {
+		p.w[i] = int8(r.IntN(255) - 127)
+	}
+	p.a = make([]uint8, m*p.lda)
+	for i := range p.a {
+		p.a[i] = uint8(r.IntN(256))
+	}
+	key := Key{Op: OpU8S8, M: m, K: k, N: n, Epilogue: ek, Threads: 1}
+	p.ep = randomEpilogue(r, key)
+	if p.ep != nil && p.ep.Residual != nil && pad > 0 {
+		// a padded residual stride
+		res := make([]float32, m*(n+pad))
+		for i := 0; i < m; i++ {
+			copy(res[i*(n+pad):i*(n+pad)+n], p.ep.Residual[i*n:(i+1)*n])
+		}
+		p.ep.Residual, p.ep.LdResidual = res, n+pad
+	}
+	if p.ep != nil && p.ep.ZeroPoint != 0 {
+		p.ep.ColSum = kernels.ColSums(n, k, p.w, k)
+	}
+	return p
+}
+
+// want runs the generic kernel.
+func (p *problem) want(t *testing.T, ldc int) kernels.Out {
+	t.Helper()
+	b, err := kernels.PackS8(p.n, p.k, p.w, p.k, kernels.GenericU8S8.NR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newOut(p.kind.Out, p.m, ldc)
+	o.Ldc = ldc
+	g := kernels.GEMMU8S8{M: p.m, N: p.n, K: p.k, A: p.a, Lda: p.lda, B: b, Ep: p.ep, Out: o, Threads: 1}
+	if err := kernels.GenericU8S8.RunU8S8(&g); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// compare checks got against want on the m x n block (the same tolerances
+// as the selector's check).
+func compare(t *testing.T, what string, kind DType, m, n, ldc int, got, want kernels.Out) {
+	t.Helper()
+	bad := 0
+	var rms float64
+	if kind == F32 {
+		for i := 0; i < m; i++ {
+			for _, v := range want.F32[i*ldc : i*ldc+n] {
+				rms += float64(v) * float64(v)
+			}
+		}
+		rms = math.Sqrt(rms / float64(max(m*n, 1)))
+	}
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			x := i*ldc + j
+			var ok bool
+			var g, w any
+			switch kind {
+			case S32:
+				g, w = got.S32[x], want.S32[x]
+				ok = g == w
+			case F32:
+				gv, wv := float64(got.F32[x]), float64(want.F32[x])
+				g, w = gv, wv
+				ok = math.Abs(gv-wv) <= 1e-4*max(math.Abs(wv), rms)
+			case U8:
+				gv, wv := int(got.U8[x]), int(want.U8[x])
+				g, w = gv, wv
+				ok = gv-wv <= 1 && wv-gv <= 1
+			case S8:
+				gv, wv := int(got.S8[x]), int(want.S8[x])
+				g, w = gv, wv
+				ok = gv-wv <= 1 && wv-gv <= 1
+			}
+			if !ok {
+				if bad < 3 {
+					t.Errorf("%s: [%d][%d] = %v, want %v", what, i, j, g, w)
+				}
+				bad++
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d values differ", what, bad, m*n)
+	}
+}
+
+var testKinds = []string{
+	"none/s32",
+	"scale/f32",
+	"zp+scale+colscale+bias/f32",
+	"zp+scale+colscale+bias+gelu/f32",
+	"zp+scale+colscale+bias+residual/f32",
+	"zp+rowscale+colscale+bias+residual/f32",
+	"zp+scale+colscale+bias+gelu/u8",
+	"zp+rowscale+colscale+bias/s8",
+	"colscale+bias+gelu_tanh/f32",
+	"scale+relu+residual/u8",
+}
+
+// runLinear runs p through a Linear of s with padded strides and checks the
+// result against the generic kernel.
+func runLinear(t *testing.T, s *Selector, p *problem, pad int) Choice {
+	t.Helper()
+	l, err := s.NewLinear(p.n, p.k, p.w, p.k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ldc := p.n + pad
+	out := newOut(p.kind.Out, p.m, ldc)
+	out.Ldc = ldc
+	if err := l.Run(p.m, p.a, p.lda, p.ep, out, 1); err != nil {
+		t.Fatalf("%v: %v", p.kind, err)
+	}
+	key, err := l.Key(p.m, p.ep, out, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.Choose(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, fmt.Sprintf("%v with %s", p.kind, ch.Kernel), p.kind.Out, p.m, p.n, ldc, out, p.want(t, ldc))
+	return ch
+}
+
+func TestLinearRunsEveryKind(t *testing.T) {
+	var w warnings
+	s := newSelector(t, testOptions(t, &w))
+	for i, kind := range testKinds {
+		p := newProblem(t, uint64(i), 7, 37, 35, kind, 3)
+		ch := runLinear(t, s, p, 5)
+		if len(ch.Measured) == 0 || ch.Measured[0].Kernel != ch.Kernel {
+			t.Errorf("%s: choice %s is not the fastest measured: %+v", kind, ch.Kernel, ch.Measured)
+		}
+		t.Logf("%s", ch)
+		if dnnl.Available && !mentions(ch, FamilyOneDNN) {
+			t.Errorf("%s: oneDNN was neither measured nor excluded:\n%v", kind, ch)
+		}
+	}
+}
+
+func mentions(ch Choice, name string) bool {
+	for _, m := range ch.Measured {
+		if m.Kernel == name {
+			return true
+		}
+	}
+	for _, e := range ch.Excluded {
+		if e.Kernel == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestOneDNNCandidate forces oneDNN: with cgo it must run and match the
+// reference on every kind; without, forcing it is an error and the
+// candidates are native only.
+func TestOneDNNCandidate(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.Force = FamilyOneDNN
+	if !dnnl.Available {
+		_, err := New(o)
+		if !errors.Is(err, ErrForced) || !errors.Is(err, dnnl.ErrUnavailable) {
+			t.Fatalf("forcing onednn without it: err = %v, want ErrForced and dnnl.ErrUnavailable", err)
+		}
+		o.Force = ""
+		s := newSelector(t, o)
+		for _, c := range s.Candidates() {
+			if c == FamilyOneDNN {
+				t.Errorf("onednn among the candidates of a build without it: %v", s.Candidates())
+			}
+		}
+		p := newProblem(t, 1, 5, 20, 17, "zp+scale+colscale+bias+gelu/u8", 1)
+		runLinear(t, s, p, 2)
+		t.Log("oneDNN is not in this build (CGO_ENABLED=0 or nodnnl): native candidates only")
+		return
+	}
+	s := newSelector(t, o)
+	for i, kind := range testKinds {
+		for _, m := range []int{1, 6, 19} {
+			p := newProblem(t, uint64(100+i), m, 40, 33, kind, 2)
+			ch := runLinear(t, s, p, 3)
+			if ch.Kernel != FamilyOneDNN || ch.Backend != BackendOneDNN {
+				t.Fatalf("%s: forced onednn, chose %s (%s)", kind, ch.Kernel, ch.Backend)
+			}
+			if m == 6 {
+				t.Logf("%s", ch)
+			}
+		}
+	}
+}
+
+func TestCacheRoundTrip(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	s := newSelector(t, o)
+	key := mustKey(t, 8, 32, 48, "zp+scale+colscale+bias/f32", 1)
+	first, err := s.Choose(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.FromCache || s.Stats().Tuned != 1 {
+		t.Fatalf("first choice: from cache %v, stats %+v", first.FromCache, s.Stats())
+	}
+	c, err := LoadCache(o.CachePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Header.Mismatch(s.Header()) != "" {
+		t.Errorf("saved header %+v differs from %+v", c.Header, s.Header())
+	}
+	if e, ok := c.Entries[key.String()]; !ok || e.Kernel != first.Kernel {
+		t.Fatalf("cache lacks %v or holds another kernel: %+v", key, c.Entries)
+	}
+
+	s2 := newSelector(t, o)
+	again, err := s2.Choose(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.FromCache || again.Kernel != first.Kernel || s2.Stats() != (Stats{Tuned: 0, FromCache: 1}) {
+		t.Errorf("second selector: %+v, stats %+v; want %s from the cache", again, s2.Stats(), first.Kernel)
+	}
+	if !strings.Contains(s2.Explain(key), "from the cache") {
+		t.Errorf("Explain does not say the choice came from the cache:\n%s", s2.Explain(key))
+	}
+	if w.String() != "" {
+		t.Errorf("unexpected warnings: %s", w.String())
+	}
+
+	// A forced selector reads the same file and uses the entries of its
+	// family; it saves nothing.
+	before, err := os.ReadFile(o.CachePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	of := o
+	of.Force = first.Family
+	s3 := newSelector(t, of)
+	forced, err := s3.Choose(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !forced.FromCache || forced.Kernel != first.Kernel {
+		t.Errorf("forced %s: %v, want %s from the cache", of.Force, forced, first.Kernel)
+	}
+	if _, err := s3.Choose(mustKey(t, 2, 8, 16, "none/s32", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(o.CachePath); !bytes.Equal(before, after) {
+		t.Errorf("a forced selector rewrote the cache")
+	}
+	if w.String() != "" {
+		t.Errorf("unexpected warnings: %s", w.String())
+	}
+}
+
+func TestCorruptCache(t *testing.T) {
+	for name, content := range map[string]string{
+		"garbage":   "{not json",
+		"truncated": `{"format": 1, "cpu": "x", "entries": {`,
+		"no format": `{"entries": {}}`,
+		"bad entry": `{"format": 1, "entries": {"u8s8 m=1": {"key": "other", "kernel": "k"}}}`,
+		"unknown":   `{"format": 1, "entries": {}, "surprise": true}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var w warnings
+			o := testOptions(t, &w)
+			if err := os.WriteFile(o.CachePath, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := LoadCache(o.CachePath); !errors.Is(err, ErrCorruptCache) {
+				t.Fatalf("LoadCache: err = %v, want ErrCorruptCache", err)
+			}
+			s := newSelector(t, o)
+			if !strings.Contains(w.String(), "corrupt tuning cache") || !strings.Contains(w.String(), o.CachePath) {
+				t.Errorf("no clear warning about the corrupt cache: %q", w.String())
+			}
+			key := mustKey(t, 4, 16, 16, "none/s32", 1)
+			if _, err := s.Choose(key); err != nil {
+				t.Fatal(err)
+			}
+			if s.Stats().Tuned != 1 {
+				t.Errorf("stats %+v: want one tuning run", s.Stats())
+			}
+			c, err := LoadCache(o.CachePath)
+			if err != nil {
+				t.Fatalf("the cache was not rewritten: %v", err)
+			}
+			if _, ok := c.Entries[key.String()]; !ok {
+				t.Errorf("rewritten cache lacks %v", key)
+			}
+		})
+	}
+}
+
+func TestCacheOfAnotherCPUIgnored(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	s := newSelector(t, o)
+	key := mustKey(t, 4, 16, 16, "scale/f32", 1)
+	if _, err := s.Choose(key); err != nil {
+		t.Fatal(err)
+	}
+	for field, edit := range map[string]func(*Cache){
+		"cpu":    func(c *Cache) { c.CPU = "GenuineIntel|Some Other CPU|6/143/8|int8=amx" },
+		"format": func(c *Cache) { c.Format = CacheFormat + 1 },
+		"onednn": func(c *Cache) { c.OneDNN = "0.1.0" },
+		"go":     func(c *Cache) { c.Go = "go1.0" },
+	} {
+		c, err := LoadCache(o.CachePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(c)
+		path := filepath.Join(t.TempDir(), field+".json")
+		if err := c.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		var w2 warnings
+		o2 := o
+		o2.CachePath, o2.Warn = path, w2.add
+		s2 := newSelector(t, o2)
+		ch, err := s2.Choose(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.FromCache || s2.Stats().Tuned != 1 {
+			t.Errorf("%s: a cache of another %s was used: %+v", field, field, s2.Stats())
+		}
+		if !strings.Contains(w2.String(), "ignored") {
+			t.Errorf("%s: no note that the cache was ignored: %q", field, w2.String())
+		}
+	}
+}
+
+func TestCacheOff(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.CachePath = "off"
+	s := newSelector(t, o)
+	if s.CachePath() != "" {
+		t.Errorf("cache path %q, want off", s.CachePath())
+	}
+	if _, err := s.Choose(mustKey(t, 2, 8, 8, "none/s32", 1)); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvCache, filepath.Join(t.TempDir(), "env.json"))
+	o.CachePath = ""
+	s2 := newSelector(t, o)
+	if s2.CachePath() != os.Getenv(EnvCache) {
+		t.Errorf("cache path %q, want $%s = %q", s2.CachePath(), EnvCache, os.Getenv(EnvCache))
+	}
+}
+
+func TestForcedMissing(t *testing.T) {
+	var w warnings
+	noAMX, err := cpu.X86.Apply("amx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unavailable := &kernels.Kernel{Name: "gemmFuture_8x16", ISA: "future-isa", MR: 8, NR: 16, KB: 4,
+		Available: func(cpu.Features) bool { return false },
+		Accepts:   func(m, n, k int) bool { return true },
+		RunU8S8:   kernels.GenericU8S8.RunU8S8}
+	for _, force := range []string{"amx", "no-such-family", "future-isa", "gemmFuture_8x16"} {
+		o := testOptions(t, &w)
+		o.Force, o.Features, o.Extra = force, &noAMX, []*kernels.Kernel{unavailable}
+		_, err := New(o)
+		if !errors.Is(err, ErrForced) {
+			t.Errorf("force %q: err = %v, want ErrForced", force, err)
+			continue
+		}
+		t.Logf("force %q: %v", force, err)
+	}
+	// The environment variable is read the same way.
+	t.Setenv(EnvKernel, "no-such-family")
+	if _, err := New(testOptions(t, &w)); !errors.Is(err, ErrForced) {
+		t.Errorf("%s=no-such-family: err = %v, want ErrForced", EnvKernel, err)
+	}
+}
+
+// fakeKernel is a correct kernel under another name and family.
+func fakeKernel(name, isa string, wrong bool) *kernels.Kernel {
+	return &kernels.Kernel{Name: name, ISA: isa, MR: 1, NR: 32, KB: 4,
+		Available: func(cpu.Features) bool { return true },
+		Accepts:   func(m, n, k int) bool { return true },
+		RunU8S8: func(g *kernels.GEMMU8S8) error {
+			if err := kernels.GenericU8S8.RunU8S8(g); err != nil {
+				return err
+			}
+			if wrong && g.M > 0 && g.N > 0 {
+				i, j := g.M-1, g.N/2
+				switch x := i*g.Out.Ldc + j; {
+				case g.Out.S32 != nil:
+					g.Out.S32[x]++
+				case g.Out.F32 != nil:
+					g.Out.F32[x] += 1
+				case g.Out.U8 != nil:
+					g.Out.U8[x] += 7
+				case g.Out.S8 != nil:
+					g.Out.S8[x] += 7
+				}
+			}
+			return nil
+		}}
+}
+
+func TestForcedPresent(t *testing.T) {
+	var w warnings
+	key := mustKey(t, 3, 24, 40, "zp+scale+colscale+bias+gelu/u8", 1)
+	for _, c := range []struct{ force, env, want string }{
+		{"generic", "", kernels.GenericU8S8.Name},
+		{"", "generic", kernels.GenericU8S8.Name},
+		{kernels.GenericU8S8.Name, "", kernels.GenericU8S8.Name},
+		{"test-isa", "", "gemmFake_1x32"},
+		{"", "gemmFake_1x32", "gemmFake_1x32"},
+	} {
+		t.Setenv(EnvKernel, c.env)
+		o := testOptions(t, &w)
+		o.Force, o.Extra = c.force, []*kernels.Kernel{fakeKernel("gemmFake_1x32", "test-isa", false)}
+		s := newSelector(t, o)
+		ch, err := s.Choose(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.Kernel != c.want || len(ch.Measured) != 1 || ch.Forced == "" {
+			t.Errorf("force %q env %q: %v\nwant only %s", c.force, c.env, ch, c.want)
+		}
+		// Forced choices do not go to the cache.
+		if _, err := os.Stat(o.CachePath); err == nil {
+			t.Errorf("force %q: a forced choice was saved", c.force)
+		}
+		p := newProblem(t, 7, 3, 24, 40, "zp+scale+colscale+bias+gelu/u8", 0)
+		runLinear(t, s, p, 0)
+	}
+}
+
+func TestWrongCandidateExcluded(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.Extra = []*kernels.Kernel{fakeKernel("gemmBroken_1x32", "test-isa", true), fakeKernel("gemmFake_1x32", "test-isa", false)}
+	s := newSelector(t, o)
+	for _, kind := range []string{"none/s32", "scale+bias/f32", "zp+scale+colscale+bias+gelu/u8"} {
+		key := mustKey(t, 9, 20, 50, kind, 1)
+		ch, err := s.Choose(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var why string
+		for _, e := range ch.Excluded {
+			if e.Kernel == "gemmBroken_1x32" {
+				why = e.Reason
+			}
+		}
+		if !strings.Contains(why, "differs from the generic reference") || !strings.Contains(why, "row 8") {
+			t.Errorf("%s: broken kernel not excluded with a reason: %q\n%v", kind, why, ch)
+		}
+		if ch.Kernel == "gemmBroken_1x32" || mentionsMeasured(ch, "gemmBroken_1x32") || !mentionsMeasured(ch, "gemmFake_1x32") {
+			t.Errorf("%s: %v", kind, ch)
+		}
+		if !strings.Contains(s.Explain(key), "gemmBroken_1x32") {
+			t.Errorf("Explain omits the excluded kernel:\n%s", s.Explain(key))
+		}
+	}
+	// Forced onto the broken kernel: an error, not a fallback.
+	o = testOptions(t, &w)
+	o.Force, o.Extra = "gemmBroken_1x32", []*kernels.Kernel{fakeKernel("gemmBroken_1x32", "test-isa", true)}
+	s2 := newSelector(t, o)
+	_, err := s2.Choose(mustKey(t, 9, 20, 50, "none/s32", 1))
+	if !errors.Is(err, ErrNoCandidate) || !errors.Is(err, ErrForced) || !strings.Contains(err.Error(), "differs") {
+		t.Errorf("forced broken kernel: err = %v", err)
+	}
+}
+
+func mentionsMeasured(ch Choice, name string) bool {
+	for _, m := range ch.Measured {
+		if m.Kernel == name {
+			return true
+		}
+	}
+	return false
+}
+
+func TestConcurrentFirstUse(t *testing.T) {
+	var w warnings
+	s := newSelector(t, testOptions(t, &w))
+	p := newProblem(t, 3, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 0)
+	l, err := s.NewLinear(p.n, p.k, p.w, p.k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	want := p.want(t, p.n)
+	key := mustKey(t, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 1)
+	var wg sync.WaitGroup
+	kernelsChosen := make([]string, 32)
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if g%2 == 0 {
+				ch, err := s.Choose(key)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				kernelsChosen[g] = ch.Kernel
+				return
+			}
+			out := newOut(F32, p.m, p.n)
+			if err := l.Run(p.m, p.a, p.lda, p.ep, out, 1); err != nil {
+				t.Error(err)
+				return
+			}
+			compare(t, "concurrent run", F32, p.m, p.n, p.n, out, want)
+		}()
+	}
+	wg.Wait()
+	if got := s.Stats().Tuned; got != 1 {
+		t.Errorf("%d tuning runs for one key under 32 concurrent first calls, want 1", got)
+	}
+	for g := 0; g < 32; g += 2 {
+		if kernelsChosen[g] != kernelsChosen[0] {
+			t.Errorf("goroutine %d chose %s, goroutine 0 %s", g, kernelsChosen[g], kernelsChosen[0])
+		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	var w warnings
+	s := newSelector(t, testOptions(t, &w))
+	p := newProblem(t, 4, 4, 16, 16, "scale/f32", 0)
+	l, err := s.NewLinear(p.n, p.k, p.w, p.k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Run(p.m, p.a[:10], p.lda, p.ep, newOut(F32, p.m, p.n), 1); !errors.Is(err, kernels.ErrShape) {
+		t.Errorf("short a: err = %v, want ErrShape", err)
+	}
+	if err := l.Run(p.m, p.a, p.lda, p.ep, kernels.Out{Ldc: p.n}, 1); !errors.Is(err, kernels.ErrShape) {
+		t.Errorf("no destination: err = %v, want ErrShape", err)
+	}
+	if err := l.Run(0, nil, p.lda, nil, kernels.Out{}, 1); err != nil {
+		t.Errorf("m=0: %v", err)
+	}
+	if _, err := s.NewLinear(4, 4, make([]int8, 3), 4); !errors.Is(err, kernels.ErrShape) {
+		t.Errorf("short weights: err = %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); !errors.Is(err, ErrClosed) {
+		t.Errorf("second close: %v", err)
+	}
+	if _, err := s.Choose(Key{Op: "f16", M: 1, K: 1, N: 1, Threads: 1}); !errors.Is(err, ErrKey) {
+		t.Errorf("bad key: %v", err)
+	}
+}
