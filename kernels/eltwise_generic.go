@@ -1,0 +1,311 @@
+package kernels
+
+import "math"
+
+// The plain Go twins of the AVX-512 element-wise kernels. Each performs the
+// same float32 operations in the same order as its assembly kernel (explicit
+// float32 conversions keep the compiler from fusing a multiply and an add),
+// so the two agree bit for bit; tests rely on it. Each takes its length from
+// its first slice argument.
+
+const eltLanes = 16
+
+// Constants of the vector exp (Cephes expf: Cody-Waite reduction by ln 2 in
+// two parts, degree-7 polynomial, relative error ~2e-7) and of erfc
+// (Numerical Recipes' erfcc: fractional error < 1.2e-7 for all z >= 0).
+const (
+	eltLog2e  = float32(1.44269504088896341)
+	eltLn2Hi  = float32(0.693359375)
+	eltLn2Lo  = float32(-2.12194440e-4)
+	eltExpMin = float32(-104) // exp(-104) rounds to 0 in float32
+	eltExpMax = float32(88)
+
+	eltInvSqrt2   = float32(0.70710678118654752440)
+	eltGELUAbsMax = float32(14.5) // |x| is clamped here: erfc(14.5/sqrt 2) ~ 1e-47
+	eltGELUZeroLT = float32(-14)  // GELU(x) for x < -14 is 0 in float32
+	eltErfcK      = float32(-1.26551223)
+)
+
+var eltExpP = [...]float32{1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1}
+
+var eltErfcP = [...]float32{0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196, 1.00002368}
+
+func eltReduceSum(a *[eltLanes]float32) float32 {
+	for w := eltLanes / 2; w >= 1; w /= 2 {
+		for i := 0; i < w; i++ {
+			a[i] += a[i+w]
+		}
+	}
+	return a[0]
+}
+
+// eltMax32 is VMAXPS(src1=a, src2=b): a if a > b, else b (so b on NaN).
+func eltMax32(a, b float32) float32 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func eltReduceMax(a *[eltLanes]float32) float32 {
+	for w := eltLanes / 2; w >= 1; w /= 2 {
+		for i := 0; i < w; i++ {
+			a[i] = eltMax32(a[i], a[i+w])
+		}
+	}
+	return a[0]
+}
+
+func eltAddSumGeneric(dst, x, r []float32) float32 {
+	var acc [eltLanes]float32
+	x, r = x[:len(dst)], r[:len(dst)]
+	for j := range dst {
+		v := x[j] + r[j]
+		dst[j] = v
+		acc[j%eltLanes] += v
+	}
+	return eltReduceSum(&acc)
+}
+
+func eltSumGeneric(x []float32) float32 {
+	var acc [eltLanes]float32
+	for j, v := range x {
+		acc[j%eltLanes] += v
+	}
+	return eltReduceSum(&acc)
+}
+
+func eltSumSqDevGeneric(x []float32, mean float32) float32 {
+	var acc [eltLanes]float32
+	for j, v := range x {
+		d := v - mean
+		acc[j%eltLanes] += float32(d * d)
+	}
+	return eltReduceSum(&acc)
+}
+
+func eltNormGeneric(dst, x, gamma, beta []float32, mean, rstd float32) {
+	x, gamma, beta = x[:len(dst)], gamma[:len(dst)], beta[:len(dst)]
+	for j := range dst {
+		t := x[j] - mean
+		t = float32(t * rstd)
+		t = float32(t * gamma[j])
+		dst[j] = t + beta[j]
+	}
+}
+
+// eltClamp is VMINPS(VMAXPS(p, lo), hi) with p as src1: NaN becomes lo.
+func eltClamp(p, lo, hi float32) float32 {
+	if !(p > lo) {
+		p = lo
+	}
+	if !(p < hi) {
+		p = hi
+	}
+	return p
+}
+
+// eltRound is VCVTPS2DQ under the default rounding mode (half to even) for
+// values already clamped into int32 range.
+func eltRound(p float32) int32 { return int32(math.RoundToEven(float64(p))) }
+
+func eltNormQGeneric(dst []float32, q []uint8, x, gamma, beta, pre []float32, mean, rstd, inv, zp float32) {
+	n := len(dst)
+	q, x, gamma, beta = q[:n], x[:n], gamma[:n], beta[:n]
+	if len(pre) > 0 {
+		pre = pre[:n]
+	}
+	for j := range dst {
+		t := x[j] - mean
+		t = float32(t * rstd)
+		t = float32(t * gamma[j])
+		y := t + beta[j]
+		dst[j] = y
+		p := y
+		if len(pre) > 0 {
+			p = float32(p * pre[j])
+		}
+		p = float32(p*inv) + zp
+		q[j] = uint8(eltRound(eltClamp(p, 0, 255)))
+	}
+}
+
+func eltMaxMaskGeneric(dst, x, mask []float32) float32 {
+	acc := [eltLanes]float32{}
+	for i := range acc {
+		acc[i] = float32(math.Inf(-1))
+	}
+	x, mask = x[:len(dst)], mask[:len(dst)]
+	for j := range dst {
+		v := x[j] + mask[j]
+		dst[j] = v
+		acc[j%eltLanes] = eltMax32(acc[j%eltLanes], v)
+	}
+	return eltReduceMax(&acc)
+}
+
+func eltMaxGeneric(x []float32) float32 {
+	acc := [eltLanes]float32{}
+	for i := range acc {
+		acc[i] = float32(math.Inf(-1))
+	}
+	for j, v := range x {
+		acc[j%eltLanes] = eltMax32(acc[j%eltLanes], v)
+	}
+	return eltReduceMax(&acc)
+}
+
+// eltExpTail returns exp(r) * 2^n for the reduced argument r.
+func eltExpTail(r, n float32) float32 {
+	p := eltExpP[0]
+	for _, c := range eltExpP[1:] {
+		p = float32(p*r) + c
+	}
+	z := float32(r * r)
+	y := float32(p*z) + r
+	y = y + 1
+	return float32(math.Ldexp(float64(y), int(n))) // VSCALEFPS: one rounding
+}
+
+// eltExp is the vector exp: clamp to [-104, 88], n = roundHalfEven(x*log2e),
+// r = x - n*ln2 in two parts, polynomial, scale by 2^n. NaN stays NaN.
+func eltExp(x float32) float32 {
+	if x != x {
+		return x
+	}
+	x = min(max(x, eltExpMin), eltExpMax)
+	n := float32(math.RoundToEven(float64(x * eltLog2e)))
+	r := x - float32(n*eltLn2Hi)
+	r = r - float32(n*eltLn2Lo)
+	return eltExpTail(r, n)
+}
+
+// eltExp2 is exp(a+b) for a in [-100, 0] and a small b, keeping the low part
+// b out of the rounding of a's reduction (a - n*ln2Hi is exact).
+func eltExp2(a, b float32) float32 {
+	s := a + b
+	n := float32(math.RoundToEven(float64(s * eltLog2e)))
+	r := a - float32(n*eltLn2Hi)
+	r = r + b
+	r = r - float32(n*eltLn2Lo)
+	return eltExpTail(r, n)
+}
+
+func eltExpSumGeneric(dst, x []float32, m float32) float32 {
+	var acc [eltLanes]float32
+	x = x[:len(dst)]
+	for j := range dst {
+		e := eltExp(x[j] - m)
+		dst[j] = e
+		acc[j%eltLanes] += e
+	}
+	return eltReduceSum(&acc)
+}
+
+func eltScaleGeneric(x []float32, s float32) {
+	for j := range x {
+		x[j] *= s
+	}
+}
+
+// eltGELU1 is the GELU of the vector kernel: with a = min(|x|, 14.5) and
+// z = a/sqrt 2, erfc(z) = t*exp(-z*z - 1.26551223 + t*P(t)), t = 1/(1+z/2),
+// where z*z = a*a/2 is split exactly into hi + lo (an FMA in the kernel) so
+// the large exponent loses nothing; Phi = 0.5*erfc for x < 0 and
+// 1 - 0.5*erfc otherwise; 0 for x < -14.
+func eltGELU1(x float32) float32 {
+	if x != x {
+		return x
+	}
+	ax := min(float32(math.Abs(float64(x))), eltGELUAbsMax)
+	z := float32(ax * eltInvSqrt2)
+	t := 1 / (float32(0.5*z) + 1)
+	q := eltErfcP[0]
+	for _, c := range eltErfcP[1:] {
+		q = float32(q*t) + c
+	}
+	q = float32(q*t) + eltErfcK
+	// z*z = ax*ax/2 exactly as hi + lo (rounding z first would cost
+	// 2*z*z*2^-24 of relative accuracy: 1e-5 at z = 9).
+	x2 := float32(ax * ax)
+	lo := float32(float64(ax)*float64(ax)-float64(x2)) * 0.5 // exact: fma(ax, ax, -x2)/2
+	hi := x2 * 0.5
+	b := q - lo
+	e := eltExp2(-hi, b)
+	h := float32(0.5 * float32(t*e))
+	phi := 1 - h
+	if x < 0 {
+		phi = h
+	}
+	y := float32(x * phi)
+	if x < eltGELUZeroLT {
+		y = 0
+	}
+	return y
+}
+
+func eltGELUGeneric(dst, x []float32) {
+	dst = dst[:len(x)]
+	for j, v := range x {
+		dst[j] = eltGELU1(v)
+	}
+}
+
+func eltAbsMaxGeneric(x []float32) uint32 {
+	var m uint32
+	for _, v := range x {
+		m = max(m, math.Float32bits(v)&0x7fffffff)
+	}
+	return m
+}
+
+func eltQuantRowGeneric(dst []uint8, x []float32, inv float32) {
+	x = x[:len(dst)]
+	for j := range dst {
+		p := eltClamp(float32(x[j]*inv), -128, 127)
+		dst[j] = uint8(eltRound(p) + 128)
+	}
+}
+
+func eltQuantU8Generic(dst []uint8, x []float32, inv, zp float32) uint32 {
+	x = x[:len(dst)]
+	var m uint32
+	for j := range dst {
+		m = max(m, math.Float32bits(x[j])&0x7fffffff)
+		p := float32(x[j]*inv) + zp
+		dst[j] = uint8(eltRound(eltClamp(p, 0, 255)))
+	}
+	return m
+}
+
+func eltQuantS8Generic(dst []int8, x []float32, inv, zp float32) uint32 {
+	x = x[:len(dst)]
+	var m uint32
+	for j := range dst {
+		m = max(m, math.Float32bits(x[j])&0x7fffffff)
+		p := float32(x[j]*inv) + zp
+		dst[j] = int8(eltRound(eltClamp(p, -128, 127)))
+	}
+	return m
+}
+
+func eltDequantU8Generic(dst []float32, q []uint8, scale, zp float32) {
+	q = q[:len(dst)]
+	for j := range dst {
+		dst[j] = float32((float32(q[j]) - zp) * scale)
+	}
+}
+
+func eltDequantS32Generic(dst []float32, acc []int32, rs float32, cs []float32) {
+	acc = acc[:len(dst)]
+	if len(cs) == 0 {
+		for j := range dst {
+			dst[j] = float32(acc[j]) * rs
+		}
+		return
+	}
+	cs = cs[:len(dst)]
+	for j := range dst {
+		dst[j] = float32(float32(acc[j])*rs) * cs[j]
+	}
+}

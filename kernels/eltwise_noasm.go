@@ -1,0 +1,36 @@
+//go:build !(amd64 && gc && !purego && !noasm)
+
+package kernels
+
+// Without the assembly, the kernel names resolve to their Go twins.
+
+const eltwiseHaveAsm = false
+
+func eltAddSum(dst, x, r []float32) float32         { return eltAddSumGeneric(dst, x, r) }
+func eltSum(x []float32) float32                    { return eltSumGeneric(x) }
+func eltSumSqDev(x []float32, mean float32) float32 { return eltSumSqDevGeneric(x, mean) }
+func eltNorm(dst, x, gamma, beta []float32, mean, rstd float32) {
+	eltNormGeneric(dst, x, gamma, beta, mean, rstd)
+}
+func eltNormQ(dst []float32, q []uint8, x, gamma, beta, pre []float32, mean, rstd, inv, zp float32) {
+	eltNormQGeneric(dst, q, x, gamma, beta, pre, mean, rstd, inv, zp)
+}
+func eltMaxMask(dst, x, mask []float32) float32         { return eltMaxMaskGeneric(dst, x, mask) }
+func eltMax(x []float32) float32                        { return eltMaxGeneric(x) }
+func eltExpSum(dst, x []float32, m float32) float32     { return eltExpSumGeneric(dst, x, m) }
+func eltScale(x []float32, s float32)                   { eltScaleGeneric(x, s) }
+func eltGELU(dst, x []float32)                          { eltGELUGeneric(dst, x) }
+func eltAbsMax(x []float32) uint32                      { return eltAbsMaxGeneric(x) }
+func eltQuantRow(dst []uint8, x []float32, inv float32) { eltQuantRowGeneric(dst, x, inv) }
+func eltQuantU8(dst []uint8, x []float32, inv, zp float32) uint32 {
+	return eltQuantU8Generic(dst, x, inv, zp)
+}
+func eltQuantS8(dst []int8, x []float32, inv, zp float32) uint32 {
+	return eltQuantS8Generic(dst, x, inv, zp)
+}
+func eltDequantU8(dst []float32, q []uint8, scale, zp float32) {
+	eltDequantU8Generic(dst, q, scale, zp)
+}
+func eltDequantS32(dst []float32, acc []int32, rs float32, cs []float32) {
+	eltDequantS32Generic(dst, acc, rs, cs)
+}
