@@ -131,8 +131,10 @@ func (a Activation) String() string {
 	return fmt.Sprintf("Activation(%d)", int(a))
 }
 
-// GELU is 0.5*x*(1+erf(x/sqrt 2)) in float64.
-func GELU(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }
+// GELU is 0.5*x*(1+erf(x/sqrt 2)) in float64, computed as
+// 0.5*x*erfc(-x/sqrt 2), which is the same function without the
+// cancellation of 1+erf for negative x.
+func GELU(x float64) float64 { return 0.5 * x * math.Erfc(-x/math.Sqrt2) }
 
 // GELUTanh is the tanh approximation of GELU in float64.
 func GELUTanh(x float64) float64 {
