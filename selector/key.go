@@ -15,6 +15,12 @@ var ErrKey = errors.New("selector: bad key")
 // (kernels.GEMMU8S8).
 const OpU8S8 = "u8s8"
 
+// OpF32 is the operation of f32 activations times packed f32 weights
+// (kernels.GEMMF32) with an f32 destination. Its epilogue kinds are made of
+// bias, an activation and a residual only ("none/f32", "bias+gelu/f32",
+// "bias+residual/f32", ...).
+const OpF32 = "f32"
+
 // MaxExactM is the largest M that is its own bucket; above it M is rounded
 // up to the next power of two (see BucketM).
 const MaxExactM = 16
@@ -198,7 +204,7 @@ func KindOf(ep *kernels.Epilogue, out kernels.Out) (EpilogueKind, error) {
 
 // Key is what one choice is made for.
 type Key struct {
-	// Op is the operation, OpU8S8.
+	// Op is the operation, OpU8S8 or OpF32.
 	Op string
 	// M is the bucketed row count (BucketM), K the input features, N the
 	// output features.
@@ -219,6 +225,27 @@ func U8S8Key(m, k, n int, ep *kernels.Epilogue, out kernels.Out, threads int) (K
 	return NewKey(OpU8S8, m, k, n, kind, threads)
 }
 
+// F32Kind returns the epilogue kind of an FP32 GEMM with epilogue ep: its
+// bias, activation and residual, and an f32 destination. The INT8 fields of
+// ep (zero point, scales, requantization) are ignored, as kernels.GEMMF32
+// ignores them.
+func F32Kind(ep *kernels.Epilogue) EpilogueKind {
+	k := EpilogueKind{Out: F32}
+	if ep != nil {
+		k.Bias = ep.Bias != nil
+		k.Act = ep.Act
+		k.Residual = ep.Residual != nil
+	}
+	return k
+}
+
+// F32Key returns the key of an f32 x f32 GEMM of m rows with epilogue ep
+// (F32Kind) on threads threads (<= 1 means 1). M is bucketed. A key of
+// bad sizes or an unknown activation fails Key.Validate (and Choose).
+func F32Key(m, k, n int, ep *kernels.Epilogue, threads int) Key {
+	return Key{Op: OpF32, M: BucketM(m), K: k, N: n, Epilogue: F32Kind(ep), Threads: max(threads, 1)}
+}
+
 // NewKey returns a validated key with M bucketed and threads >= 1.
 func NewKey(op string, m, k, n int, kind EpilogueKind, threads int) (Key, error) {
 	key := Key{Op: op, M: BucketM(m), K: k, N: n, Epilogue: kind, Threads: max(threads, 1)}
@@ -227,7 +254,14 @@ func NewKey(op string, m, k, n int, kind EpilogueKind, threads int) (Key, error)
 
 // Validate reports a malformed key.
 func (k Key) Validate() error {
-	if k.Op != OpU8S8 {
+	switch k.Op {
+	case OpU8S8:
+	case OpF32:
+		e := k.Epilogue
+		if e.Out != F32 || e.ZeroPoint || e.ActScale || e.RowScale || e.ColScale {
+			return fmt.Errorf("selector: key %v: an f32 GEMM takes only bias, an activation and a residual, to f32: %w", k, ErrKey)
+		}
+	default:
 		return fmt.Errorf("selector: key %v: unknown operation %q: %w", k, k.Op, ErrKey)
 	}
 	if k.M < 1 || k.K < 1 || k.N < 1 || k.Threads < 1 {
@@ -240,7 +274,8 @@ func (k Key) Validate() error {
 }
 
 // String is the key as the cache stores it:
-// "u8s8 m=128 k=768 n=3072 ep=zp+scale+colscale+bias+gelu/u8 threads=1".
+// "u8s8 m=128 k=768 n=3072 ep=zp+scale+colscale+bias+gelu/u8 threads=1",
+// "f32 m=128 k=768 n=3072 ep=bias+gelu/f32 threads=1".
 func (k Key) String() string {
 	return fmt.Sprintf("%s m=%d k=%d n=%d ep=%v threads=%d", k.Op, k.M, k.K, k.N, k.Epilogue, k.Threads)
 }

@@ -57,6 +57,12 @@ func (c *dnnlCand) decline(key Key) error {
 	if err != nil {
 		return err
 	}
+	return c.declineRef(mm)
+}
+
+// declineRef declines a primitive that runs oneDNN's reference code, unless
+// oneDNN is forced.
+func (c *dnnlCand) declineRef(mm *dnnl.MatMul) error {
 	if impl := mm.Impl(); strings.HasPrefix(impl, "ref") && !strings.EqualFold(c.s.force, FamilyOneDNN) {
 		return fmt.Errorf("oneDNN has only its reference implementation (%s) for this epilogue", impl)
 	}

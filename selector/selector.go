@@ -52,8 +52,13 @@ type Options struct {
 	// cache.
 	CachePath string
 	// Force forces a family ("onednn", "avx512-vnni", "amx", "avx2",
-	// "generic", ...: a kernel ISA) or one kernel by name. "" means
-	// $INT8BERT_KERNEL. Choices made while forced are not saved.
+	// "avx512", "generic", ...: a kernel ISA) or one kernel by name. "" means
+	// $INT8BERT_KERNEL. Forcing applies to each operation (u8s8, f32) that
+	// has a kernel of that family or name compiled in; the others choose
+	// as usual. New fails (ErrForced) when no operation has it, when an
+	// operation has it compiled in but this CPU cannot run it, or for
+	// "onednn" in a build or run without oneDNN. Choices made while forced
+	// are not saved; those of the operations the force leaves alone are.
 	Force string
 	// Features is the CPU the native candidates must run on; nil means
 	// cpu.X86. Tests use it to turn features off.
@@ -63,6 +68,9 @@ type Options struct {
 	// Extra are more u8 x s8 kernels to consider, after those of
 	// kernels.U8S8Kernels() (for tests and experiments).
 	Extra []*kernels.Kernel
+	// ExtraF32 are more FP32 kernels to consider, after those of
+	// kernels.F32Kernels().
+	ExtraF32 []*kernels.KernelF32
 	// Reps is the number of timed repetitions per candidate (median); 5 by
 	// default.
 	Reps int
@@ -121,11 +129,26 @@ type trial interface {
 	close()
 }
 
-// family is one operation: its candidates and how to build a trial.
+// family is one operation (a Key.Op): its candidates and how to build a
+// trial.
 type family interface {
+	// candidates lists the candidates usable here, in trial order, after
+	// the forced filter.
 	candidates() []candidate
+	// lookup returns the candidate of that name among candidates(), or nil.
+	lookup(name string) candidate
+	// builtIn lists every kernel compiled in (and the extras), whether this
+	// CPU runs it or not; the forced checks use it.
+	builtIn() []builtInKernel
+	// keep restricts the candidates to kept (the forced ones).
+	keep(kept []candidate)
 	newTrial(s *Selector, key Key) (trial, error)
+	// close releases what the candidates hold (oneDNN primitives).
+	close() error
 }
+
+// builtInKernel is a kernel's name and family.
+type builtInKernel struct{ name, isa string }
 
 // Selector chooses and runs the fastest correct candidate per Key. It is
 // safe for concurrent use.
@@ -135,9 +158,11 @@ type Selector struct {
 	force     string
 	cachePath string // "" when off
 	header    Header
-	families  map[string]family
-	all       map[string]candidate // by name, the forced filter applied
+	ops       []string          // the operations, in a fixed order
+	families  map[string]family // by Key.Op
+	forcedOps map[string]bool   // the operations the force applies to
 	u8s8      *u8s8Family
+	f32       *f32Family
 	eng       *dnnl.Engine // nil without oneDNN
 
 	mu       sync.Mutex
@@ -163,13 +188,13 @@ type flight struct {
 func New(opts Options) (*Selector, error) {
 	opts.defaults()
 	s := &Selector{
-		opts:     opts,
-		features: cpu.X86,
-		choices:  map[string]*Choice{},
-		cached:   map[string]Choice{},
-		inflight: map[string]*flight{},
-		families: map[string]family{},
-		all:      map[string]candidate{},
+		opts:      opts,
+		features:  cpu.X86,
+		choices:   map[string]*Choice{},
+		cached:    map[string]Choice{},
+		inflight:  map[string]*flight{},
+		families:  map[string]family{},
+		forcedOps: map[string]bool{},
 	}
 	if opts.Features != nil {
 		s.features = *opts.Features
@@ -198,27 +223,25 @@ func New(opts Options) (*Selector, error) {
 		}
 	}
 	s.u8s8 = newU8S8Family(s)
+	s.f32 = newF32Family(s)
+	s.ops = []string{OpU8S8, OpF32}
+	s.families[OpU8S8] = s.u8s8
+	s.families[OpF32] = s.f32
+	// The header names every usable candidate of every operation ("op:name"),
+	// forced or not: a forced run reads the same cache and uses the entries
+	// of its family.
 	var names []string
-	var usable []candidate
-	for _, c := range s.u8s8.cands {
-		usable = append(usable, c)
-		names = append(names, c.name())
+	for _, op := range s.ops {
+		for _, c := range s.families[op].candidates() {
+			names = append(names, op+":"+c.name())
+		}
 	}
-	// The header names every usable candidate, forced or not: a forced run
-	// reads the same cache and uses the entries of its family.
 	sort.Strings(names)
 	s.header = Header{Format: CacheFormat, CPU: s.features.Signature(), OneDNN: oneDNNVersion, Go: runtime.Version(), Candidates: names}
 	if s.force != "" {
-		kept, err := s.forced(usable, dnnlErr)
-		if err != nil {
+		if err := s.applyForce(dnnlErr); err != nil {
 			return nil, err
 		}
-		s.u8s8.keep(kept)
-		usable = kept
-	}
-	s.families[OpU8S8] = s.u8s8
-	for _, c := range usable {
-		s.all[c.name()] = c
 	}
 	if err := s.openCache(); err != nil {
 		return nil, err
@@ -226,40 +249,63 @@ func New(opts Options) (*Selector, error) {
 	return s, nil
 }
 
-// forced filters cands to the forced family or kernel, or says why it
-// cannot.
-func (s *Selector) forced(cands []candidate, dnnlErr error) ([]candidate, error) {
+// applyForce restricts each operation that has a kernel of the forced
+// family (or the forced kernel) to those kernels, or says why it cannot:
+//
+//   - "onednn" without a usable oneDNN is an error;
+//   - an operation that has the family compiled in, but none of it this CPU
+//     (after INT8BERT_CPU_DISABLE or Options.Features) runs, is an error;
+//   - an operation without the family is left alone (forcing "amx" or
+//     "avx512-vnni" leaves the FP32 linears to their usual choice);
+//   - a family or kernel no operation has is an error.
+func (s *Selector) applyForce(dnnlErr error) error {
 	f := s.force
-	if strings.EqualFold(f, FamilyOneDNN) {
-		if s.eng == nil {
-			return nil, fmt.Errorf("selector: %s=%s: %w: %w", EnvKernel, f, ErrForced, dnnlErr)
-		}
+	isDNNL := strings.EqualFold(f, FamilyOneDNN)
+	if isDNNL && s.eng == nil {
+		return fmt.Errorf("selector: %s=%s: %w: %w", EnvKernel, f, ErrForced, dnnlErr)
 	}
-	var kept []candidate
-	for _, c := range cands {
-		if strings.EqualFold(c.family(), f) || c.name() == f {
-			kept = append(kept, c)
-		}
-	}
-	if len(kept) > 0 {
-		return kept, nil
-	}
-	// Say whether the family is compiled in but unusable here, or unknown.
+	match := func(name, isa string) bool { return strings.EqualFold(isa, f) || name == f }
 	var have []string
-	for _, k := range s.u8s8.compiled {
-		if strings.EqualFold(k.ISA, f) || k.Name == f {
-			return nil, fmt.Errorf("selector: %s=%s: kernel %s needs a CPU feature this machine (or %s) lacks: %s: %w",
-				EnvKernel, f, k.Name, cpu.EnvDisable, s.features.String(), ErrForced)
+	for _, op := range s.ops {
+		fam := s.families[op]
+		var kept []candidate
+		for _, c := range fam.candidates() {
+			if match(c.name(), c.family()) {
+				kept = append(kept, c)
+			}
 		}
-		have = append(have, k.ISA, k.Name)
+		if len(kept) > 0 {
+			fam.keep(kept)
+			s.forcedOps[op] = true
+			continue
+		}
+		for _, k := range fam.builtIn() {
+			if match(k.name, k.isa) {
+				return fmt.Errorf("selector: %s=%s: %s kernel %s needs a CPU feature this machine (or %s) lacks: %s: %w",
+					EnvKernel, f, op, k.name, cpu.EnvDisable, s.features.String(), ErrForced)
+			}
+			have = append(have, k.isa, k.name)
+		}
 	}
+	if len(s.forcedOps) > 0 {
+		return nil
+	}
+	// Unknown: say what there is.
 	if dnnl.Available {
 		have = append(have, FamilyOneDNN)
 	}
 	slices.Sort(have)
 	have = slices.Compact(have)
-	return nil, fmt.Errorf("selector: %s=%s: no such kernel family or kernel in this build (have: %s): %w",
+	return fmt.Errorf("selector: %s=%s: no such kernel family or kernel in this build (have: %s): %w",
 		EnvKernel, f, strings.Join(have, ", "), ErrForced)
+}
+
+// forcedOn returns the force when it applies to op, else "".
+func (s *Selector) forcedOn(op string) string {
+	if s.forcedOps[op] {
+		return s.force
+	}
+	return ""
 }
 
 func (s *Selector) openCache() error {
@@ -300,12 +346,40 @@ func (s *Selector) Header() Header { return s.header }
 // Forced returns the forced family or kernel, or "".
 func (s *Selector) Forced() string { return s.force }
 
-// Candidates lists the names of the candidates this selector considers
-// (after the forced filter), sorted.
+// ForcedOps returns the operations (OpU8S8, OpF32) the forced family or
+// kernel applies to, or nil when nothing is forced.
+func (s *Selector) ForcedOps() []string {
+	var ops []string
+	for _, op := range s.ops {
+		if s.forcedOps[op] {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
+// Candidates lists the names of the candidates this selector considers for
+// any operation (after the forced filter), sorted, without duplicates.
 func (s *Selector) Candidates() []string {
 	var names []string
-	for n := range s.all {
-		names = append(names, n)
+	for _, op := range s.ops {
+		names = append(names, s.CandidatesOf(op)...)
+	}
+	sort.Strings(names)
+	return slices.Compact(names)
+}
+
+// CandidatesOf lists the names of the candidates this selector considers
+// for the operation op (after the forced filter), sorted; nil for an
+// unknown operation.
+func (s *Selector) CandidatesOf(op string) []string {
+	fam := s.families[op]
+	if fam == nil {
+		return nil
+	}
+	var names []string
+	for _, c := range fam.candidates() {
+		names = append(names, c.name())
 	}
 	sort.Strings(names)
 	return names
@@ -353,8 +427,10 @@ func (s *Selector) choose(key Key) (*Choice, error) {
 		return f.ch, f.err
 	}
 	if c, ok := s.cached[ks]; ok {
-		delete(s.cached, ks)
-		if _, known := s.all[c.Kernel]; known {
+		// An entry this selector cannot use (its kernel is not among the
+		// forced ones) stays in s.cached, so that a save keeps it.
+		if s.families[key.Op].lookup(c.Kernel) != nil {
+			delete(s.cached, ks)
 			c.FromCache = true
 			s.choices[ks] = &c
 			s.mu.Unlock()
@@ -374,13 +450,14 @@ func (s *Selector) choose(key Key) (*Choice, error) {
 	}
 	s.mu.Unlock()
 	close(f.done)
-	if f.err == nil && s.force == "" {
+	if f.err == nil && f.ch.Forced == "" {
 		s.save()
 	}
 	return f.ch, f.err
 }
 
-// save writes every choice to the cache file; a failure is a warning.
+// save writes every choice not made while forced to the cache file; a
+// failure is a warning.
 func (s *Selector) save() {
 	if s.cachePath == "" {
 		return
@@ -393,7 +470,9 @@ func (s *Selector) save() {
 		c.Entries[k] = v
 	}
 	for k, v := range s.choices {
-		c.Entries[k] = *v
+		if v.Forced == "" {
+			c.Entries[k] = *v
+		}
 	}
 	s.mu.Unlock()
 	if err := c.Save(s.cachePath); err != nil {
@@ -408,7 +487,8 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 	defer s.tuneMu.Unlock()
 	s.tuned.Add(1)
 	fam := s.families[key.Op]
-	ch := &Choice{Key: key.String(), Forced: s.force, Tuned: time.Now().UTC()}
+	forced := s.forcedOn(key.Op)
+	ch := &Choice{Key: key.String(), Forced: forced, Tuned: time.Now().UTC()}
 	tr, err := fam.newTrial(s, key)
 	if err != nil {
 		return nil, fmt.Errorf("selector: tune %v: %w", key, err)
@@ -482,12 +562,12 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 			why = append(why, e.Kernel+": "+e.Reason)
 		}
 		err := ErrNoCandidate
-		if s.force != "" {
-			err = fmt.Errorf("%w (forced %s): %w", ErrForced, s.force, ErrNoCandidate)
+		if forced != "" {
+			err = fmt.Errorf("%w (forced %s): %w", ErrForced, forced, ErrNoCandidate)
 		}
 		return nil, fmt.Errorf("selector: tune %v: %s: %w", key, strings.Join(why, "; "), err)
 	}
-	win := s.all[ch.Measured[0].Kernel]
+	win := fam.lookup(ch.Measured[0].Kernel)
 	ch.Kernel, ch.Backend, ch.Family = win.name(), win.backend(), win.family()
 	return ch, nil
 }
@@ -576,5 +656,11 @@ func (s *Selector) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	return s.u8s8.close()
+	var first error
+	for _, op := range s.ops {
+		if err := s.families[op].close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -81,6 +81,23 @@ func (f *u8s8Family) keep(kept []candidate) {
 	}
 }
 
+func (f *u8s8Family) lookup(name string) candidate {
+	if c, ok := f.byName[name]; ok {
+		return c
+	}
+	return nil
+}
+
+func (f *u8s8Family) builtIn() []builtInKernel {
+	var out []builtInKernel
+	for _, k := range f.compiled {
+		if k != nil {
+			out = append(out, builtInKernel{name: k.Name, isa: k.ISA})
+		}
+	}
+	return out
+}
+
 func (f *u8s8Family) candidates() []candidate {
 	out := make([]candidate, len(f.cands))
 	for i, c := range f.cands {

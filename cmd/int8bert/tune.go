@@ -30,6 +30,45 @@ func tuneEpilogues(shapeName string) []string {
 	return append(base, "zp+scale+colscale+bias/f32", "zp+rowscale+colscale+bias/f32")
 }
 
+// tuneF32Epilogues are the FP32 epilogue kinds tuned per BERT linear: the
+// plain GEMM and the bias (+GELU, +residual) the FP32 encoder fuses into
+// that layer.
+func tuneF32Epilogues(shapeName string) []string {
+	base := []string{"none/f32"}
+	switch {
+	case strings.HasSuffix(shapeName, "ffn1"):
+		return append(base, "bias+gelu/f32")
+	case strings.HasSuffix(shapeName, "ffn2"), strings.HasSuffix(shapeName, "attn-out"):
+		return append(base, "bias+residual/f32")
+	}
+	return append(base, "bias/f32")
+}
+
+// f32Kind turns a kind given with -epilogues into an FP32 one: "none"
+// (none/s32) becomes none/f32; a kind with INT8 steps or another
+// destination has no FP32 form (ok false).
+func f32Kind(k selector.EpilogueKind) (selector.EpilogueKind, bool) {
+	if k == (selector.EpilogueKind{Out: selector.S32}) {
+		k.Out = selector.F32
+	}
+	_, err := selector.NewKey(selector.OpF32, 1, 1, 1, k, 1)
+	return k, err == nil
+}
+
+// parseOps reads "u8s8,f32".
+func parseOps(s string) ([]string, error) {
+	var ops []string
+	for _, f := range strings.Split(s, ",") {
+		switch op := strings.TrimSpace(f); op {
+		case selector.OpU8S8, selector.OpF32:
+			ops = append(ops, op)
+		default:
+			return nil, fmt.Errorf("tune: -ops: unknown operation %q (have %s, %s)", op, selector.OpU8S8, selector.OpF32)
+		}
+	}
+	return ops, nil
+}
+
 // parseShapes reads "MxKxN,MxKxN" into shapes.
 func parseShapes(s string) ([]bench.Shape, error) {
 	var out []bench.Shape
@@ -59,7 +98,8 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cachePath := fs.String("cache", "", "tuning cache file (default $"+selector.EnvCache+" or the user cache dir; \"off\" for none)")
 	reps := fs.Int("reps", 5, "timed repetitions per candidate (median)")
 	repTime := fs.Duration("rep-time", 20*time.Millisecond, "least time of one repetition")
-	epilogues := fs.String("epilogues", "", "comma-separated epilogue kinds, e.g. none/s32,zp+scale+colscale+bias+gelu/u8 (default: per layer)")
+	epilogues := fs.String("epilogues", "", "comma-separated epilogue kinds, e.g. none/s32,zp+scale+colscale+bias+gelu/u8 (default: per layer and operation; f32 uses those with an FP32 form: none, bias, gelu, residual)")
+	opsFlag := fs.String("ops", selector.OpU8S8+","+selector.OpF32, "comma-separated operations to tune: u8s8 (INT8 linears), f32 (FP32 linears)")
 	shapes := fs.String("shapes", "", "comma-separated MxKxN shapes (default: the BERT shapes at M=128 and M=256)")
 	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
 	if err := fs.Parse(args); err != nil {
@@ -71,9 +111,12 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *threads < 1 {
 		return fmt.Errorf("tune: -threads must be >= 1, got %d", *threads)
 	}
+	ops, err := parseOps(*opsFlag)
+	if err != nil {
+		return err
+	}
 	list := bench.BERTShapes
 	if *shapes != "" {
-		var err error
 		if list, err = parseShapes(*shapes); err != nil {
 			return err
 		}
@@ -107,25 +150,48 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer s.Close()
 	if s.Forced() != "" {
-		fmt.Fprintf(stderr, "note: %s=%s forces a family; these choices are not saved\n", selector.EnvKernel, s.Forced())
+		fmt.Fprintf(stderr, "note: %s=%s forces a family for %s; these choices are not saved\n", selector.EnvKernel, s.Forced(), strings.Join(s.ForcedOps(), ", "))
 	}
 	var choices []selector.Choice
+	type opKind struct {
+		op   string
+		kind selector.EpilogueKind
+	}
 	for _, sh := range list {
-		ks := kinds
-		if ks == nil {
-			for _, e := range tuneEpilogues(sh.Name) {
+		var ks []opKind
+		for _, op := range ops {
+			if kinds != nil {
+				for _, k := range kinds {
+					if op == selector.OpF32 {
+						var ok bool
+						if k, ok = f32Kind(k); !ok {
+							if !*asJSON {
+								fmt.Fprintf(stderr, "note: %v has no FP32 form; not tuned for %s\n", k, op)
+							}
+							continue
+						}
+					}
+					ks = append(ks, opKind{op, k})
+				}
+				continue
+			}
+			names := tuneEpilogues(sh.Name)
+			if op == selector.OpF32 {
+				names = tuneF32Epilogues(sh.Name)
+			}
+			for _, e := range names {
 				k, err := selector.ParseEpilogueKind(e)
 				if err != nil {
 					return fmt.Errorf("tune: %w", err)
 				}
-				ks = append(ks, k)
+				ks = append(ks, opKind{op, k})
 			}
 		}
-		for _, kind := range ks {
+		for _, ok := range ks {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			key, err := selector.NewKey(selector.OpU8S8, sh.M, sh.K, sh.N, kind, *threads)
+			key, err := selector.NewKey(ok.op, sh.M, sh.K, sh.N, ok.kind, *threads)
 			if err != nil {
 				return fmt.Errorf("tune: %v: %w", sh, err)
 			}

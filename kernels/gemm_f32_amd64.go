@@ -1,0 +1,250 @@
+//go:build amd64 && gc && !purego && !noasm
+
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/int8bert/int8bert/cpu"
+)
+
+// f32Kern is one generated micro-kernel (see gemm_f32_stub_amd64.go).
+type f32Kern func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)
+
+// f32Family is a register tile with its kernels for 1...mr rows.
+type f32Family struct {
+	mr, nr   int
+	bcastReg bool
+	kern     []f32Kern
+}
+
+func init() {
+	for _, f := range f32Families {
+		name := fmt.Sprintf("gemmF32_%dx%d", f.mr, f.nr)
+		f32Asm = append(f32Asm, &KernelF32{
+			Name: name, ISA: "avx512", MR: f.mr, NR: f.nr,
+			Available: f32Available,
+			Accepts:   func(m, n, k int) bool { return m >= 0 && n >= 0 && k >= 0 },
+			Run:       f.run,
+		})
+	}
+}
+
+func f32Available(f cpu.Features) bool { return f.AVX512F && f.AVX512BW }
+
+// f32DefaultL2 is the L2 size assumed when CPUID reports none.
+const f32DefaultL2 = 1 << 20
+
+// Knobs for tests and benchmarks: f32KC > 0 overrides the K slab, f32NoPF
+// turns the slab prefetch off, f32Copy forces the copy of A blocks on (1)
+// or off (-1) instead of deciding by A's stride (0).
+var (
+	f32KC   int
+	f32NoPF bool
+	f32Copy int
+)
+
+// blocking returns KC (the K slab) and MC (the A rows of a block) for a
+// task of rows rows: the A block (mc x kc) and two panel slabs of B (kc x
+// NR, the one in use and the one being prefetched) fill L2. Each slab costs
+// a pass over C, so slabs are as long as that allows, and balanced.
+func (f *f32Family) blocking(rows, k int) (kc, mc int) {
+	l2 := cpu.X86.L2
+	if l2 <= 0 {
+		l2 = f32DefaultL2
+	}
+	mc = min(rows, 512)
+	kmax := max(256, l2/(4*(mc+2*f.nr)))
+	if f32KC > 0 {
+		kmax = f32KC
+	}
+	slabs := (k + kmax - 1) / kmax
+	kc = ((k+slabs-1)/slabs + 3) &^ 3
+	return kc, mc
+}
+
+// f32PFLines must match pfLines of the generator (_gen/fp32).
+const f32PFLines = 2
+
+// f32Aliased reports whether mr rows at stride lda floats put more than 6
+// lines on one set of a 64-set L1 (4 KiB way size).
+func f32Aliased(lda, mr int) bool {
+	var seen [64]bool
+	d := 0
+	for r := 0; r < min(mr, 64); r++ {
+		s := (r * lda * 4 / 64) % 64
+		if !seen[s] {
+			seen[s] = true
+			d++
+		}
+	}
+	return (mr+d-1)/d > 6
+}
+
+// f32Scratch holds the per-task copies of A blocks.
+var f32Scratch sync.Pool
+
+func (f *f32Family) run(g *GEMMF32) error {
+	if err := g.Check(); err != nil {
+		return err
+	}
+	if g.B.NR != f.nr {
+		return fmt.Errorf("kernels: gemm f32 %dx%d: weights packed with nr=%d: %w", f.mr, f.nr, g.B.NR, ErrShape)
+	}
+	if !f32Available(cpu.X86) {
+		return fmt.Errorf("kernels: gemm f32 %dx%d: CPU lacks AVX512F/AVX512BW (%s)", f.mr, f.nr, cpu.X86)
+	}
+	m, n := g.M, g.N
+	if m == 0 || n == 0 {
+		return nil
+	}
+	if g.K == 0 {
+		return runGenericF32(g)
+	}
+	threads := max(g.Threads, 1)
+	panels := (n + f.nr - 1) / f.nr
+	// Split N (each task streams its own weights) and, when there are too
+	// few panels, M as well.
+	nt := min(threads, panels)
+	mt := 1
+	if nt < threads {
+		mt = min(threads/nt, max(1, m/(2*f.mr)))
+	}
+	Parallel(threads, nt*mt, func(t int) {
+		ti, tj := t/nt, t%nt
+		i0, i1 := m*ti/mt, m*(ti+1)/mt
+		p0, p1 := panels*tj/nt, panels*(tj+1)/nt
+		f.block(g, i0, i1, p0, p1)
+	})
+	return nil
+}
+
+// block computes rows i0...i1-1 and panels p0...p1-1 of C.
+func (f *f32Family) block(g *GEMMF32, i0, i1, p0, p1 int) {
+	K, nr := g.K, f.nr
+	KC, MC := f.blocking(i1-i0, K)
+	ep := g.Ep
+	var act, ldr int
+	var actGo bool
+	if ep != nil {
+		ldr = ep.ldr(g.N)
+		switch ep.Act {
+		case ActGELU:
+			act = 1
+		case ActReLU:
+			act = 2
+		case ActGELUTanh:
+			actGo = true
+		}
+	}
+	// An A block is copied into a scratch buffer with a padded stride when
+	// A's own stride makes the rows of a tile fight over a few L1 sets (a
+	// multiple of 4 KiB: K = 1024, 3072, 4096).
+	ldp := (min(KC, K)+15)&^15 + 16
+	need := min(MC, i1-i0)*ldp + 16
+	bufp, _ := f32Scratch.Get().(*[]float32)
+	if bufp == nil || cap(*bufp) < need {
+		b := make([]float32, need)
+		bufp = &b
+	}
+	buf := (*bufp)[:need]
+	defer f32Scratch.Put(bufp)
+	for pc := 0; pc < K; pc += KC {
+		kc := min(KC, K-pc)
+		accum := 0
+		if pc > 0 {
+			accum = 1
+		}
+		last := pc+kc >= K
+		for ic := i0; ic < i1; ic += MC {
+			mc := min(MC, i1-ic)
+			copyA := f32Copy > 0 || f32Copy == 0 && f32Aliased(g.Lda, f.mr)
+			if copyA {
+				for r := 0; r < mc; r++ {
+					copy(buf[r*ldp:r*ldp+kc], g.A[(ic+r)*g.Lda+pc:])
+				}
+			}
+			// Balanced row tiles of at most mr rows.
+			tiles := (mc + f.mr - 1) / f.mr
+			for p := p0; p < p1; p++ {
+				j := p * nr
+				nv := min(nr, g.N-j)
+				mask := uint64(math.MaxUint64)
+				if nv < 64 {
+					mask = 1<<uint(nv) - 1
+				}
+				bp := &g.B.Data[p*nr*K+pc*nr]
+				// The row tiles share the prefetch of the slab the next
+				// panel (or the next K slab) reads, f32PFLines cache lines
+				// per 4 k steps each.
+				var next []float32
+				switch {
+				case f32NoPF:
+				case p+1 < p1:
+					next = g.B.Data[(p+1)*nr*K+pc*nr:][:kc*nr]
+				case pc+kc < K:
+					kn := min(kc, K-pc-kc)
+					next = g.B.Data[p0*nr*K+(pc+kc)*nr:][:kn*nr]
+				}
+				pfStep := kc / 4 * f32PFLines * 16 // floats per kernel call
+				ir := 0
+				for t := 0; t < tiles; t++ {
+					mr := mc / tiles
+					if t < mc%tiles {
+						mr++
+					}
+					c := &g.C[(ic+ir)*g.Ldc+j]
+					var pf *float32
+					if off := t * pfStep; off < len(next) {
+						pf = &next[off]
+					}
+					var res *float32
+					if last && ep != nil && ep.Residual != nil {
+						res = &ep.Residual[(ic+ir)*ldr+j]
+					}
+					if copyA {
+						f.kern[mr](kc, &buf[ir*ldp], ldp, bp, c, g.Ldc, mask, accum, pf, res, ldr)
+					} else {
+						f.kern[mr](kc, &g.A[(ic+ir)*g.Lda+pc], g.Lda, bp, c, g.Ldc, mask, accum, pf, res, ldr)
+					}
+					if last && ep != nil {
+						f32Epilogue(g, ic+ir, mr, j, nv, act, actGo)
+					}
+					ir += mr
+				}
+			}
+		}
+	}
+}
+
+// f32Epilogue applies g.Ep to the tile of rows i...i+mr-1, columns
+// j...j+nv-1 while it is in L1.
+func f32Epilogue(g *GEMMF32, i, mr, j, nv, act int, actGo bool) {
+	ep := g.Ep
+	var bias, res *float32
+	ldr := ep.ldr(g.N)
+	if ep.Bias != nil {
+		bias = &ep.Bias[j]
+	}
+	if ep.Residual != nil && !actGo {
+		res = &ep.Residual[i*ldr+j]
+	}
+	if bias == nil && res == nil && act == 0 && !actGo {
+		return
+	}
+	epiF32(mr, nv/16, 1<<uint(nv%16)-1, &g.C[i*g.Ldc+j], g.Ldc, bias, res, ldr, act)
+	if actGo {
+		for r := i; r < i+mr; r++ {
+			row := g.C[r*g.Ldc+j : r*g.Ldc+j+nv]
+			for jj, y := range row {
+				v := GELUTanh(float64(y))
+				if ep.Residual != nil {
+					v += float64(ep.Residual[r*ldr+j+jj])
+				}
+				row[jj] = float32(v)
+			}
+		}
+	}
+}

@@ -1,0 +1,114 @@
+//go:build amd64 && gc && !purego && !noasm
+
+package kernels
+
+import (
+	"math"
+	"testing"
+
+	"github.com/int8bert/int8bert/cpu"
+)
+
+// geluErfc is GELU in float64 without cancellation in the negative tail:
+// 0.5*x*erfc(-x/sqrt 2). (GELU's 1+erf(x/sqrt 2) cancels for x < -5 and
+// is 0 below about -8.3, where the true value is still ~1e-16.)
+func geluErfc(x float64) float64 { return 0.5 * x * math.Erfc(-x/math.Sqrt2) }
+
+// TestEpiF32GELU checks the vectorized erf GELU of the fused epilogue
+// against the float64 GELU of the same float32 input: relative error at
+// most 1e-6 of geluErfc (absolute 1e-37 where the result is denormal or
+// nearly), and within 1e-15*max(1,|x|) + 1e-6*|GELU(x)| of the reference
+// formula GELU.
+func TestEpiF32GELU(t *testing.T) {
+	if !f32Available(cpu.X86) {
+		t.Skipf("CPU lacks AVX512F/BW (%s)", cpu.X86)
+	}
+	var xs []float32
+	for x := -20.0; x <= 20; x += 1.0 / 1024 {
+		xs = append(xs, float32(x))
+	}
+	for e := -40; e <= 30; e++ {
+		for _, m := range []float64{1, 1.1, 1.5, 1.999} {
+			xs = append(xs, float32(m*math.Exp2(float64(e))), float32(-m*math.Exp2(float64(e))))
+		}
+	}
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), math.MaxFloat32, -math.MaxFloat32, 1e-45, -1e-45)
+	n := len(xs)
+	c := append([]float32(nil), xs...)
+	// One row, n columns: full vectors and a masked tail.
+	epiF32(1, n/16, 1<<uint(n%16)-1, &c[0], n, nil, nil, n, 1)
+	worst, worstX := 0.0, float32(0)
+	for i, x := range xs {
+		want := geluErfc(float64(x))
+		got := float64(c[i])
+		if ref := GELU(float64(x)); !(math.Abs(got-ref) <= 1e-15*max(1, math.Abs(float64(x)))+1e-6*math.Abs(ref)) {
+			t.Errorf("GELU(%v) = %v, reference formula %v", x, got, ref)
+		}
+		d := math.Abs(got - want)
+		rel := d / math.Abs(want)
+		if want == 0 {
+			rel = d
+		}
+		if d <= 1e-37 {
+			rel = 0
+		}
+		if rel > worst {
+			worst, worstX = rel, x
+		}
+	}
+	t.Logf("vector GELU on %d inputs: worst relative error %.3g at x=%v", n, worst, worstX)
+	if worst > 1e-6 {
+		t.Fatalf("worst relative error %.3g at x=%v > 1e-6", worst, worstX)
+	}
+	for _, x := range []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())} {
+		c := []float32{x}
+		epiF32(1, 0, 1, &c[0], 1, nil, nil, 1, 1)
+		want := GELU(float64(x))
+		if got := float64(c[0]); !(got == want || math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("GELU(%v) = %v, want %v", x, got, want)
+		}
+	}
+}
+
+// TestF32Blocking runs the assembly kernels with the blocking knobs forced
+// (small K slabs, so C accumulates over several passes; the A copy on and
+// off; the slab prefetch on and off), on shapes that also reach the
+// automatic multi-slab and copy paths (K = 1024, 2500).
+func TestF32Blocking(t *testing.T) {
+	if !f32Available(cpu.X86) {
+		t.Skipf("CPU lacks AVX512F/BW (%s)", cpu.X86)
+	}
+	defer func() { f32KC, f32NoPF, f32Copy = 0, false, 0 }()
+	cases := []f32Case{
+		{m: 30, n: 70, k: 301, padA: 1, padC: 3, epKind: 3, padR: 1, threads: 1},
+		{m: 17, n: 33, k: 1024, epKind: 2, threads: 2},
+		{m: 64, n: 40, k: 2500, epKind: 6, threads: 1},
+		{m: 9, n: 100, k: 130, padA: 2, epKind: 5, threads: 3},
+	}
+	for _, knob := range []struct {
+		kc, copyA int
+		noPF      bool
+	}{
+		{0, 0, false}, {64, 1, false}, {50, -1, true}, {128, 1, true}, {0, -1, false}, {0, 1, false},
+	} {
+		f32KC, f32Copy, f32NoPF = knob.kc, knob.copyA, knob.noPF
+		for _, kern := range f32Asm {
+			for _, c := range cases {
+				if msg := runF32Case(kern, c, 3); msg != "" {
+					t.Fatalf("%s %v knobs %+v: %s", kern.Name, c, knob, msg)
+				}
+			}
+		}
+	}
+}
+
+func TestF32Aliased(t *testing.T) {
+	for _, c := range []struct {
+		lda, mr int
+		want    bool
+	}{{1024, 14, true}, {4096, 6, false}, {4096, 8, true}, {3072, 14, true}, {768, 14, false}, {1040, 14, false}, {2304, 14, false}} {
+		if got := f32Aliased(c.lda, c.mr); got != c.want {
+			t.Errorf("f32Aliased(%d, %d) = %v, want %v", c.lda, c.mr, got, c.want)
+		}
+	}
+}

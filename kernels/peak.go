@@ -1,0 +1,116 @@
+package kernels
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/int8bert/int8bert/cpu"
+)
+
+//go:generate sh -c "cd _gen && go run ./peak -out ../peak_amd64.s -stubs ../peak_stub_amd64.go -pkg kernels"
+
+// Peak is one core's measured arithmetic peak: the rate of long runs of
+// independent register-to-register vector instructions, the ceiling a GEMM
+// kernel is judged against (DESIGN.md section 7). A figure is 0 when the CPU
+// (cpu.X86, after INT8BERT_CPU_DISABLE) lacks the instruction, or when the
+// binary was built without assembly (purego, noasm, not amd64).
+type Peak struct {
+	// FP32GFLOPS counts VFMADD231PS zmm as 2*16 = 32 flops.
+	FP32GFLOPS float64
+	// VNNIGOPS counts VPDPBUSD zmm as 2*64 = 128 ops.
+	VNNIGOPS float64
+	// BF16GFLOPS counts VDPBF16PS zmm as 2*32 = 64 flops.
+	BF16GFLOPS float64
+}
+
+// String formats the three figures, "n/a" for a zero one.
+func (p Peak) String() string {
+	f := func(v float64, unit string) string {
+		if v == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1f %s", v, unit)
+	}
+	return fmt.Sprintf("fp32 fma %s, int8 vnni %s, bf16 %s",
+		f(p.FP32GFLOPS, "GFLOP/s"), f(p.VNNIGOPS, "GOP/s"), f(p.BF16GFLOPS, "GFLOP/s"))
+}
+
+// peakOps is the work of one loop iteration of each peak loop: 24
+// instructions times the ops of one.
+const (
+	peakFMAOps  = 24 * 32
+	peakVNNIOps = 24 * 128
+	peakBF16Ops = 24 * 64
+)
+
+// MeasurePeak measures the peaks on the calling thread: the caller pins it
+// (runtime.LockOSThread, taskset) and keeps other load away. d is the total
+// time to spend, split evenly among the available figures; each figure is
+// the best of repeated runs of about a millisecond, so a longer d is less
+// disturbed by noise. Without assembly support MeasurePeak returns zeros at
+// once (see PeakAvailable).
+func MeasurePeak(d time.Duration) Peak {
+	f := cpu.X86
+	type run struct {
+		on   bool
+		loop func(int)
+		ops  float64
+		dst  *float64
+	}
+	var p Peak
+	runs := []run{
+		{f.AVX512F, peakFMA, peakFMAOps, &p.FP32GFLOPS},
+		{f.AVX512F && f.AVX512VNNI, peakVNNI, peakVNNIOps, &p.VNNIGOPS},
+		{f.AVX512F && f.AVX512BF16, peakBF16, peakBF16Ops, &p.BF16GFLOPS},
+	}
+	if !peakAsm {
+		return p
+	}
+	on := 0
+	for _, r := range runs {
+		if r.on {
+			on++
+		}
+	}
+	if on == 0 {
+		return p
+	}
+	each := d / time.Duration(on)
+	for _, r := range runs {
+		if r.on {
+			*r.dst = measureLoop(r.loop, r.ops, each) / 1e9
+		}
+	}
+	return p
+}
+
+// PeakAvailable reports whether MeasurePeak can measure anything in this
+// binary on this CPU: assembly is compiled in and AVX-512F is live.
+func PeakAvailable() bool { return peakAsm && cpu.X86.AVX512F }
+
+// measureLoop returns the best ops/second of loop over runs of about a
+// millisecond each, spending about d in all (at least one run).
+func measureLoop(loop func(int), opsPerIter float64, d time.Duration) float64 {
+	// Calibrate the iteration count of one run to about 1 ms.
+	n := 1 << 10
+	for {
+		t := time.Now()
+		loop(n)
+		if e := time.Since(t); e >= 500*time.Microsecond || n >= 1<<30 {
+			n = max(1, int(float64(n)*float64(time.Millisecond)/float64(max(e, 1))))
+			break
+		}
+		n *= 4
+	}
+	best := 0.0
+	end := time.Now().Add(d)
+	for first := true; first || time.Now().Before(end); first = false {
+		t := time.Now()
+		loop(n)
+		e := time.Since(t).Seconds()
+		if e > 0 {
+			best = max(best, float64(n)*opsPerIter/e)
+		}
+	}
+	return best
+}

@@ -1,0 +1,142 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/int8bert/int8bert/cpu"
+)
+
+// dpbf16Ref is VDPBF16PS's arithmetic on one lane as the SDM states it:
+// acc += a[1]*b[1], then += a[0]*b[0], each product exact (bf16 x bf16 fits
+// float32), each sum rounded to float32 (round to nearest even), with
+// denormal inputs and outputs flushed to zero.
+func dpbf16Ref(acc float32, a, b [2]uint16) float32 {
+	daz := func(x float32) float32 {
+		if x != 0 && math.Abs(float64(x)) < 0x1p-126 {
+			return float32(math.Copysign(0, float64(x)))
+		}
+		return x
+	}
+	acc = daz(acc)
+	for _, i := range []int{1, 0} {
+		acc = daz(acc + daz(FromBF16(a[i]))*daz(FromBF16(b[i])))
+	}
+	return acc
+}
+
+func TestDPBF16PSEncoding(t *testing.T) {
+	if !peakAsm {
+		t.Skip("built without assembly (purego/noasm/not amd64): no VDPBF16PS probe")
+	}
+	if !cpu.Detected.AVX512BF16 || !cpu.Detected.AVX512F {
+		t.Skipf("CPU lacks AVX512-BF16 (%s): cannot execute VDPBF16PS", cpu.Detected)
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, fn := range []struct {
+		name string
+		f    func(*[16]float32, *[32]uint16, *[32]uint16)
+	}{{"Z17+=Z9.Z30", dpbf16psHigh}, {"Z2+=Z5.Z6", dpbf16psLow}} {
+		// Exact cases: small integers, every sum exact whatever the
+		// order or rounding; then random values within 2 ulp.
+		for trial := 0; trial < 200; trial++ {
+			exact := trial < 50
+			var acc, got [16]float32
+			var a, b [32]uint16
+			for i := range a {
+				if exact {
+					a[i] = ToBF16(float32(r.IntN(200) - 100))
+					b[i] = ToBF16(float32(r.IntN(200) - 100))
+				} else {
+					a[i] = ToBF16(float32(r.NormFloat64() * math.Exp2(float64(r.IntN(20)-10))))
+					b[i] = ToBF16(float32(r.NormFloat64()))
+				}
+			}
+			for i := range acc {
+				if exact {
+					acc[i] = float32(r.IntN(2000) - 1000)
+				} else {
+					acc[i] = float32(r.NormFloat64())
+				}
+			}
+			got = acc
+			fn.f(&got, &a, &b)
+			for i := range acc {
+				want := dpbf16Ref(acc[i], [2]uint16{a[2*i], a[2*i+1]}, [2]uint16{b[2*i], b[2*i+1]})
+				if exact && got[i] != want {
+					t.Fatalf("%s lane %d: acc %v a %v,%v b %v,%v: got %v, want %v", fn.name, i, acc[i],
+						FromBF16(a[2*i]), FromBF16(a[2*i+1]), FromBF16(b[2*i]), FromBF16(b[2*i+1]), got[i], want)
+				}
+				// Hardware may round once (fused) rather than twice:
+				// allow 2 ulp of the largest term.
+				mag := max(abs32(acc[i]), abs32(FromBF16(a[2*i])*FromBF16(b[2*i])), abs32(FromBF16(a[2*i+1])*FromBF16(b[2*i+1])))
+				if d := abs32(got[i] - want); d > 2*mag*0x1p-23 {
+					t.Fatalf("%s lane %d: got %v, want %v (diff %g)", fn.name, i, got[i], want, d)
+				}
+			}
+		}
+	}
+}
+
+func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }
+
+func TestMeasurePeak(t *testing.T) {
+	p := MeasurePeak(30 * time.Millisecond)
+	t.Logf("peak (unpinned, short, under load of other tests: not a benchmark): %s", p)
+	if !PeakAvailable() {
+		if p != (Peak{}) {
+			t.Fatalf("no assembly or no AVX-512F, yet MeasurePeak = %+v", p)
+		}
+		t.Skipf("peak not measurable here (assembly=%v, %s): MeasurePeak returns zeros", peakAsm, cpu.X86)
+	}
+	f := cpu.X86
+	check := func(name string, on bool, v float64) {
+		switch {
+		case on && !(v > 0):
+			t.Errorf("%s: feature on, figure %v", name, v)
+		case !on && v != 0:
+			t.Errorf("%s: feature off, figure %v", name, v)
+		}
+	}
+	check("fp32", f.AVX512F, p.FP32GFLOPS)
+	check("vnni", f.AVX512VNNI, p.VNNIGOPS)
+	check("bf16", f.AVX512BF16, p.BF16GFLOPS)
+}
+
+func TestMeasurePeakFeatureOff(t *testing.T) {
+	saved := cpu.X86
+	defer func() { cpu.X86 = saved }()
+	off, _ := saved.Apply("avx512bf16,avx512vnni")
+	cpu.X86 = off
+	p := MeasurePeak(3 * time.Millisecond)
+	if p.VNNIGOPS != 0 || p.BF16GFLOPS != 0 {
+		t.Fatalf("vnni and bf16 disabled, MeasurePeak = %+v", p)
+	}
+	cpu.X86, _ = saved.Apply("avx512f")
+	if p := MeasurePeak(time.Millisecond); p != (Peak{}) {
+		t.Fatalf("avx512f disabled, MeasurePeak = %+v", p)
+	}
+}
+
+// BenchmarkPeak reports the three peaks of the calling thread (locked);
+// run it pinned: taskset -c 1 go test -run - -bench Peak ./kernels.
+func BenchmarkPeak(b *testing.B) {
+	if !PeakAvailable() {
+		b.Skipf("peak not measurable here (assembly=%v, %s)", peakAsm, cpu.X86)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var p Peak
+	for b.Loop() {
+		q := MeasurePeak(300 * time.Millisecond)
+		p.FP32GFLOPS = max(p.FP32GFLOPS, q.FP32GFLOPS)
+		p.VNNIGOPS = max(p.VNNIGOPS, q.VNNIGOPS)
+		p.BF16GFLOPS = max(p.BF16GFLOPS, q.BF16GFLOPS)
+	}
+	b.ReportMetric(p.FP32GFLOPS, "fp32-GFLOP/s")
+	b.ReportMetric(p.VNNIGOPS, "vnni-GOP/s")
+	b.ReportMetric(p.BF16GFLOPS, "bf16-GFLOP/s")
+}

@@ -1,0 +1,686 @@
+package selector
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/dnnl"
+	"github.com/int8bert/int8bert/kernels"
+)
+
+// f32Kinds are the FP32 epilogue kinds the tests run: the encoder's (none,
+// bias, bias+gelu, bias+residual) and other combinations.
+var f32Kinds = []string{
+	"none/f32",
+	"bias/f32",
+	"bias+gelu/f32",
+	"bias+residual/f32",
+	"gelu/f32",
+	"residual/f32",
+	"bias+gelu+residual/f32",
+	"bias+gelu_tanh/f32",
+	"bias+relu+residual/f32",
+}
+
+// f32Problem is a random FP32 GEMM with padded strides.
+type f32Problem struct {
+	m, k, n, lda int
+	w            []float32 // [n][k+3]
+	ldw          int
+	a            []float32
+	ep           *kernels.Epilogue
+	kind         EpilogueKind
+}
+
+func newF32Problem(t *testing.T, seed uint64, m, k, n int, kind string, pad int) *f32Problem {
+	t.Helper()
+	ek, err := ParseEpilogueKind(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed, 2))
+	p := &f32Problem{m: m, k: k, n: n, lda: k + pad, ldw: k + 3, kind: ek}
+	p.w = make([]float32, n*p.ldw)
+	for i := range p.w {
+		p.w[i] = float32(2*r.Float64() - 1)
+	}
+	p.a = make([]float32, m*p.lda)
+	for i := range p.a {
+		p.a[i] = float32(2*r.Float64()-1) * 0.5
+	}
+	if ek.Bias || ek.Act != kernels.ActNone || ek.Residual {
+		p.ep = &kernels.Epilogue{Act: ek.Act}
+		// INT8 fields are ignored by the f32 operation.
+		p.ep.ZeroPoint, p.ep.ActScale, p.ep.OutScale = 128, 3, 0.5
+	}
+	if ek.Bias {
+		p.ep.Bias = make([]float32, n)
+		for j := range p.ep.Bias {
+			p.ep.Bias[j] = float32(2*r.Float64() - 1)
+		}
+	}
+	if ek.Residual {
+		p.ep.LdResidual = n + pad
+		p.ep.Residual = make([]float32, m*(n+pad))
+		for i := range p.ep.Residual {
+			p.ep.Residual[i] = float32(4*r.Float64() - 2)
+		}
+	}
+	return p
+}
+
+// want is kernels.GemmF32Ref's result with ldc, and each value's tolerance
+// (the selector's own).
+func (p *f32Problem) want(t *testing.T, ldc int) ([]float32, []float64) {
+	t.Helper()
+	c := make([]float32, p.m*ldc)
+	if err := kernels.GemmF32Ref(p.m, p.n, p.k, p.a, p.lda, p.w, p.ldw, c, ldc, p.ep); err != nil {
+		t.Fatal(err)
+	}
+	w := make([]float32, p.n*p.k)
+	for j := 0; j < p.n; j++ {
+		copy(w[j*p.k:(j+1)*p.k], p.w[j*p.ldw:j*p.ldw+p.k])
+	}
+	tol := f32Tolerance(p.m, p.n, absSums(p.m, p.n, p.k, p.a, p.lda, w), p.ep, f32RelTol, f32AbsTol)
+	return c, tol
+}
+
+func compareF32(t *testing.T, what string, p *f32Problem, got []float32, ldc int) {
+	t.Helper()
+	want, tol := p.want(t, ldc)
+	bad := 0
+	for i := 0; i < p.m; i++ {
+		for j := 0; j < p.n; j++ {
+			g, w := float64(got[i*ldc+j]), float64(want[i*ldc+j])
+			if !(math.Abs(g-w) <= tol[i*p.n+j]) {
+				if bad < 3 {
+					t.Errorf("%s: [%d][%d] = %v, want %v (tolerance %.3g)", what, i, j, g, w, tol[i*p.n+j])
+				}
+				bad++
+			}
+		}
+		// The padding of c is left alone.
+		for j := p.n; j < ldc && i < p.m-1; j++ {
+			if g := got[i*ldc+j]; g != -7 {
+				t.Errorf("%s: padding [%d][%d] written: %v", what, i, j, g)
+				return
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d values differ", what, bad, p.m*p.n)
+	}
+}
+
+// runLinearF32 runs p through a LinearF32 of s with padded strides and
+// checks the result against kernels.GemmF32Ref.
+func runLinearF32(t *testing.T, s *Selector, p *f32Problem, pad, threads int) Choice {
+	t.Helper()
+	l, err := s.NewLinearF32(p.n, p.k, p.w, p.ldw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ldc := p.n + pad
+	c := make([]float32, p.m*ldc)
+	for i := range c {
+		c[i] = -7
+	}
+	if err := l.Run(p.m, p.a, p.lda, p.ep, c, ldc, threads); err != nil {
+		t.Fatalf("%v m=%d: %v", p.kind, p.m, err)
+	}
+	key := l.Key(p.m, p.ep, threads)
+	if key.Op != OpF32 || key.Epilogue != p.kind {
+		t.Fatalf("key %v, want op f32 and kind %v", key, p.kind)
+	}
+	ch, err := s.Choose(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareF32(t, fmt.Sprintf("%v m=%d threads=%d with %s", p.kind, p.m, threads, ch.Kernel), p, c, ldc)
+	return ch
+}
+
+func TestF32Key(t *testing.T) {
+	ep := &kernels.Epilogue{ZeroPoint: 128, ActScale: 2, ColScale: []float32{1}, Bias: []float32{1}, Act: kernels.ActGELU, OutScale: 1}
+	key := F32Key(19, 768, 3072, ep, 0)
+	if got, want := key.String(), "f32 m=32 k=768 n=3072 ep=bias+gelu/f32 threads=1"; got != want {
+		t.Errorf("F32Key: %q, want %q", got, want)
+	}
+	if err := key.Validate(); err != nil {
+		t.Error(err)
+	}
+	if got := F32Key(3, 8, 8, nil, 2).String(); got != "f32 m=3 k=8 n=8 ep=none/f32 threads=2" {
+		t.Errorf("F32Key(nil): %q", got)
+	}
+	for _, kind := range f32Kinds {
+		ek, err := ParseEpilogueKind(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewKey(OpF32, 4, 8, 8, ek, 1); err != nil {
+			t.Errorf("%s: %v", kind, err)
+		}
+	}
+	for _, kind := range []string{"none/s32", "scale+bias/f32", "zp+scale+colscale+bias/f32", "bias/u8"} {
+		ek, err := ParseEpilogueKind(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewKey(OpF32, 4, 8, 8, ek, 1); !errors.Is(err, ErrKey) {
+			t.Errorf("f32 key with %s: err = %v, want ErrKey", kind, err)
+		}
+	}
+	if err := F32Key(1, 0, 8, nil, 1).Validate(); !errors.Is(err, ErrKey) {
+		t.Errorf("k=0: err = %v, want ErrKey", err)
+	}
+	if err := F32Key(1, 8, 8, &kernels.Epilogue{Act: 42}, 1).Validate(); !errors.Is(err, ErrKey) {
+		t.Errorf("unknown activation: err = %v, want ErrKey", err)
+	}
+}
+
+// TestLinearF32EveryKind runs every FP32 epilogue kind at M = 1, 6, 19
+// with padded strides, and checks each choice mentions every candidate.
+func TestLinearF32EveryKind(t *testing.T) {
+	var w warnings
+	s := newSelector(t, testOptions(t, &w))
+	want := s.CandidatesOf(OpF32)
+	if !slices.Contains(want, kernels.GenericF32.Name) || dnnl.Available != slices.Contains(want, FamilyOneDNN) {
+		t.Fatalf("f32 candidates %v: want the generic kernel, and onednn iff dnnl.Available (%v)", want, dnnl.Available)
+	}
+	for _, k := range kernels.F32Kernels() {
+		if k.Available(cpu.X86) != slices.Contains(want, k.Name) {
+			t.Errorf("f32 candidates %v: %s available %v", want, k.Name, k.Available(cpu.X86))
+		}
+	}
+	for i, kind := range f32Kinds {
+		for _, m := range []int{1, 6, 19} {
+			p := newF32Problem(t, uint64(10*i+m), m, 45, 50, kind, 3)
+			ch := runLinearF32(t, s, p, 5, 1)
+			if len(ch.Measured) == 0 || ch.Measured[0].Kernel != ch.Kernel || ch.Forced != "" {
+				t.Errorf("%s: choice %s is not the fastest measured: %+v", kind, ch.Kernel, ch.Measured)
+			}
+			for _, name := range want {
+				if !mentions(ch, name) {
+					t.Errorf("%s m=%d: %s was neither measured nor excluded:\n%v", kind, m, name, ch)
+				}
+			}
+			if m == 19 && (kind == "bias+gelu/f32" || kind == "bias+residual/f32") {
+				t.Logf("%s", ch)
+			}
+		}
+	}
+	// Threads, and the residual given as c itself.
+	p := newF32Problem(t, 99, 19, 64, 70, "bias+gelu/f32", 0)
+	runLinearF32(t, s, p, 0, 2)
+	p = newF32Problem(t, 98, 6, 40, 33, "bias+residual/f32", 2)
+	l, err := s.NewLinearF32(p.n, p.k, p.w, p.ldw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ldc := p.ep.LdResidual
+	want2, _ := p.want(t, ldc)
+	c := p.ep.Residual // in place: c is the residual
+	if err := l.Run(p.m, p.a, p.lda, p.ep, c, ldc, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < p.m; i++ {
+		for j := 0; j < p.n; j++ {
+			if d := math.Abs(float64(c[i*ldc+j] - want2[i*ldc+j])); d > 1e-4 {
+				t.Fatalf("in-place residual: [%d][%d] = %v, want %v", i, j, c[i*ldc+j], want2[i*ldc+j])
+			}
+		}
+	}
+}
+
+// TestOneDNNF32Candidate forces oneDNN: with cgo, the f32 candidate must
+// run and match the reference on every kind; without, forcing it is an
+// error and the FP32 linears run on native kernels only.
+func TestOneDNNF32Candidate(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.Force = FamilyOneDNN
+	if !dnnl.Available {
+		if _, err := New(o); !errors.Is(err, ErrForced) || !errors.Is(err, dnnl.ErrUnavailable) {
+			t.Fatalf("forcing onednn without it: err = %v, want ErrForced and dnnl.ErrUnavailable", err)
+		}
+		o.Force = ""
+		s := newSelector(t, o)
+		if slices.Contains(s.CandidatesOf(OpF32), FamilyOneDNN) || slices.Contains(s.Header().Candidates, "f32:onednn") {
+			t.Errorf("onednn among the f32 candidates of a build without it: %v", s.CandidatesOf(OpF32))
+		}
+		for _, kind := range []string{"bias+gelu/f32", "bias+residual/f32"} {
+			ch := runLinearF32(t, s, newF32Problem(t, 3, 6, 30, 40, kind, 1), 2, 1)
+			if ch.Backend != BackendNative {
+				t.Errorf("%s: %v", kind, ch)
+			}
+		}
+		t.Log("oneDNN is not in this build (CGO_ENABLED=0 or nodnnl): native f32 candidates only")
+		return
+	}
+	s := newSelector(t, o)
+	if ops := s.ForcedOps(); !slices.Equal(ops, []string{OpU8S8, OpF32}) {
+		t.Errorf("forcing onednn applies to %v, want both operations", ops)
+	}
+	for i, kind := range f32Kinds {
+		for _, m := range []int{1, 6, 19} {
+			p := newF32Problem(t, uint64(200+10*i+m), m, 40, 33, kind, 2)
+			ch := runLinearF32(t, s, p, 3, 1)
+			if ch.Kernel != FamilyOneDNN || ch.Backend != BackendOneDNN || ch.Forced != FamilyOneDNN || len(ch.Measured) != 1 {
+				t.Fatalf("%s: forced onednn, chose %v", kind, ch)
+			}
+			if m == 6 && i < 4 {
+				t.Logf("%s", ch)
+			}
+		}
+	}
+	// Unforced, oneDNN is measured or excluded with a reason, never
+	// silently left out.
+	s2 := newSelector(t, testOptions(t, &w))
+	ch := runLinearF32(t, s2, newF32Problem(t, 5, 19, 64, 48, "bias+gelu/f32", 1), 1, 1)
+	if !mentions(ch, FamilyOneDNN) {
+		t.Errorf("oneDNN neither measured nor excluded:\n%v", ch)
+	}
+}
+
+// TestCacheRoundTripF32 saves f32 and u8s8 choices, reads them back, and
+// checks that a cache whose candidates lack the f32 kernels is ignored.
+func TestCacheRoundTripF32(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	s := newSelector(t, o)
+	fkey := F32Key(6, 40, 48, &kernels.Epilogue{Bias: make([]float32, 48), Act: kernels.ActGELU}, 1)
+	ukey := mustKey(t, 6, 40, 48, "zp+scale+colscale+bias/f32", 1)
+	first, err := s.Choose(fkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Choose(ukey); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadCache(o.CachePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := c.Entries[fkey.String()]; !ok || e.Kernel != first.Kernel {
+		t.Fatalf("cache lacks %v or holds another kernel: %+v", fkey, c.Entries)
+	}
+	if _, ok := c.Entries[ukey.String()]; !ok {
+		t.Fatalf("cache lacks %v", ukey)
+	}
+	for _, name := range s.CandidatesOf(OpF32) {
+		if !slices.Contains(c.Header.Candidates, OpF32+":"+name) {
+			t.Errorf("cache header candidates %v lack f32 kernel %s", c.Header.Candidates, name)
+		}
+	}
+
+	s2 := newSelector(t, o)
+	again, err := s2.Choose(fkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.FromCache || again.Kernel != first.Kernel || s2.Stats() != (Stats{FromCache: 1}) {
+		t.Errorf("second selector: %+v, stats %+v; want %s from the cache", again, s2.Stats(), first.Kernel)
+	}
+	p := newF32Problem(t, 1, 6, 40, 48, "bias+gelu/f32", 0)
+	if ch := runLinearF32(t, s2, p, 0, 1); !ch.FromCache {
+		t.Errorf("linear f32 did not use the cached choice: %v", ch)
+	}
+	if w.String() != "" {
+		t.Errorf("unexpected warnings: %s", w.String())
+	}
+
+	// A cache written before the f32 family (its candidates lack the f32
+	// kernels) is ignored.
+	old := *c
+	old.Candidates = slices.DeleteFunc(slices.Clone(c.Candidates), func(n string) bool { return strings.HasPrefix(n, OpF32+":") })
+	path := filepath.Join(t.TempDir(), "old.json")
+	if err := old.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	var w3 warnings
+	o3 := o
+	o3.CachePath, o3.Warn = path, w3.add
+	s3 := newSelector(t, o3)
+	ch, err := s3.Choose(ukey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.FromCache || !strings.Contains(w3.String(), "ignored") || !strings.Contains(w3.String(), "candidates") {
+		t.Errorf("a cache without the f32 candidates was used (from cache %v), warnings %q", ch.FromCache, w3.String())
+	}
+}
+
+// fakeF32 is a correct FP32 kernel (the generic one) under another name
+// and family; wrong makes it add err to one value.
+func fakeF32(name, isa string, available bool, err float32) *kernels.KernelF32 {
+	return &kernels.KernelF32{Name: name, ISA: isa, MR: 1, NR: 32,
+		Available: func(cpu.Features) bool { return available },
+		Accepts:   func(m, n, k int) bool { return true },
+		Run: func(g *kernels.GEMMF32) error {
+			if err0 := kernels.GenericF32.Run(g); err0 != nil {
+				return err0
+			}
+			if err != 0 && g.M > 0 && g.N > 0 {
+				g.C[(g.M-1)*g.Ldc+g.N/2] += err
+			}
+			return nil
+		}}
+}
+
+// TestForcedF32 checks the forced-family rules across the two operations.
+func TestForcedF32(t *testing.T) {
+	var w warnings
+	fkind := "bias+gelu/f32"
+	fkey := F32Key(5, 24, 40, &kernels.Epilogue{Bias: make([]float32, 40), Act: kernels.ActGELU}, 1)
+	ukey := mustKey(t, 5, 24, 40, "zp+scale+colscale+bias+gelu/u8", 1)
+	type want struct {
+		ops       []string
+		f32, u8s8 string // the kernel chosen when forced ("" when not forced)
+	}
+	cases := []struct {
+		force string
+		want  want
+	}{
+		// A family both operations have.
+		{"generic", want{[]string{OpU8S8, OpF32}, kernels.GenericF32.Name, kernels.GenericU8S8.Name}},
+		// One kernel by name: its operation only.
+		{kernels.GenericF32.Name, want{[]string{OpF32}, kernels.GenericF32.Name, ""}},
+		{kernels.GenericU8S8.Name, want{[]string{OpU8S8}, "", kernels.GenericU8S8.Name}},
+		// A family only one operation has.
+		{"test-f32", want{[]string{OpF32}, "gemmF32Fake_1x32", ""}},
+		{"test-isa", want{[]string{OpU8S8}, "", "gemmFake_1x32"}},
+	}
+	// Real families of one operation this CPU runs (avx512-vnni, avx2:
+	// u8s8 only; avx512: f32 only).
+	for _, k := range kernels.U8S8Kernels() {
+		if k.ISA != "generic" && k.Available(cpu.X86) {
+			cases = append(cases, struct {
+				force string
+				want  want
+			}{k.ISA, want{[]string{OpU8S8}, "", "*"}})
+		}
+	}
+	for _, k := range kernels.F32Kernels() {
+		if k.ISA != "generic" && k.Available(cpu.X86) {
+			cases = append(cases, struct {
+				force string
+				want  want
+			}{k.ISA, want{[]string{OpF32}, "*", ""}})
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		if seen[c.force] {
+			continue
+		}
+		seen[c.force] = true
+		t.Run(c.force, func(t *testing.T) {
+			o := testOptions(t, &w)
+			o.Force = c.force
+			o.Extra = []*kernels.Kernel{fakeKernel("gemmFake_1x32", "test-isa", false)}
+			o.ExtraF32 = []*kernels.KernelF32{fakeF32("gemmF32Fake_1x32", "test-f32", true, 0)}
+			s := newSelector(t, o)
+			if got := s.ForcedOps(); !slices.Equal(got, c.want.ops) {
+				t.Fatalf("forced ops %v, want %v", got, c.want.ops)
+			}
+			for _, x := range []struct {
+				key    Key
+				kernel string
+			}{{fkey, c.want.f32}, {ukey, c.want.u8s8}} {
+				ch, err := s.Choose(x.key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case x.kernel == "" && ch.Forced != "":
+					t.Errorf("%v: not forced, but the choice says forced: %v", x.key, ch)
+				case x.kernel != "" && (ch.Forced != c.force || !strings.EqualFold(ch.Family, c.force) && ch.Kernel != c.force):
+					t.Errorf("%v: forced %s, chose %v", x.key, c.force, ch)
+				case x.kernel != "" && x.kernel != "*" && ch.Kernel != x.kernel:
+					t.Errorf("%v: forced %s, chose %s, want %s", x.key, c.force, ch.Kernel, x.kernel)
+				}
+			}
+			// Only the unforced operation's choices are saved.
+			cache, err := LoadCache(o.CachePath)
+			if len(c.want.ops) == 2 {
+				if err == nil {
+					t.Errorf("a selector forced on both operations saved %v", cache.Entries)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("the unforced operation's choice was not saved: %v", err)
+				}
+				for k, e := range cache.Entries {
+					if e.Forced != "" || strings.HasPrefix(k, c.want.ops[0]+" ") {
+						t.Errorf("forced choice saved: %s: %v", k, e)
+					}
+				}
+				if len(cache.Entries) != 1 {
+					t.Errorf("cache entries %v, want the unforced operation's one", cache.Entries)
+				}
+			}
+			runLinearF32(t, s, newF32Problem(t, 4, 5, 24, 40, fkind, 1), 2, 1)
+		})
+	}
+
+	// Errors: unknown; compiled in but not runnable here, whichever
+	// operation has it; the environment variable alike.
+	noAVX512, err := cpu.X86.Apply("avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []string{"no-such-family", "future-f32", "gemmF32Future_4x16"}
+	for _, k := range kernels.F32Kernels() {
+		if k.ISA == "avx512" {
+			bad = append(bad, "avx512", k.Name)
+			break
+		}
+	}
+	for _, force := range bad {
+		o := testOptions(t, &w)
+		o.Force, o.Features = force, &noAVX512
+		o.ExtraF32 = []*kernels.KernelF32{fakeF32("gemmF32Future_4x16", "future-f32", false, 0)}
+		_, err := New(o)
+		if !errors.Is(err, ErrForced) {
+			t.Errorf("force %q: err = %v, want ErrForced", force, err)
+			continue
+		}
+		t.Logf("force %q: %v", force, err)
+	}
+	t.Setenv(EnvKernel, "future-f32")
+	o := testOptions(t, &w)
+	o.ExtraF32 = []*kernels.KernelF32{fakeF32("gemmF32Future_4x16", "future-f32", false, 0)}
+	if _, err := New(o); !errors.Is(err, ErrForced) {
+		t.Errorf("%s=future-f32: err = %v, want ErrForced", EnvKernel, err)
+	}
+	// Forcing a u8s8-only family leaves the f32 linears working, read from
+	// the environment too.
+	t.Setenv(EnvKernel, "test-isa")
+	o = testOptions(t, &w)
+	o.Extra = []*kernels.Kernel{fakeKernel("gemmFake_1x32", "test-isa", false)}
+	s := newSelector(t, o)
+	if ch := runLinearF32(t, s, newF32Problem(t, 4, 6, 24, 40, "bias+residual/f32", 1), 2, 1); ch.Forced != "" {
+		t.Errorf("%s=test-isa forced an f32 choice: %v", EnvKernel, ch)
+	}
+}
+
+// TestWrongF32CandidateExcluded: a kernel off by more than the tolerance is
+// excluded with the reason; one within float32 rounding passes.
+func TestWrongF32CandidateExcluded(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.ExtraF32 = []*kernels.KernelF32{
+		fakeF32("gemmF32Broken_1x32", "test-f32", true, 1e-2),
+		fakeF32("gemmF32Close_1x32", "test-f32", true, 1e-7),
+	}
+	s := newSelector(t, o)
+	for _, kind := range []string{"none/f32", "bias+gelu/f32", "bias+residual/f32"} {
+		ek, _ := ParseEpilogueKind(kind)
+		key, err := NewKey(OpF32, 9, 20, 50, ek, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, err := s.Choose(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var why string
+		for _, e := range ch.Excluded {
+			if e.Kernel == "gemmF32Broken_1x32" {
+				why = e.Reason
+			}
+		}
+		if !strings.Contains(why, "differs from the generic reference") || !strings.Contains(why, "row 8") {
+			t.Errorf("%s: broken kernel not excluded with a reason: %q\n%v", kind, why, ch)
+		}
+		if mentionsMeasured(ch, "gemmF32Broken_1x32") || !mentionsMeasured(ch, "gemmF32Close_1x32") {
+			t.Errorf("%s: %v", kind, ch)
+		}
+	}
+	o = testOptions(t, &w)
+	o.Force, o.ExtraF32 = "gemmF32Broken_1x32", []*kernels.KernelF32{fakeF32("gemmF32Broken_1x32", "test-f32", true, 1e-2)}
+	s2 := newSelector(t, o)
+	_, err := s2.Choose(F32Key(9, 20, 50, nil, 1))
+	if !errors.Is(err, ErrNoCandidate) || !errors.Is(err, ErrForced) || !strings.Contains(err.Error(), "differs") {
+		t.Errorf("forced broken f32 kernel: err = %v", err)
+	}
+}
+
+func TestConcurrentFirstUseF32(t *testing.T) {
+	var w warnings
+	s := newSelector(t, testOptions(t, &w))
+	p := newF32Problem(t, 3, 12, 64, 48, "bias+residual/f32", 0)
+	l, err := s.NewLinearF32(p.n, p.k, p.w, p.ldw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := make([]float32, p.m*p.n)
+			if err := l.Run(p.m, p.a, p.lda, p.ep, c, p.n, 1); err != nil {
+				t.Error(err)
+				return
+			}
+			want, tol := p.want(t, p.n)
+			for i := range c {
+				if !(math.Abs(float64(c[i]-want[i])) <= tol[i]) {
+					t.Errorf("concurrent run: value %d = %v, want %v", i, c[i], want[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := s.Stats().Tuned; got != 1 {
+		t.Errorf("%d tuning runs for one key under 16 concurrent first calls, want 1", got)
+	}
+}
+
+func TestLinearF32Errors(t *testing.T) {
+	var w warnings
+	s := newSelector(t, testOptions(t, &w))
+	p := newF32Problem(t, 4, 4, 16, 16, "bias+residual/f32", 0)
+	l, err := s.NewLinearF32(p.n, p.k, p.w, p.ldw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := make([]float32, p.m*p.n)
+	for name, run := range map[string]func() error{
+		"short a":        func() error { return l.Run(p.m, p.a[:10], p.lda, p.ep, c, p.n, 1) },
+		"short c":        func() error { return l.Run(p.m, p.a, p.lda, p.ep, c[:5], p.n, 1) },
+		"small ldc":      func() error { return l.Run(p.m, p.a, p.lda, p.ep, c, p.n-1, 1) },
+		"small lda":      func() error { return l.Run(p.m, p.a, p.k-1, p.ep, c, p.n, 1) },
+		"short bias":     func() error { return l.Run(p.m, p.a, p.lda, &kernels.Epilogue{Bias: []float32{1}}, c, p.n, 1) },
+		"short residual": func() error { return l.Run(p.m, p.a, p.lda, &kernels.Epilogue{Residual: c[:p.n]}, c, p.n, 1) },
+		"bad activation": func() error { return l.Run(p.m, p.a, p.lda, &kernels.Epilogue{Act: 9}, c, p.n, 1) },
+	} {
+		if err := run(); !errors.Is(err, kernels.ErrShape) {
+			t.Errorf("%s: err = %v, want ErrShape", name, err)
+		}
+	}
+	if err := l.Run(0, nil, p.lda, nil, nil, p.n, 1); err != nil {
+		t.Errorf("m=0: %v", err)
+	}
+	for _, bad := range [][3]int{{4, 4, 3}, {0, 4, 4}, {4, 0, 4}} {
+		if _, err := s.NewLinearF32(bad[0], bad[1], make([]float32, 3), bad[2]); !errors.Is(err, kernels.ErrShape) {
+			t.Errorf("NewLinearF32%v: err = %v", bad, err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); !errors.Is(err, ErrClosed) {
+		t.Errorf("second close: %v", err)
+	}
+	if err := l.Run(p.m, p.a, p.lda, p.ep, c, p.n, 1); !errors.Is(err, ErrClosed) {
+		t.Errorf("run after close: %v", err)
+	}
+}
+
+func TestLinearF32Overlap(t *testing.T) {
+	var w warnings
+	s := newSelector(t, testOptions(t, &w))
+	l, err := s.NewLinearF32(8, 8, make([]float32, 64), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	buf := make([]float32, 100)
+	if err := l.Run(4, buf, 8, nil, buf[20:], 8, 1); !errors.Is(err, kernels.ErrShape) {
+		t.Errorf("a overlapping c: err = %v, want ErrShape", err)
+	}
+	if err := l.Run(4, buf[:32], 8, nil, buf[32:], 8, 1); err != nil {
+		t.Errorf("a next to c: %v", err)
+	}
+}
+
+// TestForcedKeepsOtherEntries: a selector forced on u8s8 saves its f32
+// choices without dropping the u8s8 entries it could not use.
+func TestForcedKeepsOtherEntries(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	ukey := mustKey(t, 4, 32, 48, "zp+scale+colscale+bias/f32", 1)
+	s := newSelector(t, o)
+	first, err := s.Choose(ukey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	force := kernels.GenericU8S8.Name
+	if first.Kernel == force {
+		t.Skipf("the generic kernel won %v here; nothing to check", ukey)
+	}
+	of := o
+	of.Force = force
+	s2 := newSelector(t, of)
+	if ch, err := s2.Choose(ukey); err != nil || ch.Kernel != force || ch.FromCache {
+		t.Fatalf("forced %s: %v, %v", force, ch, err)
+	}
+	fkey := F32Key(4, 32, 48, nil, 1)
+	if ch, err := s2.Choose(fkey); err != nil || ch.Forced != "" {
+		t.Fatalf("f32 under a u8s8 force: %v, %v", ch, err)
+	}
+	c, err := LoadCache(o.CachePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := c.Entries[ukey.String()]; !ok || e.Kernel != first.Kernel || e.Forced != "" {
+		t.Errorf("u8s8 entry lost or replaced by the forced choice: %+v", e)
+	}
+	if _, ok := c.Entries[fkey.String()]; !ok {
+		t.Errorf("f32 entry not saved: %v", c.Entries)
+	}
+}
