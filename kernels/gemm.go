@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/int8bert/int8bert/cpu"
 )
@@ -115,6 +116,9 @@ func (g *GEMMU8S8) Check() error {
 	if err := g.Out.check(g.M, g.N); err != nil {
 		return err
 	}
+	if g.Ep != nil && overlaps(g.Ep.Residual, g.Out.F32) {
+		return fmt.Errorf("kernels: gemm u8s8: the residual must not share memory with the output (copy it first): %w", ErrShape)
+	}
 	if g.Out.S32 != nil && g.Ep != nil {
 		return fmt.Errorf("kernels: gemm u8s8: an s32 destination takes no epilogue: %w", ErrShape)
 	}
@@ -203,4 +207,16 @@ var u8s8Asm []*Kernel
 
 func errPanel(have, want int) error {
 	return fmt.Errorf("kernels: weights packed with NR=%d, this kernel needs NR=%d: %w", have, want, ErrShape)
+}
+
+// overlaps reports whether two float32 slices share memory. Kernels that
+// accumulate over K blocks into C would read a residual or input that aliases
+// C after it was overwritten, so their Check refuses it.
+func overlaps(a, b []float32) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	a0 := uintptr(unsafe.Pointer(&a[0]))
+	b0 := uintptr(unsafe.Pointer(&b[0]))
+	return a0 < b0+uintptr(len(b))*4 && b0 < a0+uintptr(len(a))*4
 }

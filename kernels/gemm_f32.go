@@ -90,6 +90,9 @@ func (g *GEMMF32) Check() error {
 	if err := g.Ep.checkFloat(g.M, g.N); err != nil {
 		return fmt.Errorf("kernels: gemm f32: %w", err)
 	}
+	if overlaps(g.A, g.C) || (g.Ep != nil && overlaps(g.Ep.Residual, g.C)) {
+		return fmt.Errorf("kernels: gemm f32: a and the residual must not share memory with c (copy the residual first): %w", ErrShape)
+	}
 	return nil
 }
 

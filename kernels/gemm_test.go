@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"errors"
 	"math/rand/v2"
 	"testing"
 )
@@ -79,5 +80,21 @@ func TestParallelRunsEveryTask(t *testing.T) {
 				t.Fatalf("threads=%d: task %d ran %d times", threads, i, s)
 			}
 		}
+	}
+}
+
+func TestAliasedResidualRefused(t *testing.T) {
+	p, _ := PackS8(4, 4, make([]int8, 16), 4, 16)
+	out := make([]float32, 8)
+	g := &GEMMU8S8{M: 2, N: 4, K: 4, A: make([]uint8, 8), Lda: 4, B: p,
+		Ep: &Epilogue{ActScale: 1, Residual: out[2:]}, Out: Out{F32: out, Ldc: 4}}
+	if err := GenericU8S8.RunU8S8(g); !errors.Is(err, ErrShape) {
+		t.Fatalf("residual aliasing the output: got %v, want ErrShape", err)
+	}
+	pf, _ := PackF32(4, 4, make([]float32, 16), 4, 16)
+	c := make([]float32, 8)
+	gf := &GEMMF32{M: 2, N: 4, K: 4, A: c, Lda: 4, B: pf, C: c, Ldc: 4}
+	if err := GenericF32.Run(gf); !errors.Is(err, ErrShape) {
+		t.Fatalf("a aliasing c: got %v, want ErrShape", err)
 	}
 }
