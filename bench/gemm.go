@@ -3,11 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"sort"
+	"math"
 	"time"
 
-	"github.com/int8bert/int8bert/dnnl"
+	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/selector"
 )
 
 // Shape is one GEMM of a BERT layer: M tokens, K inputs, N outputs.
@@ -22,32 +23,63 @@ func (s Shape) String() string { return fmt.Sprintf("%s %dx%dx%d", s.Name, s.M, 
 // Ops is the number of multiply-adds times two.
 func (s Shape) Ops() float64 { return 2 * float64(s.M) * float64(s.K) * float64(s.N) }
 
-// BERTShapes are the linear layers of BERT-large at 256 tokens and of
-// BERT-base at 128 tokens (QKV fused, attention output, FFN1, FFN2).
+// BERTShapes are the linear layers of BERT-base at 128 tokens and of
+// BERT-large at 256 tokens: QKV fused, attention output, FFN1, FFN2.
 var BERTShapes = []Shape{
-	{"bert-large qkv-one", 256, 1024, 1024},
-	{"bert-large ffn1", 256, 1024, 4096},
-	{"bert-large ffn2", 256, 4096, 1024},
-	{"bert-base attn-out", 128, 768, 768},
 	{"bert-base qkv", 128, 768, 2304},
+	{"bert-base attn-out", 128, 768, 768},
 	{"bert-base ffn1", 128, 768, 3072},
 	{"bert-base ffn2", 128, 3072, 768},
+	{"bert-large qkv", 256, 1024, 3072},
+	{"bert-large attn-out", 256, 1024, 1024},
+	{"bert-large ffn1", 256, 1024, 4096},
+	{"bert-large ffn2", 256, 4096, 1024},
 }
 
-// GEMMOptions control a GEMM measurement.
+// Epilogue is one epilogue of the GEMM benchmark, with its selector kinds
+// for INT8 and FP32 ("" where it has no FP32 form).
+type Epilogue struct {
+	Name      string
+	Int8, F32 string
+}
+
+// GEMMEpilogues are the epilogues "bench gemm" measures: the plain GEMM
+// (s32 for INT8), dequantization by scales, and the two fused chains of a
+// BERT layer.
+var GEMMEpilogues = []Epilogue{
+	{"none", "none/s32", "none/f32"},
+	{"scale", "scale+colscale/f32", ""},
+	{"scale+bias+gelu", "scale+colscale+bias+gelu/f32", "bias+gelu/f32"},
+	{"scale+bias+residual", "scale+colscale+bias+residual/f32", "bias+residual/f32"},
+}
+
+// GEMMOptions control "bench gemm".
 type GEMMOptions struct {
-	// Threads per call (oneDNN's OpenMP threads); 1 by default.
+	// Threads per GEMM; 1 by default.
 	Threads int
-	// MinTime is how long each measurement runs at least; 300 ms by default.
-	MinTime time.Duration
-	// RuntimeM makes oneDNN primitives take M at run time instead of one
-	// primitive per M.
-	RuntimeM bool
-	// Progress, when set, is called before each measurement.
+	// RepTime is the least time of one timed repetition; 20 ms by default.
+	RepTime time.Duration
+	// Reps is the number of timed repetitions per candidate (median); 5.
+	Reps int
+	// PeakTime is how long the peak microbenchmarks run; 300 ms by default.
+	PeakTime time.Duration
+	// Shapes default to BERTShapes, Epilogues to GEMMEpilogues.
+	Shapes    []Shape
+	Epilogues []Epilogue
+	// DTypes are "int8" and/or "fp32"; both by default.
+	DTypes []string
+	// Progress, when set, is told what is being measured.
 	Progress func(what string)
 }
 
-// GEMMResult is one measured kernel on one shape.
+// Peak is the measured peak of this CPU on one thread.
+type Peak struct {
+	FP32GFLOPS float64 `json:"fp32_gflops"`
+	VNNIGOPS   float64 `json:"vnni_gops"`
+	BF16GFLOPS float64 `json:"bf16_gflops"`
+}
+
+// GEMMResult is one candidate measured on one shape, type and epilogue.
 type GEMMResult struct {
 	Shape    string  `json:"shape"`
 	M        int     `json:"m"`
@@ -57,132 +89,143 @@ type GEMMResult struct {
 	Epilogue string  `json:"epilogue"`
 	Kernel   string  `json:"kernel"`
 	Backend  string  `json:"backend"`
+	Impl     string  `json:"impl,omitempty"`
 	GOPS     float64 `json:"gops"`
 	MsPerOp  float64 `json:"ms_per_call"`
-	// VsF32 is this result's throughput over the f32 oneDNN result on the
-	// same shape in the same run (1 for f32 itself).
-	VsF32 float64 `json:"vs_f32"`
+	// PctPeak is GOPS over the measured VNNI (INT8) or FMA (FP32) peak.
+	PctPeak float64 `json:"pct_peak"`
+	// VsDNNL is GOPS over oneDNN's on the same shape, type and epilogue in
+	// this run; 0 where oneDNN did not run (absent, or it declined).
+	VsDNNL float64 `json:"vs_dnnl"`
+	// Chosen marks the candidate the selector picked.
+	Chosen bool `json:"chosen"`
 }
 
-// DNNLGEMM measures oneDNN's INT8 (u8 x s8 -> s32) and f32 matmuls on each
-// shape, one after the other in this run, and fills VsF32.
-func DNNLGEMM(ctx context.Context, shapes []Shape, o GEMMOptions) ([]GEMMResult, error) {
-	if !dnnl.Available {
-		return nil, dnnl.ErrUnavailable
-	}
+// Skipped is a candidate that was not measured on a key, and why.
+type Skipped struct {
+	Shape    string `json:"shape"`
+	DType    string `json:"dtype"`
+	Epilogue string `json:"epilogue"`
+	Kernel   string `json:"kernel"`
+	Reason   string `json:"reason"`
+}
+
+// GEMMReport is what "bench gemm -json" prints.
+type GEMMReport struct {
+	CPU     string       `json:"cpu"`
+	Threads int          `json:"threads"`
+	Peak    Peak         `json:"peak"`
+	Results []GEMMResult `json:"results"`
+	Skipped []Skipped    `json:"skipped,omitempty"`
+}
+
+// MeasurePeak runs the in-project FMA / VNNI / BF16 peak microbenchmarks on
+// the calling thread.
+func MeasurePeak(d time.Duration) Peak {
+	p := kernels.MeasurePeak(d)
+	return Peak{FP32GFLOPS: p.FP32GFLOPS, VNNIGOPS: p.VNNIGOPS, BF16GFLOPS: p.BF16GFLOPS}
+}
+
+// GEMM measures every candidate the selector has (native kernels of every
+// ISA this CPU runs, and oneDNN when built in) on each shape x type x
+// epilogue, in one run, after checking each against the reference, and
+// reports throughput, share of the measured peak, the ratio to oneDNN and
+// the selector's pick.
+func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 	if o.Threads <= 0 {
 		o.Threads = 1
 	}
-	if o.MinTime <= 0 {
-		o.MinTime = 300 * time.Millisecond
+	if o.RepTime <= 0 {
+		o.RepTime = 20 * time.Millisecond
 	}
-	eng, err := dnnl.DefaultEngine()
+	if o.Reps <= 0 {
+		o.Reps = 5
+	}
+	if o.PeakTime <= 0 {
+		o.PeakTime = 300 * time.Millisecond
+	}
+	if o.Shapes == nil {
+		o.Shapes = BERTShapes
+	}
+	if o.Epilogues == nil {
+		o.Epilogues = GEMMEpilogues
+	}
+	if o.DTypes == nil {
+		o.DTypes = []string{"int8", "fp32"}
+	}
+	for _, d := range o.DTypes {
+		if d != "int8" && d != "fp32" {
+			return nil, fmt.Errorf("bench: unknown dtype %q (int8, fp32)", d)
+		}
+	}
+	progress := func(format string, args ...any) {
+		if o.Progress != nil {
+			o.Progress(fmt.Sprintf(format, args...))
+		}
+	}
+	progress("peak microbenchmarks")
+	r := &GEMMReport{CPU: cpu.X86.Brand, Threads: o.Threads, Peak: MeasurePeak(o.PeakTime)}
+	sel, err := selector.New(selector.Options{CachePath: "off", Reps: o.Reps, RepTime: o.RepTime, PruneFactor: math.Inf(1)})
 	if err != nil {
 		return nil, err
 	}
-	var out []GEMMResult
-	for _, s := range shapes {
-		var f32 float64
-		for _, dt := range []dnnl.DataType{dnnl.F32, dnnl.U8} {
-			if err := ctx.Err(); err != nil {
-				return out, err
-			}
-			if o.Progress != nil {
-				o.Progress(fmt.Sprintf("onednn %s %v", map[dnnl.DataType]string{dnnl.F32: "f32", dnnl.U8: "int8"}[dt], s))
-			}
-			r, err := measureDNNL(eng, s, dt, o)
-			if err != nil {
-				return out, fmt.Errorf("bench: %v %v: %w", s, dt, err)
-			}
-			if dt == dnnl.F32 {
-				f32 = r.GOPS
-			}
-			r.VsF32 = r.GOPS / f32
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-func measureDNNL(eng *dnnl.Engine, s Shape, dt dnnl.DataType, o GEMMOptions) (GEMMResult, error) {
-	r := rand.New(rand.NewPCG(uint64(s.M), uint64(s.N)))
-	cfg := dnnl.MatMulConfig{M: s.M, K: s.K, N: s.N, Src: dt, Weights: dt, Dst: dt}
-	if o.RuntimeM {
-		cfg.M = dnnl.RuntimeM
-	}
-	var src, w, dst any
-	name := "f32"
-	switch dt {
-	case dnnl.U8:
-		cfg.Weights, cfg.Dst = dnnl.S8, dnnl.S32
-		a := make([]uint8, s.M*s.K)
-		for i := range a {
-			a[i] = uint8(r.IntN(256))
-		}
-		b := make([]int8, s.N*s.K)
-		for i := range b {
-			b[i] = int8(r.IntN(255) - 127)
-		}
-		src, w, dst, name = a, b, make([]int32, s.M*s.N), "int8"
-	default:
-		a := make([]float32, s.M*s.K)
-		for i := range a {
-			a[i] = r.Float32() - 0.5
-		}
-		b := make([]float32, s.N*s.K)
-		for i := range b {
-			b[i] = r.Float32() - 0.5
-		}
-		src, w, dst = a, b, make([]float32, s.M*s.N)
-	}
-	mm, err := eng.NewMatMul(cfg)
-	if err != nil {
-		return GEMMResult{}, err
-	}
-	defer mm.Close()
-	pw, err := mm.PackWeights(w, nil, o.Threads)
-	if err != nil {
-		return GEMMResult{}, err
-	}
-	defer pw.Close()
-	args := &dnnl.Args{M: s.M, Src: src, Dst: dst, Threads: o.Threads}
-	per, err := timeIt(o.MinTime, func() error { return mm.Execute(pw, args) })
-	if err != nil {
-		return GEMMResult{}, err
-	}
-	return GEMMResult{
-		Shape: s.Name, M: s.M, K: s.K, N: s.N, DType: name, Epilogue: "none",
-		Kernel: mm.Impl(), Backend: "onednn", GOPS: s.Ops() / per.Seconds() / 1e9,
-		MsPerOp: float64(per.Microseconds()) / 1e3,
-	}, nil
-}
-
-// timeIt runs f once to warm up, then in batches until minTime has passed,
-// and returns the median time of one call over the batches.
-func timeIt(minTime time.Duration, f func() error) (time.Duration, error) {
-	if err := f(); err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	if err := f(); err != nil {
-		return 0, err
-	}
-	one := time.Since(start)
-	batch := 1
-	if one > 0 {
-		batch = max(1, int(minTime/10/one))
-	}
-	var per []time.Duration
-	begin := time.Now()
-	for len(per) < 5 || time.Since(begin) < minTime {
-		t0 := time.Now()
-		for i := 0; i < batch; i++ {
-			if err := f(); err != nil {
-				return 0, err
+	defer sel.Close()
+	for _, s := range o.Shapes {
+		for _, dt := range o.DTypes {
+			for _, e := range o.Epilogues {
+				if err := ctx.Err(); err != nil {
+					return r, err
+				}
+				kindName, op, peak := e.Int8, selector.OpU8S8, r.Peak.VNNIGOPS
+				if dt == "fp32" {
+					kindName, op, peak = e.F32, selector.OpF32, r.Peak.FP32GFLOPS
+				}
+				if kindName == "" {
+					continue
+				}
+				kind, err := selector.ParseEpilogueKind(kindName)
+				if err != nil {
+					return r, err
+				}
+				key, err := selector.NewKey(op, s.M, s.K, s.N, kind, o.Threads)
+				if err != nil {
+					return r, err
+				}
+				progress("%s %s %s", s, dt, e.Name)
+				ch, err := sel.Choose(key)
+				if err != nil {
+					return r, fmt.Errorf("bench: %v %s %s: %w", s, dt, e.Name, err)
+				}
+				var dnnl float64
+				for _, m := range ch.Measured {
+					if m.Backend == selector.BackendOneDNN && !m.Pruned && m.Median > 0 {
+						dnnl = s.Ops() / m.Median.Seconds() / 1e9
+					}
+				}
+				for _, m := range ch.Measured {
+					if m.Median <= 0 {
+						continue
+					}
+					g := s.Ops() / m.Median.Seconds() / 1e9
+					res := GEMMResult{
+						Shape: s.Name, M: s.M, K: s.K, N: s.N, DType: dt, Epilogue: e.Name,
+						Kernel: m.Kernel, Backend: m.Backend, Impl: m.Impl, GOPS: g,
+						MsPerOp: float64(m.Median.Microseconds()) / 1e3,
+						Chosen:  m.Kernel == ch.Kernel,
+					}
+					if peak > 0 {
+						res.PctPeak = 100 * g / peak
+					}
+					if dnnl > 0 {
+						res.VsDNNL = g / dnnl
+					}
+					r.Results = append(r.Results, res)
+				}
+				for _, x := range ch.Excluded {
+					r.Skipped = append(r.Skipped, Skipped{Shape: s.Name, DType: dt, Epilogue: e.Name, Kernel: x.Kernel, Reason: x.Reason})
+				}
 			}
 		}
-		per = append(per, time.Since(t0)/time.Duration(batch))
 	}
-	sort.Slice(per, func(i, j int) bool { return per[i] < per[j] })
-	return per[len(per)/2], nil
+	return r, nil
 }

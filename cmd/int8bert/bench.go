@@ -8,11 +8,11 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/int8bert/int8bert/bench"
-	"github.com/int8bert/int8bert/cpu"
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -23,9 +23,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	threads := fs.Int("threads", 1, "threads per GEMM")
-	minTime := fs.Duration("time", 300*time.Millisecond, "minimum time per measurement")
-	runtimeM := fs.Bool("runtime-m", false, "oneDNN primitives take M at run time (default: one primitive per M)")
+	repTime := fs.Duration("rep-time", 20*time.Millisecond, "least time of one timed repetition")
+	reps := fs.Int("reps", 5, "timed repetitions per candidate (median)")
+	peakTime := fs.Duration("peak-time", 300*time.Millisecond, "time of the peak microbenchmarks")
+	dtypes := fs.String("dtypes", "int8,fp32", "data types to measure")
 	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
+	shapes := fs.String("shapes", "", "MxKxN,... instead of the BERT shapes")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -35,40 +38,78 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *threads < 1 {
 		return fmt.Errorf("bench gemm: -threads must be >= 1, got %d", *threads)
 	}
+	if *reps < 1 || *repTime <= 0 || *peakTime <= 0 {
+		return fmt.Errorf("bench gemm: -reps, -rep-time and -peak-time must be positive")
+	}
 	if os.Getenv("OMP_WAIT_POLICY") == "" {
 		fmt.Fprintln(stderr, "note: OMP_WAIT_POLICY is unset; spinning OpenMP threads can slow oneDNN down on small VMs (export OMP_WAIT_POLICY=passive)")
 	}
 	if *threads == 1 && *pin {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if c, err := pinToOneCPU(); err != nil {
+		unpin, c, err := pinThread()
+		if err != nil {
 			fmt.Fprintf(stderr, "note: not pinned: %v\n", err)
-		} else if !*asJSON {
-			fmt.Fprintf(stderr, "pinned to CPU %d\n", c)
+		} else {
+			defer unpin()
+			if !*asJSON {
+				fmt.Fprintf(stderr, "pinned to CPU %d\n", c)
+			}
 		}
 	}
-	o := bench.GEMMOptions{Threads: *threads, MinTime: *minTime, RuntimeM: *runtimeM}
-	if !*asJSON {
-		o.Progress = func(s string) { fmt.Fprintf(stderr, "measuring %s\n", s) }
+	o := bench.GEMMOptions{Threads: *threads, RepTime: *repTime, Reps: *reps, PeakTime: *peakTime,
+		DTypes: strings.Split(*dtypes, ",")}
+	if *shapes != "" {
+		list, err := parseShapes(*shapes)
+		if err != nil {
+			return fmt.Errorf("bench gemm: %w", err)
+		}
+		o.Shapes = list
 	}
-	res, err := bench.DNNLGEMM(ctx, bench.BERTShapes, o)
+	o.Progress = func(s string) { fmt.Fprintf(stderr, "measuring %s\n", s) }
+	if *asJSON {
+		o.Progress = nil
+	}
+	r, err := bench.GEMM(ctx, o)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			CPU     string             `json:"cpu"`
-			Threads int                `json:"threads"`
-			Results []bench.GEMMResult `json:"results"`
-		}{cpu.X86.Brand, *threads, res})
+		return enc.Encode(r)
 	}
-	fmt.Fprintf(stdout, "oneDNN GEMMs on %s, %d thread(s); GOP/s = 2*M*K*N per second\n", cpu.X86.Brand, *threads)
+	fmt.Fprintf(stdout, "GEMMs on %s, %d thread(s); GOP/s = 2*M*K*N per second\n", r.CPU, r.Threads)
+	fmt.Fprintf(stdout, "measured peak: FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s\n",
+		r.Peak.FP32GFLOPS, r.Peak.VNNIGOPS, r.Peak.BF16GFLOPS)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "shape\tM\tK\tN\tdtype\tkernel\tms\tGOP/s\tvs f32\t")
-	for _, r := range res {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%.3f\t%.1f\t%.2fx\t\n", r.Shape, r.M, r.K, r.N, r.DType, r.Kernel, r.MsPerOp, r.GOPS, r.VsF32)
+	fmt.Fprintln(tw, "shape\tM\tK\tN\tdtype\tepilogue\tkernel\tms\tGOP/s\t% peak\tvs oneDNN\tchosen\t")
+	for _, x := range r.Results {
+		vs := "-"
+		if x.VsDNNL > 0 {
+			vs = fmt.Sprintf("%.2fx", x.VsDNNL)
+		}
+		chosen := ""
+		if x.Chosen {
+			chosen = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.1f\t%.1f\t%s\t%s\t\n",
+			x.Shape, x.M, x.K, x.N, x.DType, x.Epilogue, x.Kernel, x.MsPerOp, x.GOPS, x.PctPeak, vs, chosen)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(stdout, "not measured: %s %s %s %s: %s\n", s.Shape, s.DType, s.Epilogue, s.Kernel, s.Reason)
+	}
+	return nil
+}
+
+// pinThread locks the goroutine to its OS thread and that thread to one CPU.
+func pinThread() (unpin func(), cpuID int, err error) {
+	runtime.LockOSThread()
+	c, err := pinToOneCPU()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, -1, err
+	}
+	return runtime.UnlockOSThread, c, nil
 }

@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/int8bert/int8bert/bench"
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/dnnl"
+	"github.com/int8bert/int8bert/kernels"
 )
 
 // infoReport is what "int8bert info -json" prints.
@@ -16,6 +19,7 @@ type infoReport struct {
 	Override string       `json:"override_error,omitempty"`
 	Paths    paths        `json:"paths"`
 	DNNL     dnnlReport   `json:"onednn"`
+	Peak     *bench.Peak  `json:"peak,omitempty"`
 }
 
 type paths struct {
@@ -51,6 +55,7 @@ func runInfo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("info", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
+	peak := fs.Bool("peak", false, "also measure the FP32 FMA, VNNI and BF16 peak of one core")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -58,6 +63,16 @@ func runInfo(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("info: unexpected arguments %q", fs.Args())
 	}
 	r := gatherInfo()
+	if *peak {
+		if unpin, _, err := pinThread(); err == nil {
+			p := bench.MeasurePeak(500 * time.Millisecond)
+			unpin()
+			r.Peak = &p
+		} else {
+			p := bench.MeasurePeak(500 * time.Millisecond)
+			r.Peak = &p
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -79,6 +94,14 @@ func runInfo(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "oneDNN:   %s (%s runtime), ISA %s\n", r.DNNL.Version, r.DNNL.Runtime, r.DNNL.ISA)
 	} else {
 		fmt.Fprintf(stdout, "oneDNN:   unavailable: %s\n", r.DNNL.Reason)
+	}
+	if r.Peak != nil {
+		if !kernels.PeakAvailable() {
+			fmt.Fprintln(stdout, "peak:     not measured: no assembly peak loops in this build or no AVX-512")
+		} else {
+			fmt.Fprintf(stdout, "peak:     FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s (one core)\n",
+				r.Peak.FP32GFLOPS, r.Peak.VNNIGOPS, r.Peak.BF16GFLOPS)
+		}
 	}
 	return nil
 }

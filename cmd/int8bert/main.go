@@ -1,9 +1,9 @@
 // Command int8bert inspects the host and benchmarks int8bert's kernels. Later
 // issues add quantize, eval, forward and the task commands.
 //
-//	int8bert info [-json]
-//	int8bert bench gemm [-json] [-threads 1] [-time 300ms] [-runtime-m] [-pin=true]
-//	int8bert tune [-json] [-threads 1] [-cache PATH] [-shapes MxKxN,...] [-epilogues KIND,...]
+//	int8bert info [-json] [-peak]
+//	int8bert bench gemm [-json] [-threads 1] [-reps 5] [-rep-time 20ms] [-dtypes int8,fp32] [-pin=true]
+//	int8bert tune [-json] [-threads 1] [-cache PATH] [-ops u8s8,f32] [-shapes MxKxN,...] [-epilogues KIND,...]
 package main
 
 import (
@@ -19,8 +19,8 @@ import (
 const usage = `int8bert: INT8 BERT-family encoders on server CPUs
 
 usage:
-  int8bert info [-json]          CPU features, AMX permission, oneDNN version and ISA
-  int8bert bench gemm [flags]    oneDNN INT8 vs f32 GEMMs on the BERT shapes
+  int8bert info [-json] [-peak]  CPU features, AMX permission, oneDNN version and ISA, measured peak
+  int8bert bench gemm [flags]    every kernel and oneDNN, INT8 and FP32, on the BERT GEMM shapes
   int8bert tune [flags]          choose and cache the fastest correct kernel per BERT GEMM
   int8bert help                  this text
 

@@ -75,13 +75,13 @@ func parseShapes(s string) ([]bench.Shape, error) {
 	for _, f := range strings.Split(s, ",") {
 		p := strings.Split(strings.TrimSpace(f), "x")
 		if len(p) != 3 {
-			return nil, fmt.Errorf("tune: shape %q: want MxKxN", f)
+			return nil, fmt.Errorf("shape %q: want MxKxN", f)
 		}
 		var v [3]int
 		for i, x := range p {
 			n, err := strconv.Atoi(x)
 			if err != nil || n < 1 {
-				return nil, fmt.Errorf("tune: shape %q: %q is not a positive integer", f, x)
+				return nil, fmt.Errorf("shape %q: %q is not a positive integer", f, x)
 			}
 			v[i] = n
 		}
