@@ -7,5 +7,5 @@ scripts/setup.sh
 export PKG_CONFIG_PATH="$PWD/.build/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 mkdir -p bin
 go build -o bin/int8bert ./cmd/int8bert
-bin/int8bert info
+bin/int8bert info -peak
 OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} bin/int8bert bench gemm "$@"
