@@ -5,7 +5,7 @@
 package kernels
 
 // vnniU8S8_1x48 computes one 1x48 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -28,7 +28,7 @@ package kernels
 func vnniU8S8_1x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_2x48 computes one 2x48 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -51,7 +51,7 @@ func vnniU8S8_1x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_2x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_3x48 computes one 3x48 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -74,7 +74,7 @@ func vnniU8S8_2x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_3x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_4x48 computes one 4x48 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -97,7 +97,7 @@ func vnniU8S8_3x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_4x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_5x48 computes one 5x48 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -120,7 +120,7 @@ func vnniU8S8_4x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_5x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_6x48 computes one 6x48 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -143,7 +143,7 @@ func vnniU8S8_5x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_6x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_7x48 computes one 7x48 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -166,7 +166,7 @@ func vnniU8S8_6x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_7x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_8x48 computes one 8x48 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=48 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -189,7 +189,7 @@ func vnniU8S8_7x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_8x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_1x64 computes one 1x64 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=64 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=64 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -212,7 +212,7 @@ func vnniU8S8_8x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_1x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_2x64 computes one 2x64 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=64 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=64 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -235,7 +235,7 @@ func vnniU8S8_1x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_2x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_3x64 computes one 3x64 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=64 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=64 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -258,7 +258,7 @@ func vnniU8S8_2x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_3x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_4x64 computes one 4x64 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=64 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=64 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -281,7 +281,7 @@ func vnniU8S8_3x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_4x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_5x64 computes one 5x64 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=64 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=64 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -304,7 +304,7 @@ func vnniU8S8_4x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_5x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_6x64 computes one 6x64 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=64 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=64 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -327,7 +327,7 @@ func vnniU8S8_5x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_6x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_1x32 computes one 1x32 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -350,7 +350,7 @@ func vnniU8S8_6x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_1x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_2x32 computes one 2x32 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -373,7 +373,7 @@ func vnniU8S8_1x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_2x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_3x32 computes one 3x32 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -396,7 +396,7 @@ func vnniU8S8_2x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_3x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_4x32 computes one 4x32 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -419,7 +419,7 @@ func vnniU8S8_3x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_4x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_5x32 computes one 5x32 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -442,7 +442,7 @@ func vnniU8S8_4x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_5x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_6x32 computes one 6x32 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -465,7 +465,7 @@ func vnniU8S8_5x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_6x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_7x32 computes one 7x32 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -488,7 +488,7 @@ func vnniU8S8_6x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_7x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_8x32 computes one 8x32 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -511,7 +511,7 @@ func vnniU8S8_7x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_8x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_9x32 computes one 9x32 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -534,7 +534,7 @@ func vnniU8S8_8x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_9x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_10x32 computes one 10x32 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -557,7 +557,7 @@ func vnniU8S8_9x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 func vnniU8S8_10x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_11x32 computes one 11x32 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -580,7 +580,7 @@ func vnniU8S8_10x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask 
 func vnniU8S8_11x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
 // vnniU8S8_12x32 computes one 12x32 tile of C = A x B^T (u8 x s8 -> s32)
-// over the whole k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
+// over k; b is a VNNI-4 panel of NR=32 columns (PackedS8).
 // Column j of the tile is stored (added to C when add != 0) only where bit j
 // of nmask is set:
 //
@@ -616,7 +616,7 @@ func vnniU8S8_12x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask 
 //			y := float32(v) * s
 //			if colScale != nil { y *= colScale[j] }
 //			if bias != nil { y += bias[j] }
-//			if flags&1 != 0 { y = GELU(y) }
+//			if flags&1 != 0 { y = geluF32(y) }
 //			if flags&8 != 0 { y = max(y, 0) }
 //			if res != nil { y += res[i*ldres+j] }
 //			if flags&6 != 0 { // u8 or s8
@@ -645,7 +645,7 @@ func vnniEpilogue(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, co
 //			y := float32(v) * s
 //			if colScale != nil { y *= colScale[j] }
 //			if bias != nil { y += bias[j] }
-//			if flags&1 != 0 { y = GELU(y) }
+//			if flags&1 != 0 { y = geluF32(y) }
 //			if flags&8 != 0 { y = max(y, 0) }
 //			if res != nil { y += res[i*ldres+j] }
 //			if flags&6 != 0 { // u8 or s8

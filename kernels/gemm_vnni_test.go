@@ -1,6 +1,7 @@
 package kernels_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -80,10 +81,14 @@ func FuzzGEMMU8S8(f *testing.F) {
 	f.Add(uint16(9), uint16(50), uint16(67), uint8(3), uint8(1), uint64(2), uint8(3), uint8(2))
 	f.Add(uint16(13), uint16(65), uint16(130), uint8(0), uint8(7), uint64(3), uint8(8), uint8(1))
 	f.Add(uint16(7), uint16(33), uint16(5), uint8(1), uint8(0), uint64(4), uint8(9), uint8(2))
+	f.Add(uint16(5), uint16(70), uint16(2222), uint8(1), uint8(2), uint64(5), uint8(8), uint8(200))
 	ks := append(kernels.U8S8Kernels(), kernels.VNNIGoTwinKernels()...)
 	f.Fuzz(func(t *testing.T, m, n, k uint16, padA, padC uint8, seed uint64, ep, threads uint8) {
 		c := kernelstest.Case{M: int(m % 70), N: int(n % 300), K: int(k % 600), Seed: seed,
 			Epilogue: kernelstest.Epilogues[int(ep)%len(kernelstest.Epilogues)], Threads: 1 + int(threads%3)}
+		if threads >= 128 { // long K (several K steps), small M and N
+			c.M, c.N, c.K = int(m%9), int(n%100), 1500+int(k%3000)
+		}
 		if padA%4 != 0 {
 			c.Lda = c.K + int(padA%8)
 		}
@@ -158,6 +163,25 @@ func BenchmarkVNNI(b *testing.B) {
 					b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
 				})
 			}
+		}
+	}
+}
+
+// TestVNNIRejectsForeignPacking checks the shape errors of the driver:
+// weights packed for another panel width, and K beyond what Accepts takes.
+func TestVNNIRejectsForeignPacking(t *testing.T) {
+	w := make([]int8, 20*8)
+	p, err := kernels.PackS8(20, 8, w, 8, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range append(kernels.VNNIKernels(), kernels.VNNIGoTwinKernels()...) {
+		g := &kernels.GEMMU8S8{M: 3, N: 20, K: 8, A: make([]uint8, 24), Lda: 8, B: p, Out: kernels.Out{S32: make([]int32, 60), Ldc: 20}}
+		if err := k.RunU8S8(g); !errors.Is(err, kernels.ErrShape) {
+			t.Errorf("%s on NR=16 weights: err = %v, want ErrShape", k.Name, err)
+		}
+		if k.Accepts(1, 1, 1<<16) || !k.Accepts(256, 4096, 4096) {
+			t.Errorf("%s: Accepts wrong about K", k.Name)
 		}
 	}
 }

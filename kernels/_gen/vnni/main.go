@@ -4,13 +4,18 @@
 //
 //	cd kernels/_gen && go run ./vnni -out ../gemm_vnni_amd64.s -stubs ../gemm_vnni_stub_amd64.go -pkg kernels
 //
-// Every micro-kernel computes one MR x NR tile of C = A x B^T over the whole
-// K with the accumulators in registers. B is a VNNI-4 panel of
+// Every micro-kernel computes one MR x NR tile of C = A x B^T over k (the
+// whole K, or one K step of the driver) with the accumulators in registers,
+// and stores it or adds it to C. B is a VNNI-4 panel of
 // kernels.PackedS8: for each k-group of 4, NR columns of 4 signed bytes. Each
 // k-group broadcasts 4 bytes of each A row (VPBROADCASTD) and multiplies them
 // into every accumulator with VPDPBUSD. The K tail (K%4 bytes) is read with a
 // zeroing byte-masked load, so A is never read past K; the N tail is computed
-// in full (the panel is zero-padded) and stored under a k-mask.
+// in full (the panel is zero-padded) and stored under a k-mask. The
+// epilogues (vnniEpilogue, vnniEpilogue3: 2 or 3 interleaved 16-column
+// chunks) turn a tile of sums into f32, u8 or s8, with GELU in float32 (see
+// geluF32 in gemm_vnni.go, its step-for-step Go model). -twin writes the
+// plain Go twins for builds without the assembly.
 package main
 
 import (
@@ -85,7 +90,7 @@ func micro(mr, nr int) {
 	TEXT(name, NOSPLIT, "func(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)")
 	Doc(
 		fmt.Sprintf("%s computes one %dx%d tile of C = A x B^T (u8 x s8 -> s32)", name, mr, nr),
-		fmt.Sprintf("over the whole k; b is a VNNI-4 panel of NR=%d columns (PackedS8).", nr),
+		fmt.Sprintf("over k; b is a VNNI-4 panel of NR=%d columns (PackedS8).", nr),
 		"Column j of the tile is stored (added to C when add != 0) only where bit j",
 		"of nmask is set:",
 		"",
@@ -293,7 +298,7 @@ func epilogue(name string, U int) {
 		"\t\t\ty := float32(v) * s",
 		"\t\t\tif colScale != nil { y *= colScale[j] }",
 		"\t\t\tif bias != nil { y += bias[j] }",
-		"\t\t\tif flags&1 != 0 { y = GELU(y) }",
+		"\t\t\tif flags&1 != 0 { y = geluF32(y) }",
 		"\t\t\tif flags&8 != 0 { y = max(y, 0) }",
 		"\t\t\tif res != nil { y += res[i*ldres+j] }",
 		"\t\t\tif flags&6 != 0 { // u8 or s8",
