@@ -1,0 +1,137 @@
+package checkpoint
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Tensor is a tensor to write: its dtype, shape and little-endian bytes.
+type Tensor struct {
+	Dtype Dtype
+	Shape []int
+	Data  []byte
+}
+
+// Float32Tensor returns a F32 Tensor holding a little-endian copy of v.
+func Float32Tensor(shape []int, v []float32) Tensor {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return Tensor{Dtype: F32, Shape: append([]int(nil), shape...), Data: b}
+}
+
+// Int8Tensor returns an I8 Tensor holding a copy of v.
+func Int8Tensor(shape []int, v []int8) Tensor {
+	b := make([]byte, len(v))
+	for i, x := range v {
+		b[i] = byte(x)
+	}
+	return Tensor{Dtype: I8, Shape: append([]int(nil), shape...), Data: b}
+}
+
+// EncodeSafetensors returns the bytes of a safetensors file holding tensors
+// and metadata. Tensors are laid out by decreasing element size, then name,
+// and the header is padded with spaces to a multiple of 8 bytes, so every
+// tensor is aligned to its element size in the file.
+func EncodeSafetensors(tensors map[string]Tensor, metadata map[string]string) ([]byte, error) {
+	names := make([]string, 0, len(tensors))
+	for name, t := range tensors {
+		if name == "__metadata__" || name == "" {
+			return nil, fmt.Errorf("checkpoint: safetensors: invalid tensor name %q", name)
+		}
+		if !t.Dtype.Known() {
+			return nil, fmt.Errorf("checkpoint: safetensors: tensor %q: unknown dtype %q", name, string(t.Dtype))
+		}
+		n, err := numel(t.Shape)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: safetensors: tensor %q: %w", name, err)
+		}
+		if mulSat(n, int64(t.Dtype.Size())) != int64(len(t.Data)) {
+			return nil, fmt.Errorf("checkpoint: safetensors: tensor %q: shape %v of %s needs %d bytes, got %d", name, t.Shape, t.Dtype, mulSat(n, int64(t.Dtype.Size())), len(t.Data))
+		}
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		si, sj := tensors[names[i]].Dtype.Size(), tensors[names[j]].Dtype.Size()
+		if si != sj {
+			return si > sj
+		}
+		return names[i] < names[j]
+	})
+	hdr := make(map[string]any, len(names)+1)
+	if metadata != nil {
+		hdr["__metadata__"] = metadata
+	}
+	var off int64
+	for _, name := range names {
+		t := tensors[name]
+		shape := t.Shape
+		if shape == nil {
+			shape = []int{}
+		}
+		end := off + int64(len(t.Data))
+		hdr[name] = headerEntry{Dtype: t.Dtype, Shape: shape, DataOffsets: []int64{off, end}}
+		off = end
+	}
+	js, err := json.Marshal(hdr)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: safetensors: header: %w", err)
+	}
+	for len(js)%8 != 0 {
+		js = append(js, ' ')
+	}
+	out := make([]byte, 8, 8+int64(len(js))+off)
+	binary.LittleEndian.PutUint64(out, uint64(len(js)))
+	out = append(out, js...)
+	for _, name := range names {
+		out = append(out, tensors[name].Data...)
+	}
+	return out, nil
+}
+
+// Save writes tensors and metadata as a safetensors file at path (see
+// EncodeSafetensors for the layout). It writes a temporary file in the same
+// folder and renames it, so readers never see a partial file.
+func Save(path string, tensors map[string]Tensor, metadata map[string]string) (err error) {
+	b, err := EncodeSafetensors(tensors, metadata)
+	if err != nil {
+		return fmt.Errorf("%w (writing %s)", err, path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<20)
+	if _, err = w.Write(b); err != nil {
+		return fmt.Errorf("checkpoint: %s: %w", path, err)
+	}
+	if err = w.Flush(); err != nil {
+		return fmt.Errorf("checkpoint: %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("checkpoint: %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("checkpoint: %s: %w", path, err)
+	}
+	if err = os.Chmod(f.Name(), 0o644); err != nil {
+		return fmt.Errorf("checkpoint: %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,17 @@
+package distilbert_test
+
+import (
+	"testing"
+
+	"github.com/int8bert/int8bert/models/distilbert"
+	"github.com/int8bert/int8bert/models/encoder/encodertest"
+)
+
+// TestGolden: FP32 parity with Hugging Face on the base, sequence
+// classification and question answering checkpoints.
+func TestGolden(t *testing.T) {
+	sel := encodertest.Selector(t)
+	for _, name := range []string{"distilbert-base", "distilbert-seqcls", "distilbert-qa"} {
+		t.Run(name, func(t *testing.T) { encodertest.Golden(t, sel, name, distilbert.Family, 1e-5) })
+	}
+}

@@ -1,0 +1,64 @@
+package encoder
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/int8bert/int8bert/kernels"
+)
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("encoder: unsupported configuration")
+
+// ErrInput is wrapped by every error about the inputs of a forward pass.
+var ErrInput = errors.New("encoder: bad input")
+
+// Config is the shape and numerics of an encoder.
+type Config struct {
+	Vocab, Hidden, Layers, Heads, Intermediate int
+	// MaxPositions is the size of the position embedding table.
+	MaxPositions int
+	// TypeVocab is the number of token types; 0 means no token type
+	// embeddings (DistilBERT).
+	TypeVocab int
+	// LayerNormEps is the epsilon of every LayerNorm.
+	LayerNormEps float32
+	// Activation is the FFN activation (kernels.ActGELU for "gelu").
+	Activation kernels.Activation
+	// PaddingIdx and PositionsFromPadding: XLM-R numbers positions from
+	// PaddingIdx+1 over the non-padding tokens (padding keeps PaddingIdx);
+	// BERT and DistilBERT number them 0, 1, ... .
+	PaddingIdx           int
+	PositionsFromPadding bool
+}
+
+// Validate reports the first unsupported or inconsistent value.
+func (c *Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("encoder: config: %s: %w", fmt.Sprintf(format, args...), ErrConfig)
+	}
+	switch {
+	case c.Vocab <= 0 || c.Hidden <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.Intermediate <= 0 || c.MaxPositions <= 0:
+		return bad("sizes must be positive (vocab %d, hidden %d, layers %d, heads %d, intermediate %d, positions %d)",
+			c.Vocab, c.Hidden, c.Layers, c.Heads, c.Intermediate, c.MaxPositions)
+	case c.Hidden%c.Heads != 0:
+		return bad("hidden size %d is not divisible by %d heads", c.Hidden, c.Heads)
+	case c.TypeVocab < 0:
+		return bad("type vocabulary %d", c.TypeVocab)
+	case !(c.LayerNormEps > 0):
+		return bad("layer norm epsilon %v must be positive", c.LayerNormEps)
+	case c.Activation != kernels.ActGELU && c.Activation != kernels.ActGELUTanh && c.Activation != kernels.ActReLU:
+		return bad("activation %v", c.Activation)
+	case c.PositionsFromPadding && (c.PaddingIdx < 0 || c.PaddingIdx+1 >= c.MaxPositions):
+		return bad("padding index %d with %d positions", c.PaddingIdx, c.MaxPositions)
+	}
+	return nil
+}
+
+// MaxSeq is the longest sequence the position table allows.
+func (c *Config) MaxSeq() int {
+	if c.PositionsFromPadding {
+		return c.MaxPositions - c.PaddingIdx - 1
+	}
+	return c.MaxPositions
+}

@@ -1,0 +1,154 @@
+// Package encodertest checks a model family against the golden outputs of
+// the Hugging Face reference implementation (../shared/golden/models).
+package encodertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/selector"
+)
+
+// GoldenDir is where the shared golden models live, relative to a package
+// folder of this module (models/<family>): the project's shared folder next
+// to the repository. INT8BERT_SHARED overrides the shared folder.
+var GoldenDir = func() string {
+	if d := os.Getenv("INT8BERT_SHARED"); d != "" {
+		return filepath.Join(d, "golden", "models")
+	}
+	return "../../../shared/golden/models"
+}()
+
+type golden struct {
+	ModelClass string                     `json:"model_class"`
+	Inputs     map[string][][]int32       `json:"inputs"`
+	Outputs    map[string]json.RawMessage `json:"outputs"`
+	Params     map[string][]int           `json:"params"`
+}
+
+// Selector returns a selector for tests: no cache file, short timings.
+func Selector(t testing.TB) *selector.Selector {
+	sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, RepTime: 100 * 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sel.Close() })
+	return sel
+}
+
+// Golden loads the golden model folder name with fam and compares every
+// output with the reference: the largest difference over the largest
+// reference magnitude must be at most tol, compared where attention_mask
+// is 1. It returns the worst relative error seen.
+func Golden(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family, tol float64) float64 {
+	t.Helper()
+	dir := filepath.Join(GoldenDir, name)
+	raw, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if os.IsNotExist(err) {
+		t.Skipf("golden models not found at %s (they live in the project's shared folder): %v", dir, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g golden
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	m, err := encoder.LoadTask(dir, fam, sel, encoder.Options{Threads: 1})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	defer m.Close()
+	ids := g.Inputs["input_ids"]
+	in := &encoder.Inputs{Batch: len(ids), Seq: len(ids[0])}
+	flat := func(x [][]int32) []int32 {
+		var out []int32
+		for _, r := range x {
+			out = append(out, r...)
+		}
+		return out
+	}
+	in.IDs, in.Mask = flat(ids), flat(g.Inputs["attention_mask"])
+	if tt, ok := g.Inputs["token_type_ids"]; ok {
+		in.TypeIDs = flat(tt)
+	}
+	out, err := m.Forward(in, false)
+	if err != nil {
+		t.Fatalf("%s: forward: %v", name, err)
+	}
+	worst := 0.0
+	for key, rawOut := range g.Outputs {
+		var got []float32
+		perToken := false
+		switch key {
+		case "last_hidden_state":
+			got, perToken = out.Last, true
+		case "pooler_output":
+			got = out.PoolerOutput
+		case "logits":
+			got = out.Logits
+		case "start_logits":
+			got, perToken = out.StartLogits, true
+		case "end_logits":
+			got, perToken = out.EndLogits, true
+		default:
+			t.Errorf("%s: unknown golden output %q", name, key)
+			continue
+		}
+		want, err := flatten(rawOut)
+		if err != nil {
+			t.Fatalf("%s %s: %v", name, key, err)
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s %s: %d values, want %d", name, key, len(got), len(want))
+			continue
+		}
+		per := len(want) / (in.Batch * in.Seq)
+		maxRef, maxDiff := 0.0, 0.0
+		for i, w := range want {
+			if perToken && in.Mask[i/max(per, 1)] == 0 {
+				continue
+			}
+			maxRef = math.Max(maxRef, math.Abs(w))
+			maxDiff = math.Max(maxDiff, math.Abs(float64(got[i])-w))
+		}
+		rel := maxDiff / maxRef
+		worst = math.Max(worst, rel)
+		t.Logf("%s %s: max |diff| %.3g, relative %.3g", name, key, maxDiff, rel)
+		if !(rel <= tol) {
+			t.Errorf("%s %s: relative error %.3g > %.3g", name, key, rel, tol)
+		}
+	}
+	return worst
+}
+
+// flatten reads a nested JSON array of numbers.
+func flatten(raw json.RawMessage) ([]float64, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	var out []float64
+	var walk func(any) error
+	walk = func(x any) error {
+		switch y := x.(type) {
+		case float64:
+			out = append(out, y)
+		case []any:
+			for _, e := range y {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		default:
+			return fmt.Errorf("unexpected %T in output", x)
+		}
+		return nil
+	}
+	return out, walk(v)
+}

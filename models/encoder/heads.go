@@ -1,0 +1,125 @@
+package encoder
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/int8bert/int8bert/selector"
+)
+
+// HeadAct is the activation after a head's dense layer.
+type HeadAct int
+
+// Head activations.
+const (
+	HeadNone HeadAct = iota
+	HeadTanh
+	HeadReLU
+)
+
+// Dense is a head's linear layer y = act(x W^T + b), W [N][K].
+type Dense struct {
+	lin  *selector.LinearF32
+	bias []float32
+	N, K int
+	act  HeadAct
+}
+
+// NewDense reads weight [n][k] and bias [n] and prepares the layer on sel.
+func NewDense(l *Loader, sel *selector.Selector, weight, bias string, n, k int, act HeadAct) (*Dense, error) {
+	w, err := l.Get(weight, n, k)
+	if err != nil {
+		return nil, err
+	}
+	b, err := l.Get(bias, n)
+	if err != nil {
+		return nil, err
+	}
+	lin, err := sel.NewLinearF32(n, k, w, k)
+	if err != nil {
+		return nil, fmt.Errorf("encoder: head %s: %w", weight, err)
+	}
+	return &Dense{lin: lin, bias: b, N: n, K: k, act: act}, nil
+}
+
+// Apply runs the layer on rows rows of x (row stride ldx) and returns
+// [rows][N].
+func (d *Dense) Apply(rows int, x []float32, ldx, threads int) ([]float32, error) {
+	y := make([]float32, rows*d.N)
+	ep := kernelsBias(d.bias)
+	if d.act == HeadReLU {
+		ep.Act = reluAct
+	}
+	if err := d.lin.Run(rows, x, ldx, ep, y, d.N, threads); err != nil {
+		return nil, err
+	}
+	if d.act == HeadTanh {
+		for i, v := range y {
+			y[i] = float32(math.Tanh(float64(v)))
+		}
+	}
+	return y, nil
+}
+
+// Close releases the layer.
+func (d *Dense) Close() error {
+	if d == nil || d.lin == nil {
+		return nil
+	}
+	return d.lin.Close()
+}
+
+// CLSRows gathers the first token of every sequence: [Batch][Hidden].
+func (o *Output) CLSRows() []float32 {
+	out := make([]float32, o.Batch*o.Hidden)
+	for b := 0; b < o.Batch; b++ {
+		copy(out[b*o.Hidden:(b+1)*o.Hidden], o.Last[b*o.Seq*o.Hidden:])
+	}
+	return out
+}
+
+// MeanPool averages each sequence's hidden states over its unmasked
+// tokens: [Batch][Hidden]. A sequence with no token gives zeros.
+func (o *Output) MeanPool(mask []int32) []float32 {
+	h := o.Hidden
+	out := make([]float32, o.Batch*h)
+	for b := 0; b < o.Batch; b++ {
+		acc := make([]float64, h)
+		n := 0
+		for s := 0; s < o.Seq; s++ {
+			if mask[b*o.Seq+s] == 0 {
+				continue
+			}
+			n++
+			row := o.Last[(b*o.Seq+s)*h:]
+			for j := range acc {
+				acc[j] += float64(row[j])
+			}
+		}
+		for j := range acc {
+			if n > 0 {
+				out[b*h+j] = float32(acc[j] / float64(n))
+			}
+		}
+	}
+	return out
+}
+
+// Normalize scales each of the rows of x ([rows][dim]) to unit L2 norm
+// (zero rows stay zero).
+func Normalize(x []float32, rows, dim int) {
+	for r := 0; r < rows; r++ {
+		row := x[r*dim : (r+1)*dim]
+		var s float64
+		for _, v := range row {
+			s += float64(v) * float64(v)
+		}
+		if s == 0 {
+			continue
+		}
+		inv := 1 / math.Sqrt(s)
+		for j := range row {
+			row[j] = float32(float64(row[j]) * inv)
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package encoder
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/int8bert/int8bert/checkpoint"
+	"github.com/int8bert/int8bert/selector"
+)
+
+// Task is what a checkpoint's head computes.
+type Task int
+
+// The heads a checkpoint can carry.
+const (
+	// TaskBase: last hidden state, and the pooler output where the model
+	// has a pooler.
+	TaskBase Task = iota
+	// TaskSequenceClassification: logits per sequence.
+	TaskSequenceClassification
+	// TaskQuestionAnswering: start and end logits per token.
+	TaskQuestionAnswering
+)
+
+// String names the task as Hugging Face's class suffix does.
+func (t Task) String() string {
+	switch t {
+	case TaskSequenceClassification:
+		return "ForSequenceClassification"
+	case TaskQuestionAnswering:
+		return "ForQuestionAnswering"
+	}
+	return "Model"
+}
+
+// DenseSpec names one dense layer of a head.
+type DenseSpec struct {
+	Weight, Bias string
+	Act          HeadAct
+}
+
+// Family describes one model family to the shared loader: how its
+// config.json maps onto Config, its tensor names, and its heads.
+type Family struct {
+	// Name is the family ("bert", "distilbert", "xlm-roberta"); ModelTypes
+	// are the config.json model_type values it accepts.
+	Name       string
+	ModelTypes []string
+	// Prefix is the base model's prefix inside task checkpoints
+	// ("bert.", "distilbert.", "roberta.").
+	Prefix string
+	// Config maps config.json onto Config.
+	Config func(c *checkpoint.Config) (Config, error)
+	// Names gives the encoder's tensor names under a prefix.
+	Names func(prefix string) Names
+	// Pooler is the pooler's dense layer (under the prefix), if the family
+	// has one; PoolerForClassification says the classifier reads the
+	// pooler output (BERT) rather than the first token (DistilBERT, XLM-R).
+	Pooler                  *DenseSpec
+	PoolerForClassification bool
+	// Classifier is the sequence classification head, applied in order.
+	Classifier []DenseSpec
+	// QA is the question answering layer (two outputs: start, end).
+	QA DenseSpec
+	// Ignored are buffers that may be present and are not weights
+	// (position_ids), relative to the prefix.
+	Ignored []string
+}
+
+// TaskModel is an encoder with its head, loaded from a checkpoint.
+type TaskModel struct {
+	Family  *Family
+	Task    Task
+	Encoder *Model
+	// Labels are the class names by index (sequence classification).
+	Labels []string
+	pooler *Dense
+	head   []*Dense
+	qa     *Dense
+	ckpt   *checkpoint.Checkpoint
+	cfg    *checkpoint.Config
+}
+
+// TaskOutput holds a forward pass's outputs under Hugging Face's names.
+type TaskOutput struct {
+	*Output
+	// PoolerOutput is [Batch][Hidden] where the model has a pooler.
+	PoolerOutput []float32
+	// Logits is [Batch][labels].
+	Logits []float32
+	// StartLogits and EndLogits are [Batch][Seq].
+	StartLogits, EndLogits []float32
+}
+
+// LoadTask opens the checkpoint folder dir (config.json and weights) as a
+// model of family fam, working out the task from the tensors present: a
+// missing or unexpected tensor, or an unsupported config value, is an error
+// naming it.
+func LoadTask(dir string, fam *Family, sel *selector.Selector, o Options) (*TaskModel, error) {
+	cfg, err := checkpoint.LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	for _, t := range fam.ModelTypes {
+		ok = ok || cfg.ModelType == t
+	}
+	if !ok {
+		return nil, fmt.Errorf("encoder: %s: model_type %q is not %s (%v): %w", dir, cfg.ModelType, fam.Name, fam.ModelTypes, ErrConfig)
+	}
+	ec, err := fam.Config(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encoder: %s: %w", dir, err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := buildTask(ck, cfg, ec, fam, sel, o)
+	if err != nil {
+		ck.Close()
+		return nil, fmt.Errorf("encoder: %s: %w", dir, err)
+	}
+	return m, nil
+}
+
+func buildTask(ck *checkpoint.Checkpoint, cfg *checkpoint.Config, ec Config, fam *Family, sel *selector.Selector, o Options) (*TaskModel, error) {
+	l := NewLoader(ck)
+	prefix := ""
+	if l.Has(fam.Prefix + fam.Names("").WordEmb) {
+		prefix = fam.Prefix
+	}
+	enc, err := New(ec, l, fam.Names(prefix), sel, o)
+	if err != nil {
+		return nil, err
+	}
+	m := &TaskModel{Family: fam, Encoder: enc, ckpt: ck, cfg: cfg}
+	for _, ig := range fam.Ignored {
+		if l.Has(prefix + ig) {
+			l.MarkUsed(prefix + ig)
+		}
+	}
+	h := ec.Hidden
+	dense := func(s DenseSpec, pre string, n, k int) *Dense {
+		if err != nil {
+			return nil
+		}
+		var d *Dense
+		d, err = NewDense(l, sel, pre+s.Weight, pre+s.Bias, n, k, s.Act)
+		return d
+	}
+	if fam.Pooler != nil && l.Has(prefix+fam.Pooler.Weight) {
+		m.pooler = dense(*fam.Pooler, prefix, h, h)
+	}
+	switch {
+	case l.Has(fam.QA.Weight):
+		m.Task = TaskQuestionAnswering
+		m.qa = dense(fam.QA, "", 2, h)
+	case len(fam.Classifier) > 0 && l.Has(fam.Classifier[len(fam.Classifier)-1].Weight):
+		m.Task = TaskSequenceClassification
+		labels := cfg.NumLabels
+		if labels <= 0 {
+			labels = 2
+		}
+		for i, s := range fam.Classifier {
+			n := h
+			if i == len(fam.Classifier)-1 {
+				n = labels
+			}
+			m.head = append(m.head, dense(s, "", n, h))
+		}
+		m.Labels = make([]string, labels)
+		for i := range m.Labels {
+			m.Labels[i] = fmt.Sprintf("LABEL_%d", i)
+			if s, ok := cfg.ID2Label[fmt.Sprint(i)]; ok {
+				m.Labels[i] = s
+			}
+		}
+		if fam.PoolerForClassification && m.pooler == nil && err == nil {
+			err = fmt.Errorf("encoder: the classifier reads the pooler, and %spooler is missing: %w", prefix, ErrConfig)
+		}
+	}
+	if err == nil {
+		if extra := l.Unexpected(); len(extra) > 0 {
+			err = fmt.Errorf("encoder: unexpected tensors for %s%s: %s: %w", fam.Name, m.Task, strings.Join(extra, ", "), ErrConfig)
+		}
+	}
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// Forward runs the encoder and the head.
+func (m *TaskModel) Forward(in *Inputs, keepHidden bool) (*TaskOutput, error) {
+	out, err := m.Encoder.Forward(in, keepHidden)
+	if err != nil {
+		return nil, err
+	}
+	r := &TaskOutput{Output: out}
+	th, h := m.Encoder.Threads(), out.Hidden
+	cls := out.CLSRows()
+	if m.pooler != nil {
+		if r.PoolerOutput, err = m.pooler.Apply(out.Batch, cls, h, th); err != nil {
+			return nil, fmt.Errorf("encoder: pooler: %w", err)
+		}
+	}
+	switch m.Task {
+	case TaskSequenceClassification:
+		x := cls
+		if m.Family.PoolerForClassification {
+			x = r.PoolerOutput
+		}
+		for _, d := range m.head {
+			if x, err = d.Apply(out.Batch, x, d.K, th); err != nil {
+				return nil, fmt.Errorf("encoder: classifier: %w", err)
+			}
+		}
+		r.Logits = x
+	case TaskQuestionAnswering:
+		rows := out.Batch * out.Seq
+		y, err := m.qa.Apply(rows, out.Last, h, th)
+		if err != nil {
+			return nil, fmt.Errorf("encoder: qa head: %w", err)
+		}
+		r.StartLogits, r.EndLogits = make([]float32, rows), make([]float32, rows)
+		for i := 0; i < rows; i++ {
+			r.StartLogits[i], r.EndLogits[i] = y[2*i], y[2*i+1]
+		}
+	}
+	return r, nil
+}
+
+// Close releases the model and its checkpoint.
+func (m *TaskModel) Close() error {
+	for _, d := range append([]*Dense{m.pooler, m.qa}, m.head...) {
+		d.Close()
+	}
+	if m.Encoder != nil {
+		m.Encoder.Close()
+	}
+	if m.ckpt != nil {
+		return m.ckpt.Close()
+	}
+	return nil
+}

@@ -1,0 +1,17 @@
+package xlmr_test
+
+import (
+	"testing"
+
+	"github.com/int8bert/int8bert/models/encoder/encodertest"
+	"github.com/int8bert/int8bert/models/xlmr"
+)
+
+// TestGolden: FP32 parity with Hugging Face on the base, sequence
+// classification and question answering checkpoints.
+func TestGolden(t *testing.T) {
+	sel := encodertest.Selector(t)
+	for _, name := range []string{"xlm-roberta-base", "xlm-roberta-seqcls", "xlm-roberta-qa"} {
+		t.Run(name, func(t *testing.T) { encodertest.Golden(t, sel, name, xlmr.Family, 1e-5) })
+	}
+}

@@ -1,0 +1,45 @@
+// Package xlmr maps Hugging Face XLM-RoBERTa checkpoints (XLMRobertaModel,
+// ...ForSequenceClassification, ...ForQuestionAnswering) onto the shared
+// encoder: position ids counted from padding_idx+1, RoBERTa tensor names,
+// and the dense+tanh+out_proj classification head on <s>.
+//
+// xlmr imports models/encoder, checkpoint and selector; it must not import
+// the other family packages, bench or the command.
+package xlmr
+
+import (
+	"fmt"
+
+	"github.com/int8bert/int8bert/checkpoint"
+	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/selector"
+)
+
+// Family describes XLM-RoBERTa to the shared loader.
+var Family = &encoder.Family{
+	Name: "xlm-roberta", ModelTypes: []string{"xlm-roberta", "roberta"}, Prefix: "roberta.",
+	Config: func(c *checkpoint.Config) (encoder.Config, error) {
+		ec, err := encoder.CommonConfig(c)
+		if err != nil {
+			return ec, err
+		}
+		if c.PadTokenID == nil {
+			return ec, fmt.Errorf("xlmr: config has no pad_token_id, which numbers the positions: %w", encoder.ErrConfig)
+		}
+		ec.PaddingIdx, ec.PositionsFromPadding = *c.PadTokenID, true
+		return ec, ec.Validate()
+	},
+	Names:  encoder.BERTNames,
+	Pooler: &encoder.DenseSpec{Weight: "pooler.dense.weight", Bias: "pooler.dense.bias", Act: encoder.HeadTanh},
+	Classifier: []encoder.DenseSpec{
+		{Weight: "classifier.dense.weight", Bias: "classifier.dense.bias", Act: encoder.HeadTanh},
+		{Weight: "classifier.out_proj.weight", Bias: "classifier.out_proj.bias"},
+	},
+	QA:      encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
+	Ignored: []string{"embeddings.position_ids"},
+}
+
+// Load opens an XLM-RoBERTa checkpoint folder.
+func Load(dir string, sel *selector.Selector, o encoder.Options) (*encoder.TaskModel, error) {
+	return encoder.LoadTask(dir, Family, sel, o)
+}
