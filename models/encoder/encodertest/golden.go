@@ -152,3 +152,78 @@ func flatten(raw json.RawMessage) ([]float64, error) {
 	}
 	return out, walk(v)
 }
+
+// ModelsDir is where the shared SST-2 models live (see GoldenDir).
+var ModelsDir = func() string {
+	if d := os.Getenv("INT8BERT_SHARED"); d != "" {
+		return filepath.Join(d, "models")
+	}
+	return "../../../shared/models"
+}()
+
+// SST2Logits runs the trained SST-2 model name (a folder of ModelsDir) on
+// the 64 dev sentences of its golden.json (its own token ids, one padded
+// batch) and compares the logits with the reference within tol relative,
+// and the predictions exactly.
+func SST2Logits(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family, tol float64) {
+	t.Helper()
+	dir := filepath.Join(ModelsDir, name)
+	raw, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if os.IsNotExist(err) {
+		t.Skipf("trained SST-2 models not found at %s (they live in the project's shared folder): %v", dir, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		InputIDs      [][]int32   `json:"input_ids"`
+		AttentionMask [][]int32   `json:"attention_mask"`
+		TokenTypeIDs  [][]int32   `json:"token_type_ids"`
+		Logits        [][]float64 `json:"logits"`
+		Predictions   []int       `json:"predictions"`
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	m, err := encoder.LoadTask(dir, fam, sel, encoder.Options{Threads: 1})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	defer m.Close()
+	in := &encoder.Inputs{Batch: len(g.InputIDs), Seq: len(g.InputIDs[0])}
+	for b := range g.InputIDs {
+		in.IDs = append(in.IDs, g.InputIDs[b]...)
+		in.Mask = append(in.Mask, g.AttentionMask[b]...)
+		if g.TokenTypeIDs != nil {
+			in.TypeIDs = append(in.TypeIDs, g.TokenTypeIDs[b]...)
+		}
+	}
+	out, err := m.Forward(in, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := len(g.Logits[0])
+	maxRef, maxDiff, agree := 0.0, 0.0, 0
+	for b, row := range g.Logits {
+		best := 0
+		for j, w := range row {
+			got := float64(out.Logits[b*labels+j])
+			maxRef = math.Max(maxRef, math.Abs(w))
+			maxDiff = math.Max(maxDiff, math.Abs(got-w))
+			if out.Logits[b*labels+j] > out.Logits[b*labels+best] {
+				best = j
+			}
+		}
+		if g.Predictions == nil || best == g.Predictions[b] {
+			agree++
+		}
+	}
+	rel := maxDiff / maxRef
+	t.Logf("%s: %d sentences, logits max |diff| %.3g (relative %.3g), predictions agree %d/%d", name, len(g.Logits), maxDiff, rel, agree, len(g.Logits))
+	if !(rel <= tol) {
+		t.Errorf("%s: logits relative error %.3g > %.3g", name, rel, tol)
+	}
+	if agree != len(g.Logits) {
+		t.Errorf("%s: %d predictions differ from the reference", name, len(g.Logits)-agree)
+	}
+}
