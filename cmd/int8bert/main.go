@@ -3,6 +3,7 @@
 //
 //	int8bert info [-json] [-peak]
 //	int8bert bench gemm [-json] [-threads 1] [-reps 5] [-rep-time 20ms] [-dtypes int8,fp32] [-pin=true]
+//	int8bert tokenize -tokenizer FILE [-pair] [-max-length N] [-pad] [-no-special]
 //	int8bert tune [-json] [-threads 1] [-cache PATH] [-ops u8s8,f32] [-shapes MxKxN,...] [-epilogues KIND,...]
 package main
 
@@ -22,6 +23,9 @@ usage:
   int8bert info [-json] [-peak]  CPU features, AMX permission, oneDNN version and ISA, measured peak
   int8bert bench gemm [flags]    every kernel and oneDNN, INT8 and FP32, on the BERT GEMM shapes
   int8bert tune [flags]          choose and cache the fastest correct kernel per BERT GEMM
+  int8bert tokenize [flags]      text lines on stdin to JSON ids, type ids, mask and offsets
+  int8bert forward --model DIR --inputs FILE.json [--out FILE.json]
+                                 run a model on token ids; outputs with Hugging Face's names
   int8bert help                  this text
 
 Run "int8bert <command> -h" for the flags of a command.
@@ -46,10 +50,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "info":
 		return runInfo(args[1:], stdout, stderr)
+	case "forward":
+		return runForward(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "tune":
 		return runTune(ctx, args[1:], stdout, stderr)
+	case "tokenize":
+		return runTokenize(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

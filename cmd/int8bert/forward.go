@@ -1,0 +1,169 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/int8bert/int8bert/checkpoint"
+	"github.com/int8bert/int8bert/models/bert"
+	"github.com/int8bert/int8bert/models/distilbert"
+	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/models/xlmr"
+	"github.com/int8bert/int8bert/selector"
+)
+
+// familyOf picks the model family from config.json's model_type.
+func familyOf(dir string) (*encoder.Family, error) {
+	cfg, err := checkpoint.LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family} {
+		for _, t := range f.ModelTypes {
+			if cfg.ModelType == t {
+				return f, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("model %s: model_type %q is not supported (bert, distilbert, xlm-roberta)", dir, cfg.ModelType)
+}
+
+// loadModel opens a model folder of any supported family.
+func loadModel(dir string, threads int) (*encoder.TaskModel, *selector.Selector, error) {
+	fam, err := familyOf(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	sel, err := selector.New(selector.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := encoder.LoadTask(dir, fam, sel, encoder.Options{Threads: threads})
+	if err != nil {
+		sel.Close()
+		return nil, nil, err
+	}
+	return m, sel, nil
+}
+
+// forwardInputs is the --inputs file: [batch][seq] arrays.
+type forwardInputs struct {
+	InputIDs      [][]int32 `json:"input_ids"`
+	AttentionMask [][]int32 `json:"attention_mask"`
+	TokenTypeIDs  [][]int32 `json:"token_type_ids"`
+}
+
+func (f *forwardInputs) batch() (*encoder.Inputs, error) {
+	if len(f.InputIDs) == 0 || len(f.InputIDs[0]) == 0 {
+		return nil, fmt.Errorf("inputs: input_ids is empty")
+	}
+	in := &encoder.Inputs{Batch: len(f.InputIDs), Seq: len(f.InputIDs[0])}
+	for b, row := range f.InputIDs {
+		if len(row) != in.Seq {
+			return nil, fmt.Errorf("inputs: input_ids row %d has %d tokens, row 0 has %d (pad the batch)", b, len(row), in.Seq)
+		}
+		in.IDs = append(in.IDs, row...)
+		if f.AttentionMask == nil {
+			for range row {
+				in.Mask = append(in.Mask, 1)
+			}
+		} else {
+			if b >= len(f.AttentionMask) || len(f.AttentionMask[b]) != in.Seq {
+				return nil, fmt.Errorf("inputs: attention_mask does not match input_ids at row %d", b)
+			}
+			in.Mask = append(in.Mask, f.AttentionMask[b]...)
+		}
+		if f.TokenTypeIDs != nil {
+			if b >= len(f.TokenTypeIDs) || len(f.TokenTypeIDs[b]) != in.Seq {
+				return nil, fmt.Errorf("inputs: token_type_ids does not match input_ids at row %d", b)
+			}
+			in.TypeIDs = append(in.TypeIDs, f.TokenTypeIDs[b]...)
+		}
+	}
+	return in, nil
+}
+
+// reshape turns a flat [rows*cols] slice into [rows][cols].
+func reshape(x []float32, rows int) [][]float32 {
+	if x == nil {
+		return nil
+	}
+	cols := len(x) / rows
+	out := make([][]float32, rows)
+	for i := range out {
+		out[i] = x[i*cols : (i+1)*cols]
+	}
+	return out
+}
+
+func runForward(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "", "model folder (config.json and weights)")
+	inputs := fs.String("inputs", "", "JSON file with input_ids, attention_mask, token_type_ids as [batch][seq]")
+	outPath := fs.String("out", "", "write the outputs here (default: stdout)")
+	threads := fs.Int("threads", 1, "threads per linear layer")
+	precision := fs.String("precision", "fp32", "fp32 (INT8 precisions come with quantization)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *model == "" || *inputs == "" {
+		return fmt.Errorf("forward: --model and --inputs are required")
+	}
+	if *precision != "fp32" {
+		return fmt.Errorf("forward: precision %q is not available yet (fp32)", *precision)
+	}
+	raw, err := os.ReadFile(*inputs)
+	if err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	var fi forwardInputs
+	if err := json.Unmarshal(raw, &fi); err != nil {
+		return fmt.Errorf("forward: %s: %w", *inputs, err)
+	}
+	in, err := fi.batch()
+	if err != nil {
+		return fmt.Errorf("forward: %s: %w", *inputs, err)
+	}
+	m, sel, err := loadModel(*model, *threads)
+	if err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	defer sel.Close()
+	defer m.Close()
+	out, err := m.Forward(in, false)
+	if err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	res := map[string]any{}
+	if m.Task == encoder.TaskBase {
+		hs := make([][][]float32, in.Batch)
+		for b := range hs {
+			hs[b] = reshape(out.Last[b*in.Seq*out.Hidden:(b+1)*in.Seq*out.Hidden], in.Seq)
+		}
+		res["last_hidden_state"] = hs
+	}
+	if out.PoolerOutput != nil && m.Task == encoder.TaskBase {
+		res["pooler_output"] = reshape(out.PoolerOutput, in.Batch)
+	}
+	if out.Logits != nil {
+		res["logits"] = reshape(out.Logits, in.Batch)
+	}
+	if out.StartLogits != nil {
+		res["start_logits"] = reshape(out.StartLogits, in.Batch)
+		res["end_logits"] = reshape(out.EndLogits, in.Batch)
+	}
+	w := stdout
+	if *outPath != "" {
+		f, err := os.Create(*outPath)
+		if err != nil {
+			return fmt.Errorf("forward: %w", err)
+		}
+		defer f.Close()
+		w = f
+	}
+	return json.NewEncoder(w).Encode(res)
+}
