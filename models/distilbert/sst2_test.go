@@ -11,3 +11,9 @@ import (
 func TestSST2Logits(t *testing.T) {
 	encodertest.SST2Logits(t, encodertest.Selector(t), "sst2-distilbert-mini", distilbert.Family, 1e-5)
 }
+
+// TestSST2DevAccuracy: FP32 accuracy on the 872 SST-2 dev sentences, as the
+// model's README states (tokenized by our tokenizer from its tokenizer.json).
+func TestSST2DevAccuracy(t *testing.T) {
+	encodertest.SST2Accuracy(t, encodertest.Selector(t), "sst2-distilbert-mini", distilbert.Family, 0.8107798099517822)
+}

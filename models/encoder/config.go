@@ -56,7 +56,7 @@ func (c *Config) Validate() error {
 }
 
 // MaxSeq is the longest sequence the position table allows.
-func (c *Config) MaxSeq() int {
+func (c Config) MaxSeq() int {
 	if c.PositionsFromPadding {
 		return c.MaxPositions - c.PaddingIdx - 1
 	}

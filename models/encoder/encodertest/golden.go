@@ -3,11 +3,14 @@
 package encodertest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/int8bert/int8bert/models/encoder"
@@ -225,5 +228,83 @@ func SST2Logits(t *testing.T, sel *selector.Selector, name string, fam *encoder.
 	}
 	if agree != len(g.Logits) {
 		t.Errorf("%s: %d predictions differ from the reference", name, len(g.Logits)-agree)
+	}
+}
+
+// DataDir is where the shared SST-2 data live (see GoldenDir).
+var DataDir = func() string {
+	if d := os.Getenv("INT8BERT_SHARED"); d != "" {
+		return filepath.Join(d, "data")
+	}
+	return "../../../shared/data"
+}()
+
+// ReadSST2 reads a GLUE SST-2 TSV (header, sentence<TAB>label); sentences
+// are stripped as the training scripts did.
+func ReadSST2(path string) (texts []string, labels []int, err error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, line := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
+		if i == 0 {
+			continue
+		}
+		tab := strings.LastIndexByte(line, '\t')
+		if tab < 0 {
+			return nil, nil, fmt.Errorf("%s:%d: no tab", path, i+1)
+		}
+		l, err := strconv.Atoi(strings.TrimSpace(line[tab+1:]))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s:%d: label: %w", path, i+1, err)
+		}
+		texts = append(texts, strings.TrimSpace(line[:tab]))
+		labels = append(labels, l)
+	}
+	return texts, labels, nil
+}
+
+// SST2Accuracy classifies SST-2 dev with the trained model name and checks
+// the accuracy against want (a fraction, from the model's README) within
+// 0.001 (one sentence of 872).
+func SST2Accuracy(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family, want float64) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("SST-2 dev accuracy (872 sentences) is skipped in -short mode; run without -short")
+	}
+	dir := filepath.Join(ModelsDir, name)
+	texts, labels, err := ReadSST2(filepath.Join(DataDir, "sst2", "dev.tsv"))
+	if os.IsNotExist(err) {
+		t.Skipf("SST-2 dev data not found in %s (the project's shared folder): %v", DataDir, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("trained SST-2 model not found at %s: %v", dir, err)
+	}
+	p, err := encoder.LoadPipeline(dir, fam, sel, encoder.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.MaxLength = 64 // as trained
+	correct := 0
+	for i := 0; i < len(texts); i += 32 {
+		j := min(i+32, len(texts))
+		res, err := p.Classify(context.Background(), texts[i:j])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, r := range res {
+			if r.Index == labels[i+k] {
+				correct++
+			}
+		}
+	}
+	acc := float64(correct) / float64(len(texts))
+	t.Logf("%s: SST-2 dev accuracy %.4f (%d/%d), reference %.4f", name, acc, correct, len(texts), want)
+	if math.Abs(acc-want) > 0.001 {
+		t.Errorf("%s: accuracy %.4f, want %.4f", name, acc, want)
 	}
 }

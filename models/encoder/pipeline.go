@@ -1,0 +1,284 @@
+package encoder
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/tokenizer"
+)
+
+// Pipeline is a model with its tokenizer: text in, predictions out. It is
+// safe for concurrent use.
+type Pipeline struct {
+	Model *TaskModel
+	Tok   *tokenizer.Tokenizer
+	// MaxLength bounds every encoding (special tokens included); longer
+	// single texts are truncated. Defaults to the model's longest sequence,
+	// at most 512.
+	MaxLength int
+}
+
+// LoadPipeline loads the model in dir and the tokenizer next to it
+// (tokenizer.json, or vocab.txt with tokenizer_config.json).
+func LoadPipeline(dir string, fam *Family, sel *selector.Selector, o Options) (*Pipeline, error) {
+	tok, err := loadTokenizer(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := LoadTask(dir, fam, sel, o)
+	if err != nil {
+		return nil, err
+	}
+	return NewPipeline(m, tok), nil
+}
+
+func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
+	for _, f := range []string{"tokenizer.json", "vocab.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return tokenizer.Load(dir)
+		}
+	}
+	return nil, fmt.Errorf("encoder: %s has no tokenizer.json or vocab.txt: %w", dir, ErrConfig)
+}
+
+// NewPipeline pairs a loaded model and tokenizer.
+func NewPipeline(m *TaskModel, tok *tokenizer.Tokenizer) *Pipeline {
+	return &Pipeline{Model: m, Tok: tok, MaxLength: min(m.Encoder.Config().MaxSeq(), 512)}
+}
+
+// Close releases the model.
+func (p *Pipeline) Close() error { return p.Model.Close() }
+
+// run encodes a batch of texts or pairs and runs the model.
+func (p *Pipeline) run(ctx context.Context, encs []tokenizer.Encoding) (*TaskOutput, *Inputs, error) {
+	if len(encs) == 0 {
+		return nil, nil, fmt.Errorf("encoder: empty batch: %w", ErrInput)
+	}
+	seq := 0
+	for _, e := range encs {
+		seq = max(seq, e.Len())
+	}
+	pad := int32(0)
+	if sp := p.Tok.Special(); sp.PAD >= 0 {
+		pad = sp.PAD
+	}
+	in := &Inputs{Batch: len(encs), Seq: seq}
+	for _, e := range encs {
+		for i := 0; i < seq; i++ {
+			if i < e.Len() {
+				in.IDs = append(in.IDs, e.IDs[i])
+				in.Mask = append(in.Mask, e.AttentionMask[i])
+				in.TypeIDs = append(in.TypeIDs, e.TypeIDs[i])
+			} else {
+				in.IDs = append(in.IDs, pad)
+				in.Mask = append(in.Mask, 0)
+				in.TypeIDs = append(in.TypeIDs, 0)
+			}
+		}
+	}
+	if p.Model.Encoder.Config().TypeVocab == 0 {
+		in.TypeIDs = nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	out, err := p.Model.Forward(in, false)
+	return out, in, err
+}
+
+func (p *Pipeline) encodeTexts(ctx context.Context, texts []string) ([]tokenizer.Encoding, error) {
+	return p.Tok.EncodeBatch(ctx, texts, tokenizer.Options{MaxLength: p.MaxLength, Truncation: tokenizer.LongestFirst})
+}
+
+// Classification is one text's prediction.
+type Classification struct {
+	Label string  `json:"label"`
+	Index int     `json:"index"`
+	Score float32 `json:"score"`
+	// Scores are the softmax probabilities of every label.
+	Scores []float32 `json:"scores"`
+	Logits []float32 `json:"logits"`
+}
+
+// Classify predicts a label for each text (texts longer than MaxLength are
+// truncated). The model must have a sequence classification head.
+func (p *Pipeline) Classify(ctx context.Context, texts []string) ([]Classification, error) {
+	if p.Model.Task != TaskSequenceClassification {
+		return nil, fmt.Errorf("encoder: classify: the model is %s%s, not a sequence classifier: %w", p.Model.Family.Name, p.Model.Task, ErrConfig)
+	}
+	encs, err := p.encodeTexts(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := p.run(ctx, encs)
+	if err != nil {
+		return nil, err
+	}
+	n := len(p.Model.Labels)
+	res := make([]Classification, len(texts))
+	for b := range res {
+		logits := append([]float32(nil), out.Logits[b*n:(b+1)*n]...)
+		probs := softmax(logits)
+		best := 0
+		for j := range probs {
+			if probs[j] > probs[best] {
+				best = j
+			}
+		}
+		res[b] = Classification{Label: p.Model.Labels[best], Index: best, Score: probs[best], Scores: probs, Logits: logits}
+	}
+	return res, nil
+}
+
+func softmax(x []float32) []float32 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = math.Max(m, float64(v))
+	}
+	out := make([]float32, len(x))
+	var s float64
+	for i, v := range x {
+		e := math.Exp(float64(v) - m)
+		out[i] = float32(e)
+		s += e
+	}
+	for i := range out {
+		out[i] = float32(float64(out[i]) / s)
+	}
+	return out
+}
+
+// Pooling is how Embed turns token states into one vector.
+type Pooling int
+
+// Poolings.
+const (
+	// PoolMean averages the unmasked tokens' last hidden states.
+	PoolMean Pooling = iota
+	// PoolCLS takes the first token's last hidden state.
+	PoolCLS
+)
+
+// Embed returns one vector per text, L2-normalised when normalize is set.
+func (p *Pipeline) Embed(ctx context.Context, texts []string, pool Pooling, normalize bool) ([][]float32, error) {
+	encs, err := p.encodeTexts(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	out, in, err := p.run(ctx, encs)
+	if err != nil {
+		return nil, err
+	}
+	var v []float32
+	if pool == PoolCLS {
+		v = out.CLSRows()
+	} else {
+		v = out.MeanPool(in.Mask)
+	}
+	h := out.Hidden
+	if normalize {
+		Normalize(v, len(texts), h)
+	}
+	res := make([][]float32, len(texts))
+	for b := range res {
+		res[b] = v[b*h : (b+1)*h]
+	}
+	return res, nil
+}
+
+// QAOptions control Answer.
+type QAOptions struct {
+	// NBest answers are returned, best first (default 1).
+	NBest int
+	// MaxAnswerLength bounds an answer in tokens (default 30).
+	MaxAnswerLength int
+	// DocStride is how many tokens consecutive windows over a long context
+	// share (default 128, at most a quarter of the window).
+	DocStride int
+}
+
+// Answer is a span of the context.
+type Answer struct {
+	Text string `json:"answer"`
+	// Start and End are [start, end) in runes of the context.
+	Start int `json:"start"`
+	End   int `json:"end"`
+	// Score is start_logit + end_logit.
+	Score float32 `json:"score"`
+}
+
+// Answer finds the best spans of context that answer question. A context
+// longer than one window is split into overlapping windows (DocStride
+// tokens shared), and the best spans over all windows are returned. The
+// model must have a question answering head.
+func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o QAOptions) ([]Answer, error) {
+	if p.Model.Task != TaskQuestionAnswering {
+		return nil, fmt.Errorf("encoder: answer: the model is %s%s, not question answering: %w", p.Model.Family.Name, p.Model.Task, ErrConfig)
+	}
+	if o.NBest <= 0 {
+		o.NBest = 1
+	}
+	if o.MaxAnswerLength <= 0 {
+		o.MaxAnswerLength = 30
+	}
+	if o.DocStride <= 0 {
+		o.DocStride = 128
+	}
+	o.DocStride = min(o.DocStride, p.MaxLength/4)
+	first, err := p.Tok.EncodePair(question, contextText, tokenizer.Options{
+		MaxLength: p.MaxLength, Truncation: tokenizer.OnlySecond, Stride: o.DocStride, Overflow: true})
+	if err != nil {
+		return nil, fmt.Errorf("encoder: answer: %w", err)
+	}
+	windows := append([]tokenizer.Encoding{first}, first.Overflowing...)
+	out, in, err := p.run(ctx, windows)
+	if err != nil {
+		return nil, err
+	}
+	runes := []rune(contextText)
+	type cand struct {
+		start, end int
+		score      float32
+	}
+	var cands []cand
+	for w, e := range windows {
+		base := w * in.Seq
+		for i := 0; i < e.Len(); i++ {
+			if e.SequenceIDs[i] != 1 {
+				continue
+			}
+			for j := i; j < e.Len() && j-i < o.MaxAnswerLength; j++ {
+				if e.SequenceIDs[j] != 1 {
+					break
+				}
+				s, en := e.Offsets[i][0], e.Offsets[j][1]
+				if en <= s || en > len(runes) {
+					continue
+				}
+				cands = append(cands, cand{s, en, out.StartLogits[base+i] + out.EndLogits[base+j]})
+			}
+		}
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].score > cands[b].score })
+	var res []Answer
+	seen := map[[2]int]bool{}
+	for _, c := range cands {
+		if len(res) == o.NBest {
+			break
+		}
+		if seen[[2]int{c.start, c.end}] {
+			continue
+		}
+		seen[[2]int{c.start, c.end}] = true
+		res = append(res, Answer{Text: string(runes[c.start:c.end]), Start: c.start, End: c.end, Score: c.score})
+	}
+	if len(res) == 0 {
+		return nil, fmt.Errorf("encoder: answer: the context has no tokens to answer from: %w", ErrInput)
+	}
+	return res, nil
+}

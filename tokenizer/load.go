@@ -1,0 +1,724 @@
+package tokenizer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Load reads a tokenizer from path: a tokenizer.json, a BERT vocab.txt, or a
+// folder holding either (tokenizer.json preferred; tokenizer_config.json next
+// to a vocab.txt supplies do_lower_case and friends).
+func Load(path string) (*Tokenizer, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	if st.IsDir() {
+		if _, err := os.Stat(filepath.Join(path, "tokenizer.json")); err == nil {
+			return LoadFile(filepath.Join(path, "tokenizer.json"))
+		}
+		if _, err := os.Stat(filepath.Join(path, "vocab.txt")); err == nil {
+			return LoadFile(filepath.Join(path, "vocab.txt"))
+		}
+		return nil, fmt.Errorf("tokenizer: %s holds neither tokenizer.json nor vocab.txt", path)
+	}
+	return LoadFile(path)
+}
+
+// LoadFile reads a tokenizer.json, or a vocab.txt when the name ends in .txt.
+func LoadFile(path string) (*Tokenizer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	if strings.HasSuffix(path, ".txt") {
+		cfg, _ := os.ReadFile(filepath.Join(filepath.Dir(path), "tokenizer_config.json"))
+		t, err := FromVocab(data, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%w (in %s)", err, path)
+		}
+		return t, nil
+	}
+	t, err := FromJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, path)
+	}
+	return t, nil
+}
+
+type jsonTokenizer struct {
+	AddedTokens   []jsonAdded     `json:"added_tokens"`
+	Normalizer    json.RawMessage `json:"normalizer"`
+	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage `json:"post_processor"`
+	Model         json.RawMessage `json:"model"`
+	Truncation    *struct {
+		MaxLength int    `json:"max_length"`
+		Strategy  string `json:"strategy"`
+		Stride    int    `json:"stride"`
+		Direction string `json:"direction"`
+	} `json:"truncation"`
+	Padding *struct {
+		Strategy        json.RawMessage `json:"strategy"`
+		Direction       string          `json:"direction"`
+		PadToMultipleOf *int            `json:"pad_to_multiple_of"`
+		PadID           int32           `json:"pad_id"`
+		PadTypeID       int32           `json:"pad_type_id"`
+		PadToken        string          `json:"pad_token"`
+	} `json:"padding"`
+}
+
+type jsonAdded struct {
+	ID         int32  `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized bool   `json:"normalized"`
+	Special    bool   `json:"special"`
+}
+
+type typed struct {
+	Type string `json:"type"`
+}
+
+func isNull(m json.RawMessage) bool {
+	m = bytes.TrimSpace(m)
+	return len(m) == 0 || string(m) == "null"
+}
+
+// FromJSON builds a tokenizer from the contents of a tokenizer.json.
+func FromJSON(data []byte) (*Tokenizer, error) {
+	var j jsonTokenizer
+	if err := json.Unmarshal(data, &j); err != nil {
+		return nil, fmt.Errorf("tokenizer: tokenizer.json: %w", err)
+	}
+	if isNull(j.Model) {
+		return nil, errors.New("tokenizer: tokenizer.json: model: missing")
+	}
+	t := &Tokenizer{ids: map[string]int32{}, special: map[string]int32{}}
+	if err := t.loadModel(j.Model); err != nil {
+		return nil, fmt.Errorf("tokenizer: tokenizer.json: model: %w", err)
+	}
+	limit := int32(2*len(t.vocab) + len(j.AddedTokens) + 1024)
+	for k, a := range j.AddedTokens {
+		if a.ID < 0 || a.ID > limit || a.Content == "" {
+			return nil, fmt.Errorf("tokenizer: tokenizer.json: added_tokens[%d]: bad id %d or empty content", k, a.ID)
+		}
+		t.setToken(a.ID, a.Content)
+		t.added = append(t.added, AddedToken(a))
+	}
+	var err error
+	if t.norm, err = parseNormalizer(j.Normalizer); err != nil {
+		return nil, fmt.Errorf("tokenizer: tokenizer.json: normalizer: %w", err)
+	}
+	if t.pre, err = parsePreTokenizer(j.PreTokenizer); err != nil {
+		return nil, fmt.Errorf("tokenizer: tokenizer.json: pre_tokenizer: %w", err)
+	}
+	if t.post, err = t.parsePostProcessor(j.PostProcessor); err != nil {
+		return nil, fmt.Errorf("tokenizer: tokenizer.json: post_processor: %w", err)
+	}
+	if err := t.checkPostIDs(); err != nil {
+		return nil, fmt.Errorf("tokenizer: tokenizer.json: post_processor: %w", err)
+	}
+	if tr := j.Truncation; tr != nil {
+		t.hasFileOpts = true
+		t.fileOpts.MaxLength = tr.MaxLength
+		t.fileOpts.Stride = tr.Stride
+		t.fileOpts.TruncateLeft = tr.Direction == "Left"
+		switch tr.Strategy {
+		case "LongestFirst", "":
+			t.fileOpts.Truncation = LongestFirst
+		case "OnlyFirst":
+			t.fileOpts.Truncation = OnlyFirst
+		case "OnlySecond":
+			t.fileOpts.Truncation = OnlySecond
+		default:
+			return nil, fmt.Errorf("tokenizer: tokenizer.json: truncation.strategy: unknown %q", tr.Strategy)
+		}
+	}
+	sp := t.Special()
+	t.padID, t.padToken = max(sp.PAD, 0), t.Token(max(sp.PAD, 0))
+	if p := j.Padding; p != nil {
+		t.hasFileOpts = true
+		t.padID, t.padTypeID, t.padToken = p.PadID, p.PadTypeID, p.PadToken
+		if p.PadID < 0 || int(p.PadID) >= len(t.vocab) {
+			return nil, fmt.Errorf("tokenizer: tokenizer.json: padding.pad_id: %d out of range", p.PadID)
+		}
+		t.fileOpts.PadLeft = p.Direction == "Left"
+		if p.PadToMultipleOf != nil {
+			t.fileOpts.PadToMultipleOf = *p.PadToMultipleOf
+		}
+		var fixed struct {
+			Fixed *int `json:"Fixed"`
+		}
+		switch {
+		case string(bytes.TrimSpace(p.Strategy)) == `"BatchLongest"`:
+			t.fileOpts.Padding = PadLongest
+		case json.Unmarshal(p.Strategy, &fixed) == nil && fixed.Fixed != nil:
+			t.fileOpts.Padding = PadFixed
+			t.fileOpts.PadLength = *fixed.Fixed
+		default:
+			return nil, fmt.Errorf("tokenizer: tokenizer.json: padding.strategy: unknown %s", p.Strategy)
+		}
+	}
+	t.buildMatchers()
+	return t, nil
+}
+
+// checkPostIDs makes sure the post-processor only adds ids of the vocabulary.
+func (t *Tokenizer) checkPostIDs() error {
+	var ids []int32
+	switch p := t.post.(type) {
+	case *templateProcessor:
+		for _, it := range append(append([]templateItem(nil), p.single...), p.pair...) {
+			ids = append(ids, it.ids...)
+		}
+	case *bertProcessor:
+		ids = append(ids, p.cls, p.sep)
+	case *robertaProcessor:
+		ids = append(ids, p.cls, p.sep)
+	}
+	for _, id := range ids {
+		if id < 0 || int(id) >= len(t.vocab) {
+			return fmt.Errorf("special token id %d is not in the vocabulary of %d", id, len(t.vocab))
+		}
+	}
+	return nil
+}
+
+func (t *Tokenizer) setToken(id int32, s string) {
+	for int(id) >= len(t.vocab) {
+		t.vocab = append(t.vocab, "")
+	}
+	t.vocab[id] = s
+	if _, ok := t.ids[s]; !ok {
+		t.ids[s] = id
+	}
+}
+
+// buildMatchers prepares the added-token matchers; the patterns of
+// normalized tokens are their content run through the normalizer.
+func (t *Tokenizer) buildMatchers() {
+	var raw, normed []AddedToken
+	var rawP, normP []string
+	for _, a := range t.added {
+		t.special[a.Content] = a.ID
+		if a.Normalized && t.norm != nil {
+			n := t.norm.normalize(fromOriginal(a.Content, 0, len(a.Content)))
+			normed = append(normed, a)
+			normP = append(normP, string(n.s))
+		} else if a.Normalized {
+			normed = append(normed, a)
+			normP = append(normP, a.Content)
+		} else {
+			raw = append(raw, a)
+			rawP = append(rawP, a.Content)
+		}
+	}
+	t.raw = newAddedMatcher(raw, rawP)
+	t.normed = newAddedMatcher(normed, normP)
+}
+
+func (t *Tokenizer) loadModel(m json.RawMessage) error {
+	var ty typed
+	if err := json.Unmarshal(m, &ty); err != nil {
+		return err
+	}
+	switch ty.Type {
+	case "WordPiece":
+		var w struct {
+			Vocab    map[string]int32 `json:"vocab"`
+			Unk      string           `json:"unk_token"`
+			Prefix   *string          `json:"continuing_subword_prefix"`
+			MaxChars *int             `json:"max_input_chars_per_word"`
+		}
+		if err := json.Unmarshal(m, &w); err != nil {
+			return err
+		}
+		if len(w.Vocab) == 0 {
+			return errors.New("vocab: empty")
+		}
+		for s, id := range w.Vocab {
+			if id < 0 || int(id) > 4*len(w.Vocab)+1024 {
+				return fmt.Errorf("vocab: id %d of %q out of range", id, s)
+			}
+			t.setToken(id, s)
+		}
+		prefix, maxChars := "##", 100
+		if w.Prefix != nil {
+			prefix = *w.Prefix
+		}
+		if w.MaxChars != nil {
+			maxChars = *w.MaxChars
+		}
+		if w.Unk == "" {
+			w.Unk = "[UNK]"
+		}
+		unk, ok := w.Vocab[w.Unk]
+		if !ok {
+			return fmt.Errorf("unk_token: %q is not in the vocabulary", w.Unk)
+		}
+		t.model = newWordPiece(w.Vocab, prefix, unk, maxChars)
+		t.kind = "WordPiece"
+	case "Unigram":
+		var u struct {
+			Vocab        [][2]json.RawMessage `json:"vocab"`
+			UnkID        *int32               `json:"unk_id"`
+			ByteFallback bool                 `json:"byte_fallback"`
+		}
+		if err := json.Unmarshal(m, &u); err != nil {
+			return err
+		}
+		if len(u.Vocab) == 0 {
+			return errors.New("vocab: empty")
+		}
+		model := &unigram{unk: -1, fuseUnk: true, byteFB: u.ByteFallback, scores: make([]float64, len(u.Vocab))}
+		keys := make([]string, len(u.Vocab))
+		vals := make([]int32, len(u.Vocab))
+		minScore := math.Inf(1)
+		for i, e := range u.Vocab {
+			if err := json.Unmarshal(e[0], &keys[i]); err != nil {
+				return fmt.Errorf("vocab[%d]: piece: %w", i, err)
+			}
+			if err := json.Unmarshal(e[1], &model.scores[i]); err != nil {
+				return fmt.Errorf("vocab[%d]: score: %w", i, err)
+			}
+			vals[i] = int32(i)
+			minScore = min(minScore, model.scores[i])
+			t.setToken(int32(i), keys[i])
+		}
+		if u.UnkID != nil {
+			if *u.UnkID < 0 || int(*u.UnkID) >= len(u.Vocab) {
+				return fmt.Errorf("unk_id: %d out of range", *u.UnkID)
+			}
+			model.unk = *u.UnkID
+		}
+		if model.unk < 0 {
+			return errors.New("unk_id: missing (needed for unknown characters)")
+		}
+		model.unkScore = minScore - 10
+		for i := range model.byteIDs {
+			model.byteIDs[i] = -1
+			if id, ok := t.ids[fmt.Sprintf("<0x%02X>", i)]; ok {
+				model.byteIDs[i] = id
+			}
+		}
+		model.trie = newByteTrie(keys, vals)
+		t.model = model
+		t.kind = "Unigram"
+	case "":
+		return errors.New("type: missing")
+	default:
+		return fmt.Errorf("type: %q is not supported (WordPiece and Unigram are)", ty.Type)
+	}
+	return nil
+}
+
+func newWordPiece(vocab map[string]int32, prefix string, unk int32, maxChars int) *wordPiece {
+	var sk, ck []string
+	var sv, cv []int32
+	for s, id := range vocab {
+		if prefix != "" && strings.HasPrefix(s, prefix) && len(s) > len(prefix) {
+			ck = append(ck, s[len(prefix):])
+			cv = append(cv, id)
+		}
+		sk = append(sk, s)
+		sv = append(sv, id)
+	}
+	// Keep loading deterministic when two spellings collide: lower id first.
+	sortByID(sk, sv)
+	sortByID(ck, cv)
+	w := &wordPiece{start: newByteTrie(sk, sv), unk: unk, maxChars: maxChars}
+	w.cont = w.start
+	if prefix != "" {
+		w.cont = newByteTrie(ck, cv)
+	}
+	return w
+}
+
+func sortByID(keys []string, ids []int32) {
+	idx := make([]int, len(keys))
+	for i := range idx {
+		idx[i] = i
+	}
+	sortInts(idx, func(a, b int) bool { return ids[a] < ids[b] })
+	k2 := make([]string, len(keys))
+	i2 := make([]int32, len(ids))
+	for n, i := range idx {
+		k2[n], i2[n] = keys[i], ids[i]
+	}
+	copy(keys, k2)
+	copy(ids, i2)
+}
+
+func parseNormalizer(m json.RawMessage) (normalizer, error) {
+	if isNull(m) {
+		return nil, nil
+	}
+	var ty typed
+	if err := json.Unmarshal(m, &ty); err != nil {
+		return nil, err
+	}
+	switch ty.Type {
+	case "BertNormalizer":
+		var b struct {
+			CleanText    *bool `json:"clean_text"`
+			Chinese      *bool `json:"handle_chinese_chars"`
+			StripAccents *bool `json:"strip_accents"`
+			Lowercase    *bool `json:"lowercase"`
+		}
+		if err := json.Unmarshal(m, &b); err != nil {
+			return nil, fmt.Errorf("BertNormalizer: %w", err)
+		}
+		def := func(p *bool) bool { return p == nil || *p }
+		n := &bertNormalizer{cleanText: def(b.CleanText), chineseChars: def(b.Chinese), lowercase: def(b.Lowercase)}
+		n.stripAccents = n.lowercase
+		if b.StripAccents != nil {
+			n.stripAccents = *b.StripAccents
+		}
+		return n, nil
+	case "Sequence":
+		var s struct {
+			Normalizers []json.RawMessage `json:"normalizers"`
+		}
+		if err := json.Unmarshal(m, &s); err != nil {
+			return nil, fmt.Errorf("Sequence: %w", err)
+		}
+		var seq sequenceNormalizer
+		for i, sub := range s.Normalizers {
+			n, err := parseNormalizer(sub)
+			if err != nil {
+				return nil, fmt.Errorf("normalizers[%d]: %w", i, err)
+			}
+			if n != nil {
+				seq = append(seq, n)
+			}
+		}
+		return seq, nil
+	case "Precompiled":
+		var p struct {
+			Map *string `json:"precompiled_charsmap"`
+		}
+		if err := json.Unmarshal(m, &p); err != nil {
+			return nil, fmt.Errorf("Precompiled: %w", err)
+		}
+		if p.Map == nil || *p.Map == "" {
+			return nil, nil // an empty charsmap is the identity
+		}
+		blob, err := base64.StdEncoding.DecodeString(*p.Map)
+		if err != nil {
+			return nil, fmt.Errorf("Precompiled: precompiled_charsmap: %w", err)
+		}
+		n, err := newPrecompiled(blob)
+		if err != nil {
+			return nil, fmt.Errorf("Precompiled: precompiled_charsmap: %w", err)
+		}
+		return n, nil
+	case "Replace":
+		var r struct {
+			Pattern struct {
+				String *string `json:"String"`
+				Regex  *string `json:"Regex"`
+			} `json:"pattern"`
+			Content string `json:"content"`
+		}
+		if err := json.Unmarshal(m, &r); err != nil {
+			return nil, fmt.Errorf("Replace: %w", err)
+		}
+		switch {
+		case r.Pattern.String != nil:
+			if *r.Pattern.String == "" {
+				return nil, errors.New("Replace: pattern.String: empty")
+			}
+			return &replaceNormalizer{literal: *r.Pattern.String, content: r.Content}, nil
+		case r.Pattern.Regex != nil:
+			re, err := regexp.Compile(*r.Pattern.Regex)
+			if err != nil {
+				return nil, fmt.Errorf("Replace: pattern.Regex: %w", err)
+			}
+			return &replaceNormalizer{re: re, content: r.Content}, nil
+		}
+		return nil, errors.New("Replace: pattern: neither String nor Regex")
+	case "Strip":
+		var s struct {
+			Left  bool `json:"strip_left"`
+			Right bool `json:"strip_right"`
+		}
+		if err := json.Unmarshal(m, &s); err != nil {
+			return nil, fmt.Errorf("Strip: %w", err)
+		}
+		return stripNormalizer{left: s.Left, right: s.Right}, nil
+	case "Lowercase":
+		return lowercaseNormalizer{}, nil
+	case "StripAccents":
+		return stripAccentsNormalizer{}, nil
+	case "NFD":
+		return formNormalizer{}, nil
+	case "NFKD":
+		return formNormalizer{compat: true}, nil
+	case "NFC":
+		return formNormalizer{composed: true}, nil
+	case "NFKC":
+		return formNormalizer{compat: true, composed: true}, nil
+	case "":
+		return nil, errors.New("type: missing")
+	}
+	return nil, fmt.Errorf("type: %q is not supported", ty.Type)
+}
+
+func parsePreTokenizer(m json.RawMessage) (preTokenizer, error) {
+	if isNull(m) {
+		return nil, nil
+	}
+	var ty typed
+	if err := json.Unmarshal(m, &ty); err != nil {
+		return nil, err
+	}
+	switch ty.Type {
+	case "BertPreTokenizer":
+		return bertPreTokenizer{}, nil
+	case "WhitespaceSplit":
+		return whitespaceSplit{}, nil
+	case "Whitespace":
+		return whitespacePreTokenizer{}, nil
+	case "Metaspace":
+		var ms struct {
+			Replacement    string  `json:"replacement"`
+			AddPrefixSpace *bool   `json:"add_prefix_space"`
+			PrependScheme  *string `json:"prepend_scheme"`
+			Split          *bool   `json:"split"`
+		}
+		if err := json.Unmarshal(m, &ms); err != nil {
+			return nil, fmt.Errorf("Metaspace: %w", err)
+		}
+		r, size := utf8.DecodeRuneInString(ms.Replacement)
+		if size == 0 || size != len(ms.Replacement) || r == utf8.RuneError {
+			return nil, fmt.Errorf("Metaspace: replacement: want one character, have %q", ms.Replacement)
+		}
+		p := &metaspace{replacement: r, rep: ms.Replacement, prepend: prependAlways, split_: ms.Split == nil || *ms.Split}
+		if ms.PrependScheme != nil {
+			switch *ms.PrependScheme {
+			case "always":
+				p.prepend = prependAlways
+			case "first":
+				p.prepend = prependFirst
+			case "never":
+				p.prepend = prependNever
+			default:
+				return nil, fmt.Errorf("Metaspace: prepend_scheme: unknown %q", *ms.PrependScheme)
+			}
+		}
+		if ms.AddPrefixSpace != nil && !*ms.AddPrefixSpace {
+			p.prepend = prependNever
+		}
+		return p, nil
+	case "Sequence":
+		var s struct {
+			PreTokenizers []json.RawMessage `json:"pretokenizers"`
+		}
+		if err := json.Unmarshal(m, &s); err != nil {
+			return nil, fmt.Errorf("Sequence: %w", err)
+		}
+		var seq sequencePreTokenizer
+		for i, sub := range s.PreTokenizers {
+			p, err := parsePreTokenizer(sub)
+			if err != nil {
+				return nil, fmt.Errorf("pretokenizers[%d]: %w", i, err)
+			}
+			if p != nil {
+				seq = append(seq, p)
+			}
+		}
+		return seq, nil
+	case "":
+		return nil, errors.New("type: missing")
+	}
+	return nil, fmt.Errorf("type: %q is not supported", ty.Type)
+}
+
+func (t *Tokenizer) parsePostProcessor(m json.RawMessage) (postProcessor, error) {
+	if isNull(m) {
+		return nil, nil
+	}
+	var ty typed
+	if err := json.Unmarshal(m, &ty); err != nil {
+		return nil, err
+	}
+	pairOf := func(name string, raw json.RawMessage) (string, int32, error) {
+		var v [2]json.RawMessage
+		var s string
+		var id int32
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return "", 0, fmt.Errorf("%s: %w", name, err)
+		}
+		if err := json.Unmarshal(v[0], &s); err != nil {
+			return "", 0, fmt.Errorf("%s: %w", name, err)
+		}
+		if err := json.Unmarshal(v[1], &id); err != nil {
+			return "", 0, fmt.Errorf("%s: %w", name, err)
+		}
+		if id < 0 {
+			return "", 0, fmt.Errorf("%s: negative id", name)
+		}
+		return s, id, nil
+	}
+	switch ty.Type {
+	case "BertProcessing", "RobertaProcessing":
+		var b struct {
+			Sep json.RawMessage `json:"sep"`
+			Cls json.RawMessage `json:"cls"`
+		}
+		if err := json.Unmarshal(m, &b); err != nil {
+			return nil, fmt.Errorf("%s: %w", ty.Type, err)
+		}
+		sepTok, sep, err := pairOf(ty.Type+": sep", b.Sep)
+		if err != nil {
+			return nil, err
+		}
+		clsTok, cls, err := pairOf(ty.Type+": cls", b.Cls)
+		if err != nil {
+			return nil, err
+		}
+		if ty.Type == "BertProcessing" {
+			return &bertProcessor{cls: cls, sep: sep, clsTok: clsTok, sepTok: sepTok}, nil
+		}
+		return &robertaProcessor{cls: cls, sep: sep, clsTok: clsTok, sepTok: sepTok}, nil
+	case "TemplateProcessing":
+		var tp struct {
+			Single        []map[string]json.RawMessage `json:"single"`
+			Pair          []map[string]json.RawMessage `json:"pair"`
+			SpecialTokens map[string]struct {
+				ID     string   `json:"id"`
+				IDs    []int32  `json:"ids"`
+				Tokens []string `json:"tokens"`
+			} `json:"special_tokens"`
+		}
+		if err := json.Unmarshal(m, &tp); err != nil {
+			return nil, fmt.Errorf("TemplateProcessing: %w", err)
+		}
+		conv := func(field string, in []map[string]json.RawMessage) ([]templateItem, error) {
+			var out []templateItem
+			for i, it := range in {
+				var body struct {
+					ID     string `json:"id"`
+					TypeID int32  `json:"type_id"`
+				}
+				if raw, ok := it["SpecialToken"]; ok {
+					if err := json.Unmarshal(raw, &body); err != nil {
+						return nil, fmt.Errorf("TemplateProcessing: %s[%d]: %w", field, i, err)
+					}
+					st, ok := tp.SpecialTokens[body.ID]
+					if !ok || len(st.IDs) != len(st.Tokens) {
+						return nil, fmt.Errorf("TemplateProcessing: %s[%d]: special token %q missing from special_tokens", field, i, body.ID)
+					}
+					for _, id := range st.IDs {
+						if id < 0 {
+							return nil, fmt.Errorf("TemplateProcessing: special_tokens: %q: negative id", body.ID)
+						}
+					}
+					out = append(out, templateItem{special: true, ids: st.IDs, tokens: st.Tokens, typeID: body.TypeID})
+				} else if raw, ok := it["Sequence"]; ok {
+					if err := json.Unmarshal(raw, &body); err != nil {
+						return nil, fmt.Errorf("TemplateProcessing: %s[%d]: %w", field, i, err)
+					}
+					switch body.ID {
+					case "A":
+						out = append(out, templateItem{seq: 0, typeID: body.TypeID})
+					case "B":
+						out = append(out, templateItem{seq: 1, typeID: body.TypeID})
+					default:
+						return nil, fmt.Errorf("TemplateProcessing: %s[%d]: sequence id %q", field, i, body.ID)
+					}
+				} else {
+					return nil, fmt.Errorf("TemplateProcessing: %s[%d]: neither SpecialToken nor Sequence", field, i)
+				}
+			}
+			return out, nil
+		}
+		single, err := conv("single", tp.Single)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := conv("pair", tp.Pair)
+		if err != nil {
+			return nil, err
+		}
+		return &templateProcessor{single: single, pair: pair}, nil
+	case "":
+		return nil, errors.New("type: missing")
+	}
+	return nil, fmt.Errorf("type: %q is not supported", ty.Type)
+}
+
+// FromVocab builds a BERT WordPiece tokenizer from the contents of a
+// vocab.txt (one token per line, the line number is the id) and, when not
+// nil, of its tokenizer_config.json (do_lower_case, strip_accents,
+// tokenize_chinese_chars).
+func FromVocab(vocabTxt, configJSON []byte) (*Tokenizer, error) {
+	vocab := map[string]int32{}
+	t := &Tokenizer{ids: map[string]int32{}, special: map[string]int32{}}
+	sc := bufio.NewScanner(bytes.NewReader(vocabTxt))
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
+	for n := int32(0); sc.Scan(); n++ {
+		tok := strings.TrimRight(sc.Text(), "\r")
+		if !utf8.ValidString(tok) {
+			return nil, fmt.Errorf("tokenizer: vocab.txt: line %d is not valid UTF-8", n+1)
+		}
+		if _, ok := vocab[tok]; !ok {
+			vocab[tok] = n
+		}
+		t.setToken(n, tok)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("tokenizer: vocab.txt: %w", err)
+	}
+	cfg := struct {
+		Lower   *bool `json:"do_lower_case"`
+		Strip   *bool `json:"strip_accents"`
+		Chinese *bool `json:"tokenize_chinese_chars"`
+	}{}
+	if len(configJSON) > 0 {
+		if err := json.Unmarshal(configJSON, &cfg); err != nil {
+			return nil, fmt.Errorf("tokenizer: tokenizer_config.json: %w", err)
+		}
+	}
+	lower := cfg.Lower == nil || *cfg.Lower
+	n := &bertNormalizer{cleanText: true, chineseChars: cfg.Chinese == nil || *cfg.Chinese, lowercase: lower, stripAccents: lower}
+	if cfg.Strip != nil {
+		n.stripAccents = *cfg.Strip
+	}
+	t.norm = n
+	t.pre = bertPreTokenizer{}
+	unk, ok := vocab["[UNK]"]
+	if !ok {
+		return nil, errors.New("tokenizer: vocab.txt: no [UNK] token")
+	}
+	t.model = newWordPiece(vocab, "##", unk, 100)
+	t.kind = "WordPiece"
+	for _, s := range []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} {
+		if id, ok := vocab[s]; ok {
+			t.added = append(t.added, AddedToken{ID: id, Content: s, Special: true})
+		}
+	}
+	cls, ok1 := vocab["[CLS]"]
+	sep, ok2 := vocab["[SEP]"]
+	if ok1 && ok2 {
+		t.post = &bertProcessor{cls: cls, sep: sep, clsTok: "[CLS]", sepTok: "[SEP]"}
+	}
+	sp := t.Special()
+	t.padID = max(sp.PAD, 0)
+	t.padToken = t.Token(t.padID)
+	t.buildMatchers()
+	return t, nil
+}

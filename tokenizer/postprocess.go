@@ -1,0 +1,122 @@
+package tokenizer
+
+// postProcessor adds special tokens and type ids around encoded texts.
+type postProcessor interface {
+	// added returns the number of tokens it adds to a single text or a pair.
+	added(pair bool) int
+	apply(e *Encoding, a seq, b *seq)
+	// secondTypeID is the type id of the second text's tokens.
+	secondTypeID() int32
+}
+
+// templateItem is one element of a TemplateProcessing template: a special
+// token (ids and tokens) or a sequence (A = 0, B = 1).
+type templateItem struct {
+	special bool
+	ids     []int32
+	tokens  []string
+	seq     int
+	typeID  int32
+}
+
+// templateProcessor is Hugging Face's TemplateProcessing.
+type templateProcessor struct {
+	single, pair []templateItem
+}
+
+func countSpecial(items []templateItem) int {
+	n := 0
+	for _, it := range items {
+		if it.special {
+			n += len(it.ids)
+		}
+	}
+	return n
+}
+
+func (p *templateProcessor) added(pair bool) int {
+	if pair {
+		return countSpecial(p.pair)
+	}
+	return countSpecial(p.single)
+}
+
+func (p *templateProcessor) secondTypeID() int32 {
+	for _, it := range p.pair {
+		if !it.special && it.seq == 1 {
+			return it.typeID
+		}
+	}
+	return 1
+}
+
+func (p *templateProcessor) apply(e *Encoding, a seq, b *seq) {
+	items := p.single
+	if b != nil {
+		items = p.pair
+	}
+	for _, it := range items {
+		switch {
+		case it.special:
+			for k, id := range it.ids {
+				e.appendSpecial(id, it.tokens[k], it.typeID)
+			}
+		case it.seq == 0:
+			e.appendSeq(a, it.typeID, 0)
+		case b != nil:
+			e.appendSeq(*b, it.typeID, 1)
+		}
+	}
+}
+
+// bertProcessor is BertProcessing: [CLS] A [SEP] (B [SEP]), type ids 0 then 1.
+type bertProcessor struct {
+	cls, sep       int32
+	clsTok, sepTok string
+}
+
+func (p *bertProcessor) added(pair bool) int {
+	if pair {
+		return 3
+	}
+	return 2
+}
+
+func (p *bertProcessor) secondTypeID() int32 { return 1 }
+
+func (p *bertProcessor) apply(e *Encoding, a seq, b *seq) {
+	e.appendSpecial(p.cls, p.clsTok, 0)
+	e.appendSeq(a, 0, 0)
+	e.appendSpecial(p.sep, p.sepTok, 0)
+	if b != nil {
+		e.appendSeq(*b, 1, 1)
+		e.appendSpecial(p.sep, p.sepTok, 1)
+	}
+}
+
+// robertaProcessor is RobertaProcessing: <s> A </s> (</s> B </s>), type ids 0.
+// Offsets are not trimmed (trim_offsets is accepted but has no effect here).
+type robertaProcessor struct {
+	cls, sep       int32
+	clsTok, sepTok string
+}
+
+func (p *robertaProcessor) added(pair bool) int {
+	if pair {
+		return 4
+	}
+	return 2
+}
+
+func (p *robertaProcessor) secondTypeID() int32 { return 0 }
+
+func (p *robertaProcessor) apply(e *Encoding, a seq, b *seq) {
+	e.appendSpecial(p.cls, p.clsTok, 0)
+	e.appendSeq(a, 0, 0)
+	e.appendSpecial(p.sep, p.sepTok, 0)
+	if b != nil {
+		e.appendSpecial(p.sep, p.sepTok, 0)
+		e.appendSeq(*b, 0, 1)
+		e.appendSpecial(p.sep, p.sepTok, 0)
+	}
+}

@@ -1,0 +1,213 @@
+package tokenizer
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// preTokenizer cuts normalized pieces into words; each word is given to the
+// model on its own. Words share memory with their input where they can.
+type preTokenizer interface {
+	split(in []nstr) []nstr
+}
+
+func isBertPunct(r rune) bool {
+	if r < utf8.RuneSelf {
+		return (r >= 33 && r <= 47) || (r >= 58 && r <= 64) || (r >= 91 && r <= 96) || (r >= 123 && r <= 126)
+	}
+	return unicode.In(r, unicode.P)
+}
+
+func isSpace(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == ' ' || (r >= '\t' && r <= '\r')
+	}
+	return unicode.IsSpace(r)
+}
+
+// bertPreTokenizer splits on whitespace (dropped) and isolates every
+// punctuation character.
+type bertPreTokenizer struct{}
+
+func (bertPreTokenizer) split(in []nstr) []nstr {
+	total := 0
+	for _, n := range in {
+		total += len(n.s)
+	}
+	out := make([]nstr, 0, total/4+2)
+	for _, n := range in {
+		s := n.s
+		wordStart := -1
+		for i := 0; i < len(s); {
+			c := s[i]
+			var r rune
+			size := 1
+			if c < utf8.RuneSelf {
+				r = rune(c)
+			} else {
+				r, size = utf8.DecodeRune(s[i:])
+			}
+			switch {
+			case isSpace(r):
+				if wordStart >= 0 {
+					out = append(out, n.slice(wordStart, i))
+					wordStart = -1
+				}
+			case isBertPunct(r):
+				if wordStart >= 0 {
+					out = append(out, n.slice(wordStart, i))
+					wordStart = -1
+				}
+				out = append(out, n.slice(i, i+size))
+			default:
+				if wordStart < 0 {
+					wordStart = i
+				}
+			}
+			i += size
+		}
+		if wordStart >= 0 {
+			out = append(out, n.slice(wordStart, len(s)))
+		}
+	}
+	return out
+}
+
+// whitespaceSplit splits on whitespace, dropping it.
+type whitespaceSplit struct{}
+
+func (whitespaceSplit) split(in []nstr) []nstr {
+	out := make([]nstr, 0, len(in)*4)
+	for _, n := range in {
+		wordStart := -1
+		for i := 0; i < len(n.s); {
+			r, size := utf8.DecodeRune(n.s[i:])
+			if isSpace(r) {
+				if wordStart >= 0 {
+					out = append(out, n.slice(wordStart, i))
+					wordStart = -1
+				}
+			} else if wordStart < 0 {
+				wordStart = i
+			}
+			i += size
+		}
+		if wordStart >= 0 {
+			out = append(out, n.slice(wordStart, len(n.s)))
+		}
+	}
+	return out
+}
+
+// whitespacePreTokenizer is Hugging Face's Whitespace: runs of word
+// characters (\w) and runs of other non-space characters.
+type whitespacePreTokenizer struct{}
+
+func isWordChar(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.In(r, unicode.N, unicode.Mn, unicode.Mc, unicode.Pc)
+}
+
+func (whitespacePreTokenizer) split(in []nstr) []nstr {
+	out := make([]nstr, 0, len(in)*4)
+	for _, n := range in {
+		start, kind := -1, 0
+		for i := 0; i < len(n.s); {
+			r, size := utf8.DecodeRune(n.s[i:])
+			k := 2
+			if isSpace(r) {
+				k = 0
+			} else if isWordChar(r) {
+				k = 1
+			}
+			if k != kind || k == 0 {
+				if start >= 0 {
+					out = append(out, n.slice(start, i))
+					start = -1
+				}
+				if k != 0 {
+					start = i
+				}
+				kind = k
+			}
+			i += size
+		}
+		if start >= 0 {
+			out = append(out, n.slice(start, len(n.s)))
+		}
+	}
+	return out
+}
+
+// Metaspace prepend schemes.
+const (
+	prependAlways = iota
+	prependFirst
+	prependNever
+)
+
+// metaspace replaces spaces with the replacement character (▁), prepends
+// one as the scheme says, and, when split is set, starts a new word at every
+// replacement character.
+type metaspace struct {
+	replacement rune
+	rep         string
+	prepend     int
+	split_      bool
+}
+
+func (m *metaspace) split(in []nstr) []nstr {
+	out := make([]nstr, 0, len(in)*4)
+	for _, n := range in {
+		if len(n.s) == 0 {
+			continue
+		}
+		w := newNstr(len(n.s) + 3*8)
+		first, _ := utf8.DecodeRune(n.s)
+		add := false
+		switch m.prepend {
+		case prependAlways:
+			add = first != m.replacement && first != ' '
+		case prependFirst:
+			add = first != m.replacement && first != ' ' && n.start[0] == 0
+		}
+		if add {
+			w.appendString(m.rep, n.start[0], n.start[0])
+		}
+		for i := 0; i < len(n.s); i++ {
+			if n.s[i] == ' ' {
+				w.appendString(m.rep, n.start[i], n.end[i])
+				continue
+			}
+			w.s = append(w.s, n.s[i])
+			w.start = append(w.start, n.start[i])
+			w.end = append(w.end, n.end[i])
+		}
+		if !m.split_ {
+			out = append(out, w)
+			continue
+		}
+		start := 0
+		for i := 0; i < len(w.s); {
+			r, size := utf8.DecodeRune(w.s[i:])
+			if r == m.replacement && i > start {
+				out = append(out, w.slice(start, i))
+				start = i
+			}
+			i += size
+		}
+		if start < len(w.s) {
+			out = append(out, w.slice(start, len(w.s)))
+		}
+	}
+	return out
+}
+
+// sequencePreTokenizer applies its members in order.
+type sequencePreTokenizer []preTokenizer
+
+func (s sequencePreTokenizer) split(in []nstr) []nstr {
+	for _, p := range s {
+		in = p.split(in)
+	}
+	return in
+}

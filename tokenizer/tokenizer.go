@@ -1,0 +1,701 @@
+package tokenizer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Strategy says how an input longer than Options.MaxLength is handled.
+type Strategy int
+
+const (
+	// NoTruncation makes an input longer than MaxLength an error (*TooLongError).
+	NoTruncation Strategy = iota
+	// LongestFirst removes tokens from the longer sequence of a pair first.
+	LongestFirst
+	// OnlyFirst truncates only the first sequence.
+	OnlyFirst
+	// OnlySecond truncates only the second sequence of a pair.
+	OnlySecond
+)
+
+// String returns the Hugging Face name of the strategy.
+func (s Strategy) String() string {
+	switch s {
+	case NoTruncation:
+		return "none"
+	case LongestFirst:
+		return "longest_first"
+	case OnlyFirst:
+		return "only_first"
+	case OnlySecond:
+		return "only_second"
+	}
+	return fmt.Sprintf("Strategy(%d)", int(s))
+}
+
+// Padding says how encodings are padded.
+type Padding int
+
+const (
+	// NoPadding leaves every encoding its own length.
+	NoPadding Padding = iota
+	// PadLongest pads every encoding of a batch to the longest one.
+	PadLongest
+	// PadFixed pads to Options.PadLength, or to MaxLength when that is 0.
+	PadFixed
+)
+
+// Options control one Encode call. The zero value adds special tokens and
+// neither truncates nor pads.
+type Options struct {
+	// SkipSpecialTokens leaves out the post-processor's tokens ([CLS], </s>...).
+	SkipSpecialTokens bool
+	// MaxLength bounds the length of an encoding, special tokens included; 0: no bound.
+	MaxLength int
+	// Truncation applies when an input is longer than MaxLength.
+	Truncation Strategy
+	// Stride is the number of tokens that consecutive overflowing windows share.
+	Stride int
+	// Overflow keeps the truncated-off tokens as Encoding.Overflowing windows.
+	Overflow bool
+	// Padding, PadLength, PadToMultipleOf and PadLeft control padding.
+	Padding         Padding
+	PadLength       int
+	PadToMultipleOf int
+	PadLeft         bool
+	// TruncateLeft removes tokens from the start instead of the end.
+	TruncateLeft bool
+	// Lenient replaces invalid UTF-8 by U+FFFD instead of failing.
+	Lenient bool
+}
+
+// Encoding is the result of encoding one input (a text or a pair of texts).
+type Encoding struct {
+	IDs           []int32
+	TypeIDs       []int32
+	AttentionMask []int32
+	// SpecialTokensMask is 1 where the post-processor or padding put a token.
+	SpecialTokensMask []int32
+	// Tokens are the vocabulary strings of IDs (a fused run of unknown
+	// characters shows as the unknown token, "[UNK]" or "<unk>").
+	Tokens []string
+	// Offsets are [start, end) in runes of the original text (see the package doc).
+	Offsets [][2]int
+	// SequenceIDs says which text a token comes from: 0, 1, or -1 for special tokens.
+	SequenceIDs []int8
+	// Overflowing holds the further windows when Options.Overflow is set.
+	Overflowing []Encoding
+}
+
+// Len returns the number of tokens.
+func (e *Encoding) Len() int { return len(e.IDs) }
+
+// InvalidUTF8Error reports input that is not valid UTF-8.
+type InvalidUTF8Error struct {
+	Offset int // byte offset of the first invalid byte
+}
+
+// Error says where the input stops being UTF-8.
+func (e *InvalidUTF8Error) Error() string {
+	return fmt.Sprintf("tokenizer: input is not valid UTF-8 at byte %d", e.Offset)
+}
+
+// TooLongError reports an input longer than MaxLength when truncation is off.
+type TooLongError struct {
+	Length, MaxLength int
+}
+
+// Error gives both lengths.
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("tokenizer: input has %d tokens, more than the maximum length %d (truncation is off)", e.Length, e.MaxLength)
+}
+
+// ErrNoSecondSequence is returned for OnlySecond truncation of a single text.
+var ErrNoSecondSequence = errors.New("tokenizer: only_second truncation needs a pair")
+
+// Tokenizer turns text into model inputs. It is safe for concurrent use.
+type Tokenizer struct {
+	vocab   []string
+	ids     map[string]int32
+	norm    normalizer // may be nil
+	pre     preTokenizer
+	model   model
+	post    postProcessor // may be nil
+	added   []AddedToken
+	raw     *addedMatcher // tokens matched in the original text
+	normed  *addedMatcher // tokens matched in the normalized text
+	special map[string]int32
+
+	// Truncation and padding found in tokenizer.json, for FileOptions.
+	fileOpts    Options
+	hasFileOpts bool
+	padID       int32
+	padTypeID   int32
+	padToken    string
+	kind        string
+}
+
+// VocabSize returns the number of ids, added tokens included.
+func (t *Tokenizer) VocabSize() int { return len(t.vocab) }
+
+// ID returns the id of a token and whether it exists.
+func (t *Tokenizer) ID(token string) (int32, bool) {
+	id, ok := t.ids[token]
+	return id, ok
+}
+
+// Token returns the token of an id, or "" when out of range.
+func (t *Tokenizer) Token(id int32) string {
+	if id < 0 || int(id) >= len(t.vocab) {
+		return ""
+	}
+	return t.vocab[id]
+}
+
+// Model returns "WordPiece" or "Unigram".
+func (t *Tokenizer) Model() string { return t.kind }
+
+// AddedTokens returns the added and special tokens.
+func (t *Tokenizer) AddedTokens() []AddedToken { return append([]AddedToken(nil), t.added...) }
+
+// SpecialTokens holds the ids of the usual special tokens; -1 where absent.
+type SpecialTokens struct {
+	CLS, SEP, PAD, UNK, MASK, BOS, EOS int32
+}
+
+// Special returns the ids of the usual special tokens.
+func (t *Tokenizer) Special() SpecialTokens {
+	get := func(names ...string) int32 {
+		for _, n := range names {
+			if id, ok := t.ids[n]; ok {
+				return id
+			}
+		}
+		return -1
+	}
+	return SpecialTokens{
+		CLS:  get("[CLS]", "<s>"),
+		SEP:  get("[SEP]", "</s>"),
+		PAD:  get("[PAD]", "<pad>"),
+		UNK:  get("[UNK]", "<unk>"),
+		MASK: get("[MASK]", "<mask>"),
+		BOS:  get("<s>", "[CLS]"),
+		EOS:  get("</s>", "[SEP]"),
+	}
+}
+
+// FileOptions returns the truncation and padding that tokenizer.json asks
+// for, and whether it asks for any. Encode does not apply them by itself.
+func (t *Tokenizer) FileOptions() (Options, bool) { return t.fileOpts, t.hasFileOpts }
+
+// seq is one encoded text before post-processing; offsets are byte offsets.
+type seq struct {
+	ids    []int32
+	tokens []string
+	offs   [][2]int
+}
+
+func validate(text string, lenient bool) (string, error) {
+	if utf8.ValidString(text) {
+		return text, nil
+	}
+	if lenient {
+		return strings.ToValidUTF8(text, "\uFFFD"), nil
+	}
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if r == utf8.RuneError && size == 1 {
+			return "", &InvalidUTF8Error{Offset: i}
+		}
+		i += size
+	}
+	return "", &InvalidUTF8Error{}
+}
+
+// encodeSeq runs added tokens, normalizer, pre-tokenizer and model over text.
+func (t *Tokenizer) encodeSeq(text string) seq {
+	est := len(text)/3 + 2
+	sq := seq{ids: make([]int32, 0, est), tokens: make([]string, 0, est), offs: make([][2]int, 0, est)}
+	whole := fromOriginal(text, 0, len(text))
+	var sbuf [8]span
+	spans := t.raw.find(whole.s, sbuf[:0])
+	var pbuf [64]piece
+	pieces := pbuf[:0]
+	for _, sp := range spans {
+		if sp.tok >= 0 {
+			at := &t.raw.tokens[sp.tok]
+			sq.ids = append(sq.ids, at.ID)
+			sq.tokens = append(sq.tokens, at.Content)
+			sq.offs = append(sq.offs, [2]int{sp.i, sp.j})
+			continue
+		}
+		n := whole.slice(sp.i, sp.j)
+		if t.norm != nil {
+			n = t.norm.normalize(n)
+		}
+		var nspans []span
+		var nbuf [4]span
+		if t.normed != nil {
+			nspans = t.normed.find(n.s, nbuf[:0])
+		} else if len(n.s) > 0 {
+			nspans = append(nbuf[:0], span{0, len(n.s), -1})
+		}
+		for _, ns := range nspans {
+			part := n.slice(ns.i, ns.j)
+			if ns.tok >= 0 {
+				at := &t.normed.tokens[ns.tok]
+				sq.ids = append(sq.ids, at.ID)
+				sq.tokens = append(sq.tokens, at.Content)
+				sq.offs = append(sq.offs, [2]int{int(part.start[0]), int(part.end[len(part.s)-1])})
+				continue
+			}
+			words := []nstr{part}
+			if t.pre != nil {
+				words = t.pre.split(words)
+			}
+			for _, w := range words {
+				if len(w.s) == 0 {
+					continue
+				}
+				pieces = t.model.tokenize(w.s, pieces[:0])
+				for _, p := range pieces {
+					sq.ids = append(sq.ids, p.id)
+					sq.tokens = append(sq.tokens, t.vocab[p.id])
+					sq.offs = append(sq.offs, [2]int{int(w.start[p.i]), int(w.end[p.j-1])})
+				}
+			}
+		}
+	}
+	return sq
+}
+
+// Encode encodes one text. With no options it adds special tokens and
+// neither truncates nor pads; at most one Options value is used.
+func (t *Tokenizer) Encode(text string, opts ...Options) (Encoding, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	return t.encode(text, nil, o)
+}
+
+// EncodePair encodes a pair of texts (question and context, premise and
+// hypothesis...).
+func (t *Tokenizer) EncodePair(a, b string, opts ...Options) (Encoding, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	return t.encode(a, &b, o)
+}
+
+func (t *Tokenizer) encode(a string, b *string, o Options) (Encoding, error) {
+	enc, err := t.encodeUnpadded(a, b, o)
+	if err != nil {
+		return Encoding{}, err
+	}
+	if o.Padding == PadFixed {
+		n := o.PadLength
+		if n == 0 {
+			n = o.MaxLength
+		}
+		t.pad(&enc, n, o)
+	}
+	return enc, nil
+}
+
+func (t *Tokenizer) encodeUnpadded(a string, b *string, o Options) (Encoding, error) {
+	if o.MaxLength < 0 || o.Stride < 0 {
+		return Encoding{}, fmt.Errorf("tokenizer: negative max length %d or stride %d", o.MaxLength, o.Stride)
+	}
+	a, err := validate(a, o.Lenient)
+	if err != nil {
+		return Encoding{}, err
+	}
+	sa := t.encodeSeq(a)
+	var sb *seq
+	var bt string
+	if b != nil {
+		bt, err = validate(*b, o.Lenient)
+		if err != nil {
+			return Encoding{}, fmt.Errorf("second text: %w", err)
+		}
+		s := t.encodeSeq(bt)
+		sb = &s
+	}
+	// Byte offsets to rune offsets.
+	toRunes(&sa, a)
+	if sb != nil {
+		toRunes(sb, bt)
+	}
+	added := 0
+	if !o.SkipSpecialTokens && t.post != nil {
+		added = t.post.added(sb != nil)
+	}
+	winA, winB := []seq{sa}, []seq(nil)
+	if sb != nil {
+		winB = []seq{*sb}
+	}
+	if o.MaxLength > 0 {
+		total := len(sa.ids) + added
+		if sb != nil {
+			total += len(sb.ids)
+		}
+		if total > o.MaxLength {
+			if o.Truncation == NoTruncation {
+				return Encoding{}, &TooLongError{Length: total, MaxLength: o.MaxLength}
+			}
+			if o.MaxLength < added {
+				return Encoding{}, fmt.Errorf("tokenizer: max length %d is shorter than the %d special tokens", o.MaxLength, added)
+			}
+			winA, winB, err = truncate(sa, sb, o.MaxLength-added, o)
+			if err != nil {
+				return Encoding{}, err
+			}
+		}
+	}
+	var encs []Encoding
+	for _, wa := range winA {
+		if sb == nil {
+			encs = append(encs, t.assemble(wa, nil, o))
+			continue
+		}
+		for _, wb := range winB {
+			encs = append(encs, t.assemble(wa, &wb, o))
+		}
+	}
+	enc := encs[0]
+	if o.Overflow && len(encs) > 1 {
+		enc.Overflowing = encs[1:]
+	}
+	return enc, nil
+}
+
+// toRunes rewrites byte offsets as rune offsets.
+func toRunes(s *seq, text string) {
+	ascii := true
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return
+	}
+	idx := make([]int32, len(text)+1)
+	n := int32(0)
+	for i := range text {
+		idx[i] = n
+		n++
+	}
+	idx[len(text)] = n
+	// Fill the bytes inside characters with the next character's index.
+	for i := len(text) - 1; i >= 0; i-- {
+		if !utf8.RuneStart(text[i]) {
+			idx[i] = idx[i+1]
+		}
+	}
+	for k, o := range s.offs {
+		s.offs[k] = [2]int{int(idx[o[0]]), int(idx[o[1]])}
+	}
+}
+
+// truncate cuts a (and b) to fit limit tokens, returning the windows of each:
+// the first window is the kept part, the others overflow.
+func truncate(a seq, b *seq, limit int, o Options) ([]seq, []seq, error) {
+	la := len(a.ids)
+	if b == nil {
+		switch o.Truncation {
+		case OnlySecond:
+			return nil, nil, ErrNoSecondSequence
+		}
+		w, err := windows(a, limit, o)
+		return w, nil, err
+	}
+	lb := len(b.ids)
+	na, nb := la, lb
+	switch o.Truncation {
+	case LongestFirst:
+		n1, n2 := la, lb
+		swap := n1 > n2
+		if swap {
+			n1, n2 = n2, n1
+		}
+		if n1 > limit {
+			n2 = n1
+		} else {
+			n2 = max(n1, limit-n1)
+		}
+		if n1+n2 > limit {
+			n1 = limit / 2
+			n2 = n1 + limit%2
+		}
+		if swap {
+			n1, n2 = n2, n1
+		}
+		na, nb = n1, n2
+	case OnlyFirst:
+		remove := la + lb - limit
+		if la <= remove {
+			return nil, nil, fmt.Errorf("tokenizer: only_first truncation: first sequence (%d tokens) is too short to remove %d", la, remove)
+		}
+		na = la - remove
+	case OnlySecond:
+		remove := la + lb - limit
+		if lb <= remove {
+			return nil, nil, fmt.Errorf("tokenizer: only_second truncation: second sequence (%d tokens) is too short to remove %d", lb, remove)
+		}
+		nb = lb - remove
+	}
+	wa, err := windows(a, na, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	wb, err := windows(*b, nb, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return wa, wb, nil
+}
+
+// windows cuts s into windows of n tokens that share o.Stride tokens.
+func windows(s seq, n int, o Options) ([]seq, error) {
+	l := len(s.ids)
+	if n >= l {
+		return []seq{s}, nil
+	}
+	cut := func(i, j int) seq {
+		return seq{ids: s.ids[i:j:j], tokens: s.tokens[i:j:j], offs: s.offs[i:j:j]}
+	}
+	if n == 0 {
+		return []seq{{}, s}, nil
+	}
+	if o.Stride >= n {
+		return nil, fmt.Errorf("tokenizer: stride %d must be less than the %d tokens left for the sequence", o.Stride, n)
+	}
+	step := n - o.Stride
+	var out []seq
+	if !o.TruncateLeft {
+		for i := 0; ; i += step {
+			j := min(i+n, l)
+			out = append(out, cut(i, j))
+			if j == l {
+				break
+			}
+		}
+	} else {
+		for j := l; ; j -= step {
+			i := max(j-n, 0)
+			out = append(out, cut(i, j))
+			if i == 0 {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// assemble applies the post-processor and builds an Encoding.
+func (t *Tokenizer) assemble(a seq, b *seq, o Options) Encoding {
+	var e Encoding
+	n := len(a.ids) + 4
+	if b != nil {
+		n += len(b.ids)
+	}
+	if t.post != nil && !o.SkipSpecialTokens {
+		n = len(a.ids) + t.post.added(b != nil)
+		if b != nil {
+			n += len(b.ids)
+		}
+	}
+	// One backing array for the four int32 fields; each is capped so that
+	// appending (padding) moves it out rather than overwriting its neighbour.
+	back := make([]int32, 4*n)
+	e.IDs = back[0:0:n]
+	e.TypeIDs = back[n : n : 2*n]
+	e.SpecialTokensMask = back[2*n : 2*n : 3*n]
+	mask := back[3*n : 3*n : 4*n]
+	e.Tokens = make([]string, 0, n)
+	e.Offsets = make([][2]int, 0, n)
+	e.SequenceIDs = make([]int8, 0, n)
+	if o.SkipSpecialTokens || t.post == nil {
+		e.appendSeq(a, 0, 0)
+		if b != nil {
+			tid := int32(1)
+			if t.post != nil {
+				tid = t.post.secondTypeID()
+			}
+			e.appendSeq(*b, tid, 1)
+		}
+	} else {
+		t.post.apply(&e, a, b)
+	}
+	if len(e.IDs) > cap(mask) {
+		mask = make([]int32, 0, len(e.IDs))
+	}
+	e.AttentionMask = mask[:len(e.IDs)]
+	for i := range e.AttentionMask {
+		e.AttentionMask[i] = 1
+	}
+	return e
+}
+
+func (e *Encoding) appendSeq(s seq, typeID int32, seqID int8) {
+	e.IDs = append(e.IDs, s.ids...)
+	e.Tokens = append(e.Tokens, s.tokens...)
+	e.Offsets = append(e.Offsets, s.offs...)
+	for range s.ids {
+		e.TypeIDs = append(e.TypeIDs, typeID)
+		e.SpecialTokensMask = append(e.SpecialTokensMask, 0)
+		e.SequenceIDs = append(e.SequenceIDs, seqID)
+	}
+}
+
+func (e *Encoding) appendSpecial(id int32, token string, typeID int32) {
+	e.IDs = append(e.IDs, id)
+	e.Tokens = append(e.Tokens, token)
+	e.Offsets = append(e.Offsets, [2]int{})
+	e.TypeIDs = append(e.TypeIDs, typeID)
+	e.SpecialTokensMask = append(e.SpecialTokensMask, 1)
+	e.SequenceIDs = append(e.SequenceIDs, -1)
+}
+
+// pad pads e (and its overflowing windows) to length n, rounded up to
+// PadToMultipleOf.
+func (t *Tokenizer) pad(e *Encoding, n int, o Options) {
+	if m := o.PadToMultipleOf; m > 0 && n%m != 0 {
+		n += m - n%m
+	}
+	for i := range e.Overflowing {
+		t.pad(&e.Overflowing[i], n, o)
+	}
+	k := n - len(e.IDs)
+	if k <= 0 {
+		return
+	}
+	grow := func(ids []int32, v int32) []int32 {
+		p := make([]int32, k)
+		for i := range p {
+			p[i] = v
+		}
+		if o.PadLeft {
+			return append(p, ids...)
+		}
+		return append(ids, p...)
+	}
+	e.IDs = grow(e.IDs, t.padID)
+	e.TypeIDs = grow(e.TypeIDs, t.padTypeID)
+	e.AttentionMask = grow(e.AttentionMask, 0)
+	e.SpecialTokensMask = grow(e.SpecialTokensMask, 1)
+	toks := make([]string, k)
+	offs := make([][2]int, k)
+	sids := make([]int8, k)
+	for i := range toks {
+		toks[i] = t.padToken
+		sids[i] = -1
+	}
+	if o.PadLeft {
+		e.Tokens = append(toks, e.Tokens...)
+		e.Offsets = append(offs, e.Offsets...)
+		e.SequenceIDs = append(sids, e.SequenceIDs...)
+	} else {
+		e.Tokens = append(e.Tokens, toks...)
+		e.Offsets = append(e.Offsets, offs...)
+		e.SequenceIDs = append(e.SequenceIDs, sids...)
+	}
+}
+
+// Pair is one input of EncodePairBatch.
+type Pair struct{ A, B string }
+
+// EncodeBatch encodes texts in parallel, one worker per CPU, keeping their
+// order. With PadLongest every encoding is padded to the longest of the batch.
+func (t *Tokenizer) EncodeBatch(ctx context.Context, texts []string, opts ...Options) ([]Encoding, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	return t.batch(ctx, len(texts), o, func(i int) (Encoding, error) {
+		return t.encodeUnpadded(texts[i], nil, o)
+	})
+}
+
+// EncodePairBatch is EncodeBatch for pairs of texts.
+func (t *Tokenizer) EncodePairBatch(ctx context.Context, pairs []Pair, opts ...Options) ([]Encoding, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	return t.batch(ctx, len(pairs), o, func(i int) (Encoding, error) {
+		return t.encodeUnpadded(pairs[i].A, &pairs[i].B, o)
+	})
+}
+
+func (t *Tokenizer) batch(ctx context.Context, n int, o Options, enc func(int) (Encoding, error)) ([]Encoding, error) {
+	out := make([]Encoding, n)
+	errs := make([]error, n)
+	workers := min(runtime.GOMAXPROCS(0), n)
+	const chunk = 16
+	var next int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				if ctx.Err() != nil {
+					return
+				}
+				mu.Lock()
+				i := next
+				next += chunk
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				for k := i; k < min(i+chunk, n); k++ {
+					out[k], errs[k] = enc(k)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("batch item %d: %w", i, err)
+		}
+	}
+	switch o.Padding {
+	case PadLongest:
+		longest := 0
+		for i := range out {
+			longest = max(longest, len(out[i].IDs))
+			for _, ov := range out[i].Overflowing {
+				longest = max(longest, len(ov.IDs))
+			}
+		}
+		for i := range out {
+			t.pad(&out[i], longest, o)
+		}
+	case PadFixed:
+		l := o.PadLength
+		if l == 0 {
+			l = o.MaxLength
+		}
+		for i := range out {
+			t.pad(&out[i], l, o)
+		}
+	}
+	return out, nil
+}
