@@ -36,17 +36,18 @@ type Config struct {
 	PositionEmbeddingType string `json:"position_embedding_type"`
 	NumLabels             int    `json:"num_labels,omitempty"`
 	// ID2Label maps class index (as a decimal string, like the file) to label.
-	ID2Label            map[string]string `json:"id2label,omitempty"`
-	Label2ID            map[string]int    `json:"label2id,omitempty"`
-	ProblemType         string            `json:"problem_type,omitempty"`
-	TorchDtype          string            `json:"torch_dtype,omitempty"`
-	SinusoidalPosEmbds  bool              `json:"sinusoidal_pos_embds,omitempty"`
-	TieWeights          bool              `json:"tie_weights_,omitempty"`
-	TieWordEmbeddings   *bool             `json:"tie_word_embeddings,omitempty"`
-	HiddenDropoutProb   float64           `json:"hidden_dropout_prob,omitempty"`
-	AttentionDropout    float64           `json:"attention_probs_dropout_prob,omitempty"`
-	InitializerRange    float64           `json:"initializer_range,omitempty"`
-	TransformersVersion string            `json:"transformers_version,omitempty"`
+	ID2Label           map[string]string `json:"id2label,omitempty"`
+	Label2ID           map[string]int    `json:"label2id,omitempty"`
+	ProblemType        string            `json:"problem_type,omitempty"`
+	TorchDtype         string            `json:"torch_dtype,omitempty"`
+	SinusoidalPosEmbds bool              `json:"sinusoidal_pos_embds,omitempty"`
+	// TieWeights is DistilBERT's tie_weights_.
+	TieWeights          bool    `json:"tie_weights_,omitempty"`
+	TieWordEmbeddings   *bool   `json:"tie_word_embeddings,omitempty"`
+	HiddenDropoutProb   float64 `json:"hidden_dropout_prob,omitempty"`
+	AttentionDropout    float64 `json:"attention_probs_dropout_prob,omitempty"`
+	InitializerRange    float64 `json:"initializer_range,omitempty"`
+	TransformersVersion string  `json:"transformers_version,omitempty"`
 
 	// Raw holds every key of the file as undecoded JSON, including the
 	// ones decoded above and DistilBERT's original names.
@@ -60,7 +61,6 @@ type distilConfig struct {
 	NHeads     int    `json:"n_heads"`
 	HiddenDim  int    `json:"hidden_dim"`
 	Activation string `json:"activation"`
-	TieWeights *bool  `json:"tie_weights_"`
 }
 
 // ParseConfig decodes config.json bytes, normalises DistilBERT's names and
@@ -92,9 +92,6 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	if _, ok := c.Raw["hidden_act"]; !ok && d.Activation != "" {
 		c.HiddenAct = d.Activation
-	}
-	if d.TieWeights != nil {
-		c.TieWeights = *d.TieWeights
 	}
 	if c.PositionEmbeddingType == "" {
 		c.PositionEmbeddingType = "absolute"

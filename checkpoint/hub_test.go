@@ -26,10 +26,16 @@ type fakeHub struct {
 	token    string            // required bearer token, if any
 	mu       sync.Mutex
 	cutAfter int
+	redirect bool     // answer with 302 to /cdn/, as the hub does for LFS files
 	gets     []string // Range header of every GET ("" for none)
 }
 
 func (f *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if key, ok := strings.CutPrefix(r.URL.Path, "/cdn/"); ok {
+		// Like the hub's CDN: no X-Repo-Commit, no auth needed.
+		f.serveData(w, r, f.files[key])
+		return
+	}
 	if f.token != "" && r.Header.Get("Authorization") != "Bearer "+f.token {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
@@ -52,7 +58,24 @@ func (f *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Repo-Commit", testCommit)
-	w.Header().Set("ETag", fmt.Sprintf("%q", fmt.Sprintf("etag%x", len(data))+strings.ReplaceAll(file, ".", "")))
+	etag := fmt.Sprintf("%q", fmt.Sprintf("etag%x", len(data))+strings.ReplaceAll(file, ".", ""))
+	if f.redirect {
+		// LFS files: metadata on a redirect to the CDN.
+		w.Header().Set("X-Linked-Etag", etag)
+		w.Header().Set("X-Linked-Size", strconv.Itoa(len(data)))
+		w.Header().Set("ETag", `"not-the-blob"`)
+		http.Redirect(w, r, "/cdn/"+repo+"/"+file, http.StatusFound)
+		return
+	}
+	w.Header().Set("ETag", etag)
+	if r.Method == http.MethodHead {
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		return
+	}
+	f.serveData(w, r, data)
+}
+
+func (f *fakeHub) serveData(w http.ResponseWriter, r *http.Request, data []byte) {
 	if r.Method == http.MethodHead {
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 		return
@@ -296,5 +319,24 @@ func TestHubResolveModel(t *testing.T) {
 	defer c.Close()
 	if c.Format != FormatPytorch || len(c.Names()) == 0 {
 		t.Fatalf("format %s, %d tensors", c.Format, len(c.Names()))
+	}
+}
+
+func TestHubRedirect(t *testing.T) {
+	data := testPayload(5000)
+	fh := &fakeHub{t: t, files: map[string][]byte{"org/big/model.safetensors": data}, redirect: true}
+	srv := httptest.NewServer(fh)
+	defer srv.Close()
+	h := newTestHub(t, srv)
+	p, err := h.Resolve(context.Background(), "org/big", "", "model.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("content differs: %v", err)
+	}
+	target, err := os.Readlink(p)
+	if err != nil || filepath.Base(target) != "etag1388modelsafetensors" {
+		t.Errorf("snapshot links to %q (%v), want the X-Linked-Etag blob", target, err)
 	}
 }

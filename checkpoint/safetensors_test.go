@@ -250,3 +250,30 @@ func TestShardedSafetensors(t *testing.T) {
 		t.Errorf("empty folder: %v", err)
 	}
 }
+
+func TestSafetensorsUnaligned(t *testing.T) {
+	// A 5-byte header puts the data at offset 13: F32 must be copied.
+	hdr := `{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`
+	hdr += strings.Repeat(" ", 5-(len(hdr)%8)+8)
+	file := rawSafetensors(hdr, f32bytes(1.5, -2))
+	if (8+len(hdr))%4 == 0 {
+		t.Fatalf("test header is aligned (%d bytes)", len(hdr))
+	}
+	buf := make([]byte, len(file)+8)
+	base := 0
+	for uintptr(unsafe.Pointer(&buf[base]))%8 != 0 {
+		base++
+	}
+	s, err := ParseSafetensors(append(buf[base:base], file...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := s.Float32("a")
+	if err != nil || !reflect.DeepEqual(v, []float32{1.5, -2}) {
+		t.Fatalf("unaligned F32: %v %v", v, err)
+	}
+	_, raw, _ := s.Raw("a")
+	if unsafe.Pointer(&v[0]) == unsafe.Pointer(&raw[0]) {
+		t.Error("unaligned F32 returned as a view")
+	}
+}

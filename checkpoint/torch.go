@@ -77,6 +77,22 @@ func newTorchFile(zr *zip.Reader) (*TorchFile, error) {
 	if pkl == nil {
 		return nil, fmt.Errorf("no <folder>/data.pkl in the archive (legacy non-zip torch files are not supported)")
 	}
+	// PyTorch 2.1+ records the byte order of the storages; older files are
+	// little-endian.
+	if bo, ok := t.files[t.prefix+"byteorder"]; ok {
+		rc, err := bo.Open()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", bo.Name, err)
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, 16))
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", bo.Name, err)
+		}
+		if order := strings.TrimSpace(string(b)); order != "little" {
+			return nil, fmt.Errorf("%s: storages are %q-endian; only little-endian files are supported", bo.Name, order)
+		}
+	}
 	if pkl.UncompressedSize64 > maxPickleSize {
 		return nil, fmt.Errorf("%s: %d bytes is too large", pkl.Name, pkl.UncompressedSize64)
 	}

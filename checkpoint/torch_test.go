@@ -194,6 +194,23 @@ func TestTorchBad(t *testing.T) {
 	}
 }
 
+func TestTorchByteOrder(t *testing.T) {
+	pkl := (&pk{}).proto().op('}').str("w").tensor("FloatStorage", "0", 1, 0, []int{1}, []int{1}).op('s', '.').b
+	for order, ok := range map[string]bool{"little": true, "big": false} {
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		for name, data := range map[string][]byte{"archive/data.pkl": pkl, "archive/byteorder": []byte(order), "archive/data/0": f32bytes(2)} {
+			w, _ := zw.Create(name)
+			w.Write(data)
+		}
+		zw.Close()
+		_, err := ParseTorch(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		if (err == nil) != ok {
+			t.Errorf("byteorder %s: %v", order, err)
+		}
+	}
+}
+
 func TestTorchPrefixes(t *testing.T) {
 	pkl := (&pk{}).proto().op('}').str("w").tensor("FloatStorage", "0", 2, 0, []int{2}, []int{1}).op('s', '.').b
 	for _, prefix := range []string{"archive", "pytorch_model", "whatever"} {

@@ -74,3 +74,36 @@ func TestSmallUnigramPipeline(t *testing.T) {
 		t.Errorf("offsets of ▁fine: %v, want [2 5]", enc.Offsets[1])
 	}
 }
+
+// TestAddedTokenFlags checks single_word and rstrip on a hand-written
+// tokenizer (the golden files only use lstrip and normalized).
+func TestAddedTokenFlags(t *testing.T) {
+	js := `{
+	  "added_tokens": [{"id": 3, "content": "zz", "single_word": true, "rstrip": true, "normalized": false}],
+	  "pre_tokenizer": {"type": "WhitespaceSplit"},
+	  "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0], ["a", -1], ["z", -1], ["zz", -1]]}
+	}`
+	tk, err := FromJSON([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := tk.Encode("azz zz  a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "azz": zz touches a word character, so the model sees it ("a", "zz" by
+	// score); the free-standing zz is the added token and swallows "  ".
+	wantOffs := [][2]int{{0, 1}, {1, 3}, {4, 8}, {8, 9}}
+	if len(enc.Offsets) != len(wantOffs) {
+		t.Fatalf("have %v %v", enc.IDs, enc.Offsets)
+	}
+	for i := range wantOffs {
+		if enc.Offsets[i] != wantOffs[i] {
+			t.Errorf("have %v %v, want offsets %v", enc.IDs, enc.Offsets, wantOffs)
+			break
+		}
+	}
+	if enc.SpecialTokensMask[2] != 0 || enc.IDs[2] != 3 {
+		t.Errorf("added token: %v", enc.IDs)
+	}
+}

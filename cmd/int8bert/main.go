@@ -26,6 +26,9 @@ usage:
   int8bert tokenize [flags]      text lines on stdin to JSON ids, type ids, mask and offsets
   int8bert forward --model DIR --inputs FILE.json [--out FILE.json]
                                  run a model on token ids; outputs with Hugging Face's names
+  int8bert classify --model DIR-or-id [text ...]     label per text (stdin: one per line)
+  int8bert embed --model DIR-or-id [--pooling mean|cls] [text ...]
+  int8bert qa --model DIR-or-id --question Q [context ...]
   int8bert help                  this text
 
 Run "int8bert <command> -h" for the flags of a command.
@@ -50,6 +53,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "info":
 		return runInfo(args[1:], stdout, stderr)
+	case "classify", "embed", "qa":
+		return runTask(ctx, args[0], args[1:], os.Stdin, stdout, stderr)
 	case "forward":
 		return runForward(args[1:], stdout, stderr)
 	case "bench":

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/int8bert/int8bert/checkpoint"
+	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/selector"
+)
+
+// resolveModel turns --model into a local folder: an existing folder as it
+// is, else a Hugging Face model id resolved through the hub cache
+// (downloaded when missing, unless HF_HUB_OFFLINE=1).
+func resolveModel(ctx context.Context, model string) (string, error) {
+	if st, err := os.Stat(model); err == nil && st.IsDir() {
+		return model, nil
+	}
+	if strings.HasPrefix(model, ".") || strings.HasPrefix(model, "/") {
+		return "", fmt.Errorf("model folder %s does not exist", model)
+	}
+	hub := checkpoint.NewHub()
+	dir, err := hub.ResolveModel(ctx, model, "")
+	if err != nil {
+		return "", fmt.Errorf("model %q is not a folder, and as a Hugging Face model id: %w", model, err)
+	}
+	// The tokenizer: tokenizer.json, else a BERT vocab.txt with its config.
+	if _, err := hub.Resolve(ctx, model, "", "tokenizer.json"); err != nil {
+		if !errors.Is(err, checkpoint.ErrNotFound) {
+			return "", fmt.Errorf("model %q: tokenizer.json: %w", model, err)
+		}
+		if _, err := hub.Resolve(ctx, model, "", "vocab.txt"); err != nil {
+			return "", fmt.Errorf("model %q: no tokenizer.json, and vocab.txt: %w", model, err)
+		}
+		if _, err := hub.Resolve(ctx, model, "", "tokenizer_config.json"); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+			return "", fmt.Errorf("model %q: tokenizer_config.json: %w", model, err)
+		}
+	}
+	return dir, nil
+}
+
+// loadPipeline opens --model with its tokenizer.
+func loadPipeline(ctx context.Context, model string, threads int) (*encoder.Pipeline, *selector.Selector, error) {
+	dir, err := resolveModel(ctx, model)
+	if err != nil {
+		return nil, nil, err
+	}
+	fam, err := familyOf(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	sel, err := selector.New(selector.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := encoder.LoadPipeline(dir, fam, sel, encoder.Options{Threads: threads})
+	if err != nil {
+		sel.Close()
+		return nil, nil, err
+	}
+	return p, sel, nil
+}
+
+// readLines reads the non-empty lines of r.
+func readLines(r io.Reader) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		if l := strings.TrimRight(sc.Text(), "\r"); strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out, sc.Err()
+}
+
+// runTask implements classify, embed and qa: texts from the arguments or,
+// without any, one per line on stdin; one JSON object per line out.
+func runTask(ctx context.Context, task string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(task, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "", "model folder or Hugging Face model id")
+	threads := fs.Int("threads", 1, "threads per linear layer")
+	maxLen := fs.Int("max-length", 0, "longest encoding in tokens (default: the model's, at most 512)")
+	batch := fs.Int("batch", 32, "texts per forward pass")
+	pooling := fs.String("pooling", "mean", "embed: mean or cls")
+	normalize := fs.Bool("normalize", true, "embed: L2-normalise the vectors")
+	question := fs.String("question", "", "qa: the question (the context comes from the arguments or stdin)")
+	nbest := fs.Int("n-best", 1, "qa: answers to return")
+	maxAnswer := fs.Int("max-answer-length", 30, "qa: longest answer in tokens")
+	stride := fs.Int("doc-stride", 128, "qa: tokens shared by consecutive windows of a long context")
+	precision := fs.String("precision", "fp32", "fp32 (INT8 precisions come with quantization)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *model == "" {
+		return fmt.Errorf("%s: --model is required", task)
+	}
+	if *precision != "fp32" {
+		return fmt.Errorf("%s: precision %q is not available yet (fp32)", task, *precision)
+	}
+	if *batch < 1 {
+		return fmt.Errorf("%s: --batch must be >= 1", task)
+	}
+	texts := fs.Args()
+	if len(texts) == 0 {
+		var err error
+		if texts, err = readLines(stdin); err != nil {
+			return fmt.Errorf("%s: reading stdin: %w", task, err)
+		}
+	}
+	if len(texts) == 0 {
+		return fmt.Errorf("%s: no input text (give texts as arguments or one per line on stdin)", task)
+	}
+	p, sel, err := loadPipeline(ctx, *model, *threads)
+	if err != nil {
+		return fmt.Errorf("%s: %w", task, err)
+	}
+	defer sel.Close()
+	defer p.Close()
+	if *maxLen > 0 {
+		p.MaxLength = *maxLen
+	}
+	enc := json.NewEncoder(stdout)
+	switch task {
+	case "qa":
+		if *question == "" {
+			return fmt.Errorf("qa: --question is required")
+		}
+		for _, c := range texts {
+			ans, err := p.Answer(ctx, *question, c, encoder.QAOptions{NBest: *nbest, MaxAnswerLength: *maxAnswer, DocStride: *stride})
+			if err != nil {
+				return fmt.Errorf("qa: %w", err)
+			}
+			if err := enc.Encode(map[string]any{"question": *question, "answers": ans}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	pool := encoder.PoolMean
+	switch *pooling {
+	case "mean":
+	case "cls":
+		pool = encoder.PoolCLS
+	default:
+		return fmt.Errorf("embed: --pooling %q (mean or cls)", *pooling)
+	}
+	for i := 0; i < len(texts); i += *batch {
+		chunk := texts[i:min(i+*batch, len(texts))]
+		if task == "classify" {
+			res, err := p.Classify(ctx, chunk)
+			if err != nil {
+				return fmt.Errorf("classify: %w", err)
+			}
+			for k, r := range res {
+				if err := enc.Encode(map[string]any{"text": chunk[k], "label": r.Label, "score": r.Score, "scores": r.Scores}); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		vecs, err := p.Embed(ctx, chunk, pool, *normalize)
+		if err != nil {
+			return fmt.Errorf("embed: %w", err)
+		}
+		for k, v := range vecs {
+			if err := enc.Encode(map[string]any{"text": chunk[k], "embedding": v}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

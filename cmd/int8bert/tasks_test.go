@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func sharedModel(t *testing.T, name string) string {
+	dir := filepath.Join("../../../shared/models", name)
+	if d := os.Getenv("INT8BERT_SHARED"); d != "" {
+		dir = filepath.Join(d, "models", name)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("trained model %s not found (the project's shared folder): %v", name, err)
+	}
+	return dir
+}
+
+func TestClassifyCommand(t *testing.T) {
+	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	dir := sharedModel(t, "sst2-distilbert-mini")
+	var out, errb bytes.Buffer
+	stdin := strings.NewReader("a charming and often affecting journey\n\nunflinchingly bleak and desperate\n")
+	if err := runTask(context.Background(), "classify", []string{"--model", dir}, stdin, &out, &errb); err != nil {
+		t.Fatal(err, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), out.String())
+	}
+	want := []string{"positive", "negative"}
+	for i, l := range lines {
+		var r struct {
+			Label string
+			Score float64
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.EqualFold(r.Label, want[i]) {
+			t.Errorf("line %d: label %q, want %q", i, r.Label, want[i])
+		}
+	}
+}
+
+func TestEmbedAndQAErrors(t *testing.T) {
+	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	dir := sharedModel(t, "sst2-xlmr-mini")
+	var out, errb bytes.Buffer
+	if err := runTask(context.Background(), "embed", []string{"--model", dir, "hello", "world"}, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 2 {
+		t.Errorf("%d embeddings, want 2", n)
+	}
+	// A classifier has no QA head: a clear error.
+	err := runTask(context.Background(), "qa", []string{"--model", dir, "--question", "who?", "some context"}, nil, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "not question answering") {
+		t.Errorf("qa on a classifier: %v", err)
+	}
+	if err := runTask(context.Background(), "embed", []string{"--model", dir, "--pooling", "max", "x"}, nil, &out, &errb); err == nil {
+		t.Error("unknown pooling: no error")
+	}
+}
+
+// TestModelIDOffline: a model id that is not cached, with HF_HUB_OFFLINE=1,
+// fails clearly without touching the network (the endpoint is a server
+// that fails the test if called).
+func TestModelIDOffline(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("network used in offline mode: %s", r.URL)
+	}))
+	defer srv.Close()
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	var out, errb bytes.Buffer
+	err := runTask(context.Background(), "classify", []string{"--model", "someone/some-model", "text"}, nil, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "someone/some-model") {
+		t.Errorf("got %v", err)
+	}
+}
