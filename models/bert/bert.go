@@ -7,6 +7,7 @@
 package bert
 
 import (
+	"context"
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
@@ -25,7 +26,15 @@ var Family = &encoder.Family{
 	Ignored:                 []string{"embeddings.position_ids"},
 }
 
-// Load opens a BERT checkpoint folder.
-func Load(dir string, sel *selector.Selector, o encoder.Options) (*encoder.TaskModel, error) {
+// Load opens a BERT model, from a folder or a Hugging Face model id,
+// with its tokenizer: Classify, Embed and Answer on the result. It is safe
+// for concurrent use.
+func Load(ctx context.Context, pathOrID string, o encoder.LoadOptions) (*encoder.Pipeline, error) {
+	return encoder.Load(ctx, pathOrID, Family, o)
+}
+
+// LoadModel opens a BERT checkpoint folder without a tokenizer, for
+// token-id inputs (Forward).
+func LoadModel(dir string, sel *selector.Selector, o encoder.Options) (*encoder.TaskModel, error) {
 	return encoder.LoadTask(dir, Family, sel, o)
 }

@@ -8,6 +8,7 @@
 package distilbert
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/int8bert/int8bert/checkpoint"
@@ -52,7 +53,15 @@ var Family = &encoder.Family{
 	Ignored: []string{"embeddings.position_ids"},
 }
 
-// Load opens a DistilBERT checkpoint folder.
-func Load(dir string, sel *selector.Selector, o encoder.Options) (*encoder.TaskModel, error) {
+// Load opens a DistilBERT model, from a folder or a Hugging Face model id,
+// with its tokenizer: Classify, Embed and Answer on the result. It is safe
+// for concurrent use.
+func Load(ctx context.Context, pathOrID string, o encoder.LoadOptions) (*encoder.Pipeline, error) {
+	return encoder.Load(ctx, pathOrID, Family, o)
+}
+
+// LoadModel opens a DistilBERT checkpoint folder without a tokenizer, for
+// token-id inputs (Forward).
+func LoadModel(dir string, sel *selector.Selector, o encoder.Options) (*encoder.TaskModel, error) {
 	return encoder.LoadTask(dir, Family, sel, o)
 }

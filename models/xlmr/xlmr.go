@@ -8,6 +8,7 @@
 package xlmr
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/int8bert/int8bert/checkpoint"
@@ -39,7 +40,15 @@ var Family = &encoder.Family{
 	Ignored: []string{"embeddings.position_ids"},
 }
 
-// Load opens an XLM-RoBERTa checkpoint folder.
-func Load(dir string, sel *selector.Selector, o encoder.Options) (*encoder.TaskModel, error) {
+// Load opens a XLM-RoBERTa model, from a folder or a Hugging Face model id,
+// with its tokenizer: Classify, Embed and Answer on the result. It is safe
+// for concurrent use.
+func Load(ctx context.Context, pathOrID string, o encoder.LoadOptions) (*encoder.Pipeline, error) {
+	return encoder.Load(ctx, pathOrID, Family, o)
+}
+
+// LoadModel opens a XLM-RoBERTa checkpoint folder without a tokenizer, for
+// token-id inputs (Forward).
+func LoadModel(dir string, sel *selector.Selector, o encoder.Options) (*encoder.TaskModel, error) {
 	return encoder.LoadTask(dir, Family, sel, o)
 }

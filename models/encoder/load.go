@@ -1,0 +1,82 @@
+package encoder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/int8bert/int8bert/checkpoint"
+	"github.com/int8bert/int8bert/selector"
+)
+
+// LoadOptions control Load.
+type LoadOptions struct {
+	// Selector runs the linear layers; nil means a process-wide selector
+	// with the default tuning cache.
+	Selector *selector.Selector
+	// Threads per linear layer (<= 1: the calling goroutine).
+	Threads int
+	// Revision of a Hugging Face model id ("" means main).
+	Revision string
+}
+
+var (
+	sharedOnce sync.Once
+	sharedSel  *selector.Selector
+	sharedErr  error
+)
+
+// SharedSelector is the process-wide selector Load uses by default.
+func SharedSelector() (*selector.Selector, error) {
+	sharedOnce.Do(func() { sharedSel, sharedErr = selector.New(selector.Options{}) })
+	return sharedSel, sharedErr
+}
+
+// ResolveModel turns a folder or a Hugging Face model id into a local
+// folder holding config.json, the weights and the tokenizer, downloading
+// what the hub cache lacks (never with HF_HUB_OFFLINE=1).
+func ResolveModel(ctx context.Context, pathOrID, revision string) (string, error) {
+	if st, err := os.Stat(pathOrID); err == nil && st.IsDir() {
+		return pathOrID, nil
+	}
+	if pathOrID == "" || strings.HasPrefix(pathOrID, ".") || strings.HasPrefix(pathOrID, "/") {
+		return "", fmt.Errorf("encoder: model folder %q does not exist: %w", pathOrID, ErrConfig)
+	}
+	hub := checkpoint.NewHub()
+	dir, err := hub.ResolveModel(ctx, pathOrID, revision)
+	if err != nil {
+		return "", fmt.Errorf("encoder: %q is not a folder, and as a Hugging Face model id: %w", pathOrID, err)
+	}
+	if _, err := hub.Resolve(ctx, pathOrID, revision, "tokenizer.json"); err != nil {
+		if !errors.Is(err, checkpoint.ErrNotFound) {
+			return "", fmt.Errorf("encoder: %s: tokenizer.json: %w", pathOrID, err)
+		}
+		if _, err := hub.Resolve(ctx, pathOrID, revision, "vocab.txt"); err != nil {
+			return "", fmt.Errorf("encoder: %s: no tokenizer.json, and vocab.txt: %w", pathOrID, err)
+		}
+		if _, err := hub.Resolve(ctx, pathOrID, revision, "tokenizer_config.json"); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+			return "", fmt.Errorf("encoder: %s: tokenizer_config.json: %w", pathOrID, err)
+		}
+	}
+	return dir, nil
+}
+
+// Load opens a model of family fam from a folder or a Hugging Face model
+// id, with its tokenizer: the entry point of the family packages
+// (bert.Load, distilbert.Load, xlmr.Load).
+func Load(ctx context.Context, pathOrID string, fam *Family, o LoadOptions) (*Pipeline, error) {
+	dir, err := ResolveModel(ctx, pathOrID, o.Revision)
+	if err != nil {
+		return nil, err
+	}
+	sel := o.Selector
+	if sel == nil {
+		if sel, err = SharedSelector(); err != nil {
+			return nil, err
+		}
+	}
+	return LoadPipeline(dir, fam, sel, Options{Threads: o.Threads})
+}
