@@ -70,16 +70,18 @@ func randomSource(c Config, old bool) mapSource {
 	add(n.TypeEmb, c.TypeVocab, h)
 	add(n.EmbLN, h)
 	add(n.EmbLNBias, h)
-	l := n.Layer(0)
-	for _, x := range []string{l.Q, l.K, l.V, l.O} {
-		add(x, h, h)
+	for i := 0; i < c.Layers; i++ {
+		l := n.Layer(i)
+		for _, x := range []string{l.Q, l.K, l.V, l.O} {
+			add(x, h, h)
+		}
+		for _, x := range []string{l.QBias, l.KBias, l.VBias, l.OBias, l.AttnLN, l.AttnLNBias, l.FFN2Bias, l.OutLN, l.OutLNBias} {
+			add(x, h)
+		}
+		add(l.FFN1, in, h)
+		add(l.FFN1Bias, in)
+		add(l.FFN2, h, in)
 	}
-	for _, x := range []string{l.QBias, l.KBias, l.VBias, l.OBias, l.AttnLN, l.AttnLNBias, l.FFN2Bias, l.OutLN, l.OutLNBias} {
-		add(x, h)
-	}
-	add(l.FFN1, in, h)
-	add(l.FFN1Bias, in)
-	add(l.FFN2, h, in)
 	return src
 }
 

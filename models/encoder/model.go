@@ -3,7 +3,10 @@ package encoder
 import (
 	"fmt"
 	"math"
+	"sync"
+	"time"
 
+	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
 )
@@ -16,6 +19,10 @@ type Model struct {
 	layers                   []layer
 	sel                      *selector.Selector
 	threads                  int
+	prof                     *Profile
+	// attn runs attention's two batched matmuls (Q K^T and P V): the
+	// first FP32 kernel this CPU runs, fastest listed first.
+	attn *kernels.KernelF32
 }
 
 type layer struct {
@@ -35,6 +42,55 @@ type layer struct {
 type Options struct {
 	// Threads per linear layer (<= 1: the calling goroutine).
 	Threads int
+	// Profile, when set, accumulates where forward passes spend their time.
+	Profile *Profile
+}
+
+// Profile accumulates the time of each part of the forward passes that
+// report to it (safe for concurrent passes).
+type Profile struct {
+	mu                                       sync.Mutex
+	Embeddings, Linear, Attention, LayerNorm time.Duration
+	// LinearFLOPs counts 2*M*K*N of every linear layer run.
+	LinearFLOPs float64
+	Passes      int
+}
+
+// Parts of a forward pass, for Profile.add.
+const (
+	partEmbeddings = iota
+	partLinear
+	partAttention
+	partLayerNorm
+)
+
+func (p *Profile) add(part int, since time.Time, flops float64) {
+	if p == nil {
+		return
+	}
+	el := time.Since(since)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch part {
+	case partEmbeddings:
+		p.Embeddings += el
+		p.Passes++
+	case partLinear:
+		p.Linear += el
+		p.LinearFLOPs += flops
+	case partAttention:
+		p.Attention += el
+	case partLayerNorm:
+		p.LayerNorm += el
+	}
+}
+
+// Snapshot returns a copy of the counters.
+func (p *Profile) Snapshot() Profile {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Profile{Embeddings: p.Embeddings, Linear: p.Linear, Attention: p.Attention, LayerNorm: p.LayerNorm,
+		LinearFLOPs: p.LinearFLOPs, Passes: p.Passes}
 }
 
 // New loads the encoder's weights from l (names as given) and prepares
@@ -47,7 +103,13 @@ func New(cfg Config, l *Loader, names Names, sel *selector.Selector, o Options) 
 		return nil, fmt.Errorf("encoder: nil selector: %w", ErrConfig)
 	}
 	h, in := cfg.Hidden, cfg.Intermediate
-	m := &Model{cfg: cfg, sel: sel, threads: o.Threads}
+	m := &Model{cfg: cfg, sel: sel, threads: o.Threads, prof: o.Profile, attn: kernels.GenericF32}
+	for _, k := range kernels.F32Kernels() {
+		if k != kernels.GenericF32 && k.Available(cpu.X86) {
+			m.attn = k
+			break
+		}
+	}
 	var err error
 	get := func(dst *[]float32, name string, shape ...int) {
 		if err == nil {
@@ -210,6 +272,7 @@ func (m *Model) Forward(in *Inputs, keepHidden bool) (*Output, error) {
 		return nil, err
 	}
 	h, rows := m.cfg.Hidden, in.Batch*in.Seq
+	t0 := time.Now()
 	x := make([]float32, rows*h)
 	pos := m.positions(in)
 	for i := 0; i < rows; i++ {
@@ -233,6 +296,7 @@ func (m *Model) Forward(in *Inputs, keepHidden bool) (*Output, error) {
 	if err := kernels.LayerNorm(x, nil, x, nil, rows, h, m.embLN, m.embLNBias, m.cfg.LayerNormEps, nil); err != nil {
 		return nil, fmt.Errorf("encoder: embeddings: %w", err)
 	}
+	m.prof.add(partEmbeddings, t0, 0)
 	out := &Output{Batch: in.Batch, Seq: in.Seq, Hidden: h}
 	if keepHidden {
 		out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
@@ -267,29 +331,43 @@ func newScratch(c Config, batch, seq int) *scratch {
 // layer runs one post-LayerNorm layer in place on x.
 func (m *Model) layer(li int, x []float32, in *Inputs, s *scratch) error {
 	ly := &m.layers[li]
-	h, rows, th := m.cfg.Hidden, in.Batch*in.Seq, m.threads
+	h, rows, th, inter := m.cfg.Hidden, in.Batch*in.Seq, m.threads, m.cfg.Intermediate
+	p := m.prof
+	fl := func(n, k int) float64 { return 2 * float64(rows) * float64(n) * float64(k) }
+	t := time.Now()
 	if err := ly.qkv.Run(rows, x, h, &kernels.Epilogue{Bias: ly.qkvBias}, s.qkv, 3*h, th); err != nil {
 		return fmt.Errorf("qkv: %w", err)
 	}
+	p.add(partLinear, t, fl(3*h, h))
+	t = time.Now()
 	if err := m.attention(in, s); err != nil {
 		return err
 	}
+	p.add(partAttention, t, 0)
 	// t = O(ctx) + b + x, then x = LN(t).
+	t = time.Now()
 	if err := ly.o.Run(rows, s.ctx, h, &kernels.Epilogue{Bias: ly.oBias, Residual: x}, s.t, h, th); err != nil {
 		return fmt.Errorf("attention output: %w", err)
 	}
+	p.add(partLinear, t, fl(h, h))
+	t = time.Now()
 	if err := kernels.LayerNorm(x, nil, s.t, nil, rows, h, ly.attnLN, ly.attnLNBias, m.cfg.LayerNormEps, nil); err != nil {
 		return fmt.Errorf("attention layer norm: %w", err)
 	}
-	if err := ly.ffn1.Run(rows, x, h, &kernels.Epilogue{Bias: ly.ffn1Bias, Act: m.cfg.Activation}, s.f, m.cfg.Intermediate, th); err != nil {
+	p.add(partLayerNorm, t, 0)
+	t = time.Now()
+	if err := ly.ffn1.Run(rows, x, h, &kernels.Epilogue{Bias: ly.ffn1Bias, Act: m.cfg.Activation}, s.f, inter, th); err != nil {
 		return fmt.Errorf("ffn1: %w", err)
 	}
-	if err := ly.ffn2.Run(rows, s.f, m.cfg.Intermediate, &kernels.Epilogue{Bias: ly.ffn2Bias, Residual: x}, s.t, h, th); err != nil {
+	if err := ly.ffn2.Run(rows, s.f, inter, &kernels.Epilogue{Bias: ly.ffn2Bias, Residual: x}, s.t, h, th); err != nil {
 		return fmt.Errorf("ffn2: %w", err)
 	}
+	p.add(partLinear, t, 2*fl(inter, h))
+	t = time.Now()
 	if err := kernels.LayerNorm(x, nil, s.t, nil, rows, h, ly.outLN, ly.outLNBias, m.cfg.LayerNormEps, nil); err != nil {
 		return fmt.Errorf("output layer norm: %w", err)
 	}
+	p.add(partLayerNorm, t, 0)
 	return nil
 }
 
@@ -298,12 +376,15 @@ func (m *Model) layer(li int, x []float32, in *Inputs, s *scratch) error {
 const maskValue = -math.MaxFloat32
 
 // attention computes the context of every head from the fused QKV rows:
-// softmax(Q K^T / sqrt(d) + mask) V.
+// softmax(Q K^T / sqrt(d) + mask) V, both products on an FP32 GEMM kernel
+// with K (and V transposed) packed per head as the "weights".
 func (m *Model) attention(in *Inputs, s *scratch) error {
 	h, heads, seq := m.cfg.Hidden, m.cfg.Heads, in.Seq
 	d := h / heads
 	scale := float32(1 / math.Sqrt(float64(d)))
 	ld := 3 * h
+	nr := m.attn.NR
+	vt := make([]float32, d*seq)
 	for b := 0; b < in.Batch; b++ {
 		for j := 0; j < seq; j++ {
 			s.mask[j] = 0
@@ -311,58 +392,40 @@ func (m *Model) attention(in *Inputs, s *scratch) error {
 				s.mask[j] = maskValue
 			}
 		}
-		base := b * seq
+		rows := s.qkv[b*seq*ld:]
 		for hd := 0; hd < heads; hd++ {
 			qo, ko, vo := hd*d, h+hd*d, 2*h+hd*d
-			for i := 0; i < seq; i++ {
-				q := s.qkv[(base+i)*ld+qo : (base+i)*ld+qo+d]
-				row := s.scores[i*seq : (i+1)*seq]
-				for j := 0; j < seq; j++ {
-					k := s.qkv[(base+j)*ld+ko : (base+j)*ld+ko+d]
-					row[j] = dot(q, k) * scale
-				}
+			kp, err := kernels.PackF32(seq, d, rows[ko:], ld, nr)
+			if err != nil {
+				return err
+			}
+			g := &kernels.GEMMF32{M: seq, N: seq, K: d, A: rows[qo:], Lda: ld, B: kp, C: s.scores, Ldc: seq}
+			if err := m.attn.Run(g); err != nil {
+				return fmt.Errorf("attention scores (sequence %d, head %d): %w", b, hd, err)
+			}
+			for i := range s.scores[:seq*seq] {
+				s.scores[i] *= scale
 			}
 			if err := kernels.Softmax(s.scores, s.scores, seq, seq, s.mask); err != nil {
 				return fmt.Errorf("attention softmax (sequence %d, head %d): %w", b, hd, err)
 			}
-			for i := 0; i < seq; i++ {
-				c := s.ctx[(base+i)*h+hd*d : (base+i)*h+hd*d+d]
-				for t := range c {
-					c[t] = 0
+			for j := 0; j < seq; j++ {
+				v := rows[j*ld+vo : j*ld+vo+d]
+				for t, x := range v {
+					vt[t*seq+j] = x
 				}
-				p := s.scores[i*seq : (i+1)*seq]
-				for j, pj := range p {
-					if pj == 0 {
-						continue
-					}
-					v := s.qkv[(base+j)*ld+vo : (base+j)*ld+vo+d]
-					axpy(pj, v, c)
-				}
+			}
+			vp, err := kernels.PackF32(d, seq, vt, seq, nr)
+			if err != nil {
+				return err
+			}
+			g = &kernels.GEMMF32{M: seq, N: d, K: seq, A: s.scores, Lda: seq, B: vp, C: s.ctx[b*seq*h+hd*d:], Ldc: h}
+			if err := m.attn.Run(g); err != nil {
+				return fmt.Errorf("attention context (sequence %d, head %d): %w", b, hd, err)
 			}
 		}
 	}
 	return nil
-}
-
-func dot(a, b []float32) float32 {
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-func axpy(a float32, x, y []float32) {
-	for i, v := range x {
-		y[i] += a * v
-	}
 }
 
 func kernelsBias(b []float32) *kernels.Epilogue { return &kernels.Epilogue{Bias: b} }
