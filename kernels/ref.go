@@ -41,26 +41,16 @@ func CheckGEMM(m, n, k, lenA, lda, lenB, ldb, lenC, ldc int) error {
 // GemmU8S8S32Ref computes c[i][j] = sum_p a[i][p]*b[j][p] in exact int32
 // (u8 activations times s8 weights, as VPDPBUSD does).
 func GemmU8S8S32Ref(m, n, k int, a []uint8, lda int, b []int8, ldb int, c []int32, ldc int) error {
-	if err := CheckGEMM(m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
-		return err
-	}
-	for i := 0; i < m; i++ {
-		ar := a[i*lda : i*lda+k]
-		for j := 0; j < n; j++ {
-			br := b[j*ldb : j*ldb+k]
-			var s int32
-			for p, x := range ar {
-				s += int32(x) * int32(br[p])
-			}
-			c[i*ldc+j] = s
-		}
-	}
-	return nil
+	return gemmInt8Ref(m, n, k, a, lda, b, ldb, c, ldc)
 }
 
 // GemmS8S8S32Ref computes c[i][j] = sum_p a[i][p]*b[j][p] in exact int32
 // (s8 activations times s8 weights).
 func GemmS8S8S32Ref(m, n, k int, a []int8, lda int, b []int8, ldb int, c []int32, ldc int) error {
+	return gemmInt8Ref(m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+func gemmInt8Ref[T uint8 | int8](m, n, k int, a []T, lda int, b []int8, ldb int, c []int32, ldc int) error {
 	if err := CheckGEMM(m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
 		return err
 	}

@@ -31,22 +31,32 @@ func familyOf(dir string) (*encoder.Family, error) {
 	return nil, fmt.Errorf("model %s: model_type %q is not supported (bert, distilbert, xlm-roberta)", dir, cfg.ModelType)
 }
 
-// loadModel opens a model folder of any supported family.
-func loadModel(dir string, threads int) (*encoder.TaskModel, *selector.Selector, error) {
+// openFamily finds dir's family, makes a selector (with the default tuning
+// cache) and calls load with both; on failure the selector is closed.
+func openFamily(dir string, load func(*encoder.Family, *selector.Selector) error) (*selector.Selector, error) {
 	fam, err := familyOf(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	sel, err := selector.New(selector.Options{})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	m, err := encoder.LoadTask(dir, fam, sel, encoder.Options{Threads: threads})
-	if err != nil {
+	if err := load(fam, sel); err != nil {
 		sel.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return m, sel, nil
+	return sel, nil
+}
+
+// loadModel opens a model folder of any supported family.
+func loadModel(dir string, threads int) (*encoder.TaskModel, *selector.Selector, error) {
+	var m *encoder.TaskModel
+	sel, err := openFamily(dir, func(fam *encoder.Family, sel *selector.Selector) (err error) {
+		m, err = encoder.LoadTask(dir, fam, sel, encoder.Options{Threads: threads})
+		return err
+	})
+	return m, sel, err
 }
 
 // forwardInputs is the --inputs file: [batch][seq] arrays.

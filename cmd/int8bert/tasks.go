@@ -4,68 +4,28 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
-	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
 
-// resolveModel turns --model into a local folder: an existing folder as it
-// is, else a Hugging Face model id resolved through the hub cache
-// (downloaded when missing, unless HF_HUB_OFFLINE=1).
-func resolveModel(ctx context.Context, model string) (string, error) {
-	if st, err := os.Stat(model); err == nil && st.IsDir() {
-		return model, nil
-	}
-	if strings.HasPrefix(model, ".") || strings.HasPrefix(model, "/") {
-		return "", fmt.Errorf("model folder %s does not exist", model)
-	}
-	hub := checkpoint.NewHub()
-	dir, err := hub.ResolveModel(ctx, model, "")
-	if err != nil {
-		return "", fmt.Errorf("model %q is not a folder, and as a Hugging Face model id: %w", model, err)
-	}
-	// The tokenizer: tokenizer.json, else a BERT vocab.txt with its config.
-	if _, err := hub.Resolve(ctx, model, "", "tokenizer.json"); err != nil {
-		if !errors.Is(err, checkpoint.ErrNotFound) {
-			return "", fmt.Errorf("model %q: tokenizer.json: %w", model, err)
-		}
-		if _, err := hub.Resolve(ctx, model, "", "vocab.txt"); err != nil {
-			return "", fmt.Errorf("model %q: no tokenizer.json, and vocab.txt: %w", model, err)
-		}
-		if _, err := hub.Resolve(ctx, model, "", "tokenizer_config.json"); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
-			return "", fmt.Errorf("model %q: tokenizer_config.json: %w", model, err)
-		}
-	}
-	return dir, nil
-}
-
-// loadPipeline opens --model with its tokenizer.
+// loadPipeline opens --model (a folder or a Hugging Face model id) with its
+// tokenizer.
 func loadPipeline(ctx context.Context, model string, threads int) (*encoder.Pipeline, *selector.Selector, error) {
-	dir, err := resolveModel(ctx, model)
+	dir, err := encoder.ResolveModel(ctx, model, "")
 	if err != nil {
 		return nil, nil, err
 	}
-	fam, err := familyOf(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	sel, err := selector.New(selector.Options{})
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := encoder.LoadPipeline(dir, fam, sel, encoder.Options{Threads: threads})
-	if err != nil {
-		sel.Close()
-		return nil, nil, err
-	}
-	return p, sel, nil
+	var p *encoder.Pipeline
+	sel, err := openFamily(dir, func(fam *encoder.Family, sel *selector.Selector) (err error) {
+		p, err = encoder.LoadPipeline(dir, fam, sel, encoder.Options{Threads: threads})
+		return err
+	})
+	return p, sel, err
 }
 
 // readLines reads the non-empty lines of r.
