@@ -4715,3 +4715,604 @@ vnniEpilogue3_epi_bytes:
 vnniEpilogue3_epi_done:
 	VZEROUPPER
 	RET
+
+// func vnniEpilogueS(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
+TEXT ·vnniEpilogueS(SB), NOSPLIT, $0-136
+	MOVQ         dst+0(FP), AX
+	MOVQ         acc+16(FP), DX
+	MOVQ         rows+32(FP), BX
+	MOVQ         colSum+48(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         colScale+80(FP), R8
+	MOVQ         bias+88(FP), R9
+	MOVQ         res+96(FP), R10
+	MOVL         zp+56(FP), CX
+	VPBROADCASTD CX, Z0
+	VBROADCASTSS scale+72(FP), Z1
+	VBROADCASTSS invOut+120(FP), Z2
+	VBROADCASTSS outZP+124(FP), Z3
+	VBROADCASTSS lo+128(FP), Z4
+	VBROADCASTSS hi+132(FP), Z5
+	VCVTPS2DQ    Z3, Z6
+
+vnniEpilogueS_epi_row:
+	CMPQ         BX, $0x00
+	JLE          vnniEpilogueS_epi_done
+	TESTQ        DI, DI
+	JZ           vnniEpilogueS_epi_rowscaled
+	VBROADCASTSS (DI), Z1
+	ADDQ         $0x04, DI
+
+vnniEpilogueS_epi_rowscaled:
+	XORQ R11, R11
+
+vnniEpilogueS_epi_loop:
+	MOVQ n+40(FP), R12
+	SUBQ R11, R12
+	JLE  vnniEpilogueS_epi_rowdone
+	MOVQ R12, CX
+	CMPQ CX, $0x10
+	JLE  vnniEpilogueS_epi_mask0
+	MOVQ $0x00000010, CX
+
+vnniEpilogueS_epi_mask0:
+	MOVQ  $0x00000001, R13
+	SHLQ  CL, R13
+	DECQ  R13
+	KMOVQ R13, K1
+	SUBQ  $0x10, R12
+	MOVQ  R12, CX
+	TESTQ CX, CX
+	JG    vnniEpilogueS_epi_pos1
+	XORQ  CX, CX
+
+vnniEpilogueS_epi_pos1:
+	CMPQ CX, $0x10
+	JLE  vnniEpilogueS_epi_mask1
+	MOVQ $0x00000010, CX
+
+vnniEpilogueS_epi_mask1:
+	MOVQ        $0x00000001, R13
+	SHLQ        CL, R13
+	DECQ        R13
+	KMOVQ       R13, K2
+	VMOVDQU32.Z (DX)(R11*4), K1, Z7
+	VMOVDQU32.Z 64(DX)(R11*4), K2, Z9
+	TESTQ       SI, SI
+	JZ          vnniEpilogueS_epi_nocomp
+	VMOVDQU32.Z (SI)(R11*4), K1, Z8
+	VPMULLD     Z0, Z8, Z8
+	VPSUBD      Z8, Z7, Z7
+	VMOVDQU32.Z 64(SI)(R11*4), K2, Z10
+	VPMULLD     Z0, Z10, Z10
+	VPSUBD      Z10, Z9, Z9
+
+vnniEpilogueS_epi_nocomp:
+	VCVTDQ2PS Z7, Z7
+	VMULPS    Z1, Z7, Z7
+	VCVTDQ2PS Z9, Z9
+	VMULPS    Z1, Z9, Z9
+	TESTQ     R8, R8
+	JZ        vnniEpilogueS_epi_nocolscale
+	VMULPS.Z  (R8)(R11*4), Z7, K1, Z7
+	VMULPS.Z  64(R8)(R11*4), Z9, K2, Z9
+
+vnniEpilogueS_epi_nocolscale:
+	TESTQ    R9, R9
+	JZ       vnniEpilogueS_epi_nobias
+	VADDPS.Z (R9)(R11*4), Z7, K1, Z7
+	VADDPS.Z 64(R9)(R11*4), Z9, K2, Z9
+
+vnniEpilogueS_epi_nobias:
+	TESTQ            $0x00000001, flags+112(FP)
+	JZ               vnniEpilogueS_epi_nogelu
+	VANDPS.BCST      vnniGELUConsts<>+104(SB), Z7, Z8
+	VANDPS.BCST      vnniGELUConsts<>+104(SB), Z9, Z14
+	VMINPS.BCST      vnniGELUConsts<>+76(SB), Z8, Z8
+	VMINPS.BCST      vnniGELUConsts<>+76(SB), Z14, Z14
+	VBROADCASTSS     vnniGELUConsts<>+72(SB), Z10
+	VBROADCASTSS     vnniGELUConsts<>+72(SB), Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z8, Z10
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z14, Z15
+	VBROADCASTSS     vnniGELUConsts<>+88(SB), Z11
+	VBROADCASTSS     vnniGELUConsts<>+88(SB), Z16
+	VDIVPS           Z10, Z11, Z10
+	VDIVPS           Z15, Z16, Z15
+	VMULPS           Z8, Z8, Z12
+	VMULPS           Z14, Z14, Z17
+	VMOVAPS          Z8, Z13
+	VMOVAPS          Z14, Z18
+	VFMSUB213PS      Z12, Z8, Z13
+	VFMSUB213PS      Z17, Z14, Z18
+	VMULPS.BCST      vnniGELUConsts<>+84(SB), Z12, Z12
+	VMULPS.BCST      vnniGELUConsts<>+84(SB), Z17, Z17
+	VMULPS           Z10, Z10, Z8
+	VMULPS           Z15, Z15, Z19
+	VBROADCASTSS     vnniGELUConsts<>+0(SB), Z14
+	VBROADCASTSS     vnniGELUConsts<>+0(SB), Z20
+	VBROADCASTSS     vnniGELUConsts<>+4(SB), Z11
+	VBROADCASTSS     vnniGELUConsts<>+4(SB), Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+8(SB), Z8, Z14
+	VFMADD213PS.BCST vnniGELUConsts<>+8(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+12(SB), Z8, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+12(SB), Z19, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+16(SB), Z8, Z14
+	VFMADD213PS.BCST vnniGELUConsts<>+16(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+20(SB), Z8, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+20(SB), Z19, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+24(SB), Z8, Z14
+	VFMADD213PS.BCST vnniGELUConsts<>+24(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+28(SB), Z8, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+28(SB), Z19, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+32(SB), Z8, Z14
+	VFMADD213PS.BCST vnniGELUConsts<>+32(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+36(SB), Z8, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+36(SB), Z19, Z16
+	VFMADD231PS      Z14, Z10, Z11
+	VFMADD231PS      Z20, Z15, Z16
+	VFMADD132PS.BCST vnniGELUConsts<>+84(SB), Z11, Z13
+	VFMADD132PS.BCST vnniGELUConsts<>+84(SB), Z16, Z18
+	VADDPS           Z13, Z12, Z8
+	VADDPS           Z18, Z17, Z19
+	VMULPS.BCST      vnniGELUConsts<>+92(SB), Z8, Z8
+	VMULPS.BCST      vnniGELUConsts<>+92(SB), Z19, Z19
+	VRNDSCALEPS      $0x00, Z8, Z14
+	VRNDSCALEPS      $0x00, Z19, Z20
+	VMOVAPS          Z12, Z8
+	VMOVAPS          Z17, Z19
+	VFMADD231PS.BCST vnniGELUConsts<>+96(SB), Z14, Z8
+	VFMADD231PS.BCST vnniGELUConsts<>+96(SB), Z20, Z19
+	VFMADD231PS.BCST vnniGELUConsts<>+100(SB), Z14, Z8
+	VFMADD231PS.BCST vnniGELUConsts<>+100(SB), Z20, Z19
+	VADDPS           Z13, Z8, Z8
+	VADDPS           Z18, Z19, Z19
+	VMULPS           Z8, Z8, Z12
+	VMULPS           Z19, Z19, Z17
+	VBROADCASTSS     vnniGELUConsts<>+40(SB), Z13
+	VBROADCASTSS     vnniGELUConsts<>+40(SB), Z18
+	VBROADCASTSS     vnniGELUConsts<>+44(SB), Z11
+	VBROADCASTSS     vnniGELUConsts<>+44(SB), Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+48(SB), Z12, Z13
+	VFMADD213PS.BCST vnniGELUConsts<>+48(SB), Z17, Z18
+	VFMADD213PS.BCST vnniGELUConsts<>+52(SB), Z12, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+52(SB), Z17, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+56(SB), Z12, Z13
+	VFMADD213PS.BCST vnniGELUConsts<>+56(SB), Z17, Z18
+	VFMADD213PS.BCST vnniGELUConsts<>+60(SB), Z12, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+60(SB), Z17, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+64(SB), Z12, Z13
+	VFMADD213PS.BCST vnniGELUConsts<>+64(SB), Z17, Z18
+	VFMADD213PS.BCST vnniGELUConsts<>+68(SB), Z12, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+68(SB), Z17, Z16
+	VFMADD231PS      Z13, Z8, Z11
+	VFMADD231PS      Z18, Z19, Z16
+	VSCALEFPS        Z14, Z11, Z11
+	VSCALEFPS        Z20, Z16, Z16
+	VMULPS           Z10, Z11, Z11
+	VMULPS           Z15, Z16, Z16
+	VMULPS           Z11, Z7, Z11
+	VMULPS           Z16, Z9, Z16
+	VPTESTMD.BCST    vnniGELUConsts<>+108(SB), Z7, K3
+	VSUBPS           Z11, Z7, Z7
+	VMOVAPS          Z11, K3, Z7
+	VPTESTMD.BCST    vnniGELUConsts<>+108(SB), Z9, K3
+	VSUBPS           Z16, Z9, Z9
+	VMOVAPS          Z16, K3, Z9
+
+vnniEpilogueS_epi_nogelu:
+	TESTQ  $0x00000008, flags+112(FP)
+	JZ     vnniEpilogueS_epi_norelu
+	VXORPS Z8, Z8, Z8
+	VMAXPS Z8, Z7, Z7
+	VXORPS Z10, Z10, Z10
+	VMAXPS Z10, Z9, Z9
+
+vnniEpilogueS_epi_norelu:
+	TESTQ    R10, R10
+	JZ       vnniEpilogueS_epi_nores
+	VADDPS.Z (R10)(R11*4), Z7, K1, Z7
+	VADDPS.Z 64(R10)(R11*4), Z9, K2, Z9
+
+vnniEpilogueS_epi_nores:
+	TESTQ   $0x00000006, flags+112(FP)
+	JNZ     vnniEpilogueS_epi_quant
+	VMOVUPS Z7, K1, (AX)(R11*4)
+	VMOVUPS Z9, K2, 64(AX)(R11*4)
+	JMP     vnniEpilogueS_epi_next
+
+vnniEpilogueS_epi_quant:
+	VMULPS    Z2, Z7, Z7
+	VADDPS    Z3, Z7, Z7
+	VCMPPS    $0x03, Z7, Z7, K3
+	VMAXPS    Z4, Z7, Z7
+	VMINPS    Z5, Z7, Z7
+	VCVTPS2DQ Z7, Z8
+	VMOVDQA32 Z6, K3, Z8
+	VMULPS    Z2, Z9, Z9
+	VADDPS    Z3, Z9, Z9
+	VCMPPS    $0x03, Z9, Z9, K3
+	VMAXPS    Z4, Z9, Z9
+	VMINPS    Z5, Z9, Z9
+	VCVTPS2DQ Z9, Z10
+	VMOVDQA32 Z6, K3, Z10
+	TESTQ     $0x00000002, flags+112(FP)
+	JZ        vnniEpilogueS_epi_s8
+	VPMOVUSDB Z8, K1, (AX)(R11*1)
+	VPMOVUSDB Z10, K2, 16(AX)(R11*1)
+	JMP       vnniEpilogueS_epi_next
+
+vnniEpilogueS_epi_s8:
+	VPMOVSDB Z8, K1, (AX)(R11*1)
+	VPMOVSDB Z10, K2, 16(AX)(R11*1)
+
+vnniEpilogueS_epi_next:
+	ADDQ $0x20, R11
+	JMP  vnniEpilogueS_epi_loop
+
+vnniEpilogueS_epi_rowdone:
+	MOVQ  ldacc+24(FP), CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, DX
+	TESTQ R10, R10
+	JZ    vnniEpilogueS_epi_nextrow
+	MOVQ  ldres+104(FP), CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, R10
+
+vnniEpilogueS_epi_nextrow:
+	MOVQ  ldd+8(FP), CX
+	TESTQ $0x00000006, flags+112(FP)
+	JNZ   vnniEpilogueS_epi_bytes
+	SHLQ  $0x02, CX
+
+vnniEpilogueS_epi_bytes:
+	ADDQ CX, AX
+	DECQ BX
+	JMP  vnniEpilogueS_epi_row
+
+vnniEpilogueS_epi_done:
+	VZEROUPPER
+	RET
+
+// func vnniEpilogue3S(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
+TEXT ·vnniEpilogue3S(SB), NOSPLIT, $0-136
+	MOVQ         dst+0(FP), AX
+	MOVQ         acc+16(FP), DX
+	MOVQ         rows+32(FP), BX
+	MOVQ         colSum+48(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         colScale+80(FP), R8
+	MOVQ         bias+88(FP), R9
+	MOVQ         res+96(FP), R10
+	MOVL         zp+56(FP), CX
+	VPBROADCASTD CX, Z0
+	VBROADCASTSS scale+72(FP), Z1
+	VBROADCASTSS invOut+120(FP), Z2
+	VBROADCASTSS outZP+124(FP), Z3
+	VBROADCASTSS lo+128(FP), Z4
+	VBROADCASTSS hi+132(FP), Z5
+	VCVTPS2DQ    Z3, Z6
+
+vnniEpilogue3S_epi_row:
+	CMPQ         BX, $0x00
+	JLE          vnniEpilogue3S_epi_done
+	TESTQ        DI, DI
+	JZ           vnniEpilogue3S_epi_rowscaled
+	VBROADCASTSS (DI), Z1
+	ADDQ         $0x04, DI
+
+vnniEpilogue3S_epi_rowscaled:
+	XORQ R11, R11
+
+vnniEpilogue3S_epi_loop:
+	MOVQ n+40(FP), R12
+	SUBQ R11, R12
+	JLE  vnniEpilogue3S_epi_rowdone
+	MOVQ R12, CX
+	CMPQ CX, $0x10
+	JLE  vnniEpilogue3S_epi_mask0
+	MOVQ $0x00000010, CX
+
+vnniEpilogue3S_epi_mask0:
+	MOVQ  $0x00000001, R13
+	SHLQ  CL, R13
+	DECQ  R13
+	KMOVQ R13, K1
+	SUBQ  $0x10, R12
+	MOVQ  R12, CX
+	TESTQ CX, CX
+	JG    vnniEpilogue3S_epi_pos1
+	XORQ  CX, CX
+
+vnniEpilogue3S_epi_pos1:
+	CMPQ CX, $0x10
+	JLE  vnniEpilogue3S_epi_mask1
+	MOVQ $0x00000010, CX
+
+vnniEpilogue3S_epi_mask1:
+	MOVQ  $0x00000001, R13
+	SHLQ  CL, R13
+	DECQ  R13
+	KMOVQ R13, K2
+	SUBQ  $0x10, R12
+	MOVQ  R12, CX
+	TESTQ CX, CX
+	JG    vnniEpilogue3S_epi_pos2
+	XORQ  CX, CX
+
+vnniEpilogue3S_epi_pos2:
+	CMPQ CX, $0x10
+	JLE  vnniEpilogue3S_epi_mask2
+	MOVQ $0x00000010, CX
+
+vnniEpilogue3S_epi_mask2:
+	MOVQ        $0x00000001, R13
+	SHLQ        CL, R13
+	DECQ        R13
+	KMOVQ       R13, K3
+	VMOVDQU32.Z (DX)(R11*4), K1, Z7
+	VMOVDQU32.Z 64(DX)(R11*4), K2, Z9
+	VMOVDQU32.Z 128(DX)(R11*4), K3, Z11
+	TESTQ       SI, SI
+	JZ          vnniEpilogue3S_epi_nocomp
+	VMOVDQU32.Z (SI)(R11*4), K1, Z8
+	VPMULLD     Z0, Z8, Z8
+	VPSUBD      Z8, Z7, Z7
+	VMOVDQU32.Z 64(SI)(R11*4), K2, Z10
+	VPMULLD     Z0, Z10, Z10
+	VPSUBD      Z10, Z9, Z9
+	VMOVDQU32.Z 128(SI)(R11*4), K3, Z12
+	VPMULLD     Z0, Z12, Z12
+	VPSUBD      Z12, Z11, Z11
+
+vnniEpilogue3S_epi_nocomp:
+	VCVTDQ2PS Z7, Z7
+	VMULPS    Z1, Z7, Z7
+	VCVTDQ2PS Z9, Z9
+	VMULPS    Z1, Z9, Z9
+	VCVTDQ2PS Z11, Z11
+	VMULPS    Z1, Z11, Z11
+	TESTQ     R8, R8
+	JZ        vnniEpilogue3S_epi_nocolscale
+	VMULPS.Z  (R8)(R11*4), Z7, K1, Z7
+	VMULPS.Z  64(R8)(R11*4), Z9, K2, Z9
+	VMULPS.Z  128(R8)(R11*4), Z11, K3, Z11
+
+vnniEpilogue3S_epi_nocolscale:
+	TESTQ    R9, R9
+	JZ       vnniEpilogue3S_epi_nobias
+	VADDPS.Z (R9)(R11*4), Z7, K1, Z7
+	VADDPS.Z 64(R9)(R11*4), Z9, K2, Z9
+	VADDPS.Z 128(R9)(R11*4), Z11, K3, Z11
+
+vnniEpilogue3S_epi_nobias:
+	TESTQ            $0x00000001, flags+112(FP)
+	JZ               vnniEpilogue3S_epi_nogelu
+	VANDPS.BCST      vnniGELUConsts<>+104(SB), Z7, Z8
+	VANDPS.BCST      vnniGELUConsts<>+104(SB), Z9, Z15
+	VANDPS.BCST      vnniGELUConsts<>+104(SB), Z11, Z20
+	VMINPS.BCST      vnniGELUConsts<>+76(SB), Z8, Z8
+	VMINPS.BCST      vnniGELUConsts<>+76(SB), Z15, Z15
+	VMINPS.BCST      vnniGELUConsts<>+76(SB), Z20, Z20
+	VBROADCASTSS     vnniGELUConsts<>+72(SB), Z10
+	VBROADCASTSS     vnniGELUConsts<>+72(SB), Z16
+	VBROADCASTSS     vnniGELUConsts<>+72(SB), Z21
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z8, Z10
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z20, Z21
+	VBROADCASTSS     vnniGELUConsts<>+88(SB), Z12
+	VBROADCASTSS     vnniGELUConsts<>+88(SB), Z17
+	VBROADCASTSS     vnniGELUConsts<>+88(SB), Z22
+	VDIVPS           Z10, Z12, Z10
+	VDIVPS           Z16, Z17, Z16
+	VDIVPS           Z21, Z22, Z21
+	VMULPS           Z8, Z8, Z13
+	VMULPS           Z15, Z15, Z18
+	VMULPS           Z20, Z20, Z23
+	VMOVAPS          Z8, Z14
+	VMOVAPS          Z15, Z19
+	VMOVAPS          Z20, Z24
+	VFMSUB213PS      Z13, Z8, Z14
+	VFMSUB213PS      Z18, Z15, Z19
+	VFMSUB213PS      Z23, Z20, Z24
+	VMULPS.BCST      vnniGELUConsts<>+84(SB), Z13, Z13
+	VMULPS.BCST      vnniGELUConsts<>+84(SB), Z18, Z18
+	VMULPS.BCST      vnniGELUConsts<>+84(SB), Z23, Z23
+	VMULPS           Z10, Z10, Z8
+	VMULPS           Z16, Z16, Z20
+	VMULPS           Z21, Z21, Z26
+	VBROADCASTSS     vnniGELUConsts<>+0(SB), Z15
+	VBROADCASTSS     vnniGELUConsts<>+0(SB), Z25
+	VBROADCASTSS     vnniGELUConsts<>+0(SB), Z27
+	VBROADCASTSS     vnniGELUConsts<>+4(SB), Z12
+	VBROADCASTSS     vnniGELUConsts<>+4(SB), Z17
+	VBROADCASTSS     vnniGELUConsts<>+4(SB), Z22
+	VFMADD213PS.BCST vnniGELUConsts<>+8(SB), Z8, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+8(SB), Z20, Z25
+	VFMADD213PS.BCST vnniGELUConsts<>+8(SB), Z26, Z27
+	VFMADD213PS.BCST vnniGELUConsts<>+12(SB), Z8, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+12(SB), Z20, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+12(SB), Z26, Z22
+	VFMADD213PS.BCST vnniGELUConsts<>+16(SB), Z8, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+16(SB), Z20, Z25
+	VFMADD213PS.BCST vnniGELUConsts<>+16(SB), Z26, Z27
+	VFMADD213PS.BCST vnniGELUConsts<>+20(SB), Z8, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+20(SB), Z20, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+20(SB), Z26, Z22
+	VFMADD213PS.BCST vnniGELUConsts<>+24(SB), Z8, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+24(SB), Z20, Z25
+	VFMADD213PS.BCST vnniGELUConsts<>+24(SB), Z26, Z27
+	VFMADD213PS.BCST vnniGELUConsts<>+28(SB), Z8, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+28(SB), Z20, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+28(SB), Z26, Z22
+	VFMADD213PS.BCST vnniGELUConsts<>+32(SB), Z8, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+32(SB), Z20, Z25
+	VFMADD213PS.BCST vnniGELUConsts<>+32(SB), Z26, Z27
+	VFMADD213PS.BCST vnniGELUConsts<>+36(SB), Z8, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+36(SB), Z20, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+36(SB), Z26, Z22
+	VFMADD231PS      Z15, Z10, Z12
+	VFMADD231PS      Z25, Z16, Z17
+	VFMADD231PS      Z27, Z21, Z22
+	VFMADD132PS.BCST vnniGELUConsts<>+84(SB), Z12, Z14
+	VFMADD132PS.BCST vnniGELUConsts<>+84(SB), Z17, Z19
+	VFMADD132PS.BCST vnniGELUConsts<>+84(SB), Z22, Z24
+	VADDPS           Z14, Z13, Z8
+	VADDPS           Z19, Z18, Z20
+	VADDPS           Z24, Z23, Z26
+	VMULPS.BCST      vnniGELUConsts<>+92(SB), Z8, Z8
+	VMULPS.BCST      vnniGELUConsts<>+92(SB), Z20, Z20
+	VMULPS.BCST      vnniGELUConsts<>+92(SB), Z26, Z26
+	VRNDSCALEPS      $0x00, Z8, Z15
+	VRNDSCALEPS      $0x00, Z20, Z25
+	VRNDSCALEPS      $0x00, Z26, Z27
+	VMOVAPS          Z13, Z8
+	VMOVAPS          Z18, Z20
+	VMOVAPS          Z23, Z26
+	VFMADD231PS.BCST vnniGELUConsts<>+96(SB), Z15, Z8
+	VFMADD231PS.BCST vnniGELUConsts<>+96(SB), Z25, Z20
+	VFMADD231PS.BCST vnniGELUConsts<>+96(SB), Z27, Z26
+	VFMADD231PS.BCST vnniGELUConsts<>+100(SB), Z15, Z8
+	VFMADD231PS.BCST vnniGELUConsts<>+100(SB), Z25, Z20
+	VFMADD231PS.BCST vnniGELUConsts<>+100(SB), Z27, Z26
+	VADDPS           Z14, Z8, Z8
+	VADDPS           Z19, Z20, Z20
+	VADDPS           Z24, Z26, Z26
+	VMULPS           Z8, Z8, Z13
+	VMULPS           Z20, Z20, Z18
+	VMULPS           Z26, Z26, Z23
+	VBROADCASTSS     vnniGELUConsts<>+40(SB), Z14
+	VBROADCASTSS     vnniGELUConsts<>+40(SB), Z19
+	VBROADCASTSS     vnniGELUConsts<>+40(SB), Z24
+	VBROADCASTSS     vnniGELUConsts<>+44(SB), Z12
+	VBROADCASTSS     vnniGELUConsts<>+44(SB), Z17
+	VBROADCASTSS     vnniGELUConsts<>+44(SB), Z22
+	VFMADD213PS.BCST vnniGELUConsts<>+48(SB), Z13, Z14
+	VFMADD213PS.BCST vnniGELUConsts<>+48(SB), Z18, Z19
+	VFMADD213PS.BCST vnniGELUConsts<>+48(SB), Z23, Z24
+	VFMADD213PS.BCST vnniGELUConsts<>+52(SB), Z13, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+52(SB), Z18, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+52(SB), Z23, Z22
+	VFMADD213PS.BCST vnniGELUConsts<>+56(SB), Z13, Z14
+	VFMADD213PS.BCST vnniGELUConsts<>+56(SB), Z18, Z19
+	VFMADD213PS.BCST vnniGELUConsts<>+56(SB), Z23, Z24
+	VFMADD213PS.BCST vnniGELUConsts<>+60(SB), Z13, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+60(SB), Z18, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+60(SB), Z23, Z22
+	VFMADD213PS.BCST vnniGELUConsts<>+64(SB), Z13, Z14
+	VFMADD213PS.BCST vnniGELUConsts<>+64(SB), Z18, Z19
+	VFMADD213PS.BCST vnniGELUConsts<>+64(SB), Z23, Z24
+	VFMADD213PS.BCST vnniGELUConsts<>+68(SB), Z13, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+68(SB), Z18, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+68(SB), Z23, Z22
+	VFMADD231PS      Z14, Z8, Z12
+	VFMADD231PS      Z19, Z20, Z17
+	VFMADD231PS      Z24, Z26, Z22
+	VSCALEFPS        Z15, Z12, Z12
+	VSCALEFPS        Z25, Z17, Z17
+	VSCALEFPS        Z27, Z22, Z22
+	VMULPS           Z10, Z12, Z12
+	VMULPS           Z16, Z17, Z17
+	VMULPS           Z21, Z22, Z22
+	VMULPS           Z12, Z7, Z12
+	VMULPS           Z17, Z9, Z17
+	VMULPS           Z22, Z11, Z22
+	VPTESTMD.BCST    vnniGELUConsts<>+108(SB), Z7, K4
+	VSUBPS           Z12, Z7, Z7
+	VMOVAPS          Z12, K4, Z7
+	VPTESTMD.BCST    vnniGELUConsts<>+108(SB), Z9, K4
+	VSUBPS           Z17, Z9, Z9
+	VMOVAPS          Z17, K4, Z9
+	VPTESTMD.BCST    vnniGELUConsts<>+108(SB), Z11, K4
+	VSUBPS           Z22, Z11, Z11
+	VMOVAPS          Z22, K4, Z11
+
+vnniEpilogue3S_epi_nogelu:
+	TESTQ  $0x00000008, flags+112(FP)
+	JZ     vnniEpilogue3S_epi_norelu
+	VXORPS Z8, Z8, Z8
+	VMAXPS Z8, Z7, Z7
+	VXORPS Z10, Z10, Z10
+	VMAXPS Z10, Z9, Z9
+	VXORPS Z12, Z12, Z12
+	VMAXPS Z12, Z11, Z11
+
+vnniEpilogue3S_epi_norelu:
+	TESTQ    R10, R10
+	JZ       vnniEpilogue3S_epi_nores
+	VADDPS.Z (R10)(R11*4), Z7, K1, Z7
+	VADDPS.Z 64(R10)(R11*4), Z9, K2, Z9
+	VADDPS.Z 128(R10)(R11*4), Z11, K3, Z11
+
+vnniEpilogue3S_epi_nores:
+	TESTQ   $0x00000006, flags+112(FP)
+	JNZ     vnniEpilogue3S_epi_quant
+	VMOVUPS Z7, K1, (AX)(R11*4)
+	VMOVUPS Z9, K2, 64(AX)(R11*4)
+	VMOVUPS Z11, K3, 128(AX)(R11*4)
+	JMP     vnniEpilogue3S_epi_next
+
+vnniEpilogue3S_epi_quant:
+	VMULPS    Z2, Z7, Z7
+	VADDPS    Z3, Z7, Z7
+	VCMPPS    $0x03, Z7, Z7, K4
+	VMAXPS    Z4, Z7, Z7
+	VMINPS    Z5, Z7, Z7
+	VCVTPS2DQ Z7, Z8
+	VMOVDQA32 Z6, K4, Z8
+	VMULPS    Z2, Z9, Z9
+	VADDPS    Z3, Z9, Z9
+	VCMPPS    $0x03, Z9, Z9, K4
+	VMAXPS    Z4, Z9, Z9
+	VMINPS    Z5, Z9, Z9
+	VCVTPS2DQ Z9, Z10
+	VMOVDQA32 Z6, K4, Z10
+	VMULPS    Z2, Z11, Z11
+	VADDPS    Z3, Z11, Z11
+	VCMPPS    $0x03, Z11, Z11, K4
+	VMAXPS    Z4, Z11, Z11
+	VMINPS    Z5, Z11, Z11
+	VCVTPS2DQ Z11, Z12
+	VMOVDQA32 Z6, K4, Z12
+	TESTQ     $0x00000002, flags+112(FP)
+	JZ        vnniEpilogue3S_epi_s8
+	VPMOVUSDB Z8, K1, (AX)(R11*1)
+	VPMOVUSDB Z10, K2, 16(AX)(R11*1)
+	VPMOVUSDB Z12, K3, 32(AX)(R11*1)
+	JMP       vnniEpilogue3S_epi_next
+
+vnniEpilogue3S_epi_s8:
+	VPMOVSDB Z8, K1, (AX)(R11*1)
+	VPMOVSDB Z10, K2, 16(AX)(R11*1)
+	VPMOVSDB Z12, K3, 32(AX)(R11*1)
+
+vnniEpilogue3S_epi_next:
+	ADDQ $0x30, R11
+	JMP  vnniEpilogue3S_epi_loop
+
+vnniEpilogue3S_epi_rowdone:
+	MOVQ  ldacc+24(FP), CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, DX
+	TESTQ R10, R10
+	JZ    vnniEpilogue3S_epi_nextrow
+	MOVQ  ldres+104(FP), CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, R10
+
+vnniEpilogue3S_epi_nextrow:
+	MOVQ  ldd+8(FP), CX
+	TESTQ $0x00000006, flags+112(FP)
+	JNZ   vnniEpilogue3S_epi_bytes
+	SHLQ  $0x02, CX
+
+vnniEpilogue3S_epi_bytes:
+	ADDQ CX, AX
+	DECQ BX
+	JMP  vnniEpilogue3S_epi_row
+
+vnniEpilogue3S_epi_done:
+	VZEROUPPER
+	RET

@@ -77,6 +77,8 @@ func TestVNNIEpilogueGELUAccuracy(t *testing.T) {
 	}
 	checkGELU(t, "vnniEpilogue", xs, epiGELU(vnniEpilogue, xs))
 	checkGELU(t, "vnniEpilogue3", xs, epiGELU(vnniEpilogue3, xs))
+	checkGELU(t, "vnniEpilogueS", xs, epiGELU(vnniEpilogueS, xs))
+	checkGELU(t, "vnniEpilogue3S", xs, epiGELU(vnniEpilogue3S, xs))
 }
 
 // TestVNNIEpilogueMatchesGo compares the assembly epilogues with their Go twin
@@ -94,7 +96,7 @@ func TestVNNIEpilogueMatchesGo(t *testing.T) {
 		}
 		return v
 	}
-	for it := 0; it < 4000; it++ {
+	for it := 0; it < 8000; it++ {
 		n, rows := 1+it%70, 1+r.IntN(9)
 		ldacc, ldd, ldres := n+r.IntN(3), n+r.IntN(3)+1, n+r.IntN(3)
 		acc := make([]int32, rows*ldacc)
@@ -129,7 +131,7 @@ func TestVNNIEpilogueMatchesGo(t *testing.T) {
 			got[i], want[i] = -7, -7
 		}
 		gp, wp := (*byte)(unsafe.Pointer(&got[0])), (*byte)(unsafe.Pointer(&want[0]))
-		epi := []vnniEpi{vnniEpilogue, vnniEpilogue3}[it%2]
+		epi := []vnniEpi{vnniEpilogue, vnniEpilogue3, vnniEpilogueS, vnniEpilogue3S}[it%4]
 		epi(gp, ldd, &acc[0], ldacc, rows, n, colSum, zp, rowScale, scale, colScale, bias, res, ldres, flags, invOut, outZP, lo, hi)
 		vnniEpilogueGo(wp, ldd, &acc[0], ldacc, rows, n, colSum, zp, rowScale, scale, colScale, bias, res, ldres, flags, invOut, outZP, lo, hi)
 		if flags&(vnniU8|vnniS8) != 0 {

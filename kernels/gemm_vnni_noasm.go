@@ -145,3 +145,13 @@ func vnniEpilogue(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, co
 func vnniEpilogue3(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32) {
 	vnniEpilogueGo(dst, ldd, acc, ldacc, rows, n, colSum, zp, rowScale, scale, colScale, bias, res, ldres, flags, invOut, outZP, lo, hi)
 }
+
+// vnniEpilogueS is the Go twin of the assembly epilogue: vnniEpilogueGo.
+func vnniEpilogueS(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32) {
+	vnniEpilogueGo(dst, ldd, acc, ldacc, rows, n, colSum, zp, rowScale, scale, colScale, bias, res, ldres, flags, invOut, outZP, lo, hi)
+}
+
+// vnniEpilogue3S is the Go twin of the assembly epilogue: vnniEpilogueGo.
+func vnniEpilogue3S(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32) {
+	vnniEpilogueGo(dst, ldd, acc, ldacc, rows, n, colSum, zp, rowScale, scale, colScale, bias, res, ldres, flags, invOut, outZP, lo, hi)
+}

@@ -659,3 +659,61 @@ func vnniEpilogue(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, co
 //
 //go:noescape
 func vnniEpilogue3(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32)
+
+// vnniEpilogueS applies the fused epilogue to a rows x n tile of int32
+// accumulators in float32 and stores it in dst (row strides in elements; nil
+// pointers skip their step; flags: 1 GELU, 8 ReLU, 2 store u8, 4 store s8, else
+// store f32; a nil rowScale means scale for every row):
+//
+//	for i := 0; i < rows; i++ {
+//		for j := 0; j < n; j++ {
+//			v := acc[i*ldacc+j]
+//			if colSum != nil { v -= zp * colSum[j] }
+//			s := scale
+//			if rowScale != nil { s = rowScale[i] }
+//			y := float32(v) * s
+//			if colScale != nil { y *= colScale[j] }
+//			if bias != nil { y += bias[j] }
+//			if flags&1 != 0 { y = geluF32(y) }
+//			if flags&8 != 0 { y = max(y, 0) }
+//			if res != nil { y += res[i*ldres+j] }
+//			if flags&6 != 0 { // u8 or s8
+//				q := y*invOut + outZP // NaN -> outZP
+//				dst[i*ldd+j] = byte(roundHalfEven(min(max(q, lo), hi)))
+//			} else {
+//				dst[i*ldd+j] = y // float32
+//			}
+//		}
+//	}
+//
+//go:noescape
+func vnniEpilogueS(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32)
+
+// vnniEpilogue3S applies the fused epilogue to a rows x n tile of int32
+// accumulators in float32 and stores it in dst (row strides in elements; nil
+// pointers skip their step; flags: 1 GELU, 8 ReLU, 2 store u8, 4 store s8, else
+// store f32; a nil rowScale means scale for every row):
+//
+//	for i := 0; i < rows; i++ {
+//		for j := 0; j < n; j++ {
+//			v := acc[i*ldacc+j]
+//			if colSum != nil { v -= zp * colSum[j] }
+//			s := scale
+//			if rowScale != nil { s = rowScale[i] }
+//			y := float32(v) * s
+//			if colScale != nil { y *= colScale[j] }
+//			if bias != nil { y += bias[j] }
+//			if flags&1 != 0 { y = geluF32(y) }
+//			if flags&8 != 0 { y = max(y, 0) }
+//			if res != nil { y += res[i*ldres+j] }
+//			if flags&6 != 0 { // u8 or s8
+//				q := y*invOut + outZP // NaN -> outZP
+//				dst[i*ldd+j] = byte(roundHalfEven(min(max(q, lo), hi)))
+//			} else {
+//				dst[i*ldd+j] = y // float32
+//			}
+//		}
+//	}
+//
+//go:noescape
+func vnniEpilogue3S(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32)
