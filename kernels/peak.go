@@ -51,14 +51,8 @@ const (
 // once (see PeakAvailable).
 func MeasurePeak(d time.Duration) Peak {
 	f := cpu.X86
-	type run struct {
-		on   bool
-		loop func(int)
-		ops  float64
-		dst  *float64
-	}
 	var p Peak
-	runs := []run{
+	runs := []peakRun{
 		{f.AVX512F, peakFMA, peakFMAOps, &p.FP32GFLOPS},
 		{f.AVX512F && f.AVX512VNNI, peakVNNI, peakVNNIOps, &p.VNNIGOPS},
 		{f.AVX512F && f.AVX512BF16, peakBF16, peakBF16Ops, &p.BF16GFLOPS},
@@ -82,6 +76,16 @@ func MeasurePeak(d time.Duration) Peak {
 		}
 	}
 	return p
+}
+
+// peakRun is one figure of MeasurePeak. (A package-level type: a type
+// local to MeasurePeak crashed Go 1.26's linker while writing DWARF in
+// -tags noasm builds, where the function returns before using it.)
+type peakRun struct {
+	on   bool
+	loop func(int)
+	ops  float64
+	dst  *float64
 }
 
 // PeakAvailable reports whether MeasurePeak can measure anything in this
