@@ -25,3 +25,11 @@ func VNNIGoTwinKernels() []*Kernel {
 	}
 	return ks
 }
+
+// SetVNNIS32Variant sets the s32 driver switches (vnniNTStores,
+// vnniNTMinBytes, vnniS32WholeK) and returns a function restoring them.
+func SetVNNIS32Variant(nt bool, ntMin int, wholeK bool) (restore func()) {
+	a, b, c := vnniNTStores, vnniNTMinBytes, vnniS32WholeK
+	vnniNTStores, vnniNTMinBytes, vnniS32WholeK = nt, ntMin, wholeK
+	return func() { vnniNTStores, vnniNTMinBytes, vnniS32WholeK = a, b, c }
+}

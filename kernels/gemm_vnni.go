@@ -28,7 +28,10 @@ import (
 // vnniEpilogue3 for 48-column tiles) turns each tile into f32, u8 or s8 as
 // soon as its last step is done, while it is still in L1. Threads split the
 // rows and the N blocks (kernels.Parallel); one thread runs on the calling
-// goroutine.
+// goroutine. An s32 destination takes the whole K in one step
+// (vnniS32WholeK) and, when it is at least L2 and its rows 64-byte aligned,
+// its full-width tiles by non-temporal stores (vnniNTStores), fenced at the
+// end of each block.
 
 // vnniMicro is the signature of every generated micro-kernel.
 type vnniMicro func(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -214,6 +217,38 @@ func vnniBlockK(nr, k int) int {
 	return ((k+steps-1)/steps + 3) &^ 3
 }
 
+// vnniNTStores selects non-temporal stores (VMOVNTDQ, micro-kernel add&2)
+// for the full-width tiles of the last K step of an s32 output of at least
+// vnniNTMinBytes (0: L2), when its rows are 64-byte aligned: the output then
+// bypasses the caches instead of evicting the packed weights and A.
+var vnniNTStores = true
+
+// vnniNTMinBytes is the smallest s32 output written non-temporally (0: L2).
+var vnniNTMinBytes = 0
+
+// vnniS32WholeK runs an s32 output's whole K in one step (the tile's sums
+// stay in registers: C is written once instead of read and rewritten each
+// K step; B streams from L2).
+var vnniS32WholeK = true
+
+// vnniNT returns the micro-kernel flag (2 or 0) of non-temporal stores for g.
+func vnniNT(g *GEMMU8S8) int {
+	o := &g.Out
+	if !vnniNTStores || o.S32 == nil || o.Ldc%16 != 0 || uintptr(unsafe.Pointer(&o.S32[0]))%64 != 0 {
+		return 0
+	}
+	lim := vnniNTMinBytes
+	if lim <= 0 {
+		if lim = cpu.X86.L2; lim <= 0 {
+			lim = 1 << 20
+		}
+	}
+	if 4*g.M*o.Ldc < lim {
+		return 0
+	}
+	return 2
+}
+
 // vnniScratch holds the int32 partial sums of a block between K steps.
 var vnniScratch = sync.Pool{New: func() any { return new([]int32) }}
 
@@ -224,12 +259,19 @@ var vnniScratch = sync.Pool{New: func() any { return new([]int32) }}
 func vnniBlock(g *GEMMU8S8, e *vnniEp, mr, nr int, micros []vnniMicro, epi vnniEpi, i0, i1, j0, j1 int) {
 	k, lda := g.K, g.Lda
 	kc := vnniBlockK(nr, k)
+	if g.Out.S32 != nil && vnniS32WholeK {
+		kc = k
+	}
 	var bp *int8
 	if k > 0 {
 		bp = &g.B.Data[0]
 	}
 	panel := nr * g.B.Kp
 	full := uint64(math.MaxUint64) >> (64 - nr)
+	nt := vnniNT(g)
+	if nt != 0 {
+		defer vnniSfence()
+	}
 	// acc is where the sums go: C itself for s32, else a scratch block
 	// (one tile when K is one step).
 	var acc []int32
@@ -271,11 +313,13 @@ func vnniBlock(g *GEMMU8S8, e *vnniEp, mr, nr int, micros []vnniMicro, epi vnniE
 					b = (*int8)(unsafe.Add(unsafe.Pointer(bp), (j/nr)*panel+p*nr))
 				}
 				if g.Out.S32 != nil {
-					mask := full
+					mask, f := full, add
 					if cols < nr {
 						mask = 1<<cols - 1
+					} else if last {
+						f |= nt
 					}
-					micro(ap, lda, b, kk, &g.Out.S32[i*g.Out.Ldc+j], g.Out.Ldc, mask, add)
+					micro(ap, lda, b, kk, &g.Out.S32[i*g.Out.Ldc+j], g.Out.Ldc, mask, f)
 					continue
 				}
 				t := acc
@@ -363,7 +407,7 @@ func vnniMicroGo(mr, nr int, a *uint8, lda int, b *int8, k int, c *int32, ldc in
 				s += int32(as[i*lda+q]) * int32(bs[(q/4)*nr*4+j*4+q%4])
 			}
 			if nmask>>j&1 != 0 {
-				if add != 0 {
+				if add&1 != 0 {
 					s += cs[i*ldc+j]
 				}
 				cs[i*ldc+j] = s

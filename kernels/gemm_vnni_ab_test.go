@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -154,5 +155,94 @@ func TestVNNIABEpilogue(t *testing.T) {
 			s += fmt.Sprintf(" flags=%d %.2f ns/vector", flags, best*1e9/float64(c.rows*c.n/16))
 		}
 		t.Logf("%s:%s", c.name, s)
+	}
+}
+
+// TestVNNIABS32 times, interleaved in one process, the s32 GEMM (no
+// epilogue) on the BERT-large shapes at M = 256 under driver variants
+// (INT8BERT_AB=1; INT8BERT_AB_TILES=all for every tile, else 8x48).
+func TestVNNIABS32(t *testing.T) {
+	if os.Getenv("INT8BERT_AB") == "" || !vnniAvailable(cpu.X86) {
+		t.Skip("set INT8BERT_AB=1 on a VNNI host")
+	}
+	runtime.LockOSThread()
+	type variant struct {
+		name string
+		set  func()
+	}
+	set := func(nt bool, ntMin int, wholeK bool) func() {
+		return func() { vnniNTStores, vnniNTMinBytes, vnniS32WholeK = nt, ntMin, wholeK }
+	}
+	reset := set(vnniNTStores, vnniNTMinBytes, vnniS32WholeK)
+	defer reset()
+	vs := []variant{
+		{"old", set(false, 0, false)},
+		{"nt", set(true, 0, false)},
+		{"wholeK", set(false, 0, true)},
+		{"nt+wholeK", set(true, 0, true)},
+		{"old2", set(false, 0, false)},
+		{"nt+wholeK2", set(true, 0, true)},
+	}
+	tiles := vnniTiles[:1]
+	if os.Getenv("INT8BERT_AB_TILES") == "all" {
+		tiles = vnniTiles
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	shapes := [][3]int{{256, 1024, 1024}, {256, 1024, 3072}, {256, 1024, 4096}, {256, 4096, 1024}}
+	if i, err := strconv.Atoi(os.Getenv("INT8BERT_AB_SHAPE")); err == nil {
+		shapes = shapes[i : i+1]
+	}
+	for _, sh := range shapes {
+		m, k, n := sh[0], sh[1], sh[2]
+		a := make([]uint8, m*k)
+		for i := range a {
+			a[i] = uint8(r.IntN(256))
+		}
+		w := make([]int8, n*k)
+		for i := range w {
+			w[i] = int8(r.IntN(256) - 128)
+		}
+		for _, tile := range tiles {
+			mr, nr := tile[0], tile[1]
+			p, _ := PackS8(n, k, w, k, nr)
+			kk := vnniKernel("x", mr, nr, vnniMicros[nr][:mr+1], vnniEpilogueFor(nr, true), vnniAvailable)
+			outs := make([][]int32, len(vs))
+			for i := range outs {
+				outs[i] = make([]int32, m*n)
+			}
+			times := make([][]float64, len(vs))
+			reps := 15
+			if n, err := strconv.Atoi(os.Getenv("INT8BERT_AB_REPS")); err == nil {
+				reps = n
+			}
+			for rep := 0; rep < reps; rep++ {
+				for i, v := range vs {
+					v.set()
+					g := &GEMMU8S8{M: m, N: n, K: k, A: a, Lda: k, B: p, Out: Out{S32: outs[i], Ldc: n}}
+					t0 := threadTime()
+					for range 3 {
+						if err := kk.RunU8S8(g); err != nil {
+							t.Fatal(err)
+						}
+					}
+					times[i] = append(times[i], (threadTime()-t0)/3)
+				}
+			}
+			reset()
+			for i := range outs {
+				for q := range outs[i] {
+					if outs[i][q] != outs[0][q] {
+						t.Fatalf("%s differs from %s at %d", vs[i].name, vs[0].name, q)
+					}
+				}
+			}
+			s := ""
+			for i, v := range vs {
+				sort.Float64s(times[i])
+				best, med := times[i][0], times[i][len(times[i])/2]
+				s += fmt.Sprintf("  %s %.1f/%.1f", v.name, 2*float64(m*n*k)/best/1e9, 2*float64(m*n*k)/med/1e9)
+			}
+			t.Logf("%dx%dx%d %dx%d GOP/s best/median:%s", m, k, n, mr, nr, s)
+		}
 	}
 }

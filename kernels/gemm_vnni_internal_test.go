@@ -180,3 +180,74 @@ func BenchmarkVNNIMicro(b *testing.B) {
 		})
 	}
 }
+
+// TestVNNINTStoresExact checks the non-temporal s32 stores (64-byte
+// aligned outputs, any size) against the Go twins with plain stores, with
+// and without K steps, on shapes with M, N and K tails and two threads, and
+// that the padding of each row is left alone.
+func TestVNNINTStoresExact(t *testing.T) {
+	if !vnniAvailable(cpu.X86) {
+		t.Skip("no VNNI")
+	}
+	defer func(a bool, b int, c bool) { vnniNTStores, vnniNTMinBytes, vnniS32WholeK = a, b, c }(vnniNTStores, vnniNTMinBytes, vnniS32WholeK)
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, tile := range vnniTiles {
+		mr, nr := tile[0], tile[1]
+		micros := make([]vnniMicro, mr+1)
+		for q := 1; q <= mr; q++ {
+			micros[q] = func(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int) {
+				vnniMicroGo(q, nr, a, lda, b, k, c, ldc, nmask, add)
+			}
+		}
+		twin := vnniKernel("twin", mr, nr, micros, vnniEpilogueGo, func(cpu.Features) bool { return true })
+		asm := vnniKernel("asm", mr, nr, vnniMicros[nr][:mr+1], vnniEpilogueFor(nr, true), vnniAvailable)
+		for _, sh := range [][3]int{{mr, nr, 64}, {3*mr + 1, 5*nr + 7, 4099}, {37, 131, 300}, {2*mr - 1, 2 * nr, 1537}} {
+			m, n, k := sh[0], sh[1], sh[2]
+			ldc := (n + 15) &^ 15
+			a := make([]uint8, m*k)
+			for i := range a {
+				a[i] = uint8(r.IntN(256))
+			}
+			w := make([]int8, n*k)
+			for i := range w {
+				w[i] = int8(r.IntN(256) - 128)
+			}
+			p, err := PackS8(n, k, w, k, nr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			aligned := func() []int32 {
+				buf := make([]int32, m*ldc+16)
+				off := (64 - int(uintptr(unsafe.Pointer(&buf[0]))%64)) % 64 / 4
+				c := buf[off : off+m*ldc]
+				for i := range c {
+					c[i] = -7
+				}
+				return c
+			}
+			want := aligned()
+			vnniNTStores, vnniS32WholeK = false, false
+			if err := twin.RunU8S8(&GEMMU8S8{M: m, N: n, K: k, A: a, Lda: k, B: p, Out: Out{S32: want, Ldc: ldc}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, wholeK := range []bool{false, true} {
+				for _, threads := range []int{1, 2} {
+					vnniNTStores, vnniNTMinBytes, vnniS32WholeK = true, 1, wholeK
+					got := aligned()
+					g := &GEMMU8S8{M: m, N: n, K: k, A: a, Lda: k, B: p, Out: Out{S32: got, Ldc: ldc}, Threads: threads}
+					if vnniNT(g) != 2 {
+						t.Fatalf("%dx%d %v: non-temporal stores not selected", m, n, sh)
+					}
+					if err := asm.RunU8S8(g); err != nil {
+						t.Fatal(err)
+					}
+					for i := range got {
+						if got[i] != want[i] {
+							t.Fatalf("%dx%d %v wholeK=%v threads=%d: C[%d][%d] = %d, want %d", mr, nr, sh, wholeK, threads, i/ldc, i%ldc, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}

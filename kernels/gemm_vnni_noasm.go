@@ -136,6 +136,9 @@ func vnniU8S8_12x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask 
 	vnniMicroGo(12, 32, a, lda, b, k, c, ldc, nmask, add)
 }
 
+// vnniSfence is the Go twin of the assembly fence: nothing to order.
+func vnniSfence() {}
+
 // vnniEpilogue is the Go twin of the assembly epilogue: vnniEpilogueGo.
 func vnniEpilogue(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32) {
 	vnniEpilogueGo(dst, ldd, acc, ldacc, rows, n, colSum, zp, rowScale, scale, colScale, bias, res, ldres, flags, invOut, outZP, lo, hi)

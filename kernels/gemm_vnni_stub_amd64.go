@@ -16,13 +16,16 @@ package kernels
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*48*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_1x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -39,13 +42,16 @@ func vnniU8S8_1x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*48*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_2x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -62,13 +68,16 @@ func vnniU8S8_2x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*48*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_3x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -85,13 +94,16 @@ func vnniU8S8_3x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*48*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_4x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -108,13 +120,16 @@ func vnniU8S8_4x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*48*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_5x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -131,13 +146,16 @@ func vnniU8S8_5x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*48*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_6x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -154,13 +172,16 @@ func vnniU8S8_6x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*48*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_7x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -177,13 +198,16 @@ func vnniU8S8_7x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*48*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_8x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -200,13 +224,16 @@ func vnniU8S8_8x48(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*64*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_1x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -223,13 +250,16 @@ func vnniU8S8_1x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*64*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_2x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -246,13 +276,16 @@ func vnniU8S8_2x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*64*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_3x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -269,13 +302,16 @@ func vnniU8S8_3x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*64*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_4x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -292,13 +328,16 @@ func vnniU8S8_4x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*64*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_5x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -315,13 +354,16 @@ func vnniU8S8_5x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*64*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_6x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -338,13 +380,16 @@ func vnniU8S8_6x64(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*32*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_1x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -361,13 +406,16 @@ func vnniU8S8_1x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*32*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_2x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -384,13 +432,16 @@ func vnniU8S8_2x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*32*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_3x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -407,13 +458,16 @@ func vnniU8S8_3x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*32*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_4x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -430,13 +484,16 @@ func vnniU8S8_4x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*32*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_5x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -453,13 +510,16 @@ func vnniU8S8_5x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*32*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_6x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -476,13 +536,16 @@ func vnniU8S8_6x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*32*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_7x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -499,13 +562,16 @@ func vnniU8S8_7x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*32*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_8x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -522,13 +588,16 @@ func vnniU8S8_8x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*32*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_9x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -545,13 +614,16 @@ func vnniU8S8_9x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask u
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*32*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_10x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -568,13 +640,16 @@ func vnniU8S8_10x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask 
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*32*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
 //			}
 //		}
 //	}
+//
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
 //
 //go:noescape
 func vnniU8S8_11x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -591,7 +666,7 @@ func vnniU8S8_11x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask 
 //				s += int32(a[i*lda+q]) * int32(b[(q/4)*32*4+j*4+q%4])
 //			}
 //			if nmask>>j&1 != 0 {
-//				if add != 0 {
+//				if add&1 != 0 {
 //					s += c[i*ldc+j]
 //				}
 //				c[i*ldc+j] = s
@@ -599,8 +674,14 @@ func vnniU8S8_11x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask 
 //		}
 //	}
 //
+// With add&2 set, the tile is written with non-temporal stores (full nmask
+// and 64-byte aligned rows required; call vnniSfence before reading C).
+//
 //go:noescape
 func vnniU8S8_12x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
+
+// vnniSfence orders the micro-kernels' non-temporal stores (SFENCE).
+func vnniSfence()
 
 // vnniEpilogue applies the fused epilogue to a rows x n tile of int32
 // accumulators in float32 and stores it in dst (row strides in elements; nil

@@ -63,6 +63,7 @@ func main() {
 			micro(mr, t.nr)
 		}
 	}
+	sfence()
 	epilogue("vnniEpilogue", 2, false)
 	epilogue("vnniEpilogue3", 3, false)
 	// The same epilogues with GELU's two polynomials each split in even and
@@ -105,13 +106,16 @@ func micro(mr, nr int) {
 		fmt.Sprintf("\t\t\t\ts += int32(a[i*lda+q]) * int32(b[(q/4)*%d*4+j*4+q%%4])", nr),
 		"\t\t\t}",
 		"\t\t\tif nmask>>j&1 != 0 {",
-		"\t\t\t\tif add != 0 {",
+		"\t\t\t\tif add&1 != 0 {",
 		"\t\t\t\t\ts += c[i*ldc+j]",
 		"\t\t\t\t}",
 		"\t\t\t\tc[i*ldc+j] = s",
 		"\t\t\t}",
 		"\t\t}",
 		"\t}",
+		"",
+		"With add&2 set, the tile is written with non-temporal stores (full nmask",
+		"and 64-byte aligned rows required; call vnniSfence before reading C).",
 	)
 	Pragma("noescape")
 
@@ -210,7 +214,9 @@ func micro(mr, nr int) {
 	}
 	add := GP64()
 	Load(Param("add"), add)
-	TESTQ(add, add)
+	TESTQ(U32(2), add)
+	JNZ(LabelRef(name + "_nt"))
+	TESTQ(U32(1), add)
 	JZ(LabelRef(name + "_put"))
 	for i := 0; i < mr; i++ {
 		for v := 0; v < nv; v++ {
@@ -233,6 +239,43 @@ func micro(mr, nr int) {
 		}
 	}
 	VZEROUPPER()
+	RET()
+	// add&2: non-temporal stores of whole 64-byte lines (the caller
+	// guarantees a full nmask and 64-byte aligned rows, and fences with
+	// vnniSfence before the results are read); add&1 still adds C first.
+	Label(name + "_nt")
+	TESTQ(U32(1), add)
+	JZ(LabelRef(name + "_ntput"))
+	for i := 0; i < mr; i++ {
+		for v := 0; v < nv; v++ {
+			VPADDD(Mem{Base: c, Disp: 64 * v}, acc[i][v], acc[i][v])
+			VMOVNTDQ(acc[i][v], Mem{Base: c, Disp: 64 * v})
+		}
+		if i < mr-1 {
+			ADDQ(ldc, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
+	Label(name + "_ntput")
+	for i := 0; i < mr; i++ {
+		for v := 0; v < nv; v++ {
+			VMOVNTDQ(acc[i][v], Mem{Base: c, Disp: 64 * v})
+		}
+		if i < mr-1 {
+			ADDQ(ldc, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// sfence orders the non-temporal stores of the micro-kernels (add&2)
+// before any later store.
+func sfence() {
+	TEXT("vnniSfence", NOSPLIT, "func()")
+	Doc("vnniSfence orders the micro-kernels' non-temporal stores (SFENCE).")
+	SFENCE()
 	RET()
 }
 
@@ -609,6 +652,7 @@ func writeTwin(path string) {
 			fmt.Fprintf(&b, "\tvnniMicroGo(%d, %d, a, lda, b, k, c, ldc, nmask, add)\n}\n\n", mr, t.nr)
 		}
 	}
+	b.WriteString("// vnniSfence is the Go twin of the assembly fence: nothing to order.\nfunc vnniSfence() {}\n\n")
 	b.WriteString("// vnniEpilogue is the Go twin of the assembly epilogue: vnniEpilogueGo.\n")
 	b.WriteString("func vnniEpilogue(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32) {\n")
 	b.WriteString("\tvnniEpilogueGo(dst, ldd, acc, ldacc, rows, n, colSum, zp, rowScale, scale, colScale, bias, res, ldres, flags, invOut, outZP, lo, hi)\n}\n\n")
