@@ -257,6 +257,16 @@ func (ep *Epilogue) finish(i, j, n int, y float64) float64 {
 	return y
 }
 
+// Value is the float64 result of ep for accumulator acc at row i, column j
+// of an n-column output, before any requantization: dequantization, bias,
+// activation and residual, as DequantRef computes each element.
+func (ep *Epilogue) Value(i, j, n int, acc int32) float64 {
+	return ep.finish(i, j, n, ep.dequant(i, j, acc))
+}
+
+// Dequant is the dequantized accumulator alone (compensation and scales).
+func (ep *Epilogue) Dequant(i, j int, acc int32) float64 { return ep.dequant(i, j, acc) }
+
 // DequantRef applies ep to the int32 accumulators acc ([m][ldacc]) and
 // stores float32 results in out ([m][ldo]).
 func DequantRef(m, n int, acc []int32, ldacc int, ep *Epilogue, out []float32, ldo int) error {
@@ -268,7 +278,7 @@ func DequantRef(m, n int, acc []int32, ldacc int, ep *Epilogue, out []float32, l
 	}
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
-			out[i*ldo+j] = float32(ep.finish(i, j, n, ep.dequant(i, j, acc[i*ldacc+j])))
+			out[i*ldo+j] = float32(ep.Value(i, j, n, acc[i*ldacc+j]))
 		}
 	}
 	return nil
@@ -296,7 +306,7 @@ func requant[T uint8 | int8](m, n int, acc []int32, ldacc int, ep *Epilogue, out
 	}
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
-			y := ep.finish(i, j, n, ep.dequant(i, j, acc[i*ldacc+j]))
+			y := ep.Value(i, j, n, acc[i*ldacc+j])
 			out[i*ldo+j] = T(Quantize(y, ep.OutScale, ep.OutZeroPoint, lo, hi))
 		}
 	}

@@ -351,20 +351,14 @@ func (l *LinearF32) Run(m int, a []float32, lda int, ep *kernels.Epilogue, c []f
 		return err
 	}
 	cl := &callF32{m: m, a: a, lda: lda, ep: ep, c: c, ldc: ldc, threads: threads, kind: key.Epilogue}
-	// The choice first; should it not take this exact m, the next fastest.
-	order := []string{ch.Kernel}
-	for _, meas := range ch.Measured {
-		order = append(order, meas.Kernel)
-	}
-	for _, name := range order {
-		cd := l.s.f32.byName[name]
-		if cd == nil || !cd.accepts(m, l.n, l.k) {
-			continue
-		}
+	ran, err := runChosen(ch, l.s.f32.byName, m, l.n, l.k, func(cd f32Cand) error {
 		if err := cd.run(l, cl); err != nil {
 			return fmt.Errorf("selector: linear f32 m=%d k=%d n=%d with %s: %w", m, l.k, l.n, cd.name(), err)
 		}
 		return nil
+	})
+	if ran {
+		return err
 	}
 	return fmt.Errorf("selector: linear f32 m=%d k=%d n=%d: no candidate of %v takes this m: %w", m, l.k, l.n, key, ErrNoCandidate)
 }

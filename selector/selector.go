@@ -664,3 +664,21 @@ func (s *Selector) Close() error {
 	}
 	return first
 }
+
+// runChosen runs the chosen candidate of ch or, should it not take this
+// exact m (its key is an M bucket), the next fastest measured one. It
+// reports false when none of them takes m.
+func runChosen[C interface{ accepts(m, n, k int) bool }](ch *Choice, byName map[string]C, m, n, k int, run func(C) error) (bool, error) {
+	names := []string{ch.Kernel}
+	for _, meas := range ch.Measured {
+		names = append(names, meas.Kernel)
+	}
+	for _, name := range names {
+		c, ok := byName[name]
+		if !ok || !c.accepts(m, n, k) {
+			continue
+		}
+		return true, run(c)
+	}
+	return false, nil
+}

@@ -208,20 +208,14 @@ func (l *Linear) Run(m int, a []uint8, lda int, ep *kernels.Epilogue, out kernel
 		return err
 	}
 	cl := &call{m: m, a: a, lda: lda, ep: ep, out: out, threads: threads, kind: key.Epilogue}
-	// The choice first; should it not take this exact m, the next fastest.
-	order := []string{ch.Kernel}
-	for _, meas := range ch.Measured {
-		order = append(order, meas.Kernel)
-	}
-	for _, name := range order {
-		c := l.s.u8s8.byName[name]
-		if c == nil || !c.accepts(m, l.n, l.k) {
-			continue
-		}
+	ran, err := runChosen(ch, l.s.u8s8.byName, m, l.n, l.k, func(c u8s8Cand) error {
 		if err := c.run(l, cl); err != nil {
 			return fmt.Errorf("selector: linear m=%d k=%d n=%d with %s: %w", m, l.k, l.n, c.name(), err)
 		}
 		return nil
+	})
+	if ran {
+		return err
 	}
 	return fmt.Errorf("selector: linear m=%d k=%d n=%d: no candidate of %v takes this m: %w", m, l.k, l.n, key, ErrNoCandidate)
 }

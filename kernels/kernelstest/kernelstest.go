@@ -405,7 +405,7 @@ func absTol(ep *kernels.Epilogue, i, j, n int, acc int32) float64 {
 	if ep == nil {
 		return 1e-6 * math.Abs(float64(acc))
 	}
-	mag := math.Abs(dequant(ep, i, j, acc))
+	mag := math.Abs(ep.Dequant(i, j, acc))
 	if ep.Bias != nil {
 		mag += math.Abs(float64(ep.Bias[j]))
 	}
@@ -419,52 +419,8 @@ func absTol(ep *kernels.Epilogue, i, j, n int, acc int32) float64 {
 	return 2e-6*mag + 1e-30
 }
 
-func dequant(ep *kernels.Epilogue, i, j int, acc int32) float64 {
-	v := int64(acc)
-	if ep.ZeroPoint != 0 {
-		v -= int64(ep.ZeroPoint) * int64(ep.ColSum[j])
-	}
-	y := float64(v)
-	switch {
-	case ep.RowScale != nil:
-		y *= float64(ep.RowScale[i])
-	case ep.ActScale != 0:
-		y *= float64(ep.ActScale)
-	}
-	if ep.ColScale != nil {
-		y *= float64(ep.ColScale[j])
-	}
-	return y
-}
-
 // refValue is the float64 epilogue value before requantization (as
 // kernels.Epilogue documents it).
 func refValue(ep *kernels.Epilogue, i, j, n int, acc int32) float64 {
-	out := make([]float32, 1)
-	e := *ep
-	if e.Residual != nil {
-		ld := e.LdResidual
-		if ld == 0 {
-			ld = n
-		}
-		e.Residual = e.Residual[i*ld+j : i*ld+j+1]
-		e.LdResidual = 1
-	}
-	if e.RowScale != nil {
-		e.RowScale = e.RowScale[i : i+1]
-	}
-	sl := func(v []float32) []float32 {
-		if v == nil {
-			return nil
-		}
-		return v[j : j+1]
-	}
-	e.ColScale, e.Bias = sl(e.ColScale), sl(e.Bias)
-	if e.ColSum != nil {
-		e.ColSum = e.ColSum[j : j+1]
-	}
-	if err := kernels.DequantRef(1, 1, []int32{acc}, 1, &e, out, 1); err != nil {
-		return math.NaN()
-	}
-	return float64(out[0])
+	return float64(float32(ep.Value(i, j, n, acc)))
 }

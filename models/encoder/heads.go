@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -46,9 +47,9 @@ func NewDense(l *Loader, sel *selector.Selector, weight, bias string, n, k int, 
 // [rows][N].
 func (d *Dense) Apply(rows int, x []float32, ldx, threads int) ([]float32, error) {
 	y := make([]float32, rows*d.N)
-	ep := kernelsBias(d.bias)
+	ep := &kernels.Epilogue{Bias: d.bias}
 	if d.act == HeadReLU {
-		ep.Act = reluAct
+		ep.Act = kernels.ActReLU
 	}
 	if err := d.lin.Run(rows, x, ldx, ep, y, d.N, threads); err != nil {
 		return nil, err

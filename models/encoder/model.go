@@ -427,7 +427,3 @@ func (m *Model) attention(in *Inputs, s *scratch) error {
 	}
 	return nil
 }
-
-func kernelsBias(b []float32) *kernels.Epilogue { return &kernels.Epilogue{Bias: b} }
-
-const reluAct = kernels.ActReLU
