@@ -54,12 +54,15 @@ type eltFuncs struct {
 	norm     func(dst, x, gamma, beta []float32, mean, rstd float32)
 	normQ    func(dst []float32, q []uint8, x, gamma, beta, pre []float32, mean, rstd, inv, zp float32)
 	maxMask  func(dst, x, mask []float32) float32
+	maxMaskS func(dst, x, mask []float32, s float32) float32
 	max      func(x []float32) float32
 	expSum   func(dst, x []float32, m float32) float32
 	scale    func(x []float32, s float32)
 	gelu     func(dst, x []float32)
 	absMax   func(x []float32) uint32
 	qRow     func(dst []uint8, x []float32, inv float32)
+	absMaxP  func(x, pre []float32) uint32
+	qRowP    func(dst []uint8, x, pre []float32, inv float32)
 	qU8      func(dst []uint8, x []float32, inv, zp float32) uint32
 	qS8      func(dst []int8, x []float32, inv, zp float32) uint32
 	dqU8     func(dst []float32, q []uint8, scale, zp float32)
@@ -69,18 +72,20 @@ type eltFuncs struct {
 var eltGeneric = eltFuncs{
 	addSum: eltAddSumGeneric, sum: eltSumGeneric, sumSqDev: eltSumSqDevGeneric,
 	norm: eltNormGeneric, normQ: eltNormQGeneric,
-	maxMask: eltMaxMaskGeneric, max: eltMaxGeneric, expSum: eltExpSumGeneric, scale: eltScaleGeneric,
+	maxMask: eltMaxMaskGeneric, maxMaskS: eltMaxMaskScaleGeneric, max: eltMaxGeneric, expSum: eltExpSumGeneric, scale: eltScaleGeneric,
 	gelu:   eltGELUGeneric,
-	absMax: eltAbsMaxGeneric, qRow: eltQuantRowGeneric, qU8: eltQuantU8Generic, qS8: eltQuantS8Generic,
+	absMax: eltAbsMaxGeneric, qRow: eltQuantRowGeneric,
+	absMaxP: eltAbsMaxPreGeneric, qRowP: eltQuantRowPreGeneric, qU8: eltQuantU8Generic, qS8: eltQuantS8Generic,
 	dqU8: eltDequantU8Generic, dqS32: eltDequantS32Generic,
 }
 
 var eltAsm = eltFuncs{
 	addSum: eltAddSum, sum: eltSum, sumSqDev: eltSumSqDev,
 	norm: eltNorm, normQ: eltNormQ,
-	maxMask: eltMaxMask, max: eltMax, expSum: eltExpSum, scale: eltScale,
+	maxMask: eltMaxMask, maxMaskS: eltMaxMaskScale, max: eltMax, expSum: eltExpSum, scale: eltScale,
 	gelu:   eltGELU,
-	absMax: eltAbsMax, qRow: eltQuantRow, qU8: eltQuantU8, qS8: eltQuantS8,
+	absMax: eltAbsMax, qRow: eltQuantRow,
+	absMaxP: eltAbsMaxPre, qRowP: eltQuantRowPre, qU8: eltQuantU8, qS8: eltQuantS8,
 	dqU8: eltDequantU8, dqS32: eltDequantS32,
 }
 
@@ -248,7 +253,21 @@ func LayerNorm(dst []float32, q []uint8, x, res []float32, rows, h int, gamma, b
 // (uniform, as in Hugging Face). A NaN or +Inf score is an error wrapping
 // ErrNonFinite naming the row and column. dst may alias x.
 func Softmax(dst, x []float32, rows, n int, mask []float32) error {
-	const op = "softmax"
+	return softmax("softmax", dst, x, rows, n, 1, false, mask)
+}
+
+// SoftmaxScaled is Softmax of x*scale with the scaling fused into the
+// first pass over each row (attention's 1/sqrt(d)):
+//
+//	s[j] = x[i][j]*scale + mask[j]       (the product rounded to float32)
+//
+// so it equals, bit for bit, multiplying x by scale in float32 and then
+// calling Softmax. Errors as Softmax. dst may alias x.
+func SoftmaxScaled(dst, x []float32, rows, n int, scale float32, mask []float32) error {
+	return softmax("softmax scaled", dst, x, rows, n, scale, true, mask)
+}
+
+func softmax(op string, dst, x []float32, rows, n int, scale float32, scaled bool, mask []float32) error {
 	if err := checkRows(op, rows, n, "dst", len(dst), "x", len(x)); err != nil {
 		return err
 	}
@@ -259,15 +278,23 @@ func Softmax(dst, x []float32, rows, n int, mask []float32) error {
 		return nil
 	}
 	f := eltImpl()
+	var mk []float32
+	if mask != nil {
+		mk = mask[:n]
+	}
 	for i := 0; i < rows; i++ {
 		d := dst[i*n : i*n+n]
 		xr := x[i*n : i*n+n]
 		var m float32
 		src := xr
-		if mask != nil {
-			m = f.maxMask(d, xr, mask[:n])
+		switch {
+		case scaled:
+			m = f.maxMaskS(d, xr, mk, scale)
 			src = d
-		} else {
+		case mask != nil:
+			m = f.maxMask(d, xr, mk)
+			src = d
+		default:
 			m = f.max(xr)
 		}
 		if math.IsInf(float64(m), -1) {
@@ -369,6 +396,59 @@ func QuantizeRowsU8(dst []uint8, scales []float32, x []float32, rows, h int) err
 		}
 		scales[i] = s
 		f.qRow(dst[i*h:i*h+h], xr, 1/s)
+	}
+	return nil
+}
+
+// QuantizeRowsU8Pre is QuantizeRowsU8 of x*pre: each element is first
+// multiplied by pre[j] (SmoothQuant's per-channel 1/s, DESIGN.md section 3),
+// the product rounded to float32, then each row is quantized exactly as
+// QuantizeRowsU8 does:
+//
+//	v[j] = x[i][j]*pre[j]
+//	scales[i] = max_j |v[j]| / 127   (1 for an all-zero row)
+//	dst[i][j] = clamp(roundHalfEven(v[j]*(1/scales[i])), -128, 127) + 128
+//
+// pre nil is QuantizeRowsU8; otherwise len(pre) >= h. A NaN or infinite
+// product (a NaN or infinite x or pre, or an overflowing product) is an
+// error wrapping ErrNonFinite naming its row and column; rows before it are
+// written.
+func QuantizeRowsU8Pre(dst []uint8, scales []float32, x []float32, rows, h int, pre []float32) error {
+	if pre == nil {
+		return QuantizeRowsU8(dst, scales, x, rows, h)
+	}
+	const op = "quantize rows u8 pre"
+	if err := checkRows(op, rows, h, "dst", len(dst), "x", len(x)); err != nil {
+		return err
+	}
+	if len(scales) < rows {
+		return eltShape(op, rows, h, "len(scales)=%d < rows", len(scales))
+	}
+	if len(pre) < h {
+		return eltShape(op, rows, h, "len(pre)=%d < h", len(pre))
+	}
+	if h == 0 {
+		return nil
+	}
+	f := eltImpl()
+	pre = pre[:h]
+	for i := 0; i < rows; i++ {
+		xr := x[i*h : i*h+h]
+		b := f.absMaxP(xr, pre)
+		if b >= absMaxBitsLimit {
+			for j, v := range xr {
+				if p := v * pre[j]; p != p || math.IsInf(float64(p), 0) {
+					return fmt.Errorf("kernels: %s rows=%d h=%d: row %d col %d: %v*%v: %w", op, rows, h, i, j, v, pre[j], ErrNonFinite)
+				}
+			}
+			return fmt.Errorf("kernels: %s rows=%d h=%d: row %d: %w", op, rows, h, i, ErrNonFinite)
+		}
+		s := math.Float32frombits(b) / 127
+		if s == 0 {
+			s = 1
+		}
+		scales[i] = s
+		f.qRowP(dst[i*h:i*h+h], xr, pre, 1/s)
 	}
 	return nil
 }

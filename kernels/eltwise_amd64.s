@@ -399,6 +399,101 @@ done_ah:
 	MOVSS         X0, ret+72(FP)
 	RET
 
+// func eltMaxMaskScale(dst []float32, x []float32, mask []float32, s float32) float32
+// Requires: AVX, AVX512F, SSE
+TEXT ·eltMaxMaskScale(SB), NOSPLIT, $0-84
+	MOVQ         dst_len+8(FP), CX
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         x_base+24(FP), DX
+	MOVQ         mask_base+48(FP), BX
+	MOVQ         mask_len+56(FP), SI
+	MOVSS        s+72(FP), X0
+	VBROADCASTSS X0, Z0
+	MOVL         $0xff800000, DI
+	VPBROADCASTD DI, Z1
+	TESTQ        SI, SI
+	JZ           nomask
+	XORQ         SI, SI
+	MOVQ         CX, DI
+	ANDQ         $-16, DI
+
+full_ai:
+	CMPQ    SI, DI
+	JAE     tail_ai
+	VMOVUPS (DX)(SI*4), Z2
+	VMULPS  Z0, Z2, Z2
+	VMOVUPS (BX)(SI*4), Z3
+	VADDPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(SI*4)
+	VMAXPS  Z2, Z1, Z1
+	ADDQ    $+16, SI
+	JMP     full_ai
+
+tail_ai:
+	SUBQ      SI, CX
+	JZ        done_ai
+	MOVL      $0x00000001, DI
+	SHLL      CL, DI
+	DECL      DI
+	KMOVW     DI, K1
+	VMOVUPS.Z (DX)(SI*4), K1, Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS.Z (BX)(SI*4), K1, Z0
+	VADDPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(SI*4)
+	VMAXPS    Z2, Z1, K1, Z1
+
+done_ai:
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VMAXPS        Y0, Y1, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VMAXPS        X1, X0, X1
+	VMOVHLPS      X1, X1, X0
+	VMAXPS        X0, X1, X1
+	VMOVSHDUP     X1, X0
+	VMAXSS        X0, X1, X1
+	MOVSS         X1, ret+80(FP)
+	RET
+
+nomask:
+	XORQ BX, BX
+	MOVQ CX, SI
+	ANDQ $-16, SI
+
+full_aj:
+	CMPQ    BX, SI
+	JAE     tail_aj
+	VMOVUPS (DX)(BX*4), Z2
+	VMULPS  Z0, Z2, Z2
+	VMOVUPS Z2, (AX)(BX*4)
+	VMAXPS  Z2, Z1, Z1
+	ADDQ    $+16, BX
+	JMP     full_aj
+
+tail_aj:
+	SUBQ      BX, CX
+	JZ        done_aj
+	MOVL      $0x00000001, SI
+	SHLL      CL, SI
+	DECL      SI
+	KMOVW     SI, K1
+	VMOVUPS.Z (DX)(BX*4), K1, Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(BX*4)
+	VMAXPS    Z2, Z1, K1, Z1
+
+done_aj:
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VMAXPS        Y0, Y1, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VMAXPS        X1, X0, X1
+	VMOVHLPS      X1, X1, X0
+	VMAXPS        X0, X1, X1
+	VMOVSHDUP     X1, X0
+	VMAXSS        X0, X1, X1
+	MOVSS         X1, ret+80(FP)
+	RET
+
 // func eltMax(x []float32) float32
 // Requires: AVX, AVX512F, SSE
 TEXT ·eltMax(SB), NOSPLIT, $0-28
@@ -410,17 +505,17 @@ TEXT ·eltMax(SB), NOSPLIT, $0-28
 	MOVQ         CX, BX
 	ANDQ         $-16, BX
 
-full_ai:
+full_ak:
 	CMPQ    DX, BX
-	JAE     tail_ai
+	JAE     tail_ak
 	VMOVUPS (AX)(DX*4), Z1
 	VMAXPS  Z1, Z0, Z0
 	ADDQ    $+16, DX
-	JMP     full_ai
+	JMP     full_ak
 
-tail_ai:
+tail_ak:
 	SUBQ      DX, CX
-	JZ        done_ai
+	JZ        done_ak
 	MOVL      $0x00000001, BX
 	SHLL      CL, BX
 	DECL      BX
@@ -428,7 +523,7 @@ tail_ai:
 	VMOVUPS.Z (AX)(DX*4), K1, Z1
 	VMAXPS    Z1, Z0, K1, Z0
 
-done_ai:
+done_ak:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VMAXPS        Y1, Y0, Y1
 	VEXTRACTF128  $0x01, Y1, X0
@@ -577,9 +672,9 @@ rest:
 	MOVQ CX, SI
 	ANDQ $-16, SI
 
-full_aj:
+full_al:
 	CMPQ         BX, SI
-	JAE          tail_aj
+	JAE          tail_al
 	VMOVUPS      (DX)(BX*4), Z4
 	VSUBPS       Z0, Z4, Z4
 	VMAXPS       Z4, Z1, Z4
@@ -609,11 +704,11 @@ full_aj:
 	VMOVUPS      Z4, (AX)(BX*4)
 	VADDPS       Z4, Z3, Z3
 	ADDQ         $+16, BX
-	JMP          full_aj
+	JMP          full_al
 
-tail_aj:
+tail_al:
 	SUBQ         BX, CX
-	JZ           done_aj
+	JZ           done_al
 	MOVL         $0x00000001, SI
 	SHLL         CL, SI
 	DECL         SI
@@ -647,7 +742,7 @@ tail_aj:
 	VMOVUPS      Z4, K1, (AX)(BX*4)
 	VADDPS       Z4, Z3, K1, Z3
 
-done_aj:
+done_al:
 	VEXTRACTF64X4 $0x01, Z3, Y0
 	VADDPS        Y0, Y3, Y0
 	VEXTRACTF128  $0x01, Y0, X1
@@ -670,18 +765,18 @@ TEXT ·eltScale(SB), NOSPLIT, $0-28
 	MOVQ         CX, BX
 	ANDQ         $-16, BX
 
-full_ak:
+full_am:
 	CMPQ    DX, BX
-	JAE     tail_ak
+	JAE     tail_am
 	VMOVUPS (AX)(DX*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS Z1, (AX)(DX*4)
 	ADDQ    $+16, DX
-	JMP     full_ak
+	JMP     full_am
 
-tail_ak:
+tail_am:
 	SUBQ      DX, CX
-	JZ        done_ak
+	JZ        done_am
 	MOVL      $0x00000001, BX
 	SHLL      CL, BX
 	DECL      BX
@@ -690,7 +785,7 @@ tail_ak:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(DX*4)
 
-done_ak:
+done_am:
 	RET
 
 // func eltGELU(dst []float32, x []float32)
@@ -980,9 +1075,9 @@ rest:
 	MOVQ CX, SI
 	ANDQ $-16, SI
 
-full_al:
+full_an:
 	CMPQ         BX, SI
-	JAE          tail_al
+	JAE          tail_an
 	VMOVUPS      (DX)(BX*4), Z3
 	VPANDD.BCST  eltconst<>+72(SB), Z3, Z4
 	VMINPS.BCST  eltconst<>+84(SB), Z4, Z4
@@ -1050,11 +1145,11 @@ full_al:
 	VPXORD       Z4, Z4, K1, Z4
 	VMOVUPS      Z4, (AX)(BX*4)
 	ADDQ         $+16, BX
-	JMP          full_al
+	JMP          full_an
 
-tail_al:
+tail_an:
 	SUBQ         BX, CX
-	JZ           done_al
+	JZ           done_an
 	MOVL         $0x00000001, SI
 	SHLL         CL, SI
 	DECL         SI
@@ -1126,7 +1221,7 @@ tail_al:
 	VPXORD       Z0, Z0, K2, Z0
 	VMOVUPS      Z0, K1, (AX)(BX*4)
 
-done_al:
+done_an:
 	RET
 
 // func eltAbsMax(x []float32) uint32
@@ -1139,18 +1234,18 @@ TEXT ·eltAbsMax(SB), NOSPLIT, $0-28
 	MOVQ   CX, BX
 	ANDQ   $-16, BX
 
-full_am:
+full_ao:
 	CMPQ        DX, BX
-	JAE         tail_am
+	JAE         tail_ao
 	VMOVUPS     (AX)(DX*4), Z1
 	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, DX
-	JMP         full_am
+	JMP         full_ao
 
-tail_am:
+tail_ao:
 	SUBQ        DX, CX
-	JZ          done_am
+	JZ          done_ao
 	MOVL        $0x00000001, BX
 	SHLL        CL, BX
 	DECL        BX
@@ -1159,7 +1254,7 @@ tail_am:
 	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
-done_am:
+done_ao:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPMAXUD       Y1, Y0, Y1
 	VEXTRACTI128  $0x01, Y1, X0
@@ -1184,9 +1279,9 @@ TEXT ·eltQuantRow(SB), NOSPLIT, $0-52
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_an:
+full_ap:
 	CMPQ        BX, SI
-	JAE         tail_an
+	JAE         tail_ap
 	VMOVUPS     (DX)(BX*4), Z1
 	VMULPS      Z0, Z1, Z1
 	VMAXPS.BCST eltconst<>+60(SB), Z1, Z1
@@ -1196,11 +1291,11 @@ full_an:
 	VPMOVDB     Z1, X1
 	VMOVDQU     X1, (AX)(BX*1)
 	ADDQ        $+16, BX
-	JMP         full_an
+	JMP         full_ap
 
-tail_an:
+tail_ap:
 	SUBQ        BX, CX
-	JZ          done_an
+	JZ          done_ap
 	MOVL        $0x00000001, SI
 	SHLL        CL, SI
 	DECL        SI
@@ -1214,7 +1309,105 @@ tail_an:
 	VPMOVDB     Z1, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
-done_an:
+done_ap:
+	RET
+
+// func eltAbsMaxPre(x []float32, pre []float32) uint32
+// Requires: AVX, AVX2, AVX512F
+TEXT ·eltAbsMaxPre(SB), NOSPLIT, $0-52
+	MOVQ   x_len+8(FP), CX
+	MOVQ   x_base+0(FP), AX
+	MOVQ   pre_base+24(FP), DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
+	MOVQ   CX, SI
+	ANDQ   $-16, SI
+
+full_aq:
+	CMPQ        BX, SI
+	JAE         tail_aq
+	VMOVUPS     (AX)(BX*4), Z1
+	VMOVUPS     (DX)(BX*4), Z2
+	VMULPS      Z2, Z1, Z1
+	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
+	VPMAXUD     Z1, Z0, Z0
+	ADDQ        $+16, BX
+	JMP         full_aq
+
+tail_aq:
+	SUBQ        BX, CX
+	JZ          done_aq
+	MOVL        $0x00000001, SI
+	SHLL        CL, SI
+	DECL        SI
+	KMOVW       SI, K1
+	VMOVUPS.Z   (AX)(BX*4), K1, Z1
+	VMOVUPS.Z   (DX)(BX*4), K1, Z2
+	VMULPS      Z2, Z1, Z1
+	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
+	VPMAXUD     Z1, Z0, Z0
+
+done_aq:
+	VEXTRACTI64X4 $0x01, Z0, Y1
+	VPMAXUD       Y1, Y0, Y1
+	VEXTRACTI128  $0x01, Y1, X0
+	VPMAXUD       X0, X1, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPMAXUD       X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPMAXUD       X1, X0, X0
+	VMOVD         X0, AX
+	MOVL          AX, ret+48(FP)
+	RET
+
+// func eltQuantRowPre(dst []uint8, x []float32, pre []float32, inv float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, SSE
+TEXT ·eltQuantRowPre(SB), NOSPLIT, $0-76
+	MOVQ         dst_len+8(FP), CX
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         x_base+24(FP), DX
+	MOVQ         pre_base+48(FP), BX
+	MOVSS        inv+72(FP), X0
+	VBROADCASTSS X0, Z0
+	XORQ         SI, SI
+	MOVQ         CX, DI
+	ANDQ         $-16, DI
+
+full_ar:
+	CMPQ        SI, DI
+	JAE         tail_ar
+	VMOVUPS     (DX)(SI*4), Z1
+	VMOVUPS     (BX)(SI*4), Z2
+	VMULPS      Z2, Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VMAXPS.BCST eltconst<>+60(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+64(SB), Z1, Z1
+	VCVTPS2DQ   Z1, Z1
+	VPADDD.BCST eltconst<>+68(SB), Z1, Z1
+	VPMOVDB     Z1, X1
+	VMOVDQU     X1, (AX)(SI*1)
+	ADDQ        $+16, SI
+	JMP         full_ar
+
+tail_ar:
+	SUBQ        SI, CX
+	JZ          done_ar
+	MOVL        $0x00000001, DI
+	SHLL        CL, DI
+	DECL        DI
+	KMOVW       DI, K1
+	VMOVUPS.Z   (DX)(SI*4), K1, Z1
+	VMOVUPS.Z   (BX)(SI*4), K1, Z2
+	VMULPS      Z2, Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VMAXPS.BCST eltconst<>+60(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+64(SB), Z1, Z1
+	VCVTPS2DQ   Z1, Z1
+	VPADDD.BCST eltconst<>+68(SB), Z1, Z1
+	VPMOVDB     Z1, X0
+	VMOVDQU8    X0, K1, (AX)(SI*1)
+
+done_ar:
 	RET
 
 // func eltQuantU8(dst []uint8, x []float32, inv float32, zp float32) uint32
@@ -1232,9 +1425,9 @@ TEXT ·eltQuantU8(SB), NOSPLIT, $0-60
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_ao:
+full_as:
 	CMPQ        BX, SI
-	JAE         tail_ao
+	JAE         tail_as
 	VMOVUPS     (DX)(BX*4), Z3
 	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
 	VPMAXUD     Z4, Z1, Z1
@@ -1246,11 +1439,11 @@ full_ao:
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
 	ADDQ        $+16, BX
-	JMP         full_ao
+	JMP         full_as
 
-tail_ao:
+tail_as:
 	SUBQ        BX, CX
-	JZ          done_ao
+	JZ          done_as
 	MOVL        $0x00000001, SI
 	SHLL        CL, SI
 	DECL        SI
@@ -1266,7 +1459,7 @@ tail_ao:
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
-done_ao:
+done_as:
 	VEXTRACTI64X4 $0x01, Z1, Y0
 	VPMAXUD       Y0, Y1, Y0
 	VEXTRACTI128  $0x01, Y0, X1
@@ -1294,9 +1487,9 @@ TEXT ·eltQuantS8(SB), NOSPLIT, $0-60
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_ap:
+full_at:
 	CMPQ        BX, SI
-	JAE         tail_ap
+	JAE         tail_at
 	VMOVUPS     (DX)(BX*4), Z3
 	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
 	VPMAXUD     Z4, Z1, Z1
@@ -1308,11 +1501,11 @@ full_ap:
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
 	ADDQ        $+16, BX
-	JMP         full_ap
+	JMP         full_at
 
-tail_ap:
+tail_at:
 	SUBQ        BX, CX
-	JZ          done_ap
+	JZ          done_at
 	MOVL        $0x00000001, SI
 	SHLL        CL, SI
 	DECL        SI
@@ -1328,7 +1521,7 @@ tail_ap:
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
-done_ap:
+done_at:
 	VEXTRACTI64X4 $0x01, Z1, Y0
 	VPMAXUD       Y0, Y1, Y0
 	VEXTRACTI128  $0x01, Y0, X1
@@ -1355,20 +1548,20 @@ TEXT ·eltDequantU8(SB), NOSPLIT, $0-56
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_aq:
+full_au:
 	CMPQ      BX, SI
-	JAE       tail_aq
+	JAE       tail_au
 	VPMOVZXBD (DX)(BX*1), Z2
 	VCVTDQ2PS Z2, Z2
 	VSUBPS    Z1, Z2, Z2
 	VMULPS    Z0, Z2, Z2
 	VMOVUPS   Z2, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_aq
+	JMP       full_au
 
-tail_aq:
+tail_au:
 	SUBQ       BX, CX
-	JZ         done_aq
+	JZ         done_au
 	MOVL       $0x00000001, SI
 	SHLL       CL, SI
 	DECL       SI
@@ -1380,7 +1573,7 @@ tail_aq:
 	VMULPS     Z0, Z2, Z2
 	VMOVUPS    Z2, K1, (AX)(BX*4)
 
-done_aq:
+done_au:
 	RET
 
 // func eltDequantS32(dst []float32, acc []int32, rs float32, cs []float32)
@@ -1399,9 +1592,9 @@ TEXT ·eltDequantS32(SB), NOSPLIT, $0-80
 	MOVQ         CX, DI
 	ANDQ         $-16, DI
 
-full_ar:
+full_av:
 	CMPQ      SI, DI
-	JAE       tail_ar
+	JAE       tail_av
 	VMOVUPS   (DX)(SI*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
@@ -1409,11 +1602,11 @@ full_ar:
 	VMULPS    Z2, Z1, Z1
 	VMOVUPS   Z1, (AX)(SI*4)
 	ADDQ      $+16, SI
-	JMP       full_ar
+	JMP       full_av
 
-tail_ar:
+tail_av:
 	SUBQ      SI, CX
-	JZ        done_ar
+	JZ        done_av
 	MOVL      $0x00000001, DI
 	SHLL      CL, DI
 	DECL      DI
@@ -1425,7 +1618,7 @@ tail_ar:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(SI*4)
 
-done_ar:
+done_av:
 	RET
 
 nocs:
@@ -1433,19 +1626,19 @@ nocs:
 	MOVQ CX, SI
 	ANDQ $-16, SI
 
-full_as:
+full_aw:
 	CMPQ      BX, SI
-	JAE       tail_as
+	JAE       tail_aw
 	VMOVUPS   (DX)(BX*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_as
+	JMP       full_aw
 
-tail_as:
+tail_aw:
 	SUBQ      BX, CX
-	JZ        done_as
+	JZ        done_aw
 	MOVL      $0x00000001, SI
 	SHLL      CL, SI
 	DECL      SI
@@ -1455,5 +1648,5 @@ tail_as:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(BX*4)
 
-done_as:
+done_aw:
 	RET

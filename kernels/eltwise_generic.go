@@ -144,6 +144,26 @@ func eltMaxMaskGeneric(dst, x, mask []float32) float32 {
 	return eltReduceMax(&acc)
 }
 
+func eltMaxMaskScaleGeneric(dst, x, mask []float32, s float32) float32 {
+	acc := [eltLanes]float32{}
+	for i := range acc {
+		acc[i] = float32(math.Inf(-1))
+	}
+	x = x[:len(dst)]
+	if len(mask) > 0 {
+		mask = mask[:len(dst)]
+	}
+	for j := range dst {
+		v := float32(x[j] * s)
+		if len(mask) > 0 {
+			v += mask[j]
+		}
+		dst[j] = v
+		acc[j%eltLanes] = eltMax32(acc[j%eltLanes], v)
+	}
+	return eltReduceMax(&acc)
+}
+
 func eltMaxGeneric(x []float32) float32 {
 	acc := [eltLanes]float32{}
 	for i := range acc {
@@ -263,6 +283,24 @@ func eltQuantRowGeneric(dst []uint8, x []float32, inv float32) {
 	x = x[:len(dst)]
 	for j := range dst {
 		p := eltClamp(float32(x[j]*inv), -128, 127)
+		dst[j] = uint8(eltRound(p) + 128)
+	}
+}
+
+func eltAbsMaxPreGeneric(x, pre []float32) uint32 {
+	pre = pre[:len(x)]
+	var m uint32
+	for j, v := range x {
+		m = max(m, math.Float32bits(float32(v*pre[j]))&0x7fffffff)
+	}
+	return m
+}
+
+func eltQuantRowPreGeneric(dst []uint8, x, pre []float32, inv float32) {
+	x, pre = x[:len(dst)], pre[:len(dst)]
+	for j := range dst {
+		p := float32(x[j] * pre[j])
+		p = eltClamp(float32(p*inv), -128, 127)
 		dst[j] = uint8(eltRound(p) + 128)
 	}
 }

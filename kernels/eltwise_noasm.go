@@ -15,13 +15,20 @@ func eltNorm(dst, x, gamma, beta []float32, mean, rstd float32) {
 func eltNormQ(dst []float32, q []uint8, x, gamma, beta, pre []float32, mean, rstd, inv, zp float32) {
 	eltNormQGeneric(dst, q, x, gamma, beta, pre, mean, rstd, inv, zp)
 }
-func eltMaxMask(dst, x, mask []float32) float32         { return eltMaxMaskGeneric(dst, x, mask) }
+func eltMaxMask(dst, x, mask []float32) float32 { return eltMaxMaskGeneric(dst, x, mask) }
+func eltMaxMaskScale(dst, x, mask []float32, s float32) float32 {
+	return eltMaxMaskScaleGeneric(dst, x, mask, s)
+}
 func eltMax(x []float32) float32                        { return eltMaxGeneric(x) }
 func eltExpSum(dst, x []float32, m float32) float32     { return eltExpSumGeneric(dst, x, m) }
 func eltScale(x []float32, s float32)                   { eltScaleGeneric(x, s) }
 func eltGELU(dst, x []float32)                          { eltGELUGeneric(dst, x) }
 func eltAbsMax(x []float32) uint32                      { return eltAbsMaxGeneric(x) }
 func eltQuantRow(dst []uint8, x []float32, inv float32) { eltQuantRowGeneric(dst, x, inv) }
+func eltAbsMaxPre(x, pre []float32) uint32              { return eltAbsMaxPreGeneric(x, pre) }
+func eltQuantRowPre(dst []uint8, x, pre []float32, inv float32) {
+	eltQuantRowPreGeneric(dst, x, pre, inv)
+}
 func eltQuantU8(dst []uint8, x []float32, inv, zp float32) uint32 {
 	return eltQuantU8Generic(dst, x, inv, zp)
 }

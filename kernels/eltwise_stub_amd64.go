@@ -36,6 +36,11 @@ func eltNormQ(dst []float32, q []uint8, x []float32, gamma []float32, beta []flo
 // their maximum (16 lanes, acc = acc > v ? acc : v; see eltMaxMaskGeneric).
 func eltMaxMask(dst []float32, x []float32, mask []float32) float32
 
+// eltMaxMaskScale stores dst[j] = x[j]*s + mask[j] (the product rounded to
+// float32; mask empty: + 0 is skipped) for j < len(dst) and returns their
+// maximum (16 lanes, acc = acc > v ? acc : v; see eltMaxMaskScaleGeneric).
+func eltMaxMaskScale(dst []float32, x []float32, mask []float32, s float32) float32
+
 // eltMax returns the maximum of x (16 lanes, acc = acc > v ? acc : v;
 // see eltMaxGeneric); -Inf when x is empty.
 func eltMax(x []float32) float32
@@ -61,6 +66,17 @@ func eltAbsMax(x []float32) uint32
 //
 //	dst[j] = uint8(roundHalfEven(clamp(x[j]*inv, -128, 127)) + 128)
 func eltQuantRow(dst []uint8, x []float32, inv float32)
+
+// eltAbsMaxPre returns the largest math.Float32bits(x[j]*pre[j]) & 0x7fffffff
+// for j < len(x), each product rounded to float32: the bits of
+// max|x[j]*pre[j]|, >= 0x7f800000 when a product is NaN or infinite.
+func eltAbsMaxPre(x []float32, pre []float32) uint32
+
+// eltQuantRowPre is eltQuantRow of x[j]*pre[j]: for j < len(dst),
+//
+//	p := x[j]*pre[j]*inv   (each product rounded to float32)
+//	dst[j] = uint8(roundHalfEven(clamp(p, -128, 127)) + 128)
+func eltQuantRowPre(dst []uint8, x []float32, pre []float32, inv float32)
 
 // eltQuantU8 stores, for j < len(dst),
 //

@@ -922,3 +922,65 @@ func BenchmarkQuantize(b *testing.B) {
 		})
 	})
 }
+
+// TestSoftmaxScaled checks that the fused scaling equals a float32 multiply
+// followed by Softmax, bit for bit, on each path, and that the paths agree.
+func TestSoftmaxScaled(t *testing.T) {
+	var paths [2][]float32
+	for p, generic := range []bool{false, true} {
+		if !generic && !eltwiseAVX512() {
+			t.Log("avx512 element-wise path not live: generic path only")
+			continue
+		}
+		withPath(generic, func() {
+			var all []float32
+			for _, sh := range eltShapes {
+				rows, n := sh[0], sh[1]
+				r := rand.New(rand.NewPCG(9, uint64(n)))
+				x := randF32(r, rows*n, 40, -3)
+				mask := randF32(r, n, 30, 0)
+				if n > 3 {
+					mask[1], mask[2] = -math.MaxFloat32, float32(math.Inf(-1))
+				}
+				for _, sc := range []float32{0.125, float32(1 / math.Sqrt(48))} {
+					for _, m := range [][]float32{nil, mask} {
+						xs := slices.Clone(x)
+						for k := range xs {
+							xs[k] *= sc
+						}
+						want := make([]float32, rows*n)
+						if err := Softmax(want, xs, rows, n, m); err != nil {
+							t.Fatal(err)
+						}
+						got, check := guarded(rows*n, float32(7))
+						if err := SoftmaxScaled(got, x, rows, n, sc, m); err != nil {
+							t.Fatal(err)
+						}
+						check(t)
+						if k := bitsEqual(got, want); k >= 0 {
+							t.Fatalf("generic=%v %dx%d scale %v: dst[%d]=%v, want %v", generic, rows, n, sc, k, got[k], want[k])
+						}
+						inPlace := slices.Clone(x)
+						if err := SoftmaxScaled(inPlace, inPlace, rows, n, sc, m); err != nil {
+							t.Fatal(err)
+						}
+						if k := bitsEqual(inPlace, want); k >= 0 {
+							t.Fatalf("generic=%v %dx%d in place: dst[%d]=%v, want %v", generic, rows, n, k, inPlace[k], want[k])
+						}
+						all = append(all, got...)
+					}
+				}
+			}
+			paths[p] = all
+		})
+	}
+	if paths[0] != nil {
+		if k := bitsEqual(paths[0], paths[1]); k >= 0 {
+			t.Fatalf("asm and generic differ at %d: %v vs %v", k, paths[0][k], paths[1][k])
+		}
+	}
+	x := []float32{1, float32(math.NaN()), 2}
+	if err := SoftmaxScaled(x, x, 1, 3, 0.5, nil); !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "row 0 col 1") {
+		t.Fatalf("NaN: err = %v", err)
+	}
+}

@@ -16,8 +16,11 @@ import (
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "model" {
+		return runBenchModel(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "gemm" {
-		return fmt.Errorf("bench: want a target: gemm")
+		return fmt.Errorf("bench: want a target: gemm or model")
 	}
 	fs := flag.NewFlagSet("bench gemm", flag.ContinueOnError)
 	fs.SetOutput(stderr)

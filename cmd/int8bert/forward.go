@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -109,22 +110,24 @@ func reshape(x []float32, rows int) [][]float32 {
 	return out
 }
 
-func runForward(args []string, stdout, stderr io.Writer) error {
+func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "model folder (config.json and weights)")
 	inputs := fs.String("inputs", "", "JSON file with input_ids, attention_mask, token_type_ids as [batch][seq]")
 	outPath := fs.String("out", "", "write the outputs here (default: stdout)")
 	threads := fs.Int("threads", 1, "threads per linear layer")
-	precision := fs.String("precision", "fp32", "fp32 (INT8 precisions come with quantization)")
+	precision := fs.String("precision", "", "fp32, int8-static or int8-dynamic (default: as the model folder holds it; an FP32 model is quantized at load: int8-static needs --calib and a tokenizer in the folder)")
+	qf := addQuantFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *model == "" || *inputs == "" {
 		return fmt.Errorf("forward: --model and --inputs are required")
 	}
-	if *precision != "fp32" {
-		return fmt.Errorf("forward: precision %q is not available yet (fp32)", *precision)
+	prec, err := parsePrecisionFlag(*precision)
+	if err != nil {
+		return fmt.Errorf("forward: %w", err)
 	}
 	raw, err := os.ReadFile(*inputs)
 	if err != nil {
@@ -144,6 +147,38 @@ func runForward(args []string, stdout, stderr io.Writer) error {
 	}
 	defer sel.Close()
 	defer m.Close()
+	if stored := m.Encoder.Precision(); prec != encoder.PrecisionAsStored && prec != stored {
+		if stored.Int8() {
+			return fmt.Errorf("forward: %s is an %s model and cannot run as %s", *model, stored, prec)
+		}
+		var q *encoder.TaskModel
+		if *qf.calib != "" {
+			// Calibration texts need the folder's tokenizer.
+			p, err := encoder.LoadPipeline(*model, m.Family, sel, encoder.Options{Threads: *threads})
+			if err != nil {
+				return fmt.Errorf("forward: --calib: %w", err)
+			}
+			defer p.Close()
+			qp, err := qf.convert(ctx, p, prec, *model, *threads, stderr)
+			if err != nil {
+				return fmt.Errorf("forward: %w", err)
+			}
+			q = qp.Model
+		} else {
+			if prec == encoder.PrecisionInt8Static {
+				return fmt.Errorf("forward: int8-static on an FP32 model needs calibration texts: give --calib FILE")
+			}
+			o, err := qf.options(stderr, *threads)
+			if err != nil {
+				return fmt.Errorf("forward: %w", err)
+			}
+			if q, err = m.Quantize(ctx, nil, prec, o); err != nil {
+				return fmt.Errorf("forward: %w", err)
+			}
+		}
+		defer q.Close()
+		m = q
+	}
 	out, err := m.Forward(in, false)
 	if err != nil {
 		return fmt.Errorf("forward: %w", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -17,7 +18,7 @@ func TestForwardTinyModel(t *testing.T) {
 	in := filepath.Join(dir, "in.json")
 	os.WriteFile(in, []byte(`{"input_ids": [[2, 15, 99, 3], [2, 7, 3, 0]], "attention_mask": [[1,1,1,1],[1,1,1,0]]}`), 0o644)
 	var out, errb bytes.Buffer
-	if err := runForward([]string{"--model", "../../checkpoint/testdata/distilbert-tiny", "--inputs", in}, &out, &errb); err != nil {
+	if err := runForward(context.Background(), []string{"--model", "../../checkpoint/testdata/distilbert-tiny", "--inputs", in}, &out, &errb); err != nil {
 		t.Fatal(err, errb.String())
 	}
 	var r map[string][][][]float64
@@ -50,14 +51,14 @@ func TestForwardBadInputs(t *testing.T) {
 		p := filepath.Join(dir, "in.json")
 		os.WriteFile(p, []byte(body), 0o644)
 		var out, errb bytes.Buffer
-		if err := runForward([]string{"--model", model, "--inputs", p}, &out, &errb); err == nil {
+		if err := runForward(context.Background(), []string{"--model", model, "--inputs", p}, &out, &errb); err == nil {
 			t.Errorf("%s: no error", name)
 		} else {
 			t.Logf("%s: %v", name, err)
 		}
 	}
 	var out, errb bytes.Buffer
-	if err := runForward([]string{"--model", dir, "--inputs", filepath.Join(dir, "in.json")}, &out, &errb); err == nil {
+	if err := runForward(context.Background(), []string{"--model", dir, "--inputs", filepath.Join(dir, "in.json")}, &out, &errb); err == nil {
 		t.Error("a folder without config.json: no error")
 	}
 }

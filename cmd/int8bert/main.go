@@ -1,9 +1,12 @@
-// Command int8bert inspects the host and benchmarks int8bert's kernels. Later
-// issues add quantize, eval, forward and the task commands.
+// Command int8bert quantizes, evaluates, runs and benchmarks BERT-family
+// encoders in INT8 (SmoothQuant W8A8) and FP32, and inspects the host.
 //
 //	int8bert info [-json] [-peak]
 //	int8bert bench gemm [-json] [-threads 1] [-reps 5] [-rep-time 20ms] [-dtypes int8,fp32] [-pin=true]
 //	int8bert tokenize -tokenizer FILE [-pair] [-max-length N] [-pad] [-no-special]
+//	int8bert quantize --model DIR-or-id --calib FILE --mode static|dynamic --alpha 0.5|auto -o DIR
+//	int8bert eval --model DIR --task sst2|mnli|squad --data FILE --precision fp32,int8-static,int8-dynamic [-json]
+//	int8bert bench model --arch NAME|DIR --seq 256 --batch 1 --threads 1 --precision fp32,int8-static,int8-dynamic [-json]
 //	int8bert tune [-json] [-threads 1] [-cache PATH] [-ops u8s8,f32] [-shapes MxKxN,...] [-epilogues KIND,...]
 package main
 
@@ -29,6 +32,12 @@ usage:
   int8bert classify --model DIR-or-id [text ...]     label per text (stdin: one per line)
   int8bert embed --model DIR-or-id [--pooling mean|cls] [text ...]
   int8bert qa --model DIR-or-id --question Q [context ...]
+  int8bert quantize --model DIR-or-id --calib FILE --mode static|dynamic --alpha 0.5|auto -o DIR
+                                 SmoothQuant W8A8: calibrate, quantize, write the INT8 artifact
+  int8bert eval --model DIR --task sst2|mnli|squad --data FILE --precision fp32,int8-static,int8-dynamic
+                                 accuracy (EM/F1 for squad) per precision and agreement with FP32
+  int8bert bench model --arch bert-large|bert-base|distilbert|xlmr-base|DIR --seq 256 [flags]
+                                 sequences/s per precision, linear-block time, INT8/FP32 speed-up
   int8bert help                  this text
 
 Run "int8bert <command> -h" for the flags of a command.
@@ -56,9 +65,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "classify", "embed", "qa":
 		return runTask(ctx, args[0], args[1:], os.Stdin, stdout, stderr)
 	case "forward":
-		return runForward(args[1:], stdout, stderr)
+		return runForward(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
+	case "quantize":
+		return runQuantize(ctx, args[1:], stdout, stderr)
+	case "eval":
+		return runEval(ctx, args[1:], stdout, stderr)
 	case "tune":
 		return runTune(ctx, args[1:], stdout, stderr)
 	case "tokenize":

@@ -56,22 +56,23 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	nbest := fs.Int("n-best", 1, "qa: answers to return")
 	maxAnswer := fs.Int("max-answer-length", 30, "qa: longest answer in tokens")
 	stride := fs.Int("doc-stride", 128, "qa: tokens shared by consecutive windows of a long context")
-	precision := fs.String("precision", "fp32", "fp32 (INT8 precisions come with quantization)")
+	precision := fs.String("precision", "", "fp32, int8-static or int8-dynamic (default: as the model folder holds it; an FP32 model is quantized at load)")
+	qf := addQuantFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *model == "" {
 		return fmt.Errorf("%s: --model is required", task)
 	}
-	if *precision != "fp32" {
-		return fmt.Errorf("%s: precision %q is not available yet (fp32)", task, *precision)
+	prec, err := parsePrecisionFlag(*precision)
+	if err != nil {
+		return fmt.Errorf("%s: %w", task, err)
 	}
 	if *batch < 1 {
 		return fmt.Errorf("%s: --batch must be >= 1", task)
 	}
 	texts := fs.Args()
 	if len(texts) == 0 {
-		var err error
 		if texts, err = readLines(stdin); err != nil {
 			return fmt.Errorf("%s: reading stdin: %w", task, err)
 		}
@@ -79,7 +80,7 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	if len(texts) == 0 {
 		return fmt.Errorf("%s: no input text (give texts as arguments or one per line on stdin)", task)
 	}
-	p, sel, err := loadPipeline(ctx, *model, *threads)
+	p, sel, err := qf.load(ctx, *model, prec, *threads, stderr)
 	if err != nil {
 		return fmt.Errorf("%s: %w", task, err)
 	}

@@ -3,6 +3,7 @@ package encoder
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/int8bert/int8bert/kernels"
 )
@@ -11,55 +12,96 @@ import (
 // as Hugging Face uses.
 const maskValue = -math.MaxFloat32
 
+// attnBuf is one worker's scratch for one (sequence, head) pair: the
+// scores, the additive mask of the sequence, and K and V^T packed as the
+// "weights" of the two products. Reused through attnPool, so a forward pass
+// allocates nothing per head once the pool is warm.
+type attnBuf struct {
+	scores, mask []float32
+	k, vt        kernels.PackedF32
+	g            kernels.GEMMF32
+}
+
+var attnPool = sync.Pool{New: func() any { return new(attnBuf) }}
+
+func growF32(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
 // attention computes the context of every head from the fused QKV rows:
 // softmax(Q K^T / sqrt(d) + mask) V, both products on an FP32 GEMM kernel
-// with K (and V transposed) packed per head as the "weights".
+// with K (and V transposed) packed per head as the "weights". The 1/sqrt(d)
+// scale is fused into softmax's first pass (kernels.SoftmaxScaled, equal
+// bit for bit to scaling the scores first). The (sequence, head) pairs are
+// split over m.threads goroutines; each product runs on one.
 func (m *Model) attention(in *Inputs, s *scratch) error {
+	heads := m.cfg.Heads
+	tasks := in.Batch * heads
+	if m.threads <= 1 || tasks == 1 {
+		b := attnPool.Get().(*attnBuf)
+		defer attnPool.Put(b)
+		for t := 0; t < tasks; t++ {
+			if err := m.attentionHead(in, s, b, t/heads, t%heads); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var mu sync.Mutex
+	var first error
+	firstAt := tasks
+	kernels.Parallel(m.threads, tasks, func(t int) {
+		b := attnPool.Get().(*attnBuf)
+		err := m.attentionHead(in, s, b, t/heads, t%heads)
+		attnPool.Put(b)
+		if err != nil {
+			mu.Lock()
+			if t < firstAt { // the error of the lowest pair, as the serial loop
+				first, firstAt = err, t
+			}
+			mu.Unlock()
+		}
+	})
+	return first
+}
+
+// attentionHead computes head hd of sequence bi into s.ctx.
+func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int) error {
 	h, heads, seq := m.cfg.Hidden, m.cfg.Heads, in.Seq
 	d := h / heads
 	scale := float32(1 / math.Sqrt(float64(d)))
 	ld := 3 * h
 	nr := m.attn.NR
-	vt := make([]float32, d*seq)
-	for b := 0; b < in.Batch; b++ {
-		for j := 0; j < seq; j++ {
-			s.mask[j] = 0
-			if in.Mask[b*seq+j] == 0 {
-				s.mask[j] = maskValue
-			}
+	b.scores = growF32(b.scores, seq*seq)
+	b.mask = growF32(b.mask, seq)
+	for j, mk := range in.Mask[bi*seq : bi*seq+seq] {
+		b.mask[j] = 0
+		if mk == 0 {
+			b.mask[j] = maskValue
 		}
-		rows := s.qkv[b*seq*ld:]
-		for hd := 0; hd < heads; hd++ {
-			qo, ko, vo := hd*d, h+hd*d, 2*h+hd*d
-			kp, err := kernels.PackF32(seq, d, rows[ko:], ld, nr)
-			if err != nil {
-				return err
-			}
-			g := &kernels.GEMMF32{M: seq, N: seq, K: d, A: rows[qo:], Lda: ld, B: kp, C: s.scores, Ldc: seq}
-			if err := m.attn.Run(g); err != nil {
-				return fmt.Errorf("attention scores (sequence %d, head %d): %w", b, hd, err)
-			}
-			for i := range s.scores[:seq*seq] {
-				s.scores[i] *= scale
-			}
-			if err := kernels.Softmax(s.scores, s.scores, seq, seq, s.mask); err != nil {
-				return fmt.Errorf("attention softmax (sequence %d, head %d): %w", b, hd, err)
-			}
-			for j := 0; j < seq; j++ {
-				v := rows[j*ld+vo : j*ld+vo+d]
-				for t, x := range v {
-					vt[t*seq+j] = x
-				}
-			}
-			vp, err := kernels.PackF32(d, seq, vt, seq, nr)
-			if err != nil {
-				return err
-			}
-			g = &kernels.GEMMF32{M: seq, N: d, K: seq, A: s.scores, Lda: seq, B: vp, C: s.ctx[b*seq*h+hd*d:], Ldc: h}
-			if err := m.attn.Run(g); err != nil {
-				return fmt.Errorf("attention context (sequence %d, head %d): %w", b, hd, err)
-			}
-		}
+	}
+	rows := s.qkv[bi*seq*ld : (bi+1)*seq*ld]
+	qo, ko, vo := hd*d, h+hd*d, 2*h+hd*d
+	if err := kernels.PackF32Into(&b.k, seq, d, rows[ko:], ld, nr); err != nil {
+		return err
+	}
+	b.g = kernels.GEMMF32{M: seq, N: seq, K: d, A: rows[qo:], Lda: ld, B: &b.k, C: b.scores, Ldc: seq}
+	if err := m.attn.Run(&b.g); err != nil {
+		return fmt.Errorf("attention scores (sequence %d, head %d): %w", bi, hd, err)
+	}
+	if err := kernels.SoftmaxScaled(b.scores, b.scores, seq, seq, scale, b.mask); err != nil {
+		return fmt.Errorf("attention softmax (sequence %d, head %d): %w", bi, hd, err)
+	}
+	// V's rows are V^T's columns: W = V^T ([d][seq]) given transposed.
+	if err := kernels.PackF32TInto(&b.vt, d, seq, rows[vo:], ld, nr); err != nil {
+		return err
+	}
+	b.g = kernels.GEMMF32{M: seq, N: d, K: seq, A: b.scores, Lda: seq, B: &b.vt, C: s.ctx[bi*seq*h+hd*d:], Ldc: h}
+	if err := m.attn.Run(&b.g); err != nil {
+		return fmt.Errorf("attention context (sequence %d, head %d): %w", bi, hd, err)
 	}
 	return nil
 }

@@ -21,6 +21,14 @@ type LoadOptions struct {
 	Threads int
 	// Revision of a Hugging Face model id ("" means main).
 	Revision string
+	// Precision to run at. The zero value runs the folder as it is (FP32
+	// weights, or an INT8 artifact). An INT8 precision on an FP32 model
+	// quantizes it at load: int8-static needs Calib.
+	Precision Precision
+	// Calib are the calibration texts of an at-load quantization.
+	Calib []string
+	// Quant controls an at-load quantization.
+	Quant QuantizeOptions
 }
 
 var (
@@ -78,5 +86,26 @@ func Load(ctx context.Context, pathOrID string, fam *Family, o LoadOptions) (*Pi
 			return nil, err
 		}
 	}
-	return LoadPipeline(dir, fam, sel, Options{Threads: o.Threads})
+	p, err := LoadPipeline(dir, fam, sel, Options{Threads: o.Threads})
+	if err != nil {
+		return nil, err
+	}
+	stored := p.Model.Encoder.Precision()
+	switch {
+	case o.Precision == PrecisionAsStored || o.Precision == stored:
+		return p, nil
+	case stored.Int8():
+		p.Close()
+		return nil, fmt.Errorf("encoder: %s holds an %s model, which cannot run as %s (load the FP32 model to quantize it differently): %w",
+			pathOrID, stored, o.Precision, ErrConfig)
+	}
+	if o.Quant.Source == "" {
+		o.Quant.Source = pathOrID
+	}
+	q, err := p.Quantize(ctx, o.Calib, o.Precision, o.Quant)
+	p.Close()
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
 }

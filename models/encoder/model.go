@@ -8,6 +8,7 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/smoothquant"
 )
 
 // Model is an FP32 encoder. It is safe for concurrent Forward calls.
@@ -22,6 +23,16 @@ type Model struct {
 	// attn runs attention's two batched matmuls (Q K^T and P V): the
 	// first FP32 kernel this CPU runs, fastest listed first.
 	attn *kernels.KernelF32
+	// src and names are where the weights came from (an FP32 model reads
+	// them again to quantize itself).
+	src   Source
+	names Names
+	// prec is the precision of the linears; qlayers hold the INT8 ones
+	// (prec != PrecisionFP32), layers the FP32 ones.
+	prec    Precision
+	qlayers []qlayer
+	// recipe is how an INT8 model was quantized.
+	recipe *smoothquant.Recipe
 }
 
 type layer struct {
@@ -95,35 +106,15 @@ func (p *Profile) Snapshot() Profile {
 // New loads the encoder's weights from l (names as given) and prepares
 // every linear layer on sel.
 func New(cfg Config, l *Loader, names Names, sel *selector.Selector, o Options) (*Model, error) {
-	if err := cfg.Validate(); err != nil {
+	m, err := newBase(cfg, l, names, sel, o)
+	if err != nil {
 		return nil, err
 	}
-	if sel == nil {
-		return nil, fmt.Errorf("encoder: nil selector: %w", ErrConfig)
-	}
 	h, in := cfg.Hidden, cfg.Intermediate
-	m := &Model{cfg: cfg, sel: sel, threads: o.Threads, prof: o.Profile, attn: kernels.GenericF32}
-	for _, k := range kernels.F32Kernels() {
-		if k != kernels.GenericF32 && k.Available(cpu.X86) {
-			m.attn = k
-			break
-		}
-	}
-	var err error
 	get := func(dst *[]float32, name string, shape ...int) {
 		if err == nil {
 			*dst, err = l.Get(name, shape...)
 		}
-	}
-	get(&m.wordEmb, names.WordEmb, cfg.Vocab, h)
-	get(&m.posEmb, names.PosEmb, cfg.MaxPositions, h)
-	if cfg.TypeVocab > 0 {
-		get(&m.typeEmb, names.TypeEmb, cfg.TypeVocab, h)
-	}
-	get(&m.embLN, names.EmbLN, h)
-	get(&m.embLNBias, names.EmbLNBias, h)
-	if err != nil {
-		return nil, err
 	}
 	for i := 0; i < cfg.Layers; i++ {
 		n := names.Layer(i)
@@ -172,6 +163,42 @@ func New(cfg Config, l *Loader, names Names, sel *selector.Selector, o Options) 
 	return m, nil
 }
 
+// newBase makes a model with its embeddings and no layers.
+func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Options) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if sel == nil {
+		return nil, fmt.Errorf("encoder: nil selector: %w", ErrConfig)
+	}
+	h := cfg.Hidden
+	m := &Model{cfg: cfg, sel: sel, threads: o.Threads, prof: o.Profile, attn: kernels.GenericF32,
+		src: l.src, names: names, prec: PrecisionFP32}
+	for _, k := range kernels.F32Kernels() {
+		if k != kernels.GenericF32 && k.Available(cpu.X86) {
+			m.attn = k
+			break
+		}
+	}
+	var err error
+	get := func(dst *[]float32, name string, shape ...int) {
+		if err == nil {
+			*dst, err = l.Get(name, shape...)
+		}
+	}
+	get(&m.wordEmb, names.WordEmb, cfg.Vocab, h)
+	get(&m.posEmb, names.PosEmb, cfg.MaxPositions, h)
+	if cfg.TypeVocab > 0 {
+		get(&m.typeEmb, names.TypeEmb, cfg.TypeVocab, h)
+	}
+	get(&m.embLN, names.EmbLN, h)
+	get(&m.embLNBias, names.EmbLNBias, h)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // Config returns the model's configuration.
 func (m *Model) Config() Config { return m.cfg }
 
@@ -191,6 +218,10 @@ func (m *Model) Close() error {
 		}
 	}
 	m.layers = nil
+	for _, q := range m.qlayers {
+		q.close()
+	}
+	m.qlayers = nil
 	return nil
 }
 
@@ -267,12 +298,49 @@ func (m *Model) positions(in *Inputs) []int {
 // Forward runs the encoder on a batch. keepHidden also returns every
 // layer's output.
 func (m *Model) Forward(in *Inputs, keepHidden bool) (*Output, error) {
+	return m.forward(in, keepHidden, nil)
+}
+
+// forward is Forward that shows every linear's input to obs (FP32 models).
+func (m *Model) forward(in *Inputs, keepHidden bool, obs observeFunc) (*Output, error) {
+	if m.prec != PrecisionFP32 {
+		if obs != nil {
+			return nil, fmt.Errorf("encoder: calibration needs an FP32 model: %w", ErrConfig)
+		}
+		return m.forwardInt8(in, keepHidden)
+	}
 	if err := m.check(in); err != nil {
 		return nil, err
 	}
 	h, rows := m.cfg.Hidden, in.Batch*in.Seq
 	t0 := time.Now()
 	x := make([]float32, rows*h)
+	m.embed(in, x)
+	if err := kernels.LayerNorm(x, nil, x, nil, rows, h, m.embLN, m.embLNBias, m.cfg.LayerNormEps, nil); err != nil {
+		return nil, fmt.Errorf("encoder: embeddings: %w", err)
+	}
+	m.prof.add(partEmbeddings, t0, 0)
+	out := &Output{Batch: in.Batch, Seq: in.Seq, Hidden: h}
+	if keepHidden {
+		out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
+	}
+	s := newScratch(m.cfg, in.Batch, in.Seq)
+	for li := range m.layers {
+		if err := m.layer(li, x, in, s, obs); err != nil {
+			return nil, fmt.Errorf("encoder: layer %d: %w", li, err)
+		}
+		if keepHidden {
+			out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
+		}
+	}
+	out.Last = x
+	return out, nil
+}
+
+// embed writes the sum of the word, position and token type embeddings
+// of every token into x ([rows][Hidden]).
+func (m *Model) embed(in *Inputs, x []float32) {
+	h, rows := m.cfg.Hidden, in.Batch*in.Seq
 	pos := m.positions(in)
 	for i := 0; i < rows; i++ {
 		row := x[i*h : (i+1)*h]
@@ -292,25 +360,6 @@ func (m *Model) Forward(in *Inputs, keepHidden bool) (*Output, error) {
 			}
 		}
 	}
-	if err := kernels.LayerNorm(x, nil, x, nil, rows, h, m.embLN, m.embLNBias, m.cfg.LayerNormEps, nil); err != nil {
-		return nil, fmt.Errorf("encoder: embeddings: %w", err)
-	}
-	m.prof.add(partEmbeddings, t0, 0)
-	out := &Output{Batch: in.Batch, Seq: in.Seq, Hidden: h}
-	if keepHidden {
-		out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
-	}
-	s := newScratch(m.cfg, in.Batch, in.Seq)
-	for li := range m.layers {
-		if err := m.layer(li, x, in, s); err != nil {
-			return nil, fmt.Errorf("encoder: layer %d: %w", li, err)
-		}
-		if keepHidden {
-			out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
-		}
-	}
-	out.Last = x
-	return out, nil
 }
 
 type scratch struct {
@@ -328,11 +377,20 @@ func newScratch(c Config, batch, seq int) *scratch {
 }
 
 // layer runs one post-LayerNorm layer in place on x.
-func (m *Model) layer(li int, x []float32, in *Inputs, s *scratch) error {
+func (m *Model) layer(li int, x []float32, in *Inputs, s *scratch, obs observeFunc) error {
 	ly := &m.layers[li]
 	h, rows, th, inter := m.cfg.Hidden, in.Batch*in.Seq, m.threads, m.cfg.Intermediate
 	p := m.prof
 	fl := func(n, k int) float64 { return 2 * float64(rows) * float64(n) * float64(k) }
+	see := func(which int, x []float32, k int) error {
+		if obs == nil {
+			return nil
+		}
+		return obs(li, which, x, k, in.Mask)
+	}
+	if err := see(linQKV, x, h); err != nil {
+		return err
+	}
 	t := time.Now()
 	if err := ly.qkv.Run(rows, x, h, &kernels.Epilogue{Bias: ly.qkvBias}, s.qkv, 3*h, th); err != nil {
 		return fmt.Errorf("qkv: %w", err)
@@ -344,6 +402,9 @@ func (m *Model) layer(li int, x []float32, in *Inputs, s *scratch) error {
 	}
 	p.add(partAttention, t, 0)
 	// t = O(ctx) + b + x, then x = LN(t).
+	if err := see(linO, s.ctx, h); err != nil {
+		return err
+	}
 	t = time.Now()
 	if err := ly.o.Run(rows, s.ctx, h, &kernels.Epilogue{Bias: ly.oBias, Residual: x}, s.t, h, th); err != nil {
 		return fmt.Errorf("attention output: %w", err)
@@ -354,9 +415,15 @@ func (m *Model) layer(li int, x []float32, in *Inputs, s *scratch) error {
 		return fmt.Errorf("attention layer norm: %w", err)
 	}
 	p.add(partLayerNorm, t, 0)
+	if err := see(linFFN1, x, h); err != nil {
+		return err
+	}
 	t = time.Now()
 	if err := ly.ffn1.Run(rows, x, h, &kernels.Epilogue{Bias: ly.ffn1Bias, Act: m.cfg.Activation}, s.f, inter, th); err != nil {
 		return fmt.Errorf("ffn1: %w", err)
+	}
+	if err := see(linFFN2, s.f, inter); err != nil {
+		return err
 	}
 	if err := ly.ffn2.Run(rows, s.f, inter, &kernels.Epilogue{Bias: ly.ffn2Bias, Residual: x}, s.t, h, th); err != nil {
 		return fmt.Errorf("ffn2: %w", err)

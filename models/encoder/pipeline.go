@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/smoothquant"
 	"github.com/int8bert/int8bert/tokenizer"
 )
 
@@ -59,6 +61,16 @@ func (p *Pipeline) run(ctx context.Context, encs []tokenizer.Encoding) (*TaskOut
 	if len(encs) == 0 {
 		return nil, nil, fmt.Errorf("encoder: empty batch: %w", ErrInput)
 	}
+	in := p.inputs(encs)
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	out, err := p.Model.Forward(in, false)
+	return out, in, err
+}
+
+// inputs pads a batch of encodings into model inputs.
+func (p *Pipeline) inputs(encs []tokenizer.Encoding) *Inputs {
 	seq := 0
 	for _, e := range encs {
 		seq = max(seq, e.Len())
@@ -84,11 +96,7 @@ func (p *Pipeline) run(ctx context.Context, encs []tokenizer.Encoding) (*TaskOut
 	if p.Model.Encoder.Config().TypeVocab == 0 {
 		in.TypeIDs = nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	out, err := p.Model.Forward(in, false)
-	return out, in, err
+	return in
 }
 
 func (p *Pipeline) encodeTexts(ctx context.Context, texts []string) ([]tokenizer.Encoding, error) {
@@ -108,19 +116,43 @@ type Classification struct {
 // Classify predicts a label for each text (texts longer than MaxLength are
 // truncated). The model must have a sequence classification head.
 func (p *Pipeline) Classify(ctx context.Context, texts []string) ([]Classification, error) {
-	if p.Model.Task != TaskSequenceClassification {
-		return nil, fmt.Errorf("encoder: classify: the model is %s%s, not a sequence classifier: %w", p.Model.Family.Name, p.Model.Task, ErrConfig)
+	if err := p.needClassifier(); err != nil {
+		return nil, err
 	}
 	encs, err := p.encodeTexts(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
+	return p.classify(ctx, encs)
+}
+
+// ClassifyPairs predicts a label for each pair of texts (premise and
+// hypothesis, question and passage), truncated longest first to MaxLength.
+func (p *Pipeline) ClassifyPairs(ctx context.Context, pairs []tokenizer.Pair) ([]Classification, error) {
+	if err := p.needClassifier(); err != nil {
+		return nil, err
+	}
+	encs, err := p.Tok.EncodePairBatch(ctx, pairs, tokenizer.Options{MaxLength: p.MaxLength, Truncation: tokenizer.LongestFirst})
+	if err != nil {
+		return nil, err
+	}
+	return p.classify(ctx, encs)
+}
+
+func (p *Pipeline) needClassifier() error {
+	if p.Model.Task != TaskSequenceClassification {
+		return fmt.Errorf("encoder: classify: the model is %s%s, not a sequence classifier: %w", p.Model.Family.Name, p.Model.Task, ErrConfig)
+	}
+	return nil
+}
+
+func (p *Pipeline) classify(ctx context.Context, encs []tokenizer.Encoding) ([]Classification, error) {
 	out, _, err := p.run(ctx, encs)
 	if err != nil {
 		return nil, err
 	}
 	n := len(p.Model.Labels)
-	res := make([]Classification, len(texts))
+	res := make([]Classification, len(encs))
 	for b := range res {
 		logits := append([]float32(nil), out.Logits[b*n:(b+1)*n]...)
 		probs := softmax(logits)
@@ -281,4 +313,84 @@ func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o Q
 		return nil, fmt.Errorf("encoder: answer: the context has no tokens to answer from: %w", ErrInput)
 	}
 	return res, nil
+}
+
+// calibBatches tokenizes texts (truncated to MaxLength) into padded
+// batches of batch texts, longest first so that padding stays small.
+func (p *Pipeline) calibBatches(ctx context.Context, texts []string, batch int) ([]*Inputs, error) {
+	if batch <= 0 {
+		batch = 8
+	}
+	encs, err := p.encodeTexts(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(encs, func(i, j int) bool { return encs[i].Len() > encs[j].Len() })
+	var out []*Inputs
+	for i := 0; i < len(encs); i += batch {
+		out = append(out, p.inputs(encs[i:min(i+batch, len(encs))]))
+	}
+	return out, nil
+}
+
+// Quantize calibrates the FP32 pipeline's model on texts and returns an
+// INT8 pipeline at precision prec with the same tokenizer (see
+// TaskModel.Quantize). Empty or NaN-producing texts are errors.
+func (p *Pipeline) Quantize(ctx context.Context, texts []string, prec Precision, o QuantizeOptions) (*Pipeline, error) {
+	for i, t := range texts {
+		if strings.TrimSpace(t) == "" {
+			return nil, fmt.Errorf("encoder: calibration text %d is empty: %w", i+1, ErrInput)
+		}
+	}
+	batches, err := p.calibBatches(ctx, texts, o.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	o.CalibTexts = len(texts)
+	if len(texts) > 0 {
+		o.CalibHash = smoothquant.HashTexts(texts)
+	}
+	q, err := p.Model.Quantize(ctx, batches, prec, o)
+	if err != nil {
+		return nil, err
+	}
+	qp := NewPipeline(q, p.Tok)
+	qp.MaxLength = p.MaxLength
+	return qp, nil
+}
+
+// Save writes an INT8 pipeline to dir as a model folder that Load opens
+// without recalibration (see TaskModel.Save).
+func (p *Pipeline) Save(dir string) error { return p.Model.Save(dir) }
+
+// Save writes an INT8 model to dir as a model folder that LoadTask opens
+// without recalibration: the artifact (ArtifactFile), config.json and the
+// tokenizer files of the folder the FP32 model came from.
+func (m *TaskModel) Save(dir string) error {
+	if !m.Encoder.prec.Int8() {
+		return fmt.Errorf("encoder: save: the model is %s; only INT8 models are saved: %w", m.Encoder.prec, ErrConfig)
+	}
+	if m.dir == "" {
+		return fmt.Errorf("encoder: save: the model was not loaded from a folder, so it has no config.json and tokenizer to copy: %w", ErrConfig)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := m.saveArtifact(filepath.Join(dir, ArtifactFile)); err != nil {
+		return err
+	}
+	for _, f := range []string{"config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+		"sentencepiece.bpe.model"} {
+		src := filepath.Join(m.dir, f)
+		if !fileExists(src) {
+			continue
+		}
+		if same, _ := sameFile(src, filepath.Join(dir, f)); same {
+			continue
+		}
+		if err := copyFile(src, filepath.Join(dir, f)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

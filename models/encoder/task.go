@@ -2,6 +2,9 @@ package encoder
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/int8bert/int8bert/checkpoint"
@@ -77,8 +80,16 @@ type TaskModel struct {
 	pooler *Dense
 	head   []*Dense
 	qa     *Dense
-	ckpt   *checkpoint.Checkpoint
+	// closer releases the weights' source (a checkpoint or an artifact).
+	closer io.Closer
 	cfg    *checkpoint.Config
+	src    Source
+	prefix string
+	// dir is the folder the model was loaded from ("" for weights from
+	// memory); artifact is an INT8 model's artifact file when it was made
+	// in memory (Quantize), for Save.
+	dir      string
+	artifact []byte
 }
 
 // TaskOutput holds a forward pass's outputs under Hugging Face's names.
@@ -112,29 +123,72 @@ func LoadTask(dir string, fam *Family, sel *selector.Selector, o Options) (*Task
 	if err != nil {
 		return nil, fmt.Errorf("encoder: %s: %w", dir, err)
 	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		return nil, err
+	var m *TaskModel
+	if art := filepath.Join(dir, ArtifactFile); fileExists(art) {
+		st, err := checkpoint.OpenSafetensors(art)
+		if err != nil {
+			return nil, err
+		}
+		if m, err = buildTaskInt8(st, st, cfg, ec, fam, sel, o); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("encoder: %s: %w", art, err)
+		}
+	} else {
+		ck, err := checkpoint.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		if m, err = buildTask(ck, ck, cfg, ec, fam, sel, o, nil); err != nil {
+			ck.Close()
+			return nil, fmt.Errorf("encoder: %s: %w", dir, err)
+		}
 	}
-	m, err := buildTask(ck, cfg, ec, fam, sel, o)
-	if err != nil {
-		ck.Close()
-		return nil, fmt.Errorf("encoder: %s: %w", dir, err)
-	}
+	m.dir = dir
 	return m, nil
 }
 
-func buildTask(ck *checkpoint.Checkpoint, cfg *checkpoint.Config, ec Config, fam *Family, sel *selector.Selector, o Options) (*TaskModel, error) {
-	l := NewLoader(ck)
-	prefix := ""
-	if l.Has(fam.Prefix + fam.Names("").WordEmb) {
-		prefix = fam.Prefix
-	}
-	enc, err := New(ec, l, fam.Names(prefix), sel, o)
+// NewTask builds an FP32 model of family fam from weights in src (for
+// weights that are not in a folder, such as bench's random weights of a
+// real architecture). Close does not close src.
+func NewTask(src Source, cfg *checkpoint.Config, fam *Family, sel *selector.Selector, o Options) (*TaskModel, error) {
+	ec, err := fam.Config(cfg)
 	if err != nil {
 		return nil, err
 	}
-	m := &TaskModel{Family: fam, Encoder: enc, ckpt: ck, cfg: cfg}
+	return buildTask(src, nil, cfg, ec, fam, sel, o, nil)
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// familyPrefix is the prefix of the base model's tensors in src: the
+// family's ("bert.") in task checkpoints, none in base ones.
+func familyPrefix(l *Loader, fam *Family) string {
+	if l.Has(fam.Prefix + fam.Names("").WordEmb) {
+		return fam.Prefix
+	}
+	return ""
+}
+
+// buildTask reads an encoder (New, or newEnc when set) and its head from
+// src; closer (may be nil) is closed by the model's Close.
+func buildTask(src Source, closer io.Closer, cfg *checkpoint.Config, ec Config, fam *Family, sel *selector.Selector, o Options,
+	newEnc func(l *Loader, prefix string) (*Model, error)) (*TaskModel, error) {
+	l := NewLoader(src)
+	prefix := familyPrefix(l, fam)
+	var enc *Model
+	var err error
+	if newEnc != nil {
+		enc, err = newEnc(l, prefix)
+	} else {
+		enc, err = New(ec, l, fam.Names(prefix), sel, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := &TaskModel{Family: fam, Encoder: enc, closer: closer, cfg: cfg, src: src, prefix: prefix}
 	for _, ig := range fam.Ignored {
 		if l.Has(prefix + ig) {
 			l.MarkUsed(prefix + ig)
@@ -240,8 +294,8 @@ func (m *TaskModel) Close() error {
 	if m.Encoder != nil {
 		m.Encoder.Close()
 	}
-	if m.ckpt != nil {
-		return m.ckpt.Close()
+	if m.closer != nil {
+		return m.closer.Close()
 	}
 	return nil
 }

@@ -15,3 +15,12 @@ func TestGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) { encodertest.Golden(t, sel, name, xlmr.Family, 1e-5) })
 	}
 }
+
+// TestGoldenInt8: every head in int8-static and int8-dynamic against FP32,
+// and the saved artifact reloads bit-identical.
+func TestGoldenInt8(t *testing.T) {
+	sel := encodertest.Selector(t)
+	for _, name := range []string{"xlm-roberta-base", "xlm-roberta-seqcls", "xlm-roberta-qa"} {
+		t.Run(name, func(t *testing.T) { encodertest.GoldenInt8(t, sel, name, xlmr.Family, 0.99) })
+	}
+}

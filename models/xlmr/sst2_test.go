@@ -17,3 +17,9 @@ func TestSST2Logits(t *testing.T) {
 func TestSST2DevAccuracy(t *testing.T) {
 	encodertest.SST2Accuracy(t, encodertest.Selector(t), "sst2-xlmr-mini", xlmr.Family, 0.7935779690742493)
 }
+
+// TestSST2Int8: int8-static and int8-dynamic within 0.3 points of FP32 on
+// SST-2 dev, logits cosine >= 0.999.
+func TestSST2Int8(t *testing.T) {
+	encodertest.SST2Int8(t, encodertest.Selector(t), "sst2-xlmr-mini", xlmr.Family)
+}

@@ -103,12 +103,15 @@ func main() {
 	norm()
 	normQ()
 	maxMask()
+	maxMaskScale()
 	maxRow()
 	expSum()
 	scale()
 	gelu()
 	absMax()
 	quantRow()
+	absMaxPre()
+	quantRowPre()
 	quantStatic("eltQuantU8", "func(dst []uint8, x []float32, inv, zp float32) uint32", "zero", "u8max", "uint8")
 	quantStatic("eltQuantS8", "func(dst []int8, x []float32, inv, zp float32) uint32", "s8min", "s8max", "int8")
 	dequantU8()
@@ -413,6 +416,41 @@ func maxMask() {
 	RET()
 }
 
+func maxMaskScale() {
+	TEXT("eltMaxMaskScale", NOSPLIT, "func(dst, x, mask []float32, s float32) float32")
+	Doc("eltMaxMaskScale stores dst[j] = x[j]*s + mask[j] (the product rounded to",
+		"float32; mask empty: + 0 is skipped) for j < len(dst) and returns their",
+		"maximum (16 lanes, acc = acc > v ? acc : v; see eltMaxMaskScaleGeneric).")
+	n := Load(Param("dst").Len(), GP64())
+	d := Load(Param("dst").Base(), GP64())
+	xp := Load(Param("x").Base(), GP64())
+	mp := Load(Param("mask").Base(), GP64())
+	nm := Load(Param("mask").Len(), GP64())
+	sc := scalar("s")
+	acc := ZMM()
+	negInf(acc)
+	body := func(withMask bool) func(i reg.GPVirtual, k reg.Register) {
+		return func(i reg.GPVirtual, k reg.Register) {
+			v := load(f32At(xp, i), k)
+			VMULPS(sc, v, v)
+			if withMask {
+				VADDPS(load(f32At(mp, i), k), v, v)
+			}
+			store(v, f32At(d, i), k)
+			accMax(v, acc, k)
+		}
+	}
+	TESTQ(nm, nm)
+	JZ(LabelRef("nomask"))
+	rowLoop(n, body(true))
+	Store(reduceMax(acc), ReturnIndex(0))
+	RET()
+	Label("nomask")
+	rowLoop(n, body(false))
+	Store(reduceMax(acc), ReturnIndex(0))
+	RET()
+}
+
 // negInf sets every lane of z to -Inf.
 func negInf(z reg.VecVirtual) {
 	r := GP32()
@@ -698,6 +736,48 @@ func quantRow() {
 	inv := scalar("inv")
 	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
 		v := load(f32At(xp, i), k)
+		VMULPS(inv, v, v)
+		clampRound(v, "s8min", "s8max")
+		VPADDD_BCST(c("i128"), v, v)
+		storeBytes(v, u8At(d, i), k)
+	})
+	RET()
+}
+
+func absMaxPre() {
+	TEXT("eltAbsMaxPre", NOSPLIT, "func(x, pre []float32) uint32")
+	Doc("eltAbsMaxPre returns the largest math.Float32bits(x[j]*pre[j]) & 0x7fffffff",
+		"for j < len(x), each product rounded to float32: the bits of",
+		"max|x[j]*pre[j]|, >= 0x7f800000 when a product is NaN or infinite.")
+	n := Load(Param("x").Len(), GP64())
+	xp := Load(Param("x").Base(), GP64())
+	pp := Load(Param("pre").Base(), GP64())
+	acc := ZMM()
+	VPXORD(acc, acc, acc)
+	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
+		v := load(f32At(xp, i), k)
+		VMULPS(load(f32At(pp, i), k), v, v)
+		VPANDD_BCST(c("absmask"), v, v)
+		VPMAXUD(v, acc, acc)
+	})
+	Store(reduceMaxU32(acc), ReturnIndex(0))
+	RET()
+}
+
+func quantRowPre() {
+	TEXT("eltQuantRowPre", NOSPLIT, "func(dst []uint8, x, pre []float32, inv float32)")
+	Doc("eltQuantRowPre is eltQuantRow of x[j]*pre[j]: for j < len(dst),",
+		"",
+		"	p := x[j]*pre[j]*inv   (each product rounded to float32)",
+		"	dst[j] = uint8(roundHalfEven(clamp(p, -128, 127)) + 128)")
+	n := Load(Param("dst").Len(), GP64())
+	d := Load(Param("dst").Base(), GP64())
+	xp := Load(Param("x").Base(), GP64())
+	pp := Load(Param("pre").Base(), GP64())
+	inv := scalar("inv")
+	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
+		v := load(f32At(xp, i), k)
+		VMULPS(load(f32At(pp, i), k), v, v)
 		VMULPS(inv, v, v)
 		clampRound(v, "s8min", "s8max")
 		VPADDD_BCST(c("i128"), v, v)

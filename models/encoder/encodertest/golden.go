@@ -34,6 +34,36 @@ type golden struct {
 	Params     map[string][]int           `json:"params"`
 }
 
+func readGolden(dir string) (*golden, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if err != nil {
+		return nil, err
+	}
+	var g golden
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return &g, nil
+}
+
+// inputs are the golden inputs as one padded batch.
+func (g *golden) inputs() *encoder.Inputs {
+	ids := g.Inputs["input_ids"]
+	in := &encoder.Inputs{Batch: len(ids), Seq: len(ids[0])}
+	flat := func(x [][]int32) []int32 {
+		var out []int32
+		for _, r := range x {
+			out = append(out, r...)
+		}
+		return out
+	}
+	in.IDs, in.Mask = flat(ids), flat(g.Inputs["attention_mask"])
+	if tt, ok := g.Inputs["token_type_ids"]; ok {
+		in.TypeIDs = flat(tt)
+	}
+	return in
+}
+
 // Selector returns a selector for tests: no cache file, short timings.
 func Selector(t testing.TB) *selector.Selector {
 	sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, RepTime: 100 * 1000})
@@ -51,15 +81,11 @@ func Selector(t testing.TB) *selector.Selector {
 func Golden(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family, tol float64) float64 {
 	t.Helper()
 	dir := filepath.Join(GoldenDir, name)
-	raw, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	g, err := readGolden(dir)
 	if os.IsNotExist(err) {
 		t.Skipf("golden models not found at %s (they live in the project's shared folder): %v", dir, err)
 	}
 	if err != nil {
-		t.Fatal(err)
-	}
-	var g golden
-	if err := json.Unmarshal(raw, &g); err != nil {
 		t.Fatal(err)
 	}
 	m, err := encoder.LoadTask(dir, fam, sel, encoder.Options{Threads: 1})
@@ -67,19 +93,7 @@ func Golden(t *testing.T, sel *selector.Selector, name string, fam *encoder.Fami
 		t.Fatalf("%s: %v", name, err)
 	}
 	defer m.Close()
-	ids := g.Inputs["input_ids"]
-	in := &encoder.Inputs{Batch: len(ids), Seq: len(ids[0])}
-	flat := func(x [][]int32) []int32 {
-		var out []int32
-		for _, r := range x {
-			out = append(out, r...)
-		}
-		return out
-	}
-	in.IDs, in.Mask = flat(ids), flat(g.Inputs["attention_mask"])
-	if tt, ok := g.Inputs["token_type_ids"]; ok {
-		in.TypeIDs = flat(tt)
-	}
+	in := g.inputs()
 	out, err := m.Forward(in, false)
 	if err != nil {
 		t.Fatalf("%s: forward: %v", name, err)

@@ -1,0 +1,255 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/int8bert/int8bert/checkpoint"
+	"github.com/int8bert/int8bert/models/bert"
+	"github.com/int8bert/int8bert/models/distilbert"
+	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/models/xlmr"
+	"github.com/int8bert/int8bert/selector"
+)
+
+// ModelOptions configure Model.
+type ModelOptions struct {
+	// Arch is an architecture of Archs (deterministic random weights of
+	// its real shapes) or a model folder.
+	Arch string
+	// Seq tokens per sequence (0: 128), Batch sequences per forward pass
+	// (0: 1), Threads per linear (0: 1).
+	Seq, Batch, Threads int
+	// Precisions to measure (nil: fp32, int8-static, int8-dynamic).
+	Precisions []encoder.Precision
+	// Quant controls the quantization (alpha, ...); both modes are
+	// calibrated on CalibBatches batches of random token ids (0: 4).
+	Quant        encoder.QuantizeOptions
+	CalibBatches int
+	// MinTime is the least time spent timing each precision (0: 2s), after
+	// one untimed pass; Reps the least number of timed passes (0: 3).
+	MinTime time.Duration
+	Reps    int
+	// Selector runs the linears (nil: the process-wide one).
+	Selector *selector.Selector
+	// Progress, when set, hears what is being done.
+	Progress func(msg string)
+}
+
+// ModelResult is one precision's measurement.
+type ModelResult struct {
+	Precision string `json:"precision"`
+	// SeqPerS is sequences per second; MsPerBatch the median time of one
+	// forward pass of Batch sequences.
+	SeqPerS    float64 `json:"seq_per_s"`
+	MsPerBatch float64 `json:"ms_per_batch"`
+	// LinearMs is the time of the linear layers in one pass (the median
+	// pass); AttentionMs and OtherMs the attention and the rest
+	// (embeddings, LayerNorm).
+	LinearMs    float64 `json:"linear_ms"`
+	AttentionMs float64 `json:"attention_ms"`
+	OtherMs     float64 `json:"other_ms"`
+	// LinearGOPS is the linears' throughput (2*M*N*K per linear).
+	LinearGOPS float64 `json:"linear_gops"`
+	// SpeedupVsFP32 is FP32's ms_per_batch over this one's, and
+	// LinearSpeedupVsFP32 the same of linear_ms (0 without an fp32 run).
+	SpeedupVsFP32       float64 `json:"speedup_vs_fp32"`
+	LinearSpeedupVsFP32 float64 `json:"linear_speedup_vs_fp32"`
+	Passes              int     `json:"passes"`
+}
+
+// ModelReport is the result of Model.
+type ModelReport struct {
+	Arch    string        `json:"arch"`
+	Seq     int           `json:"seq"`
+	Batch   int           `json:"batch"`
+	Threads int           `json:"threads"`
+	Results []ModelResult `json:"results"`
+}
+
+// FamilyOf returns the model family of a config.json model_type.
+func FamilyOf(modelType string) (*encoder.Family, error) {
+	for _, f := range []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family} {
+		for _, t := range f.ModelTypes {
+			if t == modelType {
+				return f, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("bench: model_type %q is not bert, distilbert or xlm-roberta: %w", modelType, encoder.ErrConfig)
+}
+
+// loadFP32 opens the architecture or folder o.Arch at FP32.
+func loadFP32(o *ModelOptions, sel *selector.Selector, prof *encoder.Profile) (*encoder.TaskModel, error) {
+	opts := encoder.Options{Threads: o.Threads, Profile: prof}
+	if st, err := os.Stat(o.Arch); err == nil && st.IsDir() {
+		cfg, err := checkpoint.LoadConfig(o.Arch)
+		if err != nil {
+			return nil, err
+		}
+		fam, err := FamilyOf(cfg.ModelType)
+		if err != nil {
+			return nil, err
+		}
+		return encoder.LoadTask(o.Arch, fam, sel, opts)
+	}
+	a, err := LookupArch(o.Arch)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %q is neither a model folder nor a known architecture: %w", o.Arch, err)
+	}
+	return encoder.NewTask(RandomWeights(a, encoder.TaskBase, 1), a.Config, a.Family, sel, opts)
+}
+
+// randomInputs is a batch of random token ids (no padding) valid for cfg.
+func randomInputs(cfg encoder.Config, batch, seq int, seed uint64) *encoder.Inputs {
+	r := rand.New(rand.NewPCG(seed, 0x1e7))
+	in := &encoder.Inputs{Batch: batch, Seq: seq}
+	for i := 0; i < batch*seq; i++ {
+		// Skip the low ids (padding and special tokens in every family).
+		in.IDs = append(in.IDs, int32(10+r.IntN(cfg.Vocab-10)))
+		in.Mask = append(in.Mask, 1)
+	}
+	if cfg.TypeVocab > 0 {
+		in.TypeIDs = make([]int32, batch*seq)
+	}
+	return in
+}
+
+// Model measures forward passes of one model at each precision in one
+// run: sequences per second, the linear layers' share, and the speed-up of
+// each INT8 precision over FP32.
+func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
+	if o.Seq == 0 {
+		o.Seq = 128
+	}
+	if o.Batch == 0 {
+		o.Batch = 1
+	}
+	if o.Threads == 0 {
+		o.Threads = 1
+	}
+	if o.Precisions == nil {
+		o.Precisions = []encoder.Precision{encoder.PrecisionFP32, encoder.PrecisionInt8Static, encoder.PrecisionInt8Dynamic}
+	}
+	if o.CalibBatches == 0 {
+		o.CalibBatches = 4
+	}
+	if o.MinTime == 0 {
+		o.MinTime = 2 * time.Second
+	}
+	if o.Reps == 0 {
+		o.Reps = 3
+	}
+	if o.Seq < 1 || o.Batch < 1 || o.Threads < 1 {
+		return nil, fmt.Errorf("bench: seq %d, batch %d, threads %d must be positive: %w", o.Seq, o.Batch, o.Threads, encoder.ErrConfig)
+	}
+	say := func(format string, args ...any) {
+		if o.Progress != nil {
+			o.Progress(fmt.Sprintf(format, args...))
+		}
+	}
+	sel := o.Selector
+	if sel == nil {
+		var err error
+		if sel, err = encoder.SharedSelector(); err != nil {
+			return nil, err
+		}
+	}
+	fp32Prof := &encoder.Profile{}
+	say("loading %s", o.Arch)
+	fp32, err := loadFP32(&o, sel, fp32Prof)
+	if err != nil {
+		return nil, err
+	}
+	defer fp32.Close()
+	cfg := fp32.Encoder.Config()
+	if o.Seq > cfg.MaxSeq() {
+		return nil, fmt.Errorf("bench: seq %d: %s takes at most %d tokens: %w", o.Seq, o.Arch, cfg.MaxSeq(), encoder.ErrConfig)
+	}
+	in := randomInputs(cfg, o.Batch, o.Seq, 7)
+	rep := &ModelReport{Arch: o.Arch, Seq: o.Seq, Batch: o.Batch, Threads: o.Threads}
+	var fp32Res *ModelResult
+	for _, p := range o.Precisions {
+		m, prof := fp32, fp32Prof
+		if p.Int8() {
+			var calib []*encoder.Inputs
+			for i := 0; i < o.CalibBatches; i++ {
+				calib = append(calib, randomInputs(cfg, o.Batch, o.Seq, uint64(100+i)))
+			}
+			say("quantizing to %s", p)
+			qo := o.Quant
+			prof = &encoder.Profile{}
+			qo.Profile = prof
+			if m, err = fp32.Quantize(ctx, calib, p, qo); err != nil {
+				return nil, err
+			}
+		}
+		say("timing %s", p)
+		r, err := timeModel(ctx, m, in, prof, &o)
+		if m != fp32 {
+			m.Close()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", p, err)
+		}
+		r.Precision = p.String()
+		rep.Results = append(rep.Results, r)
+		if p == encoder.PrecisionFP32 {
+			fp32Res = &rep.Results[len(rep.Results)-1]
+		}
+	}
+	if fp32Res != nil {
+		for i := range rep.Results {
+			r := &rep.Results[i]
+			r.SpeedupVsFP32 = fp32Res.MsPerBatch / r.MsPerBatch
+			if r.LinearMs > 0 {
+				r.LinearSpeedupVsFP32 = fp32Res.LinearMs / r.LinearMs
+			}
+		}
+	}
+	return rep, nil
+}
+
+// timeModel runs one untimed pass (tuning every shape), then timed passes
+// until both o.Reps and o.MinTime are reached, and reports the median
+// pass with its parts from the profile.
+func timeModel(ctx context.Context, m *encoder.TaskModel, in *encoder.Inputs, prof *encoder.Profile, o *ModelOptions) (ModelResult, error) {
+	if _, err := m.Forward(in, false); err != nil {
+		return ModelResult{}, err
+	}
+	type pass struct {
+		total, linear, attention time.Duration
+		flops                    float64
+	}
+	var passes []pass
+	start := time.Now()
+	for len(passes) < o.Reps || time.Since(start) < o.MinTime {
+		if err := ctx.Err(); err != nil {
+			return ModelResult{}, err
+		}
+		before := prof.Snapshot()
+		t := time.Now()
+		if _, err := m.Forward(in, false); err != nil {
+			return ModelResult{}, err
+		}
+		el := time.Since(t)
+		after := prof.Snapshot()
+		passes = append(passes, pass{el, after.Linear - before.Linear, after.Attention - before.Attention,
+			after.LinearFLOPs - before.LinearFLOPs})
+	}
+	sort.Slice(passes, func(i, j int) bool { return passes[i].total < passes[j].total })
+	med := passes[len(passes)/2]
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	r := ModelResult{MsPerBatch: ms(med.total), LinearMs: ms(med.linear), AttentionMs: ms(med.attention),
+		Passes: len(passes)}
+	r.OtherMs = r.MsPerBatch - r.LinearMs - r.AttentionMs
+	r.SeqPerS = float64(in.Batch) / med.total.Seconds()
+	if med.linear > 0 {
+		r.LinearGOPS = med.flops / med.linear.Seconds() / 1e9
+	}
+	return r, nil
+}

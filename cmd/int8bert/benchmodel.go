@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/int8bert/int8bert/bench"
+	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/smoothquant"
+)
+
+func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench model", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	arch := fs.String("arch", "bert-base", "architecture ("+strings.Join(bench.Archs(), ", ")+"; random weights of its real shapes) or a model folder")
+	seq := fs.Int("seq", 128, "tokens per sequence")
+	batch := fs.Int("batch", 1, "sequences per forward pass")
+	threads := fs.Int("threads", 1, "threads per linear layer")
+	precs := fs.String("precision", "fp32,int8-static,int8-dynamic", "precisions to measure")
+	alpha := fs.String("alpha", "0.5", "SmoothQuant alpha, or auto")
+	minTime := fs.Duration("min-time", 2*time.Second, "least time spent timing each precision")
+	reps := fs.Int("reps", 3, "least number of timed passes per precision (the median is reported)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench model: unexpected arguments %q", fs.Args())
+	}
+	list, err := encoder.ParsePrecisions(*precs)
+	if err != nil {
+		return fmt.Errorf("bench model: %w", err)
+	}
+	a, auto, err := smoothquant.ParseAlpha(*alpha)
+	if err != nil {
+		return fmt.Errorf("bench model: %w", err)
+	}
+	if *seq < 1 || *batch < 1 || *threads < 1 || *reps < 1 || *minTime < 0 {
+		return fmt.Errorf("bench model: -seq, -batch, -threads and -reps must be positive")
+	}
+	if os.Getenv("OMP_WAIT_POLICY") == "" {
+		fmt.Fprintln(stderr, "note: OMP_WAIT_POLICY is unset; spinning OpenMP threads can slow oneDNN down on small VMs (export OMP_WAIT_POLICY=passive)")
+	}
+	if *threads == 1 && *pin {
+		unpin, c, err := pinThread()
+		if err != nil {
+			fmt.Fprintf(stderr, "note: not pinned: %v\n", err)
+		} else {
+			defer unpin()
+			fmt.Fprintf(stderr, "pinned to CPU %d\n", c)
+		}
+	}
+	o := bench.ModelOptions{Arch: *arch, Seq: *seq, Batch: *batch, Threads: *threads, Precisions: list,
+		MinTime: *minTime, Reps: *reps, Progress: func(s string) { fmt.Fprintln(stderr, s) }}
+	o.Quant.Alpha, o.Quant.Auto = a, auto
+	r, err := bench.Model(ctx, o)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(stdout, "%s, seq %d, batch %d, %d thread(s); median of timed passes\n", r.Arch, r.Seq, r.Batch, r.Threads)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "precision\tseq/s\tms/batch\tlinear ms\tlinear GOP/s\tattention ms\tother ms\tspeed-up vs fp32\tlinear speed-up\t")
+	for _, x := range r.Results {
+		sp, lsp := "-", "-"
+		if x.SpeedupVsFP32 > 0 {
+			sp, lsp = fmt.Sprintf("%.2fx", x.SpeedupVsFP32), fmt.Sprintf("%.2fx", x.LinearSpeedupVsFP32)
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", x.Precision, x.SeqPerS, x.MsPerBatch, x.LinearMs,
+			x.LinearGOPS, x.AttentionMs, x.OtherMs, sp, lsp)
+	}
+	return tw.Flush()
+}

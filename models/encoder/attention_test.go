@@ -1,0 +1,161 @@
+package encoder
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/kernels"
+)
+
+// attentionRef is softmax(Q K^T / sqrt(d) + mask) V in float64.
+func attentionRef(qkv []float32, mask []int32, batch, seq, h, heads int) []float64 {
+	d := h / heads
+	ld := 3 * h
+	ctx := make([]float64, batch*seq*h)
+	p := make([]float64, seq)
+	for b := 0; b < batch; b++ {
+		rows := qkv[b*seq*ld:]
+		for hd := 0; hd < heads; hd++ {
+			for i := 0; i < seq; i++ {
+				mx := math.Inf(-1)
+				for j := 0; j < seq; j++ {
+					var s float64
+					for t := 0; t < d; t++ {
+						s += float64(rows[i*ld+hd*d+t]) * float64(rows[j*ld+h+hd*d+t])
+					}
+					s /= math.Sqrt(float64(d))
+					if mask[b*seq+j] == 0 {
+						s += maskValue
+					}
+					p[j] = s
+					mx = max(mx, s)
+				}
+				var sum float64
+				for j := range p {
+					p[j] = math.Exp(p[j] - mx)
+					sum += p[j]
+				}
+				for t := 0; t < d; t++ {
+					var c float64
+					for j := range p {
+						c += p[j] / sum * float64(rows[j*ld+2*h+hd*d+t])
+					}
+					ctx[(b*seq+i)*h+hd*d+t] = c
+				}
+			}
+		}
+	}
+	return ctx
+}
+
+func TestAttention(t *testing.T) {
+	for _, c := range []struct{ batch, seq, h, heads int }{
+		{1, 1, 8, 2}, {2, 37, 192, 3}, {3, 20, 96, 2}, {1, 128, 768, 12},
+	} {
+		r := rand.New(rand.NewPCG(uint64(c.seq), uint64(c.h)))
+		rows := c.batch * c.seq
+		qkv := make([]float32, rows*3*c.h)
+		for i := range qkv {
+			qkv[i] = float32(r.NormFloat64())
+		}
+		in := &Inputs{Batch: c.batch, Seq: c.seq, Mask: make([]int32, rows)}
+		for i := range in.Mask {
+			in.Mask[i] = 1
+			if i%c.seq > 0 && r.IntN(4) == 0 {
+				in.Mask[i] = 0 // padding (never a whole sequence)
+			}
+		}
+		ref := attentionRef(qkv, in.Mask, c.batch, c.seq, c.h, c.heads)
+		for _, kern := range kernels.F32Kernels() {
+			if !kern.Available(cpu.X86) {
+				t.Logf("%s: CPU lacks %s: skipped", kern.Name, kern.ISA)
+				continue
+			}
+			var first []float32
+			for _, threads := range []int{1, 3} {
+				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, attn: kern}
+				s := &scratch{qkv: slices.Clone(qkv), ctx: make([]float32, rows*c.h)}
+				if err := m.attention(in, s); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(s.qkv, qkv) {
+					t.Fatalf("%s %v: qkv changed", kern.Name, c)
+				}
+				for k, v := range s.ctx {
+					if d := math.Abs(float64(v) - ref[k]); d > 1e-5*(1+math.Abs(ref[k])) {
+						t.Fatalf("%s %v threads %d: ctx[%d] = %v, want %v", kern.Name, c, threads, k, v, ref[k])
+					}
+				}
+				if first == nil {
+					first = s.ctx
+				} else if !slices.Equal(first, s.ctx) {
+					t.Fatalf("%s %v: threads %d differs from threads 1", kern.Name, c, threads)
+				}
+			}
+		}
+	}
+}
+
+// poolDrops reports whether sync.Pool drops what it is given (it does so at
+// random under the race detector).
+func poolDrops() bool {
+	var p sync.Pool
+	for i := 0; i < 64; i++ {
+		p.Put(new(int))
+		if p.Get() == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAttentionAllocs checks that attention allocates nothing per head of
+// its own (the packed K and V^T and the scores are reused): the
+// allocations of a pass may grow with the heads only by those of the GEMM
+// kernel's two calls per head.
+func TestAttentionAllocs(t *testing.T) {
+	if poolDrops() {
+		t.Skip("sync.Pool drops items in this build (-race): allocations are not steady")
+	}
+	const seq, d = 64, 64
+	kern := kernels.GenericF32
+	for _, k := range kernels.F32Kernels() {
+		if k != kernels.GenericF32 && k.Available(cpu.X86) {
+			kern = k
+			break
+		}
+	}
+	allocs := func(heads int) float64 {
+		h := heads * d
+		m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, attn: kern}
+		s := &scratch{qkv: make([]float32, seq*3*h), ctx: make([]float32, seq*h)}
+		in := &Inputs{Batch: 1, Seq: seq, Mask: make([]int32, seq)}
+		for i := range in.Mask {
+			in.Mask[i] = 1
+		}
+		return testing.AllocsPerRun(20, func() {
+			if err := m.attention(in, s); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	b, err := kernels.PackF32(seq, d, make([]float32, seq*d), d, kern.NR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &kernels.GEMMF32{M: seq, N: seq, K: d, A: make([]float32, seq*d), Lda: d, B: b, C: make([]float32, seq*seq), Ldc: seq}
+	perRun := testing.AllocsPerRun(20, func() {
+		if err := kern.Run(g); err != nil {
+			t.Fatal(err)
+		}
+	})
+	a2, a12 := allocs(2), allocs(12)
+	t.Logf("allocations per pass: %v with 2 heads, %v with 12; %s allocates %v per call", a2, a12, kern.Name, perRun)
+	if a12-a2 > 10*2*perRun {
+		t.Errorf("attention allocates per head: %v with 2 heads, %v with 12 (GEMM: %v per call)", a2, a12, perRun)
+	}
+}

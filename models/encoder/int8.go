@@ -1,0 +1,297 @@
+package encoder
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/smoothquant"
+)
+
+// The four linears of a layer, in the order a forward pass runs them.
+const (
+	linQKV = iota
+	linO
+	linFFN1
+	linFFN2
+	numLin
+)
+
+// linNames are the linears' names in the INT8 artifact
+// ("int8.layer.<i>.<name>.").
+var linNames = [numLin]string{"qkv", "o", "ffn1", "ffn2"}
+
+// qlinPrefix is the tensor name prefix of layer li's linear which in the
+// INT8 artifact.
+func qlinPrefix(li, which int) string {
+	return fmt.Sprintf("int8.layer.%d.%s.", li, linNames[which])
+}
+
+// observeFunc sees the input x ([rows][k], rows = len(mask)) of linear
+// which of layer li during calibration.
+type observeFunc func(li, which int, x []float32, k int, mask []int32) error
+
+// qlin is one linear of an INT8 model: int8 weights on the selector, or
+// the FP32 weights of a layer that fell back.
+type qlin struct {
+	q   *smoothquant.QLinear
+	lin *selector.Linear    // nil for a fallback
+	f32 *selector.LinearF32 // fallback only
+	// pre is the per-channel 1/s the input is multiplied by before it is
+	// quantized (nil: none, or folded into the producer's weights).
+	pre []float32
+}
+
+// qlayer is one INT8 layer: its linears and LayerNorms.
+type qlayer struct {
+	lin                [numLin]*qlin
+	attnLN, attnLNBias []float32
+	outLN, outLNBias   []float32
+}
+
+func (q *qlayer) close() {
+	for _, l := range q.lin {
+		if l == nil {
+			continue
+		}
+		if l.lin != nil {
+			l.lin.Close()
+		}
+		if l.f32 != nil {
+			l.f32.Close()
+		}
+	}
+}
+
+// newQlin prepares a quantized linear on sel. folded says its smoothing is
+// already in its input (the O projection's, moved into V).
+func newQlin(sel *selector.Selector, q *smoothquant.QLinear, folded bool) (*qlin, error) {
+	l := &qlin{q: q}
+	var err error
+	if q.Fallback {
+		l.f32, err = sel.NewLinearF32(q.N, q.K, q.WF32, q.K)
+		return l, err
+	}
+	if l.lin, err = sel.NewLinear(q.N, q.K, q.W, q.K); err != nil {
+		return nil, err
+	}
+	if q.Smooth != nil && !folded {
+		l.pre = make([]float32, q.K)
+		for i, s := range q.Smooth {
+			l.pre[i] = 1 / s
+		}
+	}
+	return l, nil
+}
+
+// int8 reports whether the linear runs in INT8.
+func (l *qlin) int8() bool { return l.lin != nil }
+
+// staticParams is the fused quantize step a producer (LayerNorm) runs for
+// this linear's input in static mode; nil when the linear is not INT8.
+func (l *qlin) staticParams() *kernels.QuantParams {
+	if !l.int8() {
+		return nil
+	}
+	return &kernels.QuantParams{PreScale: l.pre, Scale: l.q.ActScale, ZeroPoint: l.q.ActZeroPoint}
+}
+
+// qin is the quantized input of a linear: u8 rows and, in dynamic mode,
+// their scales.
+type qin struct {
+	u8     []uint8
+	scales []float32
+}
+
+// quantize makes the INT8 input of l from x ([rows][K]) into dst: per token
+// in dynamic mode, with the calibrated per-tensor scale in static mode
+// (used where no producer fused the step).
+func (l *qlin) quantize(mode smoothquant.Mode, x []float32, rows int, dst *qin, tmp []float32) error {
+	k := l.q.K
+	if mode == smoothquant.Dynamic {
+		return kernels.QuantizeRowsU8Pre(dst.u8[:rows*k], dst.scales[:rows], x[:rows*k], rows, k, l.pre)
+	}
+	src := x[:rows*k]
+	if l.pre != nil {
+		src = tmp[:rows*k]
+		for i := 0; i < rows; i++ {
+			r, xr := src[i*k:(i+1)*k], x[i*k:(i+1)*k]
+			for j, p := range l.pre[:k] {
+				r[j] = xr[j] * p
+			}
+		}
+	}
+	return kernels.QuantizeTensorU8(dst.u8[:rows*k], src, rows, k, l.q.ActScale, l.q.ActZeroPoint)
+}
+
+// epilogue is the INT8 epilogue of l for an input quantized in mode.
+func (l *qlin) epilogue(mode smoothquant.Mode, in *qin, rows int) *kernels.Epilogue {
+	ep := &kernels.Epilogue{ColSum: l.lin.ColSum(), ColScale: l.q.WScale, Bias: l.q.Bias}
+	if mode == smoothquant.Dynamic {
+		ep.ZeroPoint = 128
+		ep.RowScale = in.scales[:rows]
+	} else {
+		ep.ZeroPoint = l.q.ActZeroPoint
+		ep.ActScale = l.q.ActScale
+	}
+	return ep
+}
+
+// run computes out = act(l(x)) + residual. in is the INT8 input when a
+// producer already made it (static mode); otherwise it is made here from
+// x. act and residual may be zero; a u8 destination requantizes to
+// (outScale, outZP).
+func (m *Model) runQ(l *qlin, rows int, x []float32, in *qin, quantized bool, act kernels.Activation, res []float32,
+	out kernels.Out, outScale float32, outZP int32, s *qscratch) error {
+	if !l.int8() {
+		ep := &kernels.Epilogue{Bias: l.q.Bias, Act: act, Residual: res}
+		return l.f32.Run(rows, x, l.q.K, ep, out.F32, out.Ldc, m.threads)
+	}
+	mode := m.mode()
+	if !quantized {
+		if err := l.quantize(mode, x, rows, in, s.tmp); err != nil {
+			return err
+		}
+	}
+	ep := l.epilogue(mode, in, rows)
+	ep.Act, ep.Residual = act, res
+	ep.OutScale, ep.OutZeroPoint = outScale, outZP
+	return l.lin.Run(rows, in.u8, l.q.K, ep, out, m.threads)
+}
+
+// mode is the quantization mode of an INT8 model.
+func (m *Model) mode() smoothquant.Mode {
+	if m.prec == PrecisionInt8Static {
+		return smoothquant.Static
+	}
+	return smoothquant.Dynamic
+}
+
+// qscratch holds an INT8 forward pass's buffers.
+type qscratch struct {
+	*scratch
+	xq, ctxq, fq qin
+	tmp          []float32
+}
+
+func newQScratch(c Config, batch, seq int) *qscratch {
+	rows := batch * seq
+	mk := func(k int) qin { return qin{u8: make([]uint8, rows*k), scales: make([]float32, rows)} }
+	return &qscratch{scratch: newScratch(c, batch, seq), xq: mk(c.Hidden), ctxq: mk(c.Hidden), fq: mk(c.Intermediate),
+		tmp: make([]float32, rows*max(c.Hidden, c.Intermediate))}
+}
+
+// forwardInt8 is Forward for an INT8 model.
+func (m *Model) forwardInt8(in *Inputs, keepHidden bool) (*Output, error) {
+	if err := m.check(in); err != nil {
+		return nil, err
+	}
+	h, rows := m.cfg.Hidden, in.Batch*in.Seq
+	t0 := time.Now()
+	x := make([]float32, rows*h)
+	m.embed(in, x)
+	s := newQScratch(m.cfg, in.Batch, in.Seq)
+	// In static mode the embeddings' LayerNorm also quantizes the first
+	// layer's input.
+	var qp *kernels.QuantParams
+	var q []uint8
+	if m.prec == PrecisionInt8Static && len(m.qlayers) > 0 {
+		if qp = m.qlayers[0].lin[linQKV].staticParams(); qp != nil {
+			q = s.xq.u8
+		}
+	}
+	if err := kernels.LayerNorm(x, q, x, nil, rows, h, m.embLN, m.embLNBias, m.cfg.LayerNormEps, qp); err != nil {
+		return nil, fmt.Errorf("encoder: embeddings: %w", err)
+	}
+	m.prof.add(partEmbeddings, t0, 0)
+	out := &Output{Batch: in.Batch, Seq: in.Seq, Hidden: h}
+	if keepHidden {
+		out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
+	}
+	xqReady := qp != nil
+	for li := range m.qlayers {
+		var err error
+		if xqReady, err = m.qlayer(li, x, in, s, xqReady); err != nil {
+			return nil, fmt.Errorf("encoder: layer %d: %w", li, err)
+		}
+		if keepHidden {
+			out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
+		}
+	}
+	out.Last = x
+	return out, nil
+}
+
+// qlayer runs INT8 layer li in place on x. xqReady says s.xq already holds
+// x quantized for the QKV projection (static mode); the result says the
+// same of the next layer.
+func (m *Model) qlayer(li int, x []float32, in *Inputs, s *qscratch, xqReady bool) (bool, error) {
+	ly := &m.qlayers[li]
+	h, rows, inter := m.cfg.Hidden, in.Batch*in.Seq, m.cfg.Intermediate
+	static := m.prec == PrecisionInt8Static
+	p := m.prof
+	fl := func(n, k int) float64 { return 2 * float64(rows) * float64(n) * float64(k) }
+	qkv, o, f1, f2 := ly.lin[linQKV], ly.lin[linO], ly.lin[linFFN1], ly.lin[linFFN2]
+
+	t := time.Now()
+	if err := m.runQ(qkv, rows, x, &s.xq, xqReady, kernels.ActNone, nil, kernels.Out{F32: s.qkv, Ldc: 3 * h}, 0, 0, s); err != nil {
+		return false, fmt.Errorf("qkv: %w", err)
+	}
+	p.add(partLinear, t, fl(3*h, h))
+	t = time.Now()
+	if err := m.attention(in, s.scratch); err != nil {
+		return false, err
+	}
+	p.add(partAttention, t, 0)
+
+	t = time.Now()
+	if err := m.runQ(o, rows, s.ctx, &s.ctxq, false, kernels.ActNone, x, kernels.Out{F32: s.t, Ldc: h}, 0, 0, s); err != nil {
+		return false, fmt.Errorf("attention output: %w", err)
+	}
+	p.add(partLinear, t, fl(h, h))
+
+	t = time.Now()
+	var qp *kernels.QuantParams
+	var q []uint8
+	if static {
+		if qp = f1.staticParams(); qp != nil {
+			q = s.xq.u8
+		}
+	}
+	if err := kernels.LayerNorm(x, q, s.t, nil, rows, h, ly.attnLN, ly.attnLNBias, m.cfg.LayerNormEps, qp); err != nil {
+		return false, fmt.Errorf("attention layer norm: %w", err)
+	}
+	p.add(partLayerNorm, t, 0)
+
+	t = time.Now()
+	// FFN1 writes u8 for FFN2 in static mode when both are INT8.
+	f1Out := kernels.Out{F32: s.f, Ldc: inter}
+	var outScale float32
+	var outZP int32
+	fused := static && f1.int8() && f2.int8()
+	if fused {
+		f1Out = kernels.Out{U8: s.fq.u8, Ldc: inter}
+		outScale, outZP = f2.q.ActScale, f2.q.ActZeroPoint
+	}
+	if err := m.runQ(f1, rows, x, &s.xq, qp != nil, m.cfg.Activation, nil, f1Out, outScale, outZP, s); err != nil {
+		return false, fmt.Errorf("ffn1: %w", err)
+	}
+	if err := m.runQ(f2, rows, s.f, &s.fq, fused, kernels.ActNone, x, kernels.Out{F32: s.t, Ldc: h}, 0, 0, s); err != nil {
+		return false, fmt.Errorf("ffn2: %w", err)
+	}
+	p.add(partLinear, t, 2*fl(inter, h))
+
+	t = time.Now()
+	qp, q = nil, nil
+	if static && li+1 < len(m.qlayers) {
+		if qp = m.qlayers[li+1].lin[linQKV].staticParams(); qp != nil {
+			q = s.xq.u8
+		}
+	}
+	if err := kernels.LayerNorm(x, q, s.t, nil, rows, h, ly.outLN, ly.outLNBias, m.cfg.LayerNormEps, qp); err != nil {
+		return false, fmt.Errorf("output layer norm: %w", err)
+	}
+	p.add(partLayerNorm, t, 0)
+	return qp != nil, nil
+}

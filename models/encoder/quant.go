@@ -1,0 +1,479 @@
+package encoder
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/int8bert/int8bert/checkpoint"
+	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/smoothquant"
+)
+
+// Precision is the arithmetic of an encoder's linear layers.
+type Precision int
+
+// The precisions. The zero value means "as the model folder holds it" in
+// LoadOptions.
+const (
+	PrecisionAsStored Precision = iota
+	// PrecisionFP32: float32 everywhere.
+	PrecisionFP32
+	// PrecisionInt8Static: SmoothQuant W8A8 with calibrated per-tensor
+	// activation scales, the quantize steps fused into their producers.
+	PrecisionInt8Static
+	// PrecisionInt8Dynamic: SmoothQuant W8A8 with per-token activation
+	// scales computed at run time.
+	PrecisionInt8Dynamic
+)
+
+// String is the precision's name on the command line.
+func (p Precision) String() string {
+	switch p {
+	case PrecisionFP32:
+		return "fp32"
+	case PrecisionInt8Static:
+		return "int8-static"
+	case PrecisionInt8Dynamic:
+		return "int8-dynamic"
+	}
+	return "as-stored"
+}
+
+// Int8 reports whether p is an INT8 precision.
+func (p Precision) Int8() bool { return p == PrecisionInt8Static || p == PrecisionInt8Dynamic }
+
+// Mode is the SmoothQuant mode of an INT8 precision.
+func (p Precision) Mode() smoothquant.Mode {
+	if p == PrecisionInt8Static {
+		return smoothquant.Static
+	}
+	return smoothquant.Dynamic
+}
+
+// ParsePrecision reads "fp32", "int8-static" or "int8-dynamic" ("static"
+// and "dynamic" are accepted too).
+func ParsePrecision(s string) (Precision, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "fp32", "float32", "f32":
+		return PrecisionFP32, nil
+	case "int8-static", "static":
+		return PrecisionInt8Static, nil
+	case "int8-dynamic", "dynamic":
+		return PrecisionInt8Dynamic, nil
+	}
+	return 0, fmt.Errorf("encoder: precision %q: want fp32, int8-static or int8-dynamic: %w", s, ErrConfig)
+}
+
+// ParsePrecisions reads a comma-separated list of precisions.
+func ParsePrecisions(s string) ([]Precision, error) {
+	var out []Precision
+	for _, f := range strings.Split(s, ",") {
+		p, err := ParsePrecision(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Precision is the precision of the model's linears.
+func (m *Model) Precision() Precision { return m.prec }
+
+// Recipe is how an INT8 model was quantized (nil for FP32).
+func (m *Model) Recipe() *smoothquant.Recipe { return m.recipe }
+
+// ArtifactFile is the INT8 artifact's name in a model folder: a
+// safetensors file with the int8 weights, their scales, the smoothing
+// vectors, every FP32 tensor the model still needs, and the recipe in its
+// metadata (smoothquant.MetadataKey).
+const ArtifactFile = "model.int8.safetensors"
+
+// QuantizeOptions control quantization.
+type QuantizeOptions struct {
+	// Options are SmoothQuant's (alpha, auto search, range, fallback);
+	// Quantize sets Mode from its precision.
+	smoothquant.Options
+	// SampleRows is how many input rows of each linear the calibration
+	// keeps for percentile ranges and the alpha search (0: 256).
+	SampleRows int
+	// BatchSize is the calibration batch (0: 8 texts).
+	BatchSize int
+	// Progress, when set, is called after each calibration batch and
+	// each quantized layer.
+	Progress func(stage string, done, total int)
+	// Source names the quantized model in the recipe.
+	Source string
+	// Profile, when set, is the INT8 model's profile.
+	Profile *Profile
+	// CalibTexts and CalibHash describe the calibration data in the recipe
+	// (Pipeline.Quantize fills them).
+	CalibTexts int
+	CalibHash  string
+}
+
+// Calibration holds the observers of every linear's input.
+type Calibration struct {
+	// Obs[layer][linear] (QKV, O, FFN1, FFN2).
+	Obs [][numLin]*smoothquant.Observer
+	// Rows is the number of real (unpadded) tokens seen.
+	Rows int
+}
+
+// Calibrate runs the FP32 model on batches and records the inputs of every
+// linear (real tokens only).
+func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int, progress func(string, int, int)) (*Calibration, error) {
+	if m.prec != PrecisionFP32 {
+		return nil, fmt.Errorf("encoder: calibration needs an FP32 model, this one is %s: %w", m.prec, ErrConfig)
+	}
+	if len(batches) == 0 {
+		return nil, fmt.Errorf("encoder: no calibration data: %w", smoothquant.ErrCalibration)
+	}
+	if sampleRows <= 0 {
+		sampleRows = 256
+	}
+	c := &Calibration{Obs: make([][numLin]*smoothquant.Observer, len(m.layers))}
+	for li := range c.Obs {
+		for w := 0; w < numLin; w++ {
+			k := m.cfg.Hidden
+			if w == linFFN2 {
+				k = m.cfg.Intermediate
+			}
+			c.Obs[li][w] = smoothquant.NewObserver(k, sampleRows, uint64(li*numLin+w+1))
+		}
+	}
+	var buf []float32
+	obs := func(li, which int, x []float32, k int, mask []int32) error {
+		buf = buf[:0]
+		for i, mk := range mask {
+			if mk != 0 {
+				buf = append(buf, x[i*k:(i+1)*k]...)
+			}
+		}
+		if len(buf) == 0 {
+			return nil
+		}
+		if err := c.Obs[li][which].Observe(buf, len(buf)/k, k); err != nil {
+			return fmt.Errorf("layer %d %s input: %w", li, linNames[which], err)
+		}
+		return nil
+	}
+	for bi, in := range batches {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if _, err := m.forward(in, false, obs); err != nil {
+			return nil, fmt.Errorf("encoder: calibration batch %d: %w", bi, err)
+		}
+		for _, mk := range in.Mask {
+			c.Rows += int(mk)
+		}
+		if progress != nil {
+			progress("calibrate", bi+1, len(batches))
+		}
+	}
+	return c, nil
+}
+
+// linearSources are the FP32 weights of layer li's linears, as read from
+// the model's source: [3H][H] QKV (fused), O, FFN1, FFN2, and biases.
+func (m *Model) linearWeights(li int) (w, b [numLin][]float32, err error) {
+	h, in := m.cfg.Hidden, m.cfg.Intermediate
+	n := m.names.Layer(li)
+	l := NewLoader(m.src)
+	get := func(name string, shape ...int) []float32 {
+		if err != nil {
+			return nil
+		}
+		var v []float32
+		v, err = l.Get(name, shape...)
+		return v
+	}
+	q, k, v := get(n.Q, h, h), get(n.K, h, h), get(n.V, h, h)
+	qb, kb, vb := get(n.QBias, h), get(n.KBias, h), get(n.VBias, h)
+	w[linO], b[linO] = get(n.O, h, h), get(n.OBias, h)
+	w[linFFN1], b[linFFN1] = get(n.FFN1, in, h), get(n.FFN1Bias, in)
+	w[linFFN2], b[linFFN2] = get(n.FFN2, h, in), get(n.FFN2Bias, h)
+	if err != nil {
+		return w, b, err
+	}
+	w[linQKV] = append(append(append(make([]float32, 0, 3*h*h), q...), k...), v...)
+	b[linQKV] = append(append(append(make([]float32, 0, 3*h), qb...), kb...), vb...)
+	return w, b, nil
+}
+
+// layerTensorNames are the FP32 tensors of layer li that the artifact
+// replaces with its int8 linears.
+func (m *Model) layerTensorNames(li int) []string {
+	n := m.names.Layer(li)
+	return []string{n.Q, n.QBias, n.K, n.KBias, n.V, n.VBias, n.O, n.OBias, n.FFN1, n.FFN1Bias, n.FFN2, n.FFN2Bias}
+}
+
+// quantizeLayers quantizes every linear of the FP32 model from its
+// calibration; the result is the artifact's int8 tensors and the recipe's
+// layers. The O projection's smoothing is folded into V's output channels
+// (exact: attention's context is linear in V), so its input needs no
+// per-channel multiply.
+func (m *Model) quantizeLayers(cal *Calibration, o QuantizeOptions) (map[string]checkpoint.Tensor, []smoothquant.LayerRecipe, error) {
+	h := m.cfg.Hidden
+	tensors := map[string]checkpoint.Tensor{}
+	var recipes []smoothquant.LayerRecipe
+	for li := range m.layers {
+		w, b, err := m.linearWeights(li)
+		if err != nil {
+			return nil, nil, err
+		}
+		spec := func(which, n, k int) smoothquant.LinearSpec {
+			sp := smoothquant.LinearSpec{Name: qlinPrefix(li, which), N: n, K: k, W: w[which], Bias: b[which]}
+			if cal.Obs != nil {
+				sp.Obs = cal.Obs[li][which]
+			}
+			return sp
+		}
+		var ql [numLin]*smoothquant.QLinear
+		if cal.Obs == nil {
+			// Dynamic mode without calibration data: no smoothing, weights
+			// per output channel, nothing to measure an SQNR on.
+			for which := range ql {
+				sp := spec(which, 0, 0)
+				sp.N, sp.K = len(b[which]), len(w[which])/len(b[which])
+				q, scale := smoothquant.QuantizeWeights(sp.W, sp.N, sp.K, nil)
+				ql[which] = &smoothquant.QLinear{Name: sp.Name, N: sp.N, K: sp.K, W: q, WScale: scale,
+					Bias: append([]float32(nil), sp.Bias...)}
+				for name, t := range ql[which].Tensors(qlinPrefix(li, which)) {
+					tensors[name] = t
+				}
+				recipes = append(recipes, smoothquant.LayerRecipe{Name: strings.TrimSuffix(qlinPrefix(li, which), ".")})
+			}
+			continue
+		}
+		// O first: its smoothing moves into V.
+		if ql[linO], err = smoothquant.QuantizeLinear(spec(linO, h, h), o.Options); err != nil {
+			return nil, nil, fmt.Errorf("encoder: layer %d o: %w", li, err)
+		}
+		folded := !ql[linO].Fallback && ql[linO].Smooth != nil
+		if folded {
+			// V's rows are output channels 2H..3H of the fused QKV.
+			for j, s := range ql[linO].Smooth {
+				inv := 1 / s
+				row := w[linQKV][(2*h+j)*h : (2*h+j+1)*h]
+				for c := range row {
+					row[c] *= inv
+				}
+				b[linQKV][2*h+j] *= inv
+			}
+		}
+		specs := [numLin]smoothquant.LinearSpec{linQKV: spec(linQKV, 3*h, h), linFFN1: spec(linFFN1, m.cfg.Intermediate, h),
+			linFFN2: spec(linFFN2, h, m.cfg.Intermediate)}
+		// In static mode FFN2's input is requantized by FFN1's epilogue,
+		// which has a per-tensor scale only: no per-channel smoothing.
+		specs[linFFN2].NoSmooth = o.Mode == smoothquant.Static
+		for _, which := range []int{linQKV, linFFN1, linFFN2} {
+			if ql[which], err = smoothquant.QuantizeLinear(specs[which], o.Options); err != nil {
+				return nil, nil, fmt.Errorf("encoder: layer %d %s: %w", li, linNames[which], err)
+			}
+		}
+		for which, q := range ql {
+			for name, t := range q.Tensors(qlinPrefix(li, which)) {
+				tensors[name] = t
+			}
+			recipes = append(recipes, smoothquant.LayerRecipe{Name: strings.TrimSuffix(qlinPrefix(li, which), "."), Alpha: q.Alpha,
+				SQNR: q.SQNR, Fallback: q.Fallback, Folded: which == linO && folded})
+		}
+		if o.Progress != nil && cal.Obs != nil {
+			o.Progress("quantize", li+1, len(m.layers))
+		}
+	}
+	return tensors, recipes, nil
+}
+
+// Versions are the versions a recipe records.
+func Versions() map[string]string {
+	v := map[string]string{"go": runtime.Version(), "int8bert": "devel"}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range append(bi.Deps, &bi.Main) {
+			if d != nil && d.Path == "github.com/int8bert/int8bert" && d.Version != "" {
+				v["int8bert"] = d.Version
+			}
+		}
+	}
+	return v
+}
+
+// Quantize calibrates the FP32 model on batches (token inputs) and returns
+// its INT8 twin at precision p, with the same head. The FP32 model is left
+// as it was. For int8-static batches must not be empty; int8-dynamic
+// without batches quantizes without smoothing (alpha 0), as no activation
+// statistics exist.
+func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision, o QuantizeOptions) (*TaskModel, error) {
+	if !p.Int8() {
+		return nil, fmt.Errorf("encoder: quantize to %s: want int8-static or int8-dynamic: %w", p, ErrConfig)
+	}
+	if m.Encoder.prec != PrecisionFP32 {
+		return nil, fmt.Errorf("encoder: the model is already %s: %w", m.Encoder.prec, ErrConfig)
+	}
+	o.Mode = p.Mode()
+	if o.Threads == 0 {
+		o.Threads = m.Encoder.threads
+	}
+	if err := o.Options.Validate(); err != nil {
+		return nil, err
+	}
+	var cal *Calibration
+	var err error
+	switch {
+	case len(batches) > 0:
+		if cal, err = m.Encoder.Calibrate(ctx, batches, o.SampleRows, o.Progress); err != nil {
+			return nil, err
+		}
+	case p == PrecisionInt8Static:
+		return nil, fmt.Errorf("encoder: int8-static needs calibration data: %w", smoothquant.ErrCalibration)
+	default:
+		// Dynamic without data: no smoothing (quantizeLayers).
+		o.Alpha, o.Auto = 0, false
+		cal = &Calibration{}
+	}
+	tensors, layers, err := m.Encoder.quantizeLayers(cal, o)
+	if err != nil {
+		return nil, err
+	}
+	// Every other tensor (embeddings, LayerNorms, heads) stays FP32.
+	skip := map[string]bool{}
+	for li := range m.Encoder.layers {
+		for _, n := range m.Encoder.layerTensorNames(li) {
+			skip[n] = true
+		}
+	}
+	for _, ig := range m.Family.Ignored {
+		skip[m.prefix+ig] = true
+	}
+	for _, n := range m.src.Names() {
+		if skip[n] {
+			continue
+		}
+		v, shape, err := m.src.Float32(n)
+		if err != nil {
+			return nil, fmt.Errorf("encoder: tensor %s: %w", n, err)
+		}
+		tensors[n] = checkpoint.Float32Tensor(shape, v)
+	}
+	alpha := strconv.FormatFloat(o.Alpha, 'g', -1, 64)
+	if o.Auto {
+		alpha = "auto"
+	}
+	rng := o.Range
+	if rng == "" {
+		rng = "max"
+	}
+	r := &smoothquant.Recipe{Format: smoothquant.RecipeFormat, Mode: o.Mode.String(), Alpha: alpha, Range: rng,
+		Percentile: o.Percentile, FallbackSQNR: o.FallbackSQNR, CalibTexts: o.CalibTexts, CalibHash: o.CalibHash,
+		Family: m.Family.Name, ModelType: m.cfg.ModelType, Task: m.Task.String(), Source: o.Source,
+		Versions: Versions(), Layers: layers, Created: time.Now().UTC()}
+	if cal.Obs != nil && len(batches) > 0 {
+		r.CalibRows = cal.Rows
+	}
+	meta, err := r.Encode()
+	if err != nil {
+		return nil, err
+	}
+	buf, err := checkpoint.EncodeSafetensors(tensors, map[string]string{smoothquant.MetadataKey: meta, "format": "int8bert"})
+	if err != nil {
+		return nil, err
+	}
+	st, err := checkpoint.ParseSafetensors(buf)
+	if err != nil {
+		return nil, err
+	}
+	ec := m.Encoder.cfg
+	q, err := buildTaskInt8(st, nil, m.cfg, ec, m.Family, m.Encoder.sel, Options{Threads: m.Encoder.threads, Profile: o.Profile})
+	if err != nil {
+		return nil, err
+	}
+	q.artifact, q.dir = buf, m.dir
+	return q, nil
+}
+
+// int8Source is what an INT8 model is read from: a parsed artifact.
+type int8Source interface {
+	Source
+	Int8(name string) ([]int8, []int, error)
+	Metadata() map[string]string
+}
+
+// buildTaskInt8 reads an INT8 model and its head from the artifact st.
+func buildTaskInt8(st int8Source, closer io.Closer, cfg *checkpoint.Config, ec Config, fam *Family,
+	sel *selector.Selector, o Options) (*TaskModel, error) {
+	meta := st.Metadata()[smoothquant.MetadataKey]
+	if meta == "" {
+		return nil, fmt.Errorf("encoder: not an int8bert artifact (no %q metadata): %w", smoothquant.MetadataKey, ErrConfig)
+	}
+	r, err := smoothquant.DecodeRecipe(meta)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := smoothquant.ParseMode(r.Mode)
+	if err != nil {
+		return nil, err
+	}
+	if r.Family != "" && r.Family != fam.Name {
+		return nil, fmt.Errorf("encoder: the artifact was made for %s, not %s: %w", r.Family, fam.Name, ErrConfig)
+	}
+	if want := ec.Layers * numLin; len(r.Layers) != want {
+		return nil, fmt.Errorf("encoder: the artifact's recipe lists %d linears, the config's %d layers have %d: %w",
+			len(r.Layers), ec.Layers, want, ErrConfig)
+	}
+	newEnc := func(l *Loader, prefix string) (*Model, error) {
+		names := fam.Names(prefix)
+		m, err := newBase(ec, l, names, sel, o)
+		if err != nil {
+			return nil, err
+		}
+		m.prec, m.recipe = PrecisionInt8Dynamic, r
+		if mode == smoothquant.Static {
+			m.prec = PrecisionInt8Static
+		}
+		h, in := ec.Hidden, ec.Intermediate
+		dims := [numLin][2]int{linQKV: {3 * h, h}, linO: {h, h}, linFFN1: {in, h}, linFFN2: {h, in}}
+		for li := 0; li < ec.Layers; li++ {
+			n := names.Layer(li)
+			var ly qlayer
+			get := func(dst *[]float32, name string, shape ...int) {
+				if err == nil {
+					*dst, err = l.Get(name, shape...)
+				}
+			}
+			get(&ly.attnLN, n.AttnLN, h)
+			get(&ly.attnLNBias, n.AttnLNBias, h)
+			get(&ly.outLN, n.OutLN, h)
+			get(&ly.outLNBias, n.OutLNBias, h)
+			for which := 0; which < numLin && err == nil; which++ {
+				prefix := qlinPrefix(li, which)
+				var q *smoothquant.QLinear
+				if q, err = smoothquant.LoadQLinear(st, prefix, dims[which][0], dims[which][1], mode); err != nil {
+					break
+				}
+				lr := r.Layers[li*numLin+which]
+				q.Alpha, q.SQNR = lr.Alpha, lr.SQNR
+				for _, name := range l.src.Names() {
+					if strings.HasPrefix(name, prefix) {
+						l.MarkUsed(name)
+					}
+				}
+				ly.lin[which], err = newQlin(sel, q, which == linO && lr.Folded)
+			}
+			m.qlayers = append(m.qlayers, ly)
+			if err != nil {
+				m.Close()
+				return nil, fmt.Errorf("encoder: layer %d: %w", li, err)
+			}
+		}
+		return m, nil
+	}
+	return buildTask(st, closer, cfg, ec, fam, sel, o, newEnc)
+}
