@@ -215,4 +215,3 @@ func jsonSafeRecipe(r *smoothquant.Recipe) json.RawMessage {
 	}
 	return json.RawMessage(s)
 }
-
