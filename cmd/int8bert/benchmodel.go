@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,8 +30,20 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	reps := fs.Int("reps", 3, "least number of timed passes per precision (the median is reported)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench model: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench model: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench model: unexpected arguments %q", fs.Args())

@@ -23,6 +23,8 @@ import (
 const usage = `int8bert: INT8 BERT-family encoders on server CPUs
 
 usage:
+  int8bert demo [--model DIR-or-id]  quantize a small SST-2 model (shipped in assets/) or a hub model, and
+                                 compare FP32, INT8-static and INT8-dynamic: predictions, accuracy, speed
   int8bert info [-json] [-peak]  CPU features, AMX permission, oneDNN version and ISA, measured peak
   int8bert bench gemm [flags]    every kernel and oneDNN, INT8 and FP32, on the BERT GEMM shapes
   int8bert tune [flags]          choose and cache the fastest correct kernel per BERT GEMM
@@ -68,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runForward(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
+	case "demo":
+		return runDemo(ctx, args[1:], stdout, stderr)
 	case "quantize":
 		return runQuantize(ctx, args[1:], stdout, stderr)
 	case "eval":

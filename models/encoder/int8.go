@@ -265,11 +265,13 @@ func (m *Model) qlayer(li int, x []float32, in *Inputs, s *qscratch, xqReady boo
 	p.add(partLayerNorm, t, 0)
 
 	t = time.Now()
-	// FFN1 writes u8 for FFN2 in static mode when both are INT8.
+	// FFN1 writes u8 for FFN2 in static mode when both are INT8 and FFN2
+	// has no per-channel smoothing (the epilogue requantizes per tensor
+	// only; an artifact whose FFN2 is smoothed is quantized separately).
 	f1Out := kernels.Out{F32: s.f, Ldc: inter}
 	var outScale float32
 	var outZP int32
-	fused := static && f1.int8() && f2.int8()
+	fused := static && f1.int8() && f2.int8() && f2.pre == nil
 	if fused {
 		f1Out = kernels.Out{U8: s.fq.u8, Ldc: inter}
 		outScale, outZP = f2.q.ActScale, f2.q.ActZeroPoint

@@ -2,6 +2,7 @@ package encoder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/checkpoint"
+	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
 )
@@ -169,6 +171,11 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 			return nil, err
 		}
 		if _, err := m.forward(in, false, obs); err != nil {
+			// A NaN or infinity met on the way (a LayerNorm refuses it
+			// before any observer sees it) is bad calibration data too.
+			if errors.Is(err, kernels.ErrNonFinite) && !errors.Is(err, smoothquant.ErrCalibration) {
+				err = fmt.Errorf("%w: %w", err, smoothquant.ErrCalibration)
+			}
 			return nil, fmt.Errorf("encoder: calibration batch %d: %w", bi, err)
 		}
 		for _, mk := range in.Mask {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// benchModelOutput is bench model -json's output.
+type benchModelOutput struct {
+	Arch    string `json:"arch"`
+	Seq     int    `json:"seq"`
+	Batch   int    `json:"batch"`
+	Threads int    `json:"threads"`
+	Results []struct {
+		Precision  string   `json:"precision"`
+		SeqPerS    *float64 `json:"seq_per_s"`
+		MsPerBatch *float64 `json:"ms_per_batch"`
+		LinearMs   *float64 `json:"linear_ms"`
+		Speedup    *float64 `json:"speedup_vs_fp32"`
+	} `json:"results"`
+}
+
+func TestBenchModelJSON(t *testing.T) {
+	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	arch := sharedPath(t, "golden/models/bert-base")
+	out := mustCLI(t, "bench", "model", "--arch", arch, "--seq", "8", "--min-time", "10ms", "--reps", "1", "-json")
+	var r benchModelOutput
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bench model -json: %v\n%s", err, out)
+	}
+	if r.Arch != arch || r.Seq != 8 || r.Batch != 1 || r.Threads != 1 {
+		t.Errorf("arch %q seq %d batch %d threads %d; want %q 8 1 1", r.Arch, r.Seq, r.Batch, r.Threads, arch)
+	}
+	want := []string{"fp32", "int8-static", "int8-dynamic"}
+	if len(r.Results) != len(want) {
+		t.Fatalf("%d results, want %d:\n%s", len(r.Results), len(want), out)
+	}
+	pos := func(p *float64) bool { return p != nil && *p > 0 }
+	for i, x := range r.Results {
+		if x.Precision != want[i] {
+			t.Errorf("result %d: precision %q, want %q", i, x.Precision, want[i])
+		}
+		if !pos(x.SeqPerS) || !pos(x.MsPerBatch) || !pos(x.LinearMs) || !pos(x.Speedup) {
+			t.Errorf("%s: a value is missing or not positive:\n%s", x.Precision, out)
+		}
+		if x.Precision == "fp32" && (x.Speedup == nil || *x.Speedup != 1) {
+			t.Errorf("fp32 speed-up over itself %v, want exactly 1", x.Speedup)
+		}
+	}
+
+	// One precision, text output, batch 2.
+	out = mustCLI(t, "bench", "model", "--arch", arch, "--seq", "4", "--batch", "2", "--precision", "int8-dynamic", "--min-time", "1ms", "--reps", "1")
+	if !strings.Contains(out, "int8-dynamic") || !strings.Contains(out, "batch 2") {
+		t.Errorf("bench model text output:\n%s", out)
+	}
+}
+
+func TestBenchModelErrors(t *testing.T) {
+	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	arch := sharedPath(t, "golden/models/bert-base")
+	fast := []string{"--min-time", "1ms", "--reps", "1", "--precision", "fp32"}
+	bm := func(args ...string) []string { return append(append([]string{"bench", "model"}, args...), fast...) }
+	wantCLIError(t, "no-such-arch", bm("--arch", "no-such-arch", "--seq", "8")...)
+	// max_position_embeddings is 128.
+	wantCLIError(t, "129", bm("--arch", arch, "--seq", "129")...)
+	wantCLIError(t, "", bm("--arch", arch, "--seq", "0")...)
+	wantCLIError(t, "", bm("--arch", arch, "--seq", "8", "--batch", "-1")...)
+	wantCLIError(t, "", "bench", "model", "--arch", arch, "--seq", "8", "--precision", "int4")
+	wantCLIError(t, "", "bench", "model", "--arch", arch, "--seq", "8", "--precision", "fp32,,int8-static")
+	wantCLIError(t, "", "bench", "model", "--arch", arch, "--seq", "8", "--alpha", "3")
+	wantCLIError(t, "", "bench", "model", "--arch", arch, "--seq", "8", "--reps", "0")
+	wantCLIError(t, "unexpected", bm("--arch", arch, "--seq", "8", "extra")...)
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/int8bert/int8bert/bench"
+	"github.com/int8bert/int8bert/models/encoder"
+)
+
+// demoSentences are classified at every precision.
+var demoSentences = []string{
+	"a charming and often affecting journey .",
+	"the plot is nothing but boilerplate clichés from start to finish .",
+	"it 's a masterpiece of pacing , wit and warmth .",
+	"an ugly , pointless and very long movie .",
+}
+
+// runDemo is the project's main job: quantize a small real SST-2 model that
+// ships with the project (or a Hugging Face model given by id) with
+// SmoothQuant in both modes and compare FP32, INT8-static and INT8-dynamic:
+// predictions, SST-2 dev accuracy, and speed.
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "assets/sst2-xlmr-mini", "sequence classifier: a folder or a Hugging Face model id")
+	data := fs.String("data", "assets/sst2/dev.tsv", "SST-2 dev TSV for the accuracy")
+	threads := fs.Int("threads", 1, "threads per linear layer")
+	seq := fs.Int("seq", 128, "tokens per sequence in the speed test")
+	minTime := fs.Duration("min-time", time.Second, "least time spent timing each precision")
+	qf := addQuantFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("demo: unexpected arguments %q", fs.Args())
+	}
+	if *qf.calib == "" {
+		*qf.calib = "assets/sst2/calib.tsv"
+	}
+	if *threads == 1 {
+		if unpin, _, err := pinThread(); err == nil {
+			defer unpin()
+		}
+	}
+	t0 := time.Now()
+	fp32, sel, err := loadPipeline(ctx, *model, *threads)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer sel.Close()
+	defer fp32.Close()
+	m := fp32.Model
+	cfg := m.Encoder.Config()
+	fmt.Fprintf(stdout, "model %s: %s%s, %d layers, hidden %d, %d heads, FFN %d, vocabulary %d (loaded in %v)\n",
+		*model, m.Family.Name, m.Task, cfg.Layers, cfg.Hidden, cfg.Heads, cfg.Intermediate, cfg.Vocab, time.Since(t0).Round(time.Millisecond))
+	if m.Task != encoder.TaskSequenceClassification {
+		return fmt.Errorf("demo: %s is a %s model; the demo needs a sequence classifier", *model, m.Task)
+	}
+	if m.Encoder.Precision().Int8() {
+		return fmt.Errorf("demo: %s is already an INT8 model; the demo quantizes an FP32 one", *model)
+	}
+	texts, err := qf.texts()
+	if err != nil {
+		return fmt.Errorf("demo: calibration texts: %w", err)
+	}
+	fmt.Fprintf(stdout, "calibrating on %d sentences of %s, SmoothQuant alpha %s\n", len(texts), *qf.calib, *qf.alpha)
+	pipes := []*encoder.Pipeline{fp32}
+	for _, prec := range []encoder.Precision{encoder.PrecisionInt8Static, encoder.PrecisionInt8Dynamic} {
+		t := time.Now()
+		q, err := qf.convert(ctx, fp32, prec, *model, *threads, io.Discard)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		defer q.Close()
+		pipes = append(pipes, q)
+		fmt.Fprintf(stdout, "  %s: quantized in %v\n", prec, time.Since(t).Round(time.Millisecond))
+	}
+
+	fmt.Fprintln(stdout, "\npredictions (label, probability):")
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "sentence\tfp32\tint8-static\tint8-dynamic")
+	var rows [][]string
+	for _, p := range pipes {
+		res, err := p.Classify(ctx, demoSentences)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		for i, r := range res {
+			if len(rows) <= i {
+				rows = append(rows, []string{demoSentences[i]})
+			}
+			rows[i] = append(rows[i], fmt.Sprintf("%s %.3f", r.Label, r.Score))
+		}
+	}
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	if len(m.Labels) == 2 {
+		ev, err := newEvaluator("sst2", *data, 0)
+		if err != nil {
+			fmt.Fprintf(stdout, "\nSST-2 accuracy skipped: %v\n", err)
+		} else {
+			fmt.Fprintf(stdout, "\nSST-2 dev accuracy (%s, %d sentences):\n", *data, ev.n())
+			tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "precision\taccuracy\tagreement with fp32")
+			var ref []string
+			for i, p := range pipes {
+				preds, r, err := ev.run(ctx, p, 32, func(int, int) {})
+				if err != nil {
+					return fmt.Errorf("demo: %w", err)
+				}
+				if i == 0 {
+					ref = preds
+				}
+				same := 0
+				for j := range preds {
+					if preds[j] == ref[j] {
+						same++
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%.4f\t%.4f\n", p.Model.Encoder.Precision(), *r.Accuracy, float64(same)/float64(len(ref)))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+
+	dir, err := encoder.ResolveModel(ctx, *model, "")
+	if err != nil {
+		return err
+	}
+	seqLen := min(*seq, cfg.MaxSeq())
+	fmt.Fprintf(stdout, "\nspeed (seq %d, batch 1, %d thread(s), median of timed passes):\n", seqLen, *threads)
+	rep, err := bench.Model(ctx, bench.ModelOptions{Arch: dir, Seq: seqLen, Batch: 1, Threads: *threads, MinTime: *minTime,
+		Selector: sel})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "precision\tseq/s\tms/seq\tlinear ms\tspeed-up vs fp32\t")
+	for _, r := range rep.Results {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.2f\t%.2f\t%.2fx\t\n", r.Precision, r.SeqPerS, r.MsPerBatch, r.LinearMs, r.SpeedupVsFP32)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "\nlarger models: int8bert bench model --arch bert-large --seq 256 (random weights of the real shapes)")
+	return nil
+}
