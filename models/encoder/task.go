@@ -127,7 +127,7 @@ func LoadTask(dir string, fam *Family, sel *selector.Selector, o Options) (*Task
 	if art := filepath.Join(dir, ArtifactFile); fileExists(art) {
 		st, err := checkpoint.OpenSafetensors(art)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("encoder: INT8 artifact: %w: %w", err, ErrConfig)
 		}
 		if m, err = buildTaskInt8(st, st, cfg, ec, fam, sel, o); err != nil {
 			st.Close()
