@@ -106,13 +106,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// pinThread locks the goroutine to its OS thread and that thread to one CPU.
+// pinThread locks the goroutine to its OS thread and that thread to one
+// CPU; unpin restores the thread's CPU mask and unlocks it.
 func pinThread() (unpin func(), cpuID int, err error) {
 	runtime.LockOSThread()
-	c, err := pinToOneCPU()
+	c, restore, err := pinToOneCPU()
 	if err != nil {
 		runtime.UnlockOSThread()
 		return nil, -1, err
 	}
-	return runtime.UnlockOSThread, c, nil
+	return func() {
+		restore()
+		runtime.UnlockOSThread()
+	}, c, nil
 }

@@ -22,7 +22,7 @@ type benchModelOutput struct {
 }
 
 func TestBenchModelJSON(t *testing.T) {
-	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	fastKernels(t)
 	arch := sharedPath(t, "golden/models/bert-base")
 	out := mustCLI(t, "bench", "model", "--arch", arch, "--seq", "8", "--min-time", "10ms", "--reps", "1", "-json")
 	var r benchModelOutput
@@ -57,7 +57,7 @@ func TestBenchModelJSON(t *testing.T) {
 }
 
 func TestBenchModelErrors(t *testing.T) {
-	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	fastKernels(t)
 	arch := sharedPath(t, "golden/models/bert-base")
 	fast := []string{"--min-time", "1ms", "--reps", "1", "--precision", "fp32"}
 	bm := func(args ...string) []string { return append(append([]string{"bench", "model"}, args...), fast...) }

@@ -72,6 +72,23 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *maxLen > 0 {
 		base.MaxLength = *maxLen
 	}
+	// Check every precision before evaluating any: an INT8 artifact runs as
+	// itself only (and, without --precision, is evaluated so), int8-static
+	// on an FP32 model needs --calib.
+	stored := base.Model.Encoder.Precision()
+	precSet := false
+	fs.Visit(func(f *flag.Flag) { precSet = precSet || f.Name == "precision" })
+	if stored.Int8() && !precSet {
+		list = []encoder.Precision{stored}
+	}
+	for _, prec := range list {
+		switch {
+		case stored.Int8() && prec != stored:
+			return fmt.Errorf("eval: %s is an %s model and cannot run as %s (quantize the FP32 model instead)", *model, stored, prec)
+		case !stored.Int8() && prec == encoder.PrecisionInt8Static && *qf.calib == "":
+			return fmt.Errorf("eval: int8-static on an FP32 model needs calibration texts: give --calib FILE, or leave int8-static out of --precision")
+		}
+	}
 	var results []evalResult
 	var fp32Pred []string
 	for _, prec := range list {

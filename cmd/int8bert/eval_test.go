@@ -24,6 +24,7 @@ type evalOutput struct {
 // decodeEval parses eval -json output strictly (every field known).
 func decodeEval(t *testing.T, out string, r *evalOutput) {
 	t.Helper()
+	*r = evalOutput{}
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(r); err != nil {
@@ -42,6 +43,10 @@ func checkEval(t *testing.T, r *evalOutput, task string, n int, precs ...string)
 	if len(r.Results) != len(precs) {
 		t.Fatalf("%d results, want %d (%v): %+v", len(r.Results), len(precs), precs, r)
 	}
+	hasFP32 := false
+	for _, p := range precs {
+		hasFP32 = hasFP32 || p == "fp32"
+	}
 	in := func(p *float64, hi float64) bool { return p != nil && *p >= 0 && *p <= hi }
 	for i, x := range r.Results {
 		if x.Precision != precs[i] {
@@ -57,7 +62,11 @@ func checkEval(t *testing.T, r *evalOutput, task string, n int, precs ...string)
 		} else if !in(x.Accuracy, 1) || x.ExactMatch != nil || x.F1 != nil {
 			t.Errorf("%s: accuracy %v, exact match %v, F1 %v", x.Precision, x.Accuracy, x.ExactMatch, x.F1)
 		}
-		if !in(x.Agreement, 1) {
+		if !hasFP32 {
+			if x.Agreement != nil {
+				t.Errorf("%s: agreement_with_fp32 %v without an fp32 run", x.Precision, *x.Agreement)
+			}
+		} else if !in(x.Agreement, 1) {
 			t.Errorf("%s: agreement_with_fp32 %v", x.Precision, x.Agreement)
 		} else if x.Precision == "fp32" && *x.Agreement != 1 {
 			t.Errorf("fp32 agrees with itself on %v", *x.Agreement)
@@ -69,7 +78,7 @@ func TestEvalSST2(t *testing.T) {
 	if testing.Short() {
 		t.Skip("evaluates a trained SST-2 model at two precisions (seconds, far more under -race): not in -short")
 	}
-	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	testTuningCache(t)
 	model := sharedPath(t, "models/sst2-bert-mini")
 	dev := sharedPath(t, "data/sst2/dev.tsv")
 	var r evalOutput
@@ -98,7 +107,7 @@ func writeFile(t *testing.T, name, body string) string {
 // weights: only the shape of the report is checked), and on a static
 // artifact.
 func TestEvalTiny(t *testing.T) {
-	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	fastKernels(t)
 	cls := tinyModel(t, "bert-seqcls")
 	sst := writeFile(t, "dev.tsv", "sentence\tlabel\nthe cat sat on the mat .\t1\na boring movie\t0\njohn loves mary\t1\nthe old man ate bread\t0\nparis is a big city\t1\n")
 	var r evalOutput
@@ -109,7 +118,17 @@ func TestEvalTiny(t *testing.T) {
 	calib := tinyCalib(t, 16)
 	decodeEval(t, mustCLI(t, "eval", "--model", cls, "--data", sst, "--limit", "3", "--precision", "int8-static,fp32", "--calib", calib, "-json"), &r)
 	checkEval(t, &r, "sst2", 3, "int8-static", "fp32")
-	wantCLIError(t, "--calib", "eval", "--model", cls, "--data", sst, "--precision", "fp32,int8-static")
+	// ... and says so before evaluating anything (the default --precision
+	// holds int8-static).
+	for _, args := range [][]string{{"--precision", "fp32,int8-static"}, nil} {
+		_, errb, err := cli(t, append([]string{"eval", "--model", cls, "--data", sst}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "--calib") {
+			t.Errorf("eval %q without --calib: %v", args, err)
+		}
+		if strings.Contains(errb, "evaluating") {
+			t.Errorf("eval %q evaluated before failing for want of --calib:\n%s", args, errb)
+		}
+	}
 
 	// The text report.
 	out := mustCLI(t, "eval", "--model", cls, "--data", sst, "--precision", "fp32")
@@ -121,11 +140,14 @@ func TestEvalTiny(t *testing.T) {
 	art := filepath.Join(t.TempDir(), "static")
 	mustCLI(t, "quantize", "--model", cls, "--calib", calib, "-o", art)
 	decodeEval(t, mustCLI(t, "eval", "--model", art, "--data", sst, "--precision", "int8-static", "-json"), &r)
-	checkEval(t, &r, "sst2", 5)
-	if len(r.Results) == 1 && r.Results[0].Agreement != nil {
-		t.Errorf("agreement_with_fp32 %v without an fp32 run", *r.Results[0].Agreement)
-	}
+	checkEval(t, &r, "sst2", 5, "int8-static")
+	// Without --precision, as stored.
+	decodeEval(t, mustCLI(t, "eval", "--model", art, "--data", sst, "-json"), &r)
+	checkEval(t, &r, "sst2", 5, "int8-static")
 	wantCLIError(t, "fp32", "eval", "--model", art, "--data", sst, "--precision", "fp32")
+	if _, errb, err := cli(t, "eval", "--model", art, "--data", sst, "--precision", "int8-static,fp32"); err == nil || strings.Contains(errb, "evaluating") {
+		t.Errorf("eval of an artifact as int8-static,fp32: %v, after evaluating:\n%s", err, errb)
+	}
 	wantCLIError(t, "", "eval", "--model", art, "--data", sst, "--precision", "int8-dynamic")
 
 	// MNLI: sentence pairs, GLUE's label names onto the model's 3 classes.
@@ -157,7 +179,7 @@ func TestEvalTiny(t *testing.T) {
 }
 
 func TestEvalDataErrors(t *testing.T) {
-	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	fastKernels(t)
 	cls := tinyModel(t, "bert-seqcls")
 	dir := t.TempDir()
 	unlabelled := writeFile(t, "test.tsv", "index\tsentence\n0\tthe cat sat .\n1\ta dog ran .\n")

@@ -73,7 +73,7 @@ func equalInts(a, b []int) bool {
 // golden models gives finite outputs of FP32's names and shapes, close to
 // them; int8-static without --calib, or on the tokenizer-less folder, fails.
 func TestForwardPrecision(t *testing.T) {
-	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	fastKernels(t)
 	for _, name := range []string{"bert-base", "distilbert-seqcls", "xlm-roberta-qa"} {
 		t.Run(name, func(t *testing.T) {
 			model, in := goldenInputs(t, name)
@@ -129,7 +129,7 @@ func TestForwardPrecision(t *testing.T) {
 // TestForwardStaticTiny: with a tokenizer in the folder, forward
 // --precision int8-static --calib works.
 func TestForwardStaticTiny(t *testing.T) {
-	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	fastKernels(t)
 	model := tinyModel(t, "bert-seqcls")
 	in := writeFile(t, "in.json", `{"input_ids": [[101, 5, 6, 7, 102], [101, 8, 102, 0, 0]], "attention_mask": [[1,1,1,1,1],[1,1,1,0,0]]}`)
 	calib := tinyCalib(t, 8)

@@ -4,4 +4,6 @@ package main
 
 import "errors"
 
-func pinToOneCPU() (int, error) { return -1, errors.New("pinning is only implemented on Linux") }
+func pinToOneCPU() (int, func(), error) {
+	return -1, nil, errors.New("pinning is only implemented on Linux")
+}

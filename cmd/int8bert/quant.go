@@ -74,12 +74,16 @@ func (q *quantFlags) load(ctx context.Context, model string, prec encoder.Precis
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err = q.convert(ctx, p, prec, model, threads, stderr)
+	qp, err := q.convert(ctx, p, prec, model, threads, stderr)
 	if err != nil {
 		sel.Close()
 		return nil, nil, err
 	}
-	return p, sel, nil
+	if qp != p {
+		// Nothing runs the FP32 model once quantized.
+		p.Close()
+	}
+	return qp, sel, nil
 }
 
 // convert returns p at precision prec: p itself, or its quantization (p is

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/int8bert/int8bert/models/encoder"
 )
@@ -29,12 +30,33 @@ func sharedPath(t *testing.T, rel string) string {
 	return p
 }
 
+// fastKernels turns the tuning cache off and forces the generic kernels:
+// with the cache off, every command would otherwise tune each GEMM shape
+// of its model anew (seconds per command, far more under -race). The
+// kernels and their selection are tested in their own packages; these
+// tests are about the commands.
+func fastKernels(t *testing.T) {
+	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	t.Setenv("INT8BERT_KERNEL", "generic")
+}
+
+// testTuningCache keeps the tuning of the test's commands in a cache file
+// of its own (hermetic, like INT8BERT_TUNING_CACHE=off), so that the
+// trained models' GEMM shapes are tuned by the first command only and not
+// again (seconds) by each of the next.
+func testTuningCache(t *testing.T) {
+	t.Setenv("INT8BERT_TUNING_CACHE", filepath.Join(t.TempDir(), "tuning.json"))
+	t.Setenv("INT8BERT_KERNEL", "")
+}
+
 // cli runs the command line args through run and returns stdout, stderr
 // and the error.
 func cli(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
+	start := time.Now()
 	err := run(context.Background(), args, &out, &errb)
+	t.Logf("%.2fs %v", time.Since(start).Seconds(), args[:min(len(args), 8)])
 	return out.String(), errb.String(), err
 }
 
@@ -250,6 +272,9 @@ var sst2Sentences = []string{
 	"i wanted to like it , but it fell flat",
 }
 
+// sst2Labels are sst2Sentences' labels (0 negative, 1 positive).
+var sst2Labels = []int{1, 0, 1, 0, 1, 0}
+
 // TestQuantizeStaticArtifact: quantize --mode static writes an artifact
 // that classify and eval open as stored, with the labels of an at-load
 // quantization on the same calibration texts; the artifact cannot run as
@@ -258,7 +283,7 @@ func TestQuantizeStaticArtifact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("quantizes and runs a trained SST-2 model (~10 s, far more under -race): not in -short")
 	}
-	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	testTuningCache(t)
 	model := sharedPath(t, "models/sst2-xlmr-mini")
 	calib := sharedPath(t, "data/sst2/train.tsv")
 	dev := sharedPath(t, "data/sst2/dev.tsv")
@@ -283,15 +308,34 @@ func TestQuantizeStaticArtifact(t *testing.T) {
 			t.Errorf("%q: artifact score %v, at-load %v", sst2Sentences[i], stored[i].Score, atLoad[i].Score)
 		}
 	}
-	// Asking for the stored precision by name is fine.
-	parseClassify(t, mustCLI(t, "classify", "--model", dir, "--precision", "int8-static", "good"), 1)
+	// Asking for the stored precision by name is fine (the same texts: no
+	// new GEMM shape to tune).
+	named := parseClassify(t, mustCLI(t, append([]string{"classify", "--model", dir, "--precision", "int8-static"}, sst2Sentences...)...), len(sst2Sentences))
+	for i := range named {
+		if named[i].Label != stored[i].Label || named[i].Score != stored[i].Score {
+			t.Errorf("%q: --precision int8-static gives %+v, as stored %+v", sst2Sentences[i], named[i], stored[i])
+		}
+	}
 	wantCLIError(t, "fp32", "classify", "--model", dir, "--precision", "fp32", "good")
 	wantCLIError(t, "int8-dynamic", "classify", "--model", dir, "--precision", "int8-dynamic", "good")
 
+	// eval of the artifact on the same sentences in one batch (no new GEMM
+	// shape to tune): its accuracy is that of classify's labels.
+	var tsv strings.Builder
+	tsv.WriteString("sentence\tlabel\n")
+	right := 0
+	for i, s := range sst2Sentences {
+		fmt.Fprintf(&tsv, "%s\t%d\n", s, sst2Labels[i])
+		if stored[i].Label == []string{"negative", "positive"}[sst2Labels[i]] {
+			right++
+		}
+	}
+	data := writeFile(t, "dev.tsv", tsv.String())
 	var r evalOutput
-	decodeEval(t, mustCLI(t, "eval", "--model", dir, "--task", "sst2", "--data", dev, "--limit", "32", "--precision", "int8-static", "-json"), &r)
-	if len(r.Results) != 1 || r.Results[0].Precision != "int8-static" || r.Results[0].Accuracy == nil || *r.Results[0].Accuracy < 0.6 {
-		t.Errorf("eval of the artifact: %+v", r)
+	decodeEval(t, mustCLI(t, "eval", "--model", dir, "--task", "sst2", "--data", data, "--batch", "32", "--precision", "int8-static", "-json"), &r)
+	checkEval(t, &r, "sst2", len(sst2Sentences), "int8-static")
+	if want := float64(right) / float64(len(sst2Sentences)); len(r.Results) == 1 && *r.Results[0].Accuracy != want {
+		t.Errorf("eval of the artifact: accuracy %v, classify's labels give %v", *r.Results[0].Accuracy, want)
 	}
 	wantCLIError(t, "fp32", "eval", "--model", dir, "--task", "sst2", "--data", dev, "--limit", "8", "--precision", "fp32")
 }
@@ -300,7 +344,7 @@ func TestQuantizeStaticArtifact(t *testing.T) {
 // dynamic artifacts, auto alpha, and the artifact opened again by classify,
 // eval and forward.
 func TestQuantizeTiny(t *testing.T) {
-	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	fastKernels(t)
 	model := tinyModel(t, "bert-seqcls")
 	calib := tinyCalib(t, 24)
 	texts := []string{"the cat sat on the mat .", "a great movie", "john lives in paris"}
@@ -343,7 +387,7 @@ func TestQuantizeTiny(t *testing.T) {
 }
 
 func TestQuantizeErrors(t *testing.T) {
-	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	fastKernels(t)
 	model := tinyModel(t, "bert-seqcls")
 	calib := tinyCalib(t, 8)
 	out := func() string { return filepath.Join(t.TempDir(), "q") }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -135,10 +134,10 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "note: OMP_WAIT_POLICY is unset; spinning OpenMP threads can slow oneDNN down on small VMs (export OMP_WAIT_POLICY=passive)")
 	}
 	if *threads == 1 && *pin {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if _, err := pinToOneCPU(); err != nil {
+		if unpin, _, err := pinThread(); err != nil {
 			fmt.Fprintf(stderr, "note: not pinned: %v\n", err)
+		} else {
+			defer unpin()
 		}
 	}
 	s, err := selector.New(selector.Options{
