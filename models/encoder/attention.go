@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
+
+	"github.com/int8bert/int8bert/cpu"
 
 	"github.com/int8bert/int8bert/kernels"
 )
@@ -74,7 +77,7 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int) er
 	d := h / heads
 	scale := float32(1 / math.Sqrt(float64(d)))
 	ld := 3 * h
-	nr := m.attn.NR
+	qk, pv := attnKernels(m.attn, d)
 	b.scores = growF32(b.scores, seq*seq)
 	b.mask = growF32(b.mask, seq)
 	for j, mk := range in.Mask[bi*seq : bi*seq+seq] {
@@ -85,23 +88,82 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int) er
 	}
 	rows := s.qkv[bi*seq*ld : (bi+1)*seq*ld]
 	qo, ko, vo := hd*d, h+hd*d, 2*h+hd*d
-	if err := kernels.PackF32Into(&b.k, seq, d, rows[ko:], ld, nr); err != nil {
+	if err := kernels.PackF32Into(&b.k, seq, d, rows[ko:], ld, qk.NR); err != nil {
 		return err
 	}
 	b.g = kernels.GEMMF32{M: seq, N: seq, K: d, A: rows[qo:], Lda: ld, B: &b.k, C: b.scores, Ldc: seq}
-	if err := m.attn.Run(&b.g); err != nil {
+	if err := qk.Run(&b.g); err != nil {
 		return fmt.Errorf("attention scores (sequence %d, head %d): %w", bi, hd, err)
 	}
 	if err := kernels.SoftmaxScaled(b.scores, b.scores, seq, seq, scale, b.mask); err != nil {
 		return fmt.Errorf("attention softmax (sequence %d, head %d): %w", bi, hd, err)
 	}
 	// V's rows are V^T's columns: W = V^T ([d][seq]) given transposed.
-	if err := kernels.PackF32TInto(&b.vt, d, seq, rows[vo:], ld, nr); err != nil {
+	if err := kernels.PackF32TInto(&b.vt, d, seq, rows[vo:], ld, pv.NR); err != nil {
 		return err
 	}
 	b.g = kernels.GEMMF32{M: seq, N: d, K: seq, A: b.scores, Lda: seq, B: &b.vt, C: s.ctx[bi*seq*h+hd*d:], Ldc: h}
-	if err := m.attn.Run(&b.g); err != nil {
+	if err := pv.Run(&b.g); err != nil {
 		return fmt.Errorf("attention context (sequence %d, head %d): %w", bi, hd, err)
 	}
 	return nil
+}
+
+// attnChoice is the kernel pair attention uses for one head size.
+type attnChoice struct{ qk, pv *kernels.KernelF32 }
+
+var attnChoices sync.Map // head size -> attnChoice
+
+// attnKernels returns the FP32 kernels for attention's two products with
+// heads of d features: the fastest of this CPU's kernels (fallback: def) on
+// Q K^T (128 x 128 x d) and P V (128 x d x 128), timed once per process
+// and head size. Every kernel computes the same sums in the same order
+// along K, so the choice changes speed only.
+func attnKernels(def *kernels.KernelF32, d int) (qk, pv *kernels.KernelF32) {
+	if c, ok := attnChoices.Load(d); ok {
+		c := c.(attnChoice)
+		return c.qk, c.pv
+	}
+	var cands []*kernels.KernelF32
+	for _, k := range kernels.F32Kernels() {
+		if k != kernels.GenericF32 && k.Available(cpu.X86) {
+			cands = append(cands, k)
+		}
+	}
+	c := attnChoice{def, def}
+	if len(cands) > 1 {
+		const seq = 128
+		a := make([]float32, seq*max(seq, d))
+		for i := range a {
+			a[i] = float32(i%7) * 0.125
+		}
+		out := make([]float32, seq*seq)
+		bestQK, bestPV := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+		for _, k := range cands {
+			kp, err1 := kernels.PackF32(seq, d, a, d, k.NR)
+			vp, err2 := kernels.PackF32(d, seq, a, seq, k.NR)
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			time1 := func(g *kernels.GEMMF32) time.Duration {
+				best := time.Duration(math.MaxInt64)
+				for r := 0; r < 5; r++ {
+					t := time.Now()
+					if k.Run(g) != nil {
+						return best
+					}
+					best = min(best, time.Since(t))
+				}
+				return best
+			}
+			if t := time1(&kernels.GEMMF32{M: seq, N: seq, K: d, A: a, Lda: d, B: kp, C: out, Ldc: seq}); t < bestQK {
+				bestQK, c.qk = t, k
+			}
+			if t := time1(&kernels.GEMMF32{M: seq, N: d, K: seq, A: a, Lda: seq, B: vp, C: out, Ldc: d}); t < bestPV {
+				bestPV, c.pv = t, k
+			}
+		}
+	}
+	attnChoices.Store(d, c)
+	return c.qk, c.pv
 }
