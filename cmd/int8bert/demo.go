@@ -79,7 +79,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		defer q.Close()
 		pipes = append(pipes, q)
-		fmt.Fprintf(stdout, "  %s: quantized in %v\n", prec, time.Since(t).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "  %s: calibrated and quantized in %v (the first run also tunes the kernels for new shapes; cached)\n", prec, time.Since(t).Round(time.Millisecond))
 	}
 
 	fmt.Fprintln(stdout, "\npredictions (label, probability):")
