@@ -40,14 +40,28 @@ func growF32(b []float32, n int) []float32 {
 // scale is fused into softmax's first pass (kernels.SoftmaxScaled, equal
 // bit for bit to scaling the scores first). The (sequence, head) pairs are
 // split over m.threads goroutines; each product runs on one.
-func (m *Model) attention(in *Inputs, s *scratch) error {
+func (m *Model) attention(in *Inputs, s *scratch) error { return m.attentionQ(in, s, nil) }
+
+// attnQuant is the static quantization of attention's output for the O
+// projection: each head's context rows are quantized to u8 as soon as
+// they are computed, while they are in cache (no pass over the whole
+// context afterwards).
+type attnQuant struct {
+	dst   []uint8 // [rows][Hidden]
+	scale float32
+	zp    int32
+}
+
+// attentionQ is attention that also writes the context in u8 when q is
+// set.
+func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 	heads := m.cfg.Heads
 	tasks := in.Batch * heads
 	if m.threads <= 1 || tasks == 1 {
 		b := attnPool.Get().(*attnBuf)
 		defer attnPool.Put(b)
 		for t := 0; t < tasks; t++ {
-			if err := m.attentionHead(in, s, b, t/heads, t%heads); err != nil {
+			if err := m.attentionHead(in, s, b, t/heads, t%heads, q); err != nil {
 				return err
 			}
 		}
@@ -58,7 +72,7 @@ func (m *Model) attention(in *Inputs, s *scratch) error {
 	firstAt := tasks
 	kernels.Parallel(m.threads, tasks, func(t int) {
 		b := attnPool.Get().(*attnBuf)
-		err := m.attentionHead(in, s, b, t/heads, t%heads)
+		err := m.attentionHead(in, s, b, t/heads, t%heads, q)
 		attnPool.Put(b)
 		if err != nil {
 			mu.Lock()
@@ -72,7 +86,7 @@ func (m *Model) attention(in *Inputs, s *scratch) error {
 }
 
 // attentionHead computes head hd of sequence bi into s.ctx.
-func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int) error {
+func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *attnQuant) error {
 	h, heads, seq := m.cfg.Hidden, m.cfg.Heads, in.Seq
 	d := h / heads
 	scale := float32(1 / math.Sqrt(float64(d)))
@@ -105,6 +119,14 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int) er
 	b.g = kernels.GEMMF32{M: seq, N: d, K: seq, A: b.scores, Lda: seq, B: &b.vt, C: s.ctx[bi*seq*h+hd*d:], Ldc: h}
 	if err := pv.Run(&b.g); err != nil {
 		return fmt.Errorf("attention context (sequence %d, head %d): %w", bi, hd, err)
+	}
+	if q != nil {
+		for i := 0; i < seq; i++ {
+			o := (bi*seq+i)*h + hd*d
+			if err := kernels.QuantizeTensorU8(q.dst[o:o+d], s.ctx[o:o+d], 1, d, q.scale, q.zp); err != nil {
+				return fmt.Errorf("attention context (sequence %d, head %d, token %d): %w", bi, hd, i, err)
+			}
+		}
 	}
 	return nil
 }

@@ -4,11 +4,23 @@
 // residual, FFN with GELU) and the heads (pooler, classifiers, question
 // answering span logits, sentence embeddings).
 //
-// Every linear layer is one selector call (LinearF32 here); nothing in this
-// package knows which kernel ran. The family packages (models/bert,
-// models/distilbert, models/xlmr) map their configurations and tensor names
-// onto Config and Names.
+// Every linear layer is one selector call (LinearF32 at FP32, Linear at
+// INT8); nothing in this package knows which kernel ran. The family packages
+// (models/bert, models/distilbert, models/xlmr) map their configurations and
+// tensor names onto Config and Names.
 //
-// encoder may import selector, kernels, tokenizer and checkpoint; it must not
-// import the family packages, bench or the command.
+// INT8 (SmoothQuant W8A8, DESIGN.md section 3): TaskModel.Quantize (or
+// Pipeline.Quantize, LoadOptions.Precision) calibrates the FP32 model,
+// quantizes the four linears of every layer with package smoothquant and
+// builds the INT8 model from the resulting artifact, the same way LoadTask
+// builds it from a saved ArtifactFile, so a saved model runs bit for bit as
+// the one just quantized. In static mode (PrecisionInt8Static) no separate
+// quantize pass runs: LayerNorm writes the next GEMM's u8 input with the
+// residual, FFN1's epilogue requantizes for FFN2, and attention writes the
+// O projection's u8 input head by head. Dynamic mode (PrecisionInt8Dynamic)
+// quantizes each linear's input per token. Attention, LayerNorm, softmax and
+// the heads stay FP32.
+//
+// encoder may import selector, smoothquant, kernels, tokenizer and
+// checkpoint; it must not import the family packages, bench or the command.
 package encoder

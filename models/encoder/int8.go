@@ -240,13 +240,19 @@ func (m *Model) qlayer(li int, x []float32, in *Inputs, s *qscratch, xqReady boo
 	}
 	p.add(partLinear, t, fl(3*h, h))
 	t = time.Now()
-	if err := m.attention(in, s.scratch); err != nil {
+	// In static mode attention writes the O projection's u8 input itself
+	// (O's smoothing is folded into V, so no per-channel multiply).
+	var aq *attnQuant
+	if static && o.int8() && o.pre == nil {
+		aq = &attnQuant{dst: s.ctxq.u8, scale: o.q.ActScale, zp: o.q.ActZeroPoint}
+	}
+	if err := m.attentionQ(in, s.scratch, aq); err != nil {
 		return false, err
 	}
 	p.add(partAttention, t, 0)
 
 	t = time.Now()
-	if err := m.runQ(o, rows, s.ctx, &s.ctxq, false, kernels.ActNone, x, kernels.Out{F32: s.t, Ldc: h}, 0, 0, s); err != nil {
+	if err := m.runQ(o, rows, s.ctx, &s.ctxq, aq != nil, kernels.ActNone, x, kernels.Out{F32: s.t, Ldc: h}, 0, 0, s); err != nil {
 		return false, fmt.Errorf("attention output: %w", err)
 	}
 	p.add(partLinear, t, fl(h, h))
