@@ -111,12 +111,15 @@ const vnniMaxK = 1 << 15
 // shape with K <= vnniMaxK (BERT's largest is 4096).
 func vnniAccepts(m, n, k int) bool { return m >= 0 && n >= 0 && k >= 0 && k <= vnniMaxK }
 
-// Epilogue flags of vnniEpilogue (mirrored in _gen/vnni).
+// Epilogue flags of vnniEpilogue (mirrored in _gen/vnni). vnniGELU8 is the
+// cheaper GELU of 8-bit outputs (geluQ8F32), which newVNNIEp sets instead of
+// vnniGELU when the output is requantized to u8 or s8; with both set, it wins.
 const (
-	vnniGELU = 1
-	vnniU8   = 2
-	vnniS8   = 4
-	vnniReLU = 8
+	vnniGELU  = 1
+	vnniU8    = 2
+	vnniS8    = 4
+	vnniReLU  = 8
+	vnniGELU8 = 16
 )
 
 // vnniEp is an epilogue resolved for vnniEpilogue.
@@ -144,7 +147,11 @@ func newVNNIEp(g *GEMMU8S8) vnniEp {
 	}
 	switch ep.Act {
 	case ActGELU:
-		e.flags |= vnniGELU
+		if e.flags&(vnniU8|vnniS8) != 0 {
+			e.flags |= vnniGELU8 // requantized: far below one step of error
+		} else {
+			e.flags |= vnniGELU
+		}
 	case ActReLU:
 		e.flags |= vnniReLU
 	case ActNone:
@@ -433,14 +440,19 @@ func vnniEpilogueGo(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, 
 			if colSum != nil {
 				v -= zp * *(*int32)(unsafe.Add(unsafe.Pointer(colSum), 4*j))
 			}
-			y := float32(v) * s
+			// (The explicit conversions keep each product rounded, as the
+			// assembly does, where the compiler would fuse it into an add.)
+			y := float32(float32(v) * s)
 			if colScale != nil {
-				y *= at(colScale, j)
+				y = float32(y * at(colScale, j))
 			}
 			if bias != nil {
 				y += at(bias, j)
 			}
-			if flags&vnniGELU != 0 {
+			switch {
+			case flags&vnniGELU8 != 0:
+				y = geluQ8F32(y)
+			case flags&vnniGELU != 0:
 				y = geluF32(y)
 			}
 			if flags&vnniReLU != 0 && !(y >= 0) {
@@ -453,7 +465,7 @@ func vnniEpilogueGo(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, 
 				*(*float32)(unsafe.Add(unsafe.Pointer(dst), 4*(i*ldd+j))) = y
 				continue
 			}
-			q := y*invOut + outZP
+			q := float32(y*invOut) + outZP
 			if q != q {
 				q = outZP
 			}
@@ -510,4 +522,67 @@ func geluF32(x float32) float32 {
 		return xh
 	}
 	return x - xh
+}
+
+// geluQ8Clamp bounds x in geluQ8F32: beyond it erf(x/sqrt2) is 1 within
+// 7e-8. It is the float32 near 5.4 where the float32 steps of geluQ8F32 give
+// xc*P/Q = 0.5 + 3.4e-8 exactly: phi(geluQ8Clamp) rounds to exactly 1 and
+// phi(-geluQ8Clamp) is negative, floored to exactly 0, so GELU(x) is x
+// above the clamp (MaxFloat32 included) and -0 below its negative.
+const geluQ8Clamp = float32(5.39902306)
+
+// geluQ8P and geluQ8Q are the numerator (degree 6 in s = x^2, lowest
+// first) and the denominator (degree 3, constant 1) of x*P(s)/Q(s) =
+// erf(x/sqrt2)/2 on [0, 5.4]: a Lawson-weighted (near-minimax) rational fit
+// of absolute error 1.5e-7, rounded to float32 (mirrored in _gen/vnni).
+var (
+	geluQ8P = [7]float32{0.398943156, 0.0188730471, 0.00337341172, -1.12970756e-05, 1.0707414e-06, -1.8711102e-08, 1.324474e-10}
+	geluQ8Q = [4]float32{1, 0.213986263, 0.019102091, 0.000794661115}
+)
+
+// geluQ8F32 is the float32 GELU of epilogues whose output is requantized to
+// u8 or s8 (flag vnniGELU8), step for step as the assembly
+// (gelu8 in _gen/vnni): x*phi(x) with phi(x) = 1/2 + erf(x/sqrt2)/2
+// evaluated as
+//
+//	xc = min(max(x, -geluQ8Clamp), geluQ8Clamp), s = xc*xc
+//	phi = max(fma(xc, P(s)/Q(s), 1/2), 0)
+//
+// P and Q by Horner in FMAs and one correctly rounded division: about a
+// third of the instructions of geluF32, whose accuracy an 8-bit output
+// cannot show. Absolute error against the float64 erf GELU: below
+// 3e-7*max(1, |x|) (TestGELUQ8Accuracy; one quantization step is ~1e-2).
+// GELU(x) is exactly x for x >= 5.4 and -0 for x <= -5.4; NaN stays NaN
+// (and requantizes to the zero point).
+func geluQ8F32(x float32) float32 {
+	xc := min(max(x, -geluQ8Clamp), geluQ8Clamp)
+	s := float32(xc * xc)
+	p := geluQ8P[6]
+	for k := 5; k >= 0; k-- {
+		p = fma32(s, p, geluQ8P[k])
+	}
+	q := geluQ8Q[3]
+	for k := 2; k >= 0; k-- {
+		q = fma32(s, q, geluQ8Q[k])
+	}
+	phi := max(fma32(xc, p/q, 0.5), 0)
+	return x * phi
+}
+
+// fma32 is the float32 fused multiply-add a*b+c, rounded once as VFMADD*PS
+// rounds it: a*b is exact in float64, the sum is rounded to odd there, and
+// rounding that to float32 is then correct (Boldo and Melquiond; rounding
+// float64(a*b+c) to nearest twice could land on a tie).
+func fma32(a, b, c float32) float32 {
+	p := float64(a) * float64(b)
+	s := p + float64(c)
+	bb := s - p
+	if e := (p - (s - bb)) + (float64(c) - bb); e != 0 && !math.IsInf(s, 0) && math.Float64bits(s)&1 == 0 {
+		if (e > 0) == (s > 0) {
+			s = math.Float64frombits(math.Float64bits(s) + 1)
+		} else {
+			s = math.Float64frombits(math.Float64bits(s) - 1)
+		}
+	}
+	return float32(s)
 }

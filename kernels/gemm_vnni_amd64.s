@@ -5713,7 +5713,20 @@ DATA vnniGELUConsts<>+96(SB)/4, $0xbf317200
 DATA vnniGELUConsts<>+100(SB)/4, $0xb5bfbe8e
 DATA vnniGELUConsts<>+104(SB)/4, $0x7fffffff
 DATA vnniGELUConsts<>+108(SB)/4, $0x80000000
-GLOBL vnniGELUConsts<>(SB), RODATA|NOPTR, $112
+DATA vnniGELUConsts<>+112(SB)/4, $0xc0acc4cc
+DATA vnniGELUConsts<>+116(SB)/4, $0x40acc4cc
+DATA vnniGELUConsts<>+120(SB)/4, $0x00000000
+DATA vnniGELUConsts<>+124(SB)/4, $0x3ecc4247
+DATA vnniGELUConsts<>+128(SB)/4, $0x3c9a9ba6
+DATA vnniGELUConsts<>+132(SB)/4, $0x3b5d1475
+DATA vnniGELUConsts<>+136(SB)/4, $0xb73d8892
+DATA vnniGELUConsts<>+140(SB)/4, $0x358fb665
+DATA vnniGELUConsts<>+144(SB)/4, $0xb2a0ba26
+DATA vnniGELUConsts<>+148(SB)/4, $0x2f11a0a1
+DATA vnniGELUConsts<>+152(SB)/4, $0x3e5b1f37
+DATA vnniGELUConsts<>+156(SB)/4, $0x3c9c7bfd
+DATA vnniGELUConsts<>+160(SB)/4, $0x3a5050ce
+GLOBL vnniGELUConsts<>(SB), RODATA|NOPTR, $164
 
 // func vnniEpilogue(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F
@@ -5804,6 +5817,47 @@ vnniEpilogue_epi_nocolscale:
 	VADDPS.Z 64(R9)(R11*4), Z9, K2, Z9
 
 vnniEpilogue_epi_nobias:
+	TESTQ            $0x00000010, flags+112(FP)
+	JZ               vnniEpilogue_epi_nogelu8
+	VMAXPS.BCST      vnniGELUConsts<>+112(SB), Z7, Z8
+	VMAXPS.BCST      vnniGELUConsts<>+112(SB), Z9, Z13
+	VMINPS.BCST      vnniGELUConsts<>+116(SB), Z8, Z8
+	VMINPS.BCST      vnniGELUConsts<>+116(SB), Z13, Z13
+	VMULPS           Z8, Z8, Z10
+	VMULPS           Z13, Z13, Z14
+	VBROADCASTSS     vnniGELUConsts<>+148(SB), Z11
+	VBROADCASTSS     vnniGELUConsts<>+148(SB), Z15
+	VBROADCASTSS     vnniGELUConsts<>+160(SB), Z12
+	VBROADCASTSS     vnniGELUConsts<>+160(SB), Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+144(SB), Z10, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+144(SB), Z14, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+156(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+156(SB), Z14, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+140(SB), Z10, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+140(SB), Z14, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+152(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+152(SB), Z14, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+136(SB), Z10, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+136(SB), Z14, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z14, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+132(SB), Z10, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+132(SB), Z14, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+128(SB), Z10, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+128(SB), Z14, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+124(SB), Z10, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+124(SB), Z14, Z15
+	VDIVPS           Z12, Z11, Z11
+	VDIVPS           Z16, Z15, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+80(SB), Z8, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+80(SB), Z13, Z15
+	VMAXPS.BCST      vnniGELUConsts<>+120(SB), Z11, Z11
+	VMAXPS.BCST      vnniGELUConsts<>+120(SB), Z15, Z15
+	VMULPS           Z11, Z7, Z7
+	VMULPS           Z15, Z9, Z9
+	JMP              vnniEpilogue_epi_nogelu
+
+vnniEpilogue_epi_nogelu8:
 	TESTQ            $0x00000001, flags+112(FP)
 	JZ               vnniEpilogue_epi_nogelu
 	VANDPS.BCST      vnniGELUConsts<>+104(SB), Z7, Z8
@@ -6079,6 +6133,65 @@ vnniEpilogue3_epi_nocolscale:
 	VADDPS.Z 128(R9)(R11*4), Z11, K3, Z11
 
 vnniEpilogue3_epi_nobias:
+	TESTQ            $0x00000010, flags+112(FP)
+	JZ               vnniEpilogue3_epi_nogelu8
+	VMAXPS.BCST      vnniGELUConsts<>+112(SB), Z7, Z8
+	VMAXPS.BCST      vnniGELUConsts<>+112(SB), Z9, Z14
+	VMAXPS.BCST      vnniGELUConsts<>+112(SB), Z11, Z18
+	VMINPS.BCST      vnniGELUConsts<>+116(SB), Z8, Z8
+	VMINPS.BCST      vnniGELUConsts<>+116(SB), Z14, Z14
+	VMINPS.BCST      vnniGELUConsts<>+116(SB), Z18, Z18
+	VMULPS           Z8, Z8, Z10
+	VMULPS           Z14, Z14, Z15
+	VMULPS           Z18, Z18, Z19
+	VBROADCASTSS     vnniGELUConsts<>+148(SB), Z12
+	VBROADCASTSS     vnniGELUConsts<>+148(SB), Z16
+	VBROADCASTSS     vnniGELUConsts<>+148(SB), Z20
+	VBROADCASTSS     vnniGELUConsts<>+160(SB), Z13
+	VBROADCASTSS     vnniGELUConsts<>+160(SB), Z17
+	VBROADCASTSS     vnniGELUConsts<>+160(SB), Z21
+	VFMADD213PS.BCST vnniGELUConsts<>+144(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+144(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+144(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+156(SB), Z10, Z13
+	VFMADD213PS.BCST vnniGELUConsts<>+156(SB), Z15, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+156(SB), Z19, Z21
+	VFMADD213PS.BCST vnniGELUConsts<>+140(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+140(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+140(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+152(SB), Z10, Z13
+	VFMADD213PS.BCST vnniGELUConsts<>+152(SB), Z15, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+152(SB), Z19, Z21
+	VFMADD213PS.BCST vnniGELUConsts<>+136(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+136(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+136(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z10, Z13
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z15, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z19, Z21
+	VFMADD213PS.BCST vnniGELUConsts<>+132(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+132(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+132(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+128(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+128(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+128(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+124(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+124(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+124(SB), Z19, Z20
+	VDIVPS           Z13, Z12, Z12
+	VDIVPS           Z17, Z16, Z16
+	VDIVPS           Z21, Z20, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+80(SB), Z8, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+80(SB), Z14, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+80(SB), Z18, Z20
+	VMAXPS.BCST      vnniGELUConsts<>+120(SB), Z12, Z12
+	VMAXPS.BCST      vnniGELUConsts<>+120(SB), Z16, Z16
+	VMAXPS.BCST      vnniGELUConsts<>+120(SB), Z20, Z20
+	VMULPS           Z12, Z7, Z7
+	VMULPS           Z16, Z9, Z9
+	VMULPS           Z20, Z11, Z11
+	JMP              vnniEpilogue3_epi_nogelu
+
+vnniEpilogue3_epi_nogelu8:
 	TESTQ            $0x00000001, flags+112(FP)
 	JZ               vnniEpilogue3_epi_nogelu
 	VANDPS.BCST      vnniGELUConsts<>+104(SB), Z7, Z8
@@ -6385,6 +6498,47 @@ vnniEpilogueS_epi_nocolscale:
 	VADDPS.Z 64(R9)(R11*4), Z9, K2, Z9
 
 vnniEpilogueS_epi_nobias:
+	TESTQ            $0x00000010, flags+112(FP)
+	JZ               vnniEpilogueS_epi_nogelu8
+	VMAXPS.BCST      vnniGELUConsts<>+112(SB), Z7, Z8
+	VMAXPS.BCST      vnniGELUConsts<>+112(SB), Z9, Z13
+	VMINPS.BCST      vnniGELUConsts<>+116(SB), Z8, Z8
+	VMINPS.BCST      vnniGELUConsts<>+116(SB), Z13, Z13
+	VMULPS           Z8, Z8, Z10
+	VMULPS           Z13, Z13, Z14
+	VBROADCASTSS     vnniGELUConsts<>+148(SB), Z11
+	VBROADCASTSS     vnniGELUConsts<>+148(SB), Z15
+	VBROADCASTSS     vnniGELUConsts<>+160(SB), Z12
+	VBROADCASTSS     vnniGELUConsts<>+160(SB), Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+144(SB), Z10, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+144(SB), Z14, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+156(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+156(SB), Z14, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+140(SB), Z10, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+140(SB), Z14, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+152(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+152(SB), Z14, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+136(SB), Z10, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+136(SB), Z14, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z14, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+132(SB), Z10, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+132(SB), Z14, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+128(SB), Z10, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+128(SB), Z14, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+124(SB), Z10, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+124(SB), Z14, Z15
+	VDIVPS           Z12, Z11, Z11
+	VDIVPS           Z16, Z15, Z15
+	VFMADD213PS.BCST vnniGELUConsts<>+80(SB), Z8, Z11
+	VFMADD213PS.BCST vnniGELUConsts<>+80(SB), Z13, Z15
+	VMAXPS.BCST      vnniGELUConsts<>+120(SB), Z11, Z11
+	VMAXPS.BCST      vnniGELUConsts<>+120(SB), Z15, Z15
+	VMULPS           Z11, Z7, Z7
+	VMULPS           Z15, Z9, Z9
+	JMP              vnniEpilogueS_epi_nogelu
+
+vnniEpilogueS_epi_nogelu8:
 	TESTQ            $0x00000001, flags+112(FP)
 	JZ               vnniEpilogueS_epi_nogelu
 	VANDPS.BCST      vnniGELUConsts<>+104(SB), Z7, Z8
@@ -6668,6 +6822,65 @@ vnniEpilogue3S_epi_nocolscale:
 	VADDPS.Z 128(R9)(R11*4), Z11, K3, Z11
 
 vnniEpilogue3S_epi_nobias:
+	TESTQ            $0x00000010, flags+112(FP)
+	JZ               vnniEpilogue3S_epi_nogelu8
+	VMAXPS.BCST      vnniGELUConsts<>+112(SB), Z7, Z8
+	VMAXPS.BCST      vnniGELUConsts<>+112(SB), Z9, Z14
+	VMAXPS.BCST      vnniGELUConsts<>+112(SB), Z11, Z18
+	VMINPS.BCST      vnniGELUConsts<>+116(SB), Z8, Z8
+	VMINPS.BCST      vnniGELUConsts<>+116(SB), Z14, Z14
+	VMINPS.BCST      vnniGELUConsts<>+116(SB), Z18, Z18
+	VMULPS           Z8, Z8, Z10
+	VMULPS           Z14, Z14, Z15
+	VMULPS           Z18, Z18, Z19
+	VBROADCASTSS     vnniGELUConsts<>+148(SB), Z12
+	VBROADCASTSS     vnniGELUConsts<>+148(SB), Z16
+	VBROADCASTSS     vnniGELUConsts<>+148(SB), Z20
+	VBROADCASTSS     vnniGELUConsts<>+160(SB), Z13
+	VBROADCASTSS     vnniGELUConsts<>+160(SB), Z17
+	VBROADCASTSS     vnniGELUConsts<>+160(SB), Z21
+	VFMADD213PS.BCST vnniGELUConsts<>+144(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+144(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+144(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+156(SB), Z10, Z13
+	VFMADD213PS.BCST vnniGELUConsts<>+156(SB), Z15, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+156(SB), Z19, Z21
+	VFMADD213PS.BCST vnniGELUConsts<>+140(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+140(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+140(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+152(SB), Z10, Z13
+	VFMADD213PS.BCST vnniGELUConsts<>+152(SB), Z15, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+152(SB), Z19, Z21
+	VFMADD213PS.BCST vnniGELUConsts<>+136(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+136(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+136(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z10, Z13
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z15, Z17
+	VFMADD213PS.BCST vnniGELUConsts<>+88(SB), Z19, Z21
+	VFMADD213PS.BCST vnniGELUConsts<>+132(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+132(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+132(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+128(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+128(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+128(SB), Z19, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+124(SB), Z10, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+124(SB), Z15, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+124(SB), Z19, Z20
+	VDIVPS           Z13, Z12, Z12
+	VDIVPS           Z17, Z16, Z16
+	VDIVPS           Z21, Z20, Z20
+	VFMADD213PS.BCST vnniGELUConsts<>+80(SB), Z8, Z12
+	VFMADD213PS.BCST vnniGELUConsts<>+80(SB), Z14, Z16
+	VFMADD213PS.BCST vnniGELUConsts<>+80(SB), Z18, Z20
+	VMAXPS.BCST      vnniGELUConsts<>+120(SB), Z12, Z12
+	VMAXPS.BCST      vnniGELUConsts<>+120(SB), Z16, Z16
+	VMAXPS.BCST      vnniGELUConsts<>+120(SB), Z20, Z20
+	VMULPS           Z12, Z7, Z7
+	VMULPS           Z16, Z9, Z9
+	VMULPS           Z20, Z11, Z11
+	JMP              vnniEpilogue3S_epi_nogelu
+
+vnniEpilogue3S_epi_nogelu8:
 	TESTQ            $0x00000001, flags+112(FP)
 	JZ               vnniEpilogue3S_epi_nogelu
 	VANDPS.BCST      vnniGELUConsts<>+104(SB), Z7, Z8

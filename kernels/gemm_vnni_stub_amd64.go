@@ -685,7 +685,8 @@ func vnniSfence()
 
 // vnniEpilogue applies the fused epilogue to a rows x n tile of int32
 // accumulators in float32 and stores it in dst (row strides in elements; nil
-// pointers skip their step; flags: 1 GELU, 8 ReLU, 2 store u8, 4 store s8, else
+// pointers skip their step; flags: 1 GELU, 16 GELU for 8-bit outputs, 8 ReLU,
+// 2 store u8, 4 store s8, else
 // store f32; a nil rowScale means scale for every row):
 //
 //	for i := 0; i < rows; i++ {
@@ -697,7 +698,7 @@ func vnniSfence()
 //			y := float32(v) * s
 //			if colScale != nil { y *= colScale[j] }
 //			if bias != nil { y += bias[j] }
-//			if flags&1 != 0 { y = geluF32(y) }
+//			if flags&16 != 0 { y = geluQ8F32(y) } else if flags&1 != 0 { y = geluF32(y) }
 //			if flags&8 != 0 { y = max(y, 0) }
 //			if res != nil { y += res[i*ldres+j] }
 //			if flags&6 != 0 { // u8 or s8
@@ -714,7 +715,8 @@ func vnniEpilogue(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, co
 
 // vnniEpilogue3 applies the fused epilogue to a rows x n tile of int32
 // accumulators in float32 and stores it in dst (row strides in elements; nil
-// pointers skip their step; flags: 1 GELU, 8 ReLU, 2 store u8, 4 store s8, else
+// pointers skip their step; flags: 1 GELU, 16 GELU for 8-bit outputs, 8 ReLU,
+// 2 store u8, 4 store s8, else
 // store f32; a nil rowScale means scale for every row):
 //
 //	for i := 0; i < rows; i++ {
@@ -726,7 +728,7 @@ func vnniEpilogue(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, co
 //			y := float32(v) * s
 //			if colScale != nil { y *= colScale[j] }
 //			if bias != nil { y += bias[j] }
-//			if flags&1 != 0 { y = geluF32(y) }
+//			if flags&16 != 0 { y = geluQ8F32(y) } else if flags&1 != 0 { y = geluF32(y) }
 //			if flags&8 != 0 { y = max(y, 0) }
 //			if res != nil { y += res[i*ldres+j] }
 //			if flags&6 != 0 { // u8 or s8
@@ -743,7 +745,8 @@ func vnniEpilogue3(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, c
 
 // vnniEpilogueS applies the fused epilogue to a rows x n tile of int32
 // accumulators in float32 and stores it in dst (row strides in elements; nil
-// pointers skip their step; flags: 1 GELU, 8 ReLU, 2 store u8, 4 store s8, else
+// pointers skip their step; flags: 1 GELU, 16 GELU for 8-bit outputs, 8 ReLU,
+// 2 store u8, 4 store s8, else
 // store f32; a nil rowScale means scale for every row):
 //
 //	for i := 0; i < rows; i++ {
@@ -755,7 +758,7 @@ func vnniEpilogue3(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, c
 //			y := float32(v) * s
 //			if colScale != nil { y *= colScale[j] }
 //			if bias != nil { y += bias[j] }
-//			if flags&1 != 0 { y = geluF32(y) }
+//			if flags&16 != 0 { y = geluQ8F32(y) } else if flags&1 != 0 { y = geluF32(y) }
 //			if flags&8 != 0 { y = max(y, 0) }
 //			if res != nil { y += res[i*ldres+j] }
 //			if flags&6 != 0 { // u8 or s8
@@ -772,7 +775,8 @@ func vnniEpilogueS(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, c
 
 // vnniEpilogue3S applies the fused epilogue to a rows x n tile of int32
 // accumulators in float32 and stores it in dst (row strides in elements; nil
-// pointers skip their step; flags: 1 GELU, 8 ReLU, 2 store u8, 4 store s8, else
+// pointers skip their step; flags: 1 GELU, 16 GELU for 8-bit outputs, 8 ReLU,
+// 2 store u8, 4 store s8, else
 // store f32; a nil rowScale means scale for every row):
 //
 //	for i := 0; i < rows; i++ {
@@ -784,7 +788,7 @@ func vnniEpilogueS(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, c
 //			y := float32(v) * s
 //			if colScale != nil { y *= colScale[j] }
 //			if bias != nil { y += bias[j] }
-//			if flags&1 != 0 { y = geluF32(y) }
+//			if flags&16 != 0 { y = geluQ8F32(y) } else if flags&1 != 0 { y = geluF32(y) }
 //			if flags&8 != 0 { y = max(y, 0) }
 //			if res != nil { y += res[i*ldres+j] }
 //			if flags&6 != 0 { // u8 or s8
