@@ -170,6 +170,7 @@ func (m *Model) mode() smoothquant.Mode {
 
 // qscratch holds an INT8 forward pass's buffers.
 type qscratch struct {
+	batch, seq int
 	*scratch
 	xq, ctxq, fq qin
 	tmp          []float32
@@ -178,8 +179,19 @@ type qscratch struct {
 func newQScratch(c Config, batch, seq int) *qscratch {
 	rows := batch * seq
 	mk := func(k int) qin { return qin{u8: make([]uint8, rows*k), scales: make([]float32, rows)} }
-	return &qscratch{scratch: newScratch(c, batch, seq), xq: mk(c.Hidden), ctxq: mk(c.Hidden), fq: mk(c.Intermediate),
+	return &qscratch{batch: batch, seq: seq, scratch: newScratch(c, batch, seq), xq: mk(c.Hidden), ctxq: mk(c.Hidden), fq: mk(c.Intermediate),
 		tmp: make([]float32, rows*max(c.Hidden, c.Intermediate))}
+}
+
+// getQScratch returns INT8 buffers for a batch, reused from earlier passes
+// of the same shape (the pool drops others): a forward pass of BERT-large
+// needs ~17 MB of them, which would otherwise be allocated and cleared
+// every time.
+func (m *Model) getQScratch(batch, seq int) *qscratch {
+	if s, ok := m.scratchPool.Get().(*qscratch); ok && s.batch == batch && s.seq == seq {
+		return s
+	}
+	return newQScratch(m.cfg, batch, seq)
 }
 
 // forwardInt8 is Forward for an INT8 model.
@@ -191,7 +203,8 @@ func (m *Model) forwardInt8(in *Inputs, keepHidden bool) (*Output, error) {
 	t0 := time.Now()
 	x := make([]float32, rows*h)
 	m.embed(in, x)
-	s := newQScratch(m.cfg, in.Batch, in.Seq)
+	s := m.getQScratch(in.Batch, in.Seq)
+	defer m.scratchPool.Put(s)
 	// In static mode the embeddings' LayerNorm also quantizes the first
 	// layer's input.
 	var qp *kernels.QuantParams

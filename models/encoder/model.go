@@ -33,6 +33,8 @@ type Model struct {
 	qlayers []qlayer
 	// recipe is how an INT8 model was quantized.
 	recipe *smoothquant.Recipe
+	// scratchPool keeps the INT8 forward pass's buffers between passes.
+	scratchPool sync.Pool
 }
 
 type layer struct {
