@@ -136,6 +136,26 @@ func vnniU8S8_12x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask 
 	vnniMicroGo(12, 32, a, lda, b, k, c, ldc, nmask, add)
 }
 
+// vnniU8S8E_8x48 is the Go twin of the assembly kernel: vnniMicroEGo(8, 48, ...).
+func vnniU8S8E_8x48(a *uint8, lda int, b *int8, k int, ep *byte) {
+	vnniMicroEGo(8, 48, a, lda, b, k, ep)
+}
+
+// vnniU8S8E_6x64 is the Go twin of the assembly kernel: vnniMicroEGo(6, 64, ...).
+func vnniU8S8E_6x64(a *uint8, lda int, b *int8, k int, ep *byte) {
+	vnniMicroEGo(6, 64, a, lda, b, k, ep)
+}
+
+// vnniU8S8E_12x32 is the Go twin of the assembly kernel: vnniMicroEGo(12, 32, ...).
+func vnniU8S8E_12x32(a *uint8, lda int, b *int8, k int, ep *byte) {
+	vnniMicroEGo(12, 32, a, lda, b, k, ep)
+}
+
+// vnniU8S8E_4x64 is the Go twin of the assembly kernel: vnniMicroEGo(4, 64, ...).
+func vnniU8S8E_4x64(a *uint8, lda int, b *int8, k int, ep *byte) {
+	vnniMicroEGo(4, 64, a, lda, b, k, ep)
+}
+
 // vnniSfence is the Go twin of the assembly fence: nothing to order.
 func vnniSfence() {}
 

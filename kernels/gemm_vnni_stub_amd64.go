@@ -680,6 +680,66 @@ func vnniU8S8_11x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask 
 //go:noescape
 func vnniU8S8_12x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
 
+// vnniU8S8E_8x48 computes one full 8x48 tile of A x B^T over k as
+// vnniU8S8_8x48 and applies the epilogue described by ep (a
+// *vnniEpArgs) to it in registers, as vnniEpilogue3S does to a stored tile:
+//
+//	var t [MR*NR]int32
+//	vnniU8S8_8x48(a, lda, b, k, &t[0], 48, 1<<48-1, 0)
+//	vnniEpilogue3S(e.dst, e.ldd/esize, &t[0], 48, 8, 48, e.colSum, e.zp, e.rowScale, e.scale,
+//		e.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)
+//
+// (esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)). With
+// flags&32, f32 rows (64-byte aligned) are stored non-temporally.
+//
+//go:noescape
+func vnniU8S8E_8x48(a *uint8, lda int, b *int8, k int, ep *byte)
+
+// vnniU8S8E_6x64 computes one full 6x64 tile of A x B^T over k as
+// vnniU8S8_6x64 and applies the epilogue described by ep (a
+// *vnniEpArgs) to it in registers, as vnniEpilogue3S does to a stored tile:
+//
+//	var t [MR*NR]int32
+//	vnniU8S8_6x64(a, lda, b, k, &t[0], 64, 1<<64-1, 0)
+//	vnniEpilogue3S(e.dst, e.ldd/esize, &t[0], 64, 6, 64, e.colSum, e.zp, e.rowScale, e.scale,
+//		e.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)
+//
+// (esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)). With
+// flags&32, f32 rows (64-byte aligned) are stored non-temporally.
+//
+//go:noescape
+func vnniU8S8E_6x64(a *uint8, lda int, b *int8, k int, ep *byte)
+
+// vnniU8S8E_12x32 computes one full 12x32 tile of A x B^T over k as
+// vnniU8S8_12x32 and applies the epilogue described by ep (a
+// *vnniEpArgs) to it in registers, as vnniEpilogue3S does to a stored tile:
+//
+//	var t [MR*NR]int32
+//	vnniU8S8_12x32(a, lda, b, k, &t[0], 32, 1<<32-1, 0)
+//	vnniEpilogue3S(e.dst, e.ldd/esize, &t[0], 32, 12, 32, e.colSum, e.zp, e.rowScale, e.scale,
+//		e.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)
+//
+// (esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)). With
+// flags&32, f32 rows (64-byte aligned) are stored non-temporally.
+//
+//go:noescape
+func vnniU8S8E_12x32(a *uint8, lda int, b *int8, k int, ep *byte)
+
+// vnniU8S8E_4x64 computes one full 4x64 tile of A x B^T over k as
+// vnniU8S8_4x64 and applies the epilogue described by ep (a
+// *vnniEpArgs) to it in registers, as vnniEpilogue3S does to a stored tile:
+//
+//	var t [MR*NR]int32
+//	vnniU8S8_4x64(a, lda, b, k, &t[0], 64, 1<<64-1, 0)
+//	vnniEpilogue3S(e.dst, e.ldd/esize, &t[0], 64, 4, 64, e.colSum, e.zp, e.rowScale, e.scale,
+//		e.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)
+//
+// (esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)). With
+// flags&32, f32 rows (64-byte aligned) are stored non-temporally.
+//
+//go:noescape
+func vnniU8S8E_4x64(a *uint8, lda int, b *int8, k int, ep *byte)
+
 // vnniSfence orders the micro-kernels' non-temporal stores (SFENCE).
 func vnniSfence()
 

@@ -14,7 +14,9 @@
 // in full (the panel is zero-padded) and stored under a k-mask. The
 // epilogues (vnniEpilogue, vnniEpilogue3: 2 or 3 interleaved 16-column
 // chunks) turn a tile of sums into f32, u8 or s8, with GELU in float32 (see
-// geluF32 in gemm_vnni.go, its step-for-step Go model). -twin writes the
+// geluF32 in gemm_vnni.go, its step-for-step Go model). The fused
+// micro-kernels (vnniU8S8E_*, full tiles only) run the same K loop and then
+// the split epilogue on the accumulators in registers. -twin writes the
 // plain Go twins for builds without the assembly.
 package main
 
@@ -50,6 +52,10 @@ var tiles = []struct{ nr, maxMR int }{
 	{32, 12},
 }
 
+// fusedTiles are the full tiles (MR, NR) of the registered kernels, which
+// get a micro-kernel with the epilogue fused (vnniU8S8E_<MR>x<NR>).
+var fusedTiles = [][2]int{{8, 48}, {6, 64}, {12, 32}, {4, 64}}
+
 var prefetch = flag.Int("prefetch", 16, "software prefetch distance of B, in k-groups (0: none)")
 
 var twin = flag.String("twin", "../gemm_vnni_noasm.go", "file for the plain Go twins of the generated functions")
@@ -62,6 +68,9 @@ func main() {
 		for mr := 1; mr <= t.maxMR; mr++ {
 			micro(mr, t.nr)
 		}
+	}
+	for _, t := range fusedTiles {
+		microE(t[0], t[1])
 	}
 	sfence()
 	epilogue("vnniEpilogue", 2, false)
@@ -90,7 +99,6 @@ func rowAddr(i int, bases []reg.Register, lda, lda3 reg.Register) Mem {
 }
 
 func micro(mr, nr int) {
-	nv := nr / 16
 	name := fmt.Sprintf("vnniU8S8_%dx%d", mr, nr)
 	TEXT(name, NOSPLIT, "func(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)")
 	Doc(
@@ -118,7 +126,15 @@ func micro(mr, nr int) {
 		"and 64-byte aligned rows required; call vnniSfence before reading C).",
 	)
 	Pragma("noescape")
+	acc := microLoop(name, mr, nr)
+	microStore(name, mr, nr, acc)
+}
 
+// microLoop generates the accumulation of an mr x nr tile over k (the
+// arguments a, lda, b, k) and returns the accumulators, ending at the label
+// name_store.
+func microLoop(name string, mr, nr int) [][]reg.VecVirtual {
+	nv := nr / 16
 	a := Load(Param("a"), GP64())
 	lda := Load(Param("lda"), GP64())
 	b := Load(Param("b"), GP64())
@@ -199,6 +215,12 @@ func micro(mr, nr int) {
 	}
 
 	Label(name + "_store")
+	return acc
+}
+
+// microStore stores the accumulators of micro (arguments c, ldc, nmask, add).
+func microStore(name string, mr, nr int, acc [][]reg.VecVirtual) {
+	nv := nr / 16
 	c := Load(Param("c"), GP64())
 	ldc := Load(Param("ldc"), GP64())
 	SHLQ(U8(2), ldc)
@@ -287,6 +309,9 @@ const (
 	flagReLU = 8
 	// flagGELU8: the cheaper GELU of u8/s8 outputs (gelu8); wins over flagGELU.
 	flagGELU8 = 16
+	// flagNT: f32 stores are non-temporal (fused kernels only; 64-byte
+	// aligned rows; the caller fences with vnniSfence).
+	flagNT = 32
 )
 
 // geluConsts are broadcast from memory: the erfc polynomial of Numerical
@@ -330,15 +355,20 @@ const (
 
 var consts Mem
 
-// epilogue generates the tile epilogue under name, interleaving U chunks of
-// 16 columns (U = 2 suits tiles of 32 and 64 columns, U = 3 those of 48).
-func epilogue(name string, U int, split bool) {
+// defineConsts defines vnniGELUConsts (once) in consts.
+func defineConsts() {
 	if consts.Symbol.Name == "" {
 		consts = GLOBL("vnniGELUConsts", RODATA|NOPTR)
 		for i, c := range geluConsts {
 			DATA(4*i, U32(math.Float32bits(c)))
 		}
 	}
+}
+
+// epilogue generates the tile epilogue under name, interleaving U chunks of
+// 16 columns (U = 2 suits tiles of 32 and 64 columns, U = 3 those of 48).
+func epilogue(name string, U int, split bool) {
+	defineConsts()
 	cm := func(i int) Mem { return consts.Offset(4 * i) }
 	lbl := func(l string) string { return name + "_" + l }
 
@@ -712,6 +742,12 @@ func writeTwin(path string) {
 			fmt.Fprintf(&b, "\tvnniMicroGo(%d, %d, a, lda, b, k, c, ldc, nmask, add)\n}\n\n", mr, t.nr)
 		}
 	}
+	for _, t := range fusedTiles {
+		name := fmt.Sprintf("vnniU8S8E_%dx%d", t[0], t[1])
+		fmt.Fprintf(&b, "// %s is the Go twin of the assembly kernel: vnniMicroEGo(%d, %d, ...).\n", name, t[0], t[1])
+		fmt.Fprintf(&b, "func %s(a *uint8, lda int, b *int8, k int, ep *byte) {\n", name)
+		fmt.Fprintf(&b, "\tvnniMicroEGo(%d, %d, a, lda, b, k, ep)\n}\n\n", t[0], t[1])
+	}
 	b.WriteString("// vnniSfence is the Go twin of the assembly fence: nothing to order.\nfunc vnniSfence() {}\n\n")
 	b.WriteString("// vnniEpilogue is the Go twin of the assembly epilogue: vnniEpilogueGo.\n")
 	b.WriteString("func vnniEpilogue(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32) {\n")
@@ -742,4 +778,223 @@ func joinArgs() string {
 		b.WriteString(a)
 	}
 	return b.String()
+}
+
+// Offsets in vnniEpArgs (gemm_vnni.go), the operands of a fused epilogue.
+const (
+	offDst      = 0  // dst: C[i][j] (f32, u8 or s8)
+	offLdd      = 8  // ldd: row stride of dst in bytes
+	offColSum   = 16 // colSum: ColSum[j] (nil: no compensation)
+	offColScale = 24 // colScale: ColScale[j] (nil: none)
+	offBias     = 32 // bias: Bias[j] (nil: none)
+	offRowScale = 40 // rowScale: RowScale[i] (nil: scale for every row)
+	offRes      = 48 // res: Residual[i][j] (nil: none)
+	offLdres    = 56 // ldres: row stride of res in bytes
+	offFlags    = 64 // flags: as vnniEpilogue's
+	offZP       = 72 // zp (int32): the zero point of A
+	offScale    = 76 // scale (float32)
+	offInvOut   = 80 // invOut (float32)
+	offOutZP    = 84 // outZP (float32)
+	offLo       = 88 // lo (float32)
+	offHi       = 92 // hi (float32)
+	offOutZPi   = 96 // outZPi (int32): outZP as an integer
+)
+
+// microE generates vnniU8S8E_<mr>x<nr>: the micro-kernel over the whole k
+// followed by the epilogue of vnniEpilogue3S/vnniEpilogueS (split GELU)
+// applied to the accumulators in registers, each step over the whole tile
+// (one branch per step and tile), one 16-column vector at a time where it
+// needs temporaries (the K loop's B and broadcast registers are free then).
+// Every float32 operation is the one of those epilogues, in the same order,
+// so the results are the same bits.
+func microE(mr, nr int) {
+	nv := nr / 16
+	name := fmt.Sprintf("vnniU8S8E_%dx%d", mr, nr)
+	TEXT(name, NOSPLIT, "func(a *uint8, lda int, b *int8, k int, ep *byte)")
+	Doc(
+		fmt.Sprintf("%s computes one full %dx%d tile of A x B^T over k as", name, mr, nr),
+		fmt.Sprintf("vnniU8S8_%dx%d and applies the epilogue described by ep (a", mr, nr),
+		"*vnniEpArgs) to it in registers, as vnniEpilogue3S does to a stored tile:",
+		"",
+		"\tvar t [MR*NR]int32",
+		fmt.Sprintf("\tvnniU8S8_%dx%d(a, lda, b, k, &t[0], %d, 1<<%d-1, 0)", mr, nr, nr, nr),
+		fmt.Sprintf("\tvnniEpilogue3S(e.dst, e.ldd/esize, &t[0], %d, %d, %d, e.colSum, e.zp, e.rowScale, e.scale,", nr, mr, nr),
+		"\t\te.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)",
+		"",
+		"(esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)). With",
+		"flags&32, f32 rows (64-byte aligned) are stored non-temporally.",
+	)
+	Pragma("noescape")
+	acc := microLoop(name, mr, nr)
+
+	defineConsts()
+	cm := func(i int) Mem { return consts.Offset(4 * i) }
+	ep := Load(Param("ep"), GP64())
+	at := func(off int) Mem { return Mem{Base: ep, Disp: off} }
+	lbl := func(l string) string { return name + "_" + l }
+	each := func(f func(y reg.VecVirtual)) {
+		for i := range mr {
+			for v := range nv {
+				f(acc[i][v])
+			}
+		}
+	}
+
+	// v -= zp*colSum[j] (the products once per column, for every row).
+	p := GP64()
+	MOVQ(at(offColSum), p)
+	TESTQ(p, p)
+	JZ(LabelRef(lbl("nocomp")))
+	{
+		zpv := ZMM()
+		VPBROADCASTD(at(offZP), zpv)
+		for v := range nv {
+			t := ZMM()
+			VMOVDQU32(Mem{Base: p, Disp: 64 * v}, t)
+			VPMULLD(zpv, t, t)
+			for i := range mr {
+				VPSUBD(t, acc[i][v], acc[i][v])
+			}
+		}
+	}
+	Label(lbl("nocomp"))
+	each(func(y reg.VecVirtual) { VCVTDQ2PS(y, y) })
+	// y *= rowScale[i], or scale.
+	MOVQ(at(offRowScale), p)
+	TESTQ(p, p)
+	JZ(LabelRef(lbl("scalar")))
+	for i := range mr {
+		s := ZMM()
+		VBROADCASTSS(Mem{Base: p, Disp: 4 * i}, s)
+		for v := range nv {
+			VMULPS(s, acc[i][v], acc[i][v])
+		}
+	}
+	JMP(LabelRef(lbl("scaled")))
+	Label(lbl("scalar"))
+	{
+		s := ZMM()
+		VBROADCASTSS(at(offScale), s)
+		each(func(y reg.VecVirtual) { VMULPS(s, y, y) })
+	}
+	Label(lbl("scaled"))
+	MOVQ(at(offColScale), p)
+	TESTQ(p, p)
+	JZ(LabelRef(lbl("nocolscale")))
+	for i := range mr {
+		for v := range nv {
+			VMULPS(Mem{Base: p, Disp: 64 * v}, acc[i][v], acc[i][v])
+		}
+	}
+	Label(lbl("nocolscale"))
+	MOVQ(at(offBias), p)
+	TESTQ(p, p)
+	JZ(LabelRef(lbl("nobias")))
+	for i := range mr {
+		for v := range nv {
+			VADDPS(Mem{Base: p, Disp: 64 * v}, acc[i][v], acc[i][v])
+		}
+	}
+	Label(lbl("nobias"))
+	TESTQ(U32(flagGELU8), at(offFlags))
+	JZ(LabelRef(lbl("nogelu8")))
+	each(func(y reg.VecVirtual) { gelu8([]reg.VecVirtual{y}, cm) })
+	JMP(LabelRef(lbl("nogelu")))
+	Label(lbl("nogelu8"))
+	TESTQ(U32(flagGELU), at(offFlags))
+	JZ(LabelRef(lbl("nogelu")))
+	each(func(y reg.VecVirtual) { gelu([]reg.VecVirtual{y}, cm, true) })
+	Label(lbl("nogelu"))
+	TESTQ(U32(flagReLU), at(offFlags))
+	JZ(LabelRef(lbl("norelu")))
+	{
+		z := ZMM()
+		VXORPS(z, z, z)
+		each(func(y reg.VecVirtual) { VMAXPS(z, y, y) })
+	}
+	Label(lbl("norelu"))
+	MOVQ(at(offRes), p)
+	TESTQ(p, p)
+	JZ(LabelRef(lbl("nores")))
+	for i := range mr {
+		for v := range nv {
+			VADDPS(Mem{Base: p, Disp: 64 * v}, acc[i][v], acc[i][v])
+		}
+		if i < mr-1 {
+			ADDQ(at(offLdres), p)
+		}
+	}
+	Label(lbl("nores"))
+
+	MOVQ(at(offDst), p)
+	TESTQ(U32(flagU8|flagS8), at(offFlags))
+	JNZ(LabelRef(lbl("quant")))
+	TESTQ(U32(flagNT), at(offFlags))
+	JNZ(LabelRef(lbl("nt")))
+	for i := range mr {
+		for v := range nv {
+			VMOVUPS(acc[i][v], Mem{Base: p, Disp: 64 * v})
+		}
+		if i < mr-1 {
+			ADDQ(at(offLdd), p)
+		}
+	}
+	VZEROUPPER()
+	RET()
+	Label(lbl("nt"))
+	for i := range mr {
+		for v := range nv {
+			VMOVNTPS(acc[i][v], Mem{Base: p, Disp: 64 * v})
+		}
+		if i < mr-1 {
+			ADDQ(at(offLdd), p)
+		}
+	}
+	VZEROUPPER()
+	RET()
+
+	Label(lbl("quant"))
+	{
+		bc := func(off int) reg.VecVirtual {
+			z := ZMM()
+			VBROADCASTSS(at(off), z)
+			return z
+		}
+		invOut, outZP, lo, hi := bc(offInvOut), bc(offOutZP), bc(offLo), bc(offHi)
+		outZPi := ZMM()
+		VPBROADCASTD(at(offOutZPi), outZPi)
+		nan := K()
+		each(func(y reg.VecVirtual) {
+			VMULPS(invOut, y, y)
+			VADDPS(outZP, y, y)
+			VCMPPS(U8(3), y, y, nan) // unordered: NaN
+			VMAXPS(lo, y, y)
+			VMINPS(hi, y, y)
+			VCVTPS2DQ(y, y)
+			VMOVDQA32(outZPi, nan, y)
+		})
+	}
+	TESTQ(U32(flagU8), at(offFlags))
+	JZ(LabelRef(lbl("s8")))
+	for i := range mr {
+		for v := range nv {
+			VPMOVUSDB(acc[i][v], Mem{Base: p, Disp: 16 * v})
+		}
+		if i < mr-1 {
+			ADDQ(at(offLdd), p)
+		}
+	}
+	VZEROUPPER()
+	RET()
+	Label(lbl("s8"))
+	for i := range mr {
+		for v := range nv {
+			VPMOVSDB(acc[i][v], Mem{Base: p, Disp: 16 * v})
+		}
+		if i < mr-1 {
+			ADDQ(at(offLdd), p)
+		}
+	}
+	VZEROUPPER()
+	RET()
 }
