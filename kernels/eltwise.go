@@ -21,7 +21,8 @@ import (
 // same float32 operations in the same order, so the two agree bit for bit:
 // sums are kept in 16 lanes (element j goes to lane j%16) and reduced as a
 // tree (lane i += lane i+w for w = 8, 4, 2, 1); no fused multiply-add is used
-// except where it is exact. The path is chosen at call time from cpu.X86
+// except where it is exact and in Softmax's exp, whose twin rounds each one
+// once with fma32. The path is chosen at call time from cpu.X86
 // (AVX512F and AVX512BW), so INT8BERT_CPU_DISABLE=avx512 selects the Go twin.
 
 // ErrNonFinite is wrapped by the errors of kernels that refuse NaN or
@@ -57,6 +58,8 @@ type eltFuncs struct {
 	maxMaskS func(dst, x, mask []float32, s float32) float32
 	max      func(x []float32) float32
 	expSum   func(dst, x []float32, m float32) float32
+	smRows   func(dst, x, mask []float32, rows, n int, s float32) (int, float32, float32)
+	packT16  func(dst, w []float32, nblk, ldw, ldd int)
 	scale    func(x []float32, s float32)
 	gelu     func(dst, x []float32)
 	absMax   func(x []float32) uint32
@@ -73,6 +76,7 @@ var eltGeneric = eltFuncs{
 	addSum: eltAddSumGeneric, sum: eltSumGeneric, sumSqDev: eltSumSqDevGeneric,
 	norm: eltNormGeneric, normQ: eltNormQGeneric,
 	maxMask: eltMaxMaskGeneric, maxMaskS: eltMaxMaskScaleGeneric, max: eltMaxGeneric, expSum: eltExpSumGeneric, scale: eltScaleGeneric,
+	smRows: eltSoftmaxRowsGeneric, packT16: packT16Generic,
 	gelu:   eltGELUGeneric,
 	absMax: eltAbsMaxGeneric, qRow: eltQuantRowGeneric,
 	absMaxP: eltAbsMaxPreGeneric, qRowP: eltQuantRowPreGeneric, qU8: eltQuantU8Generic, qS8: eltQuantS8Generic,
@@ -83,6 +87,7 @@ var eltAsm = eltFuncs{
 	addSum: eltAddSum, sum: eltSum, sumSqDev: eltSumSqDev,
 	norm: eltNorm, normQ: eltNormQ,
 	maxMask: eltMaxMask, maxMaskS: eltMaxMaskScale, max: eltMax, expSum: eltExpSum, scale: eltScale,
+	smRows: eltSoftmaxRows, packT16: packT16,
 	gelu:   eltGELU,
 	absMax: eltAbsMax, qRow: eltQuantRow,
 	absMaxP: eltAbsMaxPre, qRowP: eltQuantRowPre, qU8: eltQuantU8, qS8: eltQuantS8,
@@ -245,7 +250,7 @@ func LayerNorm(dst []float32, q []uint8, x, res []float32, rows, h int, gamma, b
 //	s[j] = x[i][j] + mask[j]             (mask nil: s = x[i])
 //	dst[i][j] = exp(s[j] - max(s)) / sum_k exp(s[k] - max(s))
 //
-// with a vectorised exp (relative error ~2e-7) and the reciprocal of the sum
+// with a vectorised exp (fused multiply-adds, relative error < 2e-7) and the reciprocal of the sum
 // multiplied in. mask is one additive vector of length >= n shared by all
 // rows (0 for tokens, a large negative value or -Inf for padding). A row
 // whose every s[j] is -Inf (fully masked with -Inf) is all zeros; with a
@@ -282,15 +287,29 @@ func softmax(op string, dst, x []float32, rows, n int, scale float32, scaled boo
 	if mask != nil {
 		mk = mask[:n]
 	}
+	if scaled {
+		// All rows in one call (in pairs, see eltSoftmaxRowsGeneric); it
+		// stops only at a row in error, whose dst row then holds x*scale+mask
+		// (maximum -Inf, with a NaN) or its exponentials (sum not finite), as
+		// the per-row steps below leave it. Rows fully masked with -Inf are
+		// zeroed inside.
+		i, m, _ := f.smRows(dst[:rows*n], x[:rows*n], mk, rows, n, scale)
+		if i == rows {
+			return nil
+		}
+		d := dst[i*n : i*n+n]
+		j := findNaNOrPosInf(d)
+		if math.IsInf(float64(m), -1) {
+			j = findNaN(d)
+		}
+		return fmt.Errorf("kernels: %s rows=%d n=%d: row %d col %d: %v: %w", op, rows, n, i, j, d[max(j, 0)], ErrNonFinite)
+	}
 	for i := 0; i < rows; i++ {
 		d := dst[i*n : i*n+n]
 		xr := x[i*n : i*n+n]
 		var m float32
 		src := xr
 		switch {
-		case scaled:
-			m = f.maxMaskS(d, xr, mk, scale)
-			src = d
 		case mask != nil:
 			m = f.maxMask(d, xr, mk)
 			src = d

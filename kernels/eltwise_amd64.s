@@ -544,205 +544,1265 @@ TEXT ·eltExpSum(SB), NOSPLIT, $0-60
 	MOVSS        m+48(FP), X0
 	VBROADCASTSS X0, Z0
 	VBROADCASTSS eltconst<>+12(SB), Z1
-	VBROADCASTSS eltconst<>+16(SB), Z2
-	VXORPS       Z3, Z3, Z3
+	VXORPS       Z2, Z2, Z2
 	XORQ         BX, BX
 	MOVQ         CX, SI
 	ANDQ         $-64, SI
 
-unrolled:
-	CMPQ         BX, SI
-	JAE          rest
-	VMOVUPS      (DX)(BX*4), Z4
-	VMOVUPS      64(DX)(BX*4), Z5
-	VMOVUPS      128(DX)(BX*4), Z6
-	VMOVUPS      192(DX)(BX*4), Z7
-	VSUBPS       Z0, Z4, Z4
-	VSUBPS       Z0, Z5, Z5
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z0, Z7, Z7
-	VMAXPS       Z4, Z1, Z4
-	VMAXPS       Z5, Z1, Z5
-	VMAXPS       Z6, Z1, Z6
-	VMAXPS       Z7, Z1, Z7
-	VMINPS       Z4, Z2, Z4
-	VMINPS       Z5, Z2, Z5
-	VMINPS       Z6, Z2, Z6
-	VMINPS       Z7, Z2, Z7
-	VMULPS.BCST  eltconst<>+0(SB), Z4, Z8
-	VMULPS.BCST  eltconst<>+0(SB), Z5, Z10
-	VMULPS.BCST  eltconst<>+0(SB), Z6, Z12
-	VMULPS.BCST  eltconst<>+0(SB), Z7, Z14
-	VRNDSCALEPS  $0x00, Z8, Z8
-	VRNDSCALEPS  $0x00, Z10, Z10
-	VRNDSCALEPS  $0x00, Z12, Z12
-	VRNDSCALEPS  $0x00, Z14, Z14
-	VMULPS.BCST  eltconst<>+4(SB), Z8, Z9
-	VMULPS.BCST  eltconst<>+4(SB), Z10, Z11
-	VMULPS.BCST  eltconst<>+4(SB), Z12, Z13
-	VMULPS.BCST  eltconst<>+4(SB), Z14, Z15
-	VSUBPS       Z9, Z4, Z4
-	VSUBPS       Z11, Z5, Z5
-	VSUBPS       Z13, Z6, Z6
-	VSUBPS       Z15, Z7, Z7
-	VMULPS.BCST  eltconst<>+8(SB), Z8, Z9
-	VMULPS.BCST  eltconst<>+8(SB), Z10, Z11
-	VMULPS.BCST  eltconst<>+8(SB), Z12, Z13
-	VMULPS.BCST  eltconst<>+8(SB), Z14, Z15
-	VSUBPS       Z9, Z4, Z4
-	VSUBPS       Z11, Z5, Z5
-	VSUBPS       Z13, Z6, Z6
-	VSUBPS       Z15, Z7, Z7
-	VBROADCASTSS eltconst<>+20(SB), Z9
-	VBROADCASTSS eltconst<>+20(SB), Z13
-	VBROADCASTSS eltconst<>+20(SB), Z16
-	VBROADCASTSS eltconst<>+20(SB), Z18
-	VMULPS       Z4, Z9, Z9
-	VMULPS       Z5, Z13, Z13
-	VMULPS       Z6, Z16, Z16
-	VMULPS       Z7, Z18, Z18
-	VADDPS.BCST  eltconst<>+24(SB), Z9, Z9
-	VADDPS.BCST  eltconst<>+24(SB), Z13, Z13
-	VADDPS.BCST  eltconst<>+24(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+24(SB), Z18, Z18
-	VMULPS       Z4, Z9, Z9
-	VMULPS       Z5, Z13, Z13
-	VMULPS       Z6, Z16, Z16
-	VMULPS       Z7, Z18, Z18
-	VADDPS.BCST  eltconst<>+28(SB), Z9, Z9
-	VADDPS.BCST  eltconst<>+28(SB), Z13, Z13
-	VADDPS.BCST  eltconst<>+28(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+28(SB), Z18, Z18
-	VMULPS       Z4, Z9, Z9
-	VMULPS       Z5, Z13, Z13
-	VMULPS       Z6, Z16, Z16
-	VMULPS       Z7, Z18, Z18
-	VADDPS.BCST  eltconst<>+32(SB), Z9, Z9
-	VADDPS.BCST  eltconst<>+32(SB), Z13, Z13
-	VADDPS.BCST  eltconst<>+32(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+32(SB), Z18, Z18
-	VMULPS       Z4, Z9, Z9
-	VMULPS       Z5, Z13, Z13
-	VMULPS       Z6, Z16, Z16
-	VMULPS       Z7, Z18, Z18
-	VADDPS.BCST  eltconst<>+36(SB), Z9, Z9
-	VADDPS.BCST  eltconst<>+36(SB), Z13, Z13
-	VADDPS.BCST  eltconst<>+36(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+36(SB), Z18, Z18
-	VMULPS       Z4, Z9, Z9
-	VMULPS       Z5, Z13, Z13
-	VMULPS       Z6, Z16, Z16
-	VMULPS       Z7, Z18, Z18
-	VADDPS.BCST  eltconst<>+40(SB), Z9, Z9
-	VADDPS.BCST  eltconst<>+40(SB), Z13, Z13
-	VADDPS.BCST  eltconst<>+40(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+40(SB), Z18, Z18
-	VMULPS       Z4, Z4, Z11
-	VMULPS       Z5, Z5, Z15
-	VMULPS       Z6, Z6, Z17
-	VMULPS       Z7, Z7, Z19
-	VMULPS       Z11, Z9, Z9
-	VMULPS       Z15, Z13, Z13
-	VMULPS       Z17, Z16, Z16
-	VMULPS       Z19, Z18, Z18
-	VADDPS       Z4, Z9, Z9
-	VADDPS       Z5, Z13, Z13
-	VADDPS       Z6, Z16, Z16
-	VADDPS       Z7, Z18, Z18
-	VADDPS.BCST  eltconst<>+44(SB), Z9, Z9
-	VADDPS.BCST  eltconst<>+44(SB), Z13, Z13
-	VADDPS.BCST  eltconst<>+44(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+44(SB), Z18, Z18
-	VSCALEFPS    Z8, Z9, Z4
-	VSCALEFPS    Z10, Z13, Z5
-	VSCALEFPS    Z12, Z16, Z6
-	VSCALEFPS    Z14, Z18, Z7
-	VMOVUPS      Z4, (AX)(BX*4)
-	VMOVUPS      Z5, 64(AX)(BX*4)
-	VMOVUPS      Z6, 128(AX)(BX*4)
-	VMOVUPS      Z7, 192(AX)(BX*4)
-	VADDPS       Z4, Z3, Z3
-	VADDPS       Z5, Z3, Z3
-	VADDPS       Z6, Z3, Z3
-	VADDPS       Z7, Z3, Z3
-	ADDQ         $0x00000040, BX
-	JMP          unrolled
+unrolled_al:
+	CMPQ              BX, SI
+	JAE               rest_al
+	VMOVUPS           (DX)(BX*4), Z3
+	VMOVUPS           64(DX)(BX*4), Z4
+	VMOVUPS           128(DX)(BX*4), Z5
+	VMOVUPS           192(DX)(BX*4), Z6
+	VSUBPS            Z0, Z3, Z3
+	VSUBPS            Z0, Z4, Z4
+	VSUBPS            Z0, Z5, Z5
+	VSUBPS            Z0, Z6, Z6
+	VMAXPS            Z3, Z1, Z3
+	VMAXPS            Z4, Z1, Z4
+	VMAXPS            Z5, Z1, Z5
+	VMAXPS            Z6, Z1, Z6
+	VMULPS.BCST       eltconst<>+0(SB), Z3, Z7
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z10
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z13
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z16
+	VRNDSCALEPS       $0x00, Z7, Z7
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VRNDSCALEPS       $0x00, Z13, Z13
+	VRNDSCALEPS       $0x00, Z16, Z16
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z7, Z3
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z10, Z4
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z13, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z16, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z7, Z3
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z10, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z13, Z5
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z16, Z6
+	VBROADCASTSS      eltconst<>+20(SB), Z8
+	VBROADCASTSS      eltconst<>+20(SB), Z11
+	VBROADCASTSS      eltconst<>+20(SB), Z14
+	VBROADCASTSS      eltconst<>+20(SB), Z17
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z3, Z8
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z11
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z14
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z17
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z3, Z8
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z11
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z14
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z17
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z3, Z8
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z11
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z14
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z17
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z3, Z8
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z11
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z14
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z17
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z3, Z8
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z11
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z14
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z17
+	VMULPS            Z3, Z3, Z9
+	VMULPS            Z4, Z4, Z12
+	VMULPS            Z5, Z5, Z15
+	VMULPS            Z6, Z6, Z18
+	VFMADD213PS       Z3, Z9, Z8
+	VFMADD213PS       Z4, Z12, Z11
+	VFMADD213PS       Z5, Z15, Z14
+	VFMADD213PS       Z6, Z18, Z17
+	VADDPS.BCST       eltconst<>+44(SB), Z8, Z8
+	VADDPS.BCST       eltconst<>+44(SB), Z11, Z11
+	VADDPS.BCST       eltconst<>+44(SB), Z14, Z14
+	VADDPS.BCST       eltconst<>+44(SB), Z17, Z17
+	VSCALEFPS         Z7, Z8, Z3
+	VSCALEFPS         Z10, Z11, Z4
+	VSCALEFPS         Z13, Z14, Z5
+	VSCALEFPS         Z16, Z17, Z6
+	VMOVUPS           Z3, (AX)(BX*4)
+	VMOVUPS           Z4, 64(AX)(BX*4)
+	VMOVUPS           Z5, 128(AX)(BX*4)
+	VMOVUPS           Z6, 192(AX)(BX*4)
+	VADDPS            Z3, Z2, Z2
+	VADDPS            Z4, Z2, Z2
+	VADDPS            Z5, Z2, Z2
+	VADDPS            Z6, Z2, Z2
+	ADDQ              $0x00000040, BX
+	JMP               unrolled_al
 
-rest:
+rest_al:
 	MOVQ CX, SI
 	ANDQ $-16, SI
 
-full_al:
-	CMPQ         BX, SI
-	JAE          tail_al
-	VMOVUPS      (DX)(BX*4), Z4
-	VSUBPS       Z0, Z4, Z4
-	VMAXPS       Z4, Z1, Z4
-	VMINPS       Z4, Z2, Z4
-	VMULPS.BCST  eltconst<>+0(SB), Z4, Z5
-	VRNDSCALEPS  $0x00, Z5, Z5
-	VMULPS.BCST  eltconst<>+4(SB), Z5, Z6
-	VSUBPS       Z6, Z4, Z4
-	VMULPS.BCST  eltconst<>+8(SB), Z5, Z6
-	VSUBPS       Z6, Z4, Z4
-	VBROADCASTSS eltconst<>+20(SB), Z6
-	VMULPS       Z4, Z6, Z6
-	VADDPS.BCST  eltconst<>+24(SB), Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VADDPS.BCST  eltconst<>+28(SB), Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VADDPS.BCST  eltconst<>+32(SB), Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VADDPS.BCST  eltconst<>+36(SB), Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VADDPS.BCST  eltconst<>+40(SB), Z6, Z6
-	VMULPS       Z4, Z4, Z7
-	VMULPS       Z7, Z6, Z6
-	VADDPS       Z4, Z6, Z6
-	VADDPS.BCST  eltconst<>+44(SB), Z6, Z6
-	VSCALEFPS    Z5, Z6, Z4
-	VMOVUPS      Z4, (AX)(BX*4)
-	VADDPS       Z4, Z3, Z3
-	ADDQ         $+16, BX
-	JMP          full_al
+full_am:
+	CMPQ              BX, SI
+	JAE               tail_am
+	VMOVUPS           (DX)(BX*4), Z3
+	VSUBPS            Z0, Z3, Z3
+	VMAXPS            Z3, Z1, Z3
+	VMULPS.BCST       eltconst<>+0(SB), Z3, Z4
+	VRNDSCALEPS       $0x00, Z4, Z4
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z4, Z3
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z4, Z3
+	VBROADCASTSS      eltconst<>+20(SB), Z5
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z3, Z5
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z3, Z5
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z3, Z5
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z3, Z5
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z3, Z5
+	VMULPS            Z3, Z3, Z6
+	VFMADD213PS       Z3, Z6, Z5
+	VADDPS.BCST       eltconst<>+44(SB), Z5, Z5
+	VSCALEFPS         Z4, Z5, Z3
+	VMOVUPS           Z3, (AX)(BX*4)
+	VADDPS            Z3, Z2, Z2
+	ADDQ              $+16, BX
+	JMP               full_am
 
-tail_al:
-	SUBQ         BX, CX
-	JZ           done_al
-	MOVL         $0x00000001, SI
-	SHLL         CL, SI
-	DECL         SI
-	KMOVW        SI, K1
-	VMOVUPS.Z    (DX)(BX*4), K1, Z4
-	VSUBPS       Z0, Z4, Z4
-	VMAXPS       Z4, Z1, Z4
-	VMINPS       Z4, Z2, Z4
-	VMULPS.BCST  eltconst<>+0(SB), Z4, Z0
-	VRNDSCALEPS  $0x00, Z0, Z0
-	VMULPS.BCST  eltconst<>+4(SB), Z0, Z1
-	VSUBPS       Z1, Z4, Z4
-	VMULPS.BCST  eltconst<>+8(SB), Z0, Z1
-	VSUBPS       Z1, Z4, Z4
-	VBROADCASTSS eltconst<>+20(SB), Z1
-	VMULPS       Z4, Z1, Z1
-	VADDPS.BCST  eltconst<>+24(SB), Z1, Z1
-	VMULPS       Z4, Z1, Z1
-	VADDPS.BCST  eltconst<>+28(SB), Z1, Z1
-	VMULPS       Z4, Z1, Z1
-	VADDPS.BCST  eltconst<>+32(SB), Z1, Z1
-	VMULPS       Z4, Z1, Z1
-	VADDPS.BCST  eltconst<>+36(SB), Z1, Z1
-	VMULPS       Z4, Z1, Z1
-	VADDPS.BCST  eltconst<>+40(SB), Z1, Z1
-	VMULPS       Z4, Z4, Z2
-	VMULPS       Z2, Z1, Z1
-	VADDPS       Z4, Z1, Z1
-	VADDPS.BCST  eltconst<>+44(SB), Z1, Z1
-	VSCALEFPS    Z0, Z1, Z4
-	VMOVUPS      Z4, K1, (AX)(BX*4)
-	VADDPS       Z4, Z3, K1, Z3
+tail_am:
+	SUBQ              BX, CX
+	JZ                done_am
+	MOVL              $0x00000001, SI
+	SHLL              CL, SI
+	DECL              SI
+	KMOVW             SI, K1
+	VMOVUPS.Z         (DX)(BX*4), K1, Z3
+	VSUBPS            Z0, Z3, Z3
+	VMAXPS            Z3, Z1, Z3
+	VMULPS.BCST       eltconst<>+0(SB), Z3, Z0
+	VRNDSCALEPS       $0x00, Z0, Z0
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z0, Z3
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z0, Z3
+	VBROADCASTSS      eltconst<>+20(SB), Z1
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z3, Z1
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z3, Z1
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z3, Z1
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z3, Z1
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z3, Z1
+	VMULPS            Z3, Z3, Z4
+	VFMADD213PS       Z3, Z4, Z1
+	VADDPS.BCST       eltconst<>+44(SB), Z1, Z1
+	VSCALEFPS         Z0, Z1, Z3
+	VMOVUPS           Z3, K1, (AX)(BX*4)
+	VADDPS            Z3, Z2, K1, Z2
 
-done_al:
+done_am:
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y0, Y2, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VMOVHLPS      X1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSHDUP     X1, X0
+	VADDSS        X0, X1, X1
+	MOVSS         X1, ret+56(FP)
+	RET
+
+// func eltSoftmaxRows(dst []float32, x []float32, mask []float32, rows int, n int, s float32) (i int, m float32, sum float32)
+// Requires: AVX, AVX512DQ, AVX512F, SSE
+TEXT ·eltSoftmaxRows(SB), NOSPLIT, $0-112
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         x_base+24(FP), DX
+	MOVQ         mask_base+48(FP), BX
+	MOVQ         mask_len+56(FP), CX
+	MOVQ         rows+72(FP), SI
+	MOVQ         n+80(FP), DI
+	MOVSS        s+88(FP), X0
+	VBROADCASTSS X0, Z0
+	VBROADCASTSS eltconst<>+12(SB), Z1
+	MOVQ         DI, R8
+	SHLQ         $0x02, R8
+	TESTQ        CX, CX
+	JNZ          sm_mask
+
+sm_nomask:
+	CMPQ         SI, $0x02
+	JB           sm_one_nomask
+	LEAQ         (AX)(R8*1), BX
+	LEAQ         (DX)(R8*1), R9
+	MOVL         $0xff800000, CX
+	VPBROADCASTD CX, Z2
+	MOVL         $0xff800000, CX
+	VPBROADCASTD CX, Z3
+	XORQ         R10, R10
+	MOVQ         DI, CX
+	ANDQ         $-16, CX
+
+full_ao:
+	CMPQ    R10, CX
+	JAE     tail_ao
+	VMOVUPS (DX)(R10*4), Z4
+	VMULPS  Z0, Z4, Z4
+	VMOVUPS Z4, (AX)(R10*4)
+	VMAXPS  Z4, Z2, Z2
+	VMOVUPS (R9)(R10*4), Z4
+	VMULPS  Z0, Z4, Z4
+	VMOVUPS Z4, (BX)(R10*4)
+	VMAXPS  Z4, Z3, Z3
+	ADDQ    $+16, R10
+	JMP     full_ao
+
+tail_ao:
+	MOVQ      DI, CX
+	SUBQ      R10, CX
+	JZ        done_ao
+	MOVL      $0x00000001, R11
+	SHLL      CL, R11
+	DECL      R11
+	KMOVW     R11, K1
+	VMOVUPS.Z (DX)(R10*4), K1, Z4
+	VMULPS    Z0, Z4, Z4
+	VMOVUPS   Z4, K1, (AX)(R10*4)
+	VMAXPS    Z4, Z2, K1, Z2
+	VMOVUPS.Z (R9)(R10*4), K1, Z4
+	VMULPS    Z0, Z4, Z4
+	VMOVUPS   Z4, K1, (BX)(R10*4)
+	VMAXPS    Z4, Z3, K1, Z3
+
+done_ao:
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VMAXPS        Y4, Y2, Y4
+	VEXTRACTF128  $0x01, Y4, X2
+	VMAXPS        X2, X4, X2
+	VMOVHLPS      X2, X2, X4
+	VMAXPS        X4, X2, X2
+	VMOVSHDUP     X2, X4
+	VMAXSS        X4, X2, X2
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	VMAXPS        Y4, Y3, Y4
+	VEXTRACTF128  $0x01, Y4, X3
+	VMAXPS        X3, X4, X3
+	VMOVHLPS      X3, X3, X4
+	VMAXPS        X4, X3, X3
+	VMOVSHDUP     X3, X4
+	VMAXSS        X4, X3, X3
+	VMOVD         X2, CX
+	CMPL          CX, $0xff800000
+	JE            slow_an
+	VMOVD         X3, CX
+	CMPL          CX, $0xff800000
+	JE            slow_an
+	VBROADCASTSS  X2, Z4
+	VBROADCASTSS  X3, Z5
+	VXORPS        Z6, Z6, Z6
+	VXORPS        Z7, Z7, Z7
+	XORQ          R9, R9
+	MOVQ          DI, CX
+	ANDQ          $-32, CX
+
+unrolled_ap:
+	CMPQ              R9, CX
+	JAE               rest_ap
+	VMOVUPS           (AX)(R9*4), Z8
+	VMOVUPS           64(AX)(R9*4), Z9
+	VMOVUPS           (BX)(R9*4), Z10
+	VMOVUPS           64(BX)(R9*4), Z11
+	VSUBPS            Z4, Z8, Z8
+	VSUBPS            Z4, Z9, Z9
+	VSUBPS            Z5, Z10, Z10
+	VSUBPS            Z5, Z11, Z11
+	VMAXPS            Z8, Z1, Z8
+	VMAXPS            Z9, Z1, Z9
+	VMAXPS            Z10, Z1, Z10
+	VMAXPS            Z11, Z1, Z11
+	VMULPS.BCST       eltconst<>+0(SB), Z8, Z12
+	VMULPS.BCST       eltconst<>+0(SB), Z9, Z15
+	VMULPS.BCST       eltconst<>+0(SB), Z10, Z18
+	VMULPS.BCST       eltconst<>+0(SB), Z11, Z21
+	VRNDSCALEPS       $0x00, Z12, Z12
+	VRNDSCALEPS       $0x00, Z15, Z15
+	VRNDSCALEPS       $0x00, Z18, Z18
+	VRNDSCALEPS       $0x00, Z21, Z21
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z12, Z8
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z15, Z9
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z18, Z10
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z21, Z11
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z12, Z8
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z15, Z9
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z18, Z10
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z21, Z11
+	VBROADCASTSS      eltconst<>+20(SB), Z13
+	VBROADCASTSS      eltconst<>+20(SB), Z16
+	VBROADCASTSS      eltconst<>+20(SB), Z19
+	VBROADCASTSS      eltconst<>+20(SB), Z22
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z8, Z13
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z9, Z16
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z10, Z19
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z11, Z22
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z8, Z13
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z9, Z16
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z10, Z19
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z11, Z22
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z8, Z13
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z9, Z16
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z10, Z19
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z11, Z22
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z8, Z13
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z9, Z16
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z10, Z19
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z11, Z22
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z8, Z13
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z9, Z16
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z10, Z19
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z11, Z22
+	VMULPS            Z8, Z8, Z14
+	VMULPS            Z9, Z9, Z17
+	VMULPS            Z10, Z10, Z20
+	VMULPS            Z11, Z11, Z23
+	VFMADD213PS       Z8, Z14, Z13
+	VFMADD213PS       Z9, Z17, Z16
+	VFMADD213PS       Z10, Z20, Z19
+	VFMADD213PS       Z11, Z23, Z22
+	VADDPS.BCST       eltconst<>+44(SB), Z13, Z13
+	VADDPS.BCST       eltconst<>+44(SB), Z16, Z16
+	VADDPS.BCST       eltconst<>+44(SB), Z19, Z19
+	VADDPS.BCST       eltconst<>+44(SB), Z22, Z22
+	VSCALEFPS         Z12, Z13, Z8
+	VSCALEFPS         Z15, Z16, Z9
+	VSCALEFPS         Z18, Z19, Z10
+	VSCALEFPS         Z21, Z22, Z11
+	VMOVUPS           Z8, (AX)(R9*4)
+	VMOVUPS           Z9, 64(AX)(R9*4)
+	VMOVUPS           Z10, (BX)(R9*4)
+	VMOVUPS           Z11, 64(BX)(R9*4)
+	VADDPS            Z8, Z6, Z6
+	VADDPS            Z9, Z6, Z6
+	VADDPS            Z10, Z7, Z7
+	VADDPS            Z11, Z7, Z7
+	ADDQ              $0x00000020, R9
+	JMP               unrolled_ap
+
+rest_ap:
+	MOVQ DI, CX
+	ANDQ $-16, CX
+
+full_aq:
+	CMPQ              R9, CX
+	JAE               tail_aq
+	VMOVUPS           (AX)(R9*4), Z8
+	VSUBPS            Z4, Z8, Z8
+	VMOVUPS           (BX)(R9*4), Z9
+	VSUBPS            Z5, Z9, Z9
+	VMAXPS            Z8, Z1, Z8
+	VMAXPS            Z9, Z1, Z9
+	VMULPS.BCST       eltconst<>+0(SB), Z8, Z10
+	VMULPS.BCST       eltconst<>+0(SB), Z9, Z13
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VRNDSCALEPS       $0x00, Z13, Z13
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z10, Z8
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z13, Z9
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z10, Z8
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z13, Z9
+	VBROADCASTSS      eltconst<>+20(SB), Z11
+	VBROADCASTSS      eltconst<>+20(SB), Z14
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z8, Z11
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z9, Z14
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z8, Z11
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z9, Z14
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z8, Z11
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z9, Z14
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z8, Z11
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z9, Z14
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z8, Z11
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z9, Z14
+	VMULPS            Z8, Z8, Z12
+	VMULPS            Z9, Z9, Z15
+	VFMADD213PS       Z8, Z12, Z11
+	VFMADD213PS       Z9, Z15, Z14
+	VADDPS.BCST       eltconst<>+44(SB), Z11, Z11
+	VADDPS.BCST       eltconst<>+44(SB), Z14, Z14
+	VSCALEFPS         Z10, Z11, Z8
+	VSCALEFPS         Z13, Z14, Z9
+	VMOVUPS           Z8, (AX)(R9*4)
+	VADDPS            Z8, Z6, Z6
+	VMOVUPS           Z9, (BX)(R9*4)
+	VADDPS            Z9, Z7, Z7
+	ADDQ              $+16, R9
+	JMP               full_aq
+
+tail_aq:
+	MOVQ              DI, CX
+	SUBQ              R9, CX
+	JZ                done_aq
+	MOVL              $0x00000001, R10
+	SHLL              CL, R10
+	DECL              R10
+	KMOVW             R10, K1
+	VMOVUPS.Z         (AX)(R9*4), K1, Z8
+	VSUBPS            Z4, Z8, Z8
+	VMOVUPS.Z         (BX)(R9*4), K1, Z4
+	VSUBPS            Z5, Z4, Z4
+	VMAXPS            Z8, Z1, Z8
+	VMAXPS            Z4, Z1, Z4
+	VMULPS.BCST       eltconst<>+0(SB), Z8, Z5
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z11
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VRNDSCALEPS       $0x00, Z11, Z11
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z5, Z8
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z11, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z5, Z8
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z11, Z4
+	VBROADCASTSS      eltconst<>+20(SB), Z9
+	VBROADCASTSS      eltconst<>+20(SB), Z12
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z8, Z9
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z12
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z8, Z9
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z12
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z8, Z9
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z12
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z8, Z9
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z12
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z8, Z9
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z12
+	VMULPS            Z8, Z8, Z10
+	VMULPS            Z4, Z4, Z13
+	VFMADD213PS       Z8, Z10, Z9
+	VFMADD213PS       Z4, Z13, Z12
+	VADDPS.BCST       eltconst<>+44(SB), Z9, Z9
+	VADDPS.BCST       eltconst<>+44(SB), Z12, Z12
+	VSCALEFPS         Z5, Z9, Z8
+	VSCALEFPS         Z11, Z12, Z4
+	VMOVUPS           Z8, K1, (AX)(R9*4)
+	VADDPS            Z8, Z6, K1, Z6
+	VMOVUPS           Z4, K1, (BX)(R9*4)
+	VADDPS            Z4, Z7, K1, Z7
+
+done_aq:
+	VEXTRACTF64X4 $0x01, Z6, Y4
+	VADDPS        Y4, Y6, Y4
+	VEXTRACTF128  $0x01, Y4, X5
+	VADDPS        X5, X4, X5
+	VMOVHLPS      X5, X5, X4
+	VADDPS        X4, X5, X5
+	VMOVSHDUP     X5, X4
+	VADDSS        X4, X5, X5
+	VMOVD         X5, CX
+	ANDL          $0x7fffffff, CX
+	CMPL          CX, $0x7f800000
+	JAE           bad_an0
+	JMP           ok_an0
+
+bad_an0:
+	MOVQ  rows+72(FP), AX
+	SUBQ  SI, AX
+	MOVQ  AX, i+96(FP)
+	MOVSS X2, m+104(FP)
+	MOVSS X5, sum+108(FP)
+	RET
+
+ok_an0:
+	VMOVSS       eltconst<>+44(SB), X2
+	VDIVSS       X5, X2, X2
+	VBROADCASTSS X2, Z2
+	XORQ         R9, R9
+	MOVQ         DI, CX
+	ANDQ         $-16, CX
+
+full_ar:
+	CMPQ    R9, CX
+	JAE     tail_ar
+	VMOVUPS (AX)(R9*4), Z4
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS Z4, (AX)(R9*4)
+	ADDQ    $+16, R9
+	JMP     full_ar
+
+tail_ar:
+	MOVQ      DI, CX
+	SUBQ      R9, CX
+	JZ        done_ar
+	MOVL      $0x00000001, R10
+	SHLL      CL, R10
+	DECL      R10
+	KMOVW     R10, K1
+	VMOVUPS.Z (AX)(R9*4), K1, Z4
+	VMULPS    Z2, Z4, Z4
+	VMOVUPS   Z4, K1, (AX)(R9*4)
+
+done_ar:
+	VEXTRACTF64X4 $0x01, Z7, Y2
+	VADDPS        Y2, Y7, Y2
+	VEXTRACTF128  $0x01, Y2, X4
+	VADDPS        X4, X2, X4
+	VMOVHLPS      X4, X4, X2
+	VADDPS        X2, X4, X4
+	VMOVSHDUP     X4, X2
+	VADDSS        X2, X4, X4
+	VMOVD         X4, CX
+	ANDL          $0x7fffffff, CX
+	CMPL          CX, $0x7f800000
+	JAE           bad_an1
+	JMP           ok_an1
+
+bad_an1:
+	MOVQ  rows+72(FP), AX
+	SUBQ  SI, AX
+	ADDQ  $0x01, AX
+	MOVQ  AX, i+96(FP)
+	MOVSS X3, m+104(FP)
+	MOVSS X4, sum+108(FP)
+	RET
+
+ok_an1:
+	VMOVSS       eltconst<>+44(SB), X2
+	VDIVSS       X4, X2, X2
+	VBROADCASTSS X2, Z2
+	XORQ         R9, R9
+	MOVQ         DI, CX
+	ANDQ         $-16, CX
+
+full_as:
+	CMPQ    R9, CX
+	JAE     tail_as
+	VMOVUPS (BX)(R9*4), Z3
+	VMULPS  Z2, Z3, Z3
+	VMOVUPS Z3, (BX)(R9*4)
+	ADDQ    $+16, R9
+	JMP     full_as
+
+tail_as:
+	MOVQ      DI, CX
+	SUBQ      R9, CX
+	JZ        done_as
+	MOVL      $0x00000001, R10
+	SHLL      CL, R10
+	DECL      R10
+	KMOVW     R10, K1
+	VMOVUPS.Z (BX)(R9*4), K1, Z3
+	VMULPS    Z2, Z3, Z3
+	VMOVUPS   Z3, K1, (BX)(R9*4)
+
+done_as:
+	JMP end_an
+
+slow_an:
+	VMOVD X2, CX
+	CMPL  CX, $0xff800000
+	JNE   fin_an0
+	XORQ  R9, R9
+	MOVQ  DI, CX
+	ANDQ  $-16, CX
+
+full_at:
+	CMPQ     R9, CX
+	JAE      tail_at
+	VMOVUPS  (AX)(R9*4), Z4
+	VCMPPS   $0x03, Z4, Z4, K1
+	KORTESTW K1, K1
+	JNZ      nan_an0
+	ADDQ     $+16, R9
+	JMP      full_at
+
+tail_at:
+	MOVQ      DI, CX
+	SUBQ      R9, CX
+	JZ        done_at
+	MOVL      $0x00000001, R10
+	SHLL      CL, R10
+	DECL      R10
+	KMOVW     R10, K1
+	VMOVUPS.Z (AX)(R9*4), K1, Z4
+	VCMPPS    $0x03, Z4, Z4, K1
+	KORTESTW  K1, K1
+	JNZ       nan_an0
+
+done_at:
+	VXORPS Z2, Z2, Z2
+	XORQ   R9, R9
+	MOVQ   DI, CX
+	ANDQ   $-16, CX
+
+full_au:
+	CMPQ    R9, CX
+	JAE     tail_au
+	VMOVUPS Z2, (AX)(R9*4)
+	ADDQ    $+16, R9
+	JMP     full_au
+
+tail_au:
+	MOVQ    DI, CX
+	SUBQ    R9, CX
+	JZ      done_au
+	MOVL    $0x00000001, R10
+	SHLL    CL, R10
+	DECL    R10
+	KMOVW   R10, K1
+	VMOVUPS Z2, K1, (AX)(R9*4)
+
+done_au:
+	JMP next_an0
+
+nan_an0:
+	VXORPS X0, X0, X0
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	MOVQ   AX, i+96(FP)
+	MOVSS  X2, m+104(FP)
+	MOVSS  X0, sum+108(FP)
+	RET
+
+fin_an0:
+	VBROADCASTSS X2, Z4
+	VXORPS       Z5, Z5, Z5
+	XORQ         R9, R9
+	MOVQ         DI, CX
+	ANDQ         $-64, CX
+
+unrolled_av:
+	CMPQ              R9, CX
+	JAE               rest_av
+	VMOVUPS           (AX)(R9*4), Z6
+	VMOVUPS           64(AX)(R9*4), Z7
+	VMOVUPS           128(AX)(R9*4), Z8
+	VMOVUPS           192(AX)(R9*4), Z9
+	VSUBPS            Z4, Z6, Z6
+	VSUBPS            Z4, Z7, Z7
+	VSUBPS            Z4, Z8, Z8
+	VSUBPS            Z4, Z9, Z9
+	VMAXPS            Z6, Z1, Z6
+	VMAXPS            Z7, Z1, Z7
+	VMAXPS            Z8, Z1, Z8
+	VMAXPS            Z9, Z1, Z9
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z10
+	VMULPS.BCST       eltconst<>+0(SB), Z7, Z13
+	VMULPS.BCST       eltconst<>+0(SB), Z8, Z16
+	VMULPS.BCST       eltconst<>+0(SB), Z9, Z19
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VRNDSCALEPS       $0x00, Z13, Z13
+	VRNDSCALEPS       $0x00, Z16, Z16
+	VRNDSCALEPS       $0x00, Z19, Z19
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z10, Z6
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z13, Z7
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z16, Z8
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z19, Z9
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z10, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z13, Z7
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z16, Z8
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z19, Z9
+	VBROADCASTSS      eltconst<>+20(SB), Z11
+	VBROADCASTSS      eltconst<>+20(SB), Z14
+	VBROADCASTSS      eltconst<>+20(SB), Z17
+	VBROADCASTSS      eltconst<>+20(SB), Z20
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z11
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z8, Z17
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z9, Z20
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z11
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z8, Z17
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z9, Z20
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z11
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z8, Z17
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z9, Z20
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z11
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z8, Z17
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z9, Z20
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z11
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z8, Z17
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z9, Z20
+	VMULPS            Z6, Z6, Z12
+	VMULPS            Z7, Z7, Z15
+	VMULPS            Z8, Z8, Z18
+	VMULPS            Z9, Z9, Z21
+	VFMADD213PS       Z6, Z12, Z11
+	VFMADD213PS       Z7, Z15, Z14
+	VFMADD213PS       Z8, Z18, Z17
+	VFMADD213PS       Z9, Z21, Z20
+	VADDPS.BCST       eltconst<>+44(SB), Z11, Z11
+	VADDPS.BCST       eltconst<>+44(SB), Z14, Z14
+	VADDPS.BCST       eltconst<>+44(SB), Z17, Z17
+	VADDPS.BCST       eltconst<>+44(SB), Z20, Z20
+	VSCALEFPS         Z10, Z11, Z6
+	VSCALEFPS         Z13, Z14, Z7
+	VSCALEFPS         Z16, Z17, Z8
+	VSCALEFPS         Z19, Z20, Z9
+	VMOVUPS           Z6, (AX)(R9*4)
+	VMOVUPS           Z7, 64(AX)(R9*4)
+	VMOVUPS           Z8, 128(AX)(R9*4)
+	VMOVUPS           Z9, 192(AX)(R9*4)
+	VADDPS            Z6, Z5, Z5
+	VADDPS            Z7, Z5, Z5
+	VADDPS            Z8, Z5, Z5
+	VADDPS            Z9, Z5, Z5
+	ADDQ              $0x00000040, R9
+	JMP               unrolled_av
+
+rest_av:
+	MOVQ DI, CX
+	ANDQ $-16, CX
+
+full_aw:
+	CMPQ              R9, CX
+	JAE               tail_aw
+	VMOVUPS           (AX)(R9*4), Z6
+	VSUBPS            Z4, Z6, Z6
+	VMAXPS            Z6, Z1, Z6
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z7
+	VRNDSCALEPS       $0x00, Z7, Z7
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z7, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z7, Z6
+	VBROADCASTSS      eltconst<>+20(SB), Z8
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z8
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z8
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z8
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z8
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z8
+	VMULPS            Z6, Z6, Z9
+	VFMADD213PS       Z6, Z9, Z8
+	VADDPS.BCST       eltconst<>+44(SB), Z8, Z8
+	VSCALEFPS         Z7, Z8, Z6
+	VMOVUPS           Z6, (AX)(R9*4)
+	VADDPS            Z6, Z5, Z5
+	ADDQ              $+16, R9
+	JMP               full_aw
+
+tail_aw:
+	MOVQ              DI, CX
+	SUBQ              R9, CX
+	JZ                done_aw
+	MOVL              $0x00000001, R10
+	SHLL              CL, R10
+	DECL              R10
+	KMOVW             R10, K1
+	VMOVUPS.Z         (AX)(R9*4), K1, Z6
+	VSUBPS            Z4, Z6, Z6
+	VMAXPS            Z6, Z1, Z6
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z4
+	VRNDSCALEPS       $0x00, Z4, Z4
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z4, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z4, Z6
+	VBROADCASTSS      eltconst<>+20(SB), Z7
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z7
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z7
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z7
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z7
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z7
+	VMULPS            Z6, Z6, Z8
+	VFMADD213PS       Z6, Z8, Z7
+	VADDPS.BCST       eltconst<>+44(SB), Z7, Z7
+	VSCALEFPS         Z4, Z7, Z6
+	VMOVUPS           Z6, K1, (AX)(R9*4)
+	VADDPS            Z6, Z5, K1, Z5
+
+done_aw:
+	VEXTRACTF64X4 $0x01, Z5, Y4
+	VADDPS        Y4, Y5, Y4
+	VEXTRACTF128  $0x01, Y4, X5
+	VADDPS        X5, X4, X5
+	VMOVHLPS      X5, X5, X4
+	VADDPS        X4, X5, X5
+	VMOVSHDUP     X5, X4
+	VADDSS        X4, X5, X5
+	VMOVD         X5, CX
+	ANDL          $0x7fffffff, CX
+	CMPL          CX, $0x7f800000
+	JAE           sbad_an0
+	VMOVSS        eltconst<>+44(SB), X2
+	VDIVSS        X5, X2, X2
+	VBROADCASTSS  X2, Z2
+	XORQ          R9, R9
+	MOVQ          DI, CX
+	ANDQ          $-16, CX
+
+full_ax:
+	CMPQ    R9, CX
+	JAE     tail_ax
+	VMOVUPS (AX)(R9*4), Z4
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS Z4, (AX)(R9*4)
+	ADDQ    $+16, R9
+	JMP     full_ax
+
+tail_ax:
+	MOVQ      DI, CX
+	SUBQ      R9, CX
+	JZ        done_ax
+	MOVL      $0x00000001, R10
+	SHLL      CL, R10
+	DECL      R10
+	KMOVW     R10, K1
+	VMOVUPS.Z (AX)(R9*4), K1, Z4
+	VMULPS    Z2, Z4, Z4
+	VMOVUPS   Z4, K1, (AX)(R9*4)
+
+done_ax:
+	JMP next_an0
+
+sbad_an0:
+	MOVQ  rows+72(FP), AX
+	SUBQ  SI, AX
+	MOVQ  AX, i+96(FP)
+	MOVSS X2, m+104(FP)
+	MOVSS X5, sum+108(FP)
+	RET
+
+next_an0:
+	VMOVD X3, CX
+	CMPL  CX, $0xff800000
+	JNE   fin_an1
+	XORQ  R9, R9
+	MOVQ  DI, CX
+	ANDQ  $-16, CX
+
+full_ay:
+	CMPQ     R9, CX
+	JAE      tail_ay
+	VMOVUPS  (BX)(R9*4), Z2
+	VCMPPS   $0x03, Z2, Z2, K1
+	KORTESTW K1, K1
+	JNZ      nan_an1
+	ADDQ     $+16, R9
+	JMP      full_ay
+
+tail_ay:
+	MOVQ      DI, CX
+	SUBQ      R9, CX
+	JZ        done_ay
+	MOVL      $0x00000001, R10
+	SHLL      CL, R10
+	DECL      R10
+	KMOVW     R10, K1
+	VMOVUPS.Z (BX)(R9*4), K1, Z2
+	VCMPPS    $0x03, Z2, Z2, K1
+	KORTESTW  K1, K1
+	JNZ       nan_an1
+
+done_ay:
+	VXORPS Z2, Z2, Z2
+	XORQ   R9, R9
+	MOVQ   DI, CX
+	ANDQ   $-16, CX
+
+full_az:
+	CMPQ    R9, CX
+	JAE     tail_az
+	VMOVUPS Z2, (BX)(R9*4)
+	ADDQ    $+16, R9
+	JMP     full_az
+
+tail_az:
+	MOVQ    DI, CX
+	SUBQ    R9, CX
+	JZ      done_az
+	MOVL    $0x00000001, R10
+	SHLL    CL, R10
+	DECL    R10
+	KMOVW   R10, K1
+	VMOVUPS Z2, K1, (BX)(R9*4)
+
+done_az:
+	JMP next_an1
+
+nan_an1:
+	VXORPS X0, X0, X0
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	ADDQ   $0x01, AX
+	MOVQ   AX, i+96(FP)
+	MOVSS  X3, m+104(FP)
+	MOVSS  X0, sum+108(FP)
+	RET
+
+fin_an1:
+	VBROADCASTSS X3, Z2
+	VXORPS       Z4, Z4, Z4
+	XORQ         R9, R9
+	MOVQ         DI, CX
+	ANDQ         $-64, CX
+
+unrolled_ba:
+	CMPQ              R9, CX
+	JAE               rest_ba
+	VMOVUPS           (BX)(R9*4), Z5
+	VMOVUPS           64(BX)(R9*4), Z6
+	VMOVUPS           128(BX)(R9*4), Z7
+	VMOVUPS           192(BX)(R9*4), Z8
+	VSUBPS            Z2, Z5, Z5
+	VSUBPS            Z2, Z6, Z6
+	VSUBPS            Z2, Z7, Z7
+	VSUBPS            Z2, Z8, Z8
+	VMAXPS            Z5, Z1, Z5
+	VMAXPS            Z6, Z1, Z6
+	VMAXPS            Z7, Z1, Z7
+	VMAXPS            Z8, Z1, Z8
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z9
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z12
+	VMULPS.BCST       eltconst<>+0(SB), Z7, Z15
+	VMULPS.BCST       eltconst<>+0(SB), Z8, Z18
+	VRNDSCALEPS       $0x00, Z9, Z9
+	VRNDSCALEPS       $0x00, Z12, Z12
+	VRNDSCALEPS       $0x00, Z15, Z15
+	VRNDSCALEPS       $0x00, Z18, Z18
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z9, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z12, Z6
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z15, Z7
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z18, Z8
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z9, Z5
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z12, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z15, Z7
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z18, Z8
+	VBROADCASTSS      eltconst<>+20(SB), Z10
+	VBROADCASTSS      eltconst<>+20(SB), Z13
+	VBROADCASTSS      eltconst<>+20(SB), Z16
+	VBROADCASTSS      eltconst<>+20(SB), Z19
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z10
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z7, Z16
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z8, Z19
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z10
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z7, Z16
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z8, Z19
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z10
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z7, Z16
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z8, Z19
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z10
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z7, Z16
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z8, Z19
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z10
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z7, Z16
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z8, Z19
+	VMULPS            Z5, Z5, Z11
+	VMULPS            Z6, Z6, Z14
+	VMULPS            Z7, Z7, Z17
+	VMULPS            Z8, Z8, Z20
+	VFMADD213PS       Z5, Z11, Z10
+	VFMADD213PS       Z6, Z14, Z13
+	VFMADD213PS       Z7, Z17, Z16
+	VFMADD213PS       Z8, Z20, Z19
+	VADDPS.BCST       eltconst<>+44(SB), Z10, Z10
+	VADDPS.BCST       eltconst<>+44(SB), Z13, Z13
+	VADDPS.BCST       eltconst<>+44(SB), Z16, Z16
+	VADDPS.BCST       eltconst<>+44(SB), Z19, Z19
+	VSCALEFPS         Z9, Z10, Z5
+	VSCALEFPS         Z12, Z13, Z6
+	VSCALEFPS         Z15, Z16, Z7
+	VSCALEFPS         Z18, Z19, Z8
+	VMOVUPS           Z5, (BX)(R9*4)
+	VMOVUPS           Z6, 64(BX)(R9*4)
+	VMOVUPS           Z7, 128(BX)(R9*4)
+	VMOVUPS           Z8, 192(BX)(R9*4)
+	VADDPS            Z5, Z4, Z4
+	VADDPS            Z6, Z4, Z4
+	VADDPS            Z7, Z4, Z4
+	VADDPS            Z8, Z4, Z4
+	ADDQ              $0x00000040, R9
+	JMP               unrolled_ba
+
+rest_ba:
+	MOVQ DI, CX
+	ANDQ $-16, CX
+
+full_bb:
+	CMPQ              R9, CX
+	JAE               tail_bb
+	VMOVUPS           (BX)(R9*4), Z5
+	VSUBPS            Z2, Z5, Z5
+	VMAXPS            Z5, Z1, Z5
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z6
+	VRNDSCALEPS       $0x00, Z6, Z6
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z6, Z5
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z6, Z5
+	VBROADCASTSS      eltconst<>+20(SB), Z7
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z7
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z7
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z7
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z7
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z7
+	VMULPS            Z5, Z5, Z8
+	VFMADD213PS       Z5, Z8, Z7
+	VADDPS.BCST       eltconst<>+44(SB), Z7, Z7
+	VSCALEFPS         Z6, Z7, Z5
+	VMOVUPS           Z5, (BX)(R9*4)
+	VADDPS            Z5, Z4, Z4
+	ADDQ              $+16, R9
+	JMP               full_bb
+
+tail_bb:
+	MOVQ              DI, CX
+	SUBQ              R9, CX
+	JZ                done_bb
+	MOVL              $0x00000001, R10
+	SHLL              CL, R10
+	DECL              R10
+	KMOVW             R10, K1
+	VMOVUPS.Z         (BX)(R9*4), K1, Z5
+	VSUBPS            Z2, Z5, Z5
+	VMAXPS            Z5, Z1, Z5
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z2
+	VRNDSCALEPS       $0x00, Z2, Z2
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z2, Z5
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z2, Z5
+	VBROADCASTSS      eltconst<>+20(SB), Z6
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z6
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z6
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z6
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z6
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z6
+	VMULPS            Z5, Z5, Z7
+	VFMADD213PS       Z5, Z7, Z6
+	VADDPS.BCST       eltconst<>+44(SB), Z6, Z6
+	VSCALEFPS         Z2, Z6, Z5
+	VMOVUPS           Z5, K1, (BX)(R9*4)
+	VADDPS            Z5, Z4, K1, Z4
+
+done_bb:
+	VEXTRACTF64X4 $0x01, Z4, Y2
+	VADDPS        Y2, Y4, Y2
+	VEXTRACTF128  $0x01, Y2, X4
+	VADDPS        X4, X2, X4
+	VMOVHLPS      X4, X4, X2
+	VADDPS        X2, X4, X4
+	VMOVSHDUP     X4, X2
+	VADDSS        X2, X4, X4
+	VMOVD         X4, CX
+	ANDL          $0x7fffffff, CX
+	CMPL          CX, $0x7f800000
+	JAE           sbad_an1
+	VMOVSS        eltconst<>+44(SB), X2
+	VDIVSS        X4, X2, X2
+	VBROADCASTSS  X2, Z2
+	XORQ          R9, R9
+	MOVQ          DI, CX
+	ANDQ          $-16, CX
+
+full_bc:
+	CMPQ    R9, CX
+	JAE     tail_bc
+	VMOVUPS (BX)(R9*4), Z3
+	VMULPS  Z2, Z3, Z3
+	VMOVUPS Z3, (BX)(R9*4)
+	ADDQ    $+16, R9
+	JMP     full_bc
+
+tail_bc:
+	MOVQ      DI, CX
+	SUBQ      R9, CX
+	JZ        done_bc
+	MOVL      $0x00000001, R10
+	SHLL      CL, R10
+	DECL      R10
+	KMOVW     R10, K1
+	VMOVUPS.Z (BX)(R9*4), K1, Z3
+	VMULPS    Z2, Z3, Z3
+	VMOVUPS   Z3, K1, (BX)(R9*4)
+
+done_bc:
+	JMP next_an1
+
+sbad_an1:
+	MOVQ  rows+72(FP), AX
+	SUBQ  SI, AX
+	ADDQ  $0x01, AX
+	MOVQ  AX, i+96(FP)
+	MOVSS X3, m+104(FP)
+	MOVSS X4, sum+108(FP)
+	RET
+
+next_an1:
+end_an:
+	LEAQ (AX)(R8*2), AX
+	LEAQ (DX)(R8*2), DX
+	SUBQ $0x02, SI
+	JMP  sm_nomask
+
+sm_one_nomask:
+	TESTQ        SI, SI
+	JZ           sm_done
+	MOVL         $0xff800000, CX
+	VPBROADCASTD CX, Z2
+	XORQ         BX, BX
+	MOVQ         DI, CX
+	ANDQ         $-16, CX
+
+full_be:
+	CMPQ    BX, CX
+	JAE     tail_be
+	VMOVUPS (DX)(BX*4), Z3
+	VMULPS  Z0, Z3, Z3
+	VMOVUPS Z3, (AX)(BX*4)
+	VMAXPS  Z3, Z2, Z2
+	ADDQ    $+16, BX
+	JMP     full_be
+
+tail_be:
+	MOVQ      DI, CX
+	SUBQ      BX, CX
+	JZ        done_be
+	MOVL      $0x00000001, R8
+	SHLL      CL, R8
+	DECL      R8
+	KMOVW     R8, K1
+	VMOVUPS.Z (DX)(BX*4), K1, Z3
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(BX*4)
+	VMAXPS    Z3, Z2, K1, Z2
+
+done_be:
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VMAXPS        Y0, Y2, Y0
+	VEXTRACTF128  $0x01, Y0, X2
+	VMAXPS        X2, X0, X2
+	VMOVHLPS      X2, X2, X0
+	VMAXPS        X0, X2, X2
+	VMOVSHDUP     X2, X0
+	VMAXSS        X0, X2, X2
+	VMOVD         X2, CX
+	CMPL          CX, $0xff800000
+	JE            slow_bd
+	VBROADCASTSS  X2, Z0
+	VXORPS        Z3, Z3, Z3
+	XORQ          DX, DX
+	MOVQ          DI, CX
+	ANDQ          $-64, CX
+
+unrolled_bf:
+	CMPQ              DX, CX
+	JAE               rest_bf
+	VMOVUPS           (AX)(DX*4), Z4
+	VMOVUPS           64(AX)(DX*4), Z5
+	VMOVUPS           128(AX)(DX*4), Z6
+	VMOVUPS           192(AX)(DX*4), Z7
+	VSUBPS            Z0, Z4, Z4
+	VSUBPS            Z0, Z5, Z5
+	VSUBPS            Z0, Z6, Z6
+	VSUBPS            Z0, Z7, Z7
+	VMAXPS            Z4, Z1, Z4
+	VMAXPS            Z5, Z1, Z5
+	VMAXPS            Z6, Z1, Z6
+	VMAXPS            Z7, Z1, Z7
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z8
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z11
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z14
+	VMULPS.BCST       eltconst<>+0(SB), Z7, Z17
+	VRNDSCALEPS       $0x00, Z8, Z8
+	VRNDSCALEPS       $0x00, Z11, Z11
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VRNDSCALEPS       $0x00, Z17, Z17
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z8, Z4
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z11, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z14, Z6
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z17, Z7
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z8, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z11, Z5
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z14, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z17, Z7
+	VBROADCASTSS      eltconst<>+20(SB), Z9
+	VBROADCASTSS      eltconst<>+20(SB), Z12
+	VBROADCASTSS      eltconst<>+20(SB), Z15
+	VBROADCASTSS      eltconst<>+20(SB), Z18
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z7, Z18
+	VMULPS            Z4, Z4, Z10
+	VMULPS            Z5, Z5, Z13
+	VMULPS            Z6, Z6, Z16
+	VMULPS            Z7, Z7, Z19
+	VFMADD213PS       Z4, Z10, Z9
+	VFMADD213PS       Z5, Z13, Z12
+	VFMADD213PS       Z6, Z16, Z15
+	VFMADD213PS       Z7, Z19, Z18
+	VADDPS.BCST       eltconst<>+44(SB), Z9, Z9
+	VADDPS.BCST       eltconst<>+44(SB), Z12, Z12
+	VADDPS.BCST       eltconst<>+44(SB), Z15, Z15
+	VADDPS.BCST       eltconst<>+44(SB), Z18, Z18
+	VSCALEFPS         Z8, Z9, Z4
+	VSCALEFPS         Z11, Z12, Z5
+	VSCALEFPS         Z14, Z15, Z6
+	VSCALEFPS         Z17, Z18, Z7
+	VMOVUPS           Z4, (AX)(DX*4)
+	VMOVUPS           Z5, 64(AX)(DX*4)
+	VMOVUPS           Z6, 128(AX)(DX*4)
+	VMOVUPS           Z7, 192(AX)(DX*4)
+	VADDPS            Z4, Z3, Z3
+	VADDPS            Z5, Z3, Z3
+	VADDPS            Z6, Z3, Z3
+	VADDPS            Z7, Z3, Z3
+	ADDQ              $0x00000040, DX
+	JMP               unrolled_bf
+
+rest_bf:
+	MOVQ DI, CX
+	ANDQ $-16, CX
+
+full_bg:
+	CMPQ              DX, CX
+	JAE               tail_bg
+	VMOVUPS           (AX)(DX*4), Z4
+	VSUBPS            Z0, Z4, Z4
+	VMAXPS            Z4, Z1, Z4
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z5, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z5, Z4
+	VBROADCASTSS      eltconst<>+20(SB), Z6
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z6
+	VMULPS            Z4, Z4, Z7
+	VFMADD213PS       Z4, Z7, Z6
+	VADDPS.BCST       eltconst<>+44(SB), Z6, Z6
+	VSCALEFPS         Z5, Z6, Z4
+	VMOVUPS           Z4, (AX)(DX*4)
+	VADDPS            Z4, Z3, Z3
+	ADDQ              $+16, DX
+	JMP               full_bg
+
+tail_bg:
+	MOVQ              DI, CX
+	SUBQ              DX, CX
+	JZ                done_bg
+	MOVL              $0x00000001, BX
+	SHLL              CL, BX
+	DECL              BX
+	KMOVW             BX, K1
+	VMOVUPS.Z         (AX)(DX*4), K1, Z4
+	VSUBPS            Z0, Z4, Z4
+	VMAXPS            Z4, Z1, Z4
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z0
+	VRNDSCALEPS       $0x00, Z0, Z0
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z0, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z0, Z4
+	VBROADCASTSS      eltconst<>+20(SB), Z1
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z1
+	VMULPS            Z4, Z4, Z5
+	VFMADD213PS       Z4, Z5, Z1
+	VADDPS.BCST       eltconst<>+44(SB), Z1, Z1
+	VSCALEFPS         Z0, Z1, Z4
+	VMOVUPS           Z4, K1, (AX)(DX*4)
+	VADDPS            Z4, Z3, K1, Z3
+
+done_bg:
 	VEXTRACTF64X4 $0x01, Z3, Y0
 	VADDPS        Y0, Y3, Y0
 	VEXTRACTF128  $0x01, Y0, X1
@@ -751,7 +1811,1743 @@ done_al:
 	VADDPS        X0, X1, X1
 	VMOVSHDUP     X1, X0
 	VADDSS        X0, X1, X1
-	MOVSS         X1, ret+56(FP)
+	VMOVD         X1, CX
+	ANDL          $0x7fffffff, CX
+	CMPL          CX, $0x7f800000
+	JAE           bad_bd0
+	JMP           ok_bd0
+
+bad_bd0:
+	MOVQ  rows+72(FP), AX
+	SUBQ  SI, AX
+	MOVQ  AX, i+96(FP)
+	MOVSS X2, m+104(FP)
+	MOVSS X1, sum+108(FP)
+	RET
+
+ok_bd0:
+	VMOVSS       eltconst<>+44(SB), X0
+	VDIVSS       X1, X0, X0
+	VBROADCASTSS X0, Z0
+	XORQ         DX, DX
+	MOVQ         DI, CX
+	ANDQ         $-16, CX
+
+full_bh:
+	CMPQ    DX, CX
+	JAE     tail_bh
+	VMOVUPS (AX)(DX*4), Z1
+	VMULPS  Z0, Z1, Z1
+	VMOVUPS Z1, (AX)(DX*4)
+	ADDQ    $+16, DX
+	JMP     full_bh
+
+tail_bh:
+	MOVQ      DI, CX
+	SUBQ      DX, CX
+	JZ        done_bh
+	MOVL      $0x00000001, BX
+	SHLL      CL, BX
+	DECL      BX
+	KMOVW     BX, K1
+	VMOVUPS.Z (AX)(DX*4), K1, Z1
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(DX*4)
+
+done_bh:
+	JMP end_bd
+
+slow_bd:
+	VMOVD X2, CX
+	CMPL  CX, $0xff800000
+	JNE   fin_bd0
+	XORQ  DX, DX
+	MOVQ  DI, CX
+	ANDQ  $-16, CX
+
+full_bi:
+	CMPQ     DX, CX
+	JAE      tail_bi
+	VMOVUPS  (AX)(DX*4), Z0
+	VCMPPS   $0x03, Z0, Z0, K1
+	KORTESTW K1, K1
+	JNZ      nan_bd0
+	ADDQ     $+16, DX
+	JMP      full_bi
+
+tail_bi:
+	MOVQ      DI, CX
+	SUBQ      DX, CX
+	JZ        done_bi
+	MOVL      $0x00000001, BX
+	SHLL      CL, BX
+	DECL      BX
+	KMOVW     BX, K1
+	VMOVUPS.Z (AX)(DX*4), K1, Z0
+	VCMPPS    $0x03, Z0, Z0, K1
+	KORTESTW  K1, K1
+	JNZ       nan_bd0
+
+done_bi:
+	VXORPS Z0, Z0, Z0
+	XORQ   DX, DX
+	MOVQ   DI, CX
+	ANDQ   $-16, CX
+
+full_bj:
+	CMPQ    DX, CX
+	JAE     tail_bj
+	VMOVUPS Z0, (AX)(DX*4)
+	ADDQ    $+16, DX
+	JMP     full_bj
+
+tail_bj:
+	MOVQ    DI, CX
+	SUBQ    DX, CX
+	JZ      done_bj
+	MOVL    $0x00000001, BX
+	SHLL    CL, BX
+	DECL    BX
+	KMOVW   BX, K1
+	VMOVUPS Z0, K1, (AX)(DX*4)
+
+done_bj:
+	JMP next_bd0
+
+nan_bd0:
+	VXORPS X0, X0, X0
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	MOVQ   AX, i+96(FP)
+	MOVSS  X2, m+104(FP)
+	MOVSS  X0, sum+108(FP)
+	RET
+
+fin_bd0:
+	VBROADCASTSS X2, Z0
+	VXORPS       Z3, Z3, Z3
+	XORQ         DX, DX
+	MOVQ         DI, CX
+	ANDQ         $-64, CX
+
+unrolled_bk:
+	CMPQ              DX, CX
+	JAE               rest_bk
+	VMOVUPS           (AX)(DX*4), Z4
+	VMOVUPS           64(AX)(DX*4), Z5
+	VMOVUPS           128(AX)(DX*4), Z6
+	VMOVUPS           192(AX)(DX*4), Z7
+	VSUBPS            Z0, Z4, Z4
+	VSUBPS            Z0, Z5, Z5
+	VSUBPS            Z0, Z6, Z6
+	VSUBPS            Z0, Z7, Z7
+	VMAXPS            Z4, Z1, Z4
+	VMAXPS            Z5, Z1, Z5
+	VMAXPS            Z6, Z1, Z6
+	VMAXPS            Z7, Z1, Z7
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z8
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z11
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z14
+	VMULPS.BCST       eltconst<>+0(SB), Z7, Z17
+	VRNDSCALEPS       $0x00, Z8, Z8
+	VRNDSCALEPS       $0x00, Z11, Z11
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VRNDSCALEPS       $0x00, Z17, Z17
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z8, Z4
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z11, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z14, Z6
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z17, Z7
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z8, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z11, Z5
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z14, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z17, Z7
+	VBROADCASTSS      eltconst<>+20(SB), Z9
+	VBROADCASTSS      eltconst<>+20(SB), Z12
+	VBROADCASTSS      eltconst<>+20(SB), Z15
+	VBROADCASTSS      eltconst<>+20(SB), Z18
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z7, Z18
+	VMULPS            Z4, Z4, Z10
+	VMULPS            Z5, Z5, Z13
+	VMULPS            Z6, Z6, Z16
+	VMULPS            Z7, Z7, Z19
+	VFMADD213PS       Z4, Z10, Z9
+	VFMADD213PS       Z5, Z13, Z12
+	VFMADD213PS       Z6, Z16, Z15
+	VFMADD213PS       Z7, Z19, Z18
+	VADDPS.BCST       eltconst<>+44(SB), Z9, Z9
+	VADDPS.BCST       eltconst<>+44(SB), Z12, Z12
+	VADDPS.BCST       eltconst<>+44(SB), Z15, Z15
+	VADDPS.BCST       eltconst<>+44(SB), Z18, Z18
+	VSCALEFPS         Z8, Z9, Z4
+	VSCALEFPS         Z11, Z12, Z5
+	VSCALEFPS         Z14, Z15, Z6
+	VSCALEFPS         Z17, Z18, Z7
+	VMOVUPS           Z4, (AX)(DX*4)
+	VMOVUPS           Z5, 64(AX)(DX*4)
+	VMOVUPS           Z6, 128(AX)(DX*4)
+	VMOVUPS           Z7, 192(AX)(DX*4)
+	VADDPS            Z4, Z3, Z3
+	VADDPS            Z5, Z3, Z3
+	VADDPS            Z6, Z3, Z3
+	VADDPS            Z7, Z3, Z3
+	ADDQ              $0x00000040, DX
+	JMP               unrolled_bk
+
+rest_bk:
+	MOVQ DI, CX
+	ANDQ $-16, CX
+
+full_bl:
+	CMPQ              DX, CX
+	JAE               tail_bl
+	VMOVUPS           (AX)(DX*4), Z4
+	VSUBPS            Z0, Z4, Z4
+	VMAXPS            Z4, Z1, Z4
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z5, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z5, Z4
+	VBROADCASTSS      eltconst<>+20(SB), Z6
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z6
+	VMULPS            Z4, Z4, Z7
+	VFMADD213PS       Z4, Z7, Z6
+	VADDPS.BCST       eltconst<>+44(SB), Z6, Z6
+	VSCALEFPS         Z5, Z6, Z4
+	VMOVUPS           Z4, (AX)(DX*4)
+	VADDPS            Z4, Z3, Z3
+	ADDQ              $+16, DX
+	JMP               full_bl
+
+tail_bl:
+	MOVQ              DI, CX
+	SUBQ              DX, CX
+	JZ                done_bl
+	MOVL              $0x00000001, BX
+	SHLL              CL, BX
+	DECL              BX
+	KMOVW             BX, K1
+	VMOVUPS.Z         (AX)(DX*4), K1, Z4
+	VSUBPS            Z0, Z4, Z4
+	VMAXPS            Z4, Z1, Z4
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z0
+	VRNDSCALEPS       $0x00, Z0, Z0
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z0, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z0, Z4
+	VBROADCASTSS      eltconst<>+20(SB), Z1
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z1
+	VMULPS            Z4, Z4, Z5
+	VFMADD213PS       Z4, Z5, Z1
+	VADDPS.BCST       eltconst<>+44(SB), Z1, Z1
+	VSCALEFPS         Z0, Z1, Z4
+	VMOVUPS           Z4, K1, (AX)(DX*4)
+	VADDPS            Z4, Z3, K1, Z3
+
+done_bl:
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y0, Y3, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VMOVHLPS      X1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSHDUP     X1, X0
+	VADDSS        X0, X1, X1
+	VMOVD         X1, CX
+	ANDL          $0x7fffffff, CX
+	CMPL          CX, $0x7f800000
+	JAE           sbad_bd0
+	VMOVSS        eltconst<>+44(SB), X0
+	VDIVSS        X1, X0, X0
+	VBROADCASTSS  X0, Z0
+	XORQ          DX, DX
+	MOVQ          DI, CX
+	ANDQ          $-16, CX
+
+full_bm:
+	CMPQ    DX, CX
+	JAE     tail_bm
+	VMOVUPS (AX)(DX*4), Z1
+	VMULPS  Z0, Z1, Z1
+	VMOVUPS Z1, (AX)(DX*4)
+	ADDQ    $+16, DX
+	JMP     full_bm
+
+tail_bm:
+	MOVQ      DI, CX
+	SUBQ      DX, CX
+	JZ        done_bm
+	MOVL      $0x00000001, BX
+	SHLL      CL, BX
+	DECL      BX
+	KMOVW     BX, K1
+	VMOVUPS.Z (AX)(DX*4), K1, Z1
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(DX*4)
+
+done_bm:
+	JMP next_bd0
+
+sbad_bd0:
+	MOVQ  rows+72(FP), AX
+	SUBQ  SI, AX
+	MOVQ  AX, i+96(FP)
+	MOVSS X2, m+104(FP)
+	MOVSS X1, sum+108(FP)
+	RET
+
+next_bd0:
+end_bd:
+	JMP sm_done
+
+sm_mask:
+	CMPQ         SI, $0x02
+	JB           sm_one_mask
+	LEAQ         (AX)(R8*1), R9
+	LEAQ         (DX)(R8*1), R10
+	MOVL         $0xff800000, CX
+	VPBROADCASTD CX, Z2
+	MOVL         $0xff800000, CX
+	VPBROADCASTD CX, Z3
+	XORQ         R11, R11
+	MOVQ         DI, CX
+	ANDQ         $-16, CX
+
+full_bo:
+	CMPQ    R11, CX
+	JAE     tail_bo
+	VMOVUPS (BX)(R11*4), Z4
+	VMOVUPS (DX)(R11*4), Z5
+	VMULPS  Z0, Z5, Z5
+	VADDPS  Z4, Z5, Z5
+	VMOVUPS Z5, (AX)(R11*4)
+	VMAXPS  Z5, Z2, Z2
+	VMOVUPS (R10)(R11*4), Z5
+	VMULPS  Z0, Z5, Z5
+	VADDPS  Z4, Z5, Z5
+	VMOVUPS Z5, (R9)(R11*4)
+	VMAXPS  Z5, Z3, Z3
+	ADDQ    $+16, R11
+	JMP     full_bo
+
+tail_bo:
+	MOVQ      DI, CX
+	SUBQ      R11, CX
+	JZ        done_bo
+	MOVL      $0x00000001, R12
+	SHLL      CL, R12
+	DECL      R12
+	KMOVW     R12, K1
+	VMOVUPS.Z (BX)(R11*4), K1, Z4
+	VMOVUPS.Z (DX)(R11*4), K1, Z5
+	VMULPS    Z0, Z5, Z5
+	VADDPS    Z4, Z5, Z5
+	VMOVUPS   Z5, K1, (AX)(R11*4)
+	VMAXPS    Z5, Z2, K1, Z2
+	VMOVUPS.Z (R10)(R11*4), K1, Z5
+	VMULPS    Z0, Z5, Z5
+	VADDPS    Z4, Z5, Z5
+	VMOVUPS   Z5, K1, (R9)(R11*4)
+	VMAXPS    Z5, Z3, K1, Z3
+
+done_bo:
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VMAXPS        Y4, Y2, Y4
+	VEXTRACTF128  $0x01, Y4, X2
+	VMAXPS        X2, X4, X2
+	VMOVHLPS      X2, X2, X4
+	VMAXPS        X4, X2, X2
+	VMOVSHDUP     X2, X4
+	VMAXSS        X4, X2, X2
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	VMAXPS        Y4, Y3, Y4
+	VEXTRACTF128  $0x01, Y4, X3
+	VMAXPS        X3, X4, X3
+	VMOVHLPS      X3, X3, X4
+	VMAXPS        X4, X3, X3
+	VMOVSHDUP     X3, X4
+	VMAXSS        X4, X3, X3
+	VMOVD         X2, CX
+	CMPL          CX, $0xff800000
+	JE            slow_bn
+	VMOVD         X3, CX
+	CMPL          CX, $0xff800000
+	JE            slow_bn
+	VBROADCASTSS  X2, Z4
+	VBROADCASTSS  X3, Z5
+	VXORPS        Z6, Z6, Z6
+	VXORPS        Z7, Z7, Z7
+	XORQ          R10, R10
+	MOVQ          DI, CX
+	ANDQ          $-32, CX
+
+unrolled_bp:
+	CMPQ              R10, CX
+	JAE               rest_bp
+	VMOVUPS           (AX)(R10*4), Z8
+	VMOVUPS           64(AX)(R10*4), Z9
+	VMOVUPS           (R9)(R10*4), Z10
+	VMOVUPS           64(R9)(R10*4), Z11
+	VSUBPS            Z4, Z8, Z8
+	VSUBPS            Z4, Z9, Z9
+	VSUBPS            Z5, Z10, Z10
+	VSUBPS            Z5, Z11, Z11
+	VMAXPS            Z8, Z1, Z8
+	VMAXPS            Z9, Z1, Z9
+	VMAXPS            Z10, Z1, Z10
+	VMAXPS            Z11, Z1, Z11
+	VMULPS.BCST       eltconst<>+0(SB), Z8, Z12
+	VMULPS.BCST       eltconst<>+0(SB), Z9, Z15
+	VMULPS.BCST       eltconst<>+0(SB), Z10, Z18
+	VMULPS.BCST       eltconst<>+0(SB), Z11, Z21
+	VRNDSCALEPS       $0x00, Z12, Z12
+	VRNDSCALEPS       $0x00, Z15, Z15
+	VRNDSCALEPS       $0x00, Z18, Z18
+	VRNDSCALEPS       $0x00, Z21, Z21
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z12, Z8
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z15, Z9
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z18, Z10
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z21, Z11
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z12, Z8
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z15, Z9
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z18, Z10
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z21, Z11
+	VBROADCASTSS      eltconst<>+20(SB), Z13
+	VBROADCASTSS      eltconst<>+20(SB), Z16
+	VBROADCASTSS      eltconst<>+20(SB), Z19
+	VBROADCASTSS      eltconst<>+20(SB), Z22
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z8, Z13
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z9, Z16
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z10, Z19
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z11, Z22
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z8, Z13
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z9, Z16
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z10, Z19
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z11, Z22
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z8, Z13
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z9, Z16
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z10, Z19
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z11, Z22
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z8, Z13
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z9, Z16
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z10, Z19
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z11, Z22
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z8, Z13
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z9, Z16
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z10, Z19
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z11, Z22
+	VMULPS            Z8, Z8, Z14
+	VMULPS            Z9, Z9, Z17
+	VMULPS            Z10, Z10, Z20
+	VMULPS            Z11, Z11, Z23
+	VFMADD213PS       Z8, Z14, Z13
+	VFMADD213PS       Z9, Z17, Z16
+	VFMADD213PS       Z10, Z20, Z19
+	VFMADD213PS       Z11, Z23, Z22
+	VADDPS.BCST       eltconst<>+44(SB), Z13, Z13
+	VADDPS.BCST       eltconst<>+44(SB), Z16, Z16
+	VADDPS.BCST       eltconst<>+44(SB), Z19, Z19
+	VADDPS.BCST       eltconst<>+44(SB), Z22, Z22
+	VSCALEFPS         Z12, Z13, Z8
+	VSCALEFPS         Z15, Z16, Z9
+	VSCALEFPS         Z18, Z19, Z10
+	VSCALEFPS         Z21, Z22, Z11
+	VMOVUPS           Z8, (AX)(R10*4)
+	VMOVUPS           Z9, 64(AX)(R10*4)
+	VMOVUPS           Z10, (R9)(R10*4)
+	VMOVUPS           Z11, 64(R9)(R10*4)
+	VADDPS            Z8, Z6, Z6
+	VADDPS            Z9, Z6, Z6
+	VADDPS            Z10, Z7, Z7
+	VADDPS            Z11, Z7, Z7
+	ADDQ              $0x00000020, R10
+	JMP               unrolled_bp
+
+rest_bp:
+	MOVQ DI, CX
+	ANDQ $-16, CX
+
+full_bq:
+	CMPQ              R10, CX
+	JAE               tail_bq
+	VMOVUPS           (AX)(R10*4), Z8
+	VSUBPS            Z4, Z8, Z8
+	VMOVUPS           (R9)(R10*4), Z9
+	VSUBPS            Z5, Z9, Z9
+	VMAXPS            Z8, Z1, Z8
+	VMAXPS            Z9, Z1, Z9
+	VMULPS.BCST       eltconst<>+0(SB), Z8, Z10
+	VMULPS.BCST       eltconst<>+0(SB), Z9, Z13
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VRNDSCALEPS       $0x00, Z13, Z13
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z10, Z8
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z13, Z9
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z10, Z8
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z13, Z9
+	VBROADCASTSS      eltconst<>+20(SB), Z11
+	VBROADCASTSS      eltconst<>+20(SB), Z14
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z8, Z11
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z9, Z14
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z8, Z11
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z9, Z14
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z8, Z11
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z9, Z14
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z8, Z11
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z9, Z14
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z8, Z11
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z9, Z14
+	VMULPS            Z8, Z8, Z12
+	VMULPS            Z9, Z9, Z15
+	VFMADD213PS       Z8, Z12, Z11
+	VFMADD213PS       Z9, Z15, Z14
+	VADDPS.BCST       eltconst<>+44(SB), Z11, Z11
+	VADDPS.BCST       eltconst<>+44(SB), Z14, Z14
+	VSCALEFPS         Z10, Z11, Z8
+	VSCALEFPS         Z13, Z14, Z9
+	VMOVUPS           Z8, (AX)(R10*4)
+	VADDPS            Z8, Z6, Z6
+	VMOVUPS           Z9, (R9)(R10*4)
+	VADDPS            Z9, Z7, Z7
+	ADDQ              $+16, R10
+	JMP               full_bq
+
+tail_bq:
+	MOVQ              DI, CX
+	SUBQ              R10, CX
+	JZ                done_bq
+	MOVL              $0x00000001, R11
+	SHLL              CL, R11
+	DECL              R11
+	KMOVW             R11, K1
+	VMOVUPS.Z         (AX)(R10*4), K1, Z8
+	VSUBPS            Z4, Z8, Z8
+	VMOVUPS.Z         (R9)(R10*4), K1, Z4
+	VSUBPS            Z5, Z4, Z4
+	VMAXPS            Z8, Z1, Z8
+	VMAXPS            Z4, Z1, Z4
+	VMULPS.BCST       eltconst<>+0(SB), Z8, Z5
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z11
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VRNDSCALEPS       $0x00, Z11, Z11
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z5, Z8
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z11, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z5, Z8
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z11, Z4
+	VBROADCASTSS      eltconst<>+20(SB), Z9
+	VBROADCASTSS      eltconst<>+20(SB), Z12
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z8, Z9
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z12
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z8, Z9
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z12
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z8, Z9
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z12
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z8, Z9
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z12
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z8, Z9
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z12
+	VMULPS            Z8, Z8, Z10
+	VMULPS            Z4, Z4, Z13
+	VFMADD213PS       Z8, Z10, Z9
+	VFMADD213PS       Z4, Z13, Z12
+	VADDPS.BCST       eltconst<>+44(SB), Z9, Z9
+	VADDPS.BCST       eltconst<>+44(SB), Z12, Z12
+	VSCALEFPS         Z5, Z9, Z8
+	VSCALEFPS         Z11, Z12, Z4
+	VMOVUPS           Z8, K1, (AX)(R10*4)
+	VADDPS            Z8, Z6, K1, Z6
+	VMOVUPS           Z4, K1, (R9)(R10*4)
+	VADDPS            Z4, Z7, K1, Z7
+
+done_bq:
+	VEXTRACTF64X4 $0x01, Z6, Y4
+	VADDPS        Y4, Y6, Y4
+	VEXTRACTF128  $0x01, Y4, X5
+	VADDPS        X5, X4, X5
+	VMOVHLPS      X5, X5, X4
+	VADDPS        X4, X5, X5
+	VMOVSHDUP     X5, X4
+	VADDSS        X4, X5, X5
+	VMOVD         X5, CX
+	ANDL          $0x7fffffff, CX
+	CMPL          CX, $0x7f800000
+	JAE           bad_bn0
+	JMP           ok_bn0
+
+bad_bn0:
+	MOVQ  rows+72(FP), AX
+	SUBQ  SI, AX
+	MOVQ  AX, i+96(FP)
+	MOVSS X2, m+104(FP)
+	MOVSS X5, sum+108(FP)
+	RET
+
+ok_bn0:
+	VMOVSS       eltconst<>+44(SB), X2
+	VDIVSS       X5, X2, X2
+	VBROADCASTSS X2, Z2
+	XORQ         R10, R10
+	MOVQ         DI, CX
+	ANDQ         $-16, CX
+
+full_br:
+	CMPQ    R10, CX
+	JAE     tail_br
+	VMOVUPS (AX)(R10*4), Z4
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS Z4, (AX)(R10*4)
+	ADDQ    $+16, R10
+	JMP     full_br
+
+tail_br:
+	MOVQ      DI, CX
+	SUBQ      R10, CX
+	JZ        done_br
+	MOVL      $0x00000001, R11
+	SHLL      CL, R11
+	DECL      R11
+	KMOVW     R11, K1
+	VMOVUPS.Z (AX)(R10*4), K1, Z4
+	VMULPS    Z2, Z4, Z4
+	VMOVUPS   Z4, K1, (AX)(R10*4)
+
+done_br:
+	VEXTRACTF64X4 $0x01, Z7, Y2
+	VADDPS        Y2, Y7, Y2
+	VEXTRACTF128  $0x01, Y2, X4
+	VADDPS        X4, X2, X4
+	VMOVHLPS      X4, X4, X2
+	VADDPS        X2, X4, X4
+	VMOVSHDUP     X4, X2
+	VADDSS        X2, X4, X4
+	VMOVD         X4, CX
+	ANDL          $0x7fffffff, CX
+	CMPL          CX, $0x7f800000
+	JAE           bad_bn1
+	JMP           ok_bn1
+
+bad_bn1:
+	MOVQ  rows+72(FP), AX
+	SUBQ  SI, AX
+	ADDQ  $0x01, AX
+	MOVQ  AX, i+96(FP)
+	MOVSS X3, m+104(FP)
+	MOVSS X4, sum+108(FP)
+	RET
+
+ok_bn1:
+	VMOVSS       eltconst<>+44(SB), X2
+	VDIVSS       X4, X2, X2
+	VBROADCASTSS X2, Z2
+	XORQ         R10, R10
+	MOVQ         DI, CX
+	ANDQ         $-16, CX
+
+full_bs:
+	CMPQ    R10, CX
+	JAE     tail_bs
+	VMOVUPS (R9)(R10*4), Z3
+	VMULPS  Z2, Z3, Z3
+	VMOVUPS Z3, (R9)(R10*4)
+	ADDQ    $+16, R10
+	JMP     full_bs
+
+tail_bs:
+	MOVQ      DI, CX
+	SUBQ      R10, CX
+	JZ        done_bs
+	MOVL      $0x00000001, R11
+	SHLL      CL, R11
+	DECL      R11
+	KMOVW     R11, K1
+	VMOVUPS.Z (R9)(R10*4), K1, Z3
+	VMULPS    Z2, Z3, Z3
+	VMOVUPS   Z3, K1, (R9)(R10*4)
+
+done_bs:
+	JMP end_bn
+
+slow_bn:
+	VMOVD X2, CX
+	CMPL  CX, $0xff800000
+	JNE   fin_bn0
+	XORQ  R10, R10
+	MOVQ  DI, CX
+	ANDQ  $-16, CX
+
+full_bt:
+	CMPQ     R10, CX
+	JAE      tail_bt
+	VMOVUPS  (AX)(R10*4), Z4
+	VCMPPS   $0x03, Z4, Z4, K1
+	KORTESTW K1, K1
+	JNZ      nan_bn0
+	ADDQ     $+16, R10
+	JMP      full_bt
+
+tail_bt:
+	MOVQ      DI, CX
+	SUBQ      R10, CX
+	JZ        done_bt
+	MOVL      $0x00000001, R11
+	SHLL      CL, R11
+	DECL      R11
+	KMOVW     R11, K1
+	VMOVUPS.Z (AX)(R10*4), K1, Z4
+	VCMPPS    $0x03, Z4, Z4, K1
+	KORTESTW  K1, K1
+	JNZ       nan_bn0
+
+done_bt:
+	VXORPS Z2, Z2, Z2
+	XORQ   R10, R10
+	MOVQ   DI, CX
+	ANDQ   $-16, CX
+
+full_bu:
+	CMPQ    R10, CX
+	JAE     tail_bu
+	VMOVUPS Z2, (AX)(R10*4)
+	ADDQ    $+16, R10
+	JMP     full_bu
+
+tail_bu:
+	MOVQ    DI, CX
+	SUBQ    R10, CX
+	JZ      done_bu
+	MOVL    $0x00000001, R11
+	SHLL    CL, R11
+	DECL    R11
+	KMOVW   R11, K1
+	VMOVUPS Z2, K1, (AX)(R10*4)
+
+done_bu:
+	JMP next_bn0
+
+nan_bn0:
+	VXORPS X0, X0, X0
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	MOVQ   AX, i+96(FP)
+	MOVSS  X2, m+104(FP)
+	MOVSS  X0, sum+108(FP)
+	RET
+
+fin_bn0:
+	VBROADCASTSS X2, Z4
+	VXORPS       Z5, Z5, Z5
+	XORQ         R10, R10
+	MOVQ         DI, CX
+	ANDQ         $-64, CX
+
+unrolled_bv:
+	CMPQ              R10, CX
+	JAE               rest_bv
+	VMOVUPS           (AX)(R10*4), Z6
+	VMOVUPS           64(AX)(R10*4), Z7
+	VMOVUPS           128(AX)(R10*4), Z8
+	VMOVUPS           192(AX)(R10*4), Z9
+	VSUBPS            Z4, Z6, Z6
+	VSUBPS            Z4, Z7, Z7
+	VSUBPS            Z4, Z8, Z8
+	VSUBPS            Z4, Z9, Z9
+	VMAXPS            Z6, Z1, Z6
+	VMAXPS            Z7, Z1, Z7
+	VMAXPS            Z8, Z1, Z8
+	VMAXPS            Z9, Z1, Z9
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z10
+	VMULPS.BCST       eltconst<>+0(SB), Z7, Z13
+	VMULPS.BCST       eltconst<>+0(SB), Z8, Z16
+	VMULPS.BCST       eltconst<>+0(SB), Z9, Z19
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VRNDSCALEPS       $0x00, Z13, Z13
+	VRNDSCALEPS       $0x00, Z16, Z16
+	VRNDSCALEPS       $0x00, Z19, Z19
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z10, Z6
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z13, Z7
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z16, Z8
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z19, Z9
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z10, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z13, Z7
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z16, Z8
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z19, Z9
+	VBROADCASTSS      eltconst<>+20(SB), Z11
+	VBROADCASTSS      eltconst<>+20(SB), Z14
+	VBROADCASTSS      eltconst<>+20(SB), Z17
+	VBROADCASTSS      eltconst<>+20(SB), Z20
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z11
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z8, Z17
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z9, Z20
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z11
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z8, Z17
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z9, Z20
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z11
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z8, Z17
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z9, Z20
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z11
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z8, Z17
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z9, Z20
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z11
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z8, Z17
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z9, Z20
+	VMULPS            Z6, Z6, Z12
+	VMULPS            Z7, Z7, Z15
+	VMULPS            Z8, Z8, Z18
+	VMULPS            Z9, Z9, Z21
+	VFMADD213PS       Z6, Z12, Z11
+	VFMADD213PS       Z7, Z15, Z14
+	VFMADD213PS       Z8, Z18, Z17
+	VFMADD213PS       Z9, Z21, Z20
+	VADDPS.BCST       eltconst<>+44(SB), Z11, Z11
+	VADDPS.BCST       eltconst<>+44(SB), Z14, Z14
+	VADDPS.BCST       eltconst<>+44(SB), Z17, Z17
+	VADDPS.BCST       eltconst<>+44(SB), Z20, Z20
+	VSCALEFPS         Z10, Z11, Z6
+	VSCALEFPS         Z13, Z14, Z7
+	VSCALEFPS         Z16, Z17, Z8
+	VSCALEFPS         Z19, Z20, Z9
+	VMOVUPS           Z6, (AX)(R10*4)
+	VMOVUPS           Z7, 64(AX)(R10*4)
+	VMOVUPS           Z8, 128(AX)(R10*4)
+	VMOVUPS           Z9, 192(AX)(R10*4)
+	VADDPS            Z6, Z5, Z5
+	VADDPS            Z7, Z5, Z5
+	VADDPS            Z8, Z5, Z5
+	VADDPS            Z9, Z5, Z5
+	ADDQ              $0x00000040, R10
+	JMP               unrolled_bv
+
+rest_bv:
+	MOVQ DI, CX
+	ANDQ $-16, CX
+
+full_bw:
+	CMPQ              R10, CX
+	JAE               tail_bw
+	VMOVUPS           (AX)(R10*4), Z6
+	VSUBPS            Z4, Z6, Z6
+	VMAXPS            Z6, Z1, Z6
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z7
+	VRNDSCALEPS       $0x00, Z7, Z7
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z7, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z7, Z6
+	VBROADCASTSS      eltconst<>+20(SB), Z8
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z8
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z8
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z8
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z8
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z8
+	VMULPS            Z6, Z6, Z9
+	VFMADD213PS       Z6, Z9, Z8
+	VADDPS.BCST       eltconst<>+44(SB), Z8, Z8
+	VSCALEFPS         Z7, Z8, Z6
+	VMOVUPS           Z6, (AX)(R10*4)
+	VADDPS            Z6, Z5, Z5
+	ADDQ              $+16, R10
+	JMP               full_bw
+
+tail_bw:
+	MOVQ              DI, CX
+	SUBQ              R10, CX
+	JZ                done_bw
+	MOVL              $0x00000001, R11
+	SHLL              CL, R11
+	DECL              R11
+	KMOVW             R11, K1
+	VMOVUPS.Z         (AX)(R10*4), K1, Z6
+	VSUBPS            Z4, Z6, Z6
+	VMAXPS            Z6, Z1, Z6
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z4
+	VRNDSCALEPS       $0x00, Z4, Z4
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z4, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z4, Z6
+	VBROADCASTSS      eltconst<>+20(SB), Z7
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z7
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z7
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z7
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z7
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z7
+	VMULPS            Z6, Z6, Z8
+	VFMADD213PS       Z6, Z8, Z7
+	VADDPS.BCST       eltconst<>+44(SB), Z7, Z7
+	VSCALEFPS         Z4, Z7, Z6
+	VMOVUPS           Z6, K1, (AX)(R10*4)
+	VADDPS            Z6, Z5, K1, Z5
+
+done_bw:
+	VEXTRACTF64X4 $0x01, Z5, Y4
+	VADDPS        Y4, Y5, Y4
+	VEXTRACTF128  $0x01, Y4, X5
+	VADDPS        X5, X4, X5
+	VMOVHLPS      X5, X5, X4
+	VADDPS        X4, X5, X5
+	VMOVSHDUP     X5, X4
+	VADDSS        X4, X5, X5
+	VMOVD         X5, CX
+	ANDL          $0x7fffffff, CX
+	CMPL          CX, $0x7f800000
+	JAE           sbad_bn0
+	VMOVSS        eltconst<>+44(SB), X2
+	VDIVSS        X5, X2, X2
+	VBROADCASTSS  X2, Z2
+	XORQ          R10, R10
+	MOVQ          DI, CX
+	ANDQ          $-16, CX
+
+full_bx:
+	CMPQ    R10, CX
+	JAE     tail_bx
+	VMOVUPS (AX)(R10*4), Z4
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS Z4, (AX)(R10*4)
+	ADDQ    $+16, R10
+	JMP     full_bx
+
+tail_bx:
+	MOVQ      DI, CX
+	SUBQ      R10, CX
+	JZ        done_bx
+	MOVL      $0x00000001, R11
+	SHLL      CL, R11
+	DECL      R11
+	KMOVW     R11, K1
+	VMOVUPS.Z (AX)(R10*4), K1, Z4
+	VMULPS    Z2, Z4, Z4
+	VMOVUPS   Z4, K1, (AX)(R10*4)
+
+done_bx:
+	JMP next_bn0
+
+sbad_bn0:
+	MOVQ  rows+72(FP), AX
+	SUBQ  SI, AX
+	MOVQ  AX, i+96(FP)
+	MOVSS X2, m+104(FP)
+	MOVSS X5, sum+108(FP)
+	RET
+
+next_bn0:
+	VMOVD X3, CX
+	CMPL  CX, $0xff800000
+	JNE   fin_bn1
+	XORQ  R10, R10
+	MOVQ  DI, CX
+	ANDQ  $-16, CX
+
+full_by:
+	CMPQ     R10, CX
+	JAE      tail_by
+	VMOVUPS  (R9)(R10*4), Z2
+	VCMPPS   $0x03, Z2, Z2, K1
+	KORTESTW K1, K1
+	JNZ      nan_bn1
+	ADDQ     $+16, R10
+	JMP      full_by
+
+tail_by:
+	MOVQ      DI, CX
+	SUBQ      R10, CX
+	JZ        done_by
+	MOVL      $0x00000001, R11
+	SHLL      CL, R11
+	DECL      R11
+	KMOVW     R11, K1
+	VMOVUPS.Z (R9)(R10*4), K1, Z2
+	VCMPPS    $0x03, Z2, Z2, K1
+	KORTESTW  K1, K1
+	JNZ       nan_bn1
+
+done_by:
+	VXORPS Z2, Z2, Z2
+	XORQ   R10, R10
+	MOVQ   DI, CX
+	ANDQ   $-16, CX
+
+full_bz:
+	CMPQ    R10, CX
+	JAE     tail_bz
+	VMOVUPS Z2, (R9)(R10*4)
+	ADDQ    $+16, R10
+	JMP     full_bz
+
+tail_bz:
+	MOVQ    DI, CX
+	SUBQ    R10, CX
+	JZ      done_bz
+	MOVL    $0x00000001, R11
+	SHLL    CL, R11
+	DECL    R11
+	KMOVW   R11, K1
+	VMOVUPS Z2, K1, (R9)(R10*4)
+
+done_bz:
+	JMP next_bn1
+
+nan_bn1:
+	VXORPS X0, X0, X0
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	ADDQ   $0x01, AX
+	MOVQ   AX, i+96(FP)
+	MOVSS  X3, m+104(FP)
+	MOVSS  X0, sum+108(FP)
+	RET
+
+fin_bn1:
+	VBROADCASTSS X3, Z2
+	VXORPS       Z4, Z4, Z4
+	XORQ         R10, R10
+	MOVQ         DI, CX
+	ANDQ         $-64, CX
+
+unrolled_ca:
+	CMPQ              R10, CX
+	JAE               rest_ca
+	VMOVUPS           (R9)(R10*4), Z5
+	VMOVUPS           64(R9)(R10*4), Z6
+	VMOVUPS           128(R9)(R10*4), Z7
+	VMOVUPS           192(R9)(R10*4), Z8
+	VSUBPS            Z2, Z5, Z5
+	VSUBPS            Z2, Z6, Z6
+	VSUBPS            Z2, Z7, Z7
+	VSUBPS            Z2, Z8, Z8
+	VMAXPS            Z5, Z1, Z5
+	VMAXPS            Z6, Z1, Z6
+	VMAXPS            Z7, Z1, Z7
+	VMAXPS            Z8, Z1, Z8
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z9
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z12
+	VMULPS.BCST       eltconst<>+0(SB), Z7, Z15
+	VMULPS.BCST       eltconst<>+0(SB), Z8, Z18
+	VRNDSCALEPS       $0x00, Z9, Z9
+	VRNDSCALEPS       $0x00, Z12, Z12
+	VRNDSCALEPS       $0x00, Z15, Z15
+	VRNDSCALEPS       $0x00, Z18, Z18
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z9, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z12, Z6
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z15, Z7
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z18, Z8
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z9, Z5
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z12, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z15, Z7
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z18, Z8
+	VBROADCASTSS      eltconst<>+20(SB), Z10
+	VBROADCASTSS      eltconst<>+20(SB), Z13
+	VBROADCASTSS      eltconst<>+20(SB), Z16
+	VBROADCASTSS      eltconst<>+20(SB), Z19
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z10
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z7, Z16
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z8, Z19
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z10
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z7, Z16
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z8, Z19
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z10
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z7, Z16
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z8, Z19
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z10
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z7, Z16
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z8, Z19
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z10
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z7, Z16
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z8, Z19
+	VMULPS            Z5, Z5, Z11
+	VMULPS            Z6, Z6, Z14
+	VMULPS            Z7, Z7, Z17
+	VMULPS            Z8, Z8, Z20
+	VFMADD213PS       Z5, Z11, Z10
+	VFMADD213PS       Z6, Z14, Z13
+	VFMADD213PS       Z7, Z17, Z16
+	VFMADD213PS       Z8, Z20, Z19
+	VADDPS.BCST       eltconst<>+44(SB), Z10, Z10
+	VADDPS.BCST       eltconst<>+44(SB), Z13, Z13
+	VADDPS.BCST       eltconst<>+44(SB), Z16, Z16
+	VADDPS.BCST       eltconst<>+44(SB), Z19, Z19
+	VSCALEFPS         Z9, Z10, Z5
+	VSCALEFPS         Z12, Z13, Z6
+	VSCALEFPS         Z15, Z16, Z7
+	VSCALEFPS         Z18, Z19, Z8
+	VMOVUPS           Z5, (R9)(R10*4)
+	VMOVUPS           Z6, 64(R9)(R10*4)
+	VMOVUPS           Z7, 128(R9)(R10*4)
+	VMOVUPS           Z8, 192(R9)(R10*4)
+	VADDPS            Z5, Z4, Z4
+	VADDPS            Z6, Z4, Z4
+	VADDPS            Z7, Z4, Z4
+	VADDPS            Z8, Z4, Z4
+	ADDQ              $0x00000040, R10
+	JMP               unrolled_ca
+
+rest_ca:
+	MOVQ DI, CX
+	ANDQ $-16, CX
+
+full_cb:
+	CMPQ              R10, CX
+	JAE               tail_cb
+	VMOVUPS           (R9)(R10*4), Z5
+	VSUBPS            Z2, Z5, Z5
+	VMAXPS            Z5, Z1, Z5
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z6
+	VRNDSCALEPS       $0x00, Z6, Z6
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z6, Z5
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z6, Z5
+	VBROADCASTSS      eltconst<>+20(SB), Z7
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z7
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z7
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z7
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z7
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z7
+	VMULPS            Z5, Z5, Z8
+	VFMADD213PS       Z5, Z8, Z7
+	VADDPS.BCST       eltconst<>+44(SB), Z7, Z7
+	VSCALEFPS         Z6, Z7, Z5
+	VMOVUPS           Z5, (R9)(R10*4)
+	VADDPS            Z5, Z4, Z4
+	ADDQ              $+16, R10
+	JMP               full_cb
+
+tail_cb:
+	MOVQ              DI, CX
+	SUBQ              R10, CX
+	JZ                done_cb
+	MOVL              $0x00000001, R11
+	SHLL              CL, R11
+	DECL              R11
+	KMOVW             R11, K1
+	VMOVUPS.Z         (R9)(R10*4), K1, Z5
+	VSUBPS            Z2, Z5, Z5
+	VMAXPS            Z5, Z1, Z5
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z2
+	VRNDSCALEPS       $0x00, Z2, Z2
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z2, Z5
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z2, Z5
+	VBROADCASTSS      eltconst<>+20(SB), Z6
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z6
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z6
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z6
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z6
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z6
+	VMULPS            Z5, Z5, Z7
+	VFMADD213PS       Z5, Z7, Z6
+	VADDPS.BCST       eltconst<>+44(SB), Z6, Z6
+	VSCALEFPS         Z2, Z6, Z5
+	VMOVUPS           Z5, K1, (R9)(R10*4)
+	VADDPS            Z5, Z4, K1, Z4
+
+done_cb:
+	VEXTRACTF64X4 $0x01, Z4, Y2
+	VADDPS        Y2, Y4, Y2
+	VEXTRACTF128  $0x01, Y2, X4
+	VADDPS        X4, X2, X4
+	VMOVHLPS      X4, X4, X2
+	VADDPS        X2, X4, X4
+	VMOVSHDUP     X4, X2
+	VADDSS        X2, X4, X4
+	VMOVD         X4, CX
+	ANDL          $0x7fffffff, CX
+	CMPL          CX, $0x7f800000
+	JAE           sbad_bn1
+	VMOVSS        eltconst<>+44(SB), X2
+	VDIVSS        X4, X2, X2
+	VBROADCASTSS  X2, Z2
+	XORQ          R10, R10
+	MOVQ          DI, CX
+	ANDQ          $-16, CX
+
+full_cc:
+	CMPQ    R10, CX
+	JAE     tail_cc
+	VMOVUPS (R9)(R10*4), Z3
+	VMULPS  Z2, Z3, Z3
+	VMOVUPS Z3, (R9)(R10*4)
+	ADDQ    $+16, R10
+	JMP     full_cc
+
+tail_cc:
+	MOVQ      DI, CX
+	SUBQ      R10, CX
+	JZ        done_cc
+	MOVL      $0x00000001, R11
+	SHLL      CL, R11
+	DECL      R11
+	KMOVW     R11, K1
+	VMOVUPS.Z (R9)(R10*4), K1, Z3
+	VMULPS    Z2, Z3, Z3
+	VMOVUPS   Z3, K1, (R9)(R10*4)
+
+done_cc:
+	JMP next_bn1
+
+sbad_bn1:
+	MOVQ  rows+72(FP), AX
+	SUBQ  SI, AX
+	ADDQ  $0x01, AX
+	MOVQ  AX, i+96(FP)
+	MOVSS X3, m+104(FP)
+	MOVSS X4, sum+108(FP)
+	RET
+
+next_bn1:
+end_bn:
+	LEAQ (AX)(R8*2), AX
+	LEAQ (DX)(R8*2), DX
+	SUBQ $0x02, SI
+	JMP  sm_mask
+
+sm_one_mask:
+	TESTQ        SI, SI
+	JZ           sm_done
+	MOVL         $0xff800000, CX
+	VPBROADCASTD CX, Z2
+	XORQ         R8, R8
+	MOVQ         DI, CX
+	ANDQ         $-16, CX
+
+full_ce:
+	CMPQ    R8, CX
+	JAE     tail_ce
+	VMOVUPS (BX)(R8*4), Z3
+	VMOVUPS (DX)(R8*4), Z4
+	VMULPS  Z0, Z4, Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, (AX)(R8*4)
+	VMAXPS  Z4, Z2, Z2
+	ADDQ    $+16, R8
+	JMP     full_ce
+
+tail_ce:
+	MOVQ      DI, CX
+	SUBQ      R8, CX
+	JZ        done_ce
+	MOVL      $0x00000001, R9
+	SHLL      CL, R9
+	DECL      R9
+	KMOVW     R9, K1
+	VMOVUPS.Z (BX)(R8*4), K1, Z3
+	VMOVUPS.Z (DX)(R8*4), K1, Z4
+	VMULPS    Z0, Z4, Z4
+	VADDPS    Z3, Z4, Z4
+	VMOVUPS   Z4, K1, (AX)(R8*4)
+	VMAXPS    Z4, Z2, K1, Z2
+
+done_ce:
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VMAXPS        Y0, Y2, Y0
+	VEXTRACTF128  $0x01, Y0, X2
+	VMAXPS        X2, X0, X2
+	VMOVHLPS      X2, X2, X0
+	VMAXPS        X0, X2, X2
+	VMOVSHDUP     X2, X0
+	VMAXSS        X0, X2, X2
+	VMOVD         X2, CX
+	CMPL          CX, $0xff800000
+	JE            slow_cd
+	VBROADCASTSS  X2, Z0
+	VXORPS        Z3, Z3, Z3
+	XORQ          DX, DX
+	MOVQ          DI, CX
+	ANDQ          $-64, CX
+
+unrolled_cf:
+	CMPQ              DX, CX
+	JAE               rest_cf
+	VMOVUPS           (AX)(DX*4), Z4
+	VMOVUPS           64(AX)(DX*4), Z5
+	VMOVUPS           128(AX)(DX*4), Z6
+	VMOVUPS           192(AX)(DX*4), Z7
+	VSUBPS            Z0, Z4, Z4
+	VSUBPS            Z0, Z5, Z5
+	VSUBPS            Z0, Z6, Z6
+	VSUBPS            Z0, Z7, Z7
+	VMAXPS            Z4, Z1, Z4
+	VMAXPS            Z5, Z1, Z5
+	VMAXPS            Z6, Z1, Z6
+	VMAXPS            Z7, Z1, Z7
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z8
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z11
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z14
+	VMULPS.BCST       eltconst<>+0(SB), Z7, Z17
+	VRNDSCALEPS       $0x00, Z8, Z8
+	VRNDSCALEPS       $0x00, Z11, Z11
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VRNDSCALEPS       $0x00, Z17, Z17
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z8, Z4
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z11, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z14, Z6
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z17, Z7
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z8, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z11, Z5
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z14, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z17, Z7
+	VBROADCASTSS      eltconst<>+20(SB), Z9
+	VBROADCASTSS      eltconst<>+20(SB), Z12
+	VBROADCASTSS      eltconst<>+20(SB), Z15
+	VBROADCASTSS      eltconst<>+20(SB), Z18
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z7, Z18
+	VMULPS            Z4, Z4, Z10
+	VMULPS            Z5, Z5, Z13
+	VMULPS            Z6, Z6, Z16
+	VMULPS            Z7, Z7, Z19
+	VFMADD213PS       Z4, Z10, Z9
+	VFMADD213PS       Z5, Z13, Z12
+	VFMADD213PS       Z6, Z16, Z15
+	VFMADD213PS       Z7, Z19, Z18
+	VADDPS.BCST       eltconst<>+44(SB), Z9, Z9
+	VADDPS.BCST       eltconst<>+44(SB), Z12, Z12
+	VADDPS.BCST       eltconst<>+44(SB), Z15, Z15
+	VADDPS.BCST       eltconst<>+44(SB), Z18, Z18
+	VSCALEFPS         Z8, Z9, Z4
+	VSCALEFPS         Z11, Z12, Z5
+	VSCALEFPS         Z14, Z15, Z6
+	VSCALEFPS         Z17, Z18, Z7
+	VMOVUPS           Z4, (AX)(DX*4)
+	VMOVUPS           Z5, 64(AX)(DX*4)
+	VMOVUPS           Z6, 128(AX)(DX*4)
+	VMOVUPS           Z7, 192(AX)(DX*4)
+	VADDPS            Z4, Z3, Z3
+	VADDPS            Z5, Z3, Z3
+	VADDPS            Z6, Z3, Z3
+	VADDPS            Z7, Z3, Z3
+	ADDQ              $0x00000040, DX
+	JMP               unrolled_cf
+
+rest_cf:
+	MOVQ DI, CX
+	ANDQ $-16, CX
+
+full_cg:
+	CMPQ              DX, CX
+	JAE               tail_cg
+	VMOVUPS           (AX)(DX*4), Z4
+	VSUBPS            Z0, Z4, Z4
+	VMAXPS            Z4, Z1, Z4
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z5, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z5, Z4
+	VBROADCASTSS      eltconst<>+20(SB), Z6
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z6
+	VMULPS            Z4, Z4, Z7
+	VFMADD213PS       Z4, Z7, Z6
+	VADDPS.BCST       eltconst<>+44(SB), Z6, Z6
+	VSCALEFPS         Z5, Z6, Z4
+	VMOVUPS           Z4, (AX)(DX*4)
+	VADDPS            Z4, Z3, Z3
+	ADDQ              $+16, DX
+	JMP               full_cg
+
+tail_cg:
+	MOVQ              DI, CX
+	SUBQ              DX, CX
+	JZ                done_cg
+	MOVL              $0x00000001, BX
+	SHLL              CL, BX
+	DECL              BX
+	KMOVW             BX, K1
+	VMOVUPS.Z         (AX)(DX*4), K1, Z4
+	VSUBPS            Z0, Z4, Z4
+	VMAXPS            Z4, Z1, Z4
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z0
+	VRNDSCALEPS       $0x00, Z0, Z0
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z0, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z0, Z4
+	VBROADCASTSS      eltconst<>+20(SB), Z1
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z1
+	VMULPS            Z4, Z4, Z5
+	VFMADD213PS       Z4, Z5, Z1
+	VADDPS.BCST       eltconst<>+44(SB), Z1, Z1
+	VSCALEFPS         Z0, Z1, Z4
+	VMOVUPS           Z4, K1, (AX)(DX*4)
+	VADDPS            Z4, Z3, K1, Z3
+
+done_cg:
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y0, Y3, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VMOVHLPS      X1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSHDUP     X1, X0
+	VADDSS        X0, X1, X1
+	VMOVD         X1, CX
+	ANDL          $0x7fffffff, CX
+	CMPL          CX, $0x7f800000
+	JAE           bad_cd0
+	JMP           ok_cd0
+
+bad_cd0:
+	MOVQ  rows+72(FP), AX
+	SUBQ  SI, AX
+	MOVQ  AX, i+96(FP)
+	MOVSS X2, m+104(FP)
+	MOVSS X1, sum+108(FP)
+	RET
+
+ok_cd0:
+	VMOVSS       eltconst<>+44(SB), X0
+	VDIVSS       X1, X0, X0
+	VBROADCASTSS X0, Z0
+	XORQ         DX, DX
+	MOVQ         DI, CX
+	ANDQ         $-16, CX
+
+full_ch:
+	CMPQ    DX, CX
+	JAE     tail_ch
+	VMOVUPS (AX)(DX*4), Z1
+	VMULPS  Z0, Z1, Z1
+	VMOVUPS Z1, (AX)(DX*4)
+	ADDQ    $+16, DX
+	JMP     full_ch
+
+tail_ch:
+	MOVQ      DI, CX
+	SUBQ      DX, CX
+	JZ        done_ch
+	MOVL      $0x00000001, BX
+	SHLL      CL, BX
+	DECL      BX
+	KMOVW     BX, K1
+	VMOVUPS.Z (AX)(DX*4), K1, Z1
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(DX*4)
+
+done_ch:
+	JMP end_cd
+
+slow_cd:
+	VMOVD X2, CX
+	CMPL  CX, $0xff800000
+	JNE   fin_cd0
+	XORQ  DX, DX
+	MOVQ  DI, CX
+	ANDQ  $-16, CX
+
+full_ci:
+	CMPQ     DX, CX
+	JAE      tail_ci
+	VMOVUPS  (AX)(DX*4), Z0
+	VCMPPS   $0x03, Z0, Z0, K1
+	KORTESTW K1, K1
+	JNZ      nan_cd0
+	ADDQ     $+16, DX
+	JMP      full_ci
+
+tail_ci:
+	MOVQ      DI, CX
+	SUBQ      DX, CX
+	JZ        done_ci
+	MOVL      $0x00000001, BX
+	SHLL      CL, BX
+	DECL      BX
+	KMOVW     BX, K1
+	VMOVUPS.Z (AX)(DX*4), K1, Z0
+	VCMPPS    $0x03, Z0, Z0, K1
+	KORTESTW  K1, K1
+	JNZ       nan_cd0
+
+done_ci:
+	VXORPS Z0, Z0, Z0
+	XORQ   DX, DX
+	MOVQ   DI, CX
+	ANDQ   $-16, CX
+
+full_cj:
+	CMPQ    DX, CX
+	JAE     tail_cj
+	VMOVUPS Z0, (AX)(DX*4)
+	ADDQ    $+16, DX
+	JMP     full_cj
+
+tail_cj:
+	MOVQ    DI, CX
+	SUBQ    DX, CX
+	JZ      done_cj
+	MOVL    $0x00000001, BX
+	SHLL    CL, BX
+	DECL    BX
+	KMOVW   BX, K1
+	VMOVUPS Z0, K1, (AX)(DX*4)
+
+done_cj:
+	JMP next_cd0
+
+nan_cd0:
+	VXORPS X0, X0, X0
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	MOVQ   AX, i+96(FP)
+	MOVSS  X2, m+104(FP)
+	MOVSS  X0, sum+108(FP)
+	RET
+
+fin_cd0:
+	VBROADCASTSS X2, Z0
+	VXORPS       Z3, Z3, Z3
+	XORQ         DX, DX
+	MOVQ         DI, CX
+	ANDQ         $-64, CX
+
+unrolled_ck:
+	CMPQ              DX, CX
+	JAE               rest_ck
+	VMOVUPS           (AX)(DX*4), Z4
+	VMOVUPS           64(AX)(DX*4), Z5
+	VMOVUPS           128(AX)(DX*4), Z6
+	VMOVUPS           192(AX)(DX*4), Z7
+	VSUBPS            Z0, Z4, Z4
+	VSUBPS            Z0, Z5, Z5
+	VSUBPS            Z0, Z6, Z6
+	VSUBPS            Z0, Z7, Z7
+	VMAXPS            Z4, Z1, Z4
+	VMAXPS            Z5, Z1, Z5
+	VMAXPS            Z6, Z1, Z6
+	VMAXPS            Z7, Z1, Z7
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z8
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z11
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z14
+	VMULPS.BCST       eltconst<>+0(SB), Z7, Z17
+	VRNDSCALEPS       $0x00, Z8, Z8
+	VRNDSCALEPS       $0x00, Z11, Z11
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VRNDSCALEPS       $0x00, Z17, Z17
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z8, Z4
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z11, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z14, Z6
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z17, Z7
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z8, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z11, Z5
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z14, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z17, Z7
+	VBROADCASTSS      eltconst<>+20(SB), Z9
+	VBROADCASTSS      eltconst<>+20(SB), Z12
+	VBROADCASTSS      eltconst<>+20(SB), Z15
+	VBROADCASTSS      eltconst<>+20(SB), Z18
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z7, Z18
+	VMULPS            Z4, Z4, Z10
+	VMULPS            Z5, Z5, Z13
+	VMULPS            Z6, Z6, Z16
+	VMULPS            Z7, Z7, Z19
+	VFMADD213PS       Z4, Z10, Z9
+	VFMADD213PS       Z5, Z13, Z12
+	VFMADD213PS       Z6, Z16, Z15
+	VFMADD213PS       Z7, Z19, Z18
+	VADDPS.BCST       eltconst<>+44(SB), Z9, Z9
+	VADDPS.BCST       eltconst<>+44(SB), Z12, Z12
+	VADDPS.BCST       eltconst<>+44(SB), Z15, Z15
+	VADDPS.BCST       eltconst<>+44(SB), Z18, Z18
+	VSCALEFPS         Z8, Z9, Z4
+	VSCALEFPS         Z11, Z12, Z5
+	VSCALEFPS         Z14, Z15, Z6
+	VSCALEFPS         Z17, Z18, Z7
+	VMOVUPS           Z4, (AX)(DX*4)
+	VMOVUPS           Z5, 64(AX)(DX*4)
+	VMOVUPS           Z6, 128(AX)(DX*4)
+	VMOVUPS           Z7, 192(AX)(DX*4)
+	VADDPS            Z4, Z3, Z3
+	VADDPS            Z5, Z3, Z3
+	VADDPS            Z6, Z3, Z3
+	VADDPS            Z7, Z3, Z3
+	ADDQ              $0x00000040, DX
+	JMP               unrolled_ck
+
+rest_ck:
+	MOVQ DI, CX
+	ANDQ $-16, CX
+
+full_cl:
+	CMPQ              DX, CX
+	JAE               tail_cl
+	VMOVUPS           (AX)(DX*4), Z4
+	VSUBPS            Z0, Z4, Z4
+	VMAXPS            Z4, Z1, Z4
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z5, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z5, Z4
+	VBROADCASTSS      eltconst<>+20(SB), Z6
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z6
+	VMULPS            Z4, Z4, Z7
+	VFMADD213PS       Z4, Z7, Z6
+	VADDPS.BCST       eltconst<>+44(SB), Z6, Z6
+	VSCALEFPS         Z5, Z6, Z4
+	VMOVUPS           Z4, (AX)(DX*4)
+	VADDPS            Z4, Z3, Z3
+	ADDQ              $+16, DX
+	JMP               full_cl
+
+tail_cl:
+	MOVQ              DI, CX
+	SUBQ              DX, CX
+	JZ                done_cl
+	MOVL              $0x00000001, BX
+	SHLL              CL, BX
+	DECL              BX
+	KMOVW             BX, K1
+	VMOVUPS.Z         (AX)(DX*4), K1, Z4
+	VSUBPS            Z0, Z4, Z4
+	VMAXPS            Z4, Z1, Z4
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z0
+	VRNDSCALEPS       $0x00, Z0, Z0
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z0, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z0, Z4
+	VBROADCASTSS      eltconst<>+20(SB), Z1
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z1
+	VMULPS            Z4, Z4, Z5
+	VFMADD213PS       Z4, Z5, Z1
+	VADDPS.BCST       eltconst<>+44(SB), Z1, Z1
+	VSCALEFPS         Z0, Z1, Z4
+	VMOVUPS           Z4, K1, (AX)(DX*4)
+	VADDPS            Z4, Z3, K1, Z3
+
+done_cl:
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y0, Y3, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VMOVHLPS      X1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSHDUP     X1, X0
+	VADDSS        X0, X1, X1
+	VMOVD         X1, CX
+	ANDL          $0x7fffffff, CX
+	CMPL          CX, $0x7f800000
+	JAE           sbad_cd0
+	VMOVSS        eltconst<>+44(SB), X0
+	VDIVSS        X1, X0, X0
+	VBROADCASTSS  X0, Z0
+	XORQ          DX, DX
+	MOVQ          DI, CX
+	ANDQ          $-16, CX
+
+full_cm:
+	CMPQ    DX, CX
+	JAE     tail_cm
+	VMOVUPS (AX)(DX*4), Z1
+	VMULPS  Z0, Z1, Z1
+	VMOVUPS Z1, (AX)(DX*4)
+	ADDQ    $+16, DX
+	JMP     full_cm
+
+tail_cm:
+	MOVQ      DI, CX
+	SUBQ      DX, CX
+	JZ        done_cm
+	MOVL      $0x00000001, BX
+	SHLL      CL, BX
+	DECL      BX
+	KMOVW     BX, K1
+	VMOVUPS.Z (AX)(DX*4), K1, Z1
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(DX*4)
+
+done_cm:
+	JMP next_cd0
+
+sbad_cd0:
+	MOVQ  rows+72(FP), AX
+	SUBQ  SI, AX
+	MOVQ  AX, i+96(FP)
+	MOVSS X2, m+104(FP)
+	MOVSS X1, sum+108(FP)
+	RET
+
+next_cd0:
+end_cd:
+sm_done:
+	MOVQ   rows+72(FP), AX
+	MOVQ   AX, i+96(FP)
+	VXORPS X0, X0, X0
+	MOVSS  X0, m+104(FP)
+	MOVSS  X0, sum+108(FP)
 	RET
 
 // func eltScale(x []float32, s float32)
@@ -765,18 +3561,18 @@ TEXT ·eltScale(SB), NOSPLIT, $0-28
 	MOVQ         CX, BX
 	ANDQ         $-16, BX
 
-full_am:
+full_cn:
 	CMPQ    DX, BX
-	JAE     tail_am
+	JAE     tail_cn
 	VMOVUPS (AX)(DX*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS Z1, (AX)(DX*4)
 	ADDQ    $+16, DX
-	JMP     full_am
+	JMP     full_cn
 
-tail_am:
+tail_cn:
 	SUBQ      DX, CX
-	JZ        done_am
+	JZ        done_cn
 	MOVL      $0x00000001, BX
 	SHLL      CL, BX
 	DECL      BX
@@ -785,7 +3581,7 @@ tail_am:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(DX*4)
 
-done_am:
+done_cn:
 	RET
 
 // func eltGELU(dst []float32, x []float32)
@@ -1075,9 +3871,9 @@ rest:
 	MOVQ CX, SI
 	ANDQ $-16, SI
 
-full_an:
+full_co:
 	CMPQ         BX, SI
-	JAE          tail_an
+	JAE          tail_co
 	VMOVUPS      (DX)(BX*4), Z3
 	VPANDD.BCST  eltconst<>+72(SB), Z3, Z4
 	VMINPS.BCST  eltconst<>+84(SB), Z4, Z4
@@ -1145,11 +3941,11 @@ full_an:
 	VPXORD       Z4, Z4, K1, Z4
 	VMOVUPS      Z4, (AX)(BX*4)
 	ADDQ         $+16, BX
-	JMP          full_an
+	JMP          full_co
 
-tail_an:
+tail_co:
 	SUBQ         BX, CX
-	JZ           done_an
+	JZ           done_co
 	MOVL         $0x00000001, SI
 	SHLL         CL, SI
 	DECL         SI
@@ -1221,7 +4017,7 @@ tail_an:
 	VPXORD       Z0, Z0, K2, Z0
 	VMOVUPS      Z0, K1, (AX)(BX*4)
 
-done_an:
+done_co:
 	RET
 
 // func eltAbsMax(x []float32) uint32
@@ -1234,18 +4030,18 @@ TEXT ·eltAbsMax(SB), NOSPLIT, $0-28
 	MOVQ   CX, BX
 	ANDQ   $-16, BX
 
-full_ao:
+full_cp:
 	CMPQ        DX, BX
-	JAE         tail_ao
+	JAE         tail_cp
 	VMOVUPS     (AX)(DX*4), Z1
 	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, DX
-	JMP         full_ao
+	JMP         full_cp
 
-tail_ao:
+tail_cp:
 	SUBQ        DX, CX
-	JZ          done_ao
+	JZ          done_cp
 	MOVL        $0x00000001, BX
 	SHLL        CL, BX
 	DECL        BX
@@ -1254,7 +4050,7 @@ tail_ao:
 	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
-done_ao:
+done_cp:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPMAXUD       Y1, Y0, Y1
 	VEXTRACTI128  $0x01, Y1, X0
@@ -1279,9 +4075,9 @@ TEXT ·eltQuantRow(SB), NOSPLIT, $0-52
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_ap:
+full_cq:
 	CMPQ        BX, SI
-	JAE         tail_ap
+	JAE         tail_cq
 	VMOVUPS     (DX)(BX*4), Z1
 	VMULPS      Z0, Z1, Z1
 	VMAXPS.BCST eltconst<>+60(SB), Z1, Z1
@@ -1291,11 +4087,11 @@ full_ap:
 	VPMOVDB     Z1, X1
 	VMOVDQU     X1, (AX)(BX*1)
 	ADDQ        $+16, BX
-	JMP         full_ap
+	JMP         full_cq
 
-tail_ap:
+tail_cq:
 	SUBQ        BX, CX
-	JZ          done_ap
+	JZ          done_cq
 	MOVL        $0x00000001, SI
 	SHLL        CL, SI
 	DECL        SI
@@ -1309,7 +4105,7 @@ tail_ap:
 	VPMOVDB     Z1, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
-done_ap:
+done_cq:
 	RET
 
 // func eltAbsMaxPre(x []float32, pre []float32) uint32
@@ -1323,20 +4119,20 @@ TEXT ·eltAbsMaxPre(SB), NOSPLIT, $0-52
 	MOVQ   CX, SI
 	ANDQ   $-16, SI
 
-full_aq:
+full_cr:
 	CMPQ        BX, SI
-	JAE         tail_aq
+	JAE         tail_cr
 	VMOVUPS     (AX)(BX*4), Z1
 	VMOVUPS     (DX)(BX*4), Z2
 	VMULPS      Z2, Z1, Z1
 	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, BX
-	JMP         full_aq
+	JMP         full_cr
 
-tail_aq:
+tail_cr:
 	SUBQ        BX, CX
-	JZ          done_aq
+	JZ          done_cr
 	MOVL        $0x00000001, SI
 	SHLL        CL, SI
 	DECL        SI
@@ -1347,7 +4143,7 @@ tail_aq:
 	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
-done_aq:
+done_cr:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPMAXUD       Y1, Y0, Y1
 	VEXTRACTI128  $0x01, Y1, X0
@@ -1373,9 +4169,9 @@ TEXT ·eltQuantRowPre(SB), NOSPLIT, $0-76
 	MOVQ         CX, DI
 	ANDQ         $-16, DI
 
-full_ar:
+full_cs:
 	CMPQ        SI, DI
-	JAE         tail_ar
+	JAE         tail_cs
 	VMOVUPS     (DX)(SI*4), Z1
 	VMOVUPS     (BX)(SI*4), Z2
 	VMULPS      Z2, Z1, Z1
@@ -1387,11 +4183,11 @@ full_ar:
 	VPMOVDB     Z1, X1
 	VMOVDQU     X1, (AX)(SI*1)
 	ADDQ        $+16, SI
-	JMP         full_ar
+	JMP         full_cs
 
-tail_ar:
+tail_cs:
 	SUBQ        SI, CX
-	JZ          done_ar
+	JZ          done_cs
 	MOVL        $0x00000001, DI
 	SHLL        CL, DI
 	DECL        DI
@@ -1407,7 +4203,7 @@ tail_ar:
 	VPMOVDB     Z1, X0
 	VMOVDQU8    X0, K1, (AX)(SI*1)
 
-done_ar:
+done_cs:
 	RET
 
 // func eltQuantU8(dst []uint8, x []float32, inv float32, zp float32) uint32
@@ -1425,9 +4221,9 @@ TEXT ·eltQuantU8(SB), NOSPLIT, $0-60
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_as:
+full_ct:
 	CMPQ        BX, SI
-	JAE         tail_as
+	JAE         tail_ct
 	VMOVUPS     (DX)(BX*4), Z3
 	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
 	VPMAXUD     Z4, Z1, Z1
@@ -1439,11 +4235,11 @@ full_as:
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
 	ADDQ        $+16, BX
-	JMP         full_as
+	JMP         full_ct
 
-tail_as:
+tail_ct:
 	SUBQ        BX, CX
-	JZ          done_as
+	JZ          done_ct
 	MOVL        $0x00000001, SI
 	SHLL        CL, SI
 	DECL        SI
@@ -1459,7 +4255,7 @@ tail_as:
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
-done_as:
+done_ct:
 	VEXTRACTI64X4 $0x01, Z1, Y0
 	VPMAXUD       Y0, Y1, Y0
 	VEXTRACTI128  $0x01, Y0, X1
@@ -1487,9 +4283,9 @@ TEXT ·eltQuantS8(SB), NOSPLIT, $0-60
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_at:
+full_cu:
 	CMPQ        BX, SI
-	JAE         tail_at
+	JAE         tail_cu
 	VMOVUPS     (DX)(BX*4), Z3
 	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
 	VPMAXUD     Z4, Z1, Z1
@@ -1501,11 +4297,11 @@ full_at:
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
 	ADDQ        $+16, BX
-	JMP         full_at
+	JMP         full_cu
 
-tail_at:
+tail_cu:
 	SUBQ        BX, CX
-	JZ          done_at
+	JZ          done_cu
 	MOVL        $0x00000001, SI
 	SHLL        CL, SI
 	DECL        SI
@@ -1521,7 +4317,7 @@ tail_at:
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
-done_at:
+done_cu:
 	VEXTRACTI64X4 $0x01, Z1, Y0
 	VPMAXUD       Y0, Y1, Y0
 	VEXTRACTI128  $0x01, Y0, X1
@@ -1548,20 +4344,20 @@ TEXT ·eltDequantU8(SB), NOSPLIT, $0-56
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_au:
+full_cv:
 	CMPQ      BX, SI
-	JAE       tail_au
+	JAE       tail_cv
 	VPMOVZXBD (DX)(BX*1), Z2
 	VCVTDQ2PS Z2, Z2
 	VSUBPS    Z1, Z2, Z2
 	VMULPS    Z0, Z2, Z2
 	VMOVUPS   Z2, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_au
+	JMP       full_cv
 
-tail_au:
+tail_cv:
 	SUBQ       BX, CX
-	JZ         done_au
+	JZ         done_cv
 	MOVL       $0x00000001, SI
 	SHLL       CL, SI
 	DECL       SI
@@ -1573,7 +4369,7 @@ tail_au:
 	VMULPS     Z0, Z2, Z2
 	VMOVUPS    Z2, K1, (AX)(BX*4)
 
-done_au:
+done_cv:
 	RET
 
 // func eltDequantS32(dst []float32, acc []int32, rs float32, cs []float32)
@@ -1592,9 +4388,9 @@ TEXT ·eltDequantS32(SB), NOSPLIT, $0-80
 	MOVQ         CX, DI
 	ANDQ         $-16, DI
 
-full_av:
+full_cw:
 	CMPQ      SI, DI
-	JAE       tail_av
+	JAE       tail_cw
 	VMOVUPS   (DX)(SI*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
@@ -1602,11 +4398,11 @@ full_av:
 	VMULPS    Z2, Z1, Z1
 	VMOVUPS   Z1, (AX)(SI*4)
 	ADDQ      $+16, SI
-	JMP       full_av
+	JMP       full_cw
 
-tail_av:
+tail_cw:
 	SUBQ      SI, CX
-	JZ        done_av
+	JZ        done_cw
 	MOVL      $0x00000001, DI
 	SHLL      CL, DI
 	DECL      DI
@@ -1618,7 +4414,7 @@ tail_av:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(SI*4)
 
-done_av:
+done_cw:
 	RET
 
 nocs:
@@ -1626,19 +4422,19 @@ nocs:
 	MOVQ CX, SI
 	ANDQ $-16, SI
 
-full_aw:
+full_cx:
 	CMPQ      BX, SI
-	JAE       tail_aw
+	JAE       tail_cx
 	VMOVUPS   (DX)(BX*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_aw
+	JMP       full_cx
 
-tail_aw:
+tail_cx:
 	SUBQ      BX, CX
-	JZ        done_aw
+	JZ        done_cx
 	MOVL      $0x00000001, SI
 	SHLL      CL, SI
 	DECL      SI
@@ -1648,5 +4444,132 @@ tail_aw:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(BX*4)
 
-done_aw:
+done_cx:
+	RET
+
+// func packT16(dst []float32, w []float32, nblk int, ldw int, ldd int)
+// Requires: AVX512F
+TEXT ·packT16(SB), NOSPLIT, $0-72
+	MOVQ  dst_base+0(FP), AX
+	MOVQ  w_base+24(FP), CX
+	MOVQ  nblk+48(FP), DX
+	MOVQ  ldw+56(FP), BX
+	MOVQ  ldd+64(FP), SI
+	SHLQ  $0x02, BX
+	SHLQ  $0x02, SI
+	LEAQ  (BX)(BX*2), DI
+	LEAQ  (SI)(SI*2), R8
+	TESTQ DX, DX
+	JZ    t16_done
+
+t16_blk:
+	MOVQ       CX, R9
+	VMOVUPS    (R9), Z0
+	VMOVUPS    (R9)(BX*1), Z1
+	VMOVUPS    (R9)(BX*2), Z2
+	VMOVUPS    (R9)(DI*1), Z3
+	LEAQ       (R9)(BX*4), R9
+	VMOVUPS    (R9), Z4
+	VMOVUPS    (R9)(BX*1), Z5
+	VMOVUPS    (R9)(BX*2), Z6
+	VMOVUPS    (R9)(DI*1), Z7
+	LEAQ       (R9)(BX*4), R9
+	VMOVUPS    (R9), Z8
+	VMOVUPS    (R9)(BX*1), Z9
+	VMOVUPS    (R9)(BX*2), Z10
+	VMOVUPS    (R9)(DI*1), Z11
+	LEAQ       (R9)(BX*4), R9
+	VMOVUPS    (R9), Z12
+	VMOVUPS    (R9)(BX*1), Z13
+	VMOVUPS    (R9)(BX*2), Z14
+	VMOVUPS    (R9)(DI*1), Z15
+	VUNPCKLPS  Z1, Z0, Z16
+	VUNPCKHPS  Z1, Z0, Z0
+	VUNPCKLPS  Z3, Z2, Z1
+	VUNPCKHPS  Z3, Z2, Z2
+	VUNPCKLPS  Z5, Z4, Z3
+	VUNPCKHPS  Z5, Z4, Z4
+	VUNPCKLPS  Z7, Z6, Z5
+	VUNPCKHPS  Z7, Z6, Z6
+	VUNPCKLPS  Z9, Z8, Z7
+	VUNPCKHPS  Z9, Z8, Z8
+	VUNPCKLPS  Z11, Z10, Z9
+	VUNPCKHPS  Z11, Z10, Z10
+	VUNPCKLPS  Z13, Z12, Z11
+	VUNPCKHPS  Z13, Z12, Z12
+	VUNPCKLPS  Z15, Z14, Z13
+	VUNPCKHPS  Z15, Z14, Z14
+	VUNPCKLPD  Z1, Z16, Z15
+	VUNPCKHPD  Z1, Z16, Z1
+	VUNPCKLPD  Z2, Z0, Z16
+	VUNPCKHPD  Z2, Z0, Z0
+	VUNPCKLPD  Z5, Z3, Z2
+	VUNPCKHPD  Z5, Z3, Z3
+	VUNPCKLPD  Z6, Z4, Z5
+	VUNPCKHPD  Z6, Z4, Z4
+	VUNPCKLPD  Z9, Z7, Z6
+	VUNPCKHPD  Z9, Z7, Z7
+	VUNPCKLPD  Z10, Z8, Z9
+	VUNPCKHPD  Z10, Z8, Z8
+	VUNPCKLPD  Z13, Z11, Z10
+	VUNPCKHPD  Z13, Z11, Z11
+	VUNPCKLPD  Z14, Z12, Z13
+	VUNPCKHPD  Z14, Z12, Z12
+	VSHUFF32X4 $0x88, Z2, Z15, Z14
+	VSHUFF32X4 $0xdd, Z2, Z15, Z2
+	VSHUFF32X4 $0x88, Z10, Z6, Z15
+	VSHUFF32X4 $0xdd, Z10, Z6, Z6
+	VSHUFF32X4 $0x88, Z3, Z1, Z10
+	VSHUFF32X4 $0xdd, Z3, Z1, Z1
+	VSHUFF32X4 $0x88, Z11, Z7, Z3
+	VSHUFF32X4 $0xdd, Z11, Z7, Z7
+	VSHUFF32X4 $0x88, Z5, Z16, Z11
+	VSHUFF32X4 $0xdd, Z5, Z16, Z5
+	VSHUFF32X4 $0x88, Z13, Z9, Z16
+	VSHUFF32X4 $0xdd, Z13, Z9, Z9
+	VSHUFF32X4 $0x88, Z4, Z0, Z13
+	VSHUFF32X4 $0xdd, Z4, Z0, Z0
+	VSHUFF32X4 $0x88, Z12, Z8, Z4
+	VSHUFF32X4 $0xdd, Z12, Z8, Z8
+	VSHUFF32X4 $0x88, Z15, Z14, Z12
+	VSHUFF32X4 $0xdd, Z15, Z14, Z14
+	VSHUFF32X4 $0x88, Z6, Z2, Z15
+	VSHUFF32X4 $0xdd, Z6, Z2, Z2
+	VSHUFF32X4 $0x88, Z3, Z10, Z6
+	VSHUFF32X4 $0xdd, Z3, Z10, Z3
+	VSHUFF32X4 $0x88, Z7, Z1, Z10
+	VSHUFF32X4 $0xdd, Z7, Z1, Z1
+	VSHUFF32X4 $0x88, Z16, Z11, Z7
+	VSHUFF32X4 $0xdd, Z16, Z11, Z11
+	VSHUFF32X4 $0x88, Z9, Z5, Z16
+	VSHUFF32X4 $0xdd, Z9, Z5, Z5
+	VSHUFF32X4 $0x88, Z4, Z13, Z9
+	VSHUFF32X4 $0xdd, Z4, Z13, Z4
+	VSHUFF32X4 $0x88, Z8, Z0, Z13
+	VSHUFF32X4 $0xdd, Z8, Z0, Z0
+	VMOVUPS    Z12, (AX)
+	VMOVUPS    Z6, (AX)(SI*1)
+	VMOVUPS    Z7, (AX)(SI*2)
+	VMOVUPS    Z9, (AX)(R8*1)
+	LEAQ       (AX)(SI*4), AX
+	VMOVUPS    Z15, (AX)
+	VMOVUPS    Z10, (AX)(SI*1)
+	VMOVUPS    Z16, (AX)(SI*2)
+	VMOVUPS    Z13, (AX)(R8*1)
+	LEAQ       (AX)(SI*4), AX
+	VMOVUPS    Z14, (AX)
+	VMOVUPS    Z3, (AX)(SI*1)
+	VMOVUPS    Z11, (AX)(SI*2)
+	VMOVUPS    Z4, (AX)(R8*1)
+	LEAQ       (AX)(SI*4), AX
+	VMOVUPS    Z2, (AX)
+	VMOVUPS    Z1, (AX)(SI*1)
+	VMOVUPS    Z5, (AX)(SI*2)
+	VMOVUPS    Z0, (AX)(R8*1)
+	LEAQ       (AX)(SI*4), AX
+	ADDQ       $0x40, CX
+	DECQ       DX
+	JNZ        t16_blk
+
+t16_done:
 	RET

@@ -187,17 +187,27 @@ func eltExpTail(r, n float32) float32 {
 	return float32(math.Ldexp(float64(y), int(n))) // VSCALEFPS: one rounding
 }
 
-// eltExp is the vector exp: clamp to [-104, 88], n = roundHalfEven(x*log2e),
-// r = x - n*ln2 in two parts, polynomial, scale by 2^n. NaN stays NaN.
+// eltExp is the vector exp of Softmax: x = max(x, -104) (exp(-104) is 0 in
+// float32; -Inf gives 0, NaN stays NaN), n = roundHalfEven(x*log2e),
+// r = x - n*ln2hi - n*ln2lo and the polynomial by fused multiply-adds
+// (fma32: one rounding each, as VFMADD/VFNMADD), y*2^n rounded once
+// (VSCALEFPS). Relative error below 2e-7 where the result is normal;
+// there is no upper clamp (Softmax's arguments are <= 0): past 88.72 the
+// result overflows to +Inf, and exp(+Inf) is NaN.
 func eltExp(x float32) float32 {
 	if x != x {
 		return x
 	}
-	x = min(max(x, eltExpMin), eltExpMax)
+	x = max(x, eltExpMin)
 	n := float32(math.RoundToEven(float64(x * eltLog2e)))
-	r := x - float32(n*eltLn2Hi)
-	r = r - float32(n*eltLn2Lo)
-	return eltExpTail(r, n)
+	r := fma32(-n, eltLn2Hi, x) // exact: n*ln2hi has 17 bits
+	r = fma32(-n, eltLn2Lo, r)
+	p := eltExpP[0]
+	for _, c := range eltExpP[1:] {
+		p = fma32(p, r, c)
+	}
+	y := fma32(p, float32(r*r), r) + 1
+	return float32(math.Ldexp(float64(y), int(n))) // VSCALEFPS: one rounding
 }
 
 // eltExp2 is exp(a+b) for a in [-100, 0] and a small b, keeping the low part
@@ -220,6 +230,68 @@ func eltExpSumGeneric(dst, x []float32, m float32) float32 {
 		acc[j%eltLanes] += e
 	}
 	return eltReduceSum(&acc)
+}
+
+// eltSoftmaxRowsGeneric is the scaled softmax of rows rows of n floats in
+// groups of two rows (and a last single row), each group as
+//
+//	pass 1 of each row: m = eltMaxMaskScale(d, x, mask, s)
+//	no m is -Inf: pass 2 of each row (sum = eltExpSum(d, d, m)), then row
+//	by row: sum NaN or infinite: stop; else eltScale(d, 1/sum)
+//	else, row by row: m -Inf: stop if d holds a NaN, else d = 0;
+//	otherwise passes 2 and 3 as above
+//
+// It returns rows, 0, 0, or where it stopped: the row, its maximum and (m
+// finite) its sum; that row of dst then holds x*s+mask (m = -Inf) or its
+// exponentials, the rows before it are done and the other row of its group
+// may hold x*s+mask.
+func eltSoftmaxRowsGeneric(dst, x, mask []float32, rows, n int, s float32) (int, float32, float32) {
+	bad := func(v float32) bool { return math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) }
+	for i := 0; i < rows; {
+		g := min(2, rows-i)
+		var ms, sums [2]float32
+		slow := false
+		for r := 0; r < g; r++ {
+			ms[r] = eltMaxMaskScaleGeneric(dst[(i+r)*n:(i+r+1)*n], x[(i+r)*n:(i+r+1)*n], mask, s)
+			slow = slow || math.IsInf(float64(ms[r]), -1)
+		}
+		if !slow {
+			for r := 0; r < g; r++ {
+				d := dst[(i+r)*n : (i+r+1)*n]
+				sums[r] = eltExpSumGeneric(d, d, ms[r])
+			}
+		}
+		for r := 0; r < g; r++ {
+			d := dst[(i+r)*n : (i+r+1)*n]
+			if slow {
+				if math.IsInf(float64(ms[r]), -1) {
+					if findNaN(d) >= 0 {
+						return i + r, ms[r], 0
+					}
+					clear(d)
+					continue
+				}
+				sums[r] = eltExpSumGeneric(d, d, ms[r])
+			}
+			if bad(sums[r]) {
+				return i + r, ms[r], sums[r]
+			}
+			eltScaleGeneric(d, 1/sums[r])
+		}
+		i += g
+	}
+	return rows, 0, 0
+}
+
+// packT16Generic stores dst[q*ldd+r] = w[r*ldw+q] for r < 16 and
+// q < 16*nblk: the transpose of a 16-row block, as packT16.
+func packT16Generic(dst, w []float32, nblk, ldw, ldd int) {
+	for r := 0; r < 16; r++ {
+		row := w[r*ldw : r*ldw+16*nblk]
+		for q, v := range row {
+			dst[q*ldd+r] = v
+		}
+	}
 }
 
 func eltScaleGeneric(x []float32, s float32) {

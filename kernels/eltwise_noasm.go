@@ -19,9 +19,13 @@ func eltMaxMask(dst, x, mask []float32) float32 { return eltMaxMaskGeneric(dst, 
 func eltMaxMaskScale(dst, x, mask []float32, s float32) float32 {
 	return eltMaxMaskScaleGeneric(dst, x, mask, s)
 }
-func eltMax(x []float32) float32                        { return eltMaxGeneric(x) }
-func eltExpSum(dst, x []float32, m float32) float32     { return eltExpSumGeneric(dst, x, m) }
-func eltScale(x []float32, s float32)                   { eltScaleGeneric(x, s) }
+func eltMax(x []float32) float32                    { return eltMaxGeneric(x) }
+func eltExpSum(dst, x []float32, m float32) float32 { return eltExpSumGeneric(dst, x, m) }
+func eltScale(x []float32, s float32)               { eltScaleGeneric(x, s) }
+func eltSoftmaxRows(dst, x, mask []float32, rows, n int, s float32) (int, float32, float32) {
+	return eltSoftmaxRowsGeneric(dst, x, mask, rows, n, s)
+}
+func packT16(dst, w []float32, nblk, ldw, ldd int)      { packT16Generic(dst, w, nblk, ldw, ldd) }
 func eltGELU(dst, x []float32)                          { eltGELUGeneric(dst, x) }
 func eltAbsMax(x []float32) uint32                      { return eltAbsMaxGeneric(x) }
 func eltQuantRow(dst []uint8, x []float32, inv float32) { eltQuantRowGeneric(dst, x, inv) }

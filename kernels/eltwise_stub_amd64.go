@@ -50,6 +50,12 @@ func eltMax(x []float32) float32
 // (see eltExpSumGeneric).
 func eltExpSum(dst []float32, x []float32, m float32) float32
 
+// eltSoftmaxRows is the scaled softmax of rows rows of n floats (dst and x
+// hold rows*n, mask n or none), in pairs of rows and a last single row,
+// exactly as eltSoftmaxRowsGeneric: it returns rows, 0, 0, or the first row
+// whose values are in error with its maximum and sum.
+func eltSoftmaxRows(dst []float32, x []float32, mask []float32, rows int, n int, s float32) (i int, m float32, sum float32)
+
 // eltScale multiplies every x[j] by s.
 func eltScale(x []float32, s float32)
 
@@ -101,3 +107,12 @@ func eltDequantU8(dst []float32, q []uint8, scale float32, zp float32)
 //
 // rounding each product to float32.
 func eltDequantS32(dst []float32, acc []int32, rs float32, cs []float32)
+
+// packT16 stores the transpose of the 16 x 16*nblk block of w (rows
+// ldw apart) into dst (rows ldd apart), 16x16 blocks in registers:
+//
+//	dst[q*ldd+r] = w[r*ldw+q]   for r < 16, q < 16*nblk
+//
+// It only moves bits. The caller checks len(w) >= 15*ldw+16*nblk and
+// len(dst) >= (16*nblk-1)*ldd+16 (see packT16Generic).
+func packT16(dst []float32, w []float32, nblk int, ldw int, ldd int)

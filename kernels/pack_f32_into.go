@@ -22,23 +22,25 @@ func PackF32Into(dst *PackedF32, n, k int, w []float32, ldw, nr int) error {
 	if n%nr != 0 {
 		clear(data[(panels-1)*nr*k:])
 	}
-	// Eight columns at a time: each source row is read once and the eight
-	// stores per q land in one cache line of the panel.
+	// Sixteen columns (rows of w) at a time: each 16x16 block is
+	// transposed in registers (packT16 on the AVX-512 path, its Go twin
+	// otherwise; both only move data), the k%16 last features and the
+	// n%16 last columns one by one.
+	kb := k &^ 15
+	tr := eltImpl().packT16
 	j := 0
-	for ; j+8 <= n && (j%nr)+8 <= nr; j += 8 {
+	for ; j+16 <= n; j += 16 {
 		base := (j/nr)*nr*k + j%nr
-		r0 := w[j*ldw : j*ldw+k]
-		r1 := w[(j+1)*ldw : (j+1)*ldw+k]
-		r2 := w[(j+2)*ldw : (j+2)*ldw+k]
-		r3 := w[(j+3)*ldw : (j+3)*ldw+k]
-		r4 := w[(j+4)*ldw : (j+4)*ldw+k]
-		r5 := w[(j+5)*ldw : (j+5)*ldw+k]
-		r6 := w[(j+6)*ldw : (j+6)*ldw+k]
-		r7 := w[(j+7)*ldw : (j+7)*ldw+k]
-		for q := range r0 {
-			o := data[base+q*nr : base+q*nr+8]
-			o[0], o[1], o[2], o[3] = r0[q], r1[q], r2[q], r3[q]
-			o[4], o[5], o[6], o[7] = r4[q], r5[q], r6[q], r7[q]
+		if kb > 0 {
+			// Bounds the assembly relies on (see packT16).
+			src := w[j*ldw : j*ldw+15*ldw+kb]
+			out := data[base : base+(kb-1)*nr+16]
+			tr(out, src, kb/16, ldw, nr)
+		}
+		for jj := 0; jj < 16; jj++ {
+			for q, x := range w[(j+jj)*ldw+kb : (j+jj)*ldw+k] {
+				data[base+(kb+q)*nr+jj] = x
+			}
 		}
 	}
 	for ; j < n; j++ {

@@ -159,3 +159,100 @@ func TestAttentionAllocs(t *testing.T) {
 		t.Errorf("attention allocates per head: %v with 2 heads, %v with 12 (GEMM: %v per call)", a2, a12, perRun)
 	}
 }
+
+// BenchmarkAttentionHead times BERT-large attention (hidden 1024, 16 heads
+// of 64, one sequence of 256 tokens, 30 of them padding) on one goroutine
+// and reports the time per head, whole and split into its steps (pack K,
+// Q K^T, softmax, pack V^T, P V) measured by repeating each step alone on
+// the same data. Pin it: taskset -c 1 go test -run '^$' -bench
+// AttentionHead ./models/encoder
+func BenchmarkAttentionHead(b *testing.B) {
+	const batch, seq, h, heads = 1, 256, 1024, 16
+	kern := kernels.GenericF32
+	for _, k := range kernels.F32Kernels() {
+		if k != kernels.GenericF32 && k.Available(cpu.X86) {
+			kern = k
+			break
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	qkv := make([]float32, batch*seq*3*h)
+	for i := range qkv {
+		qkv[i] = float32(r.NormFloat64())
+	}
+	in := &Inputs{Batch: batch, Seq: seq, Mask: make([]int32, batch*seq)}
+	for i := range in.Mask {
+		in.Mask[i] = 1
+		if i%seq >= seq-30 {
+			in.Mask[i] = 0
+		}
+	}
+	m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, attn: kern}
+	s := &scratch{qkv: qkv, ctx: make([]float32, batch*seq*h)}
+	perHead := func(b *testing.B, f func()) {
+		for b.Loop() {
+			f()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "us/op")
+	}
+	b.Run("whole", func(b *testing.B) {
+		for b.Loop() {
+			if err := m.attention(in, s); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N*batch*heads), "us/head")
+	})
+	// The steps of head 5, as attentionHead runs them.
+	const d, ld, hd = h / heads, 3 * h, 5
+	qk, pv := attnKernels(kern, d)
+	bf := new(attnBuf)
+	bf.scores = make([]float32, seq*seq)
+	bf.mask = make([]float32, seq)
+	for j, mk := range in.Mask[:seq] {
+		if mk == 0 {
+			bf.mask[j] = maskValue
+		}
+	}
+	scale := float32(1 / math.Sqrt(float64(d)))
+	packK := func() {
+		if err := kernels.PackF32Into(&bf.k, seq, d, qkv[h+hd*d:], ld, qk.NR); err != nil {
+			b.Fatal(err)
+		}
+	}
+	packK()
+	gqk := kernels.GEMMF32{M: seq, N: seq, K: d, A: qkv[hd*d:], Lda: ld, B: &bf.k, C: bf.scores, Ldc: seq}
+	runQK := func() {
+		if err := qk.Run(&gqk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runQK()
+	raw := slices.Clone(bf.scores)
+	soft := func() {
+		copy(bf.scores, raw)
+		if err := kernels.SoftmaxScaled(bf.scores, bf.scores, seq, seq, scale, bf.mask); err != nil {
+			b.Fatal(err)
+		}
+	}
+	packV := func() {
+		if err := kernels.PackF32TInto(&bf.vt, d, seq, qkv[2*h+hd*d:], ld, pv.NR); err != nil {
+			b.Fatal(err)
+		}
+	}
+	soft()
+	packV()
+	gpv := kernels.GEMMF32{M: seq, N: d, K: seq, A: bf.scores, Lda: seq, B: &bf.vt, C: s.ctx[hd*d:], Ldc: h}
+	b.Run("packK", func(b *testing.B) { perHead(b, packK) })
+	b.Run("QK", func(b *testing.B) { perHead(b, runQK) })
+	b.Run("copy", func(b *testing.B) { perHead(b, func() { copy(bf.scores, raw) }) })
+	b.Run("softmax+copy", func(b *testing.B) { perHead(b, soft) })
+	b.Run("packV", func(b *testing.B) { perHead(b, packV) })
+	b.Run("PV", func(b *testing.B) {
+		perHead(b, func() {
+			if err := pv.Run(&gpv); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}

@@ -10,7 +10,7 @@
 // operations of its Go twin in kernels/eltwise_generic.go, in the same order:
 // 16 lane accumulators reduced as a tree (lane i += lane i+w, w = 8, 4, 2, 1),
 // constants broadcast from one table, no FMA except the exact split of a*a in
-// GELU, VMAXPS/VMINPS operand order chosen so NaN behaves as the twin says.
+// GELU and Softmax's exp (the twin's fma32 rounds each once, as VFMADD), VMAXPS/VMINPS operand order chosen so NaN behaves as the twin says.
 package main
 
 import (
@@ -106,6 +106,7 @@ func main() {
 	maxMaskScale()
 	maxRow()
 	expSum()
+	softmaxRows()
 	scale()
 	gelu()
 	absMax()
@@ -116,6 +117,7 @@ func main() {
 	quantStatic("eltQuantS8", "func(dst []int8, x []float32, inv, zp float32) uint32", "s8min", "s8max", "int8")
 	dequantU8()
 	dequantS32()
+	transpose16()
 	Generate()
 }
 
@@ -507,17 +509,16 @@ func expTails(r, n []reg.VecVirtual) {
 }
 
 // expVecs replaces each x of xs by exp(x) (see eltExp), the vectors'
-// instructions interleaved; lo and hi hold the clamp bounds, with x as src2
-// so NaN stays NaN.
-func expVecs(xs []reg.VecVirtual, lo, hi reg.VecVirtual) {
+// instructions interleaved: x = max(x, -104) (x as src2, so NaN stays NaN),
+// n = roundHalfEven(x*log2e), r = x - n*ln2hi (exact) - n*ln2lo and the
+// polynomial by FMA (one rounding each, as fma32 in the twin), then
+// VSCALEFPS by n.
+func expVecs(xs []reg.VecVirtual, lo reg.VecVirtual) {
 	u := len(xs)
-	n, t := make([]reg.VecVirtual, u), make([]reg.VecVirtual, u)
+	n, p, z := make([]reg.VecVirtual, u), make([]reg.VecVirtual, u), make([]reg.VecVirtual, u)
 	for j := range xs {
-		n[j], t[j] = ZMM(), ZMM()
+		n[j], p[j], z[j] = ZMM(), ZMM(), ZMM()
 		VMAXPS(xs[j], lo, xs[j])
-	}
-	for j := range xs {
-		VMINPS(xs[j], hi, xs[j])
 	}
 	for j := range xs {
 		VMULPS_BCST(c("log2e"), xs[j], n[j])
@@ -526,18 +527,31 @@ func expVecs(xs []reg.VecVirtual, lo, hi reg.VecVirtual) {
 		VRNDSCALEPS(U8(0), n[j], n[j])
 	}
 	for j := range xs {
-		VMULPS_BCST(c("ln2hi"), n[j], t[j])
+		VFNMADD231PS_BCST(c("ln2hi"), n[j], xs[j]) // r = x - n*ln2hi
 	}
 	for j := range xs {
-		VSUBPS(t[j], xs[j], xs[j])
+		VFNMADD231PS_BCST(c("ln2lo"), n[j], xs[j]) // r -= n*ln2lo
 	}
 	for j := range xs {
-		VMULPS_BCST(c("ln2lo"), n[j], t[j])
+		VBROADCASTSS(c("e0"), p[j])
+	}
+	for _, e := range []string{"e1", "e2", "e3", "e4", "e5"} {
+		for j := range xs {
+			VFMADD213PS_BCST(c(e), xs[j], p[j]) // p = p*r + e
+		}
 	}
 	for j := range xs {
-		VSUBPS(t[j], xs[j], xs[j])
+		VMULPS(xs[j], xs[j], z[j])
 	}
-	expTails(xs, n)
+	for j := range xs {
+		VFMADD213PS(xs[j], z[j], p[j]) // y = p*z + r
+	}
+	for j := range xs {
+		VADDPS_BCST(c("one"), p[j], p[j])
+	}
+	for j := range xs {
+		VSCALEFPS(n[j], p[j], xs[j])
+	}
 }
 
 // expUnroll is how many vectors the main softmax exp loop interleaves.
@@ -552,43 +566,264 @@ func expSum() {
 	d := Load(Param("dst").Base(), GP64())
 	xp := Load(Param("x").Base(), GP64())
 	m := scalar("m")
-	lo, hi := bcast("expmin"), bcast("expmax")
-	acc := ZMM()
-	VXORPS(acc, acc, acc)
+	lo := bcast("expmin")
+	Store(reduceSum(expSumRow(d, xp, n, m, lo)), ReturnIndex(0))
+	RET()
+}
+
+// smRow is one row of a softmax group: its dst and x pointers.
+type smRow struct{ d, x reg.Register }
+
+func newID() string {
+	loopID++
+	return string(rune('a'+loopID/26)) + string(rune('a'+loopID%26))
+}
+
+// expSumRow stores d[j] = exp(x[j] - m) for j < n (expUnroll vectors at a
+// time, then one at a time with a masked tail) and returns the 16-lane sums,
+// accumulated in element order.
+func expSumRow(d, xp, n reg.Register, m, lo reg.VecVirtual) reg.VecVirtual {
+	return expSumRows([]smRow{{d, xp}}, n, []reg.VecVirtual{m}, lo)[0]
+}
+
+// expSumRows is expSumRow for several rows of n at once (row r: d = x =
+// rows[r].x, maximum ms[r]), their vectors interleaved: expUnroll/len(rows)
+// vectors of each row per step.
+func expSumRows(rows []smRow, n reg.Register, ms []reg.VecVirtual, lo reg.VecVirtual) []reg.VecVirtual {
+	id := newID()
+	nr := len(rows)
+	per := expUnroll / nr
+	accs := make([]reg.VecVirtual, nr)
+	for r := range accs {
+		accs[r] = ZMM()
+		VXORPS(accs[r], accs[r], accs[r])
+	}
 	i := GP64()
 	XORQ(i, i)
 	big := GP64()
 	MOVQ(n, big)
-	ANDQ(I32(-16*expUnroll), big)
-	Label("unrolled")
+	ANDQ(I32(-16*per), big)
+	Label("unrolled_" + id)
 	CMPQ(i, big)
-	JAE(LabelRef("rest"))
-	xs := make([]reg.VecVirtual, expUnroll)
-	for j := range xs {
-		xs[j] = ZMM()
-		VMOVUPS(f32At(xp, i).Offset(64*j), xs[j])
+	JAE(LabelRef("rest_" + id))
+	xs := make([]reg.VecVirtual, nr*per)
+	for r := range rows {
+		for j := 0; j < per; j++ {
+			xs[r*per+j] = ZMM()
+			VMOVUPS(f32At(rows[r].x, i).Offset(64*j), xs[r*per+j])
+		}
 	}
-	for j := range xs {
-		VSUBPS(m, xs[j], xs[j])
+	for r := range rows {
+		for j := 0; j < per; j++ {
+			VSUBPS(ms[r], xs[r*per+j], xs[r*per+j])
+		}
 	}
-	expVecs(xs, lo, hi)
-	for j := range xs {
-		VMOVUPS(xs[j], f32At(d, i).Offset(64*j))
+	expVecs(xs, lo)
+	for r := range rows {
+		for j := 0; j < per; j++ {
+			VMOVUPS(xs[r*per+j], f32At(rows[r].d, i).Offset(64*j))
+		}
 	}
-	for j := range xs { // in element order, as the twin
-		VADDPS(xs[j], acc, acc)
+	for r := range rows {
+		for j := 0; j < per; j++ { // in element order, as the twin
+			VADDPS(xs[r*per+j], accs[r], accs[r])
+		}
 	}
-	ADDQ(U32(16*expUnroll), i)
-	JMP(LabelRef("unrolled"))
-	Label("rest")
+	ADDQ(U32(16*per), i)
+	JMP(LabelRef("unrolled_" + id))
+	Label("rest_" + id)
 	rowLoopFrom(i, n, func(i reg.GPVirtual, k reg.Register) {
-		v := load(f32At(xp, i), k)
-		VSUBPS(m, v, v)
-		expVecs([]reg.VecVirtual{v}, lo, hi)
-		store(v, f32At(d, i), k)
-		accAdd(v, acc, k)
+		vs := make([]reg.VecVirtual, nr)
+		for r := range rows {
+			vs[r] = load(f32At(rows[r].x, i), k)
+			VSUBPS(ms[r], vs[r], vs[r])
+		}
+		expVecs(vs, lo)
+		for r := range rows {
+			store(vs[r], f32At(rows[r].d, i), k)
+			accAdd(vs[r], accs[r], k)
+		}
 	})
-	Store(reduceSum(acc), ReturnIndex(0))
+	return accs
+}
+
+// smRet returns (rows - left + r, m, sum) from eltSoftmaxRows.
+func smRet(left reg.Register, r int, m, sum reg.VecVirtual) {
+	idx := Load(Param("rows"), GP64())
+	SUBQ(left, idx)
+	if r > 0 {
+		ADDQ(U8(r), idx)
+	}
+	Store(idx, ReturnIndex(0))
+	Store(m, ReturnIndex(1))
+	Store(sum, ReturnIndex(2))
+	RET()
+}
+
+// smScale multiplies row d (n floats) by 1/sum.
+func smScale(d, n reg.Register, sum reg.VecVirtual) {
+	inv := XMM()
+	VMOVSS(c("one"), inv)
+	VDIVSS(sum, inv, inv)
+	iz := ZMM()
+	VBROADCASTSS(inv, iz)
+	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
+		v := load(f32At(d, i), k)
+		VMULPS(iz, v, v)
+		store(v, f32At(d, i), k)
+	})
+}
+
+// jumpIfNonFinite jumps to l when the float32 in x is NaN or infinite.
+func jumpIfNonFinite(x reg.VecVirtual, l string) {
+	bits := GP32()
+	VMOVD(x, bits)
+	ANDL(U32(0x7fffffff), bits)
+	CMPL(bits, U32(0x7f800000))
+	JAE(LabelRef(l))
+}
+
+// smGroup emits the softmax of the rows of one group (see
+// eltSoftmaxRowsGeneric): pass 1 of every row, then, when no maximum is
+// -Inf, pass 2 of every row and, row by row, the check of its sum and pass
+// 3; otherwise row by row the -Inf handling or passes 2 and 3.
+func smGroup(rows []smRow, withMask bool, n, mp, left reg.Register, sc, lo reg.VecVirtual) {
+	id := newID()
+	accs := make([]reg.VecVirtual, len(rows))
+	for r := range accs {
+		accs[r] = ZMM()
+		negInf(accs[r])
+	}
+	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
+		var mv reg.VecVirtual
+		if withMask {
+			mv = load(f32At(mp, i), k)
+		}
+		for r := range rows {
+			v := load(f32At(rows[r].x, i), k)
+			VMULPS(sc, v, v)
+			if withMask {
+				VADDPS(mv, v, v)
+			}
+			store(v, f32At(rows[r].d, i), k)
+			accMax(v, accs[r], k)
+		}
+	})
+	ms := make([]reg.VecVirtual, len(rows))
+	for r := range rows {
+		ms[r] = reduceMax(accs[r])
+	}
+	bits := GP32()
+	for r := range rows {
+		VMOVD(ms[r], bits)
+		CMPL(bits, U32(0xff800000))
+		JE(LabelRef("slow_" + id))
+	}
+	mz := make([]reg.VecVirtual, len(rows))
+	for r := range rows {
+		mz[r] = ZMM()
+		VBROADCASTSS(ms[r], mz[r])
+	}
+	dd := make([]smRow, len(rows))
+	for r := range rows {
+		dd[r] = smRow{rows[r].d, rows[r].d}
+	}
+	sums := expSumRows(dd, n, mz, lo)
+	for r := range rows {
+		s := reduceSum(sums[r])
+		ok := "ok_" + id + string(rune('0'+r))
+		bad := "bad_" + id + string(rune('0'+r))
+		jumpIfNonFinite(s, bad)
+		JMP(LabelRef(ok))
+		Label(bad)
+		smRet(left, r, ms[r], s)
+		Label(ok)
+		smScale(rows[r].d, n, s)
+	}
+	JMP(LabelRef("end_" + id))
+	Label("slow_" + id)
+	for r := range rows {
+		sfx := id + string(rune('0'+r))
+		VMOVD(ms[r], bits)
+		CMPL(bits, U32(0xff800000))
+		JNE(LabelRef("fin_" + sfx))
+		// Maximum -Inf: an error if the row holds a NaN, else zeros.
+		rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
+			v := load(f32At(rows[r].d, i), k)
+			kk := K()
+			VCMPPS(U8(3), v, v, kk) // unordered: NaN
+			KORTESTW(kk, kk)
+			JNZ(LabelRef("nan_" + sfx))
+		})
+		z := ZMM()
+		VXORPS(z, z, z)
+		rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
+			store(z, f32At(rows[r].d, i), k)
+		})
+		JMP(LabelRef("next_" + sfx))
+		Label("nan_" + sfx)
+		zx := XMM()
+		VXORPS(zx, zx, zx)
+		smRet(left, r, ms[r], zx)
+		Label("fin_" + sfx)
+		m1 := ZMM()
+		VBROADCASTSS(ms[r], m1)
+		s := reduceSum(expSumRow(rows[r].d, rows[r].d, n, m1, lo))
+		jumpIfNonFinite(s, "sbad_"+sfx)
+		smScale(rows[r].d, n, s)
+		JMP(LabelRef("next_" + sfx))
+		Label("sbad_" + sfx)
+		smRet(left, r, ms[r], s)
+		Label("next_" + sfx)
+	}
+	Label("end_" + id)
+}
+
+func softmaxRows() {
+	TEXT("eltSoftmaxRows", NOSPLIT, "func(dst, x, mask []float32, rows, n int, s float32) (i int, m, sum float32)")
+	Doc("eltSoftmaxRows is the scaled softmax of rows rows of n floats (dst and x",
+		"hold rows*n, mask n or none), in pairs of rows and a last single row,",
+		"exactly as eltSoftmaxRowsGeneric: it returns rows, 0, 0, or the first row",
+		"whose values are in error with its maximum and sum.")
+	d := Load(Param("dst").Base(), GP64())
+	xp := Load(Param("x").Base(), GP64())
+	mp := Load(Param("mask").Base(), GP64())
+	nm := Load(Param("mask").Len(), GP64())
+	left := Load(Param("rows"), GP64())
+	n := Load(Param("n"), GP64())
+	sc := scalar("s")
+	lo := bcast("expmin")
+	rowBytes := GP64()
+	MOVQ(n, rowBytes)
+	SHLQ(U8(2), rowBytes)
+	TESTQ(nm, nm)
+	JNZ(LabelRef("sm_mask"))
+	for _, withMask := range []bool{false, true} {
+		id := map[bool]string{true: "mask", false: "nomask"}[withMask]
+		Label("sm_" + id)
+		CMPQ(left, U8(2))
+		JB(LabelRef("sm_one_" + id))
+		db, xb := GP64(), GP64()
+		LEAQ(Mem{Base: d, Index: rowBytes, Scale: 1}, db)
+		LEAQ(Mem{Base: xp, Index: rowBytes, Scale: 1}, xb)
+		smGroup([]smRow{{d, xp}, {db, xb}}, withMask, n, mp, left, sc, lo)
+		LEAQ(Mem{Base: d, Index: rowBytes, Scale: 2}, d)
+		LEAQ(Mem{Base: xp, Index: rowBytes, Scale: 2}, xp)
+		SUBQ(U8(2), left)
+		JMP(LabelRef("sm_" + id))
+		Label("sm_one_" + id)
+		TESTQ(left, left)
+		JZ(LabelRef("sm_done"))
+		smGroup([]smRow{{d, xp}}, withMask, n, mp, left, sc, lo)
+		JMP(LabelRef("sm_done"))
+	}
+	Label("sm_done")
+	idx := Load(Param("rows"), GP64())
+	Store(idx, ReturnIndex(0))
+	z := XMM()
+	VXORPS(z, z, z)
+	Store(z, ReturnIndex(1))
+	Store(z, ReturnIndex(2))
 	RET()
 }
 
@@ -867,5 +1102,115 @@ func dequantS32() {
 	RET()
 	Label("nocs")
 	rowLoop(n, body(false))
+	RET()
+}
+
+func transpose16() {
+	TEXT("packT16", NOSPLIT, "func(dst, w []float32, nblk, ldw, ldd int)")
+	Doc("packT16 stores the transpose of the 16 x 16*nblk block of w (rows",
+		"ldw apart) into dst (rows ldd apart), 16x16 blocks in registers:",
+		"",
+		"	dst[q*ldd+r] = w[r*ldw+q]   for r < 16, q < 16*nblk",
+		"",
+		"It only moves bits. The caller checks len(w) >= 15*ldw+16*nblk and",
+		"len(dst) >= (16*nblk-1)*ldd+16 (see packT16Generic).")
+	d := Load(Param("dst").Base(), GP64())
+	wp := Load(Param("w").Base(), GP64())
+	nblk := Load(Param("nblk"), GP64())
+	ldw := Load(Param("ldw"), GP64())
+	ldd := Load(Param("ldd"), GP64())
+	SHLQ(U8(2), ldw)
+	SHLQ(U8(2), ldd)
+	// w3 = 3*ldw bytes, for rows r = 4g+0..3 at base + g*4*ldw.
+	w3 := GP64()
+	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, w3)
+	d3 := GP64()
+	LEAQ(Mem{Base: ldd, Index: ldd, Scale: 2}, d3)
+	TESTQ(nblk, nblk)
+	JZ(LabelRef("t16_done"))
+	Label("t16_blk")
+	// Load the 16 rows (16 floats each) of this block.
+	a := make([]reg.VecVirtual, 16)
+	rp := GP64()
+	MOVQ(wp, rp)
+	for g := 0; g < 4; g++ {
+		if g > 0 {
+			LEAQ(Mem{Base: rp, Index: ldw, Scale: 4}, rp)
+		}
+		for r := 0; r < 4; r++ {
+			a[4*g+r] = ZMM()
+			var m Mem
+			switch r {
+			case 0:
+				m = Mem{Base: rp}
+			case 1:
+				m = Mem{Base: rp, Index: ldw, Scale: 1}
+			case 2:
+				m = Mem{Base: rp, Index: ldw, Scale: 2}
+			case 3:
+				m = Mem{Base: rp, Index: w3, Scale: 1}
+			}
+			VMOVUPS(m, a[4*g+r])
+		}
+	}
+	// Stage 1: per 128-bit lane l, t[2i] = [a0[4l] a1[4l] a0[4l+1] a1[4l+1]]
+	// (rows 2i, 2i+1), t[2i+1] the same for columns 4l+2, 4l+3.
+	t := make([]reg.VecVirtual, 16)
+	for i := 0; i < 8; i++ {
+		t[2*i], t[2*i+1] = ZMM(), ZMM()
+		VUNPCKLPS(a[2*i+1], a[2*i], t[2*i])
+		VUNPCKHPS(a[2*i+1], a[2*i], t[2*i+1])
+	}
+	// Stage 2: u[4g+c] lane l = rows 4g..4g+3 at column 4l+c.
+	u := make([]reg.VecVirtual, 16)
+	for g := 0; g < 4; g++ {
+		for c := 0; c < 4; c++ {
+			u[4*g+c] = ZMM()
+		}
+		VUNPCKLPD(t[4*g+2], t[4*g], u[4*g])
+		VUNPCKHPD(t[4*g+2], t[4*g], u[4*g+1])
+		VUNPCKLPD(t[4*g+3], t[4*g+1], u[4*g+2])
+		VUNPCKHPD(t[4*g+3], t[4*g+1], u[4*g+3])
+	}
+	// Stage 3: v[c] = (g0 l0, g0 l2, g1 l0, g1 l2), v[c+4] = (g0 l1, g0 l3,
+	// g1 l1, g1 l3), v[c+8], v[c+12] the same for groups 2, 3.
+	v := make([]reg.VecVirtual, 16)
+	for c := 0; c < 4; c++ {
+		v[c], v[c+4], v[c+8], v[c+12] = ZMM(), ZMM(), ZMM(), ZMM()
+		VSHUFF32X4(U8(0x88), u[4+c], u[c], v[c])
+		VSHUFF32X4(U8(0xdd), u[4+c], u[c], v[c+4])
+		VSHUFF32X4(U8(0x88), u[12+c], u[8+c], v[c+8])
+		VSHUFF32X4(U8(0xdd), u[12+c], u[8+c], v[c+12])
+	}
+	// Stage 4: column 4l+c = groups 0..3 of lane l.
+	o := make([]reg.VecVirtual, 16)
+	for c := 0; c < 4; c++ {
+		o[c], o[8+c], o[4+c], o[12+c] = ZMM(), ZMM(), ZMM(), ZMM()
+		VSHUFF32X4(U8(0x88), v[c+8], v[c], o[c])
+		VSHUFF32X4(U8(0xdd), v[c+8], v[c], o[8+c])
+		VSHUFF32X4(U8(0x88), v[c+12], v[c+4], o[4+c])
+		VSHUFF32X4(U8(0xdd), v[c+12], v[c+4], o[12+c])
+	}
+	for g := 0; g < 4; g++ {
+		for r := 0; r < 4; r++ {
+			var m Mem
+			switch r {
+			case 0:
+				m = Mem{Base: d}
+			case 1:
+				m = Mem{Base: d, Index: ldd, Scale: 1}
+			case 2:
+				m = Mem{Base: d, Index: ldd, Scale: 2}
+			case 3:
+				m = Mem{Base: d, Index: d3, Scale: 1}
+			}
+			VMOVUPS(o[4*g+r], m)
+		}
+		LEAQ(Mem{Base: d, Index: ldd, Scale: 4}, d)
+	}
+	ADDQ(U8(64), wp)
+	DECQ(nblk)
+	JNZ(LabelRef("t16_blk"))
+	Label("t16_done")
 	RET()
 }

@@ -1,0 +1,220 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestPackF32IntoPaths checks PackF32Into on both paths (the AVX-512 16x16
+// transpose and its Go twin) against PackF32, bit for bit (NaN payloads
+// included: the pack only moves data), over shapes with and without tails
+// in n and k and with every panel width.
+func TestPackF32IntoPaths(t *testing.T) {
+	eltPaths(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 16))
+		var into PackedF32
+		for _, c := range [][3]int{{256, 64, 32}, {256, 64, 16}, {256, 64, 64}, {16, 16, 16}, {15, 16, 16}, {17, 17, 16},
+			{33, 15, 48}, {100, 80, 32}, {64, 1, 64}, {48, 200, 48}, {31, 47, 16}, {1, 16, 16}, {0, 16, 16}, {16, 0, 16}} {
+			n, k, nr := c[0], c[1], c[2]
+			ldw := k + r.IntN(20)
+			w := make([]float32, max((n-1)*ldw+k, 1))
+			for i := range w {
+				w[i] = math.Float32frombits(r.Uint32()) // any bits: NaNs with payloads too
+			}
+			want, err := PackF32(n, k, w, ldw, nr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			full := into.Data[:cap(into.Data)]
+			for i := range full {
+				full[i] = float32(math.NaN())
+			}
+			if err := PackF32Into(&into, n, k, w, ldw, nr); err != nil {
+				t.Fatal(err)
+			}
+			if len(into.Data) != len(want.Data) {
+				t.Fatalf("%v: len %d, want %d", c, len(into.Data), len(want.Data))
+			}
+			for i := range want.Data {
+				if math.Float32bits(into.Data[i]) != math.Float32bits(want.Data[i]) {
+					t.Fatalf("%v: data[%d] bits %#x, want %#x", c, i, math.Float32bits(into.Data[i]), math.Float32bits(want.Data[i]))
+				}
+			}
+		}
+	})
+}
+
+// TestPackT16Guard checks that the transpose writes only its block.
+func TestPackT16Guard(t *testing.T) {
+	eltPaths(t, func(t *testing.T) {
+		const nblk, ldw, ldd = 3, 53, 24
+		w := make([]float32, 15*ldw+16*nblk)
+		for i := range w {
+			w[i] = float32(i)
+		}
+		dst, check := guarded((16*nblk-1)*ldd+16, float32(-7))
+		eltImpl().packT16(dst, w, nblk, ldw, ldd)
+		check(t)
+		for q := 0; q < 16*nblk; q++ {
+			for r := 0; r < ldd && q*ldd+r < len(dst); r++ {
+				want := float32(-7)
+				if r < 16 {
+					want = w[r*ldw+q]
+				}
+				if dst[q*ldd+r] != want {
+					t.Fatalf("dst[%d*%d+%d] = %v, want %v", q, ldd, r, dst[q*ldd+r], want)
+				}
+			}
+		}
+	})
+}
+
+// TestExpMatchesTwin compares the vector exp (through eltExpSum with m = 0)
+// with its Go twin bit for bit on a dense grid of [-110, 0.5], special
+// values and random arguments, and the twin with float64 in units in the
+// last place.
+func TestExpMatchesTwin(t *testing.T) {
+	var xs []float32
+	for x := float32(-110); x <= 0.5; x += 1.0 / 1024 {
+		xs = append(xs, x)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 16 {
+		xs = append(xs, float32(-r.Float64()*104), -float32(r.ExpFloat64()*1e-3))
+	}
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), float32(math.Inf(-1)), float32(math.NaN()), -math.MaxFloat32, -103.97, -87.33, -87.34, 1e-30, -1e-30)
+	twin := make([]float32, len(xs))
+	for i, x := range xs {
+		twin[i] = eltExp(x)
+	}
+	if eltwiseAVX512() {
+		got := make([]float32, len(xs))
+		eltExpSum(got, xs, 0)
+		if k := bitsEqual(got, twin); k >= 0 {
+			t.Fatalf("exp(%v): asm %v (%#x), twin %v (%#x)", xs[k], got[k], math.Float32bits(got[k]), twin[k], math.Float32bits(twin[k]))
+		}
+	} else {
+		t.Log("avx512 element-wise path not live: twin only")
+	}
+	var worst float64
+	for i, x := range xs {
+		if x != x || x < -87.3 { // NaN; subnormal or zero results
+			continue
+		}
+		want := math.Exp(float64(x))
+		ulp := float64(math.Nextafter32(float32(want), float32(math.Inf(1))) - float32(want))
+		worst = max(worst, math.Abs(float64(twin[i])-want)/ulp)
+	}
+	t.Logf("max error %.3g ulp (normal results)", worst)
+	if worst > 2 {
+		t.Fatalf("exp error %.3g ulp", worst)
+	}
+}
+
+// TestSoftmaxScaledRows checks the fused multi-row SoftmaxScaled: the
+// AVX-512 kernel against its twin bit for bit (outputs and errors) over
+// odd and even row counts, row lengths with tails, masks with -Inf and
+// finfo.min, rows fully masked by -Inf values at either place of a pair,
+// rows in error, and aliasing; and the result against float64 softmax.
+func TestSoftmaxScaledRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	inf := float32(math.Inf(-1))
+	for _, rows := range []int{1, 2, 3, 4, 7} {
+		for _, n := range []int{1, 5, 16, 17, 31, 32, 33, 64, 100, 256, 257} {
+			for variant := 0; variant < 6; variant++ {
+				x := randF32(r, rows*n, 10, 0)
+				var mask []float32
+				if variant%2 == 1 {
+					mask = make([]float32, n)
+					for j := n - n/4; j < n; j++ {
+						mask[j] = -math.MaxFloat32
+					}
+					if n > 3 {
+						mask[2] = inf
+					}
+				}
+				switch variant / 2 {
+				case 1: // a row of -Inf (zeros out), at a varying place
+					row := r.IntN(rows)
+					for j := 0; j < n; j++ {
+						x[row*n+j] = inf
+					}
+				case 2: // a NaN or +Inf: an error
+					bad := []float32{float32(math.NaN()), float32(math.Inf(1))}[r.IntN(2)]
+					x[r.IntN(rows*n)] = bad
+				}
+				name := fmt.Sprintf("%dx%d/v%d", rows, n, variant)
+				scale := float32(0.125)
+				run := func(generic, inPlace bool) ([]float32, error) {
+					var d []float32
+					var err error
+					withPath(generic, func() {
+						if inPlace {
+							d = append([]float32(nil), x...)
+							err = SoftmaxScaled(d, d, rows, n, scale, mask)
+						} else {
+							d = make([]float32, rows*n)
+							err = SoftmaxScaled(d, x, rows, n, scale, mask)
+						}
+					})
+					return d, err
+				}
+				g, ge := run(true, false)
+				g2, ge2 := run(true, true)
+				if fmt.Sprint(ge) != fmt.Sprint(ge2) || (ge == nil && bitsEqual(g, g2) >= 0) {
+					t.Fatalf("%s: generic in place differs: %v vs %v", name, ge, ge2)
+				}
+				if eltwiseAVX512() {
+					for _, inPlace := range []bool{false, true} {
+						a, ae := run(false, inPlace)
+						if fmt.Sprint(ae) != fmt.Sprint(ge) {
+							t.Fatalf("%s in place %v: errors differ: asm %v, twin %v", name, inPlace, ae, ge)
+						}
+						want := map[bool][]float32{false: g, true: g2}[inPlace]
+						if k := bitsEqual(a, want); k >= 0 {
+							t.Fatalf("%s in place %v: dst[%d] asm %v, twin %v", name, inPlace, k, a[k], want[k])
+						}
+					}
+				}
+				if variant/2 == 2 {
+					if ge == nil {
+						t.Fatalf("%s: no error", name)
+					}
+					continue
+				}
+				if ge != nil {
+					t.Fatalf("%s: %v", name, ge)
+				}
+				// Against float64 softmax of the float32 scores x*scale+mask.
+				for i := 0; i < rows; i++ {
+					s := make([]float64, n)
+					m := math.Inf(-1)
+					for j := range s {
+						v := x[i*n+j] * scale
+						if mask != nil {
+							v += mask[j]
+						}
+						s[j] = float64(v)
+						m = max(m, s[j])
+					}
+					var sum float64
+					for j := range s {
+						sum += math.Exp(s[j] - m)
+					}
+					for j := range s {
+						want := math.Exp(s[j]-m) / sum
+						if math.IsInf(m, -1) {
+							want = 0
+						}
+						got := float64(g[i*n+j])
+						if math.Abs(got-want) > want*(1e-6+1.2e-7*math.Abs(s[j]-m))+1e-37 {
+							t.Fatalf("%s: row %d col %d: %v, want %v", name, i, j, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
