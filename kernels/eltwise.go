@@ -502,6 +502,39 @@ func QuantizeTensorU8(dst []uint8, x []float32, rows, h int, scale float32, zp i
 	return nil
 }
 
+// QuantizeBlockU8 is QuantizeTensorU8 of a rows x cols block of x with
+// row stride ldx into dst with row stride ldd (one head of attention's
+// context inside the [tokens][hidden] matrix): it checks its arguments
+// once and quantizes row by row. Errors as QuantizeTensorU8, naming the
+// block's row and column.
+func QuantizeBlockU8(dst []uint8, ldd int, x []float32, ldx, rows, cols int, scale float32, zp int32) error {
+	const op = "quantize block u8"
+	if rows < 0 || cols < 0 || ldd < cols || ldx < cols {
+		return eltShape(op, rows, cols, "strides ldd=%d ldx=%d below %d columns", ldd, ldx, cols)
+	}
+	if rows == 0 || cols == 0 {
+		return nil
+	}
+	if need := (rows-1)*ldd + cols; len(dst) < need {
+		return eltShape(op, rows, cols, "len(dst)=%d < %d", len(dst), need)
+	}
+	if need := (rows-1)*ldx + cols; len(x) < need {
+		return eltShape(op, rows, cols, "len(x)=%d < %d", len(x), need)
+	}
+	if err := checkStatic(op, rows, cols, scale, zp, 0, 255); err != nil {
+		return err
+	}
+	f, inv, z := eltImpl(), 1/scale, float32(zp)
+	for i := 0; i < rows; i++ {
+		xr := x[i*ldx : i*ldx+cols]
+		if f.qU8(dst[i*ldd:i*ldd+cols], xr, inv, z) >= absMaxBitsLimit {
+			j := max(findNonFinite(xr), 0)
+			return fmt.Errorf("kernels: %s rows=%d cols=%d: row %d col %d: %v: %w", op, rows, cols, i, j, xr[j], ErrNonFinite)
+		}
+	}
+	return nil
+}
+
 // QuantizeTensorS8 quantizes x with one static scale and zero point:
 // dst[k] = Quantize(x[k], scale, zp, -128, 127). Errors as QuantizeTensorU8.
 func QuantizeTensorS8(dst []int8, x []float32, rows, h int, scale float32, zp int32) error {

@@ -984,3 +984,50 @@ func TestSoftmaxScaled(t *testing.T) {
 		t.Fatalf("NaN: err = %v", err)
 	}
 }
+
+// TestQuantizeBlockU8: a strided block equals QuantizeTensorU8 of the
+// same rows, leaves the rest of dst alone, and reports bad input.
+func TestQuantizeBlockU8(t *testing.T) {
+	rows, cols, ldx, ldd := 7, 19, 40, 33
+	x := make([]float32, rows*ldx)
+	for i := range x {
+		x[i] = float32(i%23)*0.37 - 3
+	}
+	dst := make([]uint8, rows*ldd)
+	for i := range dst {
+		dst[i] = 0xAA
+	}
+	if err := QuantizeBlockU8(dst, ldd, x, ldx, rows, cols, 0.05, 60); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]uint8, cols)
+	for i := 0; i < rows; i++ {
+		if err := QuantizeTensorU8(want, x[i*ldx:i*ldx+cols], 1, cols, 0.05, 60); err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < ldd; j++ {
+			got := dst[i*ldd+j]
+			switch {
+			case j < cols && got != want[j]:
+				t.Fatalf("row %d col %d: %d, want %d", i, j, got, want[j])
+			case j >= cols && got != 0xAA:
+				t.Fatalf("row %d col %d outside the block was written: %d", i, j, got)
+			}
+		}
+	}
+	x[3*ldx+5] = float32(math.NaN())
+	err := QuantizeBlockU8(dst, ldd, x, ldx, rows, cols, 0.05, 60)
+	if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "row 3 col 5") {
+		t.Errorf("NaN: %v", err)
+	}
+	for _, bad := range []func() error{
+		func() error { return QuantizeBlockU8(dst, cols-1, x, ldx, rows, cols, 0.05, 60) },
+		func() error { return QuantizeBlockU8(dst[:10], ldd, x, ldx, rows, cols, 0.05, 60) },
+		func() error { return QuantizeBlockU8(dst, ldd, x, ldx, rows, cols, 0, 60) },
+		func() error { return QuantizeBlockU8(dst, ldd, x, ldx, rows, cols, 0.05, 256) },
+	} {
+		if err := bad(); !errors.Is(err, ErrShape) {
+			t.Errorf("bad arguments: %v, want ErrShape", err)
+		}
+	}
+}

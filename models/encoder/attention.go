@@ -121,11 +121,9 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q 
 		return fmt.Errorf("attention context (sequence %d, head %d): %w", bi, hd, err)
 	}
 	if q != nil {
-		for i := 0; i < seq; i++ {
-			o := (bi*seq+i)*h + hd*d
-			if err := kernels.QuantizeTensorU8(q.dst[o:o+d], s.ctx[o:o+d], 1, d, q.scale, q.zp); err != nil {
-				return fmt.Errorf("attention context (sequence %d, head %d, token %d): %w", bi, hd, i, err)
-			}
+		o := bi*seq*h + hd*d
+		if err := kernels.QuantizeBlockU8(q.dst[o:], h, s.ctx[o:], h, seq, d, q.scale, q.zp); err != nil {
+			return fmt.Errorf("attention context (sequence %d, head %d): %w", bi, hd, err)
 		}
 	}
 	return nil
