@@ -383,8 +383,13 @@ func vnniNT(g *GEMMU8S8) int {
 var vnniFusedEpi = true
 
 // vnniNTF32Stores selects non-temporal stores for the f32 outputs of the fused
-// micro-kernels under the conditions of vnniNT's for s32.
-var vnniNTF32Stores = true
+// micro-kernels under the conditions of vnniNT's for s32. Off: in the
+// encoder every f32 output is read right away (attention reads QKV's,
+// LayerNorm O's and FFN2's), and bypassing the caches made those readers
+// slower (BERT-large attention ~41-46 ms with cached stores against ~43-53
+// with non-temporal ones, bench model, one thread); the GEMM alone gained
+// only 1-3%.
+var vnniNTF32Stores = false
 
 // vnniNTF32Out reports whether the fused kernels store g's f32 output
 // non-temporally: vnniNT's conditions, on Out.F32.
