@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -89,9 +88,7 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return writeJSON(stdout, r)
 	}
 	fmt.Fprintf(stdout, "%s, seq %d, batch %d, %d thread(s); median of timed passes\n", r.Arch, r.Seq, r.Batch, r.Threads)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -131,9 +130,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			Task    string       `json:"task"`
 			Results []evalResult `json:"results"`
 		}{*task, results}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return writeJSON(stdout, out)
 	}
 	fmt.Fprintf(stdout, "%s on %s (%d examples)\n", *task, *data, ev.n())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -8,11 +8,9 @@ import (
 	"io"
 	"os"
 
+	"github.com/int8bert/int8bert/bench"
 	"github.com/int8bert/int8bert/checkpoint"
-	"github.com/int8bert/int8bert/models/bert"
-	"github.com/int8bert/int8bert/models/distilbert"
 	"github.com/int8bert/int8bert/models/encoder"
-	"github.com/int8bert/int8bert/models/xlmr"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -22,14 +20,11 @@ func familyOf(dir string) (*encoder.Family, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family} {
-		for _, t := range f.ModelTypes {
-			if cfg.ModelType == t {
-				return f, nil
-			}
-		}
+	fam, err := bench.FamilyOf(cfg.ModelType)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", dir, err)
 	}
-	return nil, fmt.Errorf("model %s: model_type %q is not supported (bert, distilbert, xlm-roberta)", dir, cfg.ModelType)
+	return fam, nil
 }
 
 // openFamily finds dir's family, makes a selector (with the default tuning

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -74,9 +73,7 @@ func runInfo(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return writeJSON(stdout, r)
 	}
 	f := r.CPU
 	fmt.Fprintf(stdout, "cpu:      %s (%s, family %d model %d stepping %d)\n", f.Brand, f.Vendor, f.Family, f.Model, f.Stepping)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -25,4 +26,11 @@ func progressPrinter(w io.Writer) func(stage string, done, total int) {
 			fmt.Fprintf(w, "%s: %d/%d done\n", stage, done, total)
 		}
 	}
+}
+
+// writeJSON prints v as indented JSON, the -json output of every command.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

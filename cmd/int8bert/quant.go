@@ -180,9 +180,7 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	r := q.Model.Encoder.Recipe()
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"out": *out, "recipe": jsonSafeRecipe(r)})
+		return writeJSON(stdout, map[string]any{"out": *out, "recipe": jsonSafeRecipe(r)})
 	}
 	fmt.Fprintf(stdout, "wrote %s/%s: %s, alpha %s, %d calibration texts (%d tokens)\n", *out, encoder.ArtifactFile, r.Mode, r.Alpha, r.CalibTexts, r.CalibRows)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)

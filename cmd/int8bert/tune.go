@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -223,9 +222,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		for _, c := range choices {
 			out.Choices = append(out.Choices, jsonChoice{c, c.FromCache})
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return writeJSON(stdout, out)
 	}
 	where := s.CachePath()
 	if where == "" {
