@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"text/tabwriter"
 
 	"github.com/int8bert/int8bert/bench"
@@ -158,6 +159,13 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if *qf.calib == "" && prec == encoder.PrecisionInt8Static {
 		return fmt.Errorf("quantize: --mode static needs --calib FILE")
+	}
+	if dir, err := encoder.ResolveModel(ctx, *model, ""); err == nil {
+		a, errA := os.Stat(dir)
+		b, errB := os.Stat(*out)
+		if errA == nil && errB == nil && os.SameFile(a, b) {
+			return fmt.Errorf("quantize: -o %s is the FP32 model's own folder: it would open as INT8 from then on; choose another folder", *out)
+		}
 	}
 	p, sel, err := loadPipeline(ctx, *model, *threads)
 	if err != nil {

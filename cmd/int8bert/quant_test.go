@@ -417,3 +417,17 @@ func TestQuantizeErrors(t *testing.T) {
 	wantCLIError(t, "", "classify", "--model", model, "--precision", "int9", "x")
 	wantCLIError(t, "", "classify", "--model", model, "--precision", "int8-dynamic", "--alpha", "7", "x")
 }
+
+// TestQuantizeIntoOwnFolder: -o naming the FP32 model's folder is refused
+// before anything is written.
+func TestQuantizeIntoOwnFolder(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"quantize", "--model", dir, "--mode", "dynamic", "-o", dir}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "own folder") {
+		t.Fatalf("quantize into the model's folder: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the folder was written: %v", entries)
+	}
+}
