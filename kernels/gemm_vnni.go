@@ -407,6 +407,11 @@ func vnniNTF32Out(g *GEMMU8S8) bool {
 	return 4*g.M*o.Ldc >= lim
 }
 
+// vnniPanelMajor walks a one-K-step block panel by panel (every row tile
+// against one weight panel, then the next panel) when the block's rows of
+// A fit in half of L2; off, row tile by row tile.
+var vnniPanelMajor = true
+
 // vnniScratch holds the int32 partial sums of a block between K steps.
 var vnniScratch = sync.Pool{New: func() any { return new([]int32) }}
 
@@ -463,6 +468,15 @@ func vnniBlock(g *GEMMU8S8, e *vnniEp, mr, nr int, micros []vnniMicro, fused vnn
 		}
 		acc = (*sp)[:cap(*sp)]
 	}
+	// With K in one step and the block's rows of A small enough to stay in
+	// L2, each weight panel is used by every row tile in turn: it comes
+	// from memory once and then from L1, instead of once per block from
+	// memory for the first row tile (vnniPanelMajor).
+	l2 := cpu.X86.L2
+	if l2 <= 0 {
+		l2 = 1 << 20
+	}
+	panelMajor := vnniPanelMajor && kc == k && (i1-i0)*k <= l2/2
 	for p := 0; p < max(k, 1); p += max(kc, 1) {
 		kk := min(kc, k-p)
 		last := p+kc >= k
@@ -470,42 +484,53 @@ func vnniBlock(g *GEMMU8S8, e *vnniEp, mr, nr int, micros []vnniMicro, fused vnn
 		if p > 0 {
 			add = 1
 		}
-		for i := i0; i < i1; i += mr {
+		tile := func(i, j int) {
 			rows := min(mr, i1-i)
 			micro := micros[rows]
 			var ap *uint8
 			if k > 0 {
 				ap = &g.A[i*lda+p]
 			}
+			cols := min(nr, j1-j)
+			var b *int8
+			if bp != nil {
+				b = (*int8)(unsafe.Add(unsafe.Pointer(bp), (j/nr)*panel+p*nr))
+			}
+			if g.Out.S32 != nil {
+				mask, f := full, add
+				if cols < nr {
+					mask = 1<<cols - 1
+				} else if last {
+					f |= nt
+				}
+				micro(ap, lda, b, kk, &g.Out.S32[i*g.Out.Ldc+j], g.Out.Ldc, mask, f)
+				return
+			}
+			if useFused && rows == mr && cols == nr {
+				ea0.at(ea, i, j)
+				fused(ap, lda, b, kk, (*byte)(unsafe.Pointer(ea)))
+				return
+			}
+			t := acc
+			if kc < k {
+				t = acc[(i-i0)*ldacc+(j-j0):]
+			}
+			micro(ap, lda, b, kk, &t[0], ldacc, full, add)
+			if last {
+				vnniTileEpilogue(g, e, epi, t, ldacc, i, j, rows, cols)
+			}
+		}
+		if panelMajor {
 			for j := j0; j < j1; j += nr {
-				cols := min(nr, j1-j)
-				var b *int8
-				if bp != nil {
-					b = (*int8)(unsafe.Add(unsafe.Pointer(bp), (j/nr)*panel+p*nr))
+				for i := i0; i < i1; i += mr {
+					tile(i, j)
 				}
-				if g.Out.S32 != nil {
-					mask, f := full, add
-					if cols < nr {
-						mask = 1<<cols - 1
-					} else if last {
-						f |= nt
-					}
-					micro(ap, lda, b, kk, &g.Out.S32[i*g.Out.Ldc+j], g.Out.Ldc, mask, f)
-					continue
-				}
-				if useFused && rows == mr && cols == nr {
-					ea0.at(ea, i, j)
-					fused(ap, lda, b, kk, (*byte)(unsafe.Pointer(ea)))
-					continue
-				}
-				t := acc
-				if kc < k {
-					t = acc[(i-i0)*ldacc+(j-j0):]
-				}
-				micro(ap, lda, b, kk, &t[0], ldacc, full, add)
-				if last {
-					vnniTileEpilogue(g, e, epi, t, ldacc, i, j, rows, cols)
-				}
+			}
+			continue
+		}
+		for i := i0; i < i1; i += mr {
+			for j := j0; j < j1; j += nr {
+				tile(i, j)
 			}
 		}
 	}
