@@ -188,7 +188,7 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 	return c, nil
 }
 
-// linearSources are the FP32 weights of layer li's linears, as read from
+// linearWeights returns the FP32 weights of layer li's linears, as read from
 // the model's source: [3H][H] QKV (fused), O, FFN1, FFN2, and biases.
 func (m *Model) linearWeights(li int) (w, b [numLin][]float32, err error) {
 	h, in := m.cfg.Hidden, m.cfg.Intermediate
@@ -382,7 +382,7 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 		Percentile: o.Percentile, FallbackSQNR: o.FallbackSQNR, CalibTexts: o.CalibTexts, CalibHash: o.CalibHash,
 		Family: m.Family.Name, ModelType: m.cfg.ModelType, Task: m.Task.String(), Source: o.Source,
 		Versions: Versions(), Layers: layers, Created: time.Now().UTC()}
-	if cal.Obs != nil && len(batches) > 0 {
+	if len(batches) > 0 {
 		r.CalibRows = cal.Rows
 	}
 	meta, err := r.Encode()
