@@ -24,7 +24,7 @@ func TestVNNIABPanelMajor(t *testing.T) {
 	defer func(v bool) { vnniPanelMajor = v }(vnniPanelMajor)
 	kr := newVNNIKernel(8, 48)
 	for _, sh := range []struct {
-		m, k, n int
+		m, k, n  int
 		u8, gelu bool
 	}{{256, 1024, 3072, false, false}, {256, 1024, 4096, true, true}, {256, 1024, 1024, false, false}, {128, 768, 3072, true, true}} {
 		copies := max(2, 160<<20/(sh.n*sh.k))
