@@ -22,6 +22,37 @@ const (
 // ("int8.layer.<i>.<name>.").
 var linNames = [numLin]string{"qkv", "o", "ffn1", "ffn2"}
 
+// linDims are the [N, K] of each linear of a layer of c.
+func linDims(c Config) [numLin][2]int {
+	h, in := c.Hidden, c.Intermediate
+	return [numLin][2]int{linQKV: {3 * h, h}, linO: {h, h}, linFFN1: {in, h}, linFFN2: {h, in}}
+}
+
+// readLinears reads the FP32 weights and biases of one layer's linears
+// from l, Q, K and V fused into one [3H][H] projection (Q rows first).
+func readLinears(l *Loader, n LayerNames, c Config) (w, b [numLin][]float32, err error) {
+	h, in := c.Hidden, c.Intermediate
+	get := func(name string, shape ...int) []float32 {
+		if err != nil {
+			return nil
+		}
+		var v []float32
+		v, err = l.Get(name, shape...)
+		return v
+	}
+	q, k, v := get(n.Q, h, h), get(n.K, h, h), get(n.V, h, h)
+	qb, kb, vb := get(n.QBias, h), get(n.KBias, h), get(n.VBias, h)
+	w[linO], b[linO] = get(n.O, h, h), get(n.OBias, h)
+	w[linFFN1], b[linFFN1] = get(n.FFN1, in, h), get(n.FFN1Bias, in)
+	w[linFFN2], b[linFFN2] = get(n.FFN2, h, in), get(n.FFN2Bias, h)
+	if err != nil {
+		return w, b, err
+	}
+	w[linQKV] = append(append(append(make([]float32, 0, 3*h*h), q...), k...), v...)
+	b[linQKV] = append(append(append(make([]float32, 0, 3*h), qb...), kb...), vb...)
+	return w, b, nil
+}
+
 // qlinPrefix is the tensor name prefix of layer li's linear which in the
 // INT8 artifact.
 func qlinPrefix(li, which int) string {
@@ -192,48 +223,6 @@ func (m *Model) getQScratch(batch, seq int) *qscratch {
 		return s
 	}
 	return newQScratch(m.cfg, batch, seq)
-}
-
-// forwardInt8 is Forward for an INT8 model.
-func (m *Model) forwardInt8(in *Inputs, keepHidden bool) (*Output, error) {
-	if err := m.check(in); err != nil {
-		return nil, err
-	}
-	h, rows := m.cfg.Hidden, in.Batch*in.Seq
-	t0 := time.Now()
-	x := make([]float32, rows*h)
-	m.embed(in, x)
-	s := m.getQScratch(in.Batch, in.Seq)
-	defer m.scratchPool.Put(s)
-	// In static mode the embeddings' LayerNorm also quantizes the first
-	// layer's input.
-	var qp *kernels.QuantParams
-	var q []uint8
-	if m.prec == PrecisionInt8Static && len(m.qlayers) > 0 {
-		if qp = m.qlayers[0].lin[linQKV].staticParams(); qp != nil {
-			q = s.xq.u8
-		}
-	}
-	if err := kernels.LayerNorm(x, q, x, nil, rows, h, m.embLN, m.embLNBias, m.cfg.LayerNormEps, qp); err != nil {
-		return nil, fmt.Errorf("encoder: embeddings: %w", err)
-	}
-	m.prof.add(partEmbeddings, t0, 0)
-	out := &Output{Batch: in.Batch, Seq: in.Seq, Hidden: h}
-	if keepHidden {
-		out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
-	}
-	xqReady := qp != nil
-	for li := range m.qlayers {
-		var err error
-		if xqReady, err = m.qlayer(li, x, in, s, xqReady); err != nil {
-			return nil, fmt.Errorf("encoder: layer %d: %w", li, err)
-		}
-		if keepHidden {
-			out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
-		}
-	}
-	out.Last = x
-	return out, nil
 }
 
 // qlayer runs INT8 layer li in place on x. xqReady says s.xq already holds

@@ -112,50 +112,34 @@ func New(cfg Config, l *Loader, names Names, sel *selector.Selector, o Options) 
 	if err != nil {
 		return nil, err
 	}
-	h, in := cfg.Hidden, cfg.Intermediate
+	h := cfg.Hidden
 	get := func(dst *[]float32, name string, shape ...int) {
 		if err == nil {
 			*dst, err = l.Get(name, shape...)
 		}
 	}
+	dims := linDims(cfg)
 	for i := 0; i < cfg.Layers; i++ {
 		n := names.Layer(i)
-		var q, k, v, qb, kb, vb, o, f1, f2 []float32
 		var ly layer
-		get(&q, n.Q, h, h)
-		get(&k, n.K, h, h)
-		get(&v, n.V, h, h)
-		get(&qb, n.QBias, h)
-		get(&kb, n.KBias, h)
-		get(&vb, n.VBias, h)
-		get(&o, n.O, h, h)
-		get(&ly.oBias, n.OBias, h)
+		w, b, lerr := readLinears(l, n, cfg)
+		err = lerr
 		get(&ly.attnLN, n.AttnLN, h)
 		get(&ly.attnLNBias, n.AttnLNBias, h)
-		get(&f1, n.FFN1, in, h)
-		get(&ly.ffn1Bias, n.FFN1Bias, in)
-		get(&f2, n.FFN2, h, in)
-		get(&ly.ffn2Bias, n.FFN2Bias, h)
 		get(&ly.outLN, n.OutLN, h)
 		get(&ly.outLNBias, n.OutLNBias, h)
 		if err != nil {
 			m.Close()
 			return nil, err
 		}
-		qkv := append(append(append(make([]float32, 0, 3*h*h), q...), k...), v...)
-		ly.qkvBias = append(append(append(make([]float32, 0, 3*h), qb...), kb...), vb...)
-		lin := func(w []float32, n, k int) *selector.LinearF32 {
-			if err != nil {
-				return nil
+		ly.qkvBias, ly.oBias, ly.ffn1Bias, ly.ffn2Bias = b[linQKV], b[linO], b[linFFN1], b[linFFN2]
+		var lins [numLin]*selector.LinearF32
+		for which := range lins {
+			if err == nil {
+				lins[which], err = sel.NewLinearF32(dims[which][0], dims[which][1], w[which], dims[which][1])
 			}
-			var x *selector.LinearF32
-			x, err = sel.NewLinearF32(n, k, w, k)
-			return x
 		}
-		ly.qkv = lin(qkv, 3*h, h)
-		ly.o = lin(o, h, h)
-		ly.ffn1 = lin(f1, in, h)
-		ly.ffn2 = lin(f2, h, in)
+		ly.qkv, ly.o, ly.ffn1, ly.ffn2 = lins[linQKV], lins[linO], lins[linFFN1], lins[linFFN2]
 		m.layers = append(m.layers, ly)
 		if err != nil {
 			m.Close()
@@ -305,11 +289,9 @@ func (m *Model) Forward(in *Inputs, keepHidden bool) (*Output, error) {
 
 // forward is Forward that shows every linear's input to obs (FP32 models).
 func (m *Model) forward(in *Inputs, keepHidden bool, obs observeFunc) (*Output, error) {
-	if m.prec != PrecisionFP32 {
-		if obs != nil {
-			return nil, fmt.Errorf("encoder: calibration needs an FP32 model: %w", ErrConfig)
-		}
-		return m.forwardInt8(in, keepHidden)
+	int8 := m.prec != PrecisionFP32
+	if int8 && obs != nil {
+		return nil, fmt.Errorf("encoder: calibration needs an FP32 model: %w", ErrConfig)
 	}
 	if err := m.check(in); err != nil {
 		return nil, err
@@ -318,7 +300,24 @@ func (m *Model) forward(in *Inputs, keepHidden bool, obs observeFunc) (*Output, 
 	t0 := time.Now()
 	x := make([]float32, rows*h)
 	m.embed(in, x)
-	if err := kernels.LayerNorm(x, nil, x, nil, rows, h, m.embLN, m.embLNBias, m.cfg.LayerNormEps, nil); err != nil {
+	var s *scratch
+	var qs *qscratch
+	// In static mode the embeddings' LayerNorm also quantizes the first
+	// layer's input.
+	var qp *kernels.QuantParams
+	var q []uint8
+	if int8 {
+		qs = m.getQScratch(in.Batch, in.Seq)
+		defer m.scratchPool.Put(qs)
+		if m.prec == PrecisionInt8Static && len(m.qlayers) > 0 {
+			if qp = m.qlayers[0].lin[linQKV].staticParams(); qp != nil {
+				q = qs.xq.u8
+			}
+		}
+	} else {
+		s = newScratch(m.cfg, in.Batch, in.Seq)
+	}
+	if err := kernels.LayerNorm(x, q, x, nil, rows, h, m.embLN, m.embLNBias, m.cfg.LayerNormEps, qp); err != nil {
 		return nil, fmt.Errorf("encoder: embeddings: %w", err)
 	}
 	m.prof.add(partEmbeddings, t0, 0)
@@ -326,9 +325,15 @@ func (m *Model) forward(in *Inputs, keepHidden bool, obs observeFunc) (*Output, 
 	if keepHidden {
 		out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
 	}
-	s := newScratch(m.cfg, in.Batch, in.Seq)
-	for li := range m.layers {
-		if err := m.layer(li, x, in, s, obs); err != nil {
+	xqReady := qp != nil
+	for li := 0; li < len(m.layers)+len(m.qlayers); li++ {
+		var err error
+		if int8 {
+			xqReady, err = m.qlayer(li, x, in, qs, xqReady)
+		} else {
+			err = m.layer(li, x, in, s, obs)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("encoder: layer %d: %w", li, err)
 		}
 		if keepHidden {

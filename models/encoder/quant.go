@@ -141,13 +141,10 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 		sampleRows = 256
 	}
 	c := &Calibration{Obs: make([][numLin]*smoothquant.Observer, len(m.layers))}
+	dims := linDims(m.cfg)
 	for li := range c.Obs {
 		for w := 0; w < numLin; w++ {
-			k := m.cfg.Hidden
-			if w == linFFN2 {
-				k = m.cfg.Intermediate
-			}
-			c.Obs[li][w] = smoothquant.NewObserver(k, sampleRows, uint64(li*numLin+w+1))
+			c.Obs[li][w] = smoothquant.NewObserver(dims[w][1], sampleRows, uint64(li*numLin+w+1))
 		}
 	}
 	var buf []float32
@@ -188,31 +185,10 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 	return c, nil
 }
 
-// linearWeights returns the FP32 weights of layer li's linears, as read from
-// the model's source: [3H][H] QKV (fused), O, FFN1, FFN2, and biases.
+// linearWeights reads the FP32 weights of layer li's linears again from
+// the model's source (see readLinears).
 func (m *Model) linearWeights(li int) (w, b [numLin][]float32, err error) {
-	h, in := m.cfg.Hidden, m.cfg.Intermediate
-	n := m.names.Layer(li)
-	l := NewLoader(m.src)
-	get := func(name string, shape ...int) []float32 {
-		if err != nil {
-			return nil
-		}
-		var v []float32
-		v, err = l.Get(name, shape...)
-		return v
-	}
-	q, k, v := get(n.Q, h, h), get(n.K, h, h), get(n.V, h, h)
-	qb, kb, vb := get(n.QBias, h), get(n.KBias, h), get(n.VBias, h)
-	w[linO], b[linO] = get(n.O, h, h), get(n.OBias, h)
-	w[linFFN1], b[linFFN1] = get(n.FFN1, in, h), get(n.FFN1Bias, in)
-	w[linFFN2], b[linFFN2] = get(n.FFN2, h, in), get(n.FFN2Bias, h)
-	if err != nil {
-		return w, b, err
-	}
-	w[linQKV] = append(append(append(make([]float32, 0, 3*h*h), q...), k...), v...)
-	b[linQKV] = append(append(append(make([]float32, 0, 3*h), qb...), kb...), vb...)
-	return w, b, nil
+	return readLinears(NewLoader(m.src), m.names.Layer(li), m.cfg)
 }
 
 // layerTensorNames are the FP32 tensors of layer li that the artifact
@@ -229,6 +205,7 @@ func (m *Model) layerTensorNames(li int) []string {
 // per-channel multiply.
 func (m *Model) quantizeLayers(cal *Calibration, o QuantizeOptions) (map[string]checkpoint.Tensor, []smoothquant.LayerRecipe, error) {
 	h := m.cfg.Hidden
+	dims := linDims(m.cfg)
 	tensors := map[string]checkpoint.Tensor{}
 	var recipes []smoothquant.LayerRecipe
 	for li := range m.layers {
@@ -236,8 +213,8 @@ func (m *Model) quantizeLayers(cal *Calibration, o QuantizeOptions) (map[string]
 		if err != nil {
 			return nil, nil, err
 		}
-		spec := func(which, n, k int) smoothquant.LinearSpec {
-			sp := smoothquant.LinearSpec{Name: qlinPrefix(li, which), N: n, K: k, W: w[which], Bias: b[which]}
+		spec := func(which int) smoothquant.LinearSpec {
+			sp := smoothquant.LinearSpec{Name: qlinPrefix(li, which), N: dims[which][0], K: dims[which][1], W: w[which], Bias: b[which]}
 			if cal.Obs != nil {
 				sp.Obs = cal.Obs[li][which]
 			}
@@ -248,8 +225,7 @@ func (m *Model) quantizeLayers(cal *Calibration, o QuantizeOptions) (map[string]
 			// Dynamic mode without calibration data: no smoothing, weights
 			// per output channel, nothing to measure an SQNR on.
 			for which := range ql {
-				sp := spec(which, 0, 0)
-				sp.N, sp.K = len(b[which]), len(w[which])/len(b[which])
+				sp := spec(which)
 				q, scale := smoothquant.QuantizeWeights(sp.W, sp.N, sp.K, nil)
 				ql[which] = &smoothquant.QLinear{Name: sp.Name, N: sp.N, K: sp.K, W: q, WScale: scale,
 					Bias: append([]float32(nil), sp.Bias...)}
@@ -261,7 +237,7 @@ func (m *Model) quantizeLayers(cal *Calibration, o QuantizeOptions) (map[string]
 			continue
 		}
 		// O first: its smoothing moves into V.
-		if ql[linO], err = smoothquant.QuantizeLinear(spec(linO, h, h), o.Options); err != nil {
+		if ql[linO], err = smoothquant.QuantizeLinear(spec(linO), o.Options); err != nil {
 			return nil, nil, fmt.Errorf("encoder: layer %d o: %w", li, err)
 		}
 		folded := !ql[linO].Fallback && ql[linO].Smooth != nil
@@ -276,8 +252,7 @@ func (m *Model) quantizeLayers(cal *Calibration, o QuantizeOptions) (map[string]
 				b[linQKV][2*h+j] *= inv
 			}
 		}
-		specs := [numLin]smoothquant.LinearSpec{linQKV: spec(linQKV, 3*h, h), linFFN1: spec(linFFN1, m.cfg.Intermediate, h),
-			linFFN2: spec(linFFN2, h, m.cfg.Intermediate)}
+		specs := [numLin]smoothquant.LinearSpec{linQKV: spec(linQKV), linFFN1: spec(linFFN1), linFFN2: spec(linFFN2)}
 		// In static mode FFN2's input is requantized by FFN1's epilogue,
 		// which has a per-tensor scale only: no per-channel smoothing.
 		specs[linFFN2].NoSmooth = o.Mode == smoothquant.Static
@@ -293,7 +268,7 @@ func (m *Model) quantizeLayers(cal *Calibration, o QuantizeOptions) (map[string]
 			recipes = append(recipes, smoothquant.LayerRecipe{Name: strings.TrimSuffix(qlinPrefix(li, which), "."), Alpha: q.Alpha,
 				SQNR: q.SQNR, Fallback: q.Fallback, Folded: which == linO && folded})
 		}
-		if o.Progress != nil && cal.Obs != nil {
+		if o.Progress != nil {
 			o.Progress("quantize", li+1, len(m.layers))
 		}
 	}
@@ -376,7 +351,7 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	}
 	rng := o.Range
 	if rng == "" {
-		rng = "max"
+		rng = smoothquant.RangeMax
 	}
 	r := &smoothquant.Recipe{Format: smoothquant.RecipeFormat, Mode: o.Mode.String(), Alpha: alpha, Range: rng,
 		Percentile: o.Percentile, FallbackSQNR: o.FallbackSQNR, CalibTexts: o.CalibTexts, CalibHash: o.CalibHash,
@@ -445,8 +420,7 @@ func buildTaskInt8(st int8Source, closer io.Closer, cfg *checkpoint.Config, ec C
 		if mode == smoothquant.Static {
 			m.prec = PrecisionInt8Static
 		}
-		h, in := ec.Hidden, ec.Intermediate
-		dims := [numLin][2]int{linQKV: {3 * h, h}, linO: {h, h}, linFFN1: {in, h}, linFFN2: {h, in}}
+		h, dims := ec.Hidden, linDims(ec)
 		for li := 0; li < ec.Layers; li++ {
 			n := names.Layer(li)
 			var ly qlayer
