@@ -34,6 +34,25 @@ type golden struct {
 	Params     map[string][]int           `json:"params"`
 }
 
+// loadGolden reads the golden folder name (skipping the test when the
+// shared folder is absent) and opens its model with fam.
+func loadGolden(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family) (*golden, *encoder.TaskModel, *encoder.Inputs) {
+	t.Helper()
+	dir := filepath.Join(GoldenDir, name)
+	g, err := readGolden(dir)
+	if os.IsNotExist(err) {
+		t.Skipf("golden models not found at %s (they live in the project's shared folder): %v", dir, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := encoder.LoadTask(dir, fam, sel, encoder.Options{Threads: 1})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return g, m, g.inputs()
+}
+
 func readGolden(dir string) (*golden, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "golden.json"))
 	if err != nil {
@@ -80,20 +99,8 @@ func Selector(t testing.TB) *selector.Selector {
 // is 1. It returns the worst relative error seen.
 func Golden(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family, tol float64) float64 {
 	t.Helper()
-	dir := filepath.Join(GoldenDir, name)
-	g, err := readGolden(dir)
-	if os.IsNotExist(err) {
-		t.Skipf("golden models not found at %s (they live in the project's shared folder): %v", dir, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := encoder.LoadTask(dir, fam, sel, encoder.Options{Threads: 1})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	g, m, in := loadGolden(t, sel, name, fam)
 	defer m.Close()
-	in := g.inputs()
 	out, err := m.Forward(in, false)
 	if err != nil {
 		t.Fatalf("%s: forward: %v", name, err)

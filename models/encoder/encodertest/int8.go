@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/int8bert/int8bert/bench"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
@@ -97,10 +98,10 @@ func SST2Int8(t *testing.T, sel *selector.Selector, name string, fam *encoder.Fa
 				agree++
 			}
 		}
-		cos, worst := Cosine(ref, got), 1.0
+		cos, worst := bench.Cosine(ref, got), 1.0
 		n := len(ref) / len(texts)
 		for i := range texts {
-			worst = math.Min(worst, Cosine(ref[i*n:(i+1)*n], got[i*n:(i+1)*n]))
+			worst = math.Min(worst, bench.Cosine(ref[i*n:(i+1)*n], got[i*n:(i+1)*n]))
 		}
 		t.Logf("%s %s: accuracy %.4f (fp32 %.4f, %+.2f points), agreement %.4f, logits cosine %.6f (worst sentence %.6f)",
 			name, prec, acc, fp32, 100*(acc-fp32), float64(agree)/float64(len(pred)), cos, worst)
@@ -113,40 +114,14 @@ func SST2Int8(t *testing.T, sel *selector.Selector, name string, fam *encoder.Fa
 	}
 }
 
-// Cosine is the cosine similarity of a and b (1 when both are zero).
-func Cosine(a, b []float32) float64 {
-	var ab, aa, bb float64
-	for i := range a {
-		ab += float64(a[i]) * float64(b[i])
-		aa += float64(a[i]) * float64(a[i])
-		bb += float64(b[i]) * float64(b[i])
-	}
-	if aa == 0 && bb == 0 {
-		return 1
-	}
-	return ab / math.Sqrt(aa*bb)
-}
-
 // GoldenInt8 quantizes the golden model folder name in both modes
 // (calibrated on its own golden inputs), checks every output against the
 // FP32 model's (cosine >= minCos where attention_mask is 1), saves the
 // INT8 model, loads it back and checks that the outputs are bit-identical.
 func GoldenInt8(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family, minCos float64) {
 	t.Helper()
-	dir := filepath.Join(GoldenDir, name)
-	g, err := readGolden(dir)
-	if os.IsNotExist(err) {
-		t.Skipf("golden models not found at %s (they live in the project's shared folder): %v", dir, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := encoder.LoadTask(dir, fam, sel, encoder.Options{Threads: 1})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	_, m, in := loadGolden(t, sel, name, fam)
 	defer m.Close()
-	in := g.inputs()
 	ref, err := m.Forward(in, false)
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +140,7 @@ func GoldenInt8(t *testing.T, sel *selector.Selector, name string, fam *encoder.
 			if o.perToken == false {
 				a, b = o.ref, o.got
 			}
-			c := Cosine(a, b)
+			c := bench.Cosine(a, b)
 			t.Logf("%s %s %s: cosine with fp32 %.6f", name, prec, o.name, c)
 			if !(c >= minCos) {
 				t.Errorf("%s %s %s: cosine with fp32 %.6f < %v", name, prec, o.name, c, minCos)
