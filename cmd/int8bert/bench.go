@@ -43,20 +43,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *reps < 1 || *repTime <= 0 || *peakTime <= 0 {
 		return fmt.Errorf("bench gemm: -reps, -rep-time and -peak-time must be positive")
 	}
-	if os.Getenv("OMP_WAIT_POLICY") == "" {
-		fmt.Fprintln(stderr, "note: OMP_WAIT_POLICY is unset; spinning OpenMP threads can slow oneDNN down on small VMs (export OMP_WAIT_POLICY=passive)")
-	}
-	if *threads == 1 && *pin {
-		unpin, c, err := pinThread()
-		if err != nil {
-			fmt.Fprintf(stderr, "note: not pinned: %v\n", err)
-		} else {
-			defer unpin()
-			if !*asJSON {
-				fmt.Fprintf(stderr, "pinned to CPU %d\n", c)
-			}
-		}
-	}
+	defer measureSetup(stderr, *threads == 1 && *pin, !*asJSON)()
 	o := bench.GEMMOptions{Threads: *threads, RepTime: *repTime, Reps: *reps, PeakTime: *peakTime,
 		DTypes: strings.Split(*dtypes, ",")}
 	if *shapes != "" {
@@ -101,6 +88,27 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "not measured: %s %s %s %s: %s\n", s.Shape, s.DType, s.Epilogue, s.Kernel, s.Reason)
 	}
 	return nil
+}
+
+// measureSetup prepares a measurement: a note when OpenMP threads would
+// spin, and with pin the calling goroutine pinned to one CPU (said on
+// stderr when verbose). The result undoes the pinning.
+func measureSetup(stderr io.Writer, pin, verbose bool) (undo func()) {
+	if os.Getenv("OMP_WAIT_POLICY") == "" {
+		fmt.Fprintln(stderr, "note: OMP_WAIT_POLICY is unset; spinning OpenMP threads can slow oneDNN down on small VMs (export OMP_WAIT_POLICY=passive)")
+	}
+	if !pin {
+		return func() {}
+	}
+	unpin, c, err := pinThread()
+	if err != nil {
+		fmt.Fprintf(stderr, "note: not pinned: %v\n", err)
+		return func() {}
+	}
+	if verbose {
+		fmt.Fprintf(stderr, "pinned to CPU %d\n", c)
+	}
+	return unpin
 }
 
 // pinThread locks the goroutine to its OS thread and that thread to one

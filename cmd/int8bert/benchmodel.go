@@ -58,32 +58,11 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *seq < 1 || *batch < 1 || *threads < 1 || *reps < 1 || *minTime < 0 {
 		return fmt.Errorf("bench model: -seq, -batch, -threads and -reps must be positive")
 	}
-	if os.Getenv("OMP_WAIT_POLICY") == "" {
-		fmt.Fprintln(stderr, "note: OMP_WAIT_POLICY is unset; spinning OpenMP threads can slow oneDNN down on small VMs (export OMP_WAIT_POLICY=passive)")
-	}
 	o := bench.ModelOptions{Arch: *arch, Seq: *seq, Batch: *batch, Threads: *threads, Precisions: list,
 		MinTime: *minTime, Reps: *reps, Progress: func(s string) { fmt.Fprintln(stderr, s) }}
 	o.Quant.Alpha, o.Quant.Auto = a, auto
-	var r *bench.ModelReport
-	if *threads == 1 && *pin {
-		// Measure on a goroutine of its own whose pinned thread is never
-		// unlocked: the runtime ends that thread with the goroutine.
-		// (Unlocking would hand a thread still bound to one CPU back to the
-		// runtime, and to the caller.)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if _, c, err := pinThread(); err != nil {
-				fmt.Fprintf(stderr, "note: not pinned: %v\n", err)
-			} else {
-				fmt.Fprintf(stderr, "pinned to CPU %d\n", c)
-			}
-			r, err = bench.Model(ctx, o)
-		}()
-		<-done
-	} else {
-		r, err = bench.Model(ctx, o)
-	}
+	defer measureSetup(stderr, *threads == 1 && *pin, true)()
+	r, err := bench.Model(ctx, o)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -129,16 +128,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			kinds = append(kinds, k)
 		}
 	}
-	if os.Getenv("OMP_WAIT_POLICY") == "" {
-		fmt.Fprintln(stderr, "note: OMP_WAIT_POLICY is unset; spinning OpenMP threads can slow oneDNN down on small VMs (export OMP_WAIT_POLICY=passive)")
-	}
-	if *threads == 1 && *pin {
-		if unpin, _, err := pinThread(); err != nil {
-			fmt.Fprintf(stderr, "note: not pinned: %v\n", err)
-		} else {
-			defer unpin()
-		}
-	}
+	defer measureSetup(stderr, *threads == 1 && *pin, false)()
 	s, err := selector.New(selector.Options{
 		CachePath: *cachePath, Reps: *reps, RepTime: *repTime,
 		Warn: func(msg string) { fmt.Fprintln(stderr, "note:", msg) },
