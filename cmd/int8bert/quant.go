@@ -77,6 +77,7 @@ func (q *quantFlags) load(ctx context.Context, model string, prec encoder.Precis
 	}
 	qp, err := q.convert(ctx, p, prec, model, threads, stderr)
 	if err != nil {
+		p.Close()
 		sel.Close()
 		return nil, nil, err
 	}
@@ -87,39 +88,33 @@ func (q *quantFlags) load(ctx context.Context, model string, prec encoder.Precis
 	return qp, sel, nil
 }
 
-// convert returns p at precision prec: p itself, or its quantization (p is
-// then closed).
+// convert returns p at precision prec: p itself, or its quantization. p
+// stays the caller's to close either way (the quantized pipeline does not
+// need it).
 func (q *quantFlags) convert(ctx context.Context, p *encoder.Pipeline, prec encoder.Precision, model string, threads int, stderr io.Writer) (*encoder.Pipeline, error) {
 	stored := p.Model.Encoder.Precision()
 	if prec == encoder.PrecisionAsStored || prec == stored {
 		return p, nil
 	}
 	if stored.Int8() {
-		p.Close()
 		return nil, fmt.Errorf("%s is an %s model and cannot run as %s (quantize the FP32 model instead)", model, stored, prec)
 	}
 	texts, err := q.texts()
 	if err != nil {
-		p.Close()
 		return nil, err
 	}
 	if prec == encoder.PrecisionInt8Static && len(texts) == 0 {
-		p.Close()
 		return nil, fmt.Errorf("int8-static on an FP32 model needs calibration texts: give --calib FILE")
 	}
 	o, err := q.options(stderr, threads)
 	if err != nil {
-		p.Close()
 		return nil, err
 	}
 	o.Source = model
 	qp, err := p.Quantize(ctx, texts, prec, o)
 	if err != nil {
-		p.Close()
 		return nil, err
 	}
-	// The FP32 pipeline stays open: callers may run it too (eval); the
-	// quantized one does not need it.
 	return qp, nil
 }
 
@@ -172,12 +167,10 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("quantize: %w", err)
 	}
 	defer sel.Close()
+	defer p.Close()
 	if p.Model.Encoder.Precision().Int8() {
-		p.Close()
 		return fmt.Errorf("quantize: %s is already an INT8 model", *model)
 	}
-	fp32 := p
-	defer fp32.Close()
 	q, err := qf.convert(ctx, p, prec, *model, *threads, stderr)
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
