@@ -3,6 +3,7 @@ package smoothquant
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/int8bert/int8bert/checkpoint"
 )
@@ -77,7 +78,7 @@ func LoadQLinear(src TensorSource, prefix string, n, k int, mode Mode) (*QLinear
 		if err != nil {
 			return nil, fmt.Errorf("smoothquant: tensor %q: %w: %w", prefix+suffix, ErrInvalid, err)
 		}
-		if !sameShape(sh, shape) || len(v) != product(shape) {
+		if !slices.Equal(sh, shape) || len(v) != product(shape) {
 			return nil, bad(suffix, "shape %v (%d values), want %v", sh, len(v), shape)
 		}
 		for i, x := range v {
@@ -116,7 +117,7 @@ func LoadQLinear(src TensorSource, prefix string, n, k int, mode Mode) (*QLinear
 	if err != nil {
 		return nil, fmt.Errorf("smoothquant: tensor %q: %w: %w", prefix+TensorWeight, ErrInvalid, err)
 	}
-	if !sameShape(sh, []int{n, k}) || len(w) != n*k {
+	if !slices.Equal(sh, []int{n, k}) || len(w) != n*k {
 		return nil, bad(TensorWeight, "shape %v (%d values), want [%d %d]", sh, len(w), n, k)
 	}
 	q.W = append([]int8(nil), w...)
@@ -152,18 +153,6 @@ func LoadQLinear(src TensorSource, prefix string, n, k int, mode Mode) (*QLinear
 		q.ActScale, q.ActZeroPoint = s[0], int32(zp[0])
 	}
 	return q, nil
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func product(shape []int) int {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -46,7 +47,7 @@ func flatten(v any) (vals []float64, shape []int, ok bool) {
 		var inner []int
 		for i, e := range x {
 			ev, es, ok := flatten(e)
-			if !ok || (i > 0 && !equalInts(es, inner)) {
+			if !ok || (i > 0 && !slices.Equal(es, inner)) {
 				return nil, nil, false
 			}
 			inner = es
@@ -55,18 +56,6 @@ func flatten(v any) (vals []float64, shape []int, ok bool) {
 		return vals, append([]int{len(x)}, inner...), true
 	}
 	return nil, nil, false
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestForwardPrecision: forward --precision int8-dynamic on the tiny
@@ -89,7 +78,7 @@ func TestForwardPrecision(t *testing.T) {
 					t.Fatalf("fp32 %s: not a regular array", k)
 				}
 				qv, qs, ok := flatten(q[k])
-				if !ok || !equalInts(fs, qs) {
+				if !ok || !slices.Equal(fs, qs) {
 					t.Errorf("%s: int8-dynamic shape %v, fp32 %v", k, qs, fs)
 					continue
 				}
@@ -137,7 +126,7 @@ func TestForwardStaticTiny(t *testing.T) {
 	st := forwardOut(t, "--model", model, "--inputs", in, "--precision", "int8-static", "--calib", calib)
 	fv, fs, _ := flatten(fp["logits"])
 	sv, ss, ok := flatten(st["logits"])
-	if !ok || !equalInts(fs, ss) || !equalInts(fs, []int{2, 3}) {
+	if !ok || !slices.Equal(fs, ss) || !slices.Equal(fs, []int{2, 3}) {
 		t.Fatalf("logits shapes: fp32 %v, int8-static %v; want [2 3]", fs, ss)
 	}
 	for i := range sv {

@@ -2,6 +2,7 @@ package encoder
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -74,7 +75,7 @@ func (l *Loader) Get(name string, shape ...int) ([]float32, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encoder: tensor %s: %w", n, err)
 		}
-		if !sameShape(s, shape) {
+		if !slices.Equal(s, shape) {
 			return nil, fmt.Errorf("encoder: tensor %s has shape %v, want %v: %w", n, s, shape, ErrConfig)
 		}
 		l.used[n] = true
@@ -111,16 +112,4 @@ func (l *Loader) Unexpected() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -285,15 +285,11 @@ func ReadSST2(path string) (texts []string, labels []int, err error) {
 	return texts, labels, nil
 }
 
-// SST2Accuracy classifies SST-2 dev with the trained model name and checks
-// the accuracy against want (a fraction, from the model's README) within
-// 0.001 (one sentence of 872).
-func SST2Accuracy(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family, want float64) {
+// sst2Dev returns the folder of the trained SST-2 model name and the SST-2
+// dev sentences and labels, skipping the test when either is absent.
+func sst2Dev(t *testing.T, name string) (dir string, texts []string, labels []int) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("SST-2 dev accuracy (872 sentences) is skipped in -short mode; run without -short")
-	}
-	dir := filepath.Join(ModelsDir, name)
+	dir = filepath.Join(ModelsDir, name)
 	texts, labels, err := ReadSST2(filepath.Join(DataDir, "sst2", "dev.tsv"))
 	if os.IsNotExist(err) {
 		t.Skipf("SST-2 dev data not found in %s (the project's shared folder): %v", DataDir, err)
@@ -304,6 +300,18 @@ func SST2Accuracy(t *testing.T, sel *selector.Selector, name string, fam *encode
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("trained SST-2 model not found at %s: %v", dir, err)
 	}
+	return dir, texts, labels
+}
+
+// SST2Accuracy classifies SST-2 dev with the trained model name and checks
+// the accuracy against want (a fraction, from the model's README) within
+// 0.001 (one sentence of 872).
+func SST2Accuracy(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family, want float64) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("SST-2 dev accuracy (872 sentences) is skipped in -short mode; run without -short")
+	}
+	dir, texts, labels := sst2Dev(t, name)
 	p, err := encoder.LoadPipeline(dir, fam, sel, encoder.Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)

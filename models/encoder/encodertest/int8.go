@@ -54,17 +54,7 @@ func SST2Int8(t *testing.T, sel *selector.Selector, name string, fam *encoder.Fa
 	if testing.Short() {
 		t.Skip("INT8 SST-2 dev accuracy (872 sentences, two quantizations) is skipped in -short mode; run without -short")
 	}
-	dir := filepath.Join(ModelsDir, name)
-	texts, labels, err := ReadSST2(filepath.Join(DataDir, "sst2", "dev.tsv"))
-	if os.IsNotExist(err) {
-		t.Skipf("SST-2 dev data not found in %s (the project's shared folder): %v", DataDir, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("trained SST-2 model not found at %s: %v", dir, err)
-	}
+	dir, texts, labels := sst2Dev(t, name)
 	calib := CalibTexts(t, 256)
 	p, err := encoder.LoadPipeline(dir, fam, sel, encoder.Options{Threads: 2})
 	if err != nil {
