@@ -14,7 +14,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/int8bert/int8bert/bench"
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models/bert"
 	"github.com/int8bert/int8bert/models/encoder"
@@ -592,7 +591,7 @@ func TestInt8ZeroChannel(t *testing.T) {
 			if !allFinite(out.Last) || !allFinite(out.Logits) || !allFinite(out.PoolerOutput) {
 				t.Errorf("%s: outputs are not finite", name)
 			} else {
-				c := bench.Cosine(ref.Last, out.Last)
+				c := encodertest.Cosine(ref.Last, out.Last)
 				if !(c >= 0.99) {
 					t.Errorf("%s: last hidden state cosine with fp32 %.5f < 0.99", name, c)
 				}
@@ -731,7 +730,7 @@ func TestInt8StaticSmoothedFFN2(t *testing.T) {
 	for i := range want.Last {
 		if math.Float32bits(want.Last[i]) != math.Float32bits(got.Last[i]) {
 			t.Fatalf("last hidden state %d: %v with the smoothed FFN2, %v without (cosine %.6f): the smoothing is ignored",
-				i, got.Last[i], want.Last[i], bench.Cosine(want.Last, got.Last))
+				i, got.Last[i], want.Last[i], encodertest.Cosine(want.Last, got.Last))
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/int8bert/int8bert/bench"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
@@ -88,10 +87,10 @@ func SST2Int8(t *testing.T, sel *selector.Selector, name string, fam *encoder.Fa
 				agree++
 			}
 		}
-		cos, worst := bench.Cosine(ref, got), 1.0
+		cos, worst := Cosine(ref, got), 1.0
 		n := len(ref) / len(texts)
 		for i := range texts {
-			worst = math.Min(worst, bench.Cosine(ref[i*n:(i+1)*n], got[i*n:(i+1)*n]))
+			worst = math.Min(worst, Cosine(ref[i*n:(i+1)*n], got[i*n:(i+1)*n]))
 		}
 		t.Logf("%s %s: accuracy %.4f (fp32 %.4f, %+.2f points), agreement %.4f, logits cosine %.6f (worst sentence %.6f)",
 			name, prec, acc, fp32, 100*(acc-fp32), float64(agree)/float64(len(pred)), cos, worst)
@@ -102,6 +101,22 @@ func SST2Int8(t *testing.T, sel *selector.Selector, name string, fam *encoder.Fa
 			t.Errorf("%s %s: logits cosine %.6f < 0.999", name, prec, cos)
 		}
 	}
+}
+
+// Cosine is the cosine similarity of a and b (1 when both are zero). It
+// is here rather than bench.Cosine because bench's own tests import this
+// package.
+func Cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	if aa == 0 && bb == 0 {
+		return 1
+	}
+	return ab / math.Sqrt(aa*bb)
 }
 
 // GoldenInt8 quantizes the golden model folder name in both modes
@@ -130,7 +145,7 @@ func GoldenInt8(t *testing.T, sel *selector.Selector, name string, fam *encoder.
 			if o.perToken == false {
 				a, b = o.ref, o.got
 			}
-			c := bench.Cosine(a, b)
+			c := Cosine(a, b)
 			t.Logf("%s %s %s: cosine with fp32 %.6f", name, prec, o.name, c)
 			if !(c >= minCos) {
 				t.Errorf("%s %s %s: cosine with fp32 %.6f < %v", name, prec, o.name, c, minCos)
