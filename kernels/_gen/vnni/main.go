@@ -56,6 +56,8 @@ var tiles = []struct{ nr, maxMR int }{
 // get a micro-kernel with the epilogue fused (vnniU8S8E_<MR>x<NR>).
 var fusedTiles = [][2]int{{8, 48}, {6, 64}, {12, 32}, {4, 64}}
 
+var dstPrefetch = flag.Bool("dstprefetch", true, "fused kernels prefetch their destination tile before the K loop")
+
 var prefetch = flag.Int("prefetch", 16, "software prefetch distance of B, in k-groups (0: none)")
 
 var twin = flag.String("twin", "../gemm_vnni_noasm.go", "file for the plain Go twins of the generated functions")
@@ -800,6 +802,41 @@ const (
 	offOutZPi   = 96 // outZPi (int32): outZP as an integer
 )
 
+// prefetchDst generates the prefetch of a fused kernel's destination tile
+// (unless its stores are non-temporal): every line its rows will be
+// written to, requested before the K loop so that the stores at the end
+// find them in cache instead of waiting on each write-allocate from memory
+// (outputs larger than L2: the loop hides the misses).
+func prefetchDst(name string, mr, nr int) {
+	nv := nr / 16
+	ep := Load(Param("ep"), GP64())
+	d, ldd := GP64(), GP64()
+	MOVQ(Mem{Base: ep, Disp: offDst}, d)
+	MOVQ(Mem{Base: ep, Disp: offLdd}, ldd)
+	TESTQ(U32(flagNT), Mem{Base: ep, Disp: offFlags})
+	JNZ(LabelRef(name + "_pfdone"))
+	TESTQ(U32(flagU8|flagS8), Mem{Base: ep, Disp: offFlags})
+	JNZ(LabelRef(name + "_pfbytes"))
+	for i := range mr {
+		for v := range nv {
+			PREFETCHT0(Mem{Base: d, Disp: 64 * v})
+		}
+		if i < mr-1 {
+			ADDQ(ldd, d)
+		}
+	}
+	JMP(LabelRef(name + "_pfdone"))
+	Label(name + "_pfbytes")
+	for i := range mr {
+		PREFETCHT0(Mem{Base: d})
+		PREFETCHT0(Mem{Base: d, Disp: nr - 1})
+		if i < mr-1 {
+			ADDQ(ldd, d)
+		}
+	}
+	Label(name + "_pfdone")
+}
+
 // microE generates vnniU8S8E_<mr>x<nr>: the micro-kernel over the whole k
 // followed by the epilogue of vnniEpilogue3S/vnniEpilogueS (split GELU)
 // applied to the accumulators in registers, each step over the whole tile
@@ -825,6 +862,9 @@ func microE(mr, nr int) {
 		"flags&32, f32 rows (64-byte aligned) are stored non-temporally.",
 	)
 	Pragma("noescape")
+	if *dstPrefetch {
+		prefetchDst(name, mr, nr)
+	}
 	acc := microLoop(name, mr, nr)
 
 	defineConsts()
