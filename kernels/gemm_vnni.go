@@ -232,8 +232,8 @@ const vnniMaxK = 1 << 15
 func vnniAccepts(m, n, k int) bool { return m >= 0 && n >= 0 && k >= 0 && k <= vnniMaxK }
 
 // Epilogue flags of vnniEpilogue (mirrored in _gen/vnni). vnniGELU8 is the
-// cheaper GELU of 8-bit outputs (geluQ8F32), which newVNNIEp sets instead of
-// vnniGELU when the output is requantized to u8 or s8; with both set, it wins.
+// cheaper GELU (geluQ8F32), which newVNNIEp sets instead of vnniGELU unless
+// an f32 output asks for Epilogue.PreciseGELU; with both set, it wins.
 const (
 	vnniGELU  = 1
 	vnniU8    = 2
@@ -268,10 +268,16 @@ func newVNNIEp(g *GEMMU8S8) vnniEp {
 	}
 	switch ep.Act {
 	case ActGELU:
-		if e.flags&(vnniU8|vnniS8) != 0 {
-			e.flags |= vnniGELU8 // requantized: far below one step of error
-		} else {
+		// The rational GELU is within 3e-7*max(1, |x|) (far below one
+		// step of a requantized output, and what a float32 erf gives); the
+		// erfc form, relative to the result even in the negative tail,
+		// costs about 40 instructions per vector against 16: 6-10% of a
+		// K = 1024 GEMM here (256x1024x4096: 77% of the VNNI peak against
+		// 82-84%, bench gemm).
+		if ep.PreciseGELU && e.flags&(vnniU8|vnniS8) == 0 {
 			e.flags |= vnniGELU
+		} else {
+			e.flags |= vnniGELU8
 		}
 	case ActReLU:
 		e.flags |= vnniReLU
@@ -734,8 +740,8 @@ var (
 	geluQ8Q = [4]float32{1, 0.213986263, 0.019102091, 0.000794661115}
 )
 
-// geluQ8F32 is the float32 GELU of epilogues whose output is requantized to
-// u8 or s8 (flag vnniGELU8), step for step as the assembly
+// geluQ8F32 is the float32 GELU of the VNNI epilogues (flag vnniGELU8: all
+// but f32 outputs with Epilogue.PreciseGELU), step for step as the assembly
 // (gelu8 in _gen/vnni): x*phi(x) with phi(x) = 1/2 + erf(x/sqrt2)/2
 // evaluated as
 //
@@ -743,8 +749,9 @@ var (
 //	phi = max(fma(xc, P(s)/Q(s), 1/2), 0)
 //
 // P and Q by Horner in FMAs and one correctly rounded division: about a
-// third of the instructions of geluF32, whose accuracy an 8-bit output
-// cannot show. Absolute error against the float64 erf GELU: below
+// third of the instructions of geluF32, whose accuracy (relative, in the
+// far negative tail too) neither an 8-bit output nor a float32 erf GELU
+// shows. Absolute error against the float64 erf GELU: below
 // 3e-7*max(1, |x|) (TestGELUQ8Accuracy; one quantization step is ~1e-2).
 // GELU(x) is exactly x for x >= 5.4 and -0 for x <= -5.4; NaN stays NaN
 // (and requantizes to the zero point).

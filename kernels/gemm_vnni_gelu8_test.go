@@ -224,21 +224,25 @@ func TestVNNIEpilogueU8Exact(t *testing.T) {
 	}
 }
 
-// TestVNNIGELU8Selected checks that the driver picks the GELU of 8-bit
-// outputs exactly for u8 and s8 destinations, and keeps the accurate GELU
-// (geluF32, unchanged) for f32 ones.
+// TestVNNIGELU8Selected checks that the driver picks the rational GELU
+// (geluQ8F32) for every destination, and the erfc one (geluF32) exactly
+// for f32 outputs with PreciseGELU.
 func TestVNNIGELU8Selected(t *testing.T) {
-	ep := &Epilogue{Act: ActGELU, OutScale: 0.1}
 	for _, c := range []struct {
-		out  Out
-		want int
+		out     Out
+		precise bool
+		want    int
 	}{
-		{Out{F32: []float32{0}}, vnniGELU},
-		{Out{U8: []uint8{0}}, vnniGELU8 | vnniU8},
-		{Out{S8: []int8{0}}, vnniGELU8 | vnniS8},
+		{Out{F32: []float32{0}}, false, vnniGELU8},
+		{Out{F32: []float32{0}}, true, vnniGELU},
+		{Out{U8: []uint8{0}}, false, vnniGELU8 | vnniU8},
+		{Out{U8: []uint8{0}}, true, vnniGELU8 | vnniU8},
+		{Out{S8: []int8{0}}, false, vnniGELU8 | vnniS8},
+		{Out{S8: []int8{0}}, true, vnniGELU8 | vnniS8},
 	} {
+		ep := &Epilogue{Act: ActGELU, OutScale: 0.1, PreciseGELU: c.precise}
 		if got := newVNNIEp(&GEMMU8S8{Ep: ep, Out: c.out}).flags; got != c.want {
-			t.Errorf("flags = %d, want %d", got, c.want)
+			t.Errorf("%+v precise=%v: flags = %d, want %d", c.out, c.precise, got, c.want)
 		}
 	}
 }

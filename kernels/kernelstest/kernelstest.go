@@ -31,6 +31,7 @@ var Epilogues = []string{
 	"gelu-tanh",           // an activation a kernel may leave to Go
 	"requant-u8",          // zero point, row scales, bias, GELU -> u8
 	"requant-s8",          // scale, bias, residual -> s8
+	"gelu-precise",        // scale-bias-gelu with Epilogue.PreciseGELU
 }
 
 // Case is one GEMM to check. Lda and Ldc of 0 mean K and N.
@@ -142,6 +143,8 @@ func makeInputs(k *kernels.Kernel, c Case) (*inputs, error) {
 		in.ep = &kernels.Epilogue{ActScale: 1.0 / 128, ColScale: vec(c.N, cs/2, 1.5*cs)}
 	case "scale-bias-gelu":
 		in.ep = &kernels.Epilogue{ZeroPoint: 128, ColSum: b.ColSum, ActScale: 1.0 / 128, ColScale: vec(c.N, cs/2, 1.5*cs), Bias: vec(c.N, -1, 1), Act: kernels.ActGELU}
+	case "gelu-precise":
+		in.ep = &kernels.Epilogue{ZeroPoint: 128, ColSum: b.ColSum, ActScale: 1.0 / 128, ColScale: vec(c.N, cs/2, 1.5*cs), Bias: vec(c.N, -1, 1), Act: kernels.ActGELU, PreciseGELU: true}
 	case "scale-bias-residual":
 		in.ep = &kernels.Epilogue{ActScale: 1.0 / 128, ColScale: vec(c.N, cs/2, 1.5*cs), Bias: vec(c.N, -1, 1),
 			Residual: vec(max(0, (c.M-1)*ldr+c.N), -4, 4), LdResidual: ldr}
