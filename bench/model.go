@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -34,6 +35,10 @@ type ModelOptions struct {
 	// one untimed pass; Reps the least number of timed passes (0: 3).
 	MinTime time.Duration
 	Reps    int
+	// PeakTime is the time of the peak microbenchmark (FMA for FP32, VNNI
+	// for INT8) run on the calling thread right before each precision is
+	// timed, for linear_pct_peak (0: 300ms; negative: none).
+	PeakTime time.Duration
 	// Selector runs the linears (nil: the process-wide one).
 	Selector *selector.Selector
 	// Progress, when set, hears what is being done.
@@ -55,6 +60,12 @@ type ModelResult struct {
 	OtherMs     float64 `json:"other_ms"`
 	// LinearGOPS is the linears' throughput (2*M*N*K per linear).
 	LinearGOPS float64 `json:"linear_gops"`
+	// PeakGOPS is the peak of this precision's arithmetic (FMA for FP32,
+	// VNNI for INT8) measured on one core right before it was timed, times
+	// Threads; LinearPctPeak is LinearGOPS over it, in percent (0 without
+	// a peak: PeakTime < 0, or a CPU without that instruction set).
+	PeakGOPS      float64 `json:"peak_gops,omitempty"`
+	LinearPctPeak float64 `json:"linear_pct_peak,omitempty"`
 	// SpeedupVsFP32 is FP32's ms_per_batch over this one's, and
 	// LinearSpeedupVsFP32 the same of linear_ms (0 without an fp32 run).
 	SpeedupVsFP32       float64 `json:"speedup_vs_fp32"`
@@ -188,6 +199,16 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 				return nil, err
 			}
 		}
+		var peak float64
+		if o.PeakTime >= 0 {
+			say("peak microbenchmark")
+			pk := MeasurePeak(cmp.Or(o.PeakTime, 300*time.Millisecond))
+			peak = pk.FP32GFLOPS
+			if p.Int8() {
+				peak = pk.VNNIGOPS
+			}
+			peak *= float64(o.Threads)
+		}
 		say("timing %s", p)
 		r, err := timeModel(ctx, m, in, prof, &o)
 		if m != fp32 {
@@ -197,6 +218,9 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 			return nil, fmt.Errorf("bench: %s: %w", p, err)
 		}
 		r.Precision = p.String()
+		if peak > 0 {
+			r.PeakGOPS, r.LinearPctPeak = peak, 100*r.LinearGOPS/peak
+		}
 		rep.Results = append(rep.Results, r)
 		if p == encoder.PrecisionFP32 {
 			fp32Res = &rep.Results[len(rep.Results)-1]

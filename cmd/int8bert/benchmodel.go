@@ -29,6 +29,7 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	reps := fs.Int("reps", 3, "least number of timed passes per precision (the median is reported)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
+	peakTime := fs.Duration("peak-time", 300*time.Millisecond, "time of the peak microbenchmark run before each precision (0: none)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -59,8 +60,11 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("bench model: -seq, -batch, -threads and -reps must be positive")
 	}
 	o := bench.ModelOptions{Arch: *arch, Seq: *seq, Batch: *batch, Threads: *threads, Precisions: list,
-		MinTime: *minTime, Reps: *reps, Progress: func(s string) { fmt.Fprintln(stderr, s) }}
+		MinTime: *minTime, Reps: *reps, PeakTime: *peakTime, Progress: func(s string) { fmt.Fprintln(stderr, s) }}
 	o.Quant.Alpha, o.Quant.Auto = a, auto
+	if *peakTime <= 0 {
+		o.PeakTime = -1
+	}
 	defer measureSetup(stderr, *threads == 1 && *pin, true)()
 	r, err := bench.Model(ctx, o)
 	if err != nil {
@@ -71,14 +75,21 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	fmt.Fprintf(stdout, "%s, seq %d, batch %d, %d thread(s); median of timed passes\n", r.Arch, r.Seq, r.Batch, r.Threads)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "precision\tseq/s\tms/batch\tlinear ms\tlinear GOP/s\tattention ms\tother ms\tspeed-up vs fp32\tlinear speed-up\t")
+	fmt.Fprintln(tw, "precision\tseq/s\tms/batch\tlinear ms\tlinear GOP/s\tlinear % peak\tattention ms\tother ms\tspeed-up vs fp32\tlinear speed-up\t")
 	for _, x := range r.Results {
-		sp, lsp := "-", "-"
+		sp, lsp, pp := "-", "-", "-"
 		if x.SpeedupVsFP32 > 0 {
 			sp, lsp = fmt.Sprintf("%.2fx", x.SpeedupVsFP32), fmt.Sprintf("%.2fx", x.LinearSpeedupVsFP32)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", x.Precision, x.SeqPerS, x.MsPerBatch, x.LinearMs,
-			x.LinearGOPS, x.AttentionMs, x.OtherMs, sp, lsp)
+		if x.LinearPctPeak > 0 {
+			pp = fmt.Sprintf("%.1f", x.LinearPctPeak)
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%s\t%s\t\n", x.Precision, x.SeqPerS, x.MsPerBatch, x.LinearMs,
+			x.LinearGOPS, pp, x.AttentionMs, x.OtherMs, sp, lsp)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, "linear % peak: over the FMA (FP32) or VNNI (INT8) peak measured on one core right before each precision, times the threads")
+	return err
 }

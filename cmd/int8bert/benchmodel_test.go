@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/int8bert/int8bert/kernels"
 )
 
 // benchModelOutput is bench model -json's output.
@@ -17,14 +21,17 @@ type benchModelOutput struct {
 		SeqPerS    *float64 `json:"seq_per_s"`
 		MsPerBatch *float64 `json:"ms_per_batch"`
 		LinearMs   *float64 `json:"linear_ms"`
+		LinearGOPS float64  `json:"linear_gops"`
 		Speedup    *float64 `json:"speedup_vs_fp32"`
+		PeakGOPS   *float64 `json:"peak_gops"`
+		PctPeak    *float64 `json:"linear_pct_peak"`
 	} `json:"results"`
 }
 
 func TestBenchModelJSON(t *testing.T) {
 	fastKernels(t)
 	arch := sharedPath(t, "golden/models/bert-base")
-	out := mustCLI(t, "bench", "model", "--arch", arch, "--seq", "8", "--min-time", "10ms", "--reps", "1", "-json")
+	out := mustCLI(t, "bench", "model", "--arch", arch, "--seq", "8", "--min-time", "10ms", "--reps", "1", "--peak-time", "30ms", "-json")
 	var r benchModelOutput
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("bench model -json: %v\n%s", err, out)
@@ -47,6 +54,26 @@ func TestBenchModelJSON(t *testing.T) {
 		if x.Precision == "fp32" && (x.Speedup == nil || *x.Speedup != 1) {
 			t.Errorf("fp32 speed-up over itself %v, want exactly 1", x.Speedup)
 		}
+		// The peak of the precision's instructions, where this CPU and
+		// build have them, and the linears' share of it.
+		hasPeak := kernels.MeasurePeak(time.Millisecond)
+		want := hasPeak.FP32GFLOPS > 0
+		if x.Precision != "fp32" {
+			want = hasPeak.VNNIGOPS > 0
+		}
+		switch {
+		case want && (!pos(x.PeakGOPS) || !pos(x.PctPeak)):
+			t.Errorf("%s: peak_gops %v, linear_pct_peak %v; want both positive:\n%s", x.Precision, x.PeakGOPS, x.PctPeak, out)
+		case want && math.Abs(*x.PctPeak - 100*x.LinearGOPS / *x.PeakGOPS) > 1e-6**x.PctPeak:
+			t.Errorf("%s: linear_pct_peak %v, want 100*%v/%v", x.Precision, *x.PctPeak, x.LinearGOPS, *x.PeakGOPS)
+		case !want && (x.PeakGOPS != nil || x.PctPeak != nil):
+			t.Errorf("%s: a peak without the instructions: %v %v", x.Precision, x.PeakGOPS, x.PctPeak)
+		}
+	}
+	// -peak-time 0: no peak.
+	out = mustCLI(t, "bench", "model", "--arch", arch, "--seq", "4", "--precision", "fp32", "--min-time", "1ms", "--reps", "1", "--peak-time", "0", "-json")
+	if strings.Contains(out, "peak") {
+		t.Errorf("bench model -peak-time 0 reported a peak:\n%s", out)
 	}
 
 	// One precision, text output, batch 2.
