@@ -65,7 +65,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return writeJSON(stdout, r)
 	}
 	fmt.Fprintf(stdout, "GEMMs on %s, %d thread(s); GOP/s = 2*M*K*N per second\n", r.CPU, r.Threads)
-	fmt.Fprintf(stdout, "measured peak: FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s\n",
+	fmt.Fprintf(stdout, "measured peak: FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s (%% peak: of the FMA or VNNI peak measured again right before each row group)\n",
 		r.Peak.FP32GFLOPS, r.Peak.VNNIGOPS, r.Peak.BF16GFLOPS)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "shape\tM\tK\tN\tdtype\tepilogue\tkernel\tms\tGOP/s\t% peak\tvs oneDNN\tchosen\t")

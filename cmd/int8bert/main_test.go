@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -70,6 +71,7 @@ func TestBenchGEMMJSON(t *testing.T) {
 			Shape, DType, Epilogue, Kernel, Backend string
 			GOPS                                    float64 `json:"gops"`
 			PctPeak                                 float64 `json:"pct_peak"`
+			PeakGOPS                                float64 `json:"peak_gops"`
 			VsDNNL                                  float64 `json:"vs_dnnl"`
 			Chosen                                  bool    `json:"chosen"`
 		}
@@ -82,6 +84,14 @@ func TestBenchGEMMJSON(t *testing.T) {
 	for _, x := range r.Results {
 		if !(x.GOPS > 0) {
 			t.Errorf("bad result %+v", x)
+		}
+		// The share of the peak measured before this key, where this CPU
+		// and build have one.
+		if hasPeak := r.Peak.FP32 > 0 && x.DType == "fp32" || r.Peak.VNNI > 0 && x.DType == "int8"; hasPeak &&
+			(!(x.PeakGOPS > 0) || math.Abs(x.PctPeak-100*x.GOPS/x.PeakGOPS) > 1e-9*x.PctPeak) {
+			t.Errorf("%s %s %s %s: pct_peak %v, peak_gops %v, gops %v", x.Shape, x.DType, x.Epilogue, x.Kernel, x.PctPeak, x.PeakGOPS, x.GOPS)
+		} else if !hasPeak && (x.PeakGOPS != 0 || x.PctPeak != 0) {
+			t.Errorf("%s %s: a share of a peak this CPU lacks: %+v", x.Shape, x.DType, x)
 		}
 		if x.Chosen {
 			chosen[x.Shape+x.DType+x.Epilogue]++
