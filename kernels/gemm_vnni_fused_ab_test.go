@@ -18,9 +18,12 @@ import (
 // TestVNNIABFused times, interleaved in one process on the calling thread,
 // gemmVNNI_8x48 on BERT's GEMMs with their encoder epilogues, with the
 // epilogue fused into the micro-kernels (vnniFusedEpi) and with the tile
-// store + vnniTileEpilogue path ("old"), next to the s32 output of the same
-// shape, as GOP/s and as a fraction of MeasurePeak's VNNI peak measured
-// alongside. It also checks that both paths give the same bytes.
+// store + vnniTileEpilogue path ("old"), the fused path without the
+// prefetch of its destination and residual tiles (vnniTilePrefetch off:
+// "fused-nopf") and, for f32 outputs, with non-temporal stores
+// ("fused-nt"), next to the s32 output of the same shape, as GOP/s and as a
+// fraction of MeasurePeak's VNNI peak measured alongside. It also checks
+// that the paths give the same bytes.
 // Run: INT8BERT_AB=1 taskset -c 1 go test ./kernels -run TestVNNIABFused -v
 // (INT8BERT_AB_REPS: repetitions, default 15).
 func TestVNNIABFused(t *testing.T) {
@@ -33,7 +36,7 @@ func TestVNNIABFused(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("INT8BERT_AB_REPS")); err == nil {
 		reps = n
 	}
-	defer func(f, nt bool) { vnniFusedEpi, vnniNTF32Stores = f, nt }(vnniFusedEpi, vnniNTF32Stores)
+	defer func(f, nt, pf bool) { vnniFusedEpi, vnniNTF32Stores, vnniTilePrefetch = f, nt, pf }(vnniFusedEpi, vnniNTF32Stores, vnniTilePrefetch)
 	peak := MeasurePeak(2*time.Second).VNNIGOPS * 1e9
 	r := rand.New(rand.NewPCG(7, 8))
 	type shape struct {
@@ -85,23 +88,25 @@ func TestVNNIABFused(t *testing.T) {
 			outOld.F32 = make([]float32, len(out.F32))
 		}
 		type variant struct {
-			name      string
-			fused, nt bool
-			g         *GEMMU8S8
+			name          string
+			fused, nt, pf bool
+			g             *GEMMU8S8
 		}
 		base := func() *GEMMU8S8 { return &GEMMU8S8{M: m, N: n, K: k, A: a, Lda: k, B: p, Threads: 1} }
-		vs := []variant{{"s32", false, true, base()}, {"old", false, true, base()}, {"fused", true, true, base()}}
+		vs := []variant{{"s32", false, true, true, base()}, {"old", false, true, true, base()}, {"fused", true, false, true, base()},
+			{"fused-nopf", true, false, false, base()}}
 		vs[0].g.Out = Out{S32: make([]int32, m*n), Ldc: n}
 		vs[1].g.Ep, vs[1].g.Out = ep, outOld
 		vs[2].g.Ep, vs[2].g.Out = ep, out
-		if out.F32 != nil { // the fused path without non-temporal f32 stores
-			vs = append(vs, variant{"fused-nont", true, false, base()})
-			vs[3].g.Ep, vs[3].g.Out = ep, out
+		vs[3].g.Ep, vs[3].g.Out = ep, out
+		if out.F32 != nil { // the fused path with non-temporal f32 stores
+			vs = append(vs, variant{"fused-nt", true, true, true, base()})
+			vs[4].g.Ep, vs[4].g.Out = ep, out
 		}
 		times := make([][]float64, len(vs))
 		for rep := 0; rep < reps; rep++ {
 			for i, v := range vs {
-				vnniFusedEpi, vnniNTF32Stores = v.fused, v.nt
+				vnniFusedEpi, vnniNTF32Stores, vnniTilePrefetch = v.fused, v.nt, v.pf
 				t0 := threadTime()
 				for range 3 {
 					if err := kn.RunU8S8(v.g); err != nil {

@@ -314,6 +314,9 @@ const (
 	// flagNT: f32 stores are non-temporal (fused kernels only; 64-byte
 	// aligned rows; the caller fences with vnniSfence).
 	flagNT = 32
+	// flagNoPF: fused kernels skip the prefetch of their destination and
+	// residual tiles (for A/B measurements).
+	flagNoPF = 64
 )
 
 // geluConsts are broadcast from memory: the erfc polynomial of Numerical
@@ -803,18 +806,20 @@ const (
 )
 
 // prefetchDst generates the prefetch of a fused kernel's destination tile
-// (unless its stores are non-temporal): every line its rows will be
-// written to, requested before the K loop so that the stores at the end
-// find them in cache instead of waiting on each write-allocate from memory
-// (outputs larger than L2: the loop hides the misses).
+// (unless its stores are non-temporal) and of its residual tile: every line
+// its rows will be written to or read from, requested before the K loop so
+// that the epilogue at the end finds them in cache instead of waiting on
+// each miss to memory (outputs larger than L2: the loop hides the misses).
 func prefetchDst(name string, mr, nr int) {
 	nv := nr / 16
 	ep := Load(Param("ep"), GP64())
 	d, ldd := GP64(), GP64()
 	MOVQ(Mem{Base: ep, Disp: offDst}, d)
 	MOVQ(Mem{Base: ep, Disp: offLdd}, ldd)
-	TESTQ(U32(flagNT), Mem{Base: ep, Disp: offFlags})
+	TESTQ(U32(flagNoPF), Mem{Base: ep, Disp: offFlags})
 	JNZ(LabelRef(name + "_pfdone"))
+	TESTQ(U32(flagNT), Mem{Base: ep, Disp: offFlags})
+	JNZ(LabelRef(name + "_pfres"))
 	TESTQ(U32(flagU8|flagS8), Mem{Base: ep, Disp: offFlags})
 	JNZ(LabelRef(name + "_pfbytes"))
 	for i := range mr {
@@ -825,11 +830,25 @@ func prefetchDst(name string, mr, nr int) {
 			ADDQ(ldd, d)
 		}
 	}
-	JMP(LabelRef(name + "_pfdone"))
+	JMP(LabelRef(name + "_pfres"))
 	Label(name + "_pfbytes")
 	for i := range mr {
 		PREFETCHT0(Mem{Base: d})
 		PREFETCHT0(Mem{Base: d, Disp: nr - 1})
+		if i < mr-1 {
+			ADDQ(ldd, d)
+		}
+	}
+	// The residual tile the epilogue adds, when there is one.
+	Label(name + "_pfres")
+	MOVQ(Mem{Base: ep, Disp: offRes}, d)
+	TESTQ(d, d)
+	JZ(LabelRef(name + "_pfdone"))
+	MOVQ(Mem{Base: ep, Disp: offLdres}, ldd)
+	for i := range mr {
+		for v := range nv {
+			PREFETCHT0(Mem{Base: d, Disp: 64 * v})
+		}
 		if i < mr-1 {
 			ADDQ(ldd, d)
 		}
