@@ -132,7 +132,10 @@ func (f *f32Family) block(g *GEMMF32, i0, i1, p0, p1 int) {
 		ldr = ep.ldr(g.N)
 		switch ep.Act {
 		case ActGELU:
-			act = 1
+			act = 3 // the rational GELU (geluQ8F32)
+			if ep.PreciseGELU {
+				act = 1
+			}
 		case ActReLU:
 			act = 2
 		case ActGELUTanh:

@@ -9995,7 +9995,21 @@ DATA epiF32Const<>+88(SB)/4, $0x3d2aaaab
 DATA epiF32Const<>+92(SB)/4, $0x3c088889
 DATA epiF32Const<>+96(SB)/4, $0x3ab60b61
 DATA epiF32Const<>+100(SB)/4, $0x39500d01
-GLOBL epiF32Const<>(SB), RODATA|NOPTR, $104
+DATA epiF32Const<>+104(SB)/4, $0xc0acc4cc
+DATA epiF32Const<>+108(SB)/4, $0x40acc4cc
+DATA epiF32Const<>+112(SB)/4, $0x00000000
+DATA epiF32Const<>+116(SB)/4, $0x3ecc4247
+DATA epiF32Const<>+120(SB)/4, $0x3c9a9ba6
+DATA epiF32Const<>+124(SB)/4, $0x3b5d1475
+DATA epiF32Const<>+128(SB)/4, $0xb73d8892
+DATA epiF32Const<>+132(SB)/4, $0x358fb665
+DATA epiF32Const<>+136(SB)/4, $0xb2a0ba26
+DATA epiF32Const<>+140(SB)/4, $0x2f11a0a1
+DATA epiF32Const<>+144(SB)/4, $0x3f800000
+DATA epiF32Const<>+148(SB)/4, $0x3e5b1f37
+DATA epiF32Const<>+152(SB)/4, $0x3c9c7bfd
+DATA epiF32Const<>+156(SB)/4, $0x3a5050ce
+GLOBL epiF32Const<>(SB), RODATA|NOPTR, $160
 
 // func epiF32(rows int, nfull int, tail uint64, c *float32, ldc int, bias *float32, res *float32, ldr int, act int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F
@@ -10149,6 +10163,47 @@ epi_nobias_2:
 	JMP              epi_noact_2
 
 epi_nogelu_2:
+	CMPQ             R11, $0x03
+	JNE              epi_nogelu8_2
+	VMAXPS.BCST      epiF32Const<>+104(SB), Z0, Z1
+	VMAXPS.BCST      epiF32Const<>+104(SB), Z16, Z17
+	VMINPS.BCST      epiF32Const<>+108(SB), Z1, Z1
+	VMINPS.BCST      epiF32Const<>+108(SB), Z17, Z17
+	VMULPS           Z1, Z1, Z2
+	VMULPS           Z17, Z17, Z18
+	VBROADCASTSS     epiF32Const<>+140(SB), Z3
+	VBROADCASTSS     epiF32Const<>+140(SB), Z19
+	VBROADCASTSS     epiF32Const<>+156(SB), Z4
+	VBROADCASTSS     epiF32Const<>+156(SB), Z20
+	VFMADD213PS.BCST epiF32Const<>+136(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+136(SB), Z18, Z19
+	VFMADD213PS.BCST epiF32Const<>+152(SB), Z2, Z4
+	VFMADD213PS.BCST epiF32Const<>+152(SB), Z18, Z20
+	VFMADD213PS.BCST epiF32Const<>+132(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+132(SB), Z18, Z19
+	VFMADD213PS.BCST epiF32Const<>+148(SB), Z2, Z4
+	VFMADD213PS.BCST epiF32Const<>+148(SB), Z18, Z20
+	VFMADD213PS.BCST epiF32Const<>+128(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+128(SB), Z18, Z19
+	VFMADD213PS.BCST epiF32Const<>+144(SB), Z2, Z4
+	VFMADD213PS.BCST epiF32Const<>+144(SB), Z18, Z20
+	VFMADD213PS.BCST epiF32Const<>+124(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+124(SB), Z18, Z19
+	VFMADD213PS.BCST epiF32Const<>+120(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+120(SB), Z18, Z19
+	VFMADD213PS.BCST epiF32Const<>+116(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+116(SB), Z18, Z19
+	VDIVPS           Z4, Z3, Z3
+	VDIVPS           Z20, Z19, Z19
+	VFMADD213PS.BCST epiF32Const<>+12(SB), Z1, Z3
+	VFMADD213PS.BCST epiF32Const<>+12(SB), Z17, Z19
+	VMAXPS.BCST      epiF32Const<>+112(SB), Z3, Z3
+	VMAXPS.BCST      epiF32Const<>+112(SB), Z19, Z19
+	VMULPS           Z3, Z0, Z0
+	VMULPS           Z19, Z16, Z16
+	JMP              epi_noact_2
+
+epi_nogelu8_2:
 	CMPQ   R11, $0x02
 	JNE    epi_noact_2
 	VMAXPS Z0, Z31, Z0
@@ -10239,6 +10294,29 @@ epi_nobias_1:
 	JMP              epi_noact_1
 
 epi_nogelu_1:
+	CMPQ             R11, $0x03
+	JNE              epi_nogelu8_1
+	VMAXPS.BCST      epiF32Const<>+104(SB), Z0, Z1
+	VMINPS.BCST      epiF32Const<>+108(SB), Z1, Z1
+	VMULPS           Z1, Z1, Z2
+	VBROADCASTSS     epiF32Const<>+140(SB), Z3
+	VBROADCASTSS     epiF32Const<>+156(SB), Z4
+	VFMADD213PS.BCST epiF32Const<>+136(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+152(SB), Z2, Z4
+	VFMADD213PS.BCST epiF32Const<>+132(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+148(SB), Z2, Z4
+	VFMADD213PS.BCST epiF32Const<>+128(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+144(SB), Z2, Z4
+	VFMADD213PS.BCST epiF32Const<>+124(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+120(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+116(SB), Z2, Z3
+	VDIVPS           Z4, Z3, Z3
+	VFMADD213PS.BCST epiF32Const<>+12(SB), Z1, Z3
+	VMAXPS.BCST      epiF32Const<>+112(SB), Z3, Z3
+	VMULPS           Z3, Z0, Z0
+	JMP              epi_noact_1
+
+epi_nogelu8_1:
 	CMPQ   R11, $0x02
 	JNE    epi_noact_1
 	VMAXPS Z0, Z31, Z0
@@ -10323,6 +10401,29 @@ epi_nobias_t:
 	JMP              epi_noact_t
 
 epi_nogelu_t:
+	CMPQ             R11, $0x03
+	JNE              epi_nogelu8_t
+	VMAXPS.BCST      epiF32Const<>+104(SB), Z0, Z1
+	VMINPS.BCST      epiF32Const<>+108(SB), Z1, Z1
+	VMULPS           Z1, Z1, Z2
+	VBROADCASTSS     epiF32Const<>+140(SB), Z3
+	VBROADCASTSS     epiF32Const<>+156(SB), Z4
+	VFMADD213PS.BCST epiF32Const<>+136(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+152(SB), Z2, Z4
+	VFMADD213PS.BCST epiF32Const<>+132(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+148(SB), Z2, Z4
+	VFMADD213PS.BCST epiF32Const<>+128(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+144(SB), Z2, Z4
+	VFMADD213PS.BCST epiF32Const<>+124(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+120(SB), Z2, Z3
+	VFMADD213PS.BCST epiF32Const<>+116(SB), Z2, Z3
+	VDIVPS           Z4, Z3, Z3
+	VFMADD213PS.BCST epiF32Const<>+12(SB), Z1, Z3
+	VMAXPS.BCST      epiF32Const<>+112(SB), Z3, Z3
+	VMULPS           Z3, Z0, Z0
+	JMP              epi_noact_t
+
+epi_nogelu8_t:
 	CMPQ   R11, $0x02
 	JNE    epi_noact_t
 	VMAXPS Z0, Z31, Z0

@@ -70,6 +70,91 @@ func TestEpiF32GELU(t *testing.T) {
 	}
 }
 
+// TestEpiF32GELU8 checks the rational GELU of the fused FP32 epilogue (act
+// 3, the default for ActGELU) bit for bit against its Go model geluQ8F32,
+// with bias and residual around it, on full vectors, pairs and a masked
+// tail, and that the kernel picks it unless Epilogue.PreciseGELU is set.
+func TestEpiF32GELU8(t *testing.T) {
+	if !f32Available(cpu.X86) {
+		t.Skipf("CPU lacks AVX512F/BW (%s)", cpu.X86)
+	}
+	var xs []float32
+	for x := -12.0; x <= 12; x += 1.0 / 512 {
+		xs = append(xs, float32(x))
+	}
+	for e := -40; e <= 30; e++ {
+		xs = append(xs, float32(math.Exp2(float64(e))), float32(-math.Exp2(float64(e))))
+	}
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), math.MaxFloat32, -math.MaxFloat32, 1e-45, -1e-45,
+		float32(math.Inf(1)), float32(math.NaN()), 5.39902306, -5.39902306, 5.4, -5.4)
+	const rows = 3
+	n := len(xs)
+	bias := make([]float32, n)
+	res := make([]float32, rows*(n+5))
+	c := make([]float32, rows*(n+7))
+	for i := range bias {
+		bias[i] = float32(i%7) * 0.125
+	}
+	for i := range res {
+		res[i] = float32(i%11) * -0.25
+	}
+	for r := range rows {
+		for j, x := range xs {
+			c[r*(n+7)+j] = x - bias[j] + float32(r) // exact for the small values
+		}
+	}
+	in := append([]float32(nil), c...)
+	epiF32(rows, n/16, 1<<uint(n%16)-1, &c[0], n+7, &bias[0], &res[0], n+5, 3)
+	for r := range rows {
+		for j := range n {
+			y := in[r*(n+7)+j] + bias[j]
+			want := geluQ8F32(y) + res[r*(n+5)+j]
+			got := c[r*(n+7)+j]
+			if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+				t.Fatalf("row %d col %d: GELU8(%v) + res = %v, want %v (geluQ8F32)", r, j, y, got, want)
+			}
+		}
+		if g := c[r*(n+7)+n : r*(n+7)+n+7]; r < rows-1 && g[0] != 0 {
+			t.Fatalf("row %d: the padding changed: %v", r, g)
+		}
+	}
+	// The driver's choice of act.
+	for _, precise := range []bool{false, true} {
+		// Small integers: every accumulator is exact, in any order.
+		a, w := make([]float32, 2*8), make([]float32, 16*8)
+		for i := range a {
+			a[i] = float32(i%5) - 2
+		}
+		for i := range w {
+			w[i] = float32(i%3) - 1
+		}
+		pk, err := PackF32(16, 8, w, 8, f32Families[0].nr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &GEMMF32{M: 2, N: 16, K: 8, A: a, Lda: 8, B: pk, C: make([]float32, 2*16), Ldc: 16, Threads: 1,
+			Ep: &Epilogue{Act: ActGELU, PreciseGELU: precise}}
+		if err := f32Families[0].run(g); err != nil {
+			t.Fatal(err)
+		}
+		acc := make([]float32, 2*16)
+		if err := runGenericF32(&GEMMF32{M: 2, N: 16, K: 8, A: g.A, Lda: 8, B: g.B, C: acc, Ldc: 16}); err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range acc {
+			want := geluQ8F32(a)
+			if precise {
+				c := []float32{a}
+				epiF32(1, 0, 1, &c[0], 1, nil, nil, 1, 1)
+				want = c[0]
+			}
+			if g.C[i] != want {
+				t.Errorf("precise=%v: C[%d] = %v, want %v", precise, i, g.C[i], want)
+			}
+		}
+	}
+}
+
 // TestF32Blocking runs the assembly kernels with the blocking knobs forced
 // (small K slabs, so C accumulates over several passes; the A copy on and
 // off; the slab prefetch on and off), on shapes that also reach the

@@ -317,6 +317,7 @@ func gemmF32k14x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int,
 //	y := c[i*ldc+j]
 //	if bias != nil { y += bias[j] }
 //	if act == 1 { y = 0.5*y*(1+erf(y/sqrt 2)) } else if act == 2 { y = max(y, 0) }
+//	if act == 3 { y = geluQ8F32(y) } // the rational GELU, bit for bit
 //	if res != nil { y += res[i*ldr+j] }
 //	c[i*ldc+j] = y
 //

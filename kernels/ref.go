@@ -157,14 +157,14 @@ type Epilogue struct {
 	// OutScale and OutZeroPoint requantize (RequantRef only).
 	OutScale     float32
 	OutZeroPoint int32
-	// PreciseGELU asks the native INT8 kernels for their erfc form of
-	// ActGELU on float32 outputs: within 6e-7 of the float64 GELU relative
-	// to the result, even in the far negative tail where it is a few
-	// denormals, at about twice the cost. Without it they use a rational
-	// erf within 3e-7*max(1, |x|) absolute (what a float32 erf GELU such as
-	// PyTorch's or oneDNN's guarantees, and far below INT8's own error);
-	// requantized outputs always use that one. The FP32 kernels and the
-	// references always compute the precise form.
+	// PreciseGELU asks the native assembly kernels (AVX512-VNNI and FP32)
+	// for their erfc form of ActGELU on float32 outputs: within 6e-7 of the
+	// float64 GELU relative to the result, even in the far negative tail
+	// where it is a few denormals, at about twice the cost. Without it they
+	// use a rational erf within 3e-7*max(1, |x|) absolute (what a float32
+	// erf GELU such as PyTorch's or oneDNN's guarantees, and far below
+	// INT8's own error); requantized outputs always use that one. The Go
+	// kernels and the references compute the float64 GELU.
 	PreciseGELU bool
 }
 

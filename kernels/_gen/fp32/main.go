@@ -263,6 +263,22 @@ func f32c(name string, v float64) {
 	}{name, math.Float32bits(float32(v))})
 }
 
+// f32b adds a constant given as a float32 (no rounding through float64).
+func f32b(name string, v float32) {
+	consts = append(consts, struct {
+		name string
+		bits uint32
+	}{name, math.Float32bits(v)})
+}
+
+// The rational GELU (geluQ8F32 in gemm_vnni.go, the same float32 constants):
+// phi = max(fma(xc, P(s)/Q(s), 1/2), 0), xc = x clamped to +-q8clamp, s = xc^2.
+var (
+	q8Clamp = float32(5.39902306)
+	q8P     = []float32{0.398943156, 0.0188730471, 0.00337341172, -1.12970756e-05, 1.0707414e-06, -1.8711102e-08, 1.324474e-10}
+	q8Q     = []float32{1, 0.213986263, 0.019102091, 0.000794661115}
+)
+
 func constIndex(name string) int {
 	for i, c := range consts {
 		if c.name == name {
@@ -299,6 +315,15 @@ func setupConsts() Mem {
 		}
 		f32c(fmt.Sprint("f", k), 1/fact) // exp's Taylor coefficients 1/k!
 	}
+	f32b("q8lo", -q8Clamp)
+	f32b("q8hi", q8Clamp)
+	f32b("zero", 0)
+	for i, c := range q8P {
+		f32b(fmt.Sprint("q8p", i), c)
+	}
+	for i, c := range q8Q {
+		f32b(fmt.Sprint("q8q", i), c)
+	}
 	t := GLOBL("epiF32Const", RODATA|NOPTR)
 	for i, c := range consts {
 		DATA(4*i, U32(c.bits))
@@ -315,6 +340,7 @@ func epilogue() {
 		"\ty := c[i*ldc+j]",
 		"\tif bias != nil { y += bias[j] }",
 		"\tif act == 1 { y = 0.5*y*(1+erf(y/sqrt 2)) } else if act == 2 { y = max(y, 0) }",
+		"\tif act == 3 { y = geluQ8F32(y) } // the rational GELU, bit for bit",
 		"\tif res != nil { y += res[i*ldr+j] }",
 		"\tc[i*ldc+j] = y",
 		"",
@@ -368,6 +394,11 @@ func epilogue() {
 		gelu(xs, cst, zero)
 		JMP(LabelRef("epi_noact" + sfx))
 		Label("epi_nogelu" + sfx)
+		CMPQ(act, U8(3))
+		JNE(LabelRef("epi_nogelu8" + sfx))
+		gelu8(xs, cst)
+		JMP(LabelRef("epi_noact" + sfx))
+		Label("epi_nogelu8" + sfx)
 		CMPQ(act, U8(2))
 		JNE(LabelRef("epi_noact" + sfx))
 		for _, x := range xs {
@@ -420,6 +451,38 @@ func epilogue() {
 	Label("epi_done")
 	VZEROUPPER()
 	RET()
+}
+
+// gelu8 replaces each x by geluQ8F32(x) (gemm_vnni.go), the same float32
+// steps as gelu8 of _gen/vnni: within 3e-7*max(1, |x|) of the float64 GELU
+// in 16 instructions. xs are Z0 and/or Z16; lane l uses Z(16l+1)...Z(16l+4).
+func gelu8(xs []reg.VecPhysical, cst func(string) Mem) {
+	type regs struct{ x, xc, s, p, q reg.VecPhysical }
+	var L []regs
+	for l, x := range xs {
+		b := 16 * l
+		L = append(L, regs{x, zmm(b + 1), zmm(b + 2), zmm(b + 3), zmm(b + 4)})
+	}
+	each := func(f func(r regs)) {
+		for _, r := range L {
+			f(r)
+		}
+	}
+	each(func(r regs) { VMAXPS_BCST(cst("q8lo"), r.x, r.xc) })
+	each(func(r regs) { VMINPS_BCST(cst("q8hi"), r.xc, r.xc) })
+	each(func(r regs) { VMULPS(r.xc, r.xc, r.s) })
+	each(func(r regs) { VBROADCASTSS(cst("q8p6"), r.p) })
+	each(func(r regs) { VBROADCASTSS(cst("q8q3"), r.q) })
+	for k := 5; k >= 0; k-- {
+		each(func(r regs) { VFMADD213PS_BCST(cst(fmt.Sprint("q8p", k)), r.s, r.p) })
+		if k >= 3 {
+			each(func(r regs) { VFMADD213PS_BCST(cst(fmt.Sprint("q8q", k-3)), r.s, r.q) })
+		}
+	}
+	each(func(r regs) { VDIVPS(r.q, r.p, r.p) })                // P/Q
+	each(func(r regs) { VFMADD213PS_BCST(cst("half"), r.xc, r.p) }) // xc*P/Q + 1/2
+	each(func(r regs) { VMAXPS_BCST(cst("zero"), r.p, r.p) })
+	each(func(r regs) { VMULPS(r.p, r.x, r.x) })
 }
 
 // gelu replaces each x by x*Phi(x), Phi(x) = 0.5*erfc(-x/sqrt 2), computed
