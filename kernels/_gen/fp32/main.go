@@ -479,7 +479,7 @@ func gelu8(xs []reg.VecPhysical, cst func(string) Mem) {
 			each(func(r regs) { VFMADD213PS_BCST(cst(fmt.Sprint("q8q", k-3)), r.s, r.q) })
 		}
 	}
-	each(func(r regs) { VDIVPS(r.q, r.p, r.p) })                // P/Q
+	each(func(r regs) { VDIVPS(r.q, r.p, r.p) })                    // P/Q
 	each(func(r regs) { VFMADD213PS_BCST(cst("half"), r.xc, r.p) }) // xc*P/Q + 1/2
 	each(func(r regs) { VMAXPS_BCST(cst("zero"), r.p, r.p) })
 	each(func(r regs) { VMULPS(r.p, r.x, r.x) })
