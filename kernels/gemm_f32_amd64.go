@@ -37,6 +37,15 @@ func f32Available(f cpu.Features) bool { return f.AVX512F && f.AVX512BW }
 // f32DefaultL2 is the L2 size assumed when CPUID reports none.
 const f32DefaultL2 = 1 << 20
 
+// f32MinKC is the shortest K slab blocking picks. A slab sized for L2 with
+// BERT-large's 256 rows (512 on a 1 MiB L2) costs a second pass over a C of
+// up to 4 MiB, which comes back from L3; A's rows stream in order and the
+// hardware prefetcher keeps up with them from L3. On the Zen 4 VM, kc = 1024
+// against the L2-sized 512 (K = 1024) or 684 (K = 4096) measured +1 to +4
+// points of the FMA peak on the M = 256 shapes, with and without the
+// epilogue (BenchmarkF32Knobs, INT8BERT_F32_KNOBS="0:1:0,1024:1:0").
+const f32MinKC = 1024
+
 // Knobs for tests and benchmarks: f32KC > 0 overrides the K slab, f32NoPF
 // turns the slab prefetch off, f32Copy forces the copy of A blocks on (1)
 // or off (-1) instead of deciding by A's stride (0).
@@ -48,15 +57,16 @@ var (
 
 // blocking returns KC (the K slab) and MC (the A rows of a block) for a
 // task of rows rows: the A block (mc x kc) and two panel slabs of B (kc x
-// NR, the one in use and the one being prefetched) fill L2. Each slab costs
-// a pass over C, so slabs are as long as that allows, and balanced.
+// NR, the one in use and the one being prefetched) fill L2, but slabs are
+// at least f32MinKC long. Each slab costs a pass over C, so slabs are as
+// long as that allows, and balanced.
 func (f *f32Family) blocking(rows, k int) (kc, mc int) {
 	l2 := cpu.X86.L2
 	if l2 <= 0 {
 		l2 = f32DefaultL2
 	}
 	mc = min(rows, 512)
-	kmax := max(256, l2/(4*(mc+2*f.nr)))
+	kmax := max(f32MinKC, l2/(4*(mc+2*f.nr)))
 	if f32KC > 0 {
 		kmax = f32KC
 	}
