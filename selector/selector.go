@@ -481,7 +481,9 @@ func (s *Selector) save() {
 }
 
 // tune checks every candidate for key against the reference, times those
-// that pass and returns the fastest.
+// that pass and returns the fastest. The candidates that survive pruning are
+// timed in turns (repetition r of each, then r+1), so that a machine whose
+// speed drifts during the tuning of a key slows them alike.
 func (s *Selector) tune(key Key) (*Choice, error) {
 	s.tuneMu.Lock()
 	defer s.tuneMu.Unlock()
@@ -494,7 +496,17 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 		return nil, fmt.Errorf("selector: tune %v: %w", key, err)
 	}
 	defer tr.close()
+	// best is the fastest warm run so far, against which later candidates
+	// are pruned; timed are the candidates left to time.
 	best := time.Duration(math.MaxInt64)
+	type timedCand struct {
+		c     candidate
+		m     Measurement
+		iters int
+		per   []time.Duration
+		err   error
+	}
+	var timed []*timedCand
 	for _, c := range fam.candidates() {
 		exclude := func(format string, args ...any) {
 			ch.Excluded = append(ch.Excluded, Exclusion{Kernel: c.name(), Backend: c.backend(), Reason: fmt.Sprintf(format, args...)})
@@ -505,7 +517,7 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 		}
 		// The first run packs weights and makes primitives: it is checked,
 		// not timed. The second, warm run estimates the time.
-		if c.family() == "generic" && len(ch.Measured) > 0 && key.M*key.K*key.N > s.opts.VerifyMACs {
+		if c.family() == "generic" && len(timed) > 0 && key.M*key.K*key.N > s.opts.VerifyMACs {
 			exclude("skipped: the generic Go twin, slow by construction, on a large shape where a faster candidate passed")
 			continue
 		}
@@ -546,14 +558,37 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 			ch.Measured = append(ch.Measured, m)
 			continue
 		}
-		med, runs, err := s.time(tr, c, warm)
-		if err != nil {
-			exclude("failed while timed: %v", err)
+		iters := 1
+		if warm > 0 && warm < s.opts.RepTime {
+			iters = int(s.opts.RepTime / warm)
+		}
+		timed = append(timed, &timedCand{c: c, m: m, iters: iters})
+		best = min(best, warm)
+	}
+	// Each repetition runs its candidate long enough to last RepTime; the
+	// median repetition is its time.
+	for range s.opts.Reps {
+		for _, t := range timed {
+			if t.err != nil {
+				continue
+			}
+			t0 := time.Now()
+			for range t.iters {
+				if t.err = tr.exec(t.c); t.err != nil {
+					break
+				}
+			}
+			t.per = append(t.per, time.Since(t0)/time.Duration(t.iters))
+		}
+	}
+	for _, t := range timed {
+		if t.err != nil {
+			ch.Excluded = append(ch.Excluded, Exclusion{Kernel: t.c.name(), Backend: t.c.backend(), Reason: fmt.Sprintf("failed while timed: %v", t.err)})
 			continue
 		}
-		m.Median, m.Runs = med, runs
-		best = min(best, med)
-		ch.Measured = append(ch.Measured, m)
+		slices.Sort(t.per)
+		t.m.Median, t.m.Runs = t.per[len(t.per)/2], len(t.per)
+		ch.Measured = append(ch.Measured, t.m)
 	}
 	sort.SliceStable(ch.Measured, func(i, j int) bool { return ch.Measured[i].Median < ch.Measured[j].Median })
 	if len(ch.Measured) == 0 {
@@ -579,27 +614,6 @@ const (
 	coldFactor = 4
 	coldMin    = time.Second
 )
-
-// time runs c Reps times (each long enough to last RepTime) and returns the
-// median time of one call.
-func (s *Selector) time(tr trial, c candidate, first time.Duration) (time.Duration, int, error) {
-	iters := 1
-	if first > 0 && first < s.opts.RepTime {
-		iters = int(s.opts.RepTime / first)
-	}
-	per := make([]time.Duration, 0, s.opts.Reps)
-	for r := 0; r < s.opts.Reps; r++ {
-		t0 := time.Now()
-		for i := 0; i < iters; i++ {
-			if err := tr.exec(c); err != nil {
-				return 0, 0, err
-			}
-		}
-		per = append(per, time.Since(t0)/time.Duration(iters))
-	}
-	slices.Sort(per)
-	return per[len(per)/2], len(per), nil
-}
 
 // Explain returns the choice for key and why, tuning it if needed.
 func (s *Selector) Explain(key Key) string {
