@@ -84,8 +84,24 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	// The same kernel skipped for the same reason on several keys (the
+	// generic twins on every large shape) is one line.
+	type why struct{ kernel, reason string }
+	var order []why
+	keys := map[why][]string{}
 	for _, s := range r.Skipped {
-		fmt.Fprintf(stdout, "not measured: %s %s %s %s: %s\n", s.Shape, s.DType, s.Epilogue, s.Kernel, s.Reason)
+		w := why{s.Kernel, s.Reason}
+		if _, ok := keys[w]; !ok {
+			order = append(order, w)
+		}
+		keys[w] = append(keys[w], s.Shape+" "+s.DType+" "+s.Epilogue)
+	}
+	for _, w := range order {
+		if k := keys[w]; len(k) == 1 {
+			fmt.Fprintf(stdout, "not measured: %s %s: %s\n", k[0], w.kernel, w.reason)
+		} else {
+			fmt.Fprintf(stdout, "not measured on %d keys (%s, ...): %s: %s\n", len(k), k[0], w.kernel, w.reason)
+		}
 	}
 	return nil
 }
