@@ -46,11 +46,13 @@ const f32DefaultL2 = 1 << 20
 // epilogue (BenchmarkF32Knobs, INT8BERT_F32_KNOBS="0:1:0,1024:1:0").
 const f32MinKC = 1024
 
-// Knobs for tests and benchmarks: f32KC > 0 overrides the K slab, f32NoPF
+// Knobs for tests and benchmarks: f32KC > 0 overrides the K slab, f32MC > 0
+// the rows of an A block, f32NoPF
 // turns the slab prefetch off, f32Copy forces the copy of A blocks on (1)
 // or off (-1) instead of deciding by A's stride (0).
 var (
 	f32KC   int
+	f32MC   int
 	f32NoPF bool
 	f32Copy int
 )
@@ -66,6 +68,9 @@ func (f *f32Family) blocking(rows, k int) (kc, mc int) {
 		l2 = f32DefaultL2
 	}
 	mc = min(rows, 512)
+	if f32MC > 0 {
+		mc = min(rows, f32MC)
+	}
 	kmax := max(f32MinKC, l2/(4*(mc+2*f.nr)))
 	if f32KC > 0 {
 		kmax = f32KC

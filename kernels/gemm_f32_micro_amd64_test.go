@@ -169,29 +169,29 @@ func f32BenchGEMM(m, n, k, nr int) *GEMMF32 {
 // BenchmarkF32Knobs compares blocking choices on the BERT shapes in one
 // process, alternating them run by run (thread CPU time, best of each), so
 // that a noisy machine disturbs them alike. INT8BERT_F32_KNOBS lists
-// "kc:pf:copy" triples, e.g. "0:1:0,192:1:-1" (kc 0 = automatic; copy 1
-// always, -1 never, 0 by A's stride).
+// "kc:pf:copy[:mc]" knobs, e.g. "0:1:0,192:1:-1,0:1:0:128" (kc and mc 0 =
+// automatic; copy 1 always, -1 never, 0 by A's stride).
 func BenchmarkF32Knobs(b *testing.B) {
 	spec := os.Getenv("INT8BERT_F32_KNOBS")
 	if spec == "" || !f32Available(cpu.X86) {
 		b.Skip("set INT8BERT_F32_KNOBS (and run on AVX-512)")
 	}
 	type knob struct {
-		kc int
-		pf bool
-		cp int
+		kc, mc int
+		pf     bool
+		cp     int
 	}
 	var knobs []knob
 	for _, kv := range strings.Split(spec, ",") {
 		var k knob
 		pf := 1
-		fmt.Sscanf(kv, "%d:%d:%d", &k.kc, &pf, &k.cp)
+		fmt.Sscanf(kv, "%d:%d:%d:%d", &k.kc, &pf, &k.cp, &k.mc)
 		k.pf = pf != 0
 		knobs = append(knobs, k)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	defer func() { f32KC, f32NoPF, f32Copy = 0, false, 0 }()
+	defer func() { f32KC, f32MC, f32NoPF, f32Copy = 0, 0, false, 0 }()
 	for _, s := range f32BenchShapes {
 		for _, kern := range f32Asm {
 			for _, withEp := range []bool{false, true} {
@@ -210,7 +210,7 @@ func BenchmarkF32Knobs(b *testing.B) {
 					for b.Loop() {
 						for range 10 {
 							for i, k := range knobs {
-								f32KC, f32NoPF, f32Copy = k.kc, !k.pf, k.cp
+								f32KC, f32MC, f32NoPF, f32Copy = k.kc, k.mc, !k.pf, k.cp
 								p := bestRate(1, flops, func() { peakFMA(iters) })
 								r := bestRate(1, flops, func() { kern.Run(g) })
 								ratios[i] = append(ratios[i], r/p)
@@ -219,7 +219,7 @@ func BenchmarkF32Knobs(b *testing.B) {
 					}
 					for i, k := range knobs {
 						slices.Sort(ratios[i])
-						b.ReportMetric(100*ratios[i][len(ratios[i])/2], fmt.Sprintf("%%peak_kc%d_pf%v_cp%d", k.kc, k.pf, k.cp))
+						b.ReportMetric(100*ratios[i][len(ratios[i])/2], fmt.Sprintf("%%peak_kc%d_mc%d_pf%v_cp%d", k.kc, k.mc, k.pf, k.cp))
 					}
 				})
 			}
