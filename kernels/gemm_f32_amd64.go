@@ -13,26 +13,51 @@ import (
 // f32Kern is one generated micro-kernel (see gemm_f32_stub_amd64.go).
 type f32Kern func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)
 
-// f32Family is a register tile with its kernels for 1...mr rows.
+// f32Family is a register tile with its kernels for 1...mr rows. avx2
+// marks the AVX2 + FMA3 family (gemmF32a*, its epilogue epiF32a); the others
+// are AVX-512 (epiF32).
 type f32Family struct {
 	mr, nr   int
 	bcastReg bool
 	kern     []f32Kern
+	avx2     bool
 }
 
+// f32AVX2Family is the AVX2 + FMA3 tile (_gen/fp32avx2), for CPUs without
+// AVX-512.
+var f32AVX2Family = f32Family{mr: 6, nr: 16, avx2: true,
+	kern: []f32Kern{nil, gemmF32a1x16, gemmF32a2x16, gemmF32a3x16, gemmF32a4x16, gemmF32a5x16, gemmF32a6x16}}
+
 func init() {
-	for _, f := range f32Families {
-		name := fmt.Sprintf("gemmF32_%dx%d", f.mr, f.nr)
+	for i := range f32Families {
+		f := &f32Families[i]
 		f32Asm = append(f32Asm, &KernelF32{
-			Name: name, ISA: "avx512", MR: f.mr, NR: f.nr,
+			Name: fmt.Sprintf("gemmF32_%dx%d", f.mr, f.nr), ISA: "avx512", MR: f.mr, NR: f.nr,
 			Available: f32Available,
 			Accepts:   func(m, n, k int) bool { return m >= 0 && n >= 0 && k >= 0 },
 			Run:       f.run,
 		})
 	}
+	f := &f32AVX2Family
+	f32Asm = append(f32Asm, &KernelF32{
+		Name: fmt.Sprintf("gemmF32avx2_%dx%d", f.mr, f.nr), ISA: "avx2", MR: f.mr, NR: f.nr,
+		Available: f32AVX2Available,
+		Accepts:   func(m, n, k int) bool { return m >= 0 && n >= 0 && k >= 0 },
+		Run:       f.run,
+	})
 }
 
 func f32Available(f cpu.Features) bool { return f.AVX512F && f.AVX512BW }
+
+// f32AVX2Available reports whether the AVX2 family runs: AVX2 and FMA3.
+func f32AVX2Available(f cpu.Features) bool { return f.AVX2 && f.FMA }
+
+func (f *f32Family) available(c cpu.Features) bool {
+	if f.avx2 {
+		return f32AVX2Available(c)
+	}
+	return f32Available(c)
+}
 
 // f32DefaultL2 is the L2 size assumed when CPUID reports none.
 const f32DefaultL2 = 1 << 20
@@ -108,8 +133,12 @@ func (f *f32Family) run(g *GEMMF32) error {
 	if g.B.NR != f.nr {
 		return fmt.Errorf("kernels: gemm f32 %dx%d: weights packed with nr=%d: %w", f.mr, f.nr, g.B.NR, ErrShape)
 	}
-	if !f32Available(cpu.X86) {
-		return fmt.Errorf("kernels: gemm f32 %dx%d: CPU lacks AVX512F/AVX512BW (%s)", f.mr, f.nr, cpu.X86)
+	if !f.available(cpu.X86) {
+		need := "AVX512F/AVX512BW"
+		if f.avx2 {
+			need = "AVX2/FMA3"
+		}
+		return fmt.Errorf("kernels: gemm f32 %dx%d: CPU lacks %s (%s)", f.mr, f.nr, need, cpu.X86)
 	}
 	m, n := g.M, g.N
 	if m == 0 || n == 0 {
@@ -160,15 +189,21 @@ func (f *f32Family) block(g *GEMMF32, i0, i1, p0, p1 int) {
 	// An A block is copied into a scratch buffer with a padded stride when
 	// A's own stride makes the rows of a tile fight over a few L1 sets (a
 	// multiple of 4 KiB: K = 1024, 3072, 4096).
+	// The scratch is taken only then: a pool emptied by a GC would
+	// otherwise cost an allocation per call.
+	copyA := f32Copy > 0 || f32Copy == 0 && f32Aliased(g.Lda, f.mr)
 	ldp := (min(KC, K)+15)&^15 + 16
-	need := min(MC, i1-i0)*ldp + 16
-	bufp, _ := f32Scratch.Get().(*[]float32)
-	if bufp == nil || cap(*bufp) < need {
-		b := make([]float32, need)
-		bufp = &b
+	var buf []float32
+	if copyA {
+		need := min(MC, i1-i0)*ldp + 16
+		bufp, _ := f32Scratch.Get().(*[]float32)
+		if bufp == nil || cap(*bufp) < need {
+			b := make([]float32, need)
+			bufp = &b
+		}
+		buf = (*bufp)[:need]
+		defer f32Scratch.Put(bufp)
 	}
-	buf := (*bufp)[:need]
-	defer f32Scratch.Put(bufp)
 	for pc := 0; pc < K; pc += KC {
 		kc := min(KC, K-pc)
 		accum := 0
@@ -178,7 +213,6 @@ func (f *f32Family) block(g *GEMMF32, i0, i1, p0, p1 int) {
 		last := pc+kc >= K
 		for ic := i0; ic < i1; ic += MC {
 			mc := min(MC, i1-ic)
-			copyA := f32Copy > 0 || f32Copy == 0 && f32Aliased(g.Lda, f.mr)
 			if copyA {
 				for r := 0; r < mc; r++ {
 					copy(buf[r*ldp:r*ldp+kc], g.A[(ic+r)*g.Lda+pc:])
@@ -228,7 +262,7 @@ func (f *f32Family) block(g *GEMMF32, i0, i1, p0, p1 int) {
 						f.kern[mr](kc, &g.A[(ic+ir)*g.Lda+pc], g.Lda, bp, c, g.Ldc, mask, accum, pf, res, ldr)
 					}
 					if last && ep != nil {
-						f32Epilogue(g, ic+ir, mr, j, nv, act, actGo)
+						f.epilogue(g, ic+ir, mr, j, nv, act, actGo)
 					}
 					ir += mr
 				}
@@ -237,8 +271,80 @@ func (f *f32Family) block(g *GEMMF32, i0, i1, p0, p1 int) {
 	}
 }
 
+// epilogue applies g.Ep to the tile of rows i...i+mr-1, columns j...j+nv-1
+// while it is in L1: in assembly, but on the AVX2 family the columns past
+// the last whole 16 and the erfc GELU (act 1) in Go.
+func (f *f32Family) epilogue(g *GEMMF32, i, mr, j, nv, act int, actGo bool) {
+	if !f.avx2 {
+		f32Epilogue(g, i, mr, j, nv, act, actGo)
+		return
+	}
+	ep := g.Ep
+	var bias, res *float32
+	ldr := ep.ldr(g.N)
+	if ep.Bias != nil {
+		bias = &ep.Bias[j]
+	}
+	if ep.Residual != nil {
+		res = &ep.Residual[i*ldr+j]
+	}
+	if bias == nil && res == nil && act == 0 && !actGo {
+		return
+	}
+	whole := nv / 16 * 16
+	if act == 1 || actGo {
+		whole = 0
+	}
+	if whole > 0 {
+		epiF32a(mr, whole/16, &g.C[i*g.Ldc+j], g.Ldc, bias, res, ldr, act)
+	}
+	if whole < nv {
+		f32EpilogueGo(g, i, mr, j+whole, j+nv, act, actGo)
+	}
+}
+
+// f32EpilogueGo is the epilogue of rows i...i+mr-1, columns j0...j1-1 in Go:
+// the rational GELU and ReLU as the assembly computes them (float32), the
+// erfc and tanh GELU in float64 with the residual added before rounding.
+func f32EpilogueGo(g *GEMMF32, i, mr, j0, j1, act int, actGo bool) {
+	ep := g.Ep
+	ldr := ep.ldr(g.N)
+	for r := i; r < i+mr; r++ {
+		row := g.C[r*g.Ldc+j0 : r*g.Ldc+j1]
+		for jj := range row {
+			j := j0 + jj
+			y := row[jj]
+			if ep.Bias != nil {
+				y += ep.Bias[j]
+			}
+			switch {
+			case actGo || act == 1:
+				v := GELU(float64(y))
+				if actGo {
+					v = GELUTanh(float64(y))
+				}
+				if ep.Residual != nil {
+					v += float64(ep.Residual[r*ldr+j])
+				}
+				row[jj] = float32(v)
+				continue
+			case act == 2:
+				if y < 0 {
+					y = 0
+				}
+			case act == 3:
+				y = geluQ8F32(y)
+			}
+			if ep.Residual != nil {
+				y += ep.Residual[r*ldr+j]
+			}
+			row[jj] = y
+		}
+	}
+}
+
 // f32Epilogue applies g.Ep to the tile of rows i...i+mr-1, columns
-// j...j+nv-1 while it is in L1.
+// j...j+nv-1 while it is in L1 (the AVX-512 families).
 func f32Epilogue(g *GEMMF32, i, mr, j, nv, act int, actGo bool) {
 	ep := g.Ep
 	var bias, res *float32

@@ -195,34 +195,48 @@ func TestF32KernelNames(t *testing.T) {
 
 func containsSuffix(s, suf string) bool { return len(s) >= len(suf) && s[len(s)-len(suf):] == suf }
 
-// TestF32FeatureOff turns AVX-512F off as INT8BERT_CPU_DISABLE would and
-// checks that the assembly kernels say they are unavailable and refuse to
-// run, while the generic one still runs.
+// TestF32FeatureOff turns features off as INT8BERT_CPU_DISABLE would and
+// checks that the assembly kernels that need them say they are unavailable
+// and refuse to run, while the others (the generic one; with AVX-512 off,
+// the AVX2 family, as on a CPU without AVX-512) still run correctly.
 func TestF32FeatureOff(t *testing.T) {
 	saved := cpu.X86
 	defer func() { cpu.X86 = saved }()
-	off, err := saved.Apply("avx512f")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpu.X86 = off
-	for _, k := range F32Kernels() {
-		if k.ISA == "generic" {
-			if !k.Available(cpu.X86) {
-				t.Fatalf("%s unavailable", k.Name)
-			}
-			if msg := runF32Case(k, f32Case{m: 3, n: 20, k: 5, epKind: 3, threads: 1}, 2); msg != "" {
-				t.Fatal(msg)
-			}
-			continue
+	for _, c := range []struct {
+		disable string
+		runs    func(isa string) bool
+	}{
+		{"avx512f", func(isa string) bool { return isa == "generic" || isa == "avx2" }},
+		{"avx2", func(isa string) bool { return isa == "generic" }},
+	} {
+		off, err := saved.Apply(c.disable)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if k.Available(cpu.X86) {
-			t.Errorf("%s available with avx512f disabled", k.Name)
-		}
-		pk, _ := PackF32(4, 4, make([]float32, 16), 4, k.NR)
-		g := &GEMMF32{M: 1, N: 4, K: 4, A: make([]float32, 4), Lda: 4, B: pk, C: make([]float32, 4), Ldc: 4}
-		if err := k.Run(g); err == nil {
-			t.Errorf("%s ran with avx512f disabled", k.Name)
+		cpu.X86 = off
+		for _, k := range F32Kernels() {
+			if c.runs(k.ISA) {
+				if !k.Available(saved) {
+					continue // this CPU never had it
+				}
+				if !k.Available(cpu.X86) {
+					t.Fatalf("%s unavailable with %s disabled", k.Name, c.disable)
+				}
+				for _, fc := range []f32Case{{m: 3, n: 20, k: 5, epKind: 3, threads: 1}, {m: 13, n: 37, k: 70, epKind: 2, threads: 2}} {
+					if msg := runF32Case(k, fc, 2); msg != "" {
+						t.Fatalf("%s disabled: %s", c.disable, msg)
+					}
+				}
+				continue
+			}
+			if k.Available(cpu.X86) {
+				t.Errorf("%s available with %s disabled", k.Name, c.disable)
+			}
+			pk, _ := PackF32(4, 4, make([]float32, 16), 4, k.NR)
+			g := &GEMMF32{M: 1, N: 4, K: 4, A: make([]float32, 4), Lda: 4, B: pk, C: make([]float32, 4), Ldc: 4}
+			if err := k.Run(g); err == nil {
+				t.Errorf("%s ran with %s disabled", k.Name, c.disable)
+			}
 		}
 	}
 }

@@ -27,9 +27,9 @@
 // ("onednn", "avx512-vnni", "amx", "avx2", "generic", ...) or one kernel by
 // name; a forced family this CPU or build lacks is an error, never a
 // fallback. Forcing applies to the operations that have a kernel of that
-// family (or that kernel): "avx512-vnni", "amx" or "avx2" force the u8s8
-// GEMMs and leave the f32 ones to their usual choice, "avx512" the
-// reverse, "generic" and "onednn" force both. A family no operation has is
+// family (or that kernel): "avx512-vnni" or "amx" force the u8s8 GEMMs and
+// leave the f32 ones to their usual choice, "avx512" the reverse,
+// "avx2", "generic" and "onednn" force both. A family no operation has is
 // an error, and so is "onednn" without oneDNN.
 //
 // Operations are families of candidates behind one internal interface

@@ -400,23 +400,33 @@ func TestForcedF32(t *testing.T) {
 		{"test-f32", want{[]string{OpF32}, "gemmF32Fake_1x32", ""}},
 		{"test-isa", want{[]string{OpU8S8}, "", "gemmFake_1x32"}},
 	}
-	// Real families of one operation this CPU runs (avx512-vnni, avx2:
-	// u8s8 only; avx512: f32 only).
+	// Real families this CPU runs, forcing the operations that have a
+	// kernel of theirs (avx512-vnni: u8s8 only; avx512: f32 only; avx2:
+	// both).
+	has := func(ks []string, isa string) bool { return slices.Contains(ks, isa) }
+	var u8s8ISAs, f32ISAs []string
 	for _, k := range kernels.U8S8Kernels() {
 		if k.ISA != "generic" && k.Available(cpu.X86) {
-			cases = append(cases, struct {
-				force string
-				want  want
-			}{k.ISA, want{[]string{OpU8S8}, "", "*"}})
+			u8s8ISAs = append(u8s8ISAs, k.ISA)
 		}
 	}
 	for _, k := range kernels.F32Kernels() {
 		if k.ISA != "generic" && k.Available(cpu.X86) {
-			cases = append(cases, struct {
-				force string
-				want  want
-			}{k.ISA, want{[]string{OpF32}, "*", ""}})
+			f32ISAs = append(f32ISAs, k.ISA)
 		}
+	}
+	for _, isa := range append(slices.Clone(u8s8ISAs), f32ISAs...) {
+		var w want
+		if has(u8s8ISAs, isa) {
+			w.ops, w.u8s8 = append(w.ops, OpU8S8), "*"
+		}
+		if has(f32ISAs, isa) {
+			w.ops, w.f32 = append(w.ops, OpF32), "*"
+		}
+		cases = append(cases, struct {
+			force string
+			want  want
+		}{isa, w})
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {

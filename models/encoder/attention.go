@@ -135,9 +135,9 @@ type attnChoice struct{ qk, pv *kernels.KernelF32 }
 var attnChoices sync.Map // head size -> attnChoice
 
 // attnKernels returns the FP32 kernels for attention's two products with
-// heads of d features: the fastest of this CPU's kernels (fallback: def) on
-// Q K^T (128 x 128 x d) and P V (128 x d x 128), timed once per process
-// and head size. Every kernel computes the same sums in the same order
+// heads of d features: the fastest of this CPU's assembly kernels (def when
+// it has none) on Q K^T (128 x 128 x d) and P V (128 x d x 128), timed once
+// per process and head size. Every kernel computes the same sums in the same order
 // along K, so the choice changes speed only.
 func attnKernels(def *kernels.KernelF32, d int) (qk, pv *kernels.KernelF32) {
 	if c, ok := attnChoices.Load(d); ok {
@@ -150,38 +150,44 @@ func attnKernels(def *kernels.KernelF32, d int) (qk, pv *kernels.KernelF32) {
 			cands = append(cands, k)
 		}
 	}
+	switch len(cands) {
+	case 0:
+		return def, def // nothing to choose from (and nothing to remember)
+	case 1:
+		c := attnChoice{cands[0], cands[0]}
+		attnChoices.Store(d, c)
+		return c.qk, c.pv
+	}
 	c := attnChoice{def, def}
-	if len(cands) > 1 {
-		const seq = 128
-		a := make([]float32, seq*max(seq, d))
-		for i := range a {
-			a[i] = float32(i%7) * 0.125
+	const seq = 128
+	a := make([]float32, seq*max(seq, d))
+	for i := range a {
+		a[i] = float32(i%7) * 0.125
+	}
+	out := make([]float32, seq*seq)
+	bestQK, bestPV := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+	for _, k := range cands {
+		kp, err1 := kernels.PackF32(seq, d, a, d, k.NR)
+		vp, err2 := kernels.PackF32(d, seq, a, seq, k.NR)
+		if err1 != nil || err2 != nil {
+			continue
 		}
-		out := make([]float32, seq*seq)
-		bestQK, bestPV := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
-		for _, k := range cands {
-			kp, err1 := kernels.PackF32(seq, d, a, d, k.NR)
-			vp, err2 := kernels.PackF32(d, seq, a, seq, k.NR)
-			if err1 != nil || err2 != nil {
-				continue
-			}
-			time1 := func(g *kernels.GEMMF32) time.Duration {
-				best := time.Duration(math.MaxInt64)
-				for r := 0; r < 5; r++ {
-					t := time.Now()
-					if k.Run(g) != nil {
-						return best
-					}
-					best = min(best, time.Since(t))
+		time1 := func(g *kernels.GEMMF32) time.Duration {
+			best := time.Duration(math.MaxInt64)
+			for r := 0; r < 5; r++ {
+				t := time.Now()
+				if k.Run(g) != nil {
+					return best
 				}
-				return best
+				best = min(best, time.Since(t))
 			}
-			if t := time1(&kernels.GEMMF32{M: seq, N: seq, K: d, A: a, Lda: d, B: kp, C: out, Ldc: seq}); t < bestQK {
-				bestQK, c.qk = t, k
-			}
-			if t := time1(&kernels.GEMMF32{M: seq, N: d, K: seq, A: a, Lda: seq, B: vp, C: out, Ldc: d}); t < bestPV {
-				bestPV, c.pv = t, k
-			}
+			return best
+		}
+		if t := time1(&kernels.GEMMF32{M: seq, N: seq, K: d, A: a, Lda: d, B: kp, C: out, Ldc: seq}); t < bestQK {
+			bestQK, c.qk = t, k
+		}
+		if t := time1(&kernels.GEMMF32{M: seq, N: d, K: seq, A: a, Lda: seq, B: vp, C: out, Ldc: d}); t < bestPV {
+			bestPV, c.pv = t, k
 		}
 	}
 	attnChoices.Store(d, c)
