@@ -175,6 +175,18 @@ func eltMaxGeneric(x []float32) float32 {
 	return eltReduceMax(&acc)
 }
 
+// scale2n returns y*2^n rounded once to float32, as VSCALEFPS does, for an
+// integral n: in float64 the product is exact (no overflow, no
+// subnormal) for n in [-1000, 1000], so the conversion is the one
+// rounding; outside that, math.Ldexp. (Ldexp itself is a slow call, and
+// Softmax's Go twin does this once per element.)
+func scale2n(y, n float32) float32 {
+	if n >= -1000 && n <= 1000 {
+		return float32(float64(y) * math.Float64frombits(uint64(int64(n)+1023)<<52))
+	}
+	return float32(math.Ldexp(float64(y), int(n)))
+}
+
 // eltExpTail returns exp(r) * 2^n for the reduced argument r.
 func eltExpTail(r, n float32) float32 {
 	p := eltExpP[0]
@@ -184,7 +196,7 @@ func eltExpTail(r, n float32) float32 {
 	z := float32(r * r)
 	y := float32(p*z) + r
 	y = y + 1
-	return float32(math.Ldexp(float64(y), int(n))) // VSCALEFPS: one rounding
+	return scale2n(y, n) // VSCALEFPS: one rounding
 }
 
 // eltExp is the vector exp of Softmax: x = max(x, -104) (exp(-104) is 0 in
@@ -207,7 +219,7 @@ func eltExp(x float32) float32 {
 		p = fma32(p, r, c)
 	}
 	y := fma32(p, float32(r*r), r) + 1
-	return float32(math.Ldexp(float64(y), int(n))) // VSCALEFPS: one rounding
+	return scale2n(y, n) // VSCALEFPS: one rounding
 }
 
 // eltExp2 is exp(a+b) for a in [-100, 0] and a small b, keeping the low part

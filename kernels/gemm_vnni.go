@@ -729,7 +729,7 @@ func geluF32(x float32) float32 {
 		eo, ee = fma(f2, eo, c[0]), fma(f2, ee, c[1])
 	}
 	e := fma(f, eo, ee)
-	h := t * float32(math.Ldexp(float64(e), int(nf)))
+	h := t * scale2n(e, nf)
 	xh := x * h
 	if math.Signbit(float64(x)) {
 		return xh
@@ -784,10 +784,26 @@ func geluQ8F32(x float32) float32 {
 }
 
 // fma32 is the float32 fused multiply-add a*b+c, rounded once as VFMADD*PS
-// rounds it: a*b is exact in float64, the sum is rounded to odd there, and
-// rounding that to float32 is then correct (Boldo and Melquiond; rounding
-// float64(a*b+c) to nearest twice could land on a tie).
+// rounds it. The float64 FMA rounds a*b+c once to float64; rounding that to
+// float32 gives the float32 FMA unless the float64 result is a float32 tie
+// (its 29 low fraction bits exactly a half: the first rounding may have
+// made it one) or below float32's normal range (where float32's rounding
+// position moves): those take fma32Exact. The Go twins of the element-wise
+// kernels call this for every operation.
 func fma32(a, b, c float32) float32 {
+	s := math.FMA(float64(a), float64(b), float64(c))
+	bits := math.Float64bits(s)
+	if bits&(1<<29-1) != 1<<28 && (bits&^(1<<63) >= 0x3810000000000000 || bits&^(1<<63) == 0) {
+		return float32(s)
+	}
+	return fma32Exact(a, b, c)
+}
+
+// fma32Exact is fma32 without the float64 FMA: a*b is exact in float64, the
+// sum is rounded to odd there, and rounding that to float32 is then correct
+// (Boldo and Melquiond; rounding float64(a*b+c) to nearest twice could land
+// on a tie).
+func fma32Exact(a, b, c float32) float32 {
 	p := float64(a) * float64(b)
 	s := p + float64(c)
 	bb := s - p

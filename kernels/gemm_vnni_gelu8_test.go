@@ -108,6 +108,44 @@ func TestFMA32(t *testing.T) {
 	}
 }
 
+// TestFMA32FastPath checks fma32 (the float64 FMA with a tie and
+// subnormal check) against fma32Exact (round to odd) on random operands of
+// every magnitude, with ties and results near float32's subnormal range
+// and overflow made on purpose.
+func TestFMA32FastPath(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	f := func() float32 {
+		switch r.IntN(8) {
+		case 0:
+			return float32(math.Ldexp(r.Float64()+1, r.IntN(300)-150)) // subnormal to huge
+		case 1:
+			return float32(1 + math.Ldexp(float64(r.IntN(1<<12)), -12)) // short mantissas: exact products, ties
+		case 2:
+			return float32(math.Ldexp(1, r.IntN(80)-40))
+		case 3:
+			return -float32(math.Ldexp(r.Float64()+1, r.IntN(60)-140))
+		}
+		return float32(r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20))
+	}
+	for i := range 2000000 {
+		a, b, c := f(), f(), f()
+		if i%3 == 0 { // c cancels most of a*b
+			c = -float32(float64(a) * float64(b) * (1 + math.Ldexp(float64(r.IntN(5)-2), -25)))
+		}
+		got, want := fma32(a, b, c), fma32Exact(a, b, c)
+		if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+			t.Fatalf("fma32(%g, %g, %g) = %g (%#x), exact %g (%#x)", a, b, c, got, math.Float32bits(got), want, math.Float32bits(want))
+		}
+	}
+	for _, v := range [][3]float32{{0, 0, 0}, {-0.0, 1, 0}, {float32(math.Inf(1)), 1, 1}, {float32(math.Inf(1)), 0, 1},
+		{float32(math.NaN()), 1, 1}, {math.MaxFloat32, 2, 0}, {math.MaxFloat32, 1, math.MaxFloat32}, {1e-45, 0.5, 0}, {1e-45, 1e-45, 0}} {
+		got, want := fma32(v[0], v[1], v[2]), fma32Exact(v[0], v[1], v[2])
+		if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+			t.Errorf("fma32(%v) = %v, exact %v", v, got, want)
+		}
+	}
+}
+
 // epiGELU8 calls epi with the GELU of 8-bit outputs on y = 0*1 + bias = x,
 // storing f32 (so the GELU itself is seen).
 func epiGELU8(epi vnniEpi, xs []float32) []float32 {
