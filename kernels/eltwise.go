@@ -1,6 +1,7 @@
 package kernels
 
 //go:generate sh -c "cd _gen && go run ./eltwise -out ../eltwise_amd64.s -stubs ../eltwise_stub_amd64.go -pkg kernels"
+//go:generate sh -c "cd _gen && go run ./eltavx2 -out ../eltwise_avx2_amd64.s -stubs ../eltwise_avx2_stub_amd64.go -pkg kernels"
 
 import (
 	"errors"
@@ -23,7 +24,9 @@ import (
 // tree (lane i += lane i+w for w = 8, 4, 2, 1); no fused multiply-add is used
 // except where it is exact and in Softmax's exp, whose twin rounds each one
 // once with fma32. The path is chosen at call time from cpu.X86
-// (AVX512F and AVX512BW), so INT8BERT_CPU_DISABLE=avx512 selects the Go twin.
+// (AVX512F and AVX512BW), so INT8BERT_CPU_DISABLE=avx512f selects the Go twin
+// (with the scaled softmax's passes in AVX2 where the CPU has AVX2 and FMA3:
+// eltwise_avx2_amd64.go).
 
 // ErrNonFinite is wrapped by the errors of kernels that refuse NaN or
 // infinite inputs; the message names the row and column.
@@ -38,10 +41,15 @@ func eltwiseAVX512() bool {
 	return eltwiseHaveAsm && !eltwiseForceGeneric && cpu.X86.AVX512F && cpu.X86.AVX512BW
 }
 
-// EltwisePath names the live element-wise path: "avx512" or "generic".
+// EltwisePath names the live element-wise path: "avx512", "generic" or,
+// without AVX-512 but with AVX2 and FMA3, "generic+avx2-softmax" (the
+// scaled softmax's passes in AVX2 assembly, the rest in Go).
 func EltwisePath() string {
-	if eltwiseAVX512() {
+	switch eltImpl() {
+	case &eltAsm:
 		return cpu.PathAVX512
+	case eltAVX2Funcs:
+		return cpu.PathGeneric + "+avx2-softmax"
 	}
 	return cpu.PathGeneric
 }
@@ -98,8 +106,15 @@ func eltImpl() *eltFuncs {
 	if eltwiseAVX512() {
 		return &eltAsm
 	}
+	if eltAVX2Funcs != nil && !eltwiseForceGeneric && eltAVX2Available(cpu.X86) {
+		return eltAVX2Funcs
+	}
 	return &eltGeneric
 }
+
+// eltAVX2Funcs are the Go twins with the scaled softmax's passes in AVX2
+// assembly (set on builds that have it): for CPUs without AVX-512.
+var eltAVX2Funcs *eltFuncs
 
 // QuantParams is the static (per-tensor) quantize step fused into a producer
 // such as LayerNorm: q[j] = sat_u8(roundHalfEven(y[j]*PreScale[j]*(1/Scale) +

@@ -258,19 +258,26 @@ func eltExpSumGeneric(dst, x []float32, m float32) float32 {
 // exponentials, the rows before it are done and the other row of its group
 // may hold x*s+mask.
 func eltSoftmaxRowsGeneric(dst, x, mask []float32, rows, n int, s float32) (int, float32, float32) {
+	return softmaxRowsWith(eltMaxMaskScaleGeneric, eltExpSumGeneric, eltScaleGeneric, dst, x, mask, rows, n, s)
+}
+
+// softmaxRowsWith is eltSoftmaxRowsGeneric over the given row passes (the
+// Go twins, or the AVX2 ones that equal them).
+func softmaxRowsWith(maxMaskScale func(dst, x, mask []float32, s float32) float32, expSum func(dst, x []float32, m float32) float32,
+	scale func(x []float32, s float32), dst, x, mask []float32, rows, n int, s float32) (int, float32, float32) {
 	bad := func(v float32) bool { return math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) }
 	for i := 0; i < rows; {
 		g := min(2, rows-i)
 		var ms, sums [2]float32
 		slow := false
 		for r := 0; r < g; r++ {
-			ms[r] = eltMaxMaskScaleGeneric(dst[(i+r)*n:(i+r+1)*n], x[(i+r)*n:(i+r+1)*n], mask, s)
+			ms[r] = maxMaskScale(dst[(i+r)*n:(i+r+1)*n], x[(i+r)*n:(i+r+1)*n], mask, s)
 			slow = slow || math.IsInf(float64(ms[r]), -1)
 		}
 		if !slow {
 			for r := 0; r < g; r++ {
 				d := dst[(i+r)*n : (i+r+1)*n]
-				sums[r] = eltExpSumGeneric(d, d, ms[r])
+				sums[r] = expSum(d, d, ms[r])
 			}
 		}
 		for r := 0; r < g; r++ {
@@ -283,12 +290,12 @@ func eltSoftmaxRowsGeneric(dst, x, mask []float32, rows, n int, s float32) (int,
 					clear(d)
 					continue
 				}
-				sums[r] = eltExpSumGeneric(d, d, ms[r])
+				sums[r] = expSum(d, d, ms[r])
 			}
 			if bad(sums[r]) {
 				return i + r, ms[r], sums[r]
 			}
-			eltScaleGeneric(d, 1/sums[r])
+			scale(d, 1/sums[r])
 		}
 		i += g
 	}
