@@ -7,12 +7,18 @@ package kernels
 // eltMaxMaskScaleA is the first pass of the scaled softmax on 16*groups floats:
 // dst[j] = x[j]*s (+ mask[j] when mask is not nil), and acc[j%16] becomes the
 // maximum of acc[j%16] and dst[j] as eltMaxMaskScaleGeneric takes it. AVX2.
+//
+//go:noescape
 func eltMaxMaskScaleA(dst *float32, x *float32, mask *float32, groups int, s float32, acc *float32)
 
 // eltExpSumA is the second pass of softmax on 16*groups floats: dst[j] =
 // eltExp(x[j] - m) and acc[j%16] += dst[j], as eltExpSumGeneric (arguments
 // x[j] - m <= 88 or NaN, as softmax's are). AVX2 and FMA3.
+//
+//go:noescape
 func eltExpSumA(dst *float32, x *float32, groups int, m float32, acc *float32)
 
 // eltScaleA multiplies 8*groups8 floats of x by s in place. AVX2.
+//
+//go:noescape
 func eltScaleA(x *float32, groups8 int, s float32)

@@ -13,6 +13,8 @@ package kernels
 // also prefetches 2 cache lines per 4 k steps from pf on into L2 (a share of
 // the next panel slab). When res is not nil it prefetches the residual tile
 // res[i*ldr+j] of the epilogue into L2. It needs AVX2 and FMA3.
+//
+//go:noescape
 func gemmF32a1x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)
 
 // gemmF32a2x16 computes a 2x16 tile: for i < 2, j < 16 with mask bit j set,
@@ -24,6 +26,8 @@ func gemmF32a1x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, 
 // also prefetches 2 cache lines per 4 k steps from pf on into L2 (a share of
 // the next panel slab). When res is not nil it prefetches the residual tile
 // res[i*ldr+j] of the epilogue into L2. It needs AVX2 and FMA3.
+//
+//go:noescape
 func gemmF32a2x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)
 
 // gemmF32a3x16 computes a 3x16 tile: for i < 3, j < 16 with mask bit j set,
@@ -35,6 +39,8 @@ func gemmF32a2x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, 
 // also prefetches 2 cache lines per 4 k steps from pf on into L2 (a share of
 // the next panel slab). When res is not nil it prefetches the residual tile
 // res[i*ldr+j] of the epilogue into L2. It needs AVX2 and FMA3.
+//
+//go:noescape
 func gemmF32a3x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)
 
 // gemmF32a4x16 computes a 4x16 tile: for i < 4, j < 16 with mask bit j set,
@@ -46,6 +52,8 @@ func gemmF32a3x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, 
 // also prefetches 2 cache lines per 4 k steps from pf on into L2 (a share of
 // the next panel slab). When res is not nil it prefetches the residual tile
 // res[i*ldr+j] of the epilogue into L2. It needs AVX2 and FMA3.
+//
+//go:noescape
 func gemmF32a4x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)
 
 // gemmF32a5x16 computes a 5x16 tile: for i < 5, j < 16 with mask bit j set,
@@ -57,6 +65,8 @@ func gemmF32a4x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, 
 // also prefetches 2 cache lines per 4 k steps from pf on into L2 (a share of
 // the next panel slab). When res is not nil it prefetches the residual tile
 // res[i*ldr+j] of the epilogue into L2. It needs AVX2 and FMA3.
+//
+//go:noescape
 func gemmF32a5x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)
 
 // gemmF32a6x16 computes a 6x16 tile: for i < 6, j < 16 with mask bit j set,
@@ -68,6 +78,8 @@ func gemmF32a5x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, 
 // also prefetches 2 cache lines per 4 k steps from pf on into L2 (a share of
 // the next panel slab). When res is not nil it prefetches the residual tile
 // res[i*ldr+j] of the epilogue into L2. It needs AVX2 and FMA3.
+//
+//go:noescape
 func gemmF32a6x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)
 
 // epiF32a applies the fused epilogue to rows x 16*nfull floats of c:
@@ -79,4 +91,6 @@ func gemmF32a6x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, 
 //	c[i*ldc+j] = y
 //
 // (the rational GELU bit for bit as geluQ8F32). It needs AVX2 and FMA3.
+//
+//go:noescape
 func epiF32a(rows int, nfull int, c *float32, ldc int, bias *float32, res *float32, ldr int, act int)

@@ -70,6 +70,7 @@ func cst(name string) Mem {
 // max(acc[j%16], dst[j]) as VMAXPS(src1 acc, src2 dst).
 func maxMaskScale() {
 	TEXT("eltMaxMaskScaleA", NOSPLIT, "func(dst, x, mask *float32, groups int, s float32, acc *float32)")
+	Pragma("noescape")
 	Doc("eltMaxMaskScaleA is the first pass of the scaled softmax on 16*groups floats:",
 		"dst[j] = x[j]*s (+ mask[j] when mask is not nil), and acc[j%16] becomes the",
 		"maximum of acc[j%16] and dst[j] as eltMaxMaskScaleGeneric takes it. AVX2.")
@@ -157,6 +158,7 @@ func exp(v reg.VecVirtual) {
 // expSum: dst[j] = eltExp(x[j] - m); acc[j%16] += dst[j].
 func expSum() {
 	TEXT("eltExpSumA", NOSPLIT, "func(dst, x *float32, groups int, m float32, acc *float32)")
+	Pragma("noescape")
 	Doc("eltExpSumA is the second pass of softmax on 16*groups floats: dst[j] =",
 		"eltExp(x[j] - m) and acc[j%16] += dst[j], as eltExpSumGeneric (arguments",
 		"x[j] - m <= 88 or NaN, as softmax's are). AVX2 and FMA3.")
@@ -195,6 +197,7 @@ func expSum() {
 // scale: x[j] *= s over 8*groups8 floats.
 func scale() {
 	TEXT("eltScaleA", NOSPLIT, "func(x *float32, groups8 int, s float32)")
+	Pragma("noescape")
 	Doc("eltScaleA multiplies 8*groups8 floats of x by s in place. AVX2.")
 	x := Load(Param("x"), GP64())
 	n := Load(Param("groups8"), GP64())

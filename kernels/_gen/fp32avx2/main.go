@@ -54,6 +54,7 @@ func kernName(mr int) string { return fmt.Sprintf("gemmF32a%dx16", mr) }
 func kernel(mr int) {
 	name := kernName(mr)
 	TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)")
+	Pragma("noescape")
 	Doc(fmt.Sprintf("%s computes a %dx16 tile: for i < %d, j < 16 with mask bit j set,", name, mr, mr),
 		"",
 		"\tacc := sum_{p < kc} a[i*lda+p] * b[p*16+j]  (float32 FMAs, p in order)",
@@ -292,6 +293,7 @@ func constVecs() func(name string) Mem {
 func epilogue() {
 	cst := constVecs()
 	TEXT("epiF32a", NOSPLIT, "func(rows int, nfull int, c *float32, ldc int, bias *float32, res *float32, ldr int, act int)")
+	Pragma("noescape")
 	Doc("epiF32a applies the fused epilogue to rows x 16*nfull floats of c:",
 		"",
 		"\ty := c[i*ldc+j]",
