@@ -101,7 +101,7 @@ func (g *GEMMF32) Check() error {
 // e.g. "gemmF32_14x32".
 type KernelF32 struct {
 	Name string
-	// ISA is "avx512" or "generic".
+	// ISA is "avx512", "avx2" (AVX2 + FMA3) or "generic".
 	ISA string
 	// MR x NR is the register tile; B must be packed with NR.
 	MR, NR int

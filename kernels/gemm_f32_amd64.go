@@ -72,9 +72,9 @@ const f32DefaultL2 = 1 << 20
 const f32MinKC = 1024
 
 // Knobs for tests and benchmarks: f32KC > 0 overrides the K slab, f32MC > 0
-// the rows of an A block, f32NoPF
-// turns the slab prefetch off, f32Copy forces the copy of A blocks on (1)
-// or off (-1) instead of deciding by A's stride (0).
+// the rows of an A block, f32NoPF turns the slab prefetch off, f32Copy
+// forces the copy of A blocks on (1) or off (-1) instead of deciding by A's
+// stride (0).
 var (
 	f32KC   int
 	f32MC   int
