@@ -125,6 +125,15 @@ type GEMMReport struct {
 	Skipped []Skipped    `json:"skipped,omitempty"`
 }
 
+// of returns the peak of a precision's arithmetic for threads threads: VNNI
+// for INT8, FMA for FP32, times threads (one core's figure each).
+func (p Peak) of(int8 bool, threads int) float64 {
+	if int8 {
+		return p.VNNIGOPS * float64(threads)
+	}
+	return p.FP32GFLOPS * float64(threads)
+}
+
 // MeasurePeak runs the in-project FMA / VNNI / BF16 peak microbenchmarks on
 // the calling thread.
 func MeasurePeak(d time.Duration) Peak {
@@ -189,12 +198,7 @@ func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 				if kindName == "" {
 					continue
 				}
-				near := MeasurePeak(o.PeakTime / 3)
-				peak := near.VNNIGOPS
-				if dt == "fp32" {
-					peak = near.FP32GFLOPS
-				}
-				peak *= float64(o.Threads)
+				peak := MeasurePeak(o.PeakTime/3).of(dt == "int8", o.Threads)
 				kind, err := selector.ParseEpilogueKind(kindName)
 				if err != nil {
 					return r, err

@@ -131,10 +131,7 @@ func eltNormQGeneric(dst []float32, q []uint8, x, gamma, beta, pre []float32, me
 }
 
 func eltMaxMaskGeneric(dst, x, mask []float32) float32 {
-	acc := [eltLanes]float32{}
-	for i := range acc {
-		acc[i] = float32(math.Inf(-1))
-	}
+	acc := eltMaxInit()
 	x, mask = x[:len(dst)], mask[:len(dst)]
 	for j := range dst {
 		v := x[j] + mask[j]
@@ -145,15 +142,27 @@ func eltMaxMaskGeneric(dst, x, mask []float32) float32 {
 }
 
 func eltMaxMaskScaleGeneric(dst, x, mask []float32, s float32) float32 {
-	acc := [eltLanes]float32{}
+	acc := eltMaxInit()
+	eltMaxMaskScaleFrom(&acc, 0, dst, x, mask, s)
+	return eltReduceMax(&acc)
+}
+
+// eltMaxInit returns lane accumulators of a maximum: -Inf.
+func eltMaxInit() (acc [eltLanes]float32) {
 	for i := range acc {
 		acc[i] = float32(math.Inf(-1))
 	}
+	return acc
+}
+
+// eltMaxMaskScaleFrom is the loop of eltMaxMaskScaleGeneric from element
+// j0 on, into the lane accumulators acc (lane j%16).
+func eltMaxMaskScaleFrom(acc *[eltLanes]float32, j0 int, dst, x, mask []float32, s float32) {
 	x = x[:len(dst)]
 	if len(mask) > 0 {
 		mask = mask[:len(dst)]
 	}
-	for j := range dst {
+	for j := j0; j < len(dst); j++ {
 		v := float32(x[j] * s)
 		if len(mask) > 0 {
 			v += mask[j]
@@ -161,14 +170,10 @@ func eltMaxMaskScaleGeneric(dst, x, mask []float32, s float32) float32 {
 		dst[j] = v
 		acc[j%eltLanes] = eltMax32(acc[j%eltLanes], v)
 	}
-	return eltReduceMax(&acc)
 }
 
 func eltMaxGeneric(x []float32) float32 {
-	acc := [eltLanes]float32{}
-	for i := range acc {
-		acc[i] = float32(math.Inf(-1))
-	}
+	acc := eltMaxInit()
 	for j, v := range x {
 		acc[j%eltLanes] = eltMax32(acc[j%eltLanes], v)
 	}
@@ -235,13 +240,19 @@ func eltExp2(a, b float32) float32 {
 
 func eltExpSumGeneric(dst, x []float32, m float32) float32 {
 	var acc [eltLanes]float32
+	eltExpSumFrom(&acc, 0, dst, x, m)
+	return eltReduceSum(&acc)
+}
+
+// eltExpSumFrom is the loop of eltExpSumGeneric from element j0 on, into
+// the lane accumulators acc (lane j%16).
+func eltExpSumFrom(acc *[eltLanes]float32, j0 int, dst, x []float32, m float32) {
 	x = x[:len(dst)]
-	for j := range dst {
+	for j := j0; j < len(dst); j++ {
 		e := eltExp(x[j] - m)
 		dst[j] = e
 		acc[j%eltLanes] += e
 	}
-	return eltReduceSum(&acc)
 }
 
 // eltSoftmaxRowsGeneric is the scaled softmax of rows rows of n floats in

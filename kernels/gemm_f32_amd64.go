@@ -272,13 +272,11 @@ func (f *f32Family) block(g *GEMMF32, i0, i1, p0, p1 int) {
 }
 
 // epilogue applies g.Ep to the tile of rows i...i+mr-1, columns j...j+nv-1
-// while it is in L1: in assembly, but on the AVX2 family the columns past
-// the last whole 16 and the erfc GELU (act 1) in Go.
+// while it is in L1: in assembly (epiF32 of the AVX-512 families, masked
+// tail included; epiF32a of the AVX2 family on whole groups of 16 columns),
+// the rest in Go (f32EpilogueGo): the tanh GELU, and on the AVX2 family
+// the erfc GELU and the columns past the last whole 16.
 func (f *f32Family) epilogue(g *GEMMF32, i, mr, j, nv, act int, actGo bool) {
-	if !f.avx2 {
-		f32Epilogue(g, i, mr, j, nv, act, actGo)
-		return
-	}
 	ep := g.Ep
 	var bias, res *float32
 	ldr := ep.ldr(g.N)
@@ -288,18 +286,23 @@ func (f *f32Family) epilogue(g *GEMMF32, i, mr, j, nv, act int, actGo bool) {
 	if ep.Residual != nil {
 		res = &ep.Residual[i*ldr+j]
 	}
-	if bias == nil && res == nil && act == 0 && !actGo {
+	switch {
+	case bias == nil && res == nil && act == 0 && !actGo:
 		return
-	}
-	whole := nv / 16 * 16
-	if act == 1 || actGo {
-		whole = 0
-	}
-	if whole > 0 {
-		epiF32a(mr, whole/16, &g.C[i*g.Ldc+j], g.Ldc, bias, res, ldr, act)
-	}
-	if whole < nv {
-		f32EpilogueGo(g, i, mr, j+whole, j+nv, act, actGo)
+	case actGo:
+		f32EpilogueGo(g, i, mr, j, j+nv, act, actGo)
+	case !f.avx2:
+		epiF32(mr, nv/16, 1<<uint(nv%16)-1, &g.C[i*g.Ldc+j], g.Ldc, bias, res, ldr, act)
+	case act == 1:
+		f32EpilogueGo(g, i, mr, j, j+nv, act, actGo)
+	default:
+		whole := nv / 16 * 16
+		if whole > 0 {
+			epiF32a(mr, whole/16, &g.C[i*g.Ldc+j], g.Ldc, bias, res, ldr, act)
+		}
+		if whole < nv {
+			f32EpilogueGo(g, i, mr, j+whole, j+nv, act, actGo)
+		}
 	}
 }
 
@@ -339,36 +342,6 @@ func f32EpilogueGo(g *GEMMF32, i, mr, j0, j1, act int, actGo bool) {
 				y += ep.Residual[r*ldr+j]
 			}
 			row[jj] = y
-		}
-	}
-}
-
-// f32Epilogue applies g.Ep to the tile of rows i...i+mr-1, columns
-// j...j+nv-1 while it is in L1 (the AVX-512 families).
-func f32Epilogue(g *GEMMF32, i, mr, j, nv, act int, actGo bool) {
-	ep := g.Ep
-	var bias, res *float32
-	ldr := ep.ldr(g.N)
-	if ep.Bias != nil {
-		bias = &ep.Bias[j]
-	}
-	if ep.Residual != nil && !actGo {
-		res = &ep.Residual[i*ldr+j]
-	}
-	if bias == nil && res == nil && act == 0 && !actGo {
-		return
-	}
-	epiF32(mr, nv/16, 1<<uint(nv%16)-1, &g.C[i*g.Ldc+j], g.Ldc, bias, res, ldr, act)
-	if actGo {
-		for r := i; r < i+mr; r++ {
-			row := g.C[r*g.Ldc+j : r*g.Ldc+j+nv]
-			for jj, y := range row {
-				v := GELUTanh(float64(y))
-				if ep.Residual != nil {
-					v += float64(ep.Residual[r*ldr+j+jj])
-				}
-				row[jj] = float32(v)
-			}
 		}
 	}
 }

@@ -19,6 +19,8 @@ import (
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/int8bert/int8bert/kernels/_gen/shared"
 )
 
 // family is one register tile shape: NR columns (NR/16 vectors) and up to
@@ -60,23 +62,6 @@ func kernName(f family, mr int) string {
 		s += "m"
 	}
 	return s
-}
-
-// rowAddr returns the address of row r (0...14) of a 5-row group scheme:
-// bases[r/5] + {0, L, 2L, 3L, 4L}[r%5] + disp.
-func rowAddr(bases []reg.GPPhysical, l, l3 reg.GPPhysical, r, disp int) Mem {
-	b := bases[r/5]
-	switch r % 5 {
-	case 0:
-		return Mem{Base: b, Disp: disp}
-	case 1:
-		return Mem{Base: b, Index: l, Scale: 1, Disp: disp}
-	case 2:
-		return Mem{Base: b, Index: l, Scale: 2, Disp: disp}
-	case 3:
-		return Mem{Base: b, Index: l3, Scale: 1, Disp: disp}
-	}
-	return Mem{Base: b, Index: l, Scale: 4, Disp: disp}
 }
 
 func kernel(f family, mr int) {
@@ -130,7 +115,7 @@ func kernel(f family, mr int) {
 		}
 		for r := 0; r < mr; r++ {
 			for line := 0; line < f.NR*4; line += 64 {
-				PREFETCHT1(rowAddr(cb, reg.R12, reg.RBX, r, line))
+				PREFETCHT1(shared.RowAddr(cb, reg.R12, reg.RBX, r, line))
 			}
 		}
 		// The same for the residual tile, when the epilogue follows.
@@ -146,7 +131,7 @@ func kernel(f family, mr int) {
 		}
 		for r := 0; r < mr; r++ {
 			for line := 0; line < f.NR*4; line += 64 {
-				PREFETCHT1(rowAddr(cb, reg.R12, reg.RBX, r, line))
+				PREFETCHT1(shared.RowAddr(cb, reg.R12, reg.RBX, r, line))
 			}
 		}
 		Label(name + "_nores")
@@ -156,7 +141,7 @@ func kernel(f family, mr int) {
 			VMOVUPS(Mem{Base: bp, Disp: (u*f.NR + v*16) * 4}, bv(v))
 		}
 		for r := 0; r < mr; r++ {
-			am := rowAddr(bases, l, l3, r, u*4)
+			am := shared.RowAddr(bases, l, l3, r, u*4)
 			if f.bcastReg {
 				VBROADCASTSS(am, tmp(r))
 				for v := 0; v < nv; v++ {
@@ -237,13 +222,13 @@ func kernel(f family, mr int) {
 	JZ(LabelRef(name + "_put"))
 	for r := 0; r < mr; r++ {
 		for v := 0; v < nv; v++ {
-			VADDPS_Z(rowAddr(cbases, lc, lc3, r, v*64), acc(r, v), kregs[v], acc(r, v))
+			VADDPS_Z(shared.RowAddr(cbases, lc, lc3, r, v*64), acc(r, v), kregs[v], acc(r, v))
 		}
 	}
 	Label(name + "_put")
 	for r := 0; r < mr; r++ {
 		for v := 0; v < nv; v++ {
-			VMOVUPS(acc(r, v), kregs[v], rowAddr(cbases, lc, lc3, r, v*64))
+			VMOVUPS(acc(r, v), kregs[v], shared.RowAddr(cbases, lc, lc3, r, v*64))
 		}
 	}
 	VZEROUPPER()
@@ -270,14 +255,6 @@ func f32b(name string, v float32) {
 		bits uint32
 	}{name, math.Float32bits(v)})
 }
-
-// The rational GELU (geluQ8F32 in gemm_vnni.go, the same float32 constants):
-// phi = max(fma(xc, P(s)/Q(s), 1/2), 0), xc = x clamped to +-q8clamp, s = xc^2.
-var (
-	q8Clamp = float32(5.39902306)
-	q8P     = []float32{0.398943156, 0.0188730471, 0.00337341172, -1.12970756e-05, 1.0707414e-06, -1.8711102e-08, 1.324474e-10}
-	q8Q     = []float32{1, 0.213986263, 0.019102091, 0.000794661115}
-)
 
 func constIndex(name string) int {
 	for i, c := range consts {
@@ -315,13 +292,13 @@ func setupConsts() Mem {
 		}
 		f32c(fmt.Sprint("f", k), 1/fact) // exp's Taylor coefficients 1/k!
 	}
-	f32b("q8lo", -q8Clamp)
-	f32b("q8hi", q8Clamp)
+	f32b("q8lo", -shared.GELU8Clamp)
+	f32b("q8hi", shared.GELU8Clamp)
 	f32b("zero", 0)
-	for i, c := range q8P {
+	for i, c := range shared.GELU8P {
 		f32b(fmt.Sprint("q8p", i), c)
 	}
-	for i, c := range q8Q {
+	for i, c := range shared.GELU8Q {
 		f32b(fmt.Sprint("q8q", i), c)
 	}
 	t := GLOBL("epiF32Const", RODATA|NOPTR)

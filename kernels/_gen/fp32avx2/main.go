@@ -17,6 +17,8 @@ import (
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/int8bert/int8bert/kernels/_gen/shared"
 )
 
 // mrMax x 16 is the register tile: 2*mrMax accumulators, 2 B vectors and 2
@@ -30,23 +32,6 @@ const pfLines = 2
 func ymm(i int) reg.VecPhysical {
 	return []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7,
 		reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15}[i]
-}
-
-// rowAddr returns the address of row r (0...5) in a 5-row group scheme:
-// bases[r/5] + {0, L, 2L, 3L, 4L}[r%5] + disp.
-func rowAddr(bases []reg.GPPhysical, l, l3 reg.GPPhysical, r, disp int) Mem {
-	b := bases[r/5]
-	switch r % 5 {
-	case 0:
-		return Mem{Base: b, Disp: disp}
-	case 1:
-		return Mem{Base: b, Index: l, Scale: 1, Disp: disp}
-	case 2:
-		return Mem{Base: b, Index: l, Scale: 2, Disp: disp}
-	case 3:
-		return Mem{Base: b, Index: l3, Scale: 1, Disp: disp}
-	}
-	return Mem{Base: b, Index: l, Scale: 4, Disp: disp}
 }
 
 func kernName(mr int) string { return fmt.Sprintf("gemmF32a%dx16", mr) }
@@ -99,7 +84,7 @@ func kernel(mr int) {
 			ADDQ(reg.R12, reg.R13)
 		}
 		for r := 0; r < mr; r++ {
-			PREFETCHT1(rowAddr(cb, reg.R12, reg.RBX, r, 0))
+			PREFETCHT1(shared.RowAddr(cb, reg.R12, reg.RBX, r, 0))
 		}
 		Load(Param("res"), reg.R11)
 		TESTQ(reg.R11, reg.R11)
@@ -112,7 +97,7 @@ func kernel(mr int) {
 			ADDQ(reg.R12, reg.R13)
 		}
 		for r := 0; r < mr; r++ {
-			PREFETCHT1(rowAddr(cb, reg.R12, reg.RBX, r, 0))
+			PREFETCHT1(shared.RowAddr(cb, reg.R12, reg.RBX, r, 0))
 		}
 		Label(name + "_nores")
 	}
@@ -121,7 +106,7 @@ func kernel(mr int) {
 			VMOVUPS(Mem{Base: bp, Disp: (u*16 + v*8) * 4}, bv(v))
 		}
 		for r := 0; r < mr; r++ {
-			VBROADCASTSS(rowAddr(bases, l, l3, r, u*4), tmp(r))
+			VBROADCASTSS(shared.RowAddr(bases, l, l3, r, u*4), tmp(r))
 			for v := 0; v < 2; v++ {
 				VFMADD231PS(bv(v), tmp(r), acc(r, v))
 			}
@@ -191,13 +176,13 @@ func kernel(mr int) {
 	JZ(LabelRef(name + "_put"))
 	for r := 0; r < mr; r++ {
 		for v := 0; v < 2; v++ {
-			VADDPS(rowAddr(cb, lc, lc3, r, v*32), acc(r, v), acc(r, v))
+			VADDPS(shared.RowAddr(cb, lc, lc3, r, v*32), acc(r, v), acc(r, v))
 		}
 	}
 	Label(name + "_put")
 	for r := 0; r < mr; r++ {
 		for v := 0; v < 2; v++ {
-			VMOVUPS(acc(r, v), rowAddr(cb, lc, lc3, r, v*32))
+			VMOVUPS(acc(r, v), shared.RowAddr(cb, lc, lc3, r, v*32))
 		}
 	}
 	VZEROUPPER()
@@ -219,14 +204,14 @@ func kernel(mr int) {
 	JZ(LabelRef(name + "_mput"))
 	for r := 0; r < mr; r++ {
 		for v := 0; v < 2; v++ {
-			VMASKMOVPS(rowAddr(cb, lc, lc3, r, v*32), mv[v], ymm(15))
+			VMASKMOVPS(shared.RowAddr(cb, lc, lc3, r, v*32), mv[v], ymm(15))
 			VADDPS(ymm(15), acc(r, v), acc(r, v))
 		}
 	}
 	Label(name + "_mput")
 	for r := 0; r < mr; r++ {
 		for v := 0; v < 2; v++ {
-			VMASKMOVPS(acc(r, v), mv[v], rowAddr(cb, lc, lc3, r, v*32))
+			VMASKMOVPS(acc(r, v), mv[v], shared.RowAddr(cb, lc, lc3, r, v*32))
 		}
 	}
 	VZEROUPPER()
@@ -248,13 +233,6 @@ func maskBits() Mem {
 	return *maskBitsMem
 }
 
-// The rational GELU (geluQ8F32 in gemm_vnni.go, the same float32 constants).
-var (
-	q8Clamp = float32(5.39902306)
-	q8P     = []float32{0.398943156, 0.0188730471, 0.00337341172, -1.12970756e-05, 1.0707414e-06, -1.8711102e-08, 1.324474e-10}
-	q8Q     = []float32{1, 0.213986263, 0.019102091, 0.000794661115}
-)
-
 // epilogue constants, each as 8 equal lanes (AVX2 has no embedded
 // broadcast: an operand in memory is a whole vector).
 var cnames []string
@@ -265,13 +243,13 @@ func constVecs() func(name string) Mem {
 		cnames = append(cnames, name)
 		vals = append(vals, v)
 	}
-	add("lo", -q8Clamp)
-	add("hi", q8Clamp)
+	add("lo", -shared.GELU8Clamp)
+	add("hi", shared.GELU8Clamp)
 	add("half", 0.5)
-	for i, c := range q8P {
+	for i, c := range shared.GELU8P {
 		add(fmt.Sprint("p", i), c)
 	}
-	for i, c := range q8Q {
+	for i, c := range shared.GELU8Q {
 		add(fmt.Sprint("q", i), c)
 	}
 	t := GLOBL("epiF32aConst", RODATA|NOPTR)

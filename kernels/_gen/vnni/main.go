@@ -28,11 +28,14 @@ import (
 	"log"
 	"math"
 	"os"
+	"slices"
 
 	. "github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/gotypes"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/int8bert/int8bert/kernels/_gen/shared"
 )
 
 // addr is the stack address of an argument, for memory operands.
@@ -321,7 +324,7 @@ const (
 
 // geluConsts are broadcast from memory: the erfc polynomial of Numerical
 // Recipes' erfcc (relative error < 1.2e-7), then exp's Taylor coefficients.
-var geluConsts = []float32{
+var geluConsts = append([]float32{
 	// 0: erfc polynomial in t, highest degree first.
 	0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807,
 	-0.18628806, 0.09678418, 0.37409196, 1.00002368, -1.26551223,
@@ -332,12 +335,10 @@ var geluConsts = []float32{
 	// 26: |x| mask, sign mask
 	math.Float32frombits(0x7fffffff), math.Float32frombits(0x80000000),
 	// 28: gelu8's clamp of x (geluQ8Clamp, about 5.4), and 0 (the floor of phi)
-	-5.39902306, 5.39902306, 0,
-	// 31: gelu8's numerator P(s), s = x^2, degree 0 ... 6 (geluQ8P)
-	0.398943156, 0.0188730471, 0.00337341172, -1.12970756e-05, 1.0707414e-06, -1.8711102e-08, 1.324474e-10,
-	// 38: its denominator Q(s), degree 1 ... 3, Q(0) = 1 (geluQ8Q)
-	0.213986263, 0.019102091, 0.000794661115,
-}
+	-shared.GELU8Clamp, shared.GELU8Clamp, 0,
+	// 31: gelu8's numerator P(s), s = x^2, degree 0 ... 6 (geluQ8P); 38: its
+	// denominator Q(s), degree 1 ... 3, Q(0) = 1 (geluQ8Q)
+}, append(slices.Clone(shared.GELU8P), shared.GELU8Q[1:]...)...)
 
 const (
 	cExp      = 10
