@@ -62,8 +62,9 @@ type GEMMOptions struct {
 	// Reps is the number of timed repetitions per candidate (median); 5.
 	Reps int
 	// PeakTime is how long the peak microbenchmarks run at the start (300
-	// ms by default); they run again for a third of it before each shape,
-	// type and epilogue, whose shares of the peak use that nearer figure.
+	// ms by default), for the report's Peak. The shares of the peak of the
+	// results pair each timed repetition with a run of the peak loop right
+	// before it (GEMMResult.PeakGOPS).
 	PeakTime time.Duration
 	// Shapes default to BERTShapes, Epilogues to GEMMEpilogues.
 	Shapes    []Shape
@@ -94,10 +95,13 @@ type GEMMResult struct {
 	Impl     string  `json:"impl,omitempty"`
 	GOPS     float64 `json:"gops"`
 	MsPerOp  float64 `json:"ms_per_call"`
-	// PeakGOPS is the VNNI (INT8) or FMA (FP32) peak measured right
-	// before this shape, type and epilogue (times the threads), and PctPeak
-	// GOPS over it: on a shared machine whose speed drifts, the peak of the
-	// same minute.
+	// PeakGOPS is the median of the VNNI (INT8) or FMA (FP32) peak loop's
+	// rates (times the threads) measured right before each timed
+	// repetition of this candidate, and PctPeak the median over those
+	// repetitions of the candidate's rate over the peak's just before it:
+	// on a shared machine whose speed drifts (frequency, other guests),
+	// each pair sees the same conditions. PctPeak is therefore not always
+	// GOPS/PeakGOPS.
 	PeakGOPS float64 `json:"peak_gops"`
 	PctPeak  float64 `json:"pct_peak"`
 	// VsDNNL is GOPS over oneDNN's on the same shape, type and epilogue in
@@ -180,7 +184,16 @@ func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 	}
 	progress("peak microbenchmarks")
 	r := &GEMMReport{CPU: cpu.X86.Brand, Threads: o.Threads, Peak: MeasurePeak(o.PeakTime)}
-	sel, err := selector.New(selector.Options{CachePath: "off", Reps: o.Reps, RepTime: o.RepTime, PruneFactor: math.Inf(1)})
+	// Each timed repetition is paired with a run of the peak loop of its
+	// precision right before it.
+	ref := func(key selector.Key, d time.Duration) float64 {
+		kind := kernels.PeakFP32
+		if key.Op == selector.OpU8S8 {
+			kind = kernels.PeakVNNI
+		}
+		return kernels.PeakRate(kind, d) * float64(o.Threads)
+	}
+	sel, err := selector.New(selector.Options{CachePath: "off", Reps: o.Reps, RepTime: o.RepTime, PruneFactor: math.Inf(1), Reference: ref})
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +211,6 @@ func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 				if kindName == "" {
 					continue
 				}
-				peak := MeasurePeak(o.PeakTime/3).of(dt == "int8", o.Threads)
 				kind, err := selector.ParseEpilogueKind(kindName)
 				if err != nil {
 					return r, err
@@ -229,8 +241,8 @@ func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 						MsPerOp: float64(m.Median.Microseconds()) / 1e3,
 						Chosen:  m.Kernel == ch.Kernel,
 					}
-					if peak > 0 {
-						res.PeakGOPS, res.PctPeak = peak, 100*g/peak
+					if m.RefWork > 0 {
+						res.PeakGOPS, res.PctPeak = m.RefRate/1e9, 100*s.Ops()/m.RefWork
 					}
 					if dnnl > 0 {
 						res.VsDNNL = g / dnnl

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/int8bert/int8bert/cpu"
@@ -118,3 +119,61 @@ func measureLoop(loop func(int), opsPerIter float64, d time.Duration) float64 {
 	}
 	return best
 }
+
+// PeakKind names one of MeasurePeak's figures, for PeakRate.
+type PeakKind int
+
+const (
+	PeakFP32 PeakKind = iota // VFMADD231PS zmm: FP32GFLOPS
+	PeakVNNI                 // VPDPBUSD zmm: VNNIGOPS
+	PeakBF16                 // VDPBF16PS zmm: BF16GFLOPS
+)
+
+// PeakRate runs one figure's peak loop once for about d on the calling
+// thread and returns its ops per second (0 where MeasurePeak's figure is 0).
+// Unlike MeasurePeak's best of many short runs, it is one run, for pairing
+// with a measurement taken next to it: on a shared machine whose speed
+// drifts, the two see about the same conditions (bench gemm's shares of
+// the peak, through selector.Options.Reference).
+func PeakRate(kind PeakKind, d time.Duration) float64 {
+	f := cpu.X86
+	var r peakRun
+	switch kind {
+	case PeakFP32:
+		r = peakRun{f.AVX512F, peakFMA, peakFMAOps, nil}
+	case PeakVNNI:
+		r = peakRun{f.AVX512F && f.AVX512VNNI, peakVNNI, peakVNNIOps, nil}
+	case PeakBF16:
+		r = peakRun{f.AVX512F && f.AVX512BF16, peakBF16, peakBF16Ops, nil}
+	}
+	if !peakAsm || !r.on {
+		return 0
+	}
+	// Calibrate once per kind: the loops run at a fixed rate per core.
+	ns := peakNsPerIter[kind].Load()
+	if ns == 0 {
+		n := 1 << 12
+		for {
+			t := time.Now()
+			r.loop(n)
+			if e := time.Since(t); e >= 200*time.Microsecond || n >= 1<<30 {
+				ns = max(1, uint64(e.Nanoseconds())*1024/uint64(n))
+				break
+			}
+			n *= 4
+		}
+		peakNsPerIter[kind].Store(ns)
+	}
+	n := max(1, int(uint64(d.Nanoseconds())*1024/ns))
+	t := time.Now()
+	r.loop(n)
+	e := time.Since(t).Seconds()
+	if e <= 0 {
+		return 0
+	}
+	return float64(n) * r.ops / e
+}
+
+// peakNsPerIter caches PeakRate's calibration: nanoseconds per 1024 loop
+// iterations, by PeakKind.
+var peakNsPerIter [3]atomic.Uint64

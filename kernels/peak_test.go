@@ -121,6 +121,38 @@ func TestMeasurePeakFeatureOff(t *testing.T) {
 	}
 }
 
+func TestPeakRate(t *testing.T) {
+	saved := cpu.X86
+	defer func() { cpu.X86 = saved }()
+	f := cpu.X86
+	for _, c := range []struct {
+		kind PeakKind
+		on   bool
+	}{{PeakFP32, f.AVX512F}, {PeakVNNI, f.AVX512F && f.AVX512VNNI}, {PeakBF16, f.AVX512F && f.AVX512BF16}} {
+		t0 := time.Now()
+		r := PeakRate(c.kind, 5*time.Millisecond)
+		e := time.Since(t0)
+		switch {
+		case !PeakAvailable() || !c.on:
+			if r != 0 {
+				t.Errorf("kind %d: not measurable here (assembly=%v, %s), PeakRate = %v", c.kind, peakAsm, cpu.X86, r)
+			}
+		case !(r > 0):
+			t.Errorf("kind %d: PeakRate = %v", c.kind, r)
+		case e > time.Second:
+			t.Errorf("kind %d: a 5ms PeakRate took %v", c.kind, e)
+		}
+	}
+	off, _ := saved.Apply("avx512vnni")
+	cpu.X86 = off
+	if r := PeakRate(PeakVNNI, time.Millisecond); r != 0 {
+		t.Fatalf("vnni disabled, PeakRate(PeakVNNI) = %v", r)
+	}
+	if r := PeakRate(PeakKind(9), time.Millisecond); r != 0 {
+		t.Fatalf("unknown kind: PeakRate = %v", r)
+	}
+}
+
 // BenchmarkPeak reports the three peaks of the calling thread (locked);
 // run it pinned: taskset -c 1 go test -run - -bench Peak ./kernels.
 func BenchmarkPeak(b *testing.B) {

@@ -153,6 +153,15 @@ type Measurement struct {
 	Pruned bool `json:"pruned,omitempty"`
 	// Cold: pruned on its first run, set-up included.
 	Cold bool `json:"cold,omitempty"`
+	// RefWork is, with Options.Reference, the median over the repetitions
+	// of the reference's rate around each (the faster of the runs right
+	// before and after) times that repetition's time per call: one call's cost in the reference's work
+	// (ops at peak, for the bench's peak loops; ops over RefWork is then
+	// the share of the peak, paired repetition by repetition). RefRate is
+	// the median of the reference's rates. Both 0 without a reference, or
+	// when it returned 0.
+	RefWork float64 `json:"ref_work,omitempty"`
+	RefRate float64 `json:"ref_rate,omitempty"`
 }
 
 // Exclusion is a candidate left out of a choice, and why.

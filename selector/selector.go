@@ -85,6 +85,16 @@ type Options struct {
 	// kernels are not tried once a faster candidate passed. 1<<24 by
 	// default.
 	VerifyMACs int
+	// Reference, when set, runs between the timed repetitions (before the
+	// first of each round and after each) for about a quarter of a
+	// repetition and returns the rate of some fixed work over that run
+	// (the bench passes the VNNI or FMA peak loop: ops per second), d being
+	// the length to aim for; Measurement.RefWork then pairs each
+	// repetition with the faster of the reference runs right before and
+	// after it, so that a machine whose speed drifts during tuning slows
+	// both alike. It adds to the tuning time only; choices do not depend
+	// on it.
+	Reference func(key Key, d time.Duration) float64
 	// Warn receives notes: a corrupt or stale cache, a failed save, an
 	// unusable oneDNN. nil prints them to os.Stderr.
 	Warn func(msg string)
@@ -503,7 +513,10 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 		c     candidate
 		m     Measurement
 		iters int
+		warm  time.Duration // one warm call, to size the reference's runs
 		per   []time.Duration
+		ref   []float64 // the reference's rate times per, repetition by repetition
+		rate  []float64 // the reference's rates
 		err   error
 	}
 	var timed []*timedCand
@@ -562,12 +575,23 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 		if warm > 0 && warm < s.opts.RepTime {
 			iters = int(s.opts.RepTime / warm)
 		}
-		timed = append(timed, &timedCand{c: c, m: m, iters: iters})
+		timed = append(timed, &timedCand{c: c, m: m, iters: iters, warm: warm})
 		best = min(best, warm)
 	}
 	// Each repetition runs its candidate long enough to last RepTime; the
-	// median repetition is its time.
+	// median repetition is its time. With a reference, a reference run
+	// opens each round and follows each repetition (a quarter of its
+	// length), and each repetition is paired with the faster of the runs
+	// right before and right after it: a passing disturbance in one of
+	// them (another process, the transient after a foreign library's
+	// call, measured at 20-40% for 2-3 ms after oneDNN's) does not make
+	// the candidate look faster than it is.
+	refLen := func(t *timedCand) time.Duration { return max(time.Millisecond, t.warm*time.Duration(t.iters)/4) }
 	for range s.opts.Reps {
+		var before float64
+		if s.opts.Reference != nil && len(timed) > 0 {
+			before = s.opts.Reference(key, refLen(timed[0]))
+		}
 		for _, t := range timed {
 			if t.err != nil {
 				continue
@@ -578,7 +602,17 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 					break
 				}
 			}
-			t.per = append(t.per, time.Since(t0)/time.Duration(t.iters))
+			per := time.Since(t0) / time.Duration(t.iters)
+			t.per = append(t.per, per)
+			if s.opts.Reference == nil {
+				continue
+			}
+			after := s.opts.Reference(key, refLen(t))
+			if rate := max(before, after); rate > 0 {
+				t.ref = append(t.ref, rate*per.Seconds())
+				t.rate = append(t.rate, rate)
+			}
+			before = after
 		}
 	}
 	for _, t := range timed {
@@ -588,6 +622,11 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 		}
 		slices.Sort(t.per)
 		t.m.Median, t.m.Runs = t.per[len(t.per)/2], len(t.per)
+		if len(t.ref) > 0 {
+			slices.Sort(t.ref)
+			slices.Sort(t.rate)
+			t.m.RefWork, t.m.RefRate = t.ref[len(t.ref)/2], t.rate[len(t.rate)/2]
+		}
 		ch.Measured = append(ch.Measured, t.m)
 	}
 	sort.SliceStable(ch.Measured, func(i, j int) bool { return ch.Measured[i].Median < ch.Measured[j].Median })

@@ -678,3 +678,66 @@ func TestRunErrors(t *testing.T) {
 		t.Errorf("bad key: %v", err)
 	}
 }
+
+// TestReferencePaired checks Options.Reference: called before each round
+// of timed repetitions and after each repetition, with the key and a
+// positive length, and RefWork = the median of rate x time per call
+// (RefRate the median rate), the rate of a repetition being the faster of
+// the reference runs around it: with every other run disturbed, every
+// repetition still sees the undisturbed rate.
+func TestReferencePaired(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.Reps = 5
+	var calls int
+	var mu sync.Mutex
+	key := mustKey(t, 16, 64, 96, "none/s32", 1)
+	o.Reference = func(k Key, d time.Duration) float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		if k != key || d <= 0 {
+			t.Errorf("Reference(%v, %v), want key %v and a positive length", k, d, key)
+		}
+		calls++
+		if calls%2 == 0 {
+			return 5e8 // every other run disturbed: the pair's other run wins
+		}
+		return 1e9
+	}
+	s := newSelector(t, o)
+	ch, err := s.Choose(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timed := 0
+	for _, m := range ch.Measured {
+		if m.Pruned {
+			if m.RefWork != 0 {
+				t.Errorf("%s: pruned, yet RefWork %v", m.Kernel, m.RefWork)
+			}
+			continue
+		}
+		timed++
+		if m.RefRate != 1e9 {
+			t.Errorf("%s: RefRate %v, want 1e9", m.Kernel, m.RefRate)
+		}
+		// The median of rate*time is the rate times the median time.
+		if want := 1e9 * m.Median.Seconds(); math.Abs(m.RefWork-want) > 1e-9*want {
+			t.Errorf("%s: RefWork %v, want %v (median %v)", m.Kernel, m.RefWork, want, m.Median)
+		}
+	}
+	if timed == 0 || calls != (timed+1)*o.Reps {
+		t.Errorf("Reference called %d times for %d timed candidates x %d reps, want one more per round", calls, timed, o.Reps)
+	}
+	// Without a reference (and not from the first one's cache): no RefWork.
+	o.Reference, o.CachePath = nil, "off"
+	ch, err = newSelector(t, o).Choose(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ch.Measured {
+		if m.RefWork != 0 || m.RefRate != 0 {
+			t.Errorf("%s: no reference, RefWork %v RefRate %v", m.Kernel, m.RefWork, m.RefRate)
+		}
+	}
+}

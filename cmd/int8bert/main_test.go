@@ -85,8 +85,9 @@ func TestBenchGEMMJSON(t *testing.T) {
 		if !(x.GOPS > 0) {
 			t.Errorf("bad result %+v", x)
 		}
-		// The share of the peak measured before this key, where this CPU
-		// and build have one.
+		// The share of the peak loop run right before each repetition,
+		// where this CPU and build have one: with one repetition, exactly
+		// gops over that run's rate.
 		if hasPeak := r.Peak.FP32 > 0 && x.DType == "fp32" || r.Peak.VNNI > 0 && x.DType == "int8"; hasPeak &&
 			(!(x.PeakGOPS > 0) || math.Abs(x.PctPeak-100*x.GOPS/x.PeakGOPS) > 1e-9*x.PctPeak) {
 			t.Errorf("%s %s %s %s: pct_peak %v, peak_gops %v, gops %v", x.Shape, x.DType, x.Epilogue, x.Kernel, x.PctPeak, x.PeakGOPS, x.GOPS)
