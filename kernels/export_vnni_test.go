@@ -33,3 +33,18 @@ func SetVNNIS32Variant(nt bool, ntMin int, wholeK bool) (restore func()) {
 	vnniNTStores, vnniNTMinBytes, vnniS32WholeK = nt, ntMin, wholeK
 	return func() { vnniNTStores, vnniNTMinBytes, vnniS32WholeK = a, b, c }
 }
+
+// AVX2DriverKernels returns both AVX2 u8 x s8 drivers (runAVX2U8S8,
+// runAVX2WideU8S8) on every build: over the assembly where it is built in
+// (available with AVX2), else over the generic twins of the micro-kernels
+// and widening functions (always available), so the drivers' tails,
+// padding and threading are tested everywhere.
+func AVX2DriverKernels() []*Kernel {
+	avail := func(f cpu.Features) bool { return f.AVX2 || !vnniAsm }
+	return []*Kernel{
+		{Name: "avx2Driver_2x16", ISA: "avx2", MR: 2, NR: 16, KB: 4, Available: avail,
+			Accepts: func(m, n, k int) bool { return true }, RunU8S8: runAVX2U8S8},
+		{Name: "avx2WideDriver_3x16", ISA: "avx2", MR: 3, NR: 16, KB: 4, Available: avail,
+			Accepts: func(m, n, k int) bool { return true }, RunU8S8: runAVX2WideU8S8},
+	}
+}

@@ -126,3 +126,673 @@ gemmAVX2_2x16_done:
 	VMOVDQU Y0, 32(SI)
 	VZEROUPPER
 	RET
+
+// func gemmAVX2w_1x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+// Requires: AVX, AVX2
+TEXT ·gemmAVX2w_1x16(SB), NOSPLIT, $0-48
+	MOVQ  a+0(FP), AX
+	MOVQ  lda+8(FP), CX
+	MOVQ  b+16(FP), DX
+	MOVQ  kgroups+24(FP), BX
+	SHLQ  $0x01, CX
+	XORQ  CX, CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	MOVQ  BX, SI
+	SHRQ  $0x01, SI
+	JZ    gemmAVX2w_1x16_odd
+
+gemmAVX2w_1x16_loop:
+	VPBROADCASTQ (AX)(CX*1), Y4
+	VPMADDWD     (DX), Y4, Y5
+	VPADDD       Y5, Y0, Y0
+	VPMADDWD     32(DX), Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPMADDWD     64(DX), Y4, Y5
+	VPADDD       Y5, Y2, Y2
+	VPMADDWD     96(DX), Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPBROADCASTQ 8(AX)(CX*1), Y4
+	VPMADDWD     128(DX), Y4, Y5
+	VPADDD       Y5, Y0, Y0
+	VPMADDWD     160(DX), Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPMADDWD     192(DX), Y4, Y5
+	VPADDD       Y5, Y2, Y2
+	VPMADDWD     224(DX), Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	ADDQ         $0x10, CX
+	ADDQ         $0x00000100, DX
+	DECQ         SI
+	JNZ          gemmAVX2w_1x16_loop
+
+gemmAVX2w_1x16_odd:
+	TESTQ        $0x00000001, BX
+	JZ           gemmAVX2w_1x16_done
+	VPBROADCASTQ (AX)(CX*1), Y4
+	VPMADDWD     (DX), Y4, Y5
+	VPADDD       Y5, Y0, Y0
+	VPMADDWD     32(DX), Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPMADDWD     64(DX), Y4, Y5
+	VPADDD       Y5, Y2, Y2
+	VPMADDWD     96(DX), Y4, Y5
+	VPADDD       Y5, Y3, Y3
+
+gemmAVX2w_1x16_done:
+	MOVQ    c+32(FP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	VPHADDD Y1, Y0, Y0
+	VPERMQ  $0xd8, Y0, Y0
+	VMOVDQU Y0, (AX)
+	VPHADDD Y3, Y2, Y0
+	VPERMQ  $0xd8, Y0, Y0
+	VMOVDQU Y0, 32(AX)
+	VZEROUPPER
+	RET
+
+// func gemmAVX2w_2x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+// Requires: AVX, AVX2
+TEXT ·gemmAVX2w_2x16(SB), NOSPLIT, $0-48
+	MOVQ  a+0(FP), AX
+	MOVQ  lda+8(FP), CX
+	MOVQ  b+16(FP), DX
+	MOVQ  kgroups+24(FP), BX
+	SHLQ  $0x01, CX
+	LEAQ  (AX)(CX*1), CX
+	XORQ  SI, SI
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ  BX, DI
+	SHRQ  $0x01, DI
+	JZ    gemmAVX2w_2x16_odd
+
+gemmAVX2w_2x16_loop:
+	VPBROADCASTQ (AX)(SI*1), Y8
+	VPMADDWD     (DX), Y8, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDWD     32(DX), Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDWD     64(DX), Y8, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDWD     96(DX), Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTQ (CX)(SI*1), Y8
+	VPMADDWD     (DX), Y8, Y9
+	VPADDD       Y9, Y4, Y4
+	VPMADDWD     32(DX), Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPMADDWD     64(DX), Y8, Y9
+	VPADDD       Y9, Y6, Y6
+	VPMADDWD     96(DX), Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPBROADCASTQ 8(AX)(SI*1), Y8
+	VPMADDWD     128(DX), Y8, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDWD     160(DX), Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDWD     192(DX), Y8, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDWD     224(DX), Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTQ 8(CX)(SI*1), Y8
+	VPMADDWD     128(DX), Y8, Y9
+	VPADDD       Y9, Y4, Y4
+	VPMADDWD     160(DX), Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPMADDWD     192(DX), Y8, Y9
+	VPADDD       Y9, Y6, Y6
+	VPMADDWD     224(DX), Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	ADDQ         $0x10, SI
+	ADDQ         $0x00000100, DX
+	DECQ         DI
+	JNZ          gemmAVX2w_2x16_loop
+
+gemmAVX2w_2x16_odd:
+	TESTQ        $0x00000001, BX
+	JZ           gemmAVX2w_2x16_done
+	VPBROADCASTQ (AX)(SI*1), Y8
+	VPMADDWD     (DX), Y8, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDWD     32(DX), Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDWD     64(DX), Y8, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDWD     96(DX), Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTQ (CX)(SI*1), Y8
+	VPMADDWD     (DX), Y8, Y9
+	VPADDD       Y9, Y4, Y4
+	VPMADDWD     32(DX), Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPMADDWD     64(DX), Y8, Y9
+	VPADDD       Y9, Y6, Y6
+	VPMADDWD     96(DX), Y8, Y9
+	VPADDD       Y9, Y7, Y7
+
+gemmAVX2w_2x16_done:
+	MOVQ    c+32(FP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	VPHADDD Y1, Y0, Y0
+	VPERMQ  $0xd8, Y0, Y0
+	VMOVDQU Y0, (AX)
+	VPHADDD Y3, Y2, Y0
+	VPERMQ  $0xd8, Y0, Y0
+	VMOVDQU Y0, 32(AX)
+	ADDQ    CX, AX
+	VPHADDD Y5, Y4, Y0
+	VPERMQ  $0xd8, Y0, Y0
+	VMOVDQU Y0, (AX)
+	VPHADDD Y7, Y6, Y0
+	VPERMQ  $0xd8, Y0, Y0
+	VMOVDQU Y0, 32(AX)
+	VZEROUPPER
+	RET
+
+// func gemmAVX2w_3x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+// Requires: AVX, AVX2
+TEXT ·gemmAVX2w_3x16(SB), NOSPLIT, $0-48
+	MOVQ  a+0(FP), AX
+	MOVQ  lda+8(FP), CX
+	MOVQ  b+16(FP), DX
+	MOVQ  kgroups+24(FP), BX
+	SHLQ  $0x01, CX
+	LEAQ  (AX)(CX*1), SI
+	LEAQ  (SI)(CX*1), CX
+	XORQ  DI, DI
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	MOVQ  BX, R8
+	SHRQ  $0x01, R8
+	JZ    gemmAVX2w_3x16_odd
+
+gemmAVX2w_3x16_loop:
+	VPBROADCASTQ (AX)(DI*1), Y12
+	VPMADDWD     (DX), Y12, Y13
+	VPADDD       Y13, Y0, Y0
+	VPMADDWD     32(DX), Y12, Y13
+	VPADDD       Y13, Y1, Y1
+	VPMADDWD     64(DX), Y12, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDWD     96(DX), Y12, Y13
+	VPADDD       Y13, Y3, Y3
+	VPBROADCASTQ (SI)(DI*1), Y12
+	VPMADDWD     (DX), Y12, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDWD     32(DX), Y12, Y13
+	VPADDD       Y13, Y5, Y5
+	VPMADDWD     64(DX), Y12, Y13
+	VPADDD       Y13, Y6, Y6
+	VPMADDWD     96(DX), Y12, Y13
+	VPADDD       Y13, Y7, Y7
+	VPBROADCASTQ (CX)(DI*1), Y12
+	VPMADDWD     (DX), Y12, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMADDWD     32(DX), Y12, Y13
+	VPADDD       Y13, Y9, Y9
+	VPMADDWD     64(DX), Y12, Y13
+	VPADDD       Y13, Y10, Y10
+	VPMADDWD     96(DX), Y12, Y13
+	VPADDD       Y13, Y11, Y11
+	VPBROADCASTQ 8(AX)(DI*1), Y12
+	VPMADDWD     128(DX), Y12, Y13
+	VPADDD       Y13, Y0, Y0
+	VPMADDWD     160(DX), Y12, Y13
+	VPADDD       Y13, Y1, Y1
+	VPMADDWD     192(DX), Y12, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDWD     224(DX), Y12, Y13
+	VPADDD       Y13, Y3, Y3
+	VPBROADCASTQ 8(SI)(DI*1), Y12
+	VPMADDWD     128(DX), Y12, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDWD     160(DX), Y12, Y13
+	VPADDD       Y13, Y5, Y5
+	VPMADDWD     192(DX), Y12, Y13
+	VPADDD       Y13, Y6, Y6
+	VPMADDWD     224(DX), Y12, Y13
+	VPADDD       Y13, Y7, Y7
+	VPBROADCASTQ 8(CX)(DI*1), Y12
+	VPMADDWD     128(DX), Y12, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMADDWD     160(DX), Y12, Y13
+	VPADDD       Y13, Y9, Y9
+	VPMADDWD     192(DX), Y12, Y13
+	VPADDD       Y13, Y10, Y10
+	VPMADDWD     224(DX), Y12, Y13
+	VPADDD       Y13, Y11, Y11
+	ADDQ         $0x10, DI
+	ADDQ         $0x00000100, DX
+	DECQ         R8
+	JNZ          gemmAVX2w_3x16_loop
+
+gemmAVX2w_3x16_odd:
+	TESTQ        $0x00000001, BX
+	JZ           gemmAVX2w_3x16_done
+	VPBROADCASTQ (AX)(DI*1), Y12
+	VPMADDWD     (DX), Y12, Y13
+	VPADDD       Y13, Y0, Y0
+	VPMADDWD     32(DX), Y12, Y13
+	VPADDD       Y13, Y1, Y1
+	VPMADDWD     64(DX), Y12, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDWD     96(DX), Y12, Y13
+	VPADDD       Y13, Y3, Y3
+	VPBROADCASTQ (SI)(DI*1), Y12
+	VPMADDWD     (DX), Y12, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDWD     32(DX), Y12, Y13
+	VPADDD       Y13, Y5, Y5
+	VPMADDWD     64(DX), Y12, Y13
+	VPADDD       Y13, Y6, Y6
+	VPMADDWD     96(DX), Y12, Y13
+	VPADDD       Y13, Y7, Y7
+	VPBROADCASTQ (CX)(DI*1), Y12
+	VPMADDWD     (DX), Y12, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMADDWD     32(DX), Y12, Y13
+	VPADDD       Y13, Y9, Y9
+	VPMADDWD     64(DX), Y12, Y13
+	VPADDD       Y13, Y10, Y10
+	VPMADDWD     96(DX), Y12, Y13
+	VPADDD       Y13, Y11, Y11
+
+gemmAVX2w_3x16_done:
+	MOVQ    c+32(FP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	VPHADDD Y1, Y0, Y0
+	VPERMQ  $0xd8, Y0, Y0
+	VMOVDQU Y0, (AX)
+	VPHADDD Y3, Y2, Y0
+	VPERMQ  $0xd8, Y0, Y0
+	VMOVDQU Y0, 32(AX)
+	ADDQ    CX, AX
+	VPHADDD Y5, Y4, Y0
+	VPERMQ  $0xd8, Y0, Y0
+	VMOVDQU Y0, (AX)
+	VPHADDD Y7, Y6, Y0
+	VPERMQ  $0xd8, Y0, Y0
+	VMOVDQU Y0, 32(AX)
+	ADDQ    CX, AX
+	VPHADDD Y9, Y8, Y0
+	VPERMQ  $0xd8, Y0, Y0
+	VMOVDQU Y0, (AX)
+	VPHADDD Y11, Y10, Y0
+	VPERMQ  $0xd8, Y0, Y0
+	VMOVDQU Y0, 32(AX)
+	VZEROUPPER
+	RET
+
+// func widenU8AVX2(dst *int16, src *uint8, n int)
+// Requires: AVX, AVX2
+TEXT ·widenU8AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	SHRQ $0x04, DX
+	JZ   widenU8AVX2_done
+
+widenU8AVX2_loop4:
+	CMPQ      DX, $0x04
+	JB        widenU8AVX2_loop1
+	VPMOVZXBW (CX), Y0
+	VPMOVZXBW 16(CX), Y1
+	VPMOVZXBW 32(CX), Y2
+	VPMOVZXBW 48(CX), Y3
+	VMOVDQU   Y0, (AX)
+	VMOVDQU   Y1, 32(AX)
+	VMOVDQU   Y2, 64(AX)
+	VMOVDQU   Y3, 96(AX)
+	ADDQ      $0x40, CX
+	ADDQ      $0x00000080, AX
+	SUBQ      $0x04, DX
+	JMP       widenU8AVX2_loop4
+
+widenU8AVX2_loop1:
+	TESTQ     DX, DX
+	JZ        widenU8AVX2_done
+	VPMOVZXBW (CX), Y0
+	VMOVDQU   Y0, (AX)
+	ADDQ      $0x10, CX
+	ADDQ      $0x20, AX
+	DECQ      DX
+	JMP       widenU8AVX2_loop1
+
+widenU8AVX2_done:
+	VZEROUPPER
+	RET
+
+// func widenS8AVX2(dst *int16, src *int8, n int)
+// Requires: AVX, AVX2
+TEXT ·widenS8AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	SHRQ $0x04, DX
+	JZ   widenS8AVX2_done
+
+widenS8AVX2_loop4:
+	CMPQ      DX, $0x04
+	JB        widenS8AVX2_loop1
+	VPMOVSXBW (CX), Y0
+	VPMOVSXBW 16(CX), Y1
+	VPMOVSXBW 32(CX), Y2
+	VPMOVSXBW 48(CX), Y3
+	VMOVDQU   Y0, (AX)
+	VMOVDQU   Y1, 32(AX)
+	VMOVDQU   Y2, 64(AX)
+	VMOVDQU   Y3, 96(AX)
+	ADDQ      $0x40, CX
+	ADDQ      $0x00000080, AX
+	SUBQ      $0x04, DX
+	JMP       widenS8AVX2_loop4
+
+widenS8AVX2_loop1:
+	TESTQ     DX, DX
+	JZ        widenS8AVX2_done
+	VPMOVSXBW (CX), Y0
+	VMOVDQU   Y0, (AX)
+	ADDQ      $0x10, CX
+	ADDQ      $0x20, AX
+	DECQ      DX
+	JMP       widenS8AVX2_loop1
+
+widenS8AVX2_done:
+	VZEROUPPER
+	RET
+
+DATA avx2EpiConst<>+0(SB)/4, $0xc0acc4cc
+DATA avx2EpiConst<>+4(SB)/4, $0xc0acc4cc
+DATA avx2EpiConst<>+8(SB)/4, $0xc0acc4cc
+DATA avx2EpiConst<>+12(SB)/4, $0xc0acc4cc
+DATA avx2EpiConst<>+16(SB)/4, $0xc0acc4cc
+DATA avx2EpiConst<>+20(SB)/4, $0xc0acc4cc
+DATA avx2EpiConst<>+24(SB)/4, $0xc0acc4cc
+DATA avx2EpiConst<>+28(SB)/4, $0xc0acc4cc
+DATA avx2EpiConst<>+32(SB)/4, $0x40acc4cc
+DATA avx2EpiConst<>+36(SB)/4, $0x40acc4cc
+DATA avx2EpiConst<>+40(SB)/4, $0x40acc4cc
+DATA avx2EpiConst<>+44(SB)/4, $0x40acc4cc
+DATA avx2EpiConst<>+48(SB)/4, $0x40acc4cc
+DATA avx2EpiConst<>+52(SB)/4, $0x40acc4cc
+DATA avx2EpiConst<>+56(SB)/4, $0x40acc4cc
+DATA avx2EpiConst<>+60(SB)/4, $0x40acc4cc
+DATA avx2EpiConst<>+64(SB)/4, $0x3f000000
+DATA avx2EpiConst<>+68(SB)/4, $0x3f000000
+DATA avx2EpiConst<>+72(SB)/4, $0x3f000000
+DATA avx2EpiConst<>+76(SB)/4, $0x3f000000
+DATA avx2EpiConst<>+80(SB)/4, $0x3f000000
+DATA avx2EpiConst<>+84(SB)/4, $0x3f000000
+DATA avx2EpiConst<>+88(SB)/4, $0x3f000000
+DATA avx2EpiConst<>+92(SB)/4, $0x3f000000
+DATA avx2EpiConst<>+96(SB)/4, $0x3ecc4247
+DATA avx2EpiConst<>+100(SB)/4, $0x3ecc4247
+DATA avx2EpiConst<>+104(SB)/4, $0x3ecc4247
+DATA avx2EpiConst<>+108(SB)/4, $0x3ecc4247
+DATA avx2EpiConst<>+112(SB)/4, $0x3ecc4247
+DATA avx2EpiConst<>+116(SB)/4, $0x3ecc4247
+DATA avx2EpiConst<>+120(SB)/4, $0x3ecc4247
+DATA avx2EpiConst<>+124(SB)/4, $0x3ecc4247
+DATA avx2EpiConst<>+128(SB)/4, $0x3c9a9ba6
+DATA avx2EpiConst<>+132(SB)/4, $0x3c9a9ba6
+DATA avx2EpiConst<>+136(SB)/4, $0x3c9a9ba6
+DATA avx2EpiConst<>+140(SB)/4, $0x3c9a9ba6
+DATA avx2EpiConst<>+144(SB)/4, $0x3c9a9ba6
+DATA avx2EpiConst<>+148(SB)/4, $0x3c9a9ba6
+DATA avx2EpiConst<>+152(SB)/4, $0x3c9a9ba6
+DATA avx2EpiConst<>+156(SB)/4, $0x3c9a9ba6
+DATA avx2EpiConst<>+160(SB)/4, $0x3b5d1475
+DATA avx2EpiConst<>+164(SB)/4, $0x3b5d1475
+DATA avx2EpiConst<>+168(SB)/4, $0x3b5d1475
+DATA avx2EpiConst<>+172(SB)/4, $0x3b5d1475
+DATA avx2EpiConst<>+176(SB)/4, $0x3b5d1475
+DATA avx2EpiConst<>+180(SB)/4, $0x3b5d1475
+DATA avx2EpiConst<>+184(SB)/4, $0x3b5d1475
+DATA avx2EpiConst<>+188(SB)/4, $0x3b5d1475
+DATA avx2EpiConst<>+192(SB)/4, $0xb73d8892
+DATA avx2EpiConst<>+196(SB)/4, $0xb73d8892
+DATA avx2EpiConst<>+200(SB)/4, $0xb73d8892
+DATA avx2EpiConst<>+204(SB)/4, $0xb73d8892
+DATA avx2EpiConst<>+208(SB)/4, $0xb73d8892
+DATA avx2EpiConst<>+212(SB)/4, $0xb73d8892
+DATA avx2EpiConst<>+216(SB)/4, $0xb73d8892
+DATA avx2EpiConst<>+220(SB)/4, $0xb73d8892
+DATA avx2EpiConst<>+224(SB)/4, $0x358fb665
+DATA avx2EpiConst<>+228(SB)/4, $0x358fb665
+DATA avx2EpiConst<>+232(SB)/4, $0x358fb665
+DATA avx2EpiConst<>+236(SB)/4, $0x358fb665
+DATA avx2EpiConst<>+240(SB)/4, $0x358fb665
+DATA avx2EpiConst<>+244(SB)/4, $0x358fb665
+DATA avx2EpiConst<>+248(SB)/4, $0x358fb665
+DATA avx2EpiConst<>+252(SB)/4, $0x358fb665
+DATA avx2EpiConst<>+256(SB)/4, $0xb2a0ba26
+DATA avx2EpiConst<>+260(SB)/4, $0xb2a0ba26
+DATA avx2EpiConst<>+264(SB)/4, $0xb2a0ba26
+DATA avx2EpiConst<>+268(SB)/4, $0xb2a0ba26
+DATA avx2EpiConst<>+272(SB)/4, $0xb2a0ba26
+DATA avx2EpiConst<>+276(SB)/4, $0xb2a0ba26
+DATA avx2EpiConst<>+280(SB)/4, $0xb2a0ba26
+DATA avx2EpiConst<>+284(SB)/4, $0xb2a0ba26
+DATA avx2EpiConst<>+288(SB)/4, $0x2f11a0a1
+DATA avx2EpiConst<>+292(SB)/4, $0x2f11a0a1
+DATA avx2EpiConst<>+296(SB)/4, $0x2f11a0a1
+DATA avx2EpiConst<>+300(SB)/4, $0x2f11a0a1
+DATA avx2EpiConst<>+304(SB)/4, $0x2f11a0a1
+DATA avx2EpiConst<>+308(SB)/4, $0x2f11a0a1
+DATA avx2EpiConst<>+312(SB)/4, $0x2f11a0a1
+DATA avx2EpiConst<>+316(SB)/4, $0x2f11a0a1
+DATA avx2EpiConst<>+320(SB)/4, $0x3f800000
+DATA avx2EpiConst<>+324(SB)/4, $0x3f800000
+DATA avx2EpiConst<>+328(SB)/4, $0x3f800000
+DATA avx2EpiConst<>+332(SB)/4, $0x3f800000
+DATA avx2EpiConst<>+336(SB)/4, $0x3f800000
+DATA avx2EpiConst<>+340(SB)/4, $0x3f800000
+DATA avx2EpiConst<>+344(SB)/4, $0x3f800000
+DATA avx2EpiConst<>+348(SB)/4, $0x3f800000
+DATA avx2EpiConst<>+352(SB)/4, $0x3e5b1f37
+DATA avx2EpiConst<>+356(SB)/4, $0x3e5b1f37
+DATA avx2EpiConst<>+360(SB)/4, $0x3e5b1f37
+DATA avx2EpiConst<>+364(SB)/4, $0x3e5b1f37
+DATA avx2EpiConst<>+368(SB)/4, $0x3e5b1f37
+DATA avx2EpiConst<>+372(SB)/4, $0x3e5b1f37
+DATA avx2EpiConst<>+376(SB)/4, $0x3e5b1f37
+DATA avx2EpiConst<>+380(SB)/4, $0x3e5b1f37
+DATA avx2EpiConst<>+384(SB)/4, $0x3c9c7bfd
+DATA avx2EpiConst<>+388(SB)/4, $0x3c9c7bfd
+DATA avx2EpiConst<>+392(SB)/4, $0x3c9c7bfd
+DATA avx2EpiConst<>+396(SB)/4, $0x3c9c7bfd
+DATA avx2EpiConst<>+400(SB)/4, $0x3c9c7bfd
+DATA avx2EpiConst<>+404(SB)/4, $0x3c9c7bfd
+DATA avx2EpiConst<>+408(SB)/4, $0x3c9c7bfd
+DATA avx2EpiConst<>+412(SB)/4, $0x3c9c7bfd
+DATA avx2EpiConst<>+416(SB)/4, $0x3a5050ce
+DATA avx2EpiConst<>+420(SB)/4, $0x3a5050ce
+DATA avx2EpiConst<>+424(SB)/4, $0x3a5050ce
+DATA avx2EpiConst<>+428(SB)/4, $0x3a5050ce
+DATA avx2EpiConst<>+432(SB)/4, $0x3a5050ce
+DATA avx2EpiConst<>+436(SB)/4, $0x3a5050ce
+DATA avx2EpiConst<>+440(SB)/4, $0x3a5050ce
+DATA avx2EpiConst<>+444(SB)/4, $0x3a5050ce
+GLOBL avx2EpiConst<>(SB), RODATA|NOPTR, $448
+
+// func avx2Epilogue16(acc *int32, rows int, ep *byte)
+// Requires: AVX, AVX2, FMA3
+TEXT ·avx2Epilogue16(SB), NOSPLIT, $0-24
+	MOVQ         acc+0(FP), AX
+	MOVQ         rows+8(FP), CX
+	MOVQ         ep+16(FP), DX
+	TESTQ        CX, CX
+	JLE          avx2epi_done
+	MOVQ         (DX), DI
+	MOVQ         48(DX), R9
+	MOVQ         40(DX), R10
+	MOVQ         16(DX), R11
+	MOVQ         24(DX), R12
+	MOVQ         32(DX), R13
+	MOVQ         64(DX), R14
+	VPBROADCASTD 72(DX), Y11
+	VXORPS       Y14, Y14, Y14
+
+avx2epi_row:
+	TESTQ        R10, R10
+	JZ           avx2epi_scalar
+	VBROADCASTSS (R10), Y10
+	ADDQ         $0x04, R10
+	JMP          avx2epi_scaled
+
+avx2epi_scalar:
+	VBROADCASTSS 76(DX), Y10
+
+avx2epi_scaled:
+	VMOVDQU (AX), Y0
+	VMOVDQU 32(AX), Y1
+	TESTQ   R11, R11
+	JZ      avx2epi_nocomp
+	VPMULLD (R11), Y11, Y12
+	VPSUBD  Y12, Y0, Y0
+	VPMULLD 32(R11), Y11, Y12
+	VPSUBD  Y12, Y1, Y1
+
+avx2epi_nocomp:
+	VCVTDQ2PS Y0, Y0
+	VMULPS    Y10, Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VMULPS    Y10, Y1, Y1
+	TESTQ     R12, R12
+	JZ        avx2epi_nocolscale
+	VMULPS    (R12), Y0, Y0
+	VMULPS    32(R12), Y1, Y1
+
+avx2epi_nocolscale:
+	TESTQ  R13, R13
+	JZ     avx2epi_nobias
+	VADDPS (R13), Y0, Y0
+	VADDPS 32(R13), Y1, Y1
+
+avx2epi_nobias:
+	TESTQ       $0x00000010, R14
+	JZ          avx2epi_nogelu
+	VMAXPS      avx2EpiConst<>+0(SB), Y0, Y2
+	VMAXPS      avx2EpiConst<>+0(SB), Y1, Y6
+	VMINPS      avx2EpiConst<>+32(SB), Y2, Y2
+	VMINPS      avx2EpiConst<>+32(SB), Y6, Y6
+	VMULPS      Y2, Y2, Y3
+	VMULPS      Y6, Y6, Y7
+	VMOVUPS     avx2EpiConst<>+288(SB), Y4
+	VMOVUPS     avx2EpiConst<>+288(SB), Y8
+	VMOVUPS     avx2EpiConst<>+416(SB), Y5
+	VMOVUPS     avx2EpiConst<>+416(SB), Y9
+	VFMADD213PS avx2EpiConst<>+256(SB), Y3, Y4
+	VFMADD213PS avx2EpiConst<>+256(SB), Y7, Y8
+	VFMADD213PS avx2EpiConst<>+384(SB), Y3, Y5
+	VFMADD213PS avx2EpiConst<>+384(SB), Y7, Y9
+	VFMADD213PS avx2EpiConst<>+224(SB), Y3, Y4
+	VFMADD213PS avx2EpiConst<>+224(SB), Y7, Y8
+	VFMADD213PS avx2EpiConst<>+352(SB), Y3, Y5
+	VFMADD213PS avx2EpiConst<>+352(SB), Y7, Y9
+	VFMADD213PS avx2EpiConst<>+192(SB), Y3, Y4
+	VFMADD213PS avx2EpiConst<>+192(SB), Y7, Y8
+	VFMADD213PS avx2EpiConst<>+320(SB), Y3, Y5
+	VFMADD213PS avx2EpiConst<>+320(SB), Y7, Y9
+	VFMADD213PS avx2EpiConst<>+160(SB), Y3, Y4
+	VFMADD213PS avx2EpiConst<>+160(SB), Y7, Y8
+	VFMADD213PS avx2EpiConst<>+128(SB), Y3, Y4
+	VFMADD213PS avx2EpiConst<>+128(SB), Y7, Y8
+	VFMADD213PS avx2EpiConst<>+96(SB), Y3, Y4
+	VFMADD213PS avx2EpiConst<>+96(SB), Y7, Y8
+	VDIVPS      Y5, Y4, Y4
+	VDIVPS      Y9, Y8, Y8
+	VFMADD213PS avx2EpiConst<>+64(SB), Y2, Y4
+	VFMADD213PS avx2EpiConst<>+64(SB), Y6, Y8
+	VXORPS      Y5, Y5, Y5
+	VXORPS      Y9, Y9, Y9
+	VMAXPS      Y5, Y4, Y4
+	VMAXPS      Y9, Y8, Y8
+	VMULPS      Y4, Y0, Y0
+	VMULPS      Y8, Y1, Y1
+
+avx2epi_nogelu:
+	TESTQ  $0x00000008, R14
+	JZ     avx2epi_norelu
+	VMAXPS Y14, Y0, Y0
+	VMAXPS Y14, Y1, Y1
+
+avx2epi_norelu:
+	TESTQ  R9, R9
+	JZ     avx2epi_nores
+	VADDPS (R9), Y0, Y0
+	VADDPS 32(R9), Y1, Y1
+	ADDQ   56(DX), R9
+
+avx2epi_nores:
+	TESTQ   $0x00000006, R14
+	JNZ     avx2epi_quant
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	JMP     avx2epi_next
+
+avx2epi_quant:
+	VBROADCASTSS 80(DX), Y12
+	VMULPS       Y12, Y0, Y0
+	VMULPS       Y12, Y1, Y1
+	VBROADCASTSS 84(DX), Y12
+	VADDPS       Y12, Y0, Y0
+	VCMPPS       $0x03, Y0, Y0, Y2
+	VADDPS       Y12, Y1, Y1
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VBROADCASTSS 88(DX), Y12
+	VMAXPS       Y12, Y0, Y0
+	VMAXPS       Y12, Y1, Y1
+	VBROADCASTSS 92(DX), Y12
+	VMINPS       Y12, Y0, Y0
+	VMINPS       Y12, Y1, Y1
+	VPBROADCASTD 96(DX), Y12
+	VCVTPS2DQ    Y0, Y0
+	VPBLENDVB    Y2, Y12, Y0, Y0
+	VCVTPS2DQ    Y1, Y1
+	VPBLENDVB    Y3, Y12, Y1, Y1
+	VPACKSSDW    Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	TESTQ        $0x00000002, R14
+	JZ           avx2epi_s8
+	VPACKUSWB    X1, X0, X0
+	JMP          avx2epi_put8
+
+avx2epi_s8:
+	VPACKSSWB X1, X0, X0
+
+avx2epi_put8:
+	VMOVDQU X0, (DI)
+
+avx2epi_next:
+	ADDQ 8(DX), DI
+	ADDQ $0x40, AX
+	DECQ CX
+	JNZ  avx2epi_row
+
+avx2epi_done:
+	VZEROUPPER
+	RET

@@ -28,3 +28,66 @@ func avx2Twin(mr int, a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int
 		}
 	}
 }
+
+// gemmAVX2w_1x16 is the generic twin of the assembly kernel of that name.
+func gemmAVX2w_1x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx2WideTwin(1, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX2w_2x16 is the generic twin of the assembly kernel of that name.
+func gemmAVX2w_2x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx2WideTwin(2, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX2w_3x16 is the generic twin of the assembly kernel of that name.
+func gemmAVX2w_3x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx2WideTwin(3, a, lda, b, kgroups, c, ldc)
+}
+
+func avx2WideTwin(mr int, a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	as := unsafe.Slice(a, (mr-1)*lda+4*kgroups)
+	bs := unsafe.Slice(b, 64*kgroups)
+	cs := unsafe.Slice(c, (mr-1)*ldc+16)
+	for i := 0; i < mr; i++ {
+		for j := 0; j < 16; j++ {
+			var s int32
+			for q := 0; q < 4*kgroups; q++ {
+				s += int32(as[i*lda+q]) * int32(bs[(q/4)*64+j*4+q%4])
+			}
+			cs[i*ldc+j] = s
+		}
+	}
+}
+
+// widenU8AVX2 is the generic twin of the assembly function of that name.
+func widenU8AVX2(dst *int16, src *uint8, n int) {
+	if n <= 0 {
+		return
+	}
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for i, x := range s {
+		d[i] = int16(x)
+	}
+}
+
+// widenS8AVX2 is the generic twin of the assembly function of that name.
+func widenS8AVX2(dst *int16, src *int8, n int) {
+	if n <= 0 {
+		return
+	}
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for i, x := range s {
+		d[i] = int16(x)
+	}
+}
+
+// avx2Epilogue16 is the generic twin of the assembly function of that name.
+func avx2Epilogue16(acc *int32, rows int, ep *byte) {
+	e := (*vnniEpArgs)(unsafe.Pointer(ep))
+	esz := 4
+	if e.flags&(vnniU8|vnniS8) != 0 {
+		esz = 1
+	}
+	vnniEpilogueGo((*byte)(e.dst), e.ldd/esz, acc, 16, rows, 16, e.colSum, e.zp, e.rowScale, e.scale,
+		e.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)
+}

@@ -17,3 +17,52 @@ func gemmAVX2_1x16(a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int)
 //
 // b is one 16-column panel of a PackedS8 (NR = 16).
 func gemmAVX2_2x16(a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int)
+
+// gemmAVX2w_1x16 computes, for i < 1 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b one
+// 16-column panel of a PackedS8 widened to int16 (widenS8AVX2). Products
+// of int16 pairs summed in int32 (VPMADDWD) are exact for these ranges.
+func gemmAVX2w_1x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX2w_2x16 computes, for i < 2 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b one
+// 16-column panel of a PackedS8 widened to int16 (widenS8AVX2). Products
+// of int16 pairs summed in int32 (VPMADDWD) are exact for these ranges.
+func gemmAVX2w_2x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX2w_3x16 computes, for i < 3 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b one
+// 16-column panel of a PackedS8 widened to int16 (widenS8AVX2). Products
+// of int16 pairs summed in int32 (VPMADDWD) are exact for these ranges.
+func gemmAVX2w_3x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// widenU8AVX2 sets dst[i] = int16(src[i]) (zero-extended) for i < n; n must be
+// a multiple of 16.
+func widenU8AVX2(dst *int16, src *uint8, n int)
+
+// widenS8AVX2 sets dst[i] = int16(src[i]) (sign-extended) for i < n; n must be
+// a multiple of 16.
+func widenS8AVX2(dst *int16, src *int8, n int)
+
+// avx2Epilogue16 applies the epilogue described by ep (a *vnniEpArgs for
+// the tile's top-left element) to rows x 16 int32 sums at acc (row stride
+// 16), as vnniEpilogueGo does:
+//
+//	vnniEpilogueGo(e.dst, e.ldd/esize, acc, 16, rows, 16, e.colSum, e.zp, e.rowScale,
+//		e.scale, e.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)
+//
+// (esize: 4 for f32, 1 for u8 and s8) with GELU only as flags&vnniGELU8
+// (the rational GELU); flags&vnniGELU (the erfc form) is not handled. It
+// needs AVX2 and FMA3.
+//
+//go:noescape
+func avx2Epilogue16(acc *int32, rows int, ep *byte)

@@ -668,7 +668,7 @@ func vnniEpilogueGo(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, 
 			case flags&vnniGELU != 0:
 				y = geluF32(y)
 			}
-			if flags&vnniReLU != 0 && !(y >= 0) {
+			if flags&vnniReLU != 0 && !(y > 0) { // -0 and NaN too, as VMAXPS with 0 second
 				y = 0
 			}
 			if res != nil {

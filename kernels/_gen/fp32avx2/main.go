@@ -12,7 +12,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -233,43 +232,8 @@ func maskBits() Mem {
 	return *maskBitsMem
 }
 
-// epilogue constants, each as 8 equal lanes (AVX2 has no embedded
-// broadcast: an operand in memory is a whole vector).
-var cnames []string
-
-func constVecs() func(name string) Mem {
-	var vals []float32
-	add := func(name string, v float32) {
-		cnames = append(cnames, name)
-		vals = append(vals, v)
-	}
-	add("lo", -shared.GELU8Clamp)
-	add("hi", shared.GELU8Clamp)
-	add("half", 0.5)
-	for i, c := range shared.GELU8P {
-		add(fmt.Sprint("p", i), c)
-	}
-	for i, c := range shared.GELU8Q {
-		add(fmt.Sprint("q", i), c)
-	}
-	t := GLOBL("epiF32aConst", RODATA|NOPTR)
-	for i, v := range vals {
-		for lane := 0; lane < 8; lane++ {
-			DATA(32*i+4*lane, U32(math.Float32bits(v)))
-		}
-	}
-	return func(name string) Mem {
-		for i, n := range cnames {
-			if n == name {
-				return t.Offset(32 * i)
-			}
-		}
-		panic(name)
-	}
-}
-
 func epilogue() {
-	cst := constVecs()
+	cst := shared.GELU8ConstsAVX2("epiF32aConst")
 	TEXT("epiF32a", NOSPLIT, "func(rows int, nfull int, c *float32, ldc int, bias *float32, res *float32, ldr int, act int)")
 	Pragma("noescape")
 	Doc("epiF32a applies the fused epilogue to rows x 16*nfull floats of c:",
@@ -322,7 +286,7 @@ func epilogue() {
 	Label("epia_norelu")
 	CMPQ(act, U8(3))
 	JNE(LabelRef("epia_noact"))
-	gelu8(xs, cst)
+	shared.GELU8AVX2(xs, cst)
 	Label("epia_noact")
 	TESTQ(res, res)
 	JZ(LabelRef("epia_nores"))
@@ -347,40 +311,6 @@ func epilogue() {
 	Label("epia_done")
 	VZEROUPPER()
 	RET()
-}
-
-// gelu8 replaces each x (Y0, Y1) by geluQ8F32(x), the same float32 steps as
-// gelu8 of _gen/vnni; lane l uses Y(2+4l)...Y(5+4l).
-func gelu8(xs []reg.VecPhysical, cst func(string) Mem) {
-	type regs struct{ x, xc, s, p, q reg.VecPhysical }
-	var L []regs
-	for l, x := range xs {
-		b := 2 + 4*l
-		L = append(L, regs{x, ymm(b), ymm(b + 1), ymm(b + 2), ymm(b + 3)})
-	}
-	each := func(f func(r regs)) {
-		for _, r := range L {
-			f(r)
-		}
-	}
-	// xc = min(max(x, -clamp), clamp): VMAXPS/VMINPS return the second
-	// (memory) operand for a NaN x, so xc is finite, as in gelu8 of vnni.
-	each(func(r regs) { VMAXPS(cst("lo"), r.x, r.xc) })
-	each(func(r regs) { VMINPS(cst("hi"), r.xc, r.xc) })
-	each(func(r regs) { VMULPS(r.xc, r.xc, r.s) })
-	each(func(r regs) { VMOVUPS(cst("p6"), r.p) })
-	each(func(r regs) { VMOVUPS(cst("q3"), r.q) })
-	for k := 5; k >= 0; k-- {
-		each(func(r regs) { VFMADD213PS(cst(fmt.Sprint("p", k)), r.s, r.p) })
-		if k >= 3 {
-			each(func(r regs) { VFMADD213PS(cst(fmt.Sprint("q", k-3)), r.s, r.q) })
-		}
-	}
-	each(func(r regs) { VDIVPS(r.q, r.p, r.p) })               // P/Q
-	each(func(r regs) { VFMADD213PS(cst("half"), r.xc, r.p) }) // xc*P/Q + 1/2
-	each(func(r regs) { VXORPS(r.q, r.q, r.q) })
-	each(func(r regs) { VMAXPS(r.q, r.p, r.p) }) // phi >= 0 (a NaN phi gives 0)
-	each(func(r regs) { VMULPS(r.p, r.x, r.x) })
 }
 
 func main() {

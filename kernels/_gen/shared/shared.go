@@ -3,6 +3,10 @@
 package shared
 
 import (
+	"fmt"
+	"math"
+
+	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 )
@@ -34,3 +38,115 @@ func RowAddr(bases []reg.GPPhysical, l, l3 reg.GPPhysical, r, disp int) Mem {
 	}
 	return Mem{Base: b, Index: l, Scale: 4, Disp: disp}
 }
+
+// GELU8ConstsAVX2 emits the read-only table symbol of the rational GELU's
+// constants for 256-bit code, each as 8 equal lanes (AVX2 has no embedded
+// broadcast: an operand in memory is a whole vector): "lo", "hi" (the
+// clamp), "half", "p0"... "p6", "q0"... "q3". It returns their addresses
+// by name.
+func GELU8ConstsAVX2(symbol string) func(name string) Mem {
+	var names []string
+	var vals []float32
+	add := func(name string, v float32) {
+		names = append(names, name)
+		vals = append(vals, v)
+	}
+	add("lo", -GELU8Clamp)
+	add("hi", GELU8Clamp)
+	add("half", 0.5)
+	for i, c := range GELU8P {
+		add(fmt.Sprint("p", i), c)
+	}
+	for i, c := range GELU8Q {
+		add(fmt.Sprint("q", i), c)
+	}
+	t := GLOBL(symbol, RODATA|NOPTR)
+	for i, v := range vals {
+		for lane := 0; lane < 8; lane++ {
+			DATA(32*i+4*lane, U32(math.Float32bits(v)))
+		}
+	}
+	return func(name string) Mem {
+		for i, n := range names {
+			if n == name {
+				return t.Offset(32 * i)
+			}
+		}
+		panic(name)
+	}
+}
+
+// GELU8AVX2 replaces each x of xs (at most 3) by geluQ8F32(x), the same
+// float32 steps as gelu8 of _gen/vnni, in 256-bit registers; the l-th x
+// uses Y(2+4l)...Y(5+4l) as temporaries. It needs AVX2 and FMA3.
+func GELU8AVX2(xs []reg.VecPhysical, cst func(string) Mem) {
+	ymm := []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7,
+		reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15}
+	type regs struct{ x, xc, s, p, q reg.VecPhysical }
+	var L []regs
+	for l, x := range xs {
+		b := 2 + 4*l
+		L = append(L, regs{x, ymm[b], ymm[b+1], ymm[b+2], ymm[b+3]})
+	}
+	each := func(f func(r regs)) {
+		for _, r := range L {
+			f(r)
+		}
+	}
+	// xc = min(max(x, -clamp), clamp): VMAXPS/VMINPS return the second
+	// (memory) operand for a NaN x, so xc is finite, as in gelu8 of vnni.
+	each(func(r regs) { VMAXPS(cst("lo"), r.x, r.xc) })
+	each(func(r regs) { VMINPS(cst("hi"), r.xc, r.xc) })
+	each(func(r regs) { VMULPS(r.xc, r.xc, r.s) })
+	each(func(r regs) { VMOVUPS(cst("p6"), r.p) })
+	each(func(r regs) { VMOVUPS(cst("q3"), r.q) })
+	for k := 5; k >= 0; k-- {
+		each(func(r regs) { VFMADD213PS(cst(fmt.Sprint("p", k)), r.s, r.p) })
+		if k >= 3 {
+			each(func(r regs) { VFMADD213PS(cst(fmt.Sprint("q", k-3)), r.s, r.q) })
+		}
+	}
+	each(func(r regs) { VDIVPS(r.q, r.p, r.p) })               // P/Q
+	each(func(r regs) { VFMADD213PS(cst("half"), r.xc, r.p) }) // xc*P/Q + 1/2
+	each(func(r regs) { VXORPS(r.q, r.q, r.q) })
+	each(func(r regs) { VMAXPS(r.q, r.p, r.p) }) // phi >= 0 (a NaN phi gives 0)
+	each(func(r regs) { VMULPS(r.p, r.x, r.x) })
+}
+
+// Epilogue flags of the u8 x s8 kernels (vnniGELU ... in gemm_vnni.go).
+const (
+	EpGELU = 1
+	EpU8   = 2
+	EpS8   = 4
+	EpReLU = 8
+	// EpGELU8: the rational GELU (GELU8AVX2, gelu8 of _gen/vnni); wins
+	// over EpGELU.
+	EpGELU8 = 16
+	// EpNT: f32 stores are non-temporal (fused VNNI kernels only; 64-byte
+	// aligned rows; the caller fences with vnniSfence).
+	EpNT = 32
+	// EpNoPF: fused VNNI kernels skip the prefetch of their destination and
+	// residual tiles (for A/B measurements).
+	EpNoPF = 64
+)
+
+// Offsets in vnniEpArgs (gemm_vnni.go), the operands of one tile's fused
+// epilogue.
+const (
+	EpDst      = 0  // dst: C[i][j] (f32, u8 or s8)
+	EpLdd      = 8  // ldd: row stride of dst in bytes
+	EpColSum   = 16 // colSum: ColSum[j] (nil: no compensation)
+	EpColScale = 24 // colScale: ColScale[j] (nil: none)
+	EpBias     = 32 // bias: Bias[j] (nil: none)
+	EpRowScale = 40 // rowScale: RowScale[i] (nil: scale for every row)
+	EpRes      = 48 // res: Residual[i][j] (nil: none)
+	EpLdres    = 56 // ldres: row stride of res in bytes
+	EpFlags    = 64 // flags: as vnniEpilogue's
+	EpZP       = 72 // zp (int32): the zero point of A
+	EpScale    = 76 // scale (float32)
+	EpInvOut   = 80 // invOut (float32)
+	EpOutZP    = 84 // outZP (float32)
+	EpLo       = 88 // lo (float32)
+	EpHi       = 92 // hi (float32)
+	EpOutZPi   = 96 // outZPi (int32): outZP as an integer
+)

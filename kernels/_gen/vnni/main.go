@@ -306,20 +306,15 @@ func sfence() {
 	RET()
 }
 
-// Epilogue flags (mirrored in gemm_vnni.go).
+// Epilogue flags (mirrored in gemm_vnni.go): shared's.
 const (
-	flagGELU = 1
-	flagU8   = 2
-	flagS8   = 4
-	flagReLU = 8
-	// flagGELU8: the cheaper GELU of u8/s8 outputs (gelu8); wins over flagGELU.
-	flagGELU8 = 16
-	// flagNT: f32 stores are non-temporal (fused kernels only; 64-byte
-	// aligned rows; the caller fences with vnniSfence).
-	flagNT = 32
-	// flagNoPF: fused kernels skip the prefetch of their destination and
-	// residual tiles (for A/B measurements).
-	flagNoPF = 64
+	flagGELU  = shared.EpGELU
+	flagU8    = shared.EpU8
+	flagS8    = shared.EpS8
+	flagReLU  = shared.EpReLU
+	flagGELU8 = shared.EpGELU8
+	flagNT    = shared.EpNT
+	flagNoPF  = shared.EpNoPF
 )
 
 // geluConsts are broadcast from memory: the erfc polynomial of Numerical
@@ -786,24 +781,24 @@ func joinArgs() string {
 	return b.String()
 }
 
-// Offsets in vnniEpArgs (gemm_vnni.go), the operands of a fused epilogue.
+// Offsets in vnniEpArgs (gemm_vnni.go): shared's.
 const (
-	offDst      = 0  // dst: C[i][j] (f32, u8 or s8)
-	offLdd      = 8  // ldd: row stride of dst in bytes
-	offColSum   = 16 // colSum: ColSum[j] (nil: no compensation)
-	offColScale = 24 // colScale: ColScale[j] (nil: none)
-	offBias     = 32 // bias: Bias[j] (nil: none)
-	offRowScale = 40 // rowScale: RowScale[i] (nil: scale for every row)
-	offRes      = 48 // res: Residual[i][j] (nil: none)
-	offLdres    = 56 // ldres: row stride of res in bytes
-	offFlags    = 64 // flags: as vnniEpilogue's
-	offZP       = 72 // zp (int32): the zero point of A
-	offScale    = 76 // scale (float32)
-	offInvOut   = 80 // invOut (float32)
-	offOutZP    = 84 // outZP (float32)
-	offLo       = 88 // lo (float32)
-	offHi       = 92 // hi (float32)
-	offOutZPi   = 96 // outZPi (int32): outZP as an integer
+	offDst      = shared.EpDst
+	offLdd      = shared.EpLdd
+	offColSum   = shared.EpColSum
+	offColScale = shared.EpColScale
+	offBias     = shared.EpBias
+	offRowScale = shared.EpRowScale
+	offRes      = shared.EpRes
+	offLdres    = shared.EpLdres
+	offFlags    = shared.EpFlags
+	offZP       = shared.EpZP
+	offScale    = shared.EpScale
+	offInvOut   = shared.EpInvOut
+	offOutZP    = shared.EpOutZP
+	offLo       = shared.EpLo
+	offHi       = shared.EpHi
+	offOutZPi   = shared.EpOutZPi
 )
 
 // prefetchDst generates the prefetch of a fused kernel's destination tile
