@@ -108,7 +108,63 @@ DATA eltAVX2Const<>+400(SB)/4, $0x0000007f
 DATA eltAVX2Const<>+404(SB)/4, $0x0000007f
 DATA eltAVX2Const<>+408(SB)/4, $0x0000007f
 DATA eltAVX2Const<>+412(SB)/4, $0x0000007f
-GLOBL eltAVX2Const<>(SB), RODATA|NOPTR, $416
+DATA eltAVX2Const<>+416(SB)/4, $0x7fffffff
+DATA eltAVX2Const<>+420(SB)/4, $0x7fffffff
+DATA eltAVX2Const<>+424(SB)/4, $0x7fffffff
+DATA eltAVX2Const<>+428(SB)/4, $0x7fffffff
+DATA eltAVX2Const<>+432(SB)/4, $0x7fffffff
+DATA eltAVX2Const<>+436(SB)/4, $0x7fffffff
+DATA eltAVX2Const<>+440(SB)/4, $0x7fffffff
+DATA eltAVX2Const<>+444(SB)/4, $0x7fffffff
+DATA eltAVX2Const<>+448(SB)/4, $0xc3000000
+DATA eltAVX2Const<>+452(SB)/4, $0xc3000000
+DATA eltAVX2Const<>+456(SB)/4, $0xc3000000
+DATA eltAVX2Const<>+460(SB)/4, $0xc3000000
+DATA eltAVX2Const<>+464(SB)/4, $0xc3000000
+DATA eltAVX2Const<>+468(SB)/4, $0xc3000000
+DATA eltAVX2Const<>+472(SB)/4, $0xc3000000
+DATA eltAVX2Const<>+476(SB)/4, $0xc3000000
+DATA eltAVX2Const<>+480(SB)/4, $0x42fe0000
+DATA eltAVX2Const<>+484(SB)/4, $0x42fe0000
+DATA eltAVX2Const<>+488(SB)/4, $0x42fe0000
+DATA eltAVX2Const<>+492(SB)/4, $0x42fe0000
+DATA eltAVX2Const<>+496(SB)/4, $0x42fe0000
+DATA eltAVX2Const<>+500(SB)/4, $0x42fe0000
+DATA eltAVX2Const<>+504(SB)/4, $0x42fe0000
+DATA eltAVX2Const<>+508(SB)/4, $0x42fe0000
+DATA eltAVX2Const<>+512(SB)/4, $0x00000080
+DATA eltAVX2Const<>+516(SB)/4, $0x00000080
+DATA eltAVX2Const<>+520(SB)/4, $0x00000080
+DATA eltAVX2Const<>+524(SB)/4, $0x00000080
+DATA eltAVX2Const<>+528(SB)/4, $0x00000080
+DATA eltAVX2Const<>+532(SB)/4, $0x00000080
+DATA eltAVX2Const<>+536(SB)/4, $0x00000080
+DATA eltAVX2Const<>+540(SB)/4, $0x00000080
+DATA eltAVX2Const<>+544(SB)/4, $0x00000000
+DATA eltAVX2Const<>+548(SB)/4, $0x00000000
+DATA eltAVX2Const<>+552(SB)/4, $0x00000000
+DATA eltAVX2Const<>+556(SB)/4, $0x00000000
+DATA eltAVX2Const<>+560(SB)/4, $0x00000000
+DATA eltAVX2Const<>+564(SB)/4, $0x00000000
+DATA eltAVX2Const<>+568(SB)/4, $0x00000000
+DATA eltAVX2Const<>+572(SB)/4, $0x00000000
+DATA eltAVX2Const<>+576(SB)/4, $0x437f0000
+DATA eltAVX2Const<>+580(SB)/4, $0x437f0000
+DATA eltAVX2Const<>+584(SB)/4, $0x437f0000
+DATA eltAVX2Const<>+588(SB)/4, $0x437f0000
+DATA eltAVX2Const<>+592(SB)/4, $0x437f0000
+DATA eltAVX2Const<>+596(SB)/4, $0x437f0000
+DATA eltAVX2Const<>+600(SB)/4, $0x437f0000
+DATA eltAVX2Const<>+604(SB)/4, $0x437f0000
+DATA eltAVX2Const<>+608(SB)/4, $0x00000000
+DATA eltAVX2Const<>+612(SB)/4, $0x00000004
+DATA eltAVX2Const<>+616(SB)/4, $0x00000001
+DATA eltAVX2Const<>+620(SB)/4, $0x00000005
+DATA eltAVX2Const<>+624(SB)/4, $0x00000002
+DATA eltAVX2Const<>+628(SB)/4, $0x00000006
+DATA eltAVX2Const<>+632(SB)/4, $0x00000003
+DATA eltAVX2Const<>+636(SB)/4, $0x00000007
+GLOBL eltAVX2Const<>(SB), RODATA|NOPTR, $640
 
 // func eltMaxMaskScaleA(dst *float32, x *float32, mask *float32, groups int, s float32, acc *float32)
 // Requires: AVX, AVX2, SSE
@@ -265,5 +321,384 @@ sc_loop:
 	JNZ     sc_loop
 
 sc_done:
+	VZEROUPPER
+	RET
+
+// func eltAbsMaxA(x *float32, pre *float32, groups8 int, acc *uint32)
+// Requires: AVX, AVX2
+TEXT ·eltAbsMaxA(SB), NOSPLIT, $0-32
+	MOVQ    x+0(FP), AX
+	MOVQ    pre+8(FP), CX
+	MOVQ    groups8+16(FP), DX
+	MOVQ    acc+24(FP), BX
+	VMOVDQU (BX), Y0
+	VMOVDQU eltAVX2Const<>+416(SB), Y1
+	TESTQ   DX, DX
+	JZ      am_done
+	TESTQ   CX, CX
+	JZ      am_plain
+
+am_pre:
+	VMOVUPS (AX), Y2
+	VMULPS  (CX), Y2, Y2
+	VPAND   Y1, Y2, Y2
+	VPMAXUD Y2, Y0, Y0
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, CX
+	DECQ    DX
+	JNZ     am_pre
+	JMP     am_done
+
+am_plain:
+	VPAND   (AX), Y1, Y2
+	VPMAXUD Y2, Y0, Y0
+	ADDQ    $0x20, AX
+	DECQ    DX
+	JNZ     am_plain
+
+am_done:
+	VMOVDQU Y0, (BX)
+	VZEROUPPER
+	RET
+
+// func eltQuantRowA(dst *uint8, x *float32, pre *float32, groups32 int, inv float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·eltQuantRowA(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         pre+16(FP), DX
+	MOVQ         groups32+24(FP), BX
+	MOVSS        inv+32(FP), X0
+	VBROADCASTSS X0, Y0
+	TESTQ        BX, BX
+	JZ           qr_done
+
+qr_loop:
+	VMOVUPS (CX), Y1
+	VMOVUPS 32(CX), Y2
+	VMOVUPS 64(CX), Y3
+	VMOVUPS 96(CX), Y4
+	TESTQ   DX, DX
+	JZ      qr_nopre
+	VMULPS  (DX), Y1, Y1
+	VMULPS  32(DX), Y2, Y2
+	VMULPS  64(DX), Y3, Y3
+	VMULPS  96(DX), Y4, Y4
+	ADDQ    $0x80, DX
+
+qr_nopre:
+	VMULPS    Y0, Y1, Y1
+	VMAXPS    eltAVX2Const<>+448(SB), Y1, Y1
+	VMINPS    eltAVX2Const<>+480(SB), Y1, Y1
+	VCVTPS2DQ Y1, Y1
+	VPADDD    eltAVX2Const<>+512(SB), Y1, Y1
+	VMULPS    Y0, Y2, Y2
+	VMAXPS    eltAVX2Const<>+448(SB), Y2, Y2
+	VMINPS    eltAVX2Const<>+480(SB), Y2, Y2
+	VCVTPS2DQ Y2, Y2
+	VPADDD    eltAVX2Const<>+512(SB), Y2, Y2
+	VMULPS    Y0, Y3, Y3
+	VMAXPS    eltAVX2Const<>+448(SB), Y3, Y3
+	VMINPS    eltAVX2Const<>+480(SB), Y3, Y3
+	VCVTPS2DQ Y3, Y3
+	VPADDD    eltAVX2Const<>+512(SB), Y3, Y3
+	VMULPS    Y0, Y4, Y4
+	VMAXPS    eltAVX2Const<>+448(SB), Y4, Y4
+	VMINPS    eltAVX2Const<>+480(SB), Y4, Y4
+	VCVTPS2DQ Y4, Y4
+	VPADDD    eltAVX2Const<>+512(SB), Y4, Y4
+	VPACKSSDW Y2, Y1, Y1
+	VPACKSSDW Y4, Y3, Y3
+	VPACKUSWB Y3, Y1, Y1
+	VMOVDQU   eltAVX2Const<>+608(SB), Y2
+	VPERMD    Y1, Y2, Y1
+	VMOVDQU   Y1, (AX)
+	ADDQ      $0x80, CX
+	ADDQ      $0x20, AX
+	DECQ      BX
+	JNZ       qr_loop
+
+qr_done:
+	VZEROUPPER
+	RET
+
+// func eltAddSumA(dst *float32, x *float32, r *float32, groups int, acc *float32)
+// Requires: AVX
+TEXT ·eltAddSumA(SB), NOSPLIT, $0-40
+	MOVQ    dst+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    r+16(FP), DX
+	MOVQ    groups+24(FP), BX
+	MOVQ    acc+32(FP), SI
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	TESTQ   BX, BX
+	JZ      as_done
+
+as_loop:
+	VMOVUPS (CX), Y2
+	VADDPS  (DX), Y2, Y2
+	VMOVUPS Y2, (AX)
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS 32(CX), Y2
+	VADDPS  32(DX), Y2, Y2
+	VMOVUPS Y2, 32(AX)
+	VADDPS  Y2, Y1, Y1
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x40, AX
+	DECQ    BX
+	JNZ     as_loop
+
+as_done:
+	VMOVUPS Y0, (SI)
+	VMOVUPS Y1, 32(SI)
+	VZEROUPPER
+	RET
+
+// func eltSumA(x *float32, groups int, acc *float32)
+// Requires: AVX
+TEXT ·eltSumA(SB), NOSPLIT, $0-24
+	MOVQ    x+0(FP), AX
+	MOVQ    groups+8(FP), CX
+	MOVQ    acc+16(FP), DX
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	TESTQ   CX, CX
+	JZ      su_done
+
+su_loop:
+	VADDPS (AX), Y0, Y0
+	VADDPS 32(AX), Y1, Y1
+	ADDQ   $0x40, AX
+	DECQ   CX
+	JNZ    su_loop
+
+su_done:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VZEROUPPER
+	RET
+
+// func eltSumSqDevA(x *float32, groups int, mean float32, acc *float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·eltSumSqDevA(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), AX
+	MOVQ         groups+8(FP), CX
+	MOVQ         acc+24(FP), DX
+	MOVSS        mean+16(FP), X0
+	VBROADCASTSS X0, Y0
+	VMOVUPS      (DX), Y1
+	VMOVUPS      32(DX), Y2
+	TESTQ        CX, CX
+	JZ           sq_done
+
+sq_loop:
+	VMOVUPS (AX), Y3
+	VSUBPS  Y0, Y3, Y3
+	VMULPS  Y3, Y3, Y3
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS 32(AX), Y3
+	VSUBPS  Y0, Y3, Y3
+	VMULPS  Y3, Y3, Y3
+	VADDPS  Y3, Y2, Y2
+	ADDQ    $0x40, AX
+	DECQ    CX
+	JNZ     sq_loop
+
+sq_done:
+	VMOVUPS Y1, (DX)
+	VMOVUPS Y2, 32(DX)
+	VZEROUPPER
+	RET
+
+// func eltNormA(dst *float32, x *float32, gamma *float32, beta *float32, groups8 int, mean float32, rstd float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·eltNormA(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         gamma+16(FP), DX
+	MOVQ         beta+24(FP), BX
+	MOVQ         groups8+32(FP), SI
+	MOVSS        mean+40(FP), X0
+	VBROADCASTSS X0, Y0
+	MOVSS        rstd+44(FP), X1
+	VBROADCASTSS X1, Y1
+	TESTQ        SI, SI
+	JZ           nm_done
+
+nm_loop:
+	VMOVUPS (CX), Y2
+	VSUBPS  Y0, Y2, Y2
+	VMULPS  Y1, Y2, Y2
+	VMULPS  (DX), Y2, Y2
+	VADDPS  (BX), Y2, Y2
+	VMOVUPS Y2, (AX)
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, BX
+	ADDQ    $0x20, AX
+	DECQ    SI
+	JNZ     nm_loop
+
+nm_done:
+	VZEROUPPER
+	RET
+
+// func eltNormQA(dst *float32, q *uint8, x *float32, gamma *float32, beta *float32, pre *float32, groups32 int, mean float32, rstd float32, inv float32, zp float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·eltNormQA(SB), NOSPLIT, $0-72
+	MOVQ         dst+0(FP), AX
+	MOVQ         q+8(FP), CX
+	MOVQ         x+16(FP), DX
+	MOVQ         gamma+24(FP), BX
+	MOVQ         beta+32(FP), SI
+	MOVQ         pre+40(FP), DI
+	MOVQ         groups32+48(FP), R8
+	MOVSS        mean+56(FP), X0
+	VBROADCASTSS X0, Y0
+	MOVSS        rstd+60(FP), X1
+	VBROADCASTSS X1, Y1
+	MOVSS        inv+64(FP), X2
+	VBROADCASTSS X2, Y2
+	MOVSS        zp+68(FP), X3
+	VBROADCASTSS X3, Y3
+	TESTQ        R8, R8
+	JZ           nq_done
+
+nq_loop:
+	VMOVUPS (DX), Y4
+	VSUBPS  Y0, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  (BX), Y4, Y4
+	VADDPS  (SI), Y4, Y4
+	VMOVUPS Y4, (AX)
+	VMOVUPS 32(DX), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  32(BX), Y5, Y5
+	VADDPS  32(SI), Y5, Y5
+	VMOVUPS Y5, 32(AX)
+	VMOVUPS 64(DX), Y6
+	VSUBPS  Y0, Y6, Y6
+	VMULPS  Y1, Y6, Y6
+	VMULPS  64(BX), Y6, Y6
+	VADDPS  64(SI), Y6, Y6
+	VMOVUPS Y6, 64(AX)
+	VMOVUPS 96(DX), Y7
+	VSUBPS  Y0, Y7, Y7
+	VMULPS  Y1, Y7, Y7
+	VMULPS  96(BX), Y7, Y7
+	VADDPS  96(SI), Y7, Y7
+	VMOVUPS Y7, 96(AX)
+	TESTQ   DI, DI
+	JZ      nq_nopre
+	VMULPS  (DI), Y4, Y4
+	VMULPS  32(DI), Y5, Y5
+	VMULPS  64(DI), Y6, Y6
+	VMULPS  96(DI), Y7, Y7
+	ADDQ    $0x80, DI
+
+nq_nopre:
+	VMULPS    Y2, Y4, Y4
+	VADDPS    Y3, Y4, Y4
+	VMAXPS    eltAVX2Const<>+544(SB), Y4, Y4
+	VMINPS    eltAVX2Const<>+576(SB), Y4, Y4
+	VCVTPS2DQ Y4, Y4
+	VMULPS    Y2, Y5, Y5
+	VADDPS    Y3, Y5, Y5
+	VMAXPS    eltAVX2Const<>+544(SB), Y5, Y5
+	VMINPS    eltAVX2Const<>+576(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VMULPS    Y2, Y6, Y6
+	VADDPS    Y3, Y6, Y6
+	VMAXPS    eltAVX2Const<>+544(SB), Y6, Y6
+	VMINPS    eltAVX2Const<>+576(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VMULPS    Y2, Y7, Y7
+	VADDPS    Y3, Y7, Y7
+	VMAXPS    eltAVX2Const<>+544(SB), Y7, Y7
+	VMINPS    eltAVX2Const<>+576(SB), Y7, Y7
+	VCVTPS2DQ Y7, Y7
+	VPACKSSDW Y5, Y4, Y4
+	VPACKSSDW Y7, Y6, Y6
+	VPACKUSWB Y6, Y4, Y4
+	VMOVDQU   eltAVX2Const<>+608(SB), Y5
+	VPERMD    Y4, Y5, Y4
+	VMOVDQU   Y4, (CX)
+	ADDQ      $0x80, DX
+	ADDQ      $0x80, BX
+	ADDQ      $0x80, SI
+	ADDQ      $0x80, AX
+	ADDQ      $0x20, CX
+	DECQ      R8
+	JNZ       nq_loop
+
+nq_done:
+	VZEROUPPER
+	RET
+
+// func eltQuantU8A(dst *uint8, x *float32, groups32 int, inv float32, zp float32, acc *uint32)
+// Requires: AVX, AVX2, SSE
+TEXT ·eltQuantU8A(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         groups32+16(FP), DX
+	MOVQ         acc+32(FP), BX
+	MOVSS        inv+24(FP), X0
+	VBROADCASTSS X0, Y0
+	MOVSS        zp+28(FP), X1
+	VBROADCASTSS X1, Y1
+	VMOVDQU      (BX), Y2
+	VMOVDQU      eltAVX2Const<>+416(SB), Y3
+	TESTQ        DX, DX
+	JZ           qu_done
+
+qu_loop:
+	VMOVUPS   (CX), Y4
+	VPAND     Y3, Y4, Y5
+	VPMAXUD   Y5, Y2, Y2
+	VMULPS    Y0, Y4, Y4
+	VADDPS    Y1, Y4, Y4
+	VMAXPS    eltAVX2Const<>+544(SB), Y4, Y4
+	VMINPS    eltAVX2Const<>+576(SB), Y4, Y4
+	VCVTPS2DQ Y4, Y4
+	VMOVUPS   32(CX), Y5
+	VPAND     Y3, Y5, Y6
+	VPMAXUD   Y6, Y2, Y2
+	VMULPS    Y0, Y5, Y5
+	VADDPS    Y1, Y5, Y5
+	VMAXPS    eltAVX2Const<>+544(SB), Y5, Y5
+	VMINPS    eltAVX2Const<>+576(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VMOVUPS   64(CX), Y6
+	VPAND     Y3, Y6, Y7
+	VPMAXUD   Y7, Y2, Y2
+	VMULPS    Y0, Y6, Y6
+	VADDPS    Y1, Y6, Y6
+	VMAXPS    eltAVX2Const<>+544(SB), Y6, Y6
+	VMINPS    eltAVX2Const<>+576(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VMOVUPS   96(CX), Y7
+	VPAND     Y3, Y7, Y8
+	VPMAXUD   Y8, Y2, Y2
+	VMULPS    Y0, Y7, Y7
+	VADDPS    Y1, Y7, Y7
+	VMAXPS    eltAVX2Const<>+544(SB), Y7, Y7
+	VMINPS    eltAVX2Const<>+576(SB), Y7, Y7
+	VCVTPS2DQ Y7, Y7
+	VPACKSSDW Y5, Y4, Y4
+	VPACKSSDW Y7, Y6, Y6
+	VPACKUSWB Y6, Y4, Y4
+	VMOVDQU   eltAVX2Const<>+608(SB), Y5
+	VPERMD    Y4, Y5, Y4
+	VMOVDQU   Y4, (AX)
+	ADDQ      $0x80, CX
+	ADDQ      $0x20, AX
+	DECQ      DX
+	JNZ       qu_loop
+
+qu_done:
+	VMOVDQU Y2, (BX)
 	VZEROUPPER
 	RET

@@ -157,3 +157,102 @@ func TestSoftmaxScaledAVX2Path(t *testing.T) {
 		}
 	}
 }
+
+// TestEltAVX2NormQuantPasses checks the AVX2 passes of LayerNorm (sums,
+// normalization, the fused u8 output) and of the per-token quantization
+// against their Go twins bit for bit: lengths with and without a tail,
+// values from tiny to overflowing, NaN, infinities and signed zeros, with
+// and without SmoothQuant's per-channel factors, and guard bands.
+func TestEltAVX2NormQuantPasses(t *testing.T) {
+	if !eltAVX2Available(cpu.X86) {
+		t.Skipf("CPU lacks AVX2/FMA3: %s", cpu.X86)
+	}
+	r := rand.New(rand.NewPCG(61, 62))
+	vals := func(n int, scale float64) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			switch r.IntN(40) {
+			case 0:
+				x[i] = float32(math.NaN())
+			case 1:
+				x[i] = float32(math.Inf(1 - 2*r.IntN(2)))
+			case 2:
+				x[i] = float32(math.Copysign(0, -1))
+			case 3:
+				x[i] = float32(r.NormFloat64() * 1e30)
+			default:
+				x[i] = float32(r.NormFloat64() * scale)
+			}
+		}
+		return x
+	}
+	sameF := func(what string, n, trial int, got, want float32) {
+		t.Helper()
+		if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+			t.Fatalf("%s n=%d trial %d: %v, twin %v", what, n, trial, got, want)
+		}
+	}
+	for _, n := range []int{1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 100, 768, 1027} {
+		for trial := range 30 {
+			x, res := vals(n, 3), vals(n, 3)
+			gamma, beta, pre := vals(n, 1), vals(n, 1), vals(n, 2)
+			if trial%3 == 0 { // finite, as LayerNorm sees them
+				for i := range x {
+					x[i], res[i] = float32(r.NormFloat64()*3), float32(r.NormFloat64())
+					gamma[i], beta[i], pre[i] = float32(r.NormFloat64()), float32(r.NormFloat64()), float32(0.5+r.Float64())
+				}
+			}
+			want, checkW := guarded(n, float32(-7))
+			got, checkG := guarded(n, float32(-7))
+			sameF("addSum", n, trial, eltAddSumAVX2(got, x, res), eltAddSumGeneric(want, x, res))
+			if i := sameBits(got, want); i >= 0 {
+				t.Fatalf("addSum n=%d trial %d: [%d] = %v, twin %v", n, trial, i, got[i], want[i])
+			}
+			sameF("sum", n, trial, eltSumAVX2(x), eltSumGeneric(x))
+			mean := float32(r.NormFloat64())
+			sameF("sumSqDev", n, trial, eltSumSqDevAVX2(x, mean), eltSumSqDevGeneric(x, mean))
+			rstd := float32(0.3 + r.Float64())
+			eltNormGeneric(want, x, gamma, beta, mean, rstd)
+			eltNormAVX2(got, x, gamma, beta, mean, rstd)
+			if i := sameBits(got, want); i >= 0 {
+				t.Fatalf("norm n=%d trial %d: [%d] = %v, twin %v", n, trial, i, got[i], want[i])
+			}
+			inv, zp := float32(1/(0.01+r.Float64())), float32(r.IntN(256))
+			for _, p := range [][]float32{nil, pre} {
+				qw, qg := make([]uint8, n+8), make([]uint8, n+8)
+				for i := range qw {
+					qw[i], qg[i] = 0x5a, 0x5a
+				}
+				eltNormQGeneric(want, qw[:n], x, gamma, beta, p, mean, rstd, inv, zp)
+				eltNormQAVX2(got, qg[:n], x, gamma, beta, p, mean, rstd, inv, zp)
+				if i := sameBits(got, want); i >= 0 {
+					t.Fatalf("normQ n=%d trial %d pre=%v: [%d] = %v, twin %v", n, trial, p != nil, i, got[i], want[i])
+				}
+				if !slices.Equal(qg, qw) {
+					t.Fatalf("normQ n=%d trial %d pre=%v: q = %v, twin %v", n, trial, p != nil, qg, qw)
+				}
+				eltQuantRowGeneric(qw[:n], x, inv)
+				if p != nil {
+					eltQuantRowPreGeneric(qw[:n], x, p, inv)
+					eltQuantRowPreAVX2(qg[:n], x, p, inv)
+					if a, b := eltAbsMaxPreAVX2(x, p), eltAbsMaxPreGeneric(x, p); a != b {
+						t.Fatalf("absMaxPre n=%d trial %d: %#x, twin %#x", n, trial, a, b)
+					}
+				} else {
+					eltQuantRowAVX2(qg[:n], x, inv)
+					if a, b := eltAbsMaxAVX2(x), eltAbsMaxGeneric(x); a != b {
+						t.Fatalf("absMax n=%d trial %d: %#x, twin %#x", n, trial, a, b)
+					}
+				}
+				if !slices.Equal(qg, qw) {
+					t.Fatalf("quantRow n=%d trial %d pre=%v: %v, twin %v", n, trial, p != nil, qg, qw)
+				}
+				if a, b := eltQuantU8AVX2(qg[:n], x, inv, zp), eltQuantU8Generic(qw[:n], x, inv, zp); a != b || !slices.Equal(qg, qw) {
+					t.Fatalf("quantU8 n=%d trial %d: absmax %#x, twin %#x; %v, twin %v", n, trial, a, b, qg, qw)
+				}
+			}
+			checkW(t)
+			checkG(t)
+		}
+	}
+}

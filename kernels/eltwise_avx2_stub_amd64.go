@@ -22,3 +22,55 @@ func eltExpSumA(dst *float32, x *float32, groups int, m float32, acc *float32)
 //
 //go:noescape
 func eltScaleA(x *float32, groups8 int, s float32)
+
+// eltAbsMaxA raises acc[j%8] to the bits of |x[j]| (|x[j]*pre[j]| rounded to
+// float32 when pre is not nil) over 8*groups8 floats, as eltAbsMaxGeneric and
+// eltAbsMaxPreGeneric compare them (unsigned, so a NaN is above +Inf). AVX2.
+//
+//go:noescape
+func eltAbsMaxA(x *float32, pre *float32, groups8 int, acc *uint32)
+
+// eltQuantRowA quantizes 32*groups32 floats of x (times pre[j], rounded to
+// float32, when pre is not nil) as eltQuantRowGeneric and
+// eltQuantRowPreGeneric do: dst[j] = clamp(roundHalfEven(v*inv), -128, 127)
+// + 128. AVX2.
+//
+//go:noescape
+func eltQuantRowA(dst *uint8, x *float32, pre *float32, groups32 int, inv float32)
+
+// eltAddSumA sets dst[j] = x[j] + r[j] and adds it to acc[j%16] over 16*groups
+// floats, as eltAddSumGeneric. AVX2.
+//
+//go:noescape
+func eltAddSumA(dst *float32, x *float32, r *float32, groups int, acc *float32)
+
+// eltSumA adds x[j] to acc[j%16] over 16*groups floats, as eltSumGeneric. AVX2.
+//
+//go:noescape
+func eltSumA(x *float32, groups int, acc *float32)
+
+// eltSumSqDevA adds float32(d*d), d = x[j] - mean, to acc[j%16] over 16*groups
+// floats, as eltSumSqDevGeneric (the product rounded, then added). AVX2.
+//
+//go:noescape
+func eltSumSqDevA(x *float32, groups int, mean float32, acc *float32)
+
+// eltNormA sets dst[j] = (x[j]-mean)*rstd*gamma[j] + beta[j] over 8*groups8
+// floats, each step rounded as eltNormGeneric. AVX2.
+//
+//go:noescape
+func eltNormA(dst *float32, x *float32, gamma *float32, beta *float32, groups8 int, mean float32, rstd float32)
+
+// eltNormQA is eltNormA over 32*groups32 floats that also quantizes each
+// result y as eltNormQGeneric: q[j] = clamp(roundHalfEven(float32(y*pre[j])*inv
+// + zp), 0, 255), pre nil meaning no product. AVX2.
+//
+//go:noescape
+func eltNormQA(dst *float32, q *uint8, x *float32, gamma *float32, beta *float32, pre *float32, groups32 int, mean float32, rstd float32, inv float32, zp float32)
+
+// eltQuantU8A sets dst[j] = clamp(roundHalfEven(float32(x[j]*inv) + zp), 0, 255)
+// over 32*groups32 floats and raises acc[j%8] to the bits of |x[j]|, as
+// eltQuantU8Generic. AVX2.
+//
+//go:noescape
+func eltQuantU8A(dst *uint8, x *float32, groups32 int, inv float32, zp float32, acc *uint32)

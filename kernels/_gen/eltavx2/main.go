@@ -49,12 +49,25 @@ func defineConsts() {
 	add("one", f(1))
 	add("nmax", f(nMax))
 	add("bias", 127)
+	add("absmask", 0x7fffffff)
+	add("qlo", f(-128))
+	add("qhi", f(127))
+	add("i128", 128)
+	add("zero", 0)
+	add("u8hi", f(255))
+	// VPERMD indices that put the dwords of two VPACKSSDW + VPACKUSWB
+	// rounds back in element order (see pack32).
 	ctab = GLOBL("eltAVX2Const", RODATA|NOPTR)
-	for i, v := range vals {
+	nb := len(cnames) // broadcast constants; the permutation follows
+	for i, v := range vals[:nb] {
 		for lane := 0; lane < 8; lane++ {
 			DATA(32*i+4*lane, U32(v))
 		}
 	}
+	for lane, idx := range []uint32{0, 4, 1, 5, 2, 6, 3, 7} {
+		DATA(32*nb+4*lane, U32(idx))
+	}
+	cnames = append(cnames, "perm")
 }
 
 func cst(name string) Mem {
@@ -223,5 +236,355 @@ func main() {
 	maxMaskScale()
 	expSum()
 	scale()
+	absMax()
+	quantRow()
+	sums()
+	norm()
+	normQ()
+	quantU8()
 	Generate()
+}
+
+// absMax: acc[j%8] = max(acc[j%8], bits(x[j]*pre[j]) & 0x7fffffff) as
+// uint32 over 8*groups8 floats (pre nil: x[j] itself).
+func absMax() {
+	TEXT("eltAbsMaxA", NOSPLIT, "func(x, pre *float32, groups8 int, acc *uint32)")
+	Pragma("noescape")
+	Doc("eltAbsMaxA raises acc[j%8] to the bits of |x[j]| (|x[j]*pre[j]| rounded to",
+		"float32 when pre is not nil) over 8*groups8 floats, as eltAbsMaxGeneric and",
+		"eltAbsMaxPreGeneric compare them (unsigned, so a NaN is above +Inf). AVX2.")
+	x := Load(Param("x"), GP64())
+	pre := Load(Param("pre"), GP64())
+	n := Load(Param("groups8"), GP64())
+	accp := Load(Param("acc"), GP64())
+	a, mask := YMM(), YMM()
+	VMOVDQU(Mem{Base: accp}, a)
+	VMOVDQU(cst("absmask"), mask)
+	TESTQ(n, n)
+	JZ(LabelRef("am_done"))
+	TESTQ(pre, pre)
+	JZ(LabelRef("am_plain"))
+	Label("am_pre")
+	v := YMM()
+	VMOVUPS(Mem{Base: x}, v)
+	VMULPS(Mem{Base: pre}, v, v)
+	VPAND(mask, v, v)
+	VPMAXUD(v, a, a)
+	ADDQ(U8(32), x)
+	ADDQ(U8(32), pre)
+	DECQ(n)
+	JNZ(LabelRef("am_pre"))
+	JMP(LabelRef("am_done"))
+	Label("am_plain")
+	w := YMM()
+	VPAND(Mem{Base: x}, mask, w)
+	VPMAXUD(w, a, a)
+	ADDQ(U8(32), x)
+	DECQ(n)
+	JNZ(LabelRef("am_plain"))
+	Label("am_done")
+	VMOVDQU(a, Mem{Base: accp})
+	VZEROUPPER()
+	RET()
+}
+
+// clampRound sets v to the int32 of eltRound(eltClamp(v, lo, hi)): VMAXPS
+// with the bound second (a NaN v becomes lo), VMINPS, VCVTPS2DQ (half to
+// even under the default MXCSR).
+func clampRound(v reg.VecVirtual, lo, hi Mem) {
+	VMAXPS(lo, v, v)
+	VMINPS(hi, v, v)
+	VCVTPS2DQ(v, v)
+}
+
+// pack32 stores 32 int32 in [0, 255] (v[0] elements 0-7 ... v[3] 24-31) as
+// bytes at dst in order: VPACKSSDW interleaves per 128-bit lane, VPACKUSWB
+// again, and VPERMD puts the dwords back in order.
+func pack32(v []reg.VecVirtual, dst Mem) {
+	VPACKSSDW(v[1], v[0], v[0]) // 0-3 8-11 | 4-7 12-15
+	VPACKSSDW(v[3], v[2], v[2]) // 16-19 24-27 | 20-23 28-31
+	VPACKUSWB(v[2], v[0], v[0]) // 0-3 8-11 16-19 24-27 | 4-7 12-15 20-23 28-31
+	idx := YMM()
+	VMOVDQU(cst("perm"), idx)
+	VPERMD(v[0], idx, v[0])
+	VMOVDQU(v[0], dst)
+}
+
+// quantRow: dst[j] = uint8(eltRound(eltClamp(x[j]*pre[j]*inv, -128, 127)) +
+// 128) over 32*groups32 floats (pre nil: x[j]*inv).
+func quantRow() {
+	TEXT("eltQuantRowA", NOSPLIT, "func(dst *uint8, x, pre *float32, groups32 int, inv float32)")
+	Pragma("noescape")
+	Doc("eltQuantRowA quantizes 32*groups32 floats of x (times pre[j], rounded to",
+		"float32, when pre is not nil) as eltQuantRowGeneric and",
+		"eltQuantRowPreGeneric do: dst[j] = clamp(roundHalfEven(v*inv), -128, 127)",
+		"+ 128. AVX2.")
+	dst := Load(Param("dst"), GP64())
+	x := Load(Param("x"), GP64())
+	pre := Load(Param("pre"), GP64())
+	n := Load(Param("groups32"), GP64())
+	inv := YMM()
+	VBROADCASTSS(Load(Param("inv"), XMM()), inv)
+	TESTQ(n, n)
+	JZ(LabelRef("qr_done"))
+	Label("qr_loop")
+	v := []reg.VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	for h := range v {
+		VMOVUPS(Mem{Base: x, Disp: 32 * h}, v[h])
+	}
+	TESTQ(pre, pre)
+	JZ(LabelRef("qr_nopre"))
+	for h := range v {
+		VMULPS(Mem{Base: pre, Disp: 32 * h}, v[h], v[h])
+	}
+	ADDQ(U8(128), pre)
+	Label("qr_nopre")
+	for h := range v {
+		VMULPS(inv, v[h], v[h])
+		clampRound(v[h], cst("qlo"), cst("qhi"))
+		VPADDD(cst("i128"), v[h], v[h])
+	}
+	pack32(v, Mem{Base: dst})
+	ADDQ(U8(128), x)
+	ADDQ(U8(32), dst)
+	DECQ(n)
+	JNZ(LabelRef("qr_loop"))
+	Label("qr_done")
+	VZEROUPPER()
+	RET()
+}
+
+// sums emits LayerNorm's three 16-lane sums: eltAddSumA (dst = x + r, acc
+// += dst), eltSumA (acc += x) and eltSumSqDevA (d = x - mean, acc +=
+// float32(d*d)), each over 16*groups floats with acc[j%16] as the Go twins.
+func sums() {
+	TEXT("eltAddSumA", NOSPLIT, "func(dst, x, r *float32, groups int, acc *float32)")
+	Pragma("noescape")
+	Doc("eltAddSumA sets dst[j] = x[j] + r[j] and adds it to acc[j%16] over 16*groups",
+		"floats, as eltAddSumGeneric. AVX2.")
+	{
+		dst := Load(Param("dst"), GP64())
+		x := Load(Param("x"), GP64())
+		r := Load(Param("r"), GP64())
+		n := Load(Param("groups"), GP64())
+		accp := Load(Param("acc"), GP64())
+		acc := []reg.VecVirtual{YMM(), YMM()}
+		VMOVUPS(Mem{Base: accp}, acc[0])
+		VMOVUPS(Mem{Base: accp, Disp: 32}, acc[1])
+		TESTQ(n, n)
+		JZ(LabelRef("as_done"))
+		Label("as_loop")
+		for h := 0; h < 2; h++ {
+			v := YMM()
+			VMOVUPS(Mem{Base: x, Disp: 32 * h}, v)
+			VADDPS(Mem{Base: r, Disp: 32 * h}, v, v)
+			VMOVUPS(v, Mem{Base: dst, Disp: 32 * h})
+			VADDPS(v, acc[h], acc[h])
+		}
+		ADDQ(U8(64), x)
+		ADDQ(U8(64), r)
+		ADDQ(U8(64), dst)
+		DECQ(n)
+		JNZ(LabelRef("as_loop"))
+		Label("as_done")
+		VMOVUPS(acc[0], Mem{Base: accp})
+		VMOVUPS(acc[1], Mem{Base: accp, Disp: 32})
+		VZEROUPPER()
+		RET()
+	}
+
+	TEXT("eltSumA", NOSPLIT, "func(x *float32, groups int, acc *float32)")
+	Pragma("noescape")
+	Doc("eltSumA adds x[j] to acc[j%16] over 16*groups floats, as eltSumGeneric. AVX2.")
+	{
+		x := Load(Param("x"), GP64())
+		n := Load(Param("groups"), GP64())
+		accp := Load(Param("acc"), GP64())
+		acc := []reg.VecVirtual{YMM(), YMM()}
+		VMOVUPS(Mem{Base: accp}, acc[0])
+		VMOVUPS(Mem{Base: accp, Disp: 32}, acc[1])
+		TESTQ(n, n)
+		JZ(LabelRef("su_done"))
+		Label("su_loop")
+		for h := 0; h < 2; h++ {
+			VADDPS(Mem{Base: x, Disp: 32 * h}, acc[h], acc[h])
+		}
+		ADDQ(U8(64), x)
+		DECQ(n)
+		JNZ(LabelRef("su_loop"))
+		Label("su_done")
+		VMOVUPS(acc[0], Mem{Base: accp})
+		VMOVUPS(acc[1], Mem{Base: accp, Disp: 32})
+		VZEROUPPER()
+		RET()
+	}
+
+	TEXT("eltSumSqDevA", NOSPLIT, "func(x *float32, groups int, mean float32, acc *float32)")
+	Pragma("noescape")
+	Doc("eltSumSqDevA adds float32(d*d), d = x[j] - mean, to acc[j%16] over 16*groups",
+		"floats, as eltSumSqDevGeneric (the product rounded, then added). AVX2.")
+	{
+		x := Load(Param("x"), GP64())
+		n := Load(Param("groups"), GP64())
+		accp := Load(Param("acc"), GP64())
+		mean := YMM()
+		VBROADCASTSS(Load(Param("mean"), XMM()), mean)
+		acc := []reg.VecVirtual{YMM(), YMM()}
+		VMOVUPS(Mem{Base: accp}, acc[0])
+		VMOVUPS(Mem{Base: accp, Disp: 32}, acc[1])
+		TESTQ(n, n)
+		JZ(LabelRef("sq_done"))
+		Label("sq_loop")
+		for h := 0; h < 2; h++ {
+			d := YMM()
+			VMOVUPS(Mem{Base: x, Disp: 32 * h}, d)
+			VSUBPS(mean, d, d)
+			VMULPS(d, d, d)
+			VADDPS(d, acc[h], acc[h])
+		}
+		ADDQ(U8(64), x)
+		DECQ(n)
+		JNZ(LabelRef("sq_loop"))
+		Label("sq_done")
+		VMOVUPS(acc[0], Mem{Base: accp})
+		VMOVUPS(acc[1], Mem{Base: accp, Disp: 32})
+		VZEROUPPER()
+		RET()
+	}
+}
+
+// normStep sets v (x[j] loaded) to float32(float32((x-mean)*rstd)*gamma) +
+// beta, eltNormGeneric's steps (no fused multiply-add).
+func normStep(v reg.VecVirtual, mean, rstd reg.VecVirtual, gamma, beta Mem) {
+	VSUBPS(mean, v, v)
+	VMULPS(rstd, v, v)
+	VMULPS(gamma, v, v)
+	VADDPS(beta, v, v)
+}
+
+// norm: LayerNorm's normalization over 8*groups8 floats.
+func norm() {
+	TEXT("eltNormA", NOSPLIT, "func(dst, x, gamma, beta *float32, groups8 int, mean, rstd float32)")
+	Pragma("noescape")
+	Doc("eltNormA sets dst[j] = (x[j]-mean)*rstd*gamma[j] + beta[j] over 8*groups8",
+		"floats, each step rounded as eltNormGeneric. AVX2.")
+	dst := Load(Param("dst"), GP64())
+	x := Load(Param("x"), GP64())
+	gamma := Load(Param("gamma"), GP64())
+	beta := Load(Param("beta"), GP64())
+	n := Load(Param("groups8"), GP64())
+	mean, rstd := YMM(), YMM()
+	VBROADCASTSS(Load(Param("mean"), XMM()), mean)
+	VBROADCASTSS(Load(Param("rstd"), XMM()), rstd)
+	TESTQ(n, n)
+	JZ(LabelRef("nm_done"))
+	Label("nm_loop")
+	v := YMM()
+	VMOVUPS(Mem{Base: x}, v)
+	normStep(v, mean, rstd, Mem{Base: gamma}, Mem{Base: beta})
+	VMOVUPS(v, Mem{Base: dst})
+	ADDQ(U8(32), x)
+	ADDQ(U8(32), gamma)
+	ADDQ(U8(32), beta)
+	ADDQ(U8(32), dst)
+	DECQ(n)
+	JNZ(LabelRef("nm_loop"))
+	Label("nm_done")
+	VZEROUPPER()
+	RET()
+}
+
+// normQ: norm, plus the static u8 quantization of eltNormQGeneric, over
+// 32*groups32 floats.
+func normQ() {
+	TEXT("eltNormQA", NOSPLIT, "func(dst *float32, q *uint8, x, gamma, beta, pre *float32, groups32 int, mean, rstd, inv, zp float32)")
+	Pragma("noescape")
+	Doc("eltNormQA is eltNormA over 32*groups32 floats that also quantizes each",
+		"result y as eltNormQGeneric: q[j] = clamp(roundHalfEven(float32(y*pre[j])*inv",
+		"+ zp), 0, 255), pre nil meaning no product. AVX2.")
+	dst := Load(Param("dst"), GP64())
+	q := Load(Param("q"), GP64())
+	x := Load(Param("x"), GP64())
+	gamma := Load(Param("gamma"), GP64())
+	beta := Load(Param("beta"), GP64())
+	pre := Load(Param("pre"), GP64())
+	n := Load(Param("groups32"), GP64())
+	mean, rstd, inv, zp := YMM(), YMM(), YMM(), YMM()
+	VBROADCASTSS(Load(Param("mean"), XMM()), mean)
+	VBROADCASTSS(Load(Param("rstd"), XMM()), rstd)
+	VBROADCASTSS(Load(Param("inv"), XMM()), inv)
+	VBROADCASTSS(Load(Param("zp"), XMM()), zp)
+	TESTQ(n, n)
+	JZ(LabelRef("nq_done"))
+	Label("nq_loop")
+	v := []reg.VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	for h := range v {
+		VMOVUPS(Mem{Base: x, Disp: 32 * h}, v[h])
+		normStep(v[h], mean, rstd, Mem{Base: gamma, Disp: 32 * h}, Mem{Base: beta, Disp: 32 * h})
+		VMOVUPS(v[h], Mem{Base: dst, Disp: 32 * h})
+	}
+	TESTQ(pre, pre)
+	JZ(LabelRef("nq_nopre"))
+	for h := range v {
+		VMULPS(Mem{Base: pre, Disp: 32 * h}, v[h], v[h])
+	}
+	ADDQ(U8(128), pre)
+	Label("nq_nopre")
+	for h := range v {
+		VMULPS(inv, v[h], v[h])
+		VADDPS(zp, v[h], v[h])
+		clampRound(v[h], cst("zero"), cst("u8hi"))
+	}
+	pack32(v, Mem{Base: q})
+	ADDQ(U8(128), x)
+	ADDQ(U8(128), gamma)
+	ADDQ(U8(128), beta)
+	ADDQ(U8(128), dst)
+	ADDQ(U8(32), q)
+	DECQ(n)
+	JNZ(LabelRef("nq_loop"))
+	Label("nq_done")
+	VZEROUPPER()
+	RET()
+}
+
+// quantU8: static u8 quantization of 32*groups32 floats with the absolute
+// maximum's bits, as eltQuantU8Generic.
+func quantU8() {
+	TEXT("eltQuantU8A", NOSPLIT, "func(dst *uint8, x *float32, groups32 int, inv, zp float32, acc *uint32)")
+	Pragma("noescape")
+	Doc("eltQuantU8A sets dst[j] = clamp(roundHalfEven(float32(x[j]*inv) + zp), 0, 255)",
+		"over 32*groups32 floats and raises acc[j%8] to the bits of |x[j]|, as",
+		"eltQuantU8Generic. AVX2.")
+	dst := Load(Param("dst"), GP64())
+	x := Load(Param("x"), GP64())
+	n := Load(Param("groups32"), GP64())
+	accp := Load(Param("acc"), GP64())
+	inv, zp, a, mask := YMM(), YMM(), YMM(), YMM()
+	VBROADCASTSS(Load(Param("inv"), XMM()), inv)
+	VBROADCASTSS(Load(Param("zp"), XMM()), zp)
+	VMOVDQU(Mem{Base: accp}, a)
+	VMOVDQU(cst("absmask"), mask)
+	TESTQ(n, n)
+	JZ(LabelRef("qu_done"))
+	Label("qu_loop")
+	v := []reg.VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	for h := range v {
+		VMOVUPS(Mem{Base: x, Disp: 32 * h}, v[h])
+		b := YMM()
+		VPAND(mask, v[h], b)
+		VPMAXUD(b, a, a)
+		VMULPS(inv, v[h], v[h])
+		VADDPS(zp, v[h], v[h])
+		clampRound(v[h], cst("zero"), cst("u8hi"))
+	}
+	pack32(v, Mem{Base: dst})
+	ADDQ(U8(128), x)
+	ADDQ(U8(32), dst)
+	DECQ(n)
+	JNZ(LabelRef("qu_loop"))
+	Label("qu_done")
+	VMOVDQU(a, Mem{Base: accp})
+	VZEROUPPER()
+	RET()
 }
