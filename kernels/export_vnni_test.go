@@ -44,7 +44,7 @@ func AVX2DriverKernels() []*Kernel {
 	return []*Kernel{
 		{Name: "avx2Driver_2x16", ISA: "avx2", MR: 2, NR: 16, KB: 4, Available: avail,
 			Accepts: func(m, n, k int) bool { return true }, RunU8S8: runAVX2U8S8},
-		{Name: "avx2WideDriver_3x16", ISA: "avx2", MR: 3, NR: 16, KB: 4, Available: avail,
+		{Name: "avx2WideDriver_6x16", ISA: "avx2", MR: 6, NR: 16, KB: 4, Available: avail,
 			Accepts: func(m, n, k int) bool { return true }, RunU8S8: runAVX2WideU8S8},
 	}
 }

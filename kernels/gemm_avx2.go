@@ -107,9 +107,9 @@ func avx2TileOut(g *GEMMU8S8, x *avx2Epi, tile []int32, i0, j0, rows, cols int) 
 	vnniTileEpilogue(g, &x.e, vnniEpilogueGo, tile, 16, i0, j0, rows, cols)
 }
 
-// avx2WideMicros are gemmAVX2w_<MR>x16 by MR (1 ... 3).
+// avx2WideMicros are gemmAVX2w_<MR>x8 by MR (1 ... 6).
 var avx2WideMicros = [...]func(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int){
-	nil, gemmAVX2w_1x16, gemmAVX2w_2x16, gemmAVX2w_3x16,
+	nil, gemmAVX2w_1x8, gemmAVX2w_2x8, gemmAVX2w_3x8, gemmAVX2w_4x8, gemmAVX2w_5x8, gemmAVX2w_6x8,
 }
 
 // avx2Wide holds the int16 scratch of runAVX2WideU8S8: A's rows, and one
@@ -125,11 +125,12 @@ func avx2WideBuf(n int) *[]int16 {
 	return p
 }
 
-// runAVX2WideU8S8 drives gemmAVX2w_3x16 (and its 1- and 2-row twins) over
-// a PackedS8 with NR = 16: A's rows are widened to int16 once per call
-// (zero-padded to Kp, so the K%4 tail needs no special case), and each task
-// widens one weight panel at a time (16 x Kp int16: 32 KiB at K = 1024)
-// and runs every row triple against it before the next. Exact like
+// runAVX2WideU8S8 drives gemmAVX2w_6x8 (and its 1- to 5-row twins), two
+// calls per 6 x 16 tile (the panel's halves), over a PackedS8 with NR = 16:
+// A's rows are widened to int16 once per call (zero-padded to Kp, so the
+// K%4 tail needs no special case), and each task widens one weight panel
+// at a time (16 x Kp int16: 32 KiB at K = 1024) and runs every 6 rows
+// against it before the next. Exact like
 // gemmAVX2_2x16; faster where M is large enough to amortize the panel's
 // widening (the selector times both per shape). Outputs as runAVX2U8S8.
 func runAVX2WideU8S8(g *GEMMU8S8) error {
@@ -168,7 +169,7 @@ func runAVX2WideU8S8(g *GEMMU8S8) error {
 	panels := g.B.Np / 16
 	tasks := min(panels, max(g.Threads, 1))
 	Parallel(g.Threads, tasks, func(t int) {
-		var tile [3 * 16]int32
+		var tile [6 * 16]int32
 		var w []int16
 		if kp > 0 {
 			wb := avx2WideBuf(16 * kp)
@@ -181,10 +182,12 @@ func runAVX2WideU8S8(g *GEMMU8S8) error {
 			if kp > 0 {
 				widenS8AVX2(&w[0], &g.B.Data[p*16*kp], 16*kp)
 			}
-			for i0 := 0; i0 < m; i0 += 3 {
-				rows := min(3, m-i0)
+			for i0 := 0; i0 < m; i0 += 6 {
+				rows := min(6, m-i0)
 				if kp > 0 {
-					avx2WideMicros[rows](&a16[i0*kp], kp, &w[0], kp/4, &tile[0], 16)
+					micro := avx2WideMicros[rows]
+					micro(&a16[i0*kp], kp, &w[0], kp/4, &tile[0], 16)
+					micro(&a16[i0*kp], kp, &w[32], kp/4, &tile[8], 16)
 				} else {
 					clear(tile[:])
 				}

@@ -11,7 +11,7 @@ func init() {
 		Accepts:   func(m, n, k int) bool { return true },
 		RunU8S8:   runAVX2U8S8,
 	}, &Kernel{
-		Name: "gemmAVX2w_3x16", ISA: "avx2", MR: 3, NR: 16, KB: 4,
+		Name: "gemmAVX2w_6x16", ISA: "avx2", MR: 6, NR: 16, KB: 4,
 		Available: func(f cpu.Features) bool { return f.AVX2 },
 		Accepts:   func(m, n, k int) bool { return true },
 		RunU8S8:   runAVX2WideU8S8,

@@ -18,32 +18,59 @@ func gemmAVX2_1x16(a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int)
 // b is one 16-column panel of a PackedS8 (NR = 16).
 func gemmAVX2_2x16(a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int)
 
-// gemmAVX2w_1x16 computes, for i < 1 and j < 16,
+// gemmAVX2w_1x8 computes, for i < 1 and j < 8,
 //
 //	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
 //
-// a holds rows of u8 values widened to int16 (lda in elements), b one
-// 16-column panel of a PackedS8 widened to int16 (widenS8AVX2). Products
-// of int16 pairs summed in int32 (VPMADDWD) are exact for these ranges.
-func gemmAVX2w_1x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+// a holds rows of u8 values widened to int16 (lda in elements), b the first
+// or second half of a 16-column panel widened to int16 (widenS8AVX2), its
+// groups of 4 k 64 elements apart.
+func gemmAVX2w_1x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
 
-// gemmAVX2w_2x16 computes, for i < 2 and j < 16,
+// gemmAVX2w_2x8 computes, for i < 2 and j < 8,
 //
 //	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
 //
-// a holds rows of u8 values widened to int16 (lda in elements), b one
-// 16-column panel of a PackedS8 widened to int16 (widenS8AVX2). Products
-// of int16 pairs summed in int32 (VPMADDWD) are exact for these ranges.
-func gemmAVX2w_2x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+// a holds rows of u8 values widened to int16 (lda in elements), b the first
+// or second half of a 16-column panel widened to int16 (widenS8AVX2), its
+// groups of 4 k 64 elements apart.
+func gemmAVX2w_2x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
 
-// gemmAVX2w_3x16 computes, for i < 3 and j < 16,
+// gemmAVX2w_3x8 computes, for i < 3 and j < 8,
 //
 //	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
 //
-// a holds rows of u8 values widened to int16 (lda in elements), b one
-// 16-column panel of a PackedS8 widened to int16 (widenS8AVX2). Products
-// of int16 pairs summed in int32 (VPMADDWD) are exact for these ranges.
-func gemmAVX2w_3x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+// a holds rows of u8 values widened to int16 (lda in elements), b the first
+// or second half of a 16-column panel widened to int16 (widenS8AVX2), its
+// groups of 4 k 64 elements apart.
+func gemmAVX2w_3x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX2w_4x8 computes, for i < 4 and j < 8,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b the first
+// or second half of a 16-column panel widened to int16 (widenS8AVX2), its
+// groups of 4 k 64 elements apart.
+func gemmAVX2w_4x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX2w_5x8 computes, for i < 5 and j < 8,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b the first
+// or second half of a 16-column panel widened to int16 (widenS8AVX2), its
+// groups of 4 k 64 elements apart.
+func gemmAVX2w_5x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX2w_6x8 computes, for i < 6 and j < 8,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b the first
+// or second half of a 16-column panel widened to int16 (widenS8AVX2), its
+// groups of 4 k 64 elements apart.
+func gemmAVX2w_6x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
 
 // widenU8AVX2 sets dst[i] = int16(src[i]) (zero-extended) for i < n; n must be
 // a multiple of 16.
