@@ -75,11 +75,13 @@ type GEMMOptions struct {
 	Progress func(what string)
 }
 
-// Peak is the measured peak of this CPU on one thread.
+// Peak is the measured peak of this CPU on one thread (kernels.Peak's
+// figures; FP32 is the ymm FMA's on CPUs without AVX-512).
 type Peak struct {
-	FP32GFLOPS float64 `json:"fp32_gflops"`
-	VNNIGOPS   float64 `json:"vnni_gops"`
-	BF16GFLOPS float64 `json:"bf16_gflops"`
+	FP32GFLOPS   float64 `json:"fp32_gflops"`
+	VNNIGOPS     float64 `json:"vnni_gops"`
+	BF16GFLOPS   float64 `json:"bf16_gflops"`
+	AVX2Int8GOPS float64 `json:"avx2_int8_gops"`
 }
 
 // GEMMResult is one candidate measured on one shape, type and epilogue.
@@ -95,13 +97,14 @@ type GEMMResult struct {
 	Impl     string  `json:"impl,omitempty"`
 	GOPS     float64 `json:"gops"`
 	MsPerOp  float64 `json:"ms_per_call"`
-	// PeakGOPS is the median of the VNNI (INT8) or FMA (FP32) peak loop's
-	// rates (times the threads) measured right before each timed
-	// repetition of this candidate, and PctPeak the median over those
-	// repetitions of the candidate's rate over the peak's just before it:
-	// on a shared machine whose speed drifts (frequency, other guests),
-	// each pair sees the same conditions. PctPeak is therefore not always
-	// GOPS/PeakGOPS.
+	// PeakGOPS is the median of the peak loop's rates (times the threads)
+	// measured around each timed repetition of this candidate (the faster
+	// of the runs right before and after it): VNNI for INT8, or VPMADDWD's
+	// on CPUs without VNNI, FMA for FP32. PctPeak is the median over those
+	// repetitions of the candidate's rate over that peak: on a shared
+	// machine whose speed drifts (frequency, other guests), each pair sees
+	// the same conditions. PctPeak is therefore not always GOPS/PeakGOPS;
+	// both are 0 where the CPU or build has no peak loop.
 	PeakGOPS float64 `json:"peak_gops"`
 	PctPeak  float64 `json:"pct_peak"`
 	// VsDNNL is GOPS over oneDNN's on the same shape, type and epilogue in
@@ -130,10 +133,11 @@ type GEMMReport struct {
 }
 
 // of returns the peak of a precision's arithmetic for threads threads: VNNI
-// for INT8, FMA for FP32, times threads (one core's figure each).
+// for INT8 (VPMADDWD's on CPUs without VNNI), FMA for FP32, times threads
+// (one core's figure each).
 func (p Peak) of(int8 bool, threads int) float64 {
 	if int8 {
-		return p.VNNIGOPS * float64(threads)
+		return kernels.Peak{VNNIGOPS: p.VNNIGOPS, AVX2Int8GOPS: p.AVX2Int8GOPS}.Int8() * float64(threads)
 	}
 	return p.FP32GFLOPS * float64(threads)
 }
@@ -142,7 +146,7 @@ func (p Peak) of(int8 bool, threads int) float64 {
 // the calling thread.
 func MeasurePeak(d time.Duration) Peak {
 	p := kernels.MeasurePeak(d)
-	return Peak{FP32GFLOPS: p.FP32GFLOPS, VNNIGOPS: p.VNNIGOPS, BF16GFLOPS: p.BF16GFLOPS}
+	return Peak{FP32GFLOPS: p.FP32GFLOPS, VNNIGOPS: p.VNNIGOPS, BF16GFLOPS: p.BF16GFLOPS, AVX2Int8GOPS: p.AVX2Int8GOPS}
 }
 
 // GEMM measures every candidate the selector has (native kernels of every
@@ -189,7 +193,7 @@ func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 	ref := func(key selector.Key, d time.Duration) float64 {
 		kind := kernels.PeakFP32
 		if key.Op == selector.OpU8S8 {
-			kind = kernels.PeakVNNI
+			kind = kernels.PeakInt8
 		}
 		return kernels.PeakRate(kind, d) * float64(o.Threads)
 	}

@@ -16,15 +16,29 @@ import (
 // (cpu.X86, after INT8BERT_CPU_DISABLE) lacks the instruction, or when the
 // binary was built without assembly (purego, noasm, not amd64).
 type Peak struct {
-	// FP32GFLOPS counts VFMADD231PS zmm as 2*16 = 32 flops.
+	// FP32GFLOPS counts VFMADD231PS zmm as 2*16 = 32 flops; on a CPU
+	// without AVX-512F (AVX2 and FMA3), VFMADD231PS ymm as 2*8 = 16.
 	FP32GFLOPS float64
 	// VNNIGOPS counts VPDPBUSD zmm as 2*64 = 128 ops.
 	VNNIGOPS float64
 	// BF16GFLOPS counts VDPBF16PS zmm as 2*32 = 64 flops.
 	BF16GFLOPS float64
+	// AVX2Int8GOPS counts VPMADDWD ymm as 2*16 = 32 ops (16 multiply-adds
+	// of int16 pairs): the ceiling of the exact AVX2 u8 x s8 kernels, on
+	// any CPU with AVX2 (their VPADDD aside).
+	AVX2Int8GOPS float64
 }
 
-// String formats the three figures, "n/a" for a zero one.
+// Int8 returns the INT8 peak a u8 x s8 GEMM is judged against: VNNI's
+// where the CPU has it, else the AVX2 one.
+func (p Peak) Int8() float64 {
+	if p.VNNIGOPS > 0 {
+		return p.VNNIGOPS
+	}
+	return p.AVX2Int8GOPS
+}
+
+// String formats the figures, "n/a" for a zero one.
 func (p Peak) String() string {
 	f := func(v float64, unit string) string {
 		if v == 0 {
@@ -32,17 +46,33 @@ func (p Peak) String() string {
 		}
 		return fmt.Sprintf("%.1f %s", v, unit)
 	}
-	return fmt.Sprintf("fp32 fma %s, int8 vnni %s, bf16 %s",
-		f(p.FP32GFLOPS, "GFLOP/s"), f(p.VNNIGOPS, "GOP/s"), f(p.BF16GFLOPS, "GFLOP/s"))
+	return fmt.Sprintf("fp32 fma %s, int8 vnni %s, bf16 %s, int8 avx2 vpmaddwd %s",
+		f(p.FP32GFLOPS, "GFLOP/s"), f(p.VNNIGOPS, "GOP/s"), f(p.BF16GFLOPS, "GFLOP/s"), f(p.AVX2Int8GOPS, "GOP/s"))
 }
 
 // peakOps is the work of one loop iteration of each peak loop: 24
 // instructions times the ops of one.
 const (
-	peakFMAOps  = 24 * 32
-	peakVNNIOps = 24 * 128
-	peakBF16Ops = 24 * 64
+	peakFMAOps       = 24 * 32
+	peakVNNIOps      = 24 * 128
+	peakBF16Ops      = 24 * 64
+	peakFMA256Ops    = 24 * 16
+	peakMADDWD256Ops = 24 * 32
 )
+
+// peakRuns returns the loop of each figure, on when this CPU runs it.
+func peakRuns(f cpu.Features, p *Peak) []peakRun {
+	fma := peakRun{f.AVX512F, peakFMA, peakFMAOps, &p.FP32GFLOPS}
+	if !f.AVX512F {
+		fma = peakRun{f.AVX2 && f.FMA, peakFMA256, peakFMA256Ops, &p.FP32GFLOPS}
+	}
+	return []peakRun{
+		fma,
+		{f.AVX512F && f.AVX512VNNI, peakVNNI, peakVNNIOps, &p.VNNIGOPS},
+		{f.AVX512F && f.AVX512BF16, peakBF16, peakBF16Ops, &p.BF16GFLOPS},
+		{f.AVX2, peakMADDWD256, peakMADDWD256Ops, &p.AVX2Int8GOPS},
+	}
+}
 
 // MeasurePeak measures the peaks on the calling thread: the caller pins it
 // (runtime.LockOSThread, taskset) and keeps other load away. d is the total
@@ -51,13 +81,8 @@ const (
 // disturbed by noise. Without assembly support MeasurePeak returns zeros at
 // once (see PeakAvailable).
 func MeasurePeak(d time.Duration) Peak {
-	f := cpu.X86
 	var p Peak
-	runs := []peakRun{
-		{f.AVX512F, peakFMA, peakFMAOps, &p.FP32GFLOPS},
-		{f.AVX512F && f.AVX512VNNI, peakVNNI, peakVNNIOps, &p.VNNIGOPS},
-		{f.AVX512F && f.AVX512BF16, peakBF16, peakBF16Ops, &p.BF16GFLOPS},
-	}
+	runs := peakRuns(cpu.X86, &p)
 	if !peakAsm {
 		return p
 	}
@@ -90,8 +115,8 @@ type peakRun struct {
 }
 
 // PeakAvailable reports whether MeasurePeak can measure anything in this
-// binary on this CPU: assembly is compiled in and AVX-512F is live.
-func PeakAvailable() bool { return peakAsm && cpu.X86.AVX512F }
+// binary on this CPU: assembly is compiled in and AVX-512F or AVX2 is live.
+func PeakAvailable() bool { return peakAsm && (cpu.X86.AVX512F || cpu.X86.AVX2) }
 
 // measureLoop returns the best ops/second of loop over runs of about a
 // millisecond each, spending about d in all (at least one run).
@@ -124,9 +149,11 @@ func measureLoop(loop func(int), opsPerIter float64, d time.Duration) float64 {
 type PeakKind int
 
 const (
-	PeakFP32 PeakKind = iota // VFMADD231PS zmm: FP32GFLOPS
-	PeakVNNI                 // VPDPBUSD zmm: VNNIGOPS
-	PeakBF16                 // VDPBF16PS zmm: BF16GFLOPS
+	PeakFP32     PeakKind = iota // VFMADD231PS (zmm, else ymm): FP32GFLOPS
+	PeakVNNI                     // VPDPBUSD zmm: VNNIGOPS
+	PeakBF16                     // VDPBF16PS zmm: BF16GFLOPS
+	PeakAVX2Int8                 // VPMADDWD ymm: AVX2Int8GOPS
+	PeakInt8                     // PeakVNNI where the CPU has VNNI, else PeakAVX2Int8
 )
 
 // PeakRate runs one figure's peak loop once for about d on the calling
@@ -136,19 +163,17 @@ const (
 // drifts, the two see about the same conditions (bench gemm's shares of
 // the peak, through selector.Options.Reference).
 func PeakRate(kind PeakKind, d time.Duration) float64 {
-	f := cpu.X86
-	var r peakRun
-	switch kind {
-	case PeakFP32:
-		r = peakRun{f.AVX512F, peakFMA, peakFMAOps, nil}
-	case PeakVNNI:
-		r = peakRun{f.AVX512F && f.AVX512VNNI, peakVNNI, peakVNNIOps, nil}
-	case PeakBF16:
-		r = peakRun{f.AVX512F && f.AVX512BF16, peakBF16, peakBF16Ops, nil}
+	runs := peakRuns(cpu.X86, new(Peak))
+	if kind == PeakInt8 {
+		kind = PeakAVX2Int8
+		if runs[PeakVNNI].on {
+			kind = PeakVNNI
+		}
 	}
-	if !peakAsm || !r.on {
+	if kind < 0 || int(kind) >= len(runs) || !peakAsm || !runs[kind].on {
 		return 0
 	}
+	r := runs[kind]
 	// Calibrate once per kind: the loops run at a fixed rate per core.
 	ns := peakNsPerIter[kind].Load()
 	if ns == 0 {
@@ -176,4 +201,4 @@ func PeakRate(kind PeakKind, d time.Duration) float64 {
 
 // peakNsPerIter caches PeakRate's calibration: nanoseconds per 1024 loop
 // iterations, by PeakKind.
-var peakNsPerIter [3]atomic.Uint64
+var peakNsPerIter [4]atomic.Uint64

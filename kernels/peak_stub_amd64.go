@@ -16,6 +16,15 @@ func peakVNNI(n int)
 // byte-encoded): 24*64 flops per iteration. It needs AVX512BF16.
 func peakBF16(n int)
 
+// peakFMA256 runs n iterations of 24 VFMADD231PS ymm on 12 accumulators (Y0...Y11 +=
+// Y14*Y15): 24*16 flops per iteration. It needs AVX2 and FMA3.
+func peakFMA256(n int)
+
+// peakMADDWD256 runs n iterations of 24 independent VPMADDWD ymm (Y0...Y11 = Y14.Y15 in
+// int16 pairs): 24*32 ops per iteration, 16 multiply-adds each as the exact
+// AVX2 u8 x s8 kernels count them. It needs AVX2.
+func peakMADDWD256(n int)
+
 // dpbf16psHigh computes, as VDPBF16PS does (byte-encoded), for i in 0...15:
 //
 //	acc[i] += float32(a[2i+1])*float32(b[2i+1]) + float32(a[2i])*float32(b[2i])

@@ -101,9 +101,17 @@ func TestMeasurePeak(t *testing.T) {
 			t.Errorf("%s: feature off, figure %v", name, v)
 		}
 	}
-	check("fp32", f.AVX512F, p.FP32GFLOPS)
-	check("vnni", f.AVX512VNNI, p.VNNIGOPS)
-	check("bf16", f.AVX512BF16, p.BF16GFLOPS)
+	check("fp32", f.AVX512F || f.AVX2 && f.FMA, p.FP32GFLOPS)
+	check("vnni", f.AVX512F && f.AVX512VNNI, p.VNNIGOPS)
+	check("bf16", f.AVX512F && f.AVX512BF16, p.BF16GFLOPS)
+	check("avx2 int8", f.AVX2, p.AVX2Int8GOPS)
+	if want := p.VNNIGOPS; want == 0 {
+		if p.Int8() != p.AVX2Int8GOPS {
+			t.Errorf("no VNNI: Int8() = %v, want the AVX2 figure %v", p.Int8(), p.AVX2Int8GOPS)
+		}
+	} else if p.Int8() != want {
+		t.Errorf("Int8() = %v, want the VNNI figure %v", p.Int8(), want)
+	}
 }
 
 func TestMeasurePeakFeatureOff(t *testing.T) {
@@ -115,9 +123,17 @@ func TestMeasurePeakFeatureOff(t *testing.T) {
 	if p.VNNIGOPS != 0 || p.BF16GFLOPS != 0 {
 		t.Fatalf("vnni and bf16 disabled, MeasurePeak = %+v", p)
 	}
+	// Without AVX-512F: the ymm FMA and VPMADDWD loops, where the CPU has
+	// AVX2 (and FMA3); nothing without AVX2.
 	cpu.X86, _ = saved.Apply("avx512f")
+	p = MeasurePeak(3 * time.Millisecond)
+	if p.VNNIGOPS != 0 || p.BF16GFLOPS != 0 ||
+		(p.FP32GFLOPS > 0) != (peakAsm && saved.AVX2 && saved.FMA) || (p.AVX2Int8GOPS > 0) != (peakAsm && saved.AVX2) {
+		t.Fatalf("avx512f disabled (%s), MeasurePeak = %+v", cpu.X86, p)
+	}
+	cpu.X86, _ = saved.Apply("avx512f,avx2")
 	if p := MeasurePeak(time.Millisecond); p != (Peak{}) {
-		t.Fatalf("avx512f disabled, MeasurePeak = %+v", p)
+		t.Fatalf("avx512f and avx2 disabled, MeasurePeak = %+v", p)
 	}
 }
 
@@ -128,7 +144,8 @@ func TestPeakRate(t *testing.T) {
 	for _, c := range []struct {
 		kind PeakKind
 		on   bool
-	}{{PeakFP32, f.AVX512F}, {PeakVNNI, f.AVX512F && f.AVX512VNNI}, {PeakBF16, f.AVX512F && f.AVX512BF16}} {
+	}{{PeakFP32, f.AVX512F || f.AVX2 && f.FMA}, {PeakVNNI, f.AVX512F && f.AVX512VNNI}, {PeakBF16, f.AVX512F && f.AVX512BF16},
+		{PeakAVX2Int8, f.AVX2}, {PeakInt8, f.AVX2 || f.AVX512F && f.AVX512VNNI}} {
 		t0 := time.Now()
 		r := PeakRate(c.kind, 5*time.Millisecond)
 		e := time.Since(t0)
@@ -147,6 +164,12 @@ func TestPeakRate(t *testing.T) {
 	cpu.X86 = off
 	if r := PeakRate(PeakVNNI, time.Millisecond); r != 0 {
 		t.Fatalf("vnni disabled, PeakRate(PeakVNNI) = %v", r)
+	}
+	if r := PeakRate(PeakInt8, time.Millisecond); (r > 0) != (peakAsm && saved.AVX2) {
+		t.Fatalf("vnni disabled, PeakRate(PeakInt8) = %v (the AVX2 loop where AVX2 is)", r)
+	}
+	if r := PeakRate(PeakKind(-1), time.Millisecond); r != 0 {
+		t.Fatalf("kind -1: PeakRate = %v", r)
 	}
 	if r := PeakRate(PeakKind(9), time.Millisecond); r != 0 {
 		t.Fatalf("unknown kind: PeakRate = %v", r)

@@ -59,7 +59,7 @@ func TestBenchModelJSON(t *testing.T) {
 		hasPeak := kernels.MeasurePeak(time.Millisecond)
 		want := hasPeak.FP32GFLOPS > 0
 		if x.Precision != "fp32" {
-			want = hasPeak.VNNIGOPS > 0
+			want = hasPeak.Int8() > 0
 		}
 		switch {
 		case want && (!pos(x.PeakGOPS) || !pos(x.PctPeak)):

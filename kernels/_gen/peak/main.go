@@ -74,6 +74,34 @@ func peakLoop(name, doc string, body func(acc int)) {
 	RET()
 }
 
+// ymm returns Y0 ... Y15.
+func ymm(i int) reg.VecPhysical {
+	return []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7,
+		reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15}[i]
+}
+
+// peakLoop256 is peakLoop for CPUs without AVX-512: 256-bit registers,
+// zeroed with VEX instructions, accs instructions per iteration.
+func peakLoop256(name, doc string, body func(i int)) {
+	TEXT(name, NOSPLIT, "func(n int)")
+	Doc(strings.Split(doc, "\n")...)
+	n := Load(Param("n"), reg.RCX)
+	for i := 0; i < 16; i++ {
+		VPXOR(ymm(i), ymm(i), ymm(i))
+	}
+	TESTQ(n, n)
+	JLE(LabelRef(name + "_done"))
+	Label(name + "_loop")
+	for a := 0; a < accs; a++ {
+		body(a)
+	}
+	DECQ(n)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
 func main() {
 	ConstraintExpr("amd64,gc,!purego,!noasm") // amd64 && gc && !purego && !noasm
 
@@ -89,6 +117,16 @@ func main() {
 		"peakBF16 runs n iterations of %d independent VDPBF16PS zmm (Z0...Z%d += bf16(Z24).bf16(Z25),", accs, accs-1)+
 		"\n"+fmt.Sprintf("byte-encoded): %d*64 flops per iteration. It needs AVX512BF16.", accs),
 		func(a int) { emitBytes(fmt.Sprintf("VDPBF16PS Z%d, Z24, Z25 (Intel order)", a), vdpbf16ps(a, 24, 25)) })
+
+	peakLoop256("peakFMA256", fmt.Sprintf(
+		"peakFMA256 runs n iterations of %d VFMADD231PS ymm on 12 accumulators (Y0...Y11 +=", accs)+
+		"\n"+fmt.Sprintf("Y14*Y15): %d*16 flops per iteration. It needs AVX2 and FMA3.", accs),
+		func(a int) { VFMADD231PS(reg.Y14, reg.Y15, ymm(a%12)) })
+	peakLoop256("peakMADDWD256", fmt.Sprintf(
+		"peakMADDWD256 runs n iterations of %d independent VPMADDWD ymm (Y0...Y11 = Y14.Y15 in", accs)+
+		"\n"+fmt.Sprintf("int16 pairs): %d*32 ops per iteration, 16 multiply-adds each as the exact", accs)+
+		"\nAVX2 u8 x s8 kernels count them. It needs AVX2.",
+		func(a int) { VPMADDWD(reg.Y15, reg.Y14, ymm(a%12)) })
 
 	// One VDPBF16PS each through two register assignments, so that the
 	// test covers the high-register bits (R', V', X) and the low ones.
