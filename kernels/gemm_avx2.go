@@ -13,9 +13,8 @@ import (
 // one-row twin) over a PackedS8 with NR = 16: whole groups of 4 in assembly,
 // the K%4 tail in Go, and the epilogue of each 2x16 tile while it is in L1
 // (avx2TileOut: the VNNI kernels' epilogue steps, in AVX2 assembly for full
-// tiles). Each task takes a
-// range of panels and runs every row pair against one panel before the
-// next, so the panel (16 x K bytes) stays in L1.
+// tiles). Each task takes a range of panels and runs every row pair against
+// one panel before the next, so the panel (16 x K bytes) stays in L1.
 func runAVX2U8S8(g *GEMMU8S8) error {
 	if err := g.Check(); err != nil {
 		return err
@@ -130,9 +129,9 @@ func avx2WideBuf(n int) *[]int16 {
 // A's rows are widened to int16 once per call (zero-padded to Kp, so the
 // K%4 tail needs no special case), and each task widens one weight panel
 // at a time (16 x Kp int16: 32 KiB at K = 1024) and runs every 6 rows
-// against it before the next. Exact like
-// gemmAVX2_2x16; faster where M is large enough to amortize the panel's
-// widening (the selector times both per shape). Outputs as runAVX2U8S8.
+// against it before the next. Exact like gemmAVX2_2x16; faster where M is
+// large enough to amortize the panel's widening (the selector times both
+// per shape). Outputs as runAVX2U8S8.
 func runAVX2WideU8S8(g *GEMMU8S8) error {
 	if err := g.Check(); err != nil {
 		return err
