@@ -36,7 +36,9 @@ func TestVNNIABFused(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("INT8BERT_AB_REPS")); err == nil {
 		reps = n
 	}
-	defer func(f, nt, pf bool) { vnniFusedEpi, vnniNTF32Stores, vnniTilePrefetch = f, nt, pf }(vnniFusedEpi, vnniNTF32Stores, vnniTilePrefetch)
+	defer func(f, nt, pf, late bool) {
+		vnniFusedEpi, vnniNTF32Stores, vnniTilePrefetch, vnniTilePrefetchLate = f, nt, pf, late
+	}(vnniFusedEpi, vnniNTF32Stores, vnniTilePrefetch, vnniTilePrefetchLate)
 	peak := MeasurePeak(2*time.Second).VNNIGOPS * 1e9
 	r := rand.New(rand.NewPCG(7, 8))
 	type shape struct {
@@ -88,25 +90,27 @@ func TestVNNIABFused(t *testing.T) {
 			outOld.F32 = make([]float32, len(out.F32))
 		}
 		type variant struct {
-			name          string
-			fused, nt, pf bool
-			g             *GEMMU8S8
+			name                string
+			fused, nt, pf, late bool
+			g                   *GEMMU8S8
 		}
 		base := func() *GEMMU8S8 { return &GEMMU8S8{M: m, N: n, K: k, A: a, Lda: k, B: p, Threads: 1} }
-		vs := []variant{{"s32", false, true, true, base()}, {"old", false, true, true, base()}, {"fused", true, false, true, base()},
-			{"fused-nopf", true, false, false, base()}}
+		vs := []variant{{"s32", false, true, true, false, base()}, {"old", false, true, true, false, base()},
+			{"fused", true, false, true, false, base()}, {"fused-nopf", true, false, false, false, base()},
+			{"fused-late", true, false, true, true, base()}}
 		vs[0].g.Out = Out{S32: make([]int32, m*n), Ldc: n}
 		vs[1].g.Ep, vs[1].g.Out = ep, outOld
-		vs[2].g.Ep, vs[2].g.Out = ep, out
-		vs[3].g.Ep, vs[3].g.Out = ep, out
+		for i := 2; i < len(vs); i++ {
+			vs[i].g.Ep, vs[i].g.Out = ep, out
+		}
 		if out.F32 != nil { // the fused path with non-temporal f32 stores
-			vs = append(vs, variant{"fused-nt", true, true, true, base()})
-			vs[4].g.Ep, vs[4].g.Out = ep, out
+			vs = append(vs, variant{"fused-nt", true, true, true, false, base()})
+			vs[len(vs)-1].g.Ep, vs[len(vs)-1].g.Out = ep, out
 		}
 		times := make([][]float64, len(vs))
 		for rep := 0; rep < reps; rep++ {
 			for i, v := range vs {
-				vnniFusedEpi, vnniNTF32Stores, vnniTilePrefetch = v.fused, v.nt, v.pf
+				vnniFusedEpi, vnniNTF32Stores, vnniTilePrefetch, vnniTilePrefetchLate = v.fused, v.nt, v.pf, v.late
 				t0 := threadTime()
 				for range 3 {
 					if err := kn.RunU8S8(v.g); err != nil {

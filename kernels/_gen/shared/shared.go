@@ -128,6 +128,9 @@ const (
 	// EpNoPF: fused VNNI kernels skip the prefetch of their destination and
 	// residual tiles (for A/B measurements).
 	EpNoPF = 64
+	// EpPFLate: fused VNNI kernels prefetch those tiles after 3/4 of the K
+	// loop instead of before it.
+	EpPFLate = 128
 )
 
 // Offsets in vnniEpArgs (gemm_vnni.go), the operands of one tile's fused

@@ -131,14 +131,14 @@ func micro(mr, nr int) {
 		"and 64-byte aligned rows required; call vnniSfence before reading C).",
 	)
 	Pragma("noescape")
-	acc := microLoop(name, mr, nr)
+	acc := microLoop(name, mr, nr, nil)
 	microStore(name, mr, nr, acc)
 }
 
 // microLoop generates the accumulation of an mr x nr tile over k (the
 // arguments a, lda, b, k) and returns the accumulators, ending at the label
 // name_store.
-func microLoop(name string, mr, nr int) [][]reg.VecVirtual {
+func microLoop(name string, mr, nr int, mid func()) [][]reg.VecVirtual {
 	nv := nr / 16
 	a := Load(Param("a"), GP64())
 	lda := Load(Param("lda"), GP64())
@@ -170,7 +170,20 @@ func microLoop(name string, mr, nr int) [][]reg.VecVirtual {
 	groups := GP64()
 	MOVQ(k, groups)
 	SHRQ(U8(2), groups)
-	JZ(LabelRef(name + "_tail"))
+	var rest reg.GPVirtual
+	if mid != nil {
+		// The loop runs 3/4 of the groups, then mid, then the rest.
+		rest = GP64()
+		MOVQ(groups, rest)
+		SHRQ(U8(2), rest)
+		SUBQ(rest, groups)
+	}
+	if mid != nil {
+		TESTQ(groups, groups)
+		JZ(LabelRef(name + "_mid"))
+	} else {
+		JZ(LabelRef(name + "_tail")) // the flags of SHRQ
+	}
 
 	Label(name + "_loop")
 	for v := 0; v < nv; v++ {
@@ -194,6 +207,18 @@ func microLoop(name string, mr, nr int) [][]reg.VecVirtual {
 	ADDQ(U32(nr*4), b)
 	DECQ(groups)
 	JNZ(LabelRef(name + "_loop"))
+
+	if mid != nil {
+		// After the second pass rest is -1: on to the tail. mid runs once.
+		CMPQ(rest, I8(-1))
+		JE(LabelRef(name + "_tail"))
+		Label(name + "_mid")
+		mid()
+		MOVQ(rest, groups)
+		MOVQ(I32(-1), rest)
+		TESTQ(groups, groups)
+		JNZ(LabelRef(name + "_loop"))
+	}
 
 	Label(name + "_tail")
 	ANDQ(U8(3), k)
@@ -308,13 +333,14 @@ func sfence() {
 
 // Epilogue flags (mirrored in gemm_vnni.go): shared's.
 const (
-	flagGELU  = shared.EpGELU
-	flagU8    = shared.EpU8
-	flagS8    = shared.EpS8
-	flagReLU  = shared.EpReLU
-	flagGELU8 = shared.EpGELU8
-	flagNT    = shared.EpNT
-	flagNoPF  = shared.EpNoPF
+	flagGELU   = shared.EpGELU
+	flagU8     = shared.EpU8
+	flagS8     = shared.EpS8
+	flagReLU   = shared.EpReLU
+	flagGELU8  = shared.EpGELU8
+	flagNT     = shared.EpNT
+	flagNoPF   = shared.EpNoPF
+	flagPFLate = shared.EpPFLate
 )
 
 // geluConsts are broadcast from memory: the erfc polynomial of Numerical
@@ -806,7 +832,8 @@ const (
 // its rows will be written to or read from, requested before the K loop so
 // that the epilogue at the end finds them in cache instead of waiting on
 // each miss to memory (outputs larger than L2: the loop hides the misses).
-func prefetchDst(name string, mr, nr int) {
+func prefetchDst(name, tag string, mr, nr int, late bool) {
+	name += tag
 	nv := nr / 16
 	ep := Load(Param("ep"), GP64())
 	d, ldd := GP64(), GP64()
@@ -814,6 +841,14 @@ func prefetchDst(name string, mr, nr int) {
 	MOVQ(Mem{Base: ep, Disp: offLdd}, ldd)
 	TESTQ(U32(flagNoPF), Mem{Base: ep, Disp: offFlags})
 	JNZ(LabelRef(name + "_pfdone"))
+	// flagPFLate moves the prefetch from before the K loop to after 3/4
+	// of it.
+	TESTQ(U32(flagPFLate), Mem{Base: ep, Disp: offFlags})
+	if late {
+		JZ(LabelRef(name + "_pfdone"))
+	} else {
+		JNZ(LabelRef(name + "_pfdone"))
+	}
 	TESTQ(U32(flagNT), Mem{Base: ep, Disp: offFlags})
 	JNZ(LabelRef(name + "_pfres"))
 	TESTQ(U32(flagU8|flagS8), Mem{Base: ep, Disp: offFlags})
@@ -877,10 +912,12 @@ func microE(mr, nr int) {
 		"flags&32, f32 rows (64-byte aligned) are stored non-temporally.",
 	)
 	Pragma("noescape")
+	var mid func()
 	if *dstPrefetch {
-		prefetchDst(name, mr, nr)
+		prefetchDst(name, "_e", mr, nr, false)
+		mid = func() { prefetchDst(name, "_l", mr, nr, true) }
 	}
-	acc := microLoop(name, mr, nr)
+	acc := microLoop(name, mr, nr, mid)
 
 	defineConsts()
 	cm := func(i int) Mem { return consts.Offset(4 * i) }
