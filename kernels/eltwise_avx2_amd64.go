@@ -8,10 +8,10 @@ import "github.com/int8bert/int8bert/cpu"
 // CPUs without AVX-512: the scaled softmax's (attention's softmax is most
 // of what is left of its time there once its GEMMs run in assembly),
 // LayerNorm's sums and normalization (with its u8 output), the per-token
-// quantization of INT8-dynamic and the u8 per-tensor one of INT8-static. Each wrapper runs whole groups
-// in assembly and the tail as the Go twin, with the twin's bits. GELU
-// outside a GEMM, the s8 tensor quantizer and the dequantizers stay on
-// their Go twins on such CPUs.
+// quantization of INT8-dynamic and the u8 per-tensor one of INT8-static.
+// Each wrapper runs whole groups in assembly and the tail as the Go twin,
+// with the twin's bits. GELU outside a GEMM, the s8 tensor quantizer and
+// the dequantizers stay on their Go twins on such CPUs.
 
 func init() {
 	f := eltGeneric
@@ -132,11 +132,7 @@ func eltAddSumAVX2(dst, x, r []float32) float32 {
 	if g > 0 {
 		eltAddSumA(&dst[0], &x[0], &r[0], g, &acc[0])
 	}
-	for j := g * eltLanes; j < len(dst); j++ {
-		v := x[j] + r[j]
-		dst[j] = v
-		acc[j%eltLanes] += v
-	}
+	eltAddSumFrom(&acc, g*eltLanes, dst, x, r)
 	return eltReduceSum(&acc)
 }
 
@@ -147,9 +143,7 @@ func eltSumAVX2(x []float32) float32 {
 	if g > 0 {
 		eltSumA(&x[0], g, &acc[0])
 	}
-	for j := g * eltLanes; j < len(x); j++ {
-		acc[j%eltLanes] += x[j]
-	}
+	eltSumFrom(&acc, g*eltLanes, x)
 	return eltReduceSum(&acc)
 }
 
@@ -161,10 +155,7 @@ func eltSumSqDevAVX2(x []float32, mean float32) float32 {
 	if g > 0 {
 		eltSumSqDevA(&x[0], g, mean, &acc[0])
 	}
-	for j := g * eltLanes; j < len(x); j++ {
-		d := x[j] - mean
-		acc[j%eltLanes] += float32(d * d)
-	}
+	eltSumSqDevFrom(&acc, g*eltLanes, x, mean)
 	return eltReduceSum(&acc)
 }
 

@@ -58,30 +58,46 @@ func eltReduceMax(a *[eltLanes]float32) float32 {
 
 func eltAddSumGeneric(dst, x, r []float32) float32 {
 	var acc [eltLanes]float32
+	eltAddSumFrom(&acc, 0, dst, x, r)
+	return eltReduceSum(&acc)
+}
+
+// eltAddSumFrom is the loop of eltAddSumGeneric from element j0 on, into
+// the lane accumulators acc (lane j%16).
+func eltAddSumFrom(acc *[eltLanes]float32, j0 int, dst, x, r []float32) {
 	x, r = x[:len(dst)], r[:len(dst)]
-	for j := range dst {
+	for j := j0; j < len(dst); j++ {
 		v := x[j] + r[j]
 		dst[j] = v
 		acc[j%eltLanes] += v
 	}
-	return eltReduceSum(&acc)
 }
 
 func eltSumGeneric(x []float32) float32 {
 	var acc [eltLanes]float32
-	for j, v := range x {
-		acc[j%eltLanes] += v
-	}
+	eltSumFrom(&acc, 0, x)
 	return eltReduceSum(&acc)
+}
+
+// eltSumFrom is the loop of eltSumGeneric from element j0 on.
+func eltSumFrom(acc *[eltLanes]float32, j0 int, x []float32) {
+	for j := j0; j < len(x); j++ {
+		acc[j%eltLanes] += x[j]
+	}
 }
 
 func eltSumSqDevGeneric(x []float32, mean float32) float32 {
 	var acc [eltLanes]float32
-	for j, v := range x {
-		d := v - mean
+	eltSumSqDevFrom(&acc, 0, x, mean)
+	return eltReduceSum(&acc)
+}
+
+// eltSumSqDevFrom is the loop of eltSumSqDevGeneric from element j0 on.
+func eltSumSqDevFrom(acc *[eltLanes]float32, j0 int, x []float32, mean float32) {
+	for j := j0; j < len(x); j++ {
+		d := x[j] - mean
 		acc[j%eltLanes] += float32(d * d)
 	}
-	return eltReduceSum(&acc)
 }
 
 func eltNormGeneric(dst, x, gamma, beta []float32, mean, rstd float32) {

@@ -30,18 +30,12 @@ func avx2Twin(mr int, a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int
 }
 
 // widenU8AVX2 is the generic twin of the assembly function of that name.
-func widenU8AVX2(dst *int16, src *uint8, n int) {
-	if n <= 0 {
-		return
-	}
-	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
-	for i, x := range s {
-		d[i] = int16(x)
-	}
-}
+func widenU8AVX2(dst *int16, src *uint8, n int) { widenTwin(dst, src, n) }
 
 // widenS8AVX2 is the generic twin of the assembly function of that name.
-func widenS8AVX2(dst *int16, src *int8, n int) {
+func widenS8AVX2(dst *int16, src *int8, n int) { widenTwin(dst, src, n) }
+
+func widenTwin[T uint8 | int8](dst *int16, src *T, n int) {
 	if n <= 0 {
 		return
 	}
@@ -53,13 +47,7 @@ func widenS8AVX2(dst *int16, src *int8, n int) {
 
 // avx2Epilogue16 is the generic twin of the assembly function of that name.
 func avx2Epilogue16(acc *int32, rows int, ep *byte) {
-	e := (*vnniEpArgs)(unsafe.Pointer(ep))
-	esz := 4
-	if e.flags&(vnniU8|vnniS8) != 0 {
-		esz = 1
-	}
-	vnniEpilogueGo((*byte)(e.dst), e.ldd/esz, acc, 16, rows, 16, e.colSum, e.zp, e.rowScale, e.scale,
-		e.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)
+	(*vnniEpArgs)(unsafe.Pointer(ep)).epilogueGo(acc, 16, rows, 16)
 }
 
 // gemmAVX2w_1x8 is the generic twin of the assembly kernel of that name.

@@ -170,13 +170,25 @@ func vnniEpArgsFor(g *GEMMU8S8, e *vnniEp) vnniEpArgs {
 	return a
 }
 
+// esize is the size in bytes of one output element: 4 (f32) or 1 (u8, s8).
+func (a *vnniEpArgs) esize() int {
+	if a.flags&(vnniU8|vnniS8) != 0 {
+		return 1
+	}
+	return 4
+}
+
+// epilogueGo applies the epilogue to rows x n sums at acc (row stride
+// ldacc) through vnniEpilogueGo: what the assembly epilogues reading a
+// *vnniEpArgs compute.
+func (a *vnniEpArgs) epilogueGo(acc *int32, ldacc, rows, n int) {
+	vnniEpilogueGo((*byte)(a.dst), a.ldd/a.esize(), acc, ldacc, rows, n, a.colSum, a.zp, a.rowScale, a.scale,
+		a.colScale, a.bias, a.res, a.ldres/4, a.flags, a.invOut, a.outZP, a.lo, a.hi)
+}
+
 // at sets t to the operands of the tile at C[i][j], from those at C[0][0].
 func (a *vnniEpArgs) at(t *vnniEpArgs, i, j int) {
-	esz := 4
-	if a.flags&(vnniU8|vnniS8) != 0 {
-		esz = 1
-	}
-	t.dst = unsafe.Add(a.dst, i*a.ldd+j*esz)
+	t.dst = unsafe.Add(a.dst, i*a.ldd+j*a.esize())
 	if a.colSum != nil {
 		t.colSum = (*int32)(unsafe.Add(unsafe.Pointer(a.colSum), 4*j))
 	}
@@ -200,11 +212,7 @@ func vnniMicroEGo(mr, nr int, a *uint8, lda int, b *int8, k int, ep *byte) {
 	e := (*vnniEpArgs)(unsafe.Pointer(ep))
 	t := make([]int32, mr*nr)
 	vnniMicroGo(mr, nr, a, lda, b, k, &t[0], nr, math.MaxUint64>>(64-nr), 0)
-	esz := 4
-	if e.flags&(vnniU8|vnniS8) != 0 {
-		esz = 1
-	}
-	vnniEpilogueGo((*byte)(e.dst), e.ldd/esz, &t[0], nr, mr, nr, e.colSum, e.zp, e.rowScale, e.scale, e.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)
+	e.epilogueGo(&t[0], nr, mr, nr)
 }
 
 // vnniEpi is the signature of vnniEpilogue.

@@ -137,8 +137,8 @@ var attnChoices sync.Map // head size -> attnChoice
 // attnKernels returns the FP32 kernels for attention's two products with
 // heads of d features: the fastest of this CPU's assembly kernels (def when
 // it has none) on Q K^T (128 x 128 x d) and P V (128 x d x 128), timed once
-// per process and head size. Every kernel computes the same sums in the same order
-// along K, so the choice changes speed only.
+// per process and head size. Every kernel computes the same sums in the
+// same order along K, so the choice changes speed only.
 func attnKernels(def *kernels.KernelF32, d int) (qk, pv *kernels.KernelF32) {
 	if c, ok := attnChoices.Load(d); ok {
 		c := c.(attnChoice)

@@ -79,6 +79,20 @@ func cst(name string) Mem {
 	panic(name)
 }
 
+// loadLanes loads the 16 lane accumulators at accp (lanes 0-7 and 8-15).
+func loadLanes(accp reg.Register) []reg.VecVirtual {
+	acc := []reg.VecVirtual{YMM(), YMM()}
+	VMOVUPS(Mem{Base: accp}, acc[0])
+	VMOVUPS(Mem{Base: accp, Disp: 32}, acc[1])
+	return acc
+}
+
+// storeLanes stores them back.
+func storeLanes(acc []reg.VecVirtual, accp reg.Register) {
+	VMOVUPS(acc[0], Mem{Base: accp})
+	VMOVUPS(acc[1], Mem{Base: accp, Disp: 32})
+}
+
 // maxMaskScale: dst[j] = float32(x[j]*s) (+ mask[j]); acc[j%16] =
 // max(acc[j%16], dst[j]) as VMAXPS(src1 acc, src2 dst).
 func maxMaskScale() {
@@ -94,10 +108,7 @@ func maxMaskScale() {
 	accp := Load(Param("acc"), GP64())
 	s := YMM()
 	VBROADCASTSS(Load(Param("s"), XMM()), s)
-	a0, a1 := YMM(), YMM()
-	VMOVUPS(Mem{Base: accp}, a0)
-	VMOVUPS(Mem{Base: accp, Disp: 32}, a1)
-	acc := []reg.VecVirtual{a0, a1}
+	acc := loadLanes(accp)
 	TESTQ(n, n)
 	JZ(LabelRef("mms_done"))
 	TESTQ(mask, mask)
@@ -128,8 +139,7 @@ func maxMaskScale() {
 	DECQ(n)
 	JNZ(LabelRef("mms_nomask"))
 	Label("mms_done")
-	VMOVUPS(a0, Mem{Base: accp})
-	VMOVUPS(a1, Mem{Base: accp, Disp: 32})
+	storeLanes(acc, accp)
 	VZEROUPPER()
 	RET()
 }
@@ -181,10 +191,7 @@ func expSum() {
 	accp := Load(Param("acc"), GP64())
 	m := YMM()
 	VBROADCASTSS(Load(Param("m"), XMM()), m)
-	a0, a1 := YMM(), YMM()
-	VMOVUPS(Mem{Base: accp}, a0)
-	VMOVUPS(Mem{Base: accp, Disp: 32}, a1)
-	acc := []reg.VecVirtual{a0, a1}
+	acc := loadLanes(accp)
 	TESTQ(n, n)
 	JZ(LabelRef("es_done"))
 	Label("es_loop")
@@ -201,8 +208,7 @@ func expSum() {
 	DECQ(n)
 	JNZ(LabelRef("es_loop"))
 	Label("es_done")
-	VMOVUPS(a0, Mem{Base: accp})
-	VMOVUPS(a1, Mem{Base: accp, Disp: 32})
+	storeLanes(acc, accp)
 	VZEROUPPER()
 	RET()
 }
@@ -368,9 +374,7 @@ func sums() {
 		r := Load(Param("r"), GP64())
 		n := Load(Param("groups"), GP64())
 		accp := Load(Param("acc"), GP64())
-		acc := []reg.VecVirtual{YMM(), YMM()}
-		VMOVUPS(Mem{Base: accp}, acc[0])
-		VMOVUPS(Mem{Base: accp, Disp: 32}, acc[1])
+		acc := loadLanes(accp)
 		TESTQ(n, n)
 		JZ(LabelRef("as_done"))
 		Label("as_loop")
@@ -387,8 +391,7 @@ func sums() {
 		DECQ(n)
 		JNZ(LabelRef("as_loop"))
 		Label("as_done")
-		VMOVUPS(acc[0], Mem{Base: accp})
-		VMOVUPS(acc[1], Mem{Base: accp, Disp: 32})
+		storeLanes(acc, accp)
 		VZEROUPPER()
 		RET()
 	}
@@ -400,9 +403,7 @@ func sums() {
 		x := Load(Param("x"), GP64())
 		n := Load(Param("groups"), GP64())
 		accp := Load(Param("acc"), GP64())
-		acc := []reg.VecVirtual{YMM(), YMM()}
-		VMOVUPS(Mem{Base: accp}, acc[0])
-		VMOVUPS(Mem{Base: accp, Disp: 32}, acc[1])
+		acc := loadLanes(accp)
 		TESTQ(n, n)
 		JZ(LabelRef("su_done"))
 		Label("su_loop")
@@ -413,8 +414,7 @@ func sums() {
 		DECQ(n)
 		JNZ(LabelRef("su_loop"))
 		Label("su_done")
-		VMOVUPS(acc[0], Mem{Base: accp})
-		VMOVUPS(acc[1], Mem{Base: accp, Disp: 32})
+		storeLanes(acc, accp)
 		VZEROUPPER()
 		RET()
 	}
@@ -429,9 +429,7 @@ func sums() {
 		accp := Load(Param("acc"), GP64())
 		mean := YMM()
 		VBROADCASTSS(Load(Param("mean"), XMM()), mean)
-		acc := []reg.VecVirtual{YMM(), YMM()}
-		VMOVUPS(Mem{Base: accp}, acc[0])
-		VMOVUPS(Mem{Base: accp, Disp: 32}, acc[1])
+		acc := loadLanes(accp)
 		TESTQ(n, n)
 		JZ(LabelRef("sq_done"))
 		Label("sq_loop")
@@ -446,8 +444,7 @@ func sums() {
 		DECQ(n)
 		JNZ(LabelRef("sq_loop"))
 		Label("sq_done")
-		VMOVUPS(acc[0], Mem{Base: accp})
-		VMOVUPS(acc[1], Mem{Base: accp, Disp: 32})
+		storeLanes(acc, accp)
 		VZEROUPPER()
 		RET()
 	}
