@@ -580,7 +580,7 @@ func TestRandomWeightsXLMREmbedding(t *testing.T) {
 	// Chunked parallel generation gives what one sequential pass gives.
 	seq := make([]float32, 1<<18+3)
 	randomNormalPairs(seq, randTensorSeed(1, "embeddings.word_embeddings.weight"), 0, (len(seq)+1)/2, 0.02)
-	if !slices.Equal(seq[:768], v[:768]) || !slices.Equal(seq[2*768:len(seq)], v[2*768:len(seq)]) {
+	if !slices.Equal(seq[:768], v[:768]) || !slices.Equal(seq[2*768:], v[2*768:len(seq)]) {
 		t.Error("parallel generation differs from a sequential pass")
 	}
 }

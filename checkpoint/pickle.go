@@ -60,10 +60,6 @@ type torchTensor struct {
 	stride  []int64
 }
 
-type markType struct{}
-
-var mark = &markType{}
-
 // storageTypes maps torch's legacy storage classes to dtypes.
 var storageTypes = map[string]Dtype{
 	"FloatStorage":    F32,

@@ -137,7 +137,7 @@ func TestFMA32FastPath(t *testing.T) {
 			t.Fatalf("fma32(%g, %g, %g) = %g (%#x), exact %g (%#x)", a, b, c, got, math.Float32bits(got), want, math.Float32bits(want))
 		}
 	}
-	for _, v := range [][3]float32{{0, 0, 0}, {-0.0, 1, 0}, {float32(math.Inf(1)), 1, 1}, {float32(math.Inf(1)), 0, 1},
+	for _, v := range [][3]float32{{0, 0, 0}, {float32(math.Copysign(0, -1)), 1, 0}, {float32(math.Inf(1)), 1, 1}, {float32(math.Inf(1)), 0, 1},
 		{float32(math.NaN()), 1, 1}, {math.MaxFloat32, 2, 0}, {math.MaxFloat32, 1, math.MaxFloat32}, {1e-45, 0.5, 0}, {1e-45, 1e-45, 0}} {
 		got, want := fma32(v[0], v[1], v[2]), fma32Exact(v[0], v[1], v[2])
 		if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {

@@ -393,7 +393,7 @@ func parseNormalizer(m json.RawMessage) (normalizer, error) {
 			Normalizers []json.RawMessage `json:"normalizers"`
 		}
 		if err := json.Unmarshal(m, &s); err != nil {
-			return nil, fmt.Errorf("Sequence: %w", err)
+			return nil, fmt.Errorf("type Sequence: %w", err)
 		}
 		var seq sequenceNormalizer
 		for i, sub := range s.Normalizers {
@@ -411,18 +411,18 @@ func parseNormalizer(m json.RawMessage) (normalizer, error) {
 			Map *string `json:"precompiled_charsmap"`
 		}
 		if err := json.Unmarshal(m, &p); err != nil {
-			return nil, fmt.Errorf("Precompiled: %w", err)
+			return nil, fmt.Errorf("type Precompiled: %w", err)
 		}
 		if p.Map == nil || *p.Map == "" {
 			return nil, nil // an empty charsmap is the identity
 		}
 		blob, err := base64.StdEncoding.DecodeString(*p.Map)
 		if err != nil {
-			return nil, fmt.Errorf("Precompiled: precompiled_charsmap: %w", err)
+			return nil, fmt.Errorf("type Precompiled: precompiled_charsmap: %w", err)
 		}
 		n, err := newPrecompiled(blob)
 		if err != nil {
-			return nil, fmt.Errorf("Precompiled: precompiled_charsmap: %w", err)
+			return nil, fmt.Errorf("type Precompiled: precompiled_charsmap: %w", err)
 		}
 		return n, nil
 	case "Replace":
@@ -434,29 +434,29 @@ func parseNormalizer(m json.RawMessage) (normalizer, error) {
 			Content string `json:"content"`
 		}
 		if err := json.Unmarshal(m, &r); err != nil {
-			return nil, fmt.Errorf("Replace: %w", err)
+			return nil, fmt.Errorf("type Replace: %w", err)
 		}
 		switch {
 		case r.Pattern.String != nil:
 			if *r.Pattern.String == "" {
-				return nil, errors.New("Replace: pattern.String: empty")
+				return nil, errors.New("type Replace: pattern.String: empty")
 			}
 			return &replaceNormalizer{literal: *r.Pattern.String, content: r.Content}, nil
 		case r.Pattern.Regex != nil:
 			re, err := regexp.Compile(*r.Pattern.Regex)
 			if err != nil {
-				return nil, fmt.Errorf("Replace: pattern.Regex: %w", err)
+				return nil, fmt.Errorf("type Replace: pattern.Regex: %w", err)
 			}
 			return &replaceNormalizer{re: re, content: r.Content}, nil
 		}
-		return nil, errors.New("Replace: pattern: neither String nor Regex")
+		return nil, errors.New("type Replace: pattern: neither String nor Regex")
 	case "Strip":
 		var s struct {
 			Left  bool `json:"strip_left"`
 			Right bool `json:"strip_right"`
 		}
 		if err := json.Unmarshal(m, &s); err != nil {
-			return nil, fmt.Errorf("Strip: %w", err)
+			return nil, fmt.Errorf("type Strip: %w", err)
 		}
 		return stripNormalizer{left: s.Left, right: s.Right}, nil
 	case "Lowercase":
@@ -500,11 +500,11 @@ func parsePreTokenizer(m json.RawMessage) (preTokenizer, error) {
 			Split          *bool   `json:"split"`
 		}
 		if err := json.Unmarshal(m, &ms); err != nil {
-			return nil, fmt.Errorf("Metaspace: %w", err)
+			return nil, fmt.Errorf("type Metaspace: %w", err)
 		}
 		r, size := utf8.DecodeRuneInString(ms.Replacement)
 		if size == 0 || size != len(ms.Replacement) || r == utf8.RuneError {
-			return nil, fmt.Errorf("Metaspace: replacement: want one character, have %q", ms.Replacement)
+			return nil, fmt.Errorf("type Metaspace: replacement: want one character, have %q", ms.Replacement)
 		}
 		p := &metaspace{replacement: r, rep: ms.Replacement, prepend: prependAlways, split_: ms.Split == nil || *ms.Split}
 		if ms.PrependScheme != nil {
@@ -516,7 +516,7 @@ func parsePreTokenizer(m json.RawMessage) (preTokenizer, error) {
 			case "never":
 				p.prepend = prependNever
 			default:
-				return nil, fmt.Errorf("Metaspace: prepend_scheme: unknown %q", *ms.PrependScheme)
+				return nil, fmt.Errorf("type Metaspace: prepend_scheme: unknown %q", *ms.PrependScheme)
 			}
 		}
 		if ms.AddPrefixSpace != nil && !*ms.AddPrefixSpace {
@@ -528,7 +528,7 @@ func parsePreTokenizer(m json.RawMessage) (preTokenizer, error) {
 			PreTokenizers []json.RawMessage `json:"pretokenizers"`
 		}
 		if err := json.Unmarshal(m, &s); err != nil {
-			return nil, fmt.Errorf("Sequence: %w", err)
+			return nil, fmt.Errorf("type Sequence: %w", err)
 		}
 		var seq sequencePreTokenizer
 		for i, sub := range s.PreTokenizers {

@@ -364,13 +364,13 @@ func Run(k *kernels.Kernel, c Case) error {
 			switch kind {
 			case "s32":
 				if got.s32[p] != want.s32[p] {
-					return fmt.Errorf("C[%d][%d] = %d, want %d", i, j, got.s32[p], want.s32[p])
+					return fmt.Errorf("element C[%d][%d] = %d, want %d", i, j, got.s32[p], want.s32[p])
 				}
 			case "f32":
 				g, w := float64(got.f32[p]), float64(want.f32[p])
 				tol := 1e-5*math.Abs(w) + absTol(epRef, i, j, c.N, acc[i*c.N+j])
 				if !(math.Abs(g-w) <= tol) {
-					return fmt.Errorf("C[%d][%d] = %v, want %v (tolerance %.3g)", i, j, g, w, tol)
+					return fmt.Errorf("element C[%d][%d] = %v, want %v (tolerance %.3g)", i, j, g, w, tol)
 				}
 			case "u8", "s8":
 				var g, w int
@@ -387,7 +387,7 @@ func Run(k *kernels.Kernel, c Case) error {
 				dist := math.Abs(q - math.Floor(q) - 0.5)
 				tie := (1e-5*math.Abs(y) + absTol(epRef, i, j, c.N, acc[i*c.N+j])) / float64(epRef.OutScale)
 				if abs(g-w) > 1 || dist > tie+1e-6 {
-					return fmt.Errorf("C[%d][%d] = %d, want %d (reference %.9g before rounding)", i, j, g, w, q)
+					return fmt.Errorf("element C[%d][%d] = %d, want %d (reference %.9g before rounding)", i, j, g, w, q)
 				}
 			}
 		}

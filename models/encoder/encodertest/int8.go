@@ -142,7 +142,7 @@ func GoldenInt8(t *testing.T, sel *selector.Selector, name string, fam *encoder.
 		}
 		for _, o := range outputsOf(ref, got) {
 			a, b := maskRows(o.ref, in), maskRows(o.got, in)
-			if o.perToken == false {
+			if !o.perToken {
 				a, b = o.ref, o.got
 			}
 			c := Cosine(a, b)
