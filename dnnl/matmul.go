@@ -12,10 +12,11 @@ import (
 // Engine is a oneDNN CPU engine. Create primitives with NewMatMul; Close the
 // engine after them.
 type Engine struct {
-	mu     sync.Mutex
-	impl   engineImpl
-	open   int
-	closed bool
+	mu      sync.Mutex
+	impl    engineImpl
+	open    int
+	closed  bool
+	cleanup runtime.Cleanup // destroys impl if the engine is dropped unclosed
 }
 
 var (
@@ -37,17 +38,11 @@ func NewEngine() (*Engine, error) {
 		return nil, fmt.Errorf("dnnl: engine: %w", err)
 	}
 	e := &Engine{impl: impl}
-	runtime.SetFinalizer(e, (*Engine).finalize)
+	// The cleanup gets the C handle, never e, so that e can be collected.
+	// Every MatMul's cleanup holds its engine, so an engine is destroyed
+	// only after the primitives made from it.
+	e.cleanup = runtime.AddCleanup(e, engineImpl.destroy, impl)
 	return e, nil
-}
-
-func (e *Engine) finalize() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.closed {
-		e.closed = true
-		e.impl.destroy()
-	}
 }
 
 // Close releases the engine. It fails with ErrInUse while primitives made
@@ -65,21 +60,53 @@ func (e *Engine) Close() error {
 		return fmt.Errorf("dnnl: engine close with %d open: %w", e.open, ErrInUse)
 	}
 	e.closed = true
-	runtime.SetFinalizer(e, nil)
+	e.cleanup.Stop() // e is reachable here, so the cleanup was not queued
 	e.impl.destroy()
 	return nil
 }
 
 // MatMul is a created matmul primitive. It is safe for concurrent use.
 type MatMul struct {
-	cfg    MatMulConfig
-	eng    *Engine
-	mu     sync.RWMutex // Execute holds R, Close holds W
-	closed bool
-	impl   matmulImpl
+	cfg     MatMulConfig
+	eng     *Engine
+	mu      sync.RWMutex // Execute holds R, Close holds W
+	closed  bool
+	impl    matmulImpl
+	scratch *scratchPool
+	cleanup runtime.Cleanup // releases matmulRes if mm is dropped unclosed
+}
 
-	poolMu  sync.Mutex
-	scratch []unsafe.Pointer // free scratchpads of scratchSize bytes
+// scratchPool holds a primitive's free scratchpads (C memory of the
+// primitive's scratchpad size). It is its own object so that the cleanup of
+// a dropped MatMul can free them without referring to the MatMul.
+type scratchPool struct {
+	mu   sync.Mutex
+	free []unsafe.Pointer
+}
+
+// matmulRes is what a MatMul owns outside the Go heap, and the engine
+// count it holds: the argument of its cleanup, which must not refer to the
+// MatMul itself.
+type matmulRes struct {
+	impl    matmulImpl
+	scratch *scratchPool
+	eng     *Engine
+}
+
+// releaseMatMul destroys the primitive, frees its scratchpads and gives its
+// count back to the engine: on Close, or from the cleanup of a MatMul
+// dropped without Close.
+func releaseMatMul(r matmulRes) {
+	r.impl.destroy()
+	r.scratch.mu.Lock()
+	for _, p := range r.scratch.free {
+		freeC(p)
+	}
+	r.scratch.free = nil
+	r.scratch.mu.Unlock()
+	r.eng.mu.Lock()
+	r.eng.open--
+	r.eng.mu.Unlock()
 }
 
 // NewMatMul creates a matmul primitive for cfg on the engine.
@@ -110,8 +137,8 @@ func (e *Engine) NewMatMul(cfg MatMulConfig) (*MatMul, error) {
 			cfg.M, cfg.K, cfg.N, cfg.Src, cfg.Weights, cfg.Dst, err)
 	}
 	e.open++
-	mm := &MatMul{cfg: cfg, eng: e, impl: impl}
-	runtime.SetFinalizer(mm, (*MatMul).finalize)
+	mm := &MatMul{cfg: cfg, eng: e, impl: impl, scratch: new(scratchPool)}
+	mm.cleanup = runtime.AddCleanup(mm, releaseMatMul, mm.res())
 	return mm, nil
 }
 
@@ -132,7 +159,9 @@ func (mm *MatMul) Impl() string {
 	return mm.impl.implName()
 }
 
-func (mm *MatMul) finalize() { mm.release() }
+func (mm *MatMul) res() matmulRes {
+	return matmulRes{impl: mm.impl, scratch: mm.scratch, eng: mm.eng}
+}
 
 // Close releases the primitive after the calls in flight. The second Close
 // returns ErrClosed.
@@ -140,45 +169,44 @@ func (mm *MatMul) Close() error {
 	if mm == nil {
 		return fmt.Errorf("dnnl: close of nil matmul: %w", ErrInvalidArgument)
 	}
-	if !mm.release() {
-		return fmt.Errorf("dnnl: matmul close: %w", ErrClosed)
-	}
-	runtime.SetFinalizer(mm, nil)
-	return nil
-}
-
-func (mm *MatMul) release() bool {
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
 	if mm.closed {
-		return false
+		return fmt.Errorf("dnnl: matmul close: %w", ErrClosed)
 	}
 	mm.closed = true
-	mm.impl.destroy()
-	mm.poolMu.Lock()
-	for _, p := range mm.scratch {
-		freeC(p)
-	}
-	mm.scratch = nil
-	mm.poolMu.Unlock()
-	mm.eng.mu.Lock()
-	mm.eng.open--
-	mm.eng.mu.Unlock()
-	return true
+	mm.cleanup.Stop() // mm is reachable here, so the cleanup was not queued
+	releaseMatMul(mm.res())
+	return nil
 }
 
 // Weights are weights packed once into a primitive's preferred layout. They
 // serve every primitive whose layout is the same (see MatMul.Accepts) and
 // are safe for concurrent use.
 type Weights struct {
-	mu     sync.RWMutex
-	closed bool
-	packed unsafe.Pointer // C memory
-	size   int
-	scales []float32
+	mu      sync.RWMutex
+	closed  bool
+	packed  unsafe.Pointer // C memory
+	size    int
+	scales  []float32
+	layout  layoutImpl
+	k, n    int
+	typ     DataType
+	cleanup runtime.Cleanup // releases weightsRes if w is dropped unclosed
+}
+
+// weightsRes is what Weights own outside the Go heap: the argument of their
+// cleanup, which must not refer to the Weights.
+type weightsRes struct {
+	packed unsafe.Pointer
 	layout layoutImpl
-	k, n   int
-	typ    DataType
+}
+
+// releaseWeights frees the packed weights and their layout: on Close, or
+// from the cleanup of Weights dropped without Close.
+func releaseWeights(r weightsRes) {
+	freeC(r.packed)
+	r.layout.destroy()
 }
 
 // PackWeights packs w, given as [N][K] row-major (a PyTorch Linear weight),
@@ -254,27 +282,12 @@ func (mm *MatMul) PackWeights(w any, scales []float32, threads int) (*Weights, e
 	if scales != nil {
 		wt.scales = append([]float32(nil), scales...)
 	}
-	runtime.SetFinalizer(wt, (*Weights).finalize)
+	wt.cleanup = runtime.AddCleanup(wt, releaseWeights, weightsRes{packed: packed, layout: layout})
 	return wt, nil
 }
 
 // Size is the packed size in bytes.
 func (w *Weights) Size() int { return w.size }
-
-func (w *Weights) finalize() { w.release() }
-
-func (w *Weights) release() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return false
-	}
-	w.closed = true
-	freeC(w.packed)
-	w.packed = nil
-	w.layout.destroy()
-	return true
-}
 
 // Close frees the packed weights after the calls in flight. The second Close
 // returns ErrClosed.
@@ -282,10 +295,15 @@ func (w *Weights) Close() error {
 	if w == nil {
 		return fmt.Errorf("dnnl: close of nil weights: %w", ErrInvalidArgument)
 	}
-	if !w.release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
 		return fmt.Errorf("dnnl: weights close: %w", ErrClosed)
 	}
-	runtime.SetFinalizer(w, nil)
+	w.closed = true
+	w.cleanup.Stop() // w is reachable here, so the cleanup was not queued
+	releaseWeights(weightsRes{packed: w.packed, layout: w.layout})
+	w.packed = nil
 	return nil
 }
 
@@ -480,14 +498,15 @@ func (mm *MatMul) getScratch() (unsafe.Pointer, error) {
 	if size == 0 {
 		return nil, nil
 	}
-	mm.poolMu.Lock()
-	if n := len(mm.scratch); n > 0 {
-		p := mm.scratch[n-1]
-		mm.scratch = mm.scratch[:n-1]
-		mm.poolMu.Unlock()
+	sp := mm.scratch
+	sp.mu.Lock()
+	if n := len(sp.free); n > 0 {
+		p := sp.free[n-1]
+		sp.free = sp.free[:n-1]
+		sp.mu.Unlock()
 		return p, nil
 	}
-	mm.poolMu.Unlock()
+	sp.mu.Unlock()
 	p := allocC(size)
 	if p == nil {
 		return nil, fmt.Errorf("dnnl: scratchpad of %d bytes: %w", size, ErrOutOfMemory)
@@ -499,9 +518,10 @@ func (mm *MatMul) putScratch(p unsafe.Pointer) {
 	if p == nil {
 		return
 	}
-	mm.poolMu.Lock()
-	mm.scratch = append(mm.scratch, p)
-	mm.poolMu.Unlock()
+	sp := mm.scratch
+	sp.mu.Lock()
+	sp.free = append(sp.free, p)
+	sp.mu.Unlock()
 }
 
 func hasRowOperand(c *MatMulConfig) bool {

@@ -258,25 +258,6 @@ func checkFinite(x []float32, rows, k int) error {
 	return nil
 }
 
-// SQNR returns 10*log10(sum ref^2 / sum (got-ref)^2) in dB, accumulated in
-// float64: +Inf when got equals ref (including both all zero), -Inf when
-// ref is all zero but got is not, NaN when the lengths differ.
-func SQNR(ref, got []float32) float64 {
-	if len(ref) != len(got) {
-		return math.NaN()
-	}
-	var sig, noise float64
-	for i, r := range ref {
-		d := float64(got[i]) - float64(r)
-		sig += float64(r) * float64(r)
-		noise += d * d
-	}
-	if noise == 0 {
-		return math.Inf(1)
-	}
-	return 10 * math.Log10(sig/noise)
-}
-
 // QuantizeLinear quantizes spec under o. It chooses alpha (o.Alpha, or with
 // o.Auto the alpha of the grid whose SQNR on the observer's sample is
 // highest, the smaller alpha on a tie; 0 with spec.NoSmooth), computes

@@ -40,23 +40,6 @@ func SmoothFactors(actAbsMax, wColMax []float32, alpha float64) []float32 {
 	return s
 }
 
-// WeightColMax returns max_n |W[n][j]| for each input channel j of w
-// ([n][k] row-major). Short or mis-sized input gives nil.
-func WeightColMax(w []float32, n, k int) []float32 {
-	if n < 0 || k < 0 || len(w) < n*k {
-		return nil
-	}
-	m := make([]float32, k)
-	for r := 0; r < n; r++ {
-		for j, v := range w[r*k : r*k+k] {
-			if a := abs32(v); a > m[j] {
-				m[j] = a
-			}
-		}
-	}
-	return m
-}
-
 // QuantizeWeights quantizes w*diag(smooth) ([n][k], smooth nil = 1) to
 // symmetric int8 per output channel:
 //

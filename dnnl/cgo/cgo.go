@@ -232,3 +232,15 @@ func (m *MatMul) Accepts(l *Layout) bool { return C.i8b_layout_equal(m.p, l.p) !
 
 // Destroy releases the layout.
 func (l *Layout) Destroy() { C.i8b_layout_destroy(l.p) }
+
+// LiveCounts are the shim's handles created and not yet released.
+type LiveCounts struct {
+	Engines, MatMuls, Layouts, Allocs int
+}
+
+// Live reads the shim's counts of live handles (process-wide).
+func Live() LiveCounts {
+	var c C.i8b_live_counts
+	C.i8b_live(&c)
+	return LiveCounts{Engines: int(c.engines), MatMuls: int(c.matmuls), Layouts: int(c.layouts), Allocs: int(c.allocs)}
+}

@@ -1,7 +1,7 @@
 // Package cgo is the only package of int8bert that imports "C". It is a thin,
 // mechanical Go face of the C shim in shim.c, which hides the differences
 // between oneDNN 2.x and 3.x. Everything idiomatic (validation, locking,
-// errors, finalizers) lives in package dnnl, the only importer of this one.
+// errors, runtime cleanups) lives in package dnnl, the only importer of this one.
 //
 // The package is empty when built with CGO_ENABLED=0 or the nodnnl tag.
 // It must not import any other int8bert package.

@@ -93,14 +93,34 @@ static void set_threads(int n) {
     if (omp_set_num_threads_p) omp_set_num_threads_p(n);
 }
 
+// --- live handles ------------------------------------------------------------
+
+// What the shim has created and not yet destroyed, counted with relaxed
+// atomics (a handle may be released on any thread: the Go runtime's cleanup
+// goroutine releases the ones dropped without Close). Read by i8b_live.
+static long live_engines, live_matmuls, live_layouts, live_allocs;
+
+static void live_add(long *c, long d) { __atomic_fetch_add(c, d, __ATOMIC_RELAXED); }
+
+void i8b_live(i8b_live_counts *out) {
+    out->engines = __atomic_load_n(&live_engines, __ATOMIC_RELAXED);
+    out->matmuls = __atomic_load_n(&live_matmuls, __ATOMIC_RELAXED);
+    out->layouts = __atomic_load_n(&live_layouts, __ATOMIC_RELAXED);
+    out->allocs = __atomic_load_n(&live_allocs, __ATOMIC_RELAXED);
+}
+
 // --- engine and info ---------------------------------------------------------
 
 dnnl_status_t i8b_engine_create(dnnl_engine_t *engine) {
-    return dnnl_engine_create(engine, dnnl_cpu, 0);
+    dnnl_status_t st = dnnl_engine_create(engine, dnnl_cpu, 0);
+    if (st == dnnl_success) live_add(&live_engines, 1);
+    return st;
 }
 
 dnnl_status_t i8b_engine_destroy(dnnl_engine_t engine) {
-    return dnnl_engine_destroy(engine);
+    dnnl_status_t st = dnnl_engine_destroy(engine);
+    if (st == dnnl_success) live_add(&live_engines, -1);
+    return st;
 }
 
 // 3.0 renamed dnnl_cpu_isa_all (no cap: every ISA the CPU has) to
@@ -213,6 +233,7 @@ dnnl_status_t i8b_matmul_create(dnnl_engine_t engine,
         return dnnl_invalid_arguments;
     i8b_matmul *mm = calloc(1, sizeof(*mm));
     if (!mm) return dnnl_out_of_memory;
+    live_add(&live_matmuls, 1); // i8b_matmul_destroy, also on failure below
     mm->cfg = *cfg;
     mm->engine = engine;
 
@@ -326,6 +347,7 @@ void i8b_matmul_destroy(i8b_matmul *mm) {
     if (mm->prim) dnnl_primitive_destroy(mm->prim);
     if (mm->pd) dnnl_primitive_desc_destroy(mm->pd);
     free(mm);
+    live_add(&live_matmuls, -1);
 }
 
 size_t i8b_matmul_weights_size(const i8b_matmul *mm) { return mm->weights_size; }
@@ -348,6 +370,7 @@ dnnl_status_t i8b_matmul_layout(const i8b_matmul *mm, i8b_layout **out) {
 #else
     l->md = *w;
 #endif
+    live_add(&live_layouts, 1);
     *out = l;
     return dnnl_success;
 }
@@ -361,6 +384,7 @@ void i8b_layout_destroy(i8b_layout *l) {
     if (!l) return;
     md_release(&l->md);
     free(l);
+    live_add(&live_layouts, -1);
 }
 
 const char *i8b_matmul_impl(const i8b_matmul *mm) {
@@ -523,7 +547,13 @@ out:
 void *i8b_aligned_alloc(size_t size) {
     if (size == 0) size = 64;
     size = (size + 63) & ~(size_t)63;
-    return aligned_alloc(64, size);
+    void *p = aligned_alloc(64, size);
+    if (p) live_add(&live_allocs, 1);
+    return p;
 }
 
-void i8b_free(void *p) { free(p); }
+void i8b_free(void *p) {
+    if (!p) return;
+    free(p);
+    live_add(&live_allocs, -1);
+}

@@ -129,4 +129,12 @@ dnnl_status_t i8b_matmul_execute(i8b_matmul *mm, const i8b_exec_args *args);
 void *i8b_aligned_alloc(size_t size);
 void i8b_free(void *p);
 
+// The number of engines, matmuls, layouts and i8b_aligned_alloc blocks
+// created and not yet destroyed or freed, process-wide (for the tests that
+// check that what Go drops is released).
+typedef struct {
+    long engines, matmuls, layouts, allocs;
+} i8b_live_counts;
+void i8b_live(i8b_live_counts *out);
+
 #endif
