@@ -1,6 +1,6 @@
 // Package smoothquant holds observers, smoothing factors, alpha search,
 // weight quantization, and the quantization recipe of int8bert's W8A8 path
-// (DESIGN.md section 3).
+// (docs/DESIGN.md section 3).
 //
 // An Observer collects, for one linear layer's input, the per-channel signed
 // minimum and maximum over every calibration row and a fixed-size reservoir

@@ -9,7 +9,7 @@
 // (models/bert, models/distilbert, models/xlmr) map their configurations and
 // tensor names onto Config and Names.
 //
-// INT8 (SmoothQuant W8A8, DESIGN.md section 3): TaskModel.Quantize (or
+// INT8 (SmoothQuant W8A8, docs/DESIGN.md section 3): TaskModel.Quantize (or
 // Pipeline.Quantize, LoadOptions.Precision) calibrates the FP32 model,
 // quantizes the four linears of every layer with package smoothquant and
 // builds the INT8 model from the resulting artifact, the same way LoadTask
