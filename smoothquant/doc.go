@@ -24,4 +24,7 @@
 //
 // Errors never panic: bad calibration data wraps ErrCalibration, bad shapes,
 // options or tensors wrap ErrInvalid.
+//
+// smoothquant may import cpu, kernels, selector and checkpoint; it must not
+// import dnnl, tokenizer or the model packages (docs/DESIGN.md section 1.1).
 package smoothquant

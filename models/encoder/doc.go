@@ -21,6 +21,7 @@
 // quantizes each linear's input per token. Attention, LayerNorm, softmax and
 // the heads stay FP32.
 //
-// encoder may import selector, smoothquant, kernels, tokenizer and
-// checkpoint; it must not import the family packages, bench or the command.
+// encoder may import cpu, selector, smoothquant, kernels, tokenizer and
+// checkpoint; it must not import dnnl, models, the family packages, bench or
+// the command (docs/DESIGN.md section 1.1).
 package encoder
