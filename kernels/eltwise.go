@@ -398,7 +398,7 @@ func nonFiniteErr(op string, rows, h int, x []float32) error {
 
 // QuantizeRowsU8 quantizes each row of x dynamically (one scale per token)
 // to symmetric s8 stored as u8 with +128, the VPDPBUSD source convention
-// whose compensation is 128*colsum(W) (DESIGN.md section 3):
+// whose compensation is 128*colsum(W) (docs/DESIGN.md section 3.3):
 //
 //	scales[i] = max_j |x[i][j]| / 127   (1 for an all-zero row)
 //	dst[i][j] = clamp(roundHalfEven(x[i][j]*(1/scales[i])), -128, 127) + 128
@@ -435,7 +435,7 @@ func QuantizeRowsU8(dst []uint8, scales []float32, x []float32, rows, h int) err
 }
 
 // QuantizeRowsU8Pre is QuantizeRowsU8 of x*pre: each element is first
-// multiplied by pre[j] (SmoothQuant's per-channel 1/s, DESIGN.md section 3),
+// multiplied by pre[j] (SmoothQuant's per-channel 1/s, docs/DESIGN.md section 3.4),
 // the product rounded to float32, then each row is quantized exactly as
 // QuantizeRowsU8 does:
 //

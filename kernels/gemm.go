@@ -128,7 +128,7 @@ func (g *GEMMU8S8) Check() error {
 	return g.Ep.check(g.M, g.N)
 }
 
-// Kernel describes one GEMM implementation: data, as DESIGN.md section 4
+// Kernel describes one GEMM implementation: data, as docs/DESIGN.md section 4.2
 // asks. Names carry the tile, e.g. "gemmVNNI_8x48".
 type Kernel struct {
 	Name string

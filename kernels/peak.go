@@ -12,7 +12,7 @@ import (
 
 // Peak is one core's measured arithmetic peak: the rate of long runs of
 // independent register-to-register vector instructions, the ceiling a GEMM
-// kernel is judged against (DESIGN.md section 7). A figure is 0 when the CPU
+// kernel is judged against (docs/DESIGN.md section 7.3). A figure is 0 when the CPU
 // (cpu.X86, after INT8BERT_CPU_DISABLE) lacks the instruction, or when the
 // binary was built without assembly (purego, noasm, not amd64).
 type Peak struct {

@@ -132,7 +132,7 @@ func GELUTanh(x float64) float64 {
 }
 
 // Epilogue is what happens to each accumulator c[i][j] of a GEMM, in this
-// order (DESIGN.md section 3):
+// order (docs/DESIGN.md section 3.5):
 //
 //	y = (acc - ZeroPoint*ColSum[j]) * rowScale(i) * ColScale[j]   (INT8 only)
 //	y = y + Bias[j]

@@ -1,6 +1,6 @@
 // Package smoothquant holds observers, smoothing factors, alpha search,
 // weight quantization, and the quantization recipe of int8bert's W8A8 path
-// (DESIGN.md section 3).
+// (docs/DESIGN.md section 3).
 //
 // An Observer collects, for one linear layer's input, the per-channel signed
 // minimum and maximum over every calibration row and a fixed-size reservoir
@@ -24,4 +24,7 @@
 //
 // Errors never panic: bad calibration data wraps ErrCalibration, bad shapes,
 // options or tensors wrap ErrInvalid.
+//
+// smoothquant may import cpu, kernels, selector and checkpoint; it must not
+// import dnnl, tokenizer or the model packages (docs/DESIGN.md section 1.1).
 package smoothquant

@@ -1,13 +1,37 @@
 // Command int8bert quantizes, evaluates, runs and benchmarks BERT-family
 // encoders in INT8 (SmoothQuant W8A8) and FP32, and inspects the host.
 //
+// Running models (MODEL is a folder or a Hugging Face model id; classify,
+// embed and qa read texts from the arguments or, without any, one per line on
+// stdin, and write JSON lines, as tokenize does; forward reads and writes
+// JSON files):
+//
+//	int8bert demo [--model MODEL] [--data dev.tsv] [--threads 1] [--seq 128] [--min-time 1s]
+//	int8bert classify --model MODEL [--precision P] [--max-length N] [--batch 32] [text ...]
+//	int8bert embed --model MODEL [--precision P] [--pooling mean|cls] [--normalize=true] [text ...]
+//	int8bert qa --model MODEL --question Q [--precision P] [--n-best 1] [--max-answer-length 30] [--doc-stride 128] [context ...]
+//	int8bert forward --model DIR --inputs FILE.json [--out FILE.json] [--precision P]
+//	int8bert tokenize --tokenizer FILE [--pair] [--max-length N] [--pad] [--no-special]
+//
+// Quantizing and evaluating:
+//
+//	int8bert quantize --model MODEL --calib FILE --mode static|dynamic --alpha 0.5|auto -o DIR [--range max|percentile] [--fallback-sqnr DB] [-json]
+//	int8bert eval --model MODEL --task sst2|mnli|squad --data FILE --precision fp32,int8-static,int8-dynamic [--calib FILE] [-json]
+//
+// Measuring the host and the kernels:
+//
 //	int8bert info [-json] [-peak]
-//	int8bert bench gemm [-json] [-threads 1] [-reps 5] [-rep-time 20ms] [-dtypes int8,fp32] [-pin=true]
-//	int8bert tokenize -tokenizer FILE [-pair] [-max-length N] [-pad] [-no-special]
-//	int8bert quantize --model DIR-or-id --calib FILE --mode static|dynamic --alpha 0.5|auto -o DIR
-//	int8bert eval --model DIR --task sst2|mnli|squad --data FILE --precision fp32,int8-static,int8-dynamic [-json]
-//	int8bert bench model --arch NAME|DIR --seq 256 --batch 1 --threads 1 --precision fp32,int8-static,int8-dynamic [-json]
+//	int8bert bench gemm [-json] [-threads 1] [-reps 5] [-rep-time 20ms] [-peak-time 300ms] [-dtypes int8,fp32] [-shapes MxKxN,...] [-pin=true]
+//	int8bert bench model --arch NAME|DIR --seq 256 --batch 1 --threads 1 --precision fp32,int8-static,int8-dynamic [--min-time 2s] [-json] [-cpuprofile F]
 //	int8bert tune [-json] [-threads 1] [-cache PATH] [-ops u8s8,f32] [-shapes MxKxN,...] [-epilogues KIND,...]
+//	int8bert help
+//
+// P is fp32, int8-static or int8-dynamic: an FP32 model is quantized at
+// load (with --calib for int8-static), an INT8 artifact runs at its own
+// precision; the commands that load a model also take the quantize flags
+// (--calib, --alpha, --range, --fallback-sqnr). "int8bert <command> -h"
+// prints a command's flags. How the figures of info, bench and tune are
+// taken: docs/DESIGN.md section 7.
 package main
 
 import (

@@ -9,7 +9,7 @@
 // (models/bert, models/distilbert, models/xlmr) map their configurations and
 // tensor names onto Config and Names.
 //
-// INT8 (SmoothQuant W8A8, DESIGN.md section 3): TaskModel.Quantize (or
+// INT8 (SmoothQuant W8A8, docs/DESIGN.md section 3): TaskModel.Quantize (or
 // Pipeline.Quantize, LoadOptions.Precision) calibrates the FP32 model,
 // quantizes the four linears of every layer with package smoothquant and
 // builds the INT8 model from the resulting artifact, the same way LoadTask
@@ -21,6 +21,7 @@
 // quantizes each linear's input per token. Attention, LayerNorm, softmax and
 // the heads stay FP32.
 //
-// encoder may import selector, smoothquant, kernels, tokenizer and
-// checkpoint; it must not import the family packages, bench or the command.
+// encoder may import cpu, selector, smoothquant, kernels, tokenizer and
+// checkpoint; it must not import dnnl, models, the family packages, bench or
+// the command (docs/DESIGN.md section 1.1).
 package encoder
