@@ -107,8 +107,8 @@ type TaskOutput struct {
 	StartLogits, EndLogits []float32
 }
 
-// Tasks are the heads a checkpoint can carry, in Task order.
-var Tasks = []Task{TaskBase, TaskSequenceClassification, TaskQuestionAnswering}
+// tasks are the heads a checkpoint can carry, in Task order.
+var tasks = []Task{TaskBase, TaskSequenceClassification, TaskQuestionAnswering}
 
 // Architectures are the Hugging Face class names of the family that the
 // loaders open (config.json's architectures), one per class prefix and
@@ -116,7 +116,7 @@ var Tasks = []Task{TaskBase, TaskSequenceClassification, TaskQuestionAnswering}
 func (f *Family) Architectures() []string {
 	var out []string
 	for _, c := range f.Classes {
-		for _, t := range Tasks {
+		for _, t := range tasks {
 			out = append(out, c+t.String())
 		}
 	}
@@ -137,7 +137,7 @@ func (f *Family) HasModelType(t string) bool {
 // of the family; ok is false when arch is not one of Architectures.
 func (f *Family) TaskOf(arch string) (t Task, ok bool) {
 	for _, c := range f.Classes {
-		for _, t := range Tasks {
+		for _, t := range tasks {
 			if arch == c+t.String() {
 				return t, true
 			}
@@ -157,7 +157,7 @@ func declaredTask(cfg *checkpoint.Config, fam *Family) (t Task, ok bool, err err
 	if t, ok := fam.TaskOf(arch); ok {
 		return t, true, nil
 	}
-	return 0, false, fmt.Errorf("encoder: architecture %s (model_type %q) is not supported; %s supports %s: %w",
+	return 0, false, fmt.Errorf("architecture %s (model_type %q) is not supported; %s supports %s: %w",
 		arch, cfg.ModelType, fam.Name, strings.Join(fam.Architectures(), ", "), ErrConfig)
 }
 
@@ -171,12 +171,17 @@ func loadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fam.HasModelType(cfg.ModelType) {
+	// Without a model_type, the architecture must be the family's.
+	if cfg.ModelType != "" && !fam.HasModelType(cfg.ModelType) {
 		return nil, fmt.Errorf("encoder: %s: model_type %q is not %s (%v): %w", dir, cfg.ModelType, fam.Name, fam.ModelTypes, ErrConfig)
 	}
 	want, declared, err := declaredTask(cfg, fam)
 	if err != nil {
 		return nil, fmt.Errorf("encoder: %s: %w", dir, err)
+	}
+	if cfg.ModelType == "" && !declared {
+		return nil, fmt.Errorf("encoder: %s: config.json names neither a model_type nor architectures (%s takes model_type %v): %w",
+			dir, fam.Name, fam.ModelTypes, ErrConfig)
 	}
 	ec, err := fam.Config(cfg)
 	if err != nil {
