@@ -9,11 +9,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/int8bert/int8bert/checkpoint"
-	"github.com/int8bert/int8bert/models/bert"
-	"github.com/int8bert/int8bert/models/distilbert"
+	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
-	"github.com/int8bert/int8bert/models/xlmr"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -82,37 +79,22 @@ type ModelReport struct {
 	Results []ModelResult `json:"results"`
 }
 
-// FamilyOf returns the model family of a config.json model_type.
-func FamilyOf(modelType string) (*encoder.Family, error) {
-	for _, f := range []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family} {
-		for _, t := range f.ModelTypes {
-			if t == modelType {
-				return f, nil
-			}
-		}
-	}
-	return nil, fmt.Errorf("bench: model_type %q is not bert, distilbert or xlm-roberta: %w", modelType, encoder.ErrConfig)
-}
-
-// loadFP32 opens the architecture or folder o.Arch at FP32.
-func loadFP32(o *ModelOptions, sel *selector.Selector, prof *encoder.Profile) (*encoder.TaskModel, error) {
-	opts := encoder.Options{Threads: o.Threads, Profile: prof}
+// loadFP32 opens the architecture or folder o.Arch (a folder as it holds
+// the model: FP32, or an INT8 artifact).
+func loadFP32(ctx context.Context, o *ModelOptions, sel *selector.Selector, prof *encoder.Profile) (*encoder.TaskModel, error) {
+	opts := encoder.Options{Selector: sel, Threads: o.Threads, Profile: prof}
 	if st, err := os.Stat(o.Arch); err == nil && st.IsDir() {
-		cfg, err := checkpoint.LoadConfig(o.Arch)
+		p, err := models.Load(ctx, o.Arch, opts)
 		if err != nil {
 			return nil, err
 		}
-		fam, err := FamilyOf(cfg.ModelType)
-		if err != nil {
-			return nil, err
-		}
-		return encoder.LoadTask(o.Arch, fam, sel, opts)
+		return p.Model, nil
 	}
 	a, err := LookupArch(o.Arch)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %q is neither a model folder nor a known architecture: %w", o.Arch, err)
 	}
-	return encoder.NewTask(RandomWeights(a, encoder.TaskBase, 1), a.Config, a.Family, sel, opts)
+	return encoder.NewTask(RandomWeights(a, encoder.TaskBase, 1), a.Config, a.Family, opts)
 }
 
 // randomInputs is a batch of random token ids (no padding) valid for cfg.
@@ -172,7 +154,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 	}
 	fp32Prof := &encoder.Profile{}
 	say("loading %s", o.Arch)
-	fp32, err := loadFP32(&o, sel, fp32Prof)
+	fp32, err := loadFP32(ctx, &o, sel, fp32Prof)
 	if err != nil {
 		return nil, err
 	}

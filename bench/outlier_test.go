@@ -125,7 +125,7 @@ func outlierStress(t *testing.T, balanced bool) {
 		}
 	}
 	sel := encodertest.Selector(t)
-	fp32, err := encoder.NewTask(src, a.Config, a.Family, sel, encoder.Options{Threads: 2})
+	fp32, err := encoder.NewTask(src, a.Config, a.Family, encoder.Options{Selector: sel, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

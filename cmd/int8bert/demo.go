@@ -49,7 +49,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	t0 := time.Now()
-	fp32, sel, err := loadPipeline(ctx, *model, *threads)
+	fp32, sel, err := qf.load(ctx, *model, encoder.PrecisionAsStored, *threads, 0, stderr)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -73,7 +73,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	pipes := []*encoder.Pipeline{fp32}
 	for _, prec := range []encoder.Precision{encoder.PrecisionInt8Static, encoder.PrecisionInt8Dynamic} {
 		t := time.Now()
-		q, err := qf.convert(ctx, fp32, prec, *model, *threads, io.Discard)
+		qo, err := qf.options(io.Discard, *threads)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		qo.Source = *model
+		q, err := fp32.Quantize(ctx, texts, prec, qo)
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}

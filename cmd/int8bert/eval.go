@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/int8bert/int8bert/bench"
+	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/tokenizer"
 )
@@ -62,15 +63,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	base, sel, err := loadPipeline(ctx, *model, *threads)
+	base, sel, err := qf.load(ctx, *model, encoder.PrecisionAsStored, *threads, *maxLen, stderr)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
 	defer sel.Close()
 	defer base.Close()
-	if *maxLen > 0 {
-		base.MaxLength = *maxLen
-	}
 	// Check every precision before evaluating any: an INT8 artifact runs as
 	// itself only (and, without --precision, is evaluated so), int8-static
 	// on an FP32 model needs --calib.
@@ -92,11 +90,16 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var fp32Pred []string
 	for _, prec := range list {
 		p := base
-		if prec != base.Model.Encoder.Precision() {
-			if p, err = qf.convert(ctx, base, prec, *model, *threads, stderr); err != nil {
+		if prec != stored {
+			// An FP32 model quantized at load (the checks above hold).
+			o, err := qf.modelOptions(prec, *threads, *maxLen, stderr)
+			if err != nil {
 				return fmt.Errorf("eval: %w", err)
 			}
-			p.MaxLength = base.MaxLength
+			o.Selector = sel
+			if p, err = models.Load(ctx, *model, o); err != nil {
+				return fmt.Errorf("eval: %w", err)
+			}
 		}
 		pr := progressPrinter(stderr)
 		preds, r, err := ev.run(ctx, p, *batch, func(done, total int) { pr("evaluating "+prec.String(), done, total) })

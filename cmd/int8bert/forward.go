@@ -8,51 +8,26 @@ import (
 	"io"
 	"os"
 
-	"github.com/int8bert/int8bert/bench"
-	"github.com/int8bert/int8bert/checkpoint"
+	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
 
-// familyOf picks the model family from config.json's model_type.
-func familyOf(dir string) (*encoder.Family, error) {
-	cfg, err := checkpoint.LoadConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	fam, err := bench.FamilyOf(cfg.ModelType)
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", dir, err)
-	}
-	return fam, nil
-}
-
-// openFamily finds dir's family, makes a selector (with the default tuning
-// cache) and calls load with both; on failure the selector is closed.
-func openFamily(dir string, load func(*encoder.Family, *selector.Selector) error) (*selector.Selector, error) {
-	fam, err := familyOf(dir)
-	if err != nil {
-		return nil, err
-	}
+// openModel opens model (a folder or a Hugging Face model id) through
+// models.Load with o on a new selector (with the default tuning cache),
+// which the caller closes after the pipeline; on failure it is closed.
+func openModel(ctx context.Context, model string, o models.Options) (*models.Pipeline, *selector.Selector, error) {
 	sel, err := selector.New(selector.Options{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := load(fam, sel); err != nil {
+	o.Selector = sel
+	p, err := models.Load(ctx, model, o)
+	if err != nil {
 		sel.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return sel, nil
-}
-
-// loadModel opens a model folder of any supported family.
-func loadModel(dir string, threads int) (*encoder.TaskModel, *selector.Selector, error) {
-	var m *encoder.TaskModel
-	sel, err := openFamily(dir, func(fam *encoder.Family, sel *selector.Selector) (err error) {
-		m, err = encoder.LoadTask(dir, fam, sel, encoder.Options{Threads: threads})
-		return err
-	})
-	return m, sel, err
+	return p, sel, nil
 }
 
 // forwardInputs is the --inputs file: [batch][seq] arrays.
@@ -136,44 +111,15 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("forward: %s: %w", *inputs, err)
 	}
-	m, sel, err := loadModel(*model, *threads)
+	// An INT8 precision on an FP32 model quantizes it at load: --calib
+	// texts need the folder's tokenizer.
+	p, sel, err := qf.load(ctx, *model, prec, *threads, 0, stderr)
 	if err != nil {
 		return fmt.Errorf("forward: %w", err)
 	}
 	defer sel.Close()
-	defer m.Close()
-	if stored := m.Encoder.Precision(); prec != encoder.PrecisionAsStored && prec != stored {
-		if stored.Int8() {
-			return fmt.Errorf("forward: %s is an %s model and cannot run as %s", *model, stored, prec)
-		}
-		var q *encoder.TaskModel
-		if *qf.calib != "" {
-			// Calibration texts need the folder's tokenizer.
-			p, err := encoder.LoadPipeline(*model, m.Family, sel, encoder.Options{Threads: *threads})
-			if err != nil {
-				return fmt.Errorf("forward: --calib: %w", err)
-			}
-			defer p.Close()
-			qp, err := qf.convert(ctx, p, prec, *model, *threads, stderr)
-			if err != nil {
-				return fmt.Errorf("forward: %w", err)
-			}
-			q = qp.Model
-		} else {
-			if prec == encoder.PrecisionInt8Static {
-				return fmt.Errorf("forward: int8-static on an FP32 model needs calibration texts: give --calib FILE")
-			}
-			o, err := qf.options(stderr, *threads)
-			if err != nil {
-				return fmt.Errorf("forward: %w", err)
-			}
-			if q, err = m.Quantize(ctx, nil, prec, o); err != nil {
-				return fmt.Errorf("forward: %w", err)
-			}
-		}
-		defer q.Close()
-		m = q
-	}
+	defer p.Close()
+	m := p.Model
 	out, err := m.Forward(in, false)
 	if err != nil {
 		return fmt.Errorf("forward: %w", err)

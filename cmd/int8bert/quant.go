@@ -3,14 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/int8bert/int8bert/bench"
+	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
@@ -68,54 +71,37 @@ func (q *quantFlags) texts() ([]string, error) {
 	return t, nil
 }
 
-// load opens --model at precision prec (PrecisionAsStored: as the folder
-// holds it), quantizing an FP32 model when an INT8 precision is asked for.
-func (q *quantFlags) load(ctx context.Context, model string, prec encoder.Precision, threads int, stderr io.Writer) (*encoder.Pipeline, *selector.Selector, error) {
-	p, sel, err := loadPipeline(ctx, model, threads)
-	if err != nil {
-		return nil, nil, err
+// modelOptions are the options of loading a model at precision prec
+// (PrecisionAsStored: as its folder holds it) with these flags; the
+// calibration texts are read for an INT8 precision only.
+func (q *quantFlags) modelOptions(prec encoder.Precision, threads, maxLen int, stderr io.Writer) (models.Options, error) {
+	o := models.Options{Threads: threads, MaxLength: maxLen, Precision: prec}
+	if !prec.Int8() {
+		return o, nil
 	}
-	qp, err := q.convert(ctx, p, prec, model, threads, stderr)
-	if err != nil {
-		p.Close()
-		sel.Close()
-		return nil, nil, err
+	var err error
+	if o.Quant, err = q.options(stderr, threads); err != nil {
+		return o, err
 	}
-	if qp != p {
-		// Nothing runs the FP32 model once quantized.
-		p.Close()
+	if o.Calib, err = q.texts(); err != nil {
+		return o, err
 	}
-	return qp, sel, nil
+	return o, nil
 }
 
-// convert returns p at precision prec: p itself, or its quantization. p
-// stays the caller's to close either way (the quantized pipeline does not
-// need it).
-func (q *quantFlags) convert(ctx context.Context, p *encoder.Pipeline, prec encoder.Precision, model string, threads int, stderr io.Writer) (*encoder.Pipeline, error) {
-	stored := p.Model.Encoder.Precision()
-	if prec == encoder.PrecisionAsStored || prec == stored {
-		return p, nil
-	}
-	if stored.Int8() {
-		return nil, fmt.Errorf("%s is an %s model and cannot run as %s (quantize the FP32 model instead)", model, stored, prec)
-	}
-	texts, err := q.texts()
+// load opens model through models.Load at precision prec with these flags
+// (an FP32 model asked for at an INT8 precision is quantized at load), on
+// a new selector that the caller closes after the pipeline.
+func (q *quantFlags) load(ctx context.Context, model string, prec encoder.Precision, threads, maxLen int, stderr io.Writer) (*models.Pipeline, *selector.Selector, error) {
+	o, err := q.modelOptions(prec, threads, maxLen, stderr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if prec == encoder.PrecisionInt8Static && len(texts) == 0 {
-		return nil, fmt.Errorf("int8-static on an FP32 model needs calibration texts: give --calib FILE")
+	p, sel, err := openModel(ctx, model, o)
+	if err != nil && len(o.Calib) == 0 && errors.Is(err, smoothquant.ErrCalibration) {
+		return nil, nil, fmt.Errorf("int8-static on an FP32 model needs calibration texts: give --calib FILE (%w)", err)
 	}
-	o, err := q.options(stderr, threads)
-	if err != nil {
-		return nil, err
-	}
-	o.Source = model
-	qp, err := p.Quantize(ctx, texts, prec, o)
-	if err != nil {
-		return nil, err
-	}
-	return qp, nil
+	return p, sel, err
 }
 
 // parsePrecisionFlag reads a --precision value ("" is as stored).
@@ -155,26 +141,23 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *qf.calib == "" && prec == encoder.PrecisionInt8Static {
 		return fmt.Errorf("quantize: --mode static needs --calib FILE")
 	}
-	if dir, err := encoder.ResolveModel(ctx, *model, ""); err == nil {
-		a, errA := os.Stat(dir)
-		b, errB := os.Stat(*out)
-		if errA == nil && errB == nil && os.SameFile(a, b) {
-			return fmt.Errorf("quantize: -o %s is the FP32 model's own folder: it would open as INT8 from then on; choose another folder", *out)
-		}
+	dir, err := encoder.ResolveModel(ctx, *model, "")
+	if err != nil {
+		return fmt.Errorf("quantize: %w", err)
 	}
-	p, sel, err := loadPipeline(ctx, *model, *threads)
+	a, errA := os.Stat(dir)
+	b, errB := os.Stat(*out)
+	if errA == nil && errB == nil && os.SameFile(a, b) {
+		return fmt.Errorf("quantize: -o %s is the FP32 model's own folder: it would open as INT8 from then on; choose another folder", *out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, encoder.ArtifactFile)); err == nil {
+		return fmt.Errorf("quantize: %s is already an INT8 model", *model)
+	}
+	q, sel, err := qf.load(ctx, *model, prec, *threads, 0, stderr)
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}
 	defer sel.Close()
-	defer p.Close()
-	if p.Model.Encoder.Precision().Int8() {
-		return fmt.Errorf("quantize: %s is already an INT8 model", *model)
-	}
-	q, err := qf.convert(ctx, p, prec, *model, *threads, stderr)
-	if err != nil {
-		return fmt.Errorf("quantize: %w", err)
-	}
 	defer q.Close()
 	if err := q.Save(*out); err != nil {
 		return fmt.Errorf("quantize: %w", err)

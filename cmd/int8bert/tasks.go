@@ -10,23 +10,7 @@ import (
 	"strings"
 
 	"github.com/int8bert/int8bert/models/encoder"
-	"github.com/int8bert/int8bert/selector"
 )
-
-// loadPipeline opens --model (a folder or a Hugging Face model id) with its
-// tokenizer.
-func loadPipeline(ctx context.Context, model string, threads int) (*encoder.Pipeline, *selector.Selector, error) {
-	dir, err := encoder.ResolveModel(ctx, model, "")
-	if err != nil {
-		return nil, nil, err
-	}
-	var p *encoder.Pipeline
-	sel, err := openFamily(dir, func(fam *encoder.Family, sel *selector.Selector) (err error) {
-		p, err = encoder.LoadPipeline(dir, fam, sel, encoder.Options{Threads: threads})
-		return err
-	})
-	return p, sel, err
-}
 
 // readLines reads the non-empty lines of r.
 func readLines(r io.Reader) ([]string, error) {
@@ -80,15 +64,12 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	if len(texts) == 0 {
 		return fmt.Errorf("%s: no input text (give texts as arguments or one per line on stdin)", task)
 	}
-	p, sel, err := qf.load(ctx, *model, prec, *threads, stderr)
+	p, sel, err := qf.load(ctx, *model, prec, *threads, *maxLen, stderr)
 	if err != nil {
 		return fmt.Errorf("%s: %w", task, err)
 	}
 	defer sel.Close()
 	defer p.Close()
-	if *maxLen > 0 {
-		p.MaxLength = *maxLen
-	}
 	enc := json.NewEncoder(stdout)
 	switch task {
 	case "qa":
@@ -128,7 +109,7 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 			}
 			continue
 		}
-		vecs, err := p.Embed(ctx, chunk, pool, *normalize)
+		vecs, err := p.Embed(ctx, chunk, encoder.EmbedOptions{Pool: pool, Normalize: *normalize})
 		if err != nil {
 			return fmt.Errorf("embed: %w", err)
 		}

@@ -2,20 +2,21 @@
 // BertForSequenceClassification, BertForQuestionAnswering) onto the shared
 // encoder: configuration, tensor names and heads.
 //
-// bert imports models/encoder, checkpoint and selector; it must not import
-// the other family packages, bench or the command.
+// bert imports models/encoder and checkpoint; it must not
+// import the other family packages, models (which imports it), bench or
+// the command.
 package bert
 
 import (
 	"context"
+
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models/encoder"
-	"github.com/int8bert/int8bert/selector"
 )
 
 // Family describes BERT to the shared loader.
 var Family = &encoder.Family{
-	Name: "bert", ModelTypes: []string{"bert"}, Prefix: "bert.",
+	Name: "bert", ModelTypes: []string{"bert"}, Classes: []string{"Bert"}, Prefix: "bert.",
 	Config: func(c *checkpoint.Config) (encoder.Config, error) { return encoder.CommonConfig(c) },
 	Names:  encoder.BERTNames,
 	Pooler: &encoder.DenseSpec{Weight: "pooler.dense.weight", Bias: "pooler.dense.bias", Act: encoder.HeadTanh},
@@ -27,14 +28,9 @@ var Family = &encoder.Family{
 }
 
 // Load opens a BERT model, from a folder or a Hugging Face model id,
-// with its tokenizer: Classify, Embed and Answer on the result. It is safe
-// for concurrent use.
-func Load(ctx context.Context, pathOrID string, o encoder.LoadOptions) (*encoder.Pipeline, error) {
+// with its tokenizer when the folder has one: Classify, Embed and Answer
+// on the result, or Model.Forward on token ids. It is safe for concurrent
+// use. models.Load opens any family, reading it from config.json.
+func Load(ctx context.Context, pathOrID string, o encoder.Options) (*encoder.Pipeline, error) {
 	return encoder.Load(ctx, pathOrID, Family, o)
-}
-
-// LoadModel opens a BERT checkpoint folder without a tokenizer, for
-// token-id inputs (Forward).
-func LoadModel(dir string, sel *selector.Selector, o encoder.Options) (*encoder.TaskModel, error) {
-	return encoder.LoadTask(dir, Family, sel, o)
 }

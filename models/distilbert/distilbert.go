@@ -3,8 +3,9 @@
 // onto the shared encoder: no token types, its own tensor names, and the
 // pre_classifier+ReLU+classifier head on the first token.
 //
-// distilbert imports models/encoder, checkpoint and selector; it must not
-// import the other family packages, bench or the command.
+// distilbert imports models/encoder and checkpoint; it must not
+// import the other family packages, models (which imports it), bench or
+// the command.
 package distilbert
 
 import (
@@ -13,12 +14,11 @@ import (
 
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models/encoder"
-	"github.com/int8bert/int8bert/selector"
 )
 
 // Family describes DistilBERT to the shared loader.
 var Family = &encoder.Family{
-	Name: "distilbert", ModelTypes: []string{"distilbert"}, Prefix: "distilbert.",
+	Name: "distilbert", ModelTypes: []string{"distilbert"}, Classes: []string{"DistilBert"}, Prefix: "distilbert.",
 	Config: func(c *checkpoint.Config) (encoder.Config, error) {
 		// With sinusoidal_pos_embds the fixed table is still saved in the
 		// checkpoint, so it is read like a learned one.
@@ -54,14 +54,9 @@ var Family = &encoder.Family{
 }
 
 // Load opens a DistilBERT model, from a folder or a Hugging Face model id,
-// with its tokenizer: Classify, Embed and Answer on the result. It is safe
-// for concurrent use.
-func Load(ctx context.Context, pathOrID string, o encoder.LoadOptions) (*encoder.Pipeline, error) {
+// with its tokenizer when the folder has one: Classify, Embed and Answer
+// on the result, or Model.Forward on token ids. It is safe for concurrent
+// use. models.Load opens any family, reading it from config.json.
+func Load(ctx context.Context, pathOrID string, o encoder.Options) (*encoder.Pipeline, error) {
 	return encoder.Load(ctx, pathOrID, Family, o)
-}
-
-// LoadModel opens a DistilBERT checkpoint folder without a tokenizer, for
-// token-id inputs (Forward).
-func LoadModel(dir string, sel *selector.Selector, o encoder.Options) (*encoder.TaskModel, error) {
-	return encoder.LoadTask(dir, Family, sel, o)
 }

@@ -12,7 +12,7 @@ import (
 // Hugging Face model id.
 func ExampleLoad() {
 	ctx := context.Background()
-	m, err := distilbert.Load(ctx, "../../../shared/models/sst2-distilbert-mini", encoder.LoadOptions{Threads: 1})
+	m, err := distilbert.Load(ctx, "../../../shared/models/sst2-distilbert-mini", encoder.Options{Threads: 1})
 	if err != nil {
 		fmt.Println(err)
 		return

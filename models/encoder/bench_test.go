@@ -25,7 +25,7 @@ func BenchmarkBERTBaseFP32(b *testing.B) {
 	}
 	defer sel.Close()
 	prof := &Profile{}
-	m, err := New(c, NewLoader(randomSource(c, false)), BERTNames(""), sel, Options{Threads: 1, Profile: prof})
+	m, err := newModel(c, NewLoader(randomSource(c, false)), BERTNames(""), sel, Options{Threads: 1, Profile: prof})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,12 +7,20 @@
 // Every linear layer is one selector call (LinearF32 at FP32, Linear at
 // INT8); nothing in this package knows which kernel ran. The family packages
 // (models/bert, models/distilbert, models/xlmr) map their configurations and
-// tensor names onto Config and Names.
+// tensor names onto Config and Names and describe their heads in a Family.
+//
+// Loading: package models is the front door (models.Load picks the family
+// from config.json and calls Load here). Load opens a folder or hub id as a
+// Pipeline of a given family, working out the task from config.json's
+// architectures and the tensors present; Options, the one options type of
+// every loader, sets precision, calibration, quantization, threads, max
+// length and selector. NewTask builds a model from weights that are not in
+// a folder (bench's random weights).
 //
 // INT8 (SmoothQuant W8A8, docs/DESIGN.md section 3): TaskModel.Quantize (or
-// Pipeline.Quantize, LoadOptions.Precision) calibrates the FP32 model,
+// Pipeline.Quantize, Options.Precision at load) calibrates the FP32 model,
 // quantizes the four linears of every layer with package smoothquant and
-// builds the INT8 model from the resulting artifact, the same way LoadTask
+// builds the INT8 model from the resulting artifact, the same way Load
 // builds it from a saved ArtifactFile, so a saved model runs bit for bit as
 // the one just quantized. In static mode (PrecisionInt8Static) no separate
 // quantize pass runs: LayerNorm writes the next GEMM's u8 input with the

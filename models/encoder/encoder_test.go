@@ -99,7 +99,7 @@ func TestLoadErrors(t *testing.T) {
 	c := tinyConfig()
 	src := randomSource(c, false)
 	delete(src, "encoder.layer.0.output.dense.weight")
-	if _, err := New(c, NewLoader(src), BERTNames(""), sel, Options{}); err == nil || !strings.Contains(err.Error(), "encoder.layer.0.output.dense.weight") {
+	if _, err := newModel(c, NewLoader(src), BERTNames(""), sel, Options{}); err == nil || !strings.Contains(err.Error(), "encoder.layer.0.output.dense.weight") {
 		t.Errorf("missing tensor: %v", err)
 	}
 	src = randomSource(c, false)
@@ -107,12 +107,12 @@ func TestLoadErrors(t *testing.T) {
 		v     []float32
 		shape []int
 	}{make([]float32, 12*9), []int{12, 9}}
-	if _, err := New(c, NewLoader(src), BERTNames(""), sel, Options{}); !errors.Is(err, ErrConfig) {
+	if _, err := newModel(c, NewLoader(src), BERTNames(""), sel, Options{}); !errors.Is(err, ErrConfig) {
 		t.Errorf("wrong shape: %v", err)
 	}
 	bad := c
 	bad.Heads = 3
-	if _, err := New(bad, NewLoader(randomSource(c, false)), BERTNames(""), sel, Options{}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "divisible") {
+	if _, err := newModel(bad, NewLoader(randomSource(c, false)), BERTNames(""), sel, Options{}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "divisible") {
 		t.Errorf("hidden not divisible by heads: %v", err)
 	}
 }
@@ -122,12 +122,12 @@ func TestLoadErrors(t *testing.T) {
 func TestOldNamesAndInputs(t *testing.T) {
 	sel := testSelector(t)
 	c := tinyConfig()
-	a, err := New(c, NewLoader(randomSource(c, false)), BERTNames(""), sel, Options{})
+	a, err := newModel(c, NewLoader(randomSource(c, false)), BERTNames(""), sel, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := NewLoader(randomSource(c, true))
-	b, err := New(c, l, BERTNames(""), sel, Options{})
+	b, err := newModel(c, l, BERTNames(""), sel, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,9 +61,18 @@ func calibBatches(vocab, n int) []*encoder.Inputs {
 	return out
 }
 
+// loadTask opens the BERT model folder dir on one thread, for token ids.
+func loadTask(dir string, sel *selector.Selector) (*encoder.TaskModel, error) {
+	p, err := encoder.Load(context.Background(), dir, bert.Family, encoder.Options{Selector: sel, Threads: 1})
+	if err != nil {
+		return nil, err
+	}
+	return p.Model, nil
+}
+
 func loadFP32(t *testing.T, sel *selector.Selector) *encoder.TaskModel {
 	t.Helper()
-	m, err := encoder.LoadTask(goldenModel(t), bert.Family, sel, encoder.Options{Threads: 1})
+	m, err := loadTask(goldenModel(t), sel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +94,7 @@ func savedInt8(t *testing.T, sel *selector.Selector, prec encoder.Precision) str
 	if err := q.Save(dir); err != nil {
 		t.Fatalf("save %s: %v", prec, err)
 	}
-	back, err := encoder.LoadTask(dir, bert.Family, sel, encoder.Options{Threads: 1})
+	back, err := loadTask(dir, sel)
 	if err != nil {
 		t.Fatalf("the unmodified artifact does not load: %v", err)
 	}
@@ -176,7 +185,7 @@ func loadErr(t *testing.T, sel *selector.Selector, dir string) (err error) {
 			t.Fatalf("loading panicked: %v", p)
 		}
 	}()
-	m, err := encoder.LoadTask(dir, bert.Family, sel, encoder.Options{Threads: 1})
+	m, err := loadTask(dir, sel)
 	if err == nil {
 		m.Close()
 		t.Fatal("the bad artifact loaded without an error")
@@ -359,7 +368,7 @@ func TestInt8LoadAtOtherPrecision(t *testing.T) {
 		dir := savedInt8(t, sel, stored)
 		writeVocab(t, dir, 1000)
 		ctx := context.Background()
-		p, err := encoder.Load(ctx, dir, bert.Family, encoder.LoadOptions{Selector: sel})
+		p, err := encoder.Load(ctx, dir, bert.Family, encoder.Options{Selector: sel})
 		if err != nil {
 			t.Fatalf("%s: load as stored: %v", stored, err)
 		}
@@ -367,7 +376,7 @@ func TestInt8LoadAtOtherPrecision(t *testing.T) {
 			t.Errorf("loaded as stored: %s, want %s", p.Model.Encoder.Precision(), stored)
 		}
 		p.Close()
-		if p, err = encoder.Load(ctx, dir, bert.Family, encoder.LoadOptions{Selector: sel, Precision: stored}); err != nil {
+		if p, err = encoder.Load(ctx, dir, bert.Family, encoder.Options{Selector: sel, Precision: stored}); err != nil {
 			t.Fatalf("%s: load at its own precision: %v", stored, err)
 		}
 		p.Close()
@@ -375,7 +384,7 @@ func TestInt8LoadAtOtherPrecision(t *testing.T) {
 			if other == stored {
 				continue
 			}
-			p, err := encoder.Load(ctx, dir, bert.Family, encoder.LoadOptions{Selector: sel, Precision: other, Calib: []string{"w5 w6 w7"}})
+			p, err := encoder.Load(ctx, dir, bert.Family, encoder.Options{Selector: sel, Precision: other, Calib: []string{"w5 w6 w7"}})
 			if err == nil {
 				p.Close()
 				t.Errorf("an %s artifact loaded as %s", stored, other)
@@ -472,7 +481,7 @@ func editedModel(t *testing.T, sel *selector.Selector, edits overrides) *encoder
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ck.Close() })
-	m, err := encoder.NewTask(editSource{ck, edits}, cfg, bert.Family, sel, encoder.Options{Threads: 1})
+	m, err := encoder.NewTask(editSource{ck, edits}, cfg, bert.Family, encoder.Options{Selector: sel, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -705,7 +714,7 @@ func TestInt8StaticSmoothedFFN2(t *testing.T) {
 	})
 	in := tokenInputs(1000, 2, 10, 31)
 	forward := func(dir string) *encoder.TaskOutput {
-		m, err := encoder.LoadTask(dir, bert.Family, sel, encoder.Options{Threads: 1})
+		m, err := loadTask(dir, sel)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -716,7 +725,7 @@ func TestInt8StaticSmoothedFFN2(t *testing.T) {
 		}
 		return out
 	}
-	m, err := encoder.LoadTask(dir, bert.Family, sel, encoder.Options{Threads: 1})
+	m, err := loadTask(dir, sel)
 	if err != nil {
 		// Refusing the artifact is acceptable, if it says why.
 		if !errors.Is(err, smoothquant.ErrInvalid) && !errors.Is(err, encoder.ErrConfig) {

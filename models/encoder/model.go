@@ -50,14 +50,6 @@ type layer struct {
 	outLN, outLNBias   []float32
 }
 
-// Options tune a model.
-type Options struct {
-	// Threads per linear layer (<= 1: the calling goroutine).
-	Threads int
-	// Profile, when set, accumulates where forward passes spend their time.
-	Profile *Profile
-}
-
 // Profile accumulates the time of each part of the forward passes that
 // report to it (safe for concurrent passes).
 type Profile struct {
@@ -105,9 +97,9 @@ func (p *Profile) Snapshot() Profile {
 		LinearFLOPs: p.LinearFLOPs, Passes: p.Passes}
 }
 
-// New loads the encoder's weights from l (names as given) and prepares
-// every linear layer on sel.
-func New(cfg Config, l *Loader, names Names, sel *selector.Selector, o Options) (*Model, error) {
+// newModel loads the encoder's weights from l (names as given) and
+// prepares every linear layer on sel.
+func newModel(cfg Config, l *Loader, names Names, sel *selector.Selector, o Options) (*Model, error) {
 	m, err := newBase(cfg, l, names, sel, o)
 	if err != nil {
 		return nil, err

@@ -9,48 +9,80 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
 	"github.com/int8bert/int8bert/tokenizer"
 )
 
 // Pipeline is a model with its tokenizer: text in, predictions out. It is
-// safe for concurrent use.
+// safe for concurrent use. A model folder without a tokenizer loads as a
+// pipeline whose Tok is nil: its Model runs token ids (Forward), and the
+// text methods say that the tokenizer is missing.
 type Pipeline struct {
 	Model *TaskModel
 	Tok   *tokenizer.Tokenizer
-	// MaxLength bounds every encoding (special tokens included); longer
-	// single texts are truncated. Defaults to the model's longest sequence,
-	// at most 512.
-	MaxLength int
+	// maxLength bounds every encoding (Options.MaxLength).
+	maxLength int
 }
 
-// LoadPipeline loads the model in dir and the tokenizer next to it
-// (tokenizer.json, or vocab.txt with tokenizer_config.json).
-func LoadPipeline(dir string, fam *Family, sel *selector.Selector, o Options) (*Pipeline, error) {
+// loadPipeline loads the model in dir and the tokenizer next to it
+// (tokenizer.json, or vocab.txt with tokenizer_config.json), if any.
+func loadPipeline(dir string, fam *Family, o Options) (*Pipeline, error) {
 	tok, err := loadTokenizer(dir)
 	if err != nil {
 		return nil, err
 	}
-	m, err := LoadTask(dir, fam, sel, o)
+	m, err := loadTask(dir, fam, o)
 	if err != nil {
 		return nil, err
 	}
-	return NewPipeline(m, tok), nil
+	p, err := newPipeline(m, tok, o.MaxLength)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return p, nil
 }
 
+// loadTokenizer loads dir's tokenizer; nil without tokenizer files.
 func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 	for _, f := range []string{"tokenizer.json", "vocab.txt"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return tokenizer.Load(dir)
 		}
 	}
-	return nil, fmt.Errorf("encoder: %s has no tokenizer.json or vocab.txt: %w", dir, ErrConfig)
+	return nil, nil
 }
 
-// NewPipeline pairs a loaded model and tokenizer.
-func NewPipeline(m *TaskModel, tok *tokenizer.Tokenizer) *Pipeline {
-	return &Pipeline{Model: m, Tok: tok, MaxLength: min(m.Encoder.Config().MaxSeq(), 512)}
+// newPipeline pairs a loaded model and tokenizer (nil: none); maxLength 0
+// is the model's longest sequence, at most 512.
+func newPipeline(m *TaskModel, tok *tokenizer.Tokenizer, maxLength int) (*Pipeline, error) {
+	most := m.Encoder.Config().MaxSeq()
+	switch {
+	case maxLength < 0:
+		return nil, fmt.Errorf("encoder: max length %d is negative: %w", maxLength, ErrConfig)
+	case maxLength > most:
+		return nil, fmt.Errorf("encoder: max length %d: the model takes at most %d tokens: %w", maxLength, most, ErrConfig)
+	case maxLength == 0:
+		maxLength = min(most, 512)
+	}
+	return &Pipeline{Model: m, Tok: tok, maxLength: maxLength}, nil
+}
+
+// MaxLength is the longest encoding in tokens (Options.MaxLength).
+func (p *Pipeline) MaxLength() int { return p.maxLength }
+
+// tokenizer is p.Tok, or an error naming what needs it when the model
+// folder had none.
+func (p *Pipeline) tokenizer(what string) (*tokenizer.Tokenizer, error) {
+	if p.Tok == nil {
+		dir := p.Model.dir
+		if dir == "" {
+			dir = "the model"
+		}
+		return nil, fmt.Errorf("encoder: %s: %s has no tokenizer (tokenizer.json, or vocab.txt with tokenizer_config.json); run token ids with Model.Forward: %w",
+			what, dir, ErrConfig)
+	}
+	return p.Tok, nil
 }
 
 // Close releases the model.
@@ -99,8 +131,12 @@ func (p *Pipeline) inputs(encs []tokenizer.Encoding) *Inputs {
 	return in
 }
 
-func (p *Pipeline) encodeTexts(ctx context.Context, texts []string) ([]tokenizer.Encoding, error) {
-	return p.Tok.EncodeBatch(ctx, texts, tokenizer.Options{MaxLength: p.MaxLength, Truncation: tokenizer.LongestFirst})
+func (p *Pipeline) encodeTexts(ctx context.Context, what string, texts []string) ([]tokenizer.Encoding, error) {
+	tok, err := p.tokenizer(what)
+	if err != nil {
+		return nil, err
+	}
+	return tok.EncodeBatch(ctx, texts, tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst})
 }
 
 // Classification is one text's prediction.
@@ -119,7 +155,7 @@ func (p *Pipeline) Classify(ctx context.Context, texts []string) ([]Classificati
 	if err := p.needClassifier(); err != nil {
 		return nil, err
 	}
-	encs, err := p.encodeTexts(ctx, texts)
+	encs, err := p.encodeTexts(ctx, "classify", texts)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +168,11 @@ func (p *Pipeline) ClassifyPairs(ctx context.Context, pairs []tokenizer.Pair) ([
 	if err := p.needClassifier(); err != nil {
 		return nil, err
 	}
-	encs, err := p.Tok.EncodePairBatch(ctx, pairs, tokenizer.Options{MaxLength: p.MaxLength, Truncation: tokenizer.LongestFirst})
+	tok, err := p.tokenizer("classify pairs")
+	if err != nil {
+		return nil, err
+	}
+	encs, err := tok.EncodePairBatch(ctx, pairs, tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst})
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +236,21 @@ const (
 	PoolCLS
 )
 
-// Embed returns one vector per text, L2-normalised when normalize is set.
-func (p *Pipeline) Embed(ctx context.Context, texts []string, pool Pooling, normalize bool) ([][]float32, error) {
-	encs, err := p.encodeTexts(ctx, texts)
+// EmbedOptions control Embed.
+type EmbedOptions struct {
+	// Pool is how token states become one vector (PoolMean by default).
+	Pool Pooling
+	// Normalize scales every vector to unit L2 norm.
+	Normalize bool
+}
+
+// Embed returns one vector per text (texts longer than MaxLength are
+// truncated), pooled and normalised as o says.
+func (p *Pipeline) Embed(ctx context.Context, texts []string, o EmbedOptions) ([][]float32, error) {
+	if o.Pool != PoolMean && o.Pool != PoolCLS {
+		return nil, fmt.Errorf("encoder: embed: pooling %d (want PoolMean or PoolCLS): %w", o.Pool, ErrInput)
+	}
+	encs, err := p.encodeTexts(ctx, "embed", texts)
 	if err != nil {
 		return nil, err
 	}
@@ -207,13 +259,13 @@ func (p *Pipeline) Embed(ctx context.Context, texts []string, pool Pooling, norm
 		return nil, err
 	}
 	var v []float32
-	if pool == PoolCLS {
+	if o.Pool == PoolCLS {
 		v = out.CLSRows()
 	} else {
 		v = out.MeanPool(in.Mask)
 	}
 	h := out.Hidden
-	if normalize {
+	if o.Normalize {
 		Normalize(v, len(texts), h)
 	}
 	res := make([][]float32, len(texts))
@@ -261,9 +313,13 @@ func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o Q
 	if o.DocStride <= 0 {
 		o.DocStride = 128
 	}
-	o.DocStride = min(o.DocStride, p.MaxLength/4)
-	first, err := p.Tok.EncodePair(question, contextText, tokenizer.Options{
-		MaxLength: p.MaxLength, Truncation: tokenizer.OnlySecond, Stride: o.DocStride, Overflow: true})
+	o.DocStride = min(o.DocStride, p.maxLength/4)
+	tok, err := p.tokenizer("answer")
+	if err != nil {
+		return nil, err
+	}
+	first, err := tok.EncodePair(question, contextText, tokenizer.Options{
+		MaxLength: p.maxLength, Truncation: tokenizer.OnlySecond, Stride: o.DocStride, Overflow: true})
 	if err != nil {
 		return nil, fmt.Errorf("encoder: answer: %w", err)
 	}
@@ -321,7 +377,10 @@ func (p *Pipeline) calibBatches(ctx context.Context, texts []string, batch int) 
 	if batch <= 0 {
 		batch = 8
 	}
-	encs, err := p.encodeTexts(ctx, texts)
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	encs, err := p.encodeTexts(ctx, "calibration texts", texts)
 	if err != nil {
 		return nil, err
 	}
@@ -334,9 +393,15 @@ func (p *Pipeline) calibBatches(ctx context.Context, texts []string, batch int) 
 }
 
 // Quantize calibrates the FP32 pipeline's model on texts and returns an
-// INT8 pipeline at precision prec with the same tokenizer (see
-// TaskModel.Quantize). Empty or NaN-producing texts are errors.
+// INT8 pipeline at precision prec with the same tokenizer and MaxLength
+// (see TaskModel.Quantize). Empty or NaN-producing texts are errors.
+// Options.Precision quantizes at load instead.
 func (p *Pipeline) Quantize(ctx context.Context, texts []string, prec Precision, o QuantizeOptions) (*Pipeline, error) {
+	return p.quantize(ctx, texts, nil, prec, o)
+}
+
+// quantize is Quantize on texts, then the token batches extra.
+func (p *Pipeline) quantize(ctx context.Context, texts []string, extra []*Inputs, prec Precision, o QuantizeOptions) (*Pipeline, error) {
 	for i, t := range texts {
 		if strings.TrimSpace(t) == "" {
 			return nil, fmt.Errorf("encoder: calibration text %d is empty: %w", i+1, ErrInput)
@@ -346,6 +411,7 @@ func (p *Pipeline) Quantize(ctx context.Context, texts []string, prec Precision,
 	if err != nil {
 		return nil, err
 	}
+	batches = append(batches, extra...)
 	o.CalibTexts = len(texts)
 	if len(texts) > 0 {
 		o.CalibHash = smoothquant.HashTexts(texts)
@@ -354,16 +420,14 @@ func (p *Pipeline) Quantize(ctx context.Context, texts []string, prec Precision,
 	if err != nil {
 		return nil, err
 	}
-	qp := NewPipeline(q, p.Tok)
-	qp.MaxLength = p.MaxLength
-	return qp, nil
+	return &Pipeline{Model: q, Tok: p.Tok, maxLength: p.maxLength}, nil
 }
 
 // Save writes an INT8 pipeline to dir as a model folder that Load opens
 // without recalibration (see TaskModel.Save).
 func (p *Pipeline) Save(dir string) error { return p.Model.Save(dir) }
 
-// Save writes an INT8 model to dir as a model folder that LoadTask opens
+// Save writes an INT8 model to dir as a model folder that Load opens
 // without recalibration: the artifact (ArtifactFile), config.json and the
 // tokenizer files of the folder the FP32 model came from.
 func (m *TaskModel) Save(dir string) error {

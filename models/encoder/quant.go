@@ -21,7 +21,7 @@ import (
 type Precision int
 
 // The precisions. The zero value means "as the model folder holds it" in
-// LoadOptions.
+// Options.
 const (
 	PrecisionAsStored Precision = iota
 	// PrecisionFP32: float32 everywhere.

@@ -49,6 +49,10 @@ type Family struct {
 	// are the config.json model_type values it accepts.
 	Name       string
 	ModelTypes []string
+	// Classes are the prefixes of its Hugging Face class names ("Bert" of
+	// BertModel, BertForSequenceClassification, ...), which config.json's
+	// architectures list.
+	Classes []string
 	// Prefix is the base model's prefix inside task checkpoints
 	// ("bert.", "distilbert.", "roberta.").
 	Prefix string
@@ -103,25 +107,89 @@ type TaskOutput struct {
 	StartLogits, EndLogits []float32
 }
 
-// LoadTask opens the checkpoint folder dir (config.json and weights) as a
-// model of family fam, working out the task from the tensors present: a
-// missing or unexpected tensor, or an unsupported config value, is an error
-// naming it.
-func LoadTask(dir string, fam *Family, sel *selector.Selector, o Options) (*TaskModel, error) {
+// tasks are the heads a checkpoint can carry, in Task order.
+var tasks = []Task{TaskBase, TaskSequenceClassification, TaskQuestionAnswering}
+
+// Architectures are the Hugging Face class names of the family that the
+// loaders open (config.json's architectures), one per class prefix and
+// task: BertModel, BertForSequenceClassification, BertForQuestionAnswering.
+func (f *Family) Architectures() []string {
+	var out []string
+	for _, c := range f.Classes {
+		for _, t := range tasks {
+			out = append(out, c+t.String())
+		}
+	}
+	return out
+}
+
+// HasModelType reports whether the family accepts config.json's model_type t.
+func (f *Family) HasModelType(t string) bool {
+	for _, m := range f.ModelTypes {
+		if m == t {
+			return true
+		}
+	}
+	return false
+}
+
+// TaskOf returns the task of architecture arch (a Hugging Face class name)
+// of the family; ok is false when arch is not one of Architectures.
+func (f *Family) TaskOf(arch string) (t Task, ok bool) {
+	for _, c := range f.Classes {
+		for _, t := range tasks {
+			if arch == c+t.String() {
+				return t, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// declaredTask is the task config.json's architectures name for family
+// fam (ok false when it lists none), or an error when it names an
+// architecture the family does not support.
+func declaredTask(cfg *checkpoint.Config, fam *Family) (t Task, ok bool, err error) {
+	if len(cfg.Architectures) == 0 {
+		return 0, false, nil
+	}
+	arch := cfg.Architectures[0]
+	if t, ok := fam.TaskOf(arch); ok {
+		return t, true, nil
+	}
+	return 0, false, fmt.Errorf("architecture %s (model_type %q) is not supported; %s supports %s: %w",
+		arch, cfg.ModelType, fam.Name, strings.Join(fam.Architectures(), ", "), ErrConfig)
+}
+
+// loadTask opens the checkpoint folder dir (config.json and weights) as a
+// model of family fam, working out the task from the tensors present,
+// which must be the head config.json's architectures name: a missing or
+// unexpected tensor, or an unsupported config value, is an error naming
+// it.
+func loadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 	cfg, err := checkpoint.LoadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
-	ok := false
-	for _, t := range fam.ModelTypes {
-		ok = ok || cfg.ModelType == t
-	}
-	if !ok {
+	// Without a model_type, the architecture must be the family's.
+	if cfg.ModelType != "" && !fam.HasModelType(cfg.ModelType) {
 		return nil, fmt.Errorf("encoder: %s: model_type %q is not %s (%v): %w", dir, cfg.ModelType, fam.Name, fam.ModelTypes, ErrConfig)
+	}
+	want, declared, err := declaredTask(cfg, fam)
+	if err != nil {
+		return nil, fmt.Errorf("encoder: %s: %w", dir, err)
+	}
+	if cfg.ModelType == "" && !declared {
+		return nil, fmt.Errorf("encoder: %s: config.json names neither a model_type nor architectures (%s takes model_type %v): %w",
+			dir, fam.Name, fam.ModelTypes, ErrConfig)
 	}
 	ec, err := fam.Config(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("encoder: %s: %w", dir, err)
+	}
+	sel, err := o.selectorOf()
+	if err != nil {
+		return nil, err
 	}
 	var m *TaskModel
 	if art := filepath.Join(dir, ArtifactFile); fileExists(art) {
@@ -143,15 +211,25 @@ func LoadTask(dir string, fam *Family, sel *selector.Selector, o Options) (*Task
 			return nil, fmt.Errorf("encoder: %s: %w", dir, err)
 		}
 	}
+	if declared && m.Task != want {
+		m.Close()
+		return nil, fmt.Errorf("encoder: %s: config.json names %s, and the weights hold the head of %s%s: %w",
+			dir, cfg.Architectures[0], fam.Classes[0], m.Task, ErrConfig)
+	}
 	m.dir = dir
 	return m, nil
 }
 
-// NewTask builds an FP32 model of family fam from weights in src (for
-// weights that are not in a folder, such as bench's random weights of a
-// real architecture). Close does not close src.
-func NewTask(src Source, cfg *checkpoint.Config, fam *Family, sel *selector.Selector, o Options) (*TaskModel, error) {
+// NewTask builds an FP32 model of family fam from weights in src, for
+// weights that are not in a folder (bench's random weights of a real
+// architecture); models.Load opens folders and hub ids. Close does not
+// close src.
+func NewTask(src Source, cfg *checkpoint.Config, fam *Family, o Options) (*TaskModel, error) {
 	ec, err := fam.Config(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := o.selectorOf()
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +250,7 @@ func familyPrefix(l *Loader, fam *Family) string {
 	return ""
 }
 
-// buildTask reads an encoder (New, or newEnc when set) and its head from
+// buildTask reads an encoder (newModel, or newEnc when set) and its head from
 // src; closer (may be nil) is closed by the model's Close.
 func buildTask(src Source, closer io.Closer, cfg *checkpoint.Config, ec Config, fam *Family, sel *selector.Selector, o Options,
 	newEnc func(l *Loader, prefix string) (*Model, error)) (*TaskModel, error) {
@@ -183,7 +261,7 @@ func buildTask(src Source, closer io.Closer, cfg *checkpoint.Config, ec Config, 
 	if newEnc != nil {
 		enc, err = newEnc(l, prefix)
 	} else {
-		enc, err = New(ec, l, fam.Names(prefix), sel, o)
+		enc, err = newModel(ec, l, fam.Names(prefix), sel, o)
 	}
 	if err != nil {
 		return nil, err

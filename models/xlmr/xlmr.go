@@ -3,8 +3,9 @@
 // encoder: position ids counted from padding_idx+1, RoBERTa tensor names,
 // and the dense+tanh+out_proj classification head on <s>.
 //
-// xlmr imports models/encoder, checkpoint and selector; it must not import
-// the other family packages, bench or the command.
+// xlmr imports models/encoder and checkpoint; it must not
+// import the other family packages, models (which imports it), bench or
+// the command.
 package xlmr
 
 import (
@@ -13,12 +14,11 @@ import (
 
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models/encoder"
-	"github.com/int8bert/int8bert/selector"
 )
 
 // Family describes XLM-RoBERTa to the shared loader.
 var Family = &encoder.Family{
-	Name: "xlm-roberta", ModelTypes: []string{"xlm-roberta", "roberta"}, Prefix: "roberta.",
+	Name: "xlm-roberta", ModelTypes: []string{"xlm-roberta", "roberta"}, Classes: []string{"XLMRoberta", "Roberta"}, Prefix: "roberta.",
 	Config: func(c *checkpoint.Config) (encoder.Config, error) {
 		ec, err := encoder.CommonConfig(c)
 		if err != nil {
@@ -41,14 +41,9 @@ var Family = &encoder.Family{
 }
 
 // Load opens a XLM-RoBERTa model, from a folder or a Hugging Face model id,
-// with its tokenizer: Classify, Embed and Answer on the result. It is safe
-// for concurrent use.
-func Load(ctx context.Context, pathOrID string, o encoder.LoadOptions) (*encoder.Pipeline, error) {
+// with its tokenizer when the folder has one: Classify, Embed and Answer
+// on the result, or Model.Forward on token ids. It is safe for concurrent
+// use. models.Load opens any family, reading it from config.json.
+func Load(ctx context.Context, pathOrID string, o encoder.Options) (*encoder.Pipeline, error) {
 	return encoder.Load(ctx, pathOrID, Family, o)
-}
-
-// LoadModel opens a XLM-RoBERTa checkpoint folder without a tokenizer, for
-// token-id inputs (Forward).
-func LoadModel(dir string, sel *selector.Selector, o encoder.Options) (*encoder.TaskModel, error) {
-	return encoder.LoadTask(dir, Family, sel, o)
 }

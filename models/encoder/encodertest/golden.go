@@ -46,11 +46,21 @@ func loadGolden(t *testing.T, sel *selector.Selector, name string, fam *encoder.
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := encoder.LoadTask(dir, fam, sel, encoder.Options{Threads: 1})
+	m, err := loadModel(dir, fam, sel)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return g, m, g.inputs()
+}
+
+// loadModel opens the model folder dir with fam on one thread, for token
+// ids (no tokenizer needed).
+func loadModel(dir string, fam *encoder.Family, sel *selector.Selector) (*encoder.TaskModel, error) {
+	p, err := encoder.Load(context.Background(), dir, fam, encoder.Options{Selector: sel, Threads: 1})
+	if err != nil {
+		return nil, err
+	}
+	return p.Model, nil
 }
 
 func readGolden(dir string) (*golden, error) {
@@ -209,7 +219,7 @@ func SST2Logits(t *testing.T, sel *selector.Selector, name string, fam *encoder.
 	if err := json.Unmarshal(raw, &g); err != nil {
 		t.Fatal(err)
 	}
-	m, err := encoder.LoadTask(dir, fam, sel, encoder.Options{Threads: 1})
+	m, err := loadModel(dir, fam, sel)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -312,12 +322,12 @@ func SST2Accuracy(t *testing.T, sel *selector.Selector, name string, fam *encode
 		t.Skip("SST-2 dev accuracy (872 sentences) is skipped in -short mode; run without -short")
 	}
 	dir, texts, labels := sst2Dev(t, name)
-	p, err := encoder.LoadPipeline(dir, fam, sel, encoder.Options{Threads: 2})
+	// MaxLength 64: as trained.
+	p, err := encoder.Load(context.Background(), dir, fam, encoder.Options{Selector: sel, Threads: 2, MaxLength: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	p.MaxLength = 64 // as trained
 	correct := 0
 	for i := 0; i < len(texts); i += 32 {
 		j := min(i+32, len(texts))

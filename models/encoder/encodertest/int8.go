@@ -55,12 +55,12 @@ func SST2Int8(t *testing.T, sel *selector.Selector, name string, fam *encoder.Fa
 	}
 	dir, texts, labels := sst2Dev(t, name)
 	calib := CalibTexts(t, 256)
-	p, err := encoder.LoadPipeline(dir, fam, sel, encoder.Options{Threads: 2})
+	// MaxLength 64: as trained.
+	p, err := encoder.Load(context.Background(), dir, fam, encoder.Options{Selector: sel, Threads: 2, MaxLength: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	p.MaxLength = 64 // as trained
 	accOf := func(pred []int) float64 {
 		c := 0
 		for i, y := range pred {
@@ -155,7 +155,7 @@ func GoldenInt8(t *testing.T, sel *selector.Selector, name string, fam *encoder.
 		if err := q.Save(saved); err != nil {
 			t.Fatalf("%s %s: save: %v", name, prec, err)
 		}
-		back, err := encoder.LoadTask(saved, fam, sel, encoder.Options{Threads: 1})
+		back, err := loadModel(saved, fam, sel)
 		if err != nil {
 			t.Fatalf("%s %s: load the saved artifact: %v", name, prec, err)
 		}

@@ -1,0 +1,55 @@
+package models_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/int8bert/int8bert/models"
+)
+
+// Load a sequence classifier from a folder (or a Hugging Face model id):
+// its config.json says which family and head it is. Here it is quantized to INT8 at load, with
+// per-token activation scales, which needs no calibration texts.
+func ExampleLoad() {
+	ctx := context.Background()
+	p, err := models.Load(ctx, "../assets/sst2-xlmr-mini", models.Options{
+		Precision: models.PrecisionInt8Dynamic,
+		Threads:   1,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	fmt.Println(p.Model.Family.Name, p.Model.Task, p.Model.Encoder.Precision())
+	res, err := p.Classify(ctx, []string{"a gorgeous , witty , seductive movie .", "the story is bleak and the acting is worse ."})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range res {
+		fmt.Println(r.Label)
+	}
+	// Output:
+	// xlm-roberta ForSequenceClassification int8-dynamic
+	// positive
+	// negative
+}
+
+// Sentence embeddings: mean of the token states, L2-normalised.
+func ExamplePipeline_Embed() {
+	ctx := context.Background()
+	p, err := models.Load(ctx, "../assets/sst2-xlmr-mini", models.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	vecs, err := p.Embed(ctx, []string{"a charming film"}, models.EmbedOptions{Pool: models.PoolMean, Normalize: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(vecs), len(vecs[0]))
+	// Output: 1 256
+}

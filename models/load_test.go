@@ -1,0 +1,356 @@
+package models_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/int8bert/int8bert/models"
+	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/models/encoder/encodertest"
+	"github.com/int8bert/int8bert/smoothquant"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sharedDir is the project's shared folder next to the repository
+// ($INT8BERT_SHARED overrides it).
+func sharedDir() string {
+	if d := os.Getenv("INT8BERT_SHARED"); d != "" {
+		return d
+	}
+	return "../../shared"
+}
+
+// shared returns rel inside the shared folder, skipping the test, by
+// name, when it is absent.
+func shared(t *testing.T, rel string) string {
+	t.Helper()
+	p := filepath.Join(sharedDir(), rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("%s not found (the project's shared folder; set INT8BERT_SHARED): %v", p, err)
+	}
+	return p
+}
+
+// checkpoints are every shared checkpoint with the family and task that
+// Load must pick from its config.json alone, and its number of labels.
+var checkpoints = []struct {
+	dir    string
+	family string
+	task   encoder.Task
+	labels int
+	// tokenizer: the folder has one (the golden ones have none).
+	tokenizer bool
+}{
+	{"golden/models/bert-base", "bert", models.TaskBase, 0, false},
+	{"golden/models/bert-seqcls", "bert", models.TaskSequenceClassification, 3, false},
+	{"golden/models/bert-qa", "bert", models.TaskQuestionAnswering, 0, false},
+	{"golden/models/distilbert-base", "distilbert", models.TaskBase, 0, false},
+	{"golden/models/distilbert-seqcls", "distilbert", models.TaskSequenceClassification, 2, false},
+	{"golden/models/distilbert-qa", "distilbert", models.TaskQuestionAnswering, 0, false},
+	{"golden/models/xlm-roberta-base", "xlm-roberta", models.TaskBase, 0, false},
+	{"golden/models/xlm-roberta-seqcls", "xlm-roberta", models.TaskSequenceClassification, 3, false},
+	{"golden/models/xlm-roberta-qa", "xlm-roberta", models.TaskQuestionAnswering, 0, false},
+	{"golden/heads/bert-regression", "bert", models.TaskSequenceClassification, 1, false},
+	{"golden/heads/bert-multilabel", "bert", models.TaskSequenceClassification, 4, false},
+	{"golden/heads/distilbert-regression", "distilbert", models.TaskSequenceClassification, 1, false},
+	{"golden/heads/xlm-roberta-crossencoder", "xlm-roberta", models.TaskSequenceClassification, 1, false},
+	{"models/sst2-bert-mini", "bert", models.TaskSequenceClassification, 2, true},
+	{"models/sst2-distilbert-mini", "distilbert", models.TaskSequenceClassification, 2, true},
+	{"models/sst2-xlmr-mini", "xlm-roberta", models.TaskSequenceClassification, 2, true},
+}
+
+// golden is what the three kinds of golden.json hold: inputs and outputs
+// (golden/models), inputs and logits (golden/heads), or top-level ids and
+// logits (the trained SST-2 models).
+type golden struct {
+	Inputs        map[string][][]int32       `json:"inputs"`
+	Outputs       map[string]json.RawMessage `json:"outputs"`
+	InputIDs      [][]int32                  `json:"input_ids"`
+	AttentionMask [][]int32                  `json:"attention_mask"`
+	TokenTypeIDs  [][]int32                  `json:"token_type_ids"`
+	Logits        json.RawMessage            `json:"logits"`
+}
+
+func readGolden(t *testing.T, dir string) (*models.Inputs, map[string][]float64) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	require.NoError(t, err)
+	var g golden
+	require.NoError(t, json.Unmarshal(raw, &g))
+	if g.Inputs != nil {
+		g.InputIDs, g.AttentionMask, g.TokenTypeIDs = g.Inputs["input_ids"], g.Inputs["attention_mask"], g.Inputs["token_type_ids"]
+	}
+	outs := map[string]json.RawMessage{}
+	for k, v := range g.Outputs {
+		outs[k] = v
+	}
+	if g.Logits != nil {
+		outs["logits"] = g.Logits
+	}
+	require.NotEmpty(t, g.InputIDs, "golden inputs")
+	in := &models.Inputs{Batch: len(g.InputIDs), Seq: len(g.InputIDs[0])}
+	for b := range g.InputIDs {
+		in.IDs = append(in.IDs, g.InputIDs[b]...)
+		in.Mask = append(in.Mask, g.AttentionMask[b]...)
+		if g.TokenTypeIDs != nil {
+			in.TypeIDs = append(in.TypeIDs, g.TokenTypeIDs[b]...)
+		}
+	}
+	want := map[string][]float64{}
+	for k, v := range outs {
+		want[k] = flatten(t, v)
+	}
+	return in, want
+}
+
+// flatten reads a nested JSON array of numbers.
+func flatten(t *testing.T, raw json.RawMessage) []float64 {
+	var v any
+	require.NoError(t, json.Unmarshal(raw, &v))
+	var out []float64
+	var walk func(any)
+	walk = func(x any) {
+		switch y := x.(type) {
+		case float64:
+			out = append(out, y)
+		case []any:
+			for _, e := range y {
+				walk(e)
+			}
+		default:
+			t.Fatalf("unexpected %T in a golden output", x)
+		}
+	}
+	walk(v)
+	return out
+}
+
+// TestLoadEverySharedCheckpoint opens every shared golden checkpoint and
+// trained SST-2 model through Load with no family named, checks the family
+// and task it picked, and compares the FP32 outputs with the reference's.
+func TestLoadEverySharedCheckpoint(t *testing.T) {
+	sel := encodertest.Selector(t)
+	for _, c := range checkpoints {
+		t.Run(c.dir, func(t *testing.T) {
+			dir := shared(t, c.dir)
+			p, err := models.Load(context.Background(), dir, models.Options{Selector: sel, Threads: 1})
+			require.NoError(t, err)
+			defer p.Close()
+			m := p.Model
+			assert.Equal(t, c.family, m.Family.Name, "family")
+			assert.Equal(t, c.task, m.Task, "task")
+			assert.Len(t, m.Labels, c.labels, "labels")
+			assert.Equal(t, c.tokenizer, p.Tok != nil, "tokenizer loaded")
+			assert.Equal(t, models.PrecisionFP32, m.Encoder.Precision())
+
+			in, want := readGolden(t, dir)
+			out, err := m.Forward(in, false)
+			require.NoError(t, err)
+			got := map[string][]float32{"last_hidden_state": out.Last, "pooler_output": out.PoolerOutput,
+				"logits": out.Logits, "start_logits": out.StartLogits, "end_logits": out.EndLogits}
+			perToken := map[string]bool{"last_hidden_state": true, "start_logits": true, "end_logits": true}
+			require.NotEmpty(t, want)
+			for key, w := range want {
+				g, ok := got[key]
+				require.True(t, ok, "unknown golden output %q", key)
+				require.Len(t, g, len(w), key)
+				per := len(w) / (in.Batch * in.Seq)
+				maxRef, maxDiff := 0.0, 0.0
+				for i := range w {
+					if perToken[key] && in.Mask[i/max(per, 1)] == 0 {
+						continue
+					}
+					maxRef = math.Max(maxRef, math.Abs(w[i]))
+					maxDiff = math.Max(maxDiff, math.Abs(float64(g[i])-w[i]))
+				}
+				t.Logf("%s: max |diff| %.3g, relative %.3g", key, maxDiff, maxDiff/maxRef)
+				assert.LessOrEqual(t, maxDiff/maxRef, 1e-5, "%s relative to the reference", key)
+			}
+		})
+	}
+}
+
+// writeConfig makes a model folder holding only config.json.
+func writeConfig(t *testing.T, cfg map[string]any) string {
+	t.Helper()
+	dir := t.TempDir()
+	raw, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644))
+	return dir
+}
+
+// TestLoadUnsupported: a model_type or architecture Load does not open is
+// an error that wraps encoder.ErrConfig and names what it got and what is
+// supported.
+func TestLoadUnsupported(t *testing.T) {
+	sel := encodertest.Selector(t)
+	base := map[string]any{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+		"hidden_act": "gelu", "max_position_embeddings": 128, "type_vocab_size": 2, "vocab_size": 1000}
+	with := func(kv ...any) map[string]any {
+		c := map[string]any{}
+		for k, v := range base {
+			c[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			c[kv[i].(string)] = kv[i+1]
+		}
+		return c
+	}
+	for _, c := range []struct {
+		name string
+		cfg  map[string]any
+		want []string
+	}{
+		{"unknown model_type", with("model_type", "gpt2", "architectures", []string{"GPT2LMHeadModel"}),
+			[]string{`"gpt2"`, "bert, distilbert, xlm-roberta, roberta", "BertForSequenceClassification", "XLMRobertaForQuestionAnswering"}},
+		{"unsupported head", with("model_type", "bert", "architectures", []string{"BertForMaskedLM"}),
+			[]string{"BertForMaskedLM", "BertModel, BertForSequenceClassification, BertForQuestionAnswering"}},
+		{"another family's class", with("model_type", "bert", "architectures", []string{"DistilBertModel"}),
+			[]string{"DistilBertModel", "BertModel"}},
+		{"no model_type, unknown architecture", with("architectures", []string{"T5Model"}),
+			[]string{"T5Model", "DistilBertForSequenceClassification"}},
+		{"neither", with(), []string{"neither", "BertModel"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := models.Load(context.Background(), writeConfig(t, c.cfg), models.Options{Selector: sel})
+			if p != nil {
+				p.Close()
+			}
+			require.Error(t, err)
+			t.Log(err)
+			assert.ErrorIs(t, err, encoder.ErrConfig)
+			for _, w := range c.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+// copyModel copies the shared folder rel's config.json (edited by edit)
+// and weights to a new folder.
+func copyModel(t *testing.T, rel string, edit func(cfg map[string]any)) string {
+	t.Helper()
+	src := shared(t, rel)
+	raw, err := os.ReadFile(filepath.Join(src, "config.json"))
+	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(raw, &cfg))
+	edit(cfg)
+	dir := writeConfig(t, cfg)
+	w, err := os.ReadFile(filepath.Join(src, "model.safetensors"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.safetensors"), w, 0o644))
+	return dir
+}
+
+// TestLoadArchitectureAndWeights: the task config.json names must be the
+// head the weights hold; without architectures the weights decide, and
+// without model_type the architecture names the family.
+func TestLoadArchitectureAndWeights(t *testing.T) {
+	sel := encodertest.Selector(t)
+	ctx := context.Background()
+	for _, arch := range []string{"BertModel", "BertForQuestionAnswering"} {
+		dir := copyModel(t, "golden/models/bert-seqcls", func(c map[string]any) { c["architectures"] = []string{arch} })
+		_, err := models.Load(ctx, dir, models.Options{Selector: sel})
+		require.Error(t, err, arch)
+		t.Log(err)
+		assert.ErrorIs(t, err, encoder.ErrConfig)
+		assert.Contains(t, err.Error(), arch)
+		assert.Contains(t, err.Error(), "BertForSequenceClassification")
+	}
+
+	dir := copyModel(t, "golden/models/bert-qa", func(c map[string]any) { delete(c, "architectures") })
+	p, err := models.Load(ctx, dir, models.Options{Selector: sel})
+	require.NoError(t, err)
+	assert.Equal(t, models.TaskQuestionAnswering, p.Model.Task, "task from the weights")
+	p.Close()
+
+	dir = copyModel(t, "golden/models/xlm-roberta-seqcls", func(c map[string]any) { delete(c, "model_type") })
+	p, err = models.Load(ctx, dir, models.Options{Selector: sel})
+	require.NoError(t, err)
+	assert.Equal(t, "xlm-roberta", p.Model.Family.Name, "family from the architecture")
+	assert.Equal(t, models.TaskSequenceClassification, p.Model.Task)
+	p.Close()
+}
+
+// TestLoadOptions: precision, calibration and max length are options of
+// Load, checked at load.
+func TestLoadOptions(t *testing.T) {
+	sel := encodertest.Selector(t)
+	ctx := context.Background()
+	dir := shared(t, "golden/models/bert-seqcls")
+	in, _ := readGolden(t, dir)
+
+	p, err := models.Load(ctx, dir, models.Options{Selector: sel, Precision: models.PrecisionInt8Dynamic})
+	require.NoError(t, err, "int8-dynamic without calibration data")
+	assert.Equal(t, models.PrecisionInt8Dynamic, p.Model.Encoder.Precision())
+	assert.Equal(t, dir, p.Model.Encoder.Recipe().Source)
+	p.Close()
+
+	_, err = models.Load(ctx, dir, models.Options{Selector: sel, Precision: models.PrecisionInt8Static})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, smoothquant.ErrCalibration)
+	assert.Contains(t, err.Error(), "Options.Calib")
+
+	p, err = models.Load(ctx, dir, models.Options{Selector: sel, Precision: models.PrecisionInt8Static, CalibInputs: []*models.Inputs{in}})
+	require.NoError(t, err, "int8-static on token batches")
+	assert.Equal(t, models.PrecisionInt8Static, p.Model.Encoder.Precision())
+	_, err = p.Model.Forward(in, false)
+	require.NoError(t, err)
+	p.Close()
+
+	// Calibration texts and text methods need a tokenizer, which the
+	// golden folder lacks.
+	_, err = models.Load(ctx, dir, models.Options{Selector: sel, Precision: models.PrecisionInt8Static, Calib: []string{"a text"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no tokenizer")
+	p, err = models.Load(ctx, dir, models.Options{Selector: sel})
+	require.NoError(t, err)
+	_, err = p.Classify(ctx, []string{"a text"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no tokenizer")
+	assert.Equal(t, 128, p.MaxLength(), "the model's longest sequence")
+	p.Close()
+
+	for _, n := range []int{-1, 129} {
+		_, err = models.Load(ctx, dir, models.Options{Selector: sel, MaxLength: n})
+		require.Error(t, err, "max length %d", n)
+		assert.ErrorIs(t, err, encoder.ErrConfig)
+	}
+}
+
+// TestEmbedOptions: Embed pools and normalises as its options say.
+func TestEmbedOptions(t *testing.T) {
+	p, err := models.Load(context.Background(), shared(t, "models/sst2-bert-mini"),
+		models.Options{Selector: encodertest.Selector(t), MaxLength: 32})
+	require.NoError(t, err)
+	defer p.Close()
+	assert.Equal(t, 32, p.MaxLength())
+	texts := []string{"a charming movie", "the plot is thin and the acting is worse"}
+	ctx := context.Background()
+	for _, pool := range []models.Pooling{models.PoolMean, models.PoolCLS} {
+		raw, err := p.Embed(ctx, texts, models.EmbedOptions{Pool: pool})
+		require.NoError(t, err)
+		unit, err := p.Embed(ctx, texts, models.EmbedOptions{Pool: pool, Normalize: true})
+		require.NoError(t, err)
+		require.Len(t, unit, len(texts))
+		for i := range unit {
+			var n, dot float64
+			for j, v := range unit[i] {
+				n += float64(v) * float64(v)
+				dot += float64(v) * float64(raw[i][j])
+			}
+			assert.InDelta(t, 1, n, 1e-5, "pool %d text %d: unit norm", pool, i)
+			assert.Greater(t, dot, 0.0, "pool %d text %d: same direction", pool, i)
+		}
+	}
+	_, err = p.Embed(ctx, texts, models.EmbedOptions{Pool: models.Pooling(7)})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, encoder.ErrInput)
+}
