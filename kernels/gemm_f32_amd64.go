@@ -10,7 +10,7 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 )
 
-// f32Kern is one generated micro-kernel (see gemm_f32_stub_amd64.go).
+// f32Kern is one generated micro-kernel (see gemm_f32_avx512_stub_amd64.go).
 type f32Kern func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)
 
 // f32Family is a register tile with its kernels for 1...mr rows. avx2
@@ -23,7 +23,7 @@ type f32Family struct {
 	avx2     bool
 }
 
-// f32AVX2Family is the AVX2 + FMA3 tile (_gen/fp32avx2), for CPUs without
+// f32AVX2Family is the AVX2 + FMA3 tile (_gen/gemm_f32_avx2), for CPUs without
 // AVX-512.
 var f32AVX2Family = f32Family{mr: 6, nr: 16, avx2: true,
 	kern: []f32Kern{nil, gemmF32a1x16, gemmF32a2x16, gemmF32a3x16, gemmF32a4x16, gemmF32a5x16, gemmF32a6x16}}
@@ -105,7 +105,7 @@ func (f *f32Family) blocking(rows, k int) (kc, mc int) {
 	return kc, mc
 }
 
-// f32PFLines must match pfLines of the generator (_gen/fp32).
+// f32PFLines must match pfLines of the generator (_gen/gemm_f32_avx512).
 const f32PFLines = 2
 
 // f32Aliased reports whether mr rows at stride lda floats put more than 6

@@ -8,8 +8,6 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 )
 
-//go:generate sh -c "cd _gen && go run ./peak -out ../peak_amd64.s -stubs ../peak_stub_amd64.go -pkg kernels"
-
 // Peak is one core's measured arithmetic peak: the rate of long runs of
 // independent register-to-register vector instructions, the ceiling a GEMM
 // kernel is judged against (DESIGN.md section 7). A figure is 0 when the CPU

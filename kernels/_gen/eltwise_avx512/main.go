@@ -1,8 +1,8 @@
-// Command eltwise generates the AVX-512 element-wise kernels of package
-// kernels (eltwise_amd64.s and its Go stubs): the per-row primitives of
+// Command eltwise_avx512 generates the AVX-512 element-wise kernels of package
+// kernels (eltwise_avx512_amd64.s and its Go stubs): the per-row primitives of
 // LayerNorm, Softmax, GELU and the quantize / dequantize steps.
 //
-//	cd kernels/_gen && go run ./eltwise -out ../eltwise_amd64.s -stubs ../eltwise_stub_amd64.go -pkg kernels
+//	cd kernels/_gen && go run ./eltwise_avx512 -out ../eltwise_avx512_amd64.s -stubs ../eltwise_avx512_stub_amd64.go -pkg kernels
 //
 // Every kernel walks its row 16 floats at a time and finishes with one
 // k-masked step (zeroing loads, masked stores and masked accumulation), so it

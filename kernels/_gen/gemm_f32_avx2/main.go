@@ -1,4 +1,4 @@
-// Command fp32avx2 generates kernels/gemm_f32avx2_amd64.s: AVX2 + FMA3
+// Command gemm_f32_avx2 generates kernels/gemm_f32_avx2_amd64.s: AVX2 + FMA3
 // micro-kernels for C = A x W^T with W packed in panels of 16 columns
 // (PackedF32, NR = 16), one kernel per row count 1...6 of a 6x16 tile (12
 // accumulators in ymm registers), and the fused epilogue of whole 16-column
@@ -7,7 +7,7 @@
 //
 // Run from kernels/_gen:
 //
-//	go run ./fp32avx2 -out ../gemm_f32avx2_amd64.s -stubs ../gemm_f32avx2_stub_amd64.go -pkg kernels
+//	go run ./gemm_f32_avx2 -out ../gemm_f32_avx2_amd64.s -stubs ../gemm_f32_avx2_stub_amd64.go -pkg kernels
 package main
 
 import (

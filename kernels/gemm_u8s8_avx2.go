@@ -7,8 +7,6 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 )
 
-//go:generate sh -c "cd _gen && go run ./avx2 -out ../gemm_avx2_amd64.s -stubs ../gemm_avx2_stub_amd64.go -pkg kernels"
-
 // runAVX2U8S8 drives the exact AVX2 micro-kernels (gemmAVX2_2x16 and its
 // one-row twin) over a PackedS8 with NR = 16: whole groups of 4 in assembly,
 // the K%4 tail in Go, and the epilogue of each 2x16 tile while it is in L1

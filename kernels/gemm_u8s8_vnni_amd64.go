@@ -3,7 +3,7 @@
 package kernels
 
 // vnniAsm reports whether the VNNI micro-kernels are the generated
-// assembly (true here) or their Go twins (gemm_vnni_noasm.go).
+// assembly (true here) or their Go twins (gemm_u8s8_vnni_noasm.go).
 const vnniAsm = true
 
 func init() {

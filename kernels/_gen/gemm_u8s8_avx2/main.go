@@ -1,5 +1,5 @@
-// Command avx2 generates the AVX2 u8 x s8 -> s32 GEMM micro-kernels of
-// package kernels (gemm_avx2_amd64.s and its stubs).
+// Command gemm_u8s8_avx2 generates the AVX2 u8 x s8 -> s32 GEMM micro-kernels of
+// package kernels (gemm_u8s8_avx2_amd64.s and its stubs).
 //
 // AVX2 has no VPDPBUSD, and VPMADDUBSW saturates its int16 pair sums on
 // full-range u8 x s8 data (oneDNN's AVX2 int8 path does exactly that). These

@@ -1,4 +1,4 @@
-// Command eltavx2 generates kernels/eltwise_avx2_amd64.s: the AVX2 + FMA3
+// Command eltwise_avx2 generates kernels/eltwise_avx2_amd64.s: the AVX2 + FMA3
 // passes of the scaled softmax (attention's), for CPUs without AVX-512.
 // Each works on whole groups of 16 floats and keeps 16 lane accumulators
 // (two ymm registers, lanes 0-7 and 8-15) exactly as the Go twins
@@ -8,7 +8,7 @@
 //
 // Run from kernels/_gen:
 //
-//	go run ./eltavx2 -out ../eltwise_avx2_amd64.s -stubs ../eltwise_avx2_stub_amd64.go -pkg kernels
+//	go run ./eltwise_avx2 -out ../eltwise_avx2_amd64.s -stubs ../eltwise_avx2_stub_amd64.go -pkg kernels
 package main
 
 import (

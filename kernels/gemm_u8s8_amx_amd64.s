@@ -1,6 +1,10 @@
+// Hand-written, not generated: no generator in _gen writes this file, so
+// edit it here (and keep amxTile32x32's Go declaration in
+// gemm_u8s8_amx_amd64.go in step).
+
 //go:build amd64 && gc && !purego && !noasm
 
-// AMX u8 x s8 tile kernel, written by hand: the Go assembler has no AMX
+// AMX u8 x s8 tile kernel: the Go assembler has no AMX
 // mnemonics and avo cannot emit raw instruction bytes inside a function, so
 // every AMX instruction is spelled out as its VEX encoding (BYTE lines, with
 // the instruction in the comment). Only low registers (AX..DI) appear in

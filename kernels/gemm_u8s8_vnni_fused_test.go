@@ -11,7 +11,7 @@ import (
 )
 
 // TestVNNIEpArgsLayout checks the offsets of vnniEpArgs against those the
-// generator assumes (_gen/vnni: offDst ...).
+// generator assumes (_gen/gemm_u8s8_vnni: offDst ...).
 func TestVNNIEpArgsLayout(t *testing.T) {
 	var a vnniEpArgs
 	for _, c := range []struct {
