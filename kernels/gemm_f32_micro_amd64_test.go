@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/kernels/peak"
 )
 
 // threadCPU returns the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID):
@@ -40,10 +41,21 @@ func bestRate(reps int, ops float64, f func()) float64 {
 	return best
 }
 
-func peakF32CPU() float64 {
-	const n = 20000
-	return bestRate(5, n*peakFMAOps, func() { peakFMA(n) }) / 1e9
+// peakFMARate returns the best rate of the FP32 FMA peak loop run for
+// about ops operations, over reps runs timed in thread CPU time.
+func peakFMARate(reps int, ops float64) float64 {
+	best := 0.0
+	for range reps {
+		t := threadCPU()
+		done := peak.Run(peak.FP32, ops)
+		if e := (threadCPU() - t).Seconds(); e > 0 {
+			best = max(best, done/e)
+		}
+	}
+	return best
 }
+
+func peakF32CPU() float64 { return peakFMARate(5, 15e6) / 1e9 }
 
 // BenchmarkF32Micro times each family's full-height micro-kernel on an
 // L1-resident tile (kc = 192) against the FMA peak, both in thread CPU
@@ -110,12 +122,11 @@ func BenchmarkF32CPUTime(b *testing.B) {
 						g.Ep = f32BenchEpilogue(s.m, s.n, s.k)
 					}
 					flops := 2 * float64(s.m*s.n*s.k)
-					iters := int(flops / peakFMAOps)
 					best := 0.0
 					var ratios []float64
 					for b.Loop() {
 						for range 12 {
-							p := bestRate(1, float64(iters*peakFMAOps), func() { peakFMA(iters) })
+							p := peakFMARate(1, flops)
 							r := bestRate(1, flops, func() { kern.Run(g) })
 							best = max(best, r)
 							ratios = append(ratios, r/p)
@@ -205,13 +216,12 @@ func BenchmarkF32Knobs(b *testing.B) {
 						g.Ep = f32BenchEpilogue(s.m, s.n, s.k)
 					}
 					flops := 2 * float64(s.m*s.n*s.k)
-					iters := int(flops / peakFMAOps)
 					ratios := make([][]float64, len(knobs))
 					for b.Loop() {
 						for range 10 {
 							for i, k := range knobs {
 								f32KC, f32MC, f32NoPF, f32Copy = k.kc, k.mc, !k.pf, k.cp
-								p := bestRate(1, flops, func() { peakFMA(iters) })
+								p := peakFMARate(1, flops)
 								r := bestRate(1, flops, func() { kern.Run(g) })
 								ratios[i] = append(ratios[i], r/p)
 							}

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/kernels/peak"
 )
 
 // TestVNNIABGELU times, interleaved in one process, the fused
@@ -103,7 +104,6 @@ func TestVNNIABMicro(t *testing.T) {
 			c := make([]int32, mr*nr)
 			calls := 200000 / k
 			ops := 2 * float64(mr*nr*k*calls)
-			iters := int(ops / peakVNNIOps)
 			best, bestP := 0.0, 0.0
 			for rep := 0; rep < 20; rep++ {
 				t0 := threadTime()
@@ -112,8 +112,8 @@ func TestVNNIABMicro(t *testing.T) {
 				}
 				best = max(best, ops/(threadTime()-t0))
 				t0 = threadTime()
-				peakVNNI(iters)
-				bestP = max(bestP, float64(iters)*peakVNNIOps/(threadTime()-t0))
+				done := peak.Run(peak.VNNI, ops)
+				bestP = max(bestP, done/(threadTime()-t0))
 			}
 			t.Logf("%dx%d K=%d: %.1f GOP/s, peak %.1f: %.1f%%", mr, nr, k, best/1e9, bestP/1e9, 100*best/bestP)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/kernels/peak"
 )
 
 // TestVNNIABFused times, interleaved in one process on the calling thread,
@@ -39,7 +40,7 @@ func TestVNNIABFused(t *testing.T) {
 	defer func(f, nt, pf, late bool) {
 		vnniFusedEpi, vnniNTF32Stores, vnniTilePrefetch, vnniTilePrefetchLate = f, nt, pf, late
 	}(vnniFusedEpi, vnniNTF32Stores, vnniTilePrefetch, vnniTilePrefetchLate)
-	peak := MeasurePeak(2*time.Second).VNNIGOPS * 1e9
+	peak := peak.Measure(2*time.Second).VNNIGOPS * 1e9
 	r := rand.New(rand.NewPCG(7, 8))
 	type shape struct {
 		name    string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/kernels/peak"
 )
 
 // TestVNNIABGELU8 times, in one process on the calling (pinned) thread, the
@@ -27,7 +28,7 @@ func TestVNNIABGELU8(t *testing.T) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	peak := MeasurePeak(2*time.Second).VNNIGOPS * 1e9
+	peak := peak.Measure(2*time.Second).VNNIGOPS * 1e9
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, sh := range [][3]int{{256, 1024, 4096}, {128, 768, 3072}} {
 		m, k, n := sh[0], sh[1], sh[2]

@@ -12,4 +12,4 @@ package kernels
 //go:generate go run -C _gen ./gemm_f32_avx2 -out ../gemm_f32_avx2_amd64.s -stubs ../gemm_f32_avx2_stub_amd64.go -pkg kernels
 //go:generate go run -C _gen ./eltwise_avx512 -out ../eltwise_avx512_amd64.s -stubs ../eltwise_avx512_stub_amd64.go -pkg kernels
 //go:generate go run -C _gen ./eltwise_avx2 -out ../eltwise_avx2_amd64.s -stubs ../eltwise_avx2_stub_amd64.go -pkg kernels
-//go:generate go run -C _gen ./peak -out ../peak_amd64.s -stubs ../peak_stub_amd64.go -pkg kernels
+//go:generate go run -C _gen ./peak -out ../peak/peak_amd64.s -stubs ../peak/peak_stub_amd64.go -pkg peak

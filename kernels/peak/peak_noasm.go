@@ -1,12 +1,12 @@
 //go:build !(amd64 && gc && !purego && !noasm)
 
-package kernels
+package peak
 
-// peakAsm says this build has no peak loops: MeasurePeak returns zeros.
-const peakAsm = false
+// haveAsm says this build has no peak loops: Measure returns zeros.
+const haveAsm = false
 
 // The peak loops and the VDPBF16PS probe exist only in assembly; these
-// twins do nothing and are never called (MeasurePeak checks peakAsm).
+// stand-ins do nothing and are never called (Measure checks haveAsm).
 
 func peakFMA(n int)       {}
 func peakVNNI(n int)      {}

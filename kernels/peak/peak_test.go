@@ -1,6 +1,7 @@
-package kernels
+package peak
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -8,6 +9,9 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/kernels"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // dpbf16Ref is VDPBF16PS's arithmetic on one lane as the SDM states it:
@@ -23,13 +27,13 @@ func dpbf16Ref(acc float32, a, b [2]uint16) float32 {
 	}
 	acc = daz(acc)
 	for _, i := range []int{1, 0} {
-		acc = daz(acc + daz(FromBF16(a[i]))*daz(FromBF16(b[i])))
+		acc = daz(acc + daz(kernels.FromBF16(a[i]))*daz(kernels.FromBF16(b[i])))
 	}
 	return acc
 }
 
 func TestDPBF16PSEncoding(t *testing.T) {
-	if !peakAsm {
+	if !haveAsm {
 		t.Skip("built without assembly (purego/noasm/not amd64): no VDPBF16PS probe")
 	}
 	if !cpu.Detected.AVX512BF16 || !cpu.Detected.AVX512F {
@@ -48,11 +52,11 @@ func TestDPBF16PSEncoding(t *testing.T) {
 			var a, b [32]uint16
 			for i := range a {
 				if exact {
-					a[i] = ToBF16(float32(r.IntN(200) - 100))
-					b[i] = ToBF16(float32(r.IntN(200) - 100))
+					a[i] = kernels.ToBF16(float32(r.IntN(200) - 100))
+					b[i] = kernels.ToBF16(float32(r.IntN(200) - 100))
 				} else {
-					a[i] = ToBF16(float32(r.NormFloat64() * math.Exp2(float64(r.IntN(20)-10))))
-					b[i] = ToBF16(float32(r.NormFloat64()))
+					a[i] = kernels.ToBF16(float32(r.NormFloat64() * math.Exp2(float64(r.IntN(20)-10))))
+					b[i] = kernels.ToBF16(float32(r.NormFloat64()))
 				}
 			}
 			for i := range acc {
@@ -68,11 +72,11 @@ func TestDPBF16PSEncoding(t *testing.T) {
 				want := dpbf16Ref(acc[i], [2]uint16{a[2*i], a[2*i+1]}, [2]uint16{b[2*i], b[2*i+1]})
 				if exact && got[i] != want {
 					t.Fatalf("%s lane %d: acc %v a %v,%v b %v,%v: got %v, want %v", fn.name, i, acc[i],
-						FromBF16(a[2*i]), FromBF16(a[2*i+1]), FromBF16(b[2*i]), FromBF16(b[2*i+1]), got[i], want)
+						kernels.FromBF16(a[2*i]), kernels.FromBF16(a[2*i+1]), kernels.FromBF16(b[2*i]), kernels.FromBF16(b[2*i+1]), got[i], want)
 				}
 				// Hardware may round once (fused) rather than twice:
 				// allow 2 ulp of the largest term.
-				mag := max(abs32(acc[i]), abs32(FromBF16(a[2*i])*FromBF16(b[2*i])), abs32(FromBF16(a[2*i+1])*FromBF16(b[2*i+1])))
+				mag := max(abs32(acc[i]), abs32(kernels.FromBF16(a[2*i])*kernels.FromBF16(b[2*i])), abs32(kernels.FromBF16(a[2*i+1])*kernels.FromBF16(b[2*i+1])))
 				if d := abs32(got[i] - want); d > 2*mag*0x1p-23 {
 					t.Fatalf("%s lane %d: got %v, want %v (diff %g)", fn.name, i, got[i], want, d)
 				}
@@ -83,14 +87,14 @@ func TestDPBF16PSEncoding(t *testing.T) {
 
 func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }
 
-func TestMeasurePeak(t *testing.T) {
-	p := MeasurePeak(30 * time.Millisecond)
+func TestMeasure(t *testing.T) {
+	p := Measure(30 * time.Millisecond)
 	t.Logf("peak (unpinned, short, under load of other tests: not a benchmark): %s", p)
-	if !PeakAvailable() {
-		if p != (Peak{}) {
-			t.Fatalf("no assembly or no AVX-512F, yet MeasurePeak = %+v", p)
+	if !Available() {
+		if p != (Figures{}) {
+			t.Fatalf("no assembly or no AVX-512F, yet Measure = %+v", p)
 		}
-		t.Skipf("peak not measurable here (assembly=%v, %s): MeasurePeak returns zeros", peakAsm, cpu.X86)
+		t.Skipf("peak not measurable here (assembly=%v, %s): Measure returns zeros", haveAsm, cpu.X86)
 	}
 	f := cpu.X86
 	check := func(name string, on bool, v float64) {
@@ -114,79 +118,79 @@ func TestMeasurePeak(t *testing.T) {
 	}
 }
 
-func TestMeasurePeakFeatureOff(t *testing.T) {
+func TestMeasureFeatureOff(t *testing.T) {
 	saved := cpu.X86
 	defer func() { cpu.X86 = saved }()
 	off, _ := saved.Apply("avx512bf16,avx512vnni")
 	cpu.X86 = off
-	p := MeasurePeak(3 * time.Millisecond)
+	p := Measure(3 * time.Millisecond)
 	if p.VNNIGOPS != 0 || p.BF16GFLOPS != 0 {
-		t.Fatalf("vnni and bf16 disabled, MeasurePeak = %+v", p)
+		t.Fatalf("vnni and bf16 disabled, Measure = %+v", p)
 	}
 	// Without AVX-512F: the ymm FMA and VPMADDWD loops, where the CPU has
 	// AVX2 (and FMA3); nothing without AVX2.
 	cpu.X86, _ = saved.Apply("avx512f")
-	p = MeasurePeak(3 * time.Millisecond)
+	p = Measure(3 * time.Millisecond)
 	if p.VNNIGOPS != 0 || p.BF16GFLOPS != 0 ||
-		(p.FP32GFLOPS > 0) != (peakAsm && saved.AVX2 && saved.FMA) || (p.AVX2Int8GOPS > 0) != (peakAsm && saved.AVX2) {
-		t.Fatalf("avx512f disabled (%s), MeasurePeak = %+v", cpu.X86, p)
+		(p.FP32GFLOPS > 0) != (haveAsm && saved.AVX2 && saved.FMA) || (p.AVX2Int8GOPS > 0) != (haveAsm && saved.AVX2) {
+		t.Fatalf("avx512f disabled (%s), Measure = %+v", cpu.X86, p)
 	}
 	cpu.X86, _ = saved.Apply("avx512f,avx2")
-	if p := MeasurePeak(time.Millisecond); p != (Peak{}) {
-		t.Fatalf("avx512f and avx2 disabled, MeasurePeak = %+v", p)
+	if p := Measure(time.Millisecond); p != (Figures{}) {
+		t.Fatalf("avx512f and avx2 disabled, Measure = %+v", p)
 	}
 }
 
-func TestPeakRate(t *testing.T) {
+func TestRate(t *testing.T) {
 	saved := cpu.X86
 	defer func() { cpu.X86 = saved }()
 	f := cpu.X86
 	for _, c := range []struct {
-		kind PeakKind
+		kind Kind
 		on   bool
-	}{{PeakFP32, f.AVX512F || f.AVX2 && f.FMA}, {PeakVNNI, f.AVX512F && f.AVX512VNNI}, {PeakBF16, f.AVX512F && f.AVX512BF16},
-		{PeakAVX2Int8, f.AVX2}, {PeakInt8, f.AVX2 || f.AVX512F && f.AVX512VNNI}} {
+	}{{FP32, f.AVX512F || f.AVX2 && f.FMA}, {VNNI, f.AVX512F && f.AVX512VNNI}, {BF16, f.AVX512F && f.AVX512BF16},
+		{AVX2Int8, f.AVX2}, {Int8, f.AVX2 || f.AVX512F && f.AVX512VNNI}} {
 		t0 := time.Now()
-		r := PeakRate(c.kind, 5*time.Millisecond)
+		r := Rate(c.kind, 5*time.Millisecond)
 		e := time.Since(t0)
 		switch {
-		case !PeakAvailable() || !c.on:
+		case !Available() || !c.on:
 			if r != 0 {
-				t.Errorf("kind %d: not measurable here (assembly=%v, %s), PeakRate = %v", c.kind, peakAsm, cpu.X86, r)
+				t.Errorf("kind %d: not measurable here (assembly=%v, %s), Rate = %v", c.kind, haveAsm, cpu.X86, r)
 			}
 		case !(r > 0):
-			t.Errorf("kind %d: PeakRate = %v", c.kind, r)
+			t.Errorf("kind %d: Rate = %v", c.kind, r)
 		case e > time.Second:
-			t.Errorf("kind %d: a 5ms PeakRate took %v", c.kind, e)
+			t.Errorf("kind %d: a 5ms Rate took %v", c.kind, e)
 		}
 	}
 	off, _ := saved.Apply("avx512vnni")
 	cpu.X86 = off
-	if r := PeakRate(PeakVNNI, time.Millisecond); r != 0 {
-		t.Fatalf("vnni disabled, PeakRate(PeakVNNI) = %v", r)
+	if r := Rate(VNNI, time.Millisecond); r != 0 {
+		t.Fatalf("vnni disabled, Rate(VNNI) = %v", r)
 	}
-	if r := PeakRate(PeakInt8, time.Millisecond); (r > 0) != (peakAsm && saved.AVX2) {
-		t.Fatalf("vnni disabled, PeakRate(PeakInt8) = %v (the AVX2 loop where AVX2 is)", r)
+	if r := Rate(Int8, time.Millisecond); (r > 0) != (haveAsm && saved.AVX2) {
+		t.Fatalf("vnni disabled, Rate(Int8) = %v (the AVX2 loop where AVX2 is)", r)
 	}
-	if r := PeakRate(PeakKind(-1), time.Millisecond); r != 0 {
-		t.Fatalf("kind -1: PeakRate = %v", r)
+	if r := Rate(Kind(-1), time.Millisecond); r != 0 {
+		t.Fatalf("kind -1: Rate = %v", r)
 	}
-	if r := PeakRate(PeakKind(9), time.Millisecond); r != 0 {
-		t.Fatalf("unknown kind: PeakRate = %v", r)
+	if r := Rate(Kind(9), time.Millisecond); r != 0 {
+		t.Fatalf("unknown kind: Rate = %v", r)
 	}
 }
 
-// BenchmarkPeak reports the three peaks of the calling thread (locked);
-// run it pinned: taskset -c 1 go test -run - -bench Peak ./kernels.
-func BenchmarkPeak(b *testing.B) {
-	if !PeakAvailable() {
-		b.Skipf("peak not measurable here (assembly=%v, %s)", peakAsm, cpu.X86)
+// BenchmarkMeasure reports the three peaks of the calling thread (locked);
+// run it pinned: taskset -c 1 go test -run - -bench Measure ./kernels/peak.
+func BenchmarkMeasure(b *testing.B) {
+	if !Available() {
+		b.Skipf("peak not measurable here (assembly=%v, %s)", haveAsm, cpu.X86)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var p Peak
+	var p Figures
 	for b.Loop() {
-		q := MeasurePeak(300 * time.Millisecond)
+		q := Measure(300 * time.Millisecond)
 		p.FP32GFLOPS = max(p.FP32GFLOPS, q.FP32GFLOPS)
 		p.VNNIGOPS = max(p.VNNIGOPS, q.VNNIGOPS)
 		p.BF16GFLOPS = max(p.BF16GFLOPS, q.BF16GFLOPS)
@@ -194,4 +198,30 @@ func BenchmarkPeak(b *testing.B) {
 	b.ReportMetric(p.FP32GFLOPS, "fp32-GFLOP/s")
 	b.ReportMetric(p.VNNIGOPS, "vnni-GOP/s")
 	b.ReportMetric(p.BF16GFLOPS, "bf16-GFLOP/s")
+}
+
+func TestRun(t *testing.T) {
+	saved := cpu.X86
+	defer func() { cpu.X86 = saved }()
+	f := cpu.X86
+	if Available() && (f.AVX512F || f.AVX2 && f.FMA) {
+		done := Run(FP32, 1e5)
+		require.Positive(t, done)
+		assert.InDelta(t, 1e5, done, 24*32, "FP32: about the ops asked for, whole iterations")
+		assert.Positive(t, Run(FP32, 0), "FP32: at least one iteration")
+	} else {
+		assert.Zero(t, Run(FP32, 1e5))
+	}
+	assert.Zero(t, Run(Kind(-1), 1e5))
+	assert.Zero(t, Run(Kind(9), 1e5))
+	cpu.X86, _ = saved.Apply("avx512vnni")
+	assert.Zero(t, Run(VNNI, 1e5), "vnni disabled")
+}
+
+// TestFiguresJSON pins the JSON names of the figures, which bench gemm
+// -json and info -json print.
+func TestFiguresJSON(t *testing.T) {
+	b, err := json.Marshal(Figures{FP32GFLOPS: 1, VNNIGOPS: 2, BF16GFLOPS: 3, AVX2Int8GOPS: 4})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"fp32_gflops":1,"vnni_gops":2,"bf16_gflops":3,"avx2_int8_gops":4}`, string(b))
 }
