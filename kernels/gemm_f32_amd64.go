@@ -13,24 +13,25 @@ import (
 // f32Kern is one generated micro-kernel (see gemm_f32_avx512_stub_amd64.go).
 type f32Kern func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)
 
-// f32Family is a register tile with its kernels for 1...mr rows. avx2
-// marks the AVX2 + FMA3 family (gemmF32a*, its epilogue epiF32a); the others
+// f32Driver is the tile driver of one register tile: its kernels for 1...mr
+// rows and the blocking, packing and epilogue around them. avx2
+// marks the AVX2 + FMA3 tile (gemmF32a*, its epilogue epiF32a); the others
 // are AVX-512 (epiF32).
-type f32Family struct {
+type f32Driver struct {
 	mr, nr   int
 	bcastReg bool
 	kern     []f32Kern
 	avx2     bool
 }
 
-// f32AVX2Family is the AVX2 + FMA3 tile (_gen/gemm_f32_avx2), for CPUs without
+// f32AVX2Driver is the AVX2 + FMA3 tile (_gen/gemm_f32_avx2), for CPUs without
 // AVX-512.
-var f32AVX2Family = f32Family{mr: 6, nr: 16, avx2: true,
+var f32AVX2Driver = f32Driver{mr: 6, nr: 16, avx2: true,
 	kern: []f32Kern{nil, gemmF32a1x16, gemmF32a2x16, gemmF32a3x16, gemmF32a4x16, gemmF32a5x16, gemmF32a6x16}}
 
 func init() {
-	for i := range f32Families {
-		f := &f32Families[i]
+	for i := range f32Drivers {
+		f := &f32Drivers[i]
 		f32Asm = append(f32Asm, &KernelF32{
 			Name: fmt.Sprintf("gemmF32_%dx%d", f.mr, f.nr), ISA: "avx512", MR: f.mr, NR: f.nr,
 			Available: f32Available,
@@ -38,7 +39,7 @@ func init() {
 			Run:       f.run,
 		})
 	}
-	f := &f32AVX2Family
+	f := &f32AVX2Driver
 	f32Asm = append(f32Asm, &KernelF32{
 		Name: fmt.Sprintf("gemmF32avx2_%dx%d", f.mr, f.nr), ISA: "avx2", MR: f.mr, NR: f.nr,
 		Available: f32AVX2Available,
@@ -49,10 +50,10 @@ func init() {
 
 func f32Available(f cpu.Features) bool { return f.AVX512F && f.AVX512BW }
 
-// f32AVX2Available reports whether the AVX2 family runs: AVX2 and FMA3.
+// f32AVX2Available reports whether the AVX2 tile runs: AVX2 and FMA3.
 func f32AVX2Available(f cpu.Features) bool { return f.AVX2 && f.FMA }
 
-func (f *f32Family) available(c cpu.Features) bool {
+func (f *f32Driver) available(c cpu.Features) bool {
 	if f.avx2 {
 		return f32AVX2Available(c)
 	}
@@ -87,7 +88,7 @@ var (
 // NR, the one in use and the one being prefetched) fill L2, but slabs are
 // at least f32MinKC long. Each slab costs a pass over C, so slabs are as
 // long as that allows, and balanced.
-func (f *f32Family) blocking(rows, k int) (kc, mc int) {
+func (f *f32Driver) blocking(rows, k int) (kc, mc int) {
 	l2 := cpu.X86.L2
 	if l2 <= 0 {
 		l2 = f32DefaultL2
@@ -126,7 +127,7 @@ func f32Aliased(lda, mr int) bool {
 // f32Scratch holds the per-task copies of A blocks.
 var f32Scratch sync.Pool
 
-func (f *f32Family) run(g *GEMMF32) error {
+func (f *f32Driver) run(g *GEMMF32) error {
 	if err := g.Check(); err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func (f *f32Family) run(g *GEMMF32) error {
 }
 
 // block computes rows i0...i1-1 and panels p0...p1-1 of C.
-func (f *f32Family) block(g *GEMMF32, i0, i1, p0, p1 int) {
+func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 	K, nr := g.K, f.nr
 	KC, MC := f.blocking(i1-i0, K)
 	ep := g.Ep
@@ -272,11 +273,11 @@ func (f *f32Family) block(g *GEMMF32, i0, i1, p0, p1 int) {
 }
 
 // epilogue applies g.Ep to the tile of rows i...i+mr-1, columns j...j+nv-1
-// while it is in L1: in assembly (epiF32 of the AVX-512 families, masked
-// tail included; epiF32a of the AVX2 family on whole groups of 16 columns),
-// the rest in Go (f32EpilogueGo): the tanh GELU, and on the AVX2 family
+// while it is in L1: in assembly (epiF32 of the AVX-512 tiles, masked
+// tail included; epiF32a of the AVX2 tile on whole groups of 16 columns),
+// the rest in Go (f32EpilogueGo): the tanh GELU, and on the AVX2 tile
 // the erfc GELU and the columns past the last whole 16.
-func (f *f32Family) epilogue(g *GEMMF32, i, mr, j, nv, act int, actGo bool) {
+func (f *f32Driver) epilogue(g *GEMMF32, i, mr, j, nv, act int, actGo bool) {
 	ep := g.Ep
 	var bias, res *float32
 	ldr := ep.ldr(g.N)

@@ -2,5 +2,5 @@
 
 package kernels
 
-// Without assembly there is no AVX2 FP32 family (gemm_f32_avx2_amd64.s):
+// Without assembly there is no AVX2 FP32 tile driver (gemm_f32_avx2_amd64.s):
 // F32Kernels lists GenericF32 only.

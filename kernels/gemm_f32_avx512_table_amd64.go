@@ -4,8 +4,8 @@
 
 package kernels
 
-// f32Families lists the generated AVX-512 register tiles; kern[mr] computes mr rows.
-var f32Families = []f32Family{
+// f32Drivers lists the generated AVX-512 register tiles; kern[mr] computes mr rows.
+var f32Drivers = []f32Driver{
 	{mr: 6, nr: 64, bcastReg: true, kern: []f32Kern{nil, gemmF32k1x64, gemmF32k2x64, gemmF32k3x64, gemmF32k4x64, gemmF32k5x64, gemmF32k6x64}},
 	{mr: 8, nr: 48, bcastReg: true, kern: []f32Kern{nil, gemmF32k1x48, gemmF32k2x48, gemmF32k3x48, gemmF32k4x48, gemmF32k5x48, gemmF32k6x48, gemmF32k7x48, gemmF32k8x48}},
 	{mr: 14, nr: 32, bcastReg: true, kern: []f32Kern{nil, gemmF32k1x32, gemmF32k2x32, gemmF32k3x32, gemmF32k4x32, gemmF32k5x32, gemmF32k6x32, gemmF32k7x32, gemmF32k8x32, gemmF32k9x32, gemmF32k10x32, gemmF32k11x32, gemmF32k12x32, gemmF32k13x32, gemmF32k14x32}},

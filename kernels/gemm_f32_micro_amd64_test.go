@@ -57,7 +57,7 @@ func peakFMARate(reps int, ops float64) float64 {
 
 func peakF32CPU() float64 { return peakFMARate(5, 15e6) / 1e9 }
 
-// BenchmarkF32Micro times each family's full-height micro-kernel on an
+// BenchmarkF32Micro times each tile's full-height micro-kernel on an
 // L1-resident tile (kc = 192) against the FMA peak, both in thread CPU
 // time, best of many short runs: the inner loop's efficiency without cache
 // effects.
@@ -67,7 +67,7 @@ func BenchmarkF32Micro(b *testing.B) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	for _, f := range f32Families {
+	for _, f := range f32Drivers {
 		b.Run(fmt.Sprintf("%dx%d", f.mr, f.nr), func(b *testing.B) {
 			const kc, calls = 192, 200
 			a := make([]float32, f.mr*kc)
