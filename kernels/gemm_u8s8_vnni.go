@@ -22,19 +22,18 @@ import (
 // L1), and inside those every row tile of MR rows against every panel, so
 // the A tile stays in L1 and the weight block in L2. An s32 destination
 // receives the sums directly; any other gets them in a scratch tile (or
-// block, with several K steps) and the fused epilogue (vnniEpilogue, or
-// vnniEpilogue3 for 48-column tiles) turns each tile into f32, u8 or s8 as
+// block, with several K steps) and the assembly epilogue (vnniEpilogueS, or
+// vnniEpilogue3S for 48-column tiles) turns each tile into f32, u8 or s8 as
 // soon as its last step is done, while it is still in L1. With an epilogue
-// the assembly has (vnniFusedEpi), K is one step and the full MR x NR tiles
+// the assembly has, K is one step and the full MR x NR tiles
 // go to vnniU8S8E_<MR>x<NR> instead, which applies the epilogue to its
-// accumulators in registers (no tile store, reload or Go call per tile; f32
-// outputs of at least L2 stored non-temporally as s32's): measured 4-8%
-// faster on BERT's GEMMs, the same bits. Threads split the
-// rows and the N blocks (kernels.Parallel); one thread runs on the calling
-// goroutine. An s32 destination takes the whole K in one step
-// (vnniS32WholeK) and, when it is at least L2 and its rows 64-byte aligned,
-// its full-width tiles by non-temporal stores (vnniNTStores), fenced at the
-// end of each block.
+// accumulators in registers (no tile store, reload or Go call per tile),
+// with the same bits. Threads split the rows and the N blocks
+// (kernels.Parallel); one thread runs on the calling goroutine. An s32
+// destination takes the whole K in one step (its sums stay in registers
+// and C is written once) and, when it is at least L2 and its rows 64-byte
+// aligned, its full-width tiles by non-temporal stores (vnniNT), fenced at
+// the end of each block.
 
 // vnniMicro is the signature of every generated micro-kernel.
 type vnniMicro func(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int)
@@ -66,32 +65,23 @@ func vnniAvailable(f cpu.Features) bool {
 	return vnniAsm && f.AVX512F && f.AVX512BW && f.AVX512VL && f.AVX512VNNI
 }
 
-// vnniGELUSplit selects the epilogues whose GELU evaluates each of its two
-// polynomials as even and odd halves (vnniEpilogueS, vnniEpilogue3S: two
-// independent Horner chains, a shorter critical path; geluF32 models them)
-// over the plain Horner ones (vnniEpilogue, vnniEpilogue3).
-var vnniGELUSplit = true
-
-// vnniEpilogueFor returns the epilogue for tiles nr columns wide.
-func vnniEpilogueFor(nr int, split bool) vnniEpi {
-	switch {
-	case nr%48 == 0 && split:
+// vnniEpilogueFor returns the driver's epilogue for tiles nr columns wide:
+// the one whose GELU evaluates each of its two polynomials as even and odd
+// halves (two independent Horner chains, a shorter critical path; geluF32
+// models it, and the fused micro-kernels compute the same). The plain
+// Horner epilogues (vnniEpilogue, vnniEpilogue3) give the same bits.
+func vnniEpilogueFor(nr int) vnniEpi {
+	if nr%48 == 0 {
 		return vnniEpilogue3S // three chunks of 16 columns a step
-	case nr%48 == 0:
-		return vnniEpilogue3
-	case split:
-		return vnniEpilogueS // two
 	}
-	return vnniEpilogue
+	return vnniEpilogueS // two
 }
 
+// newVNNIKernel returns the registered kernel of the mr x nr tile: the
+// driver over the assembly micro-kernels, the fused ones for full tiles.
 func newVNNIKernel(mr, nr int) *Kernel {
-	epi := vnniEpilogueFor(nr, vnniGELUSplit)
-	var fused vnniMicroE
-	if vnniGELUSplit { // the fused kernels compute the split GELU
-		fused = vnniFusedMicros[[2]int{mr, nr}]
-	}
-	return vnniKernelE(fmt.Sprintf("gemmVNNI_%dx%d", mr, nr), mr, nr, vnniMicros[nr][:mr+1], fused, epi, vnniAvailable)
+	return vnniKernelE(fmt.Sprintf("gemmVNNI_%dx%d", mr, nr), mr, nr, vnniMicros[nr][:mr+1],
+		vnniFusedMicros[[2]int{mr, nr}], vnniEpilogueFor(nr), vnniAvailable)
 }
 
 // vnniMicroE is the signature of the micro-kernels with the epilogue fused
@@ -128,13 +118,9 @@ type vnniEpArgs struct {
 
 // vnniEpArgsFor returns the operands of g's epilogue at C[0][0].
 func vnniEpArgsFor(g *GEMMU8S8, e *vnniEp) vnniEpArgs {
-	a := vnniEpArgs{flags: e.flags, zp: e.zp, scale: 1, invOut: e.invOut, outZP: e.outZP, lo: e.lo, hi: e.hi, outZPi: int32(e.outZP)}
-	if !vnniTilePrefetch {
-		a.flags |= vnniNoPF
-	}
-	if vnniTilePrefetchLate {
-		a.flags |= vnniPFLate
-	}
+	// vnniPFLate: the destination and residual tiles are prefetched late
+	// in the K loop, so that the lines are still in L1 for the epilogue.
+	a := vnniEpArgs{flags: e.flags | vnniPFLate, zp: e.zp, scale: 1, invOut: e.invOut, outZP: e.outZP, lo: e.lo, hi: e.hi, outZPi: int32(e.outZP)}
 	if ep := g.Ep; ep != nil {
 		if ep.ZeroPoint != 0 {
 			a.colSum = &ep.ColSum[0]
@@ -245,35 +231,18 @@ func vnniAccepts(m, n, k int) bool { return m >= 0 && n >= 0 && k >= 0 && k <= v
 
 // Epilogue flags of vnniEpilogue (mirrored in _gen/gemm_u8s8_vnni). vnniGELU8 is the
 // cheaper GELU (geluQ8F32), which newVNNIEp sets instead of vnniGELU unless
-// an f32 output asks for Epilogue.PreciseGELU; with both set, it wins.
+// an f32 output asks for Epilogue.PreciseGELU; with both set, it wins. (The
+// generator's EpNTF32 and EpNoPF, 32 and 64, are never set by the driver.)
 const (
 	vnniGELU  = 1
 	vnniU8    = 2
 	vnniS8    = 4
 	vnniReLU  = 8
 	vnniGELU8 = 16
-	vnniNTF32 = 32 // fused kernels: f32 stores non-temporal
-	vnniNoPF  = 64 // fused kernels: no prefetch of the destination and residual tiles
-	// fused kernels: that prefetch after 3/4 of the K loop, not before it
+	// fused kernels: prefetch the destination and residual tiles after
+	// 3/4 of the K loop, not before it
 	vnniPFLate = 128
 )
-
-// vnniTilePrefetch has the fused kernels prefetch their destination and
-// residual tiles before the K loop (off: vnniNoPF, for A/B measurements).
-// f32 outputs larger than L2 otherwise make the epilogue's stores wait on
-// write-allocates from memory: the median of TestVNNIABFused on this Zen 4
-// VM went from 77.5% to 82.3% of the VNNI peak on 256x1024x3072 (f32 out),
-// and BenchmarkVNNI's 256x1024x4096 f32 from ~365 to ~410 GOP/s; u8 outputs
-// and residual reads measured about even.
-var vnniTilePrefetch = true
-
-// vnniTilePrefetchLate moves that prefetch to after 3/4 of the K loop
-// (vnniPFLate): lines fetched before the loop leave L1 while the weight
-// panel streams through it. TestVNNIABFused (8x48, thread CPU time, two
-// runs of 25-31 alternations) measured the late prefetch equal or better
-// on every shape: medians +0.1 to +4.1 points of the VNNI peak (BERT-base
-// QKV, f32 out: 79.4 -> 82.4%, 85.5 -> 89.6%), bests +0.4 to +5.8.
-var vnniTilePrefetchLate = true
 
 // vnniEp is an epilogue resolved for vnniEpilogue.
 type vnniEp struct {
@@ -303,9 +272,7 @@ func newVNNIEp(g *GEMMU8S8) vnniEp {
 		// The rational GELU is within 3e-7*max(1, |x|) (far below one
 		// step of a requantized output, and what a float32 erf gives); the
 		// erfc form, relative to the result even in the negative tail,
-		// costs about 40 instructions per vector against 16: 6-10% of a
-		// K = 1024 GEMM here (256x1024x4096: 77% of the VNNI peak against
-		// 82-84%, bench gemm).
+		// costs about 40 instructions per vector against 16.
 		if ep.PreciseGELU && e.flags&(vnniU8|vnniS8) == 0 {
 			e.flags |= vnniGELU
 		} else {
@@ -327,8 +294,7 @@ func newVNNIEp(g *GEMMU8S8) vnniEp {
 
 // vnniBlockN returns the columns per N block: a multiple of nr whose packed
 // weights (kp bytes a column) fill at most a quarter of L2, leaving room for
-// the A rows and the output passing through (measured on Zen 5: 1/4 beats
-// 1/2 by a few percent on N = 4096).
+// the A rows and the output passing through.
 func vnniBlockN(nr, kp int) int {
 	l2 := cpu.X86.L2
 	if l2 <= 0 {
@@ -368,8 +334,8 @@ func runVNNI(g *GEMMU8S8, mr, nr int, micros []vnniMicro, fused vnniMicroE, epi 
 
 // vnniBlockK returns the K step: the whole of k when its B sliver (k x nr
 // bytes) is at most 1.5 times L1, else about equal steps (multiples of 4)
-// of at most L1 each. (Half of L1 measured no better on Zen 5: B streams
-// from L2 fast enough; the steps mainly keep A's rows short.)
+// of at most L1 each (B streams from L2 fast enough; the steps mainly keep
+// A's rows short).
 func vnniBlockK(nr, k int) int {
 	l1 := cpu.X86.L1D
 	if l1 <= 0 {
@@ -383,31 +349,18 @@ func vnniBlockK(nr, k int) int {
 	return ((k+steps-1)/steps + 3) &^ 3
 }
 
-// vnniNTStores selects non-temporal stores (VMOVNTDQ, micro-kernel add&2)
-// for the full-width tiles of the last K step of an s32 output of at least
-// vnniNTMinBytes (0: L2), when its rows are 64-byte aligned: the output then
-// bypasses the caches instead of evicting the packed weights and A.
-var vnniNTStores = true
-
-// vnniNTMinBytes is the smallest s32 output written non-temporally (0: L2).
-var vnniNTMinBytes = 0
-
-// vnniS32WholeK runs an s32 output's whole K in one step (the tile's sums
-// stay in registers: C is written once instead of read and rewritten each
-// K step; B streams from L2).
-var vnniS32WholeK = true
-
-// vnniNT returns the micro-kernel flag (2 or 0) of non-temporal stores for g.
+// vnniNT returns the micro-kernel flag (2 or 0) of non-temporal stores
+// (VMOVNTDQ) for g: the full-width tiles of an s32 output of at least L2
+// whose rows are 64-byte aligned then bypass the caches instead of evicting
+// the packed weights and A.
 func vnniNT(g *GEMMU8S8) int {
 	o := &g.Out
-	if !vnniNTStores || o.S32 == nil || o.Ldc%16 != 0 || uintptr(unsafe.Pointer(&o.S32[0]))%64 != 0 {
+	if o.S32 == nil || o.Ldc%16 != 0 || uintptr(unsafe.Pointer(&o.S32[0]))%64 != 0 {
 		return 0
 	}
-	lim := vnniNTMinBytes
+	lim := cpu.X86.L2
 	if lim <= 0 {
-		if lim = cpu.X86.L2; lim <= 0 {
-			lim = 1 << 20
-		}
+		lim = 1 << 20
 	}
 	if 4*g.M*o.Ldc < lim {
 		return 0
@@ -415,54 +368,19 @@ func vnniNT(g *GEMMU8S8) int {
 	return 2
 }
 
-// vnniFusedEpi selects, for outputs with an epilogue, the micro-kernels
-// that apply it to their accumulators in registers on the last K step
-// (vnniU8S8E_*) over the tile store, Go call and reload of vnniTileEpilogue.
-var vnniFusedEpi = true
-
-// vnniNTF32Stores selects non-temporal stores for the f32 outputs of the fused
-// micro-kernels under the conditions of vnniNT's for s32. Off: in the
-// encoder every f32 output is read right away (attention reads QKV's,
-// LayerNorm O's and FFN2's), and bypassing the caches made those readers
-// slower (BERT-large attention ~41-46 ms with cached stores against ~43-53
-// with non-temporal ones, bench model, one thread); the GEMM alone gained
-// only 1-3%.
-var vnniNTF32Stores = false
-
-// vnniNTF32Out reports whether the fused kernels store g's f32 output
-// non-temporally: vnniNT's conditions, on Out.F32.
-func vnniNTF32Out(g *GEMMU8S8) bool {
-	o := &g.Out
-	if !vnniNTF32Stores || !vnniNTStores || o.F32 == nil || o.Ldc%16 != 0 || uintptr(unsafe.Pointer(&o.F32[0]))%64 != 0 {
-		return false
-	}
-	lim := vnniNTMinBytes
-	if lim <= 0 {
-		if lim = cpu.X86.L2; lim <= 0 {
-			lim = 1 << 20
-		}
-	}
-	return 4*g.M*o.Ldc >= lim
-}
-
-// vnniPanelMajor walks a one-K-step block panel by panel (every row tile
-// against one weight panel, then the next panel) when the block's rows of
-// A fit in half of L2; off, row tile by row tile.
-var vnniPanelMajor = true
-
 // vnniScratch holds the int32 partial sums of a block between K steps.
 var vnniScratch = sync.Pool{New: func() any { return new([]int32) }}
 
 // vnniBlock computes rows [i0, i1) x columns [j0, j1) of g (j0 a multiple of
 // nr). With K in several steps, the partial sums go to C (s32) or to a
 // scratch block, each step adding to the last; the epilogue follows each
-// tile of the last step. With fused (and vnniFusedEpi, vnniS32WholeK), K is
-// one step and fused computes the full tiles, epilogue included.
+// tile of the last step. An s32 output takes K in one step; so does any
+// other with fused, which computes the full tiles, epilogue included.
 func vnniBlock(g *GEMMU8S8, e *vnniEp, mr, nr int, micros []vnniMicro, fused vnniMicroE, epi vnniEpi, i0, i1, j0, j1 int) {
 	k, lda := g.K, g.Lda
 	kc := vnniBlockK(nr, k)
-	useFused := fused != nil && vnniFusedEpi && vnniS32WholeK && g.Out.S32 == nil && !e.goPath
-	if g.Out.S32 != nil && vnniS32WholeK || useFused {
+	useFused := fused != nil && g.Out.S32 == nil && !e.goPath
+	if g.Out.S32 != nil || useFused {
 		kc = k
 	}
 	var bp *int8
@@ -476,10 +394,6 @@ func vnniBlock(g *GEMMU8S8, e *vnniEp, mr, nr int, micros []vnniMicro, fused vnn
 	if useFused {
 		ea0 = new(vnniEpArgs)
 		*ea0 = vnniEpArgsFor(g, e)
-		if vnniNTF32Out(g) {
-			ea0.flags |= vnniNTF32
-			nt = 2
-		}
 		ea = new(vnniEpArgs)
 		*ea = *ea0
 	}
@@ -509,12 +423,12 @@ func vnniBlock(g *GEMMU8S8, e *vnniEp, mr, nr int, micros []vnniMicro, fused vnn
 	// With K in one step and the block's rows of A small enough to stay in
 	// L2, each weight panel is used by every row tile in turn: it comes
 	// from memory once and then from L1, instead of once per block from
-	// memory for the first row tile (vnniPanelMajor).
+	// memory for the first row tile.
 	l2 := cpu.X86.L2
 	if l2 <= 0 {
 		l2 = 1 << 20
 	}
-	panelMajor := vnniPanelMajor && kc == k && (i1-i0)*k <= l2/2
+	panelMajor := kc == k && (i1-i0)*k <= l2/2
 	for p := 0; p < max(k, 1); p += max(kc, 1) {
 		kk := min(kc, k-p)
 		last := p+kc >= k

@@ -26,14 +26,6 @@ func VNNIGoTwinKernels() []*Kernel {
 	return ks
 }
 
-// SetVNNIS32Variant sets the s32 driver switches (vnniNTStores,
-// vnniNTMinBytes, vnniS32WholeK) and returns a function restoring them.
-func SetVNNIS32Variant(nt bool, ntMin int, wholeK bool) (restore func()) {
-	a, b, c := vnniNTStores, vnniNTMinBytes, vnniS32WholeK
-	vnniNTStores, vnniNTMinBytes, vnniS32WholeK = nt, ntMin, wholeK
-	return func() { vnniNTStores, vnniNTMinBytes, vnniS32WholeK = a, b, c }
-}
-
 // AVX2DriverKernels returns both AVX2 u8 x s8 drivers (runAVX2U8S8,
 // runAVX2WideU8S8) on every build: over the assembly where it is built in
 // (available with AVX2), else over the generic twins of the micro-kernels

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/int8bert/int8bert/cpu"
+	"github.com/stretchr/testify/require"
 )
 
 // TestVNNIEpArgsLayout checks the offsets of vnniEpArgs against those the
@@ -129,7 +130,7 @@ func (c *fusedCase) run(f vnniMicroE) []byte {
 // the assembly epilogue (the split one, as the driver's) reads it.
 func (c *fusedCase) old() vnniMicroE {
 	micro := vnniMicros[c.nr][c.mr]
-	epi := vnniEpilogueFor(c.nr, true)
+	epi := vnniEpilogueFor(c.nr)
 	return func(a *uint8, lda int, b *int8, k int, ep *byte) {
 		e := (*vnniEpArgs)(unsafe.Pointer(ep))
 		t := make([]int32, c.mr*c.nr)
@@ -171,25 +172,25 @@ func TestVNNIFusedExact(t *testing.T) {
 	}
 }
 
-// TestVNNIFusedDriverExact runs the registered kernels with and without the
-// fused micro-kernels (vnniFusedEpi) on shapes with tails, several N
-// blocks, padded strides, one and two threads and long K (several K steps
-// on the unfused path), for each epilogue kind, and requires equal bytes.
+// TestVNNIFusedDriverExact runs the registered kernels and the same driver
+// without the fused micro-kernels (the path of activations the assembly
+// lacks) on shapes with tails, several N blocks, padded strides, one and
+// two threads and long K (several K steps on the unfused path), for each
+// epilogue kind, and requires equal bytes.
 func TestVNNIFusedDriverExact(t *testing.T) {
 	if !vnniAvailable(cpu.X86) {
 		t.Skipf("the VNNI assembly is not available here (asm build %v): %s", vnniAsm, cpu.X86)
 	}
-	defer func(f bool, nt int) { vnniFusedEpi, vnniNTMinBytes = f, nt }(vnniFusedEpi, vnniNTMinBytes)
-	vnniNTMinBytes = 1 // non-temporal f32 stores wherever aligned
 	r := rand.New(rand.NewPCG(41, 42))
 	for _, tile := range vnniTiles {
 		kn := newVNNIKernel(tile[0], tile[1])
+		unfused := vnniKernel("unfused", tile[0], tile[1], vnniMicros[tile[1]][:tile[0]+1], vnniEpilogueFor(tile[1]), vnniAvailable)
 		for _, sh := range [][3]int{{8, 48, 64}, {17, 200, 131}, {25, 1100, 67}, {12, 96, 1700}, {7, 40, 5}, {30, 130, 3}, {24, 192, 100}} {
 			m, n, k := sh[0], sh[1], sh[2]
 			for kind := 0; kind < 6; kind++ {
 				lda, ldc := k+r.IntN(3), n+r.IntN(3)
 				if n%16 == 0 && kind%2 == 0 {
-					ldc = n // aligned rows: non-temporal stores
+					ldc = n // unpadded rows
 				}
 				a := make([]uint8, m*lda)
 				for i := range a {
@@ -223,8 +224,7 @@ func TestVNNIFusedDriverExact(t *testing.T) {
 					ep.Act, ep.OutScale, ep.OutZeroPoint, f32 = ActGELUTanh, 0.05, -3, false // the Go path
 				}
 				var outs [2][]byte
-				for fi, fused := range []bool{false, true} {
-					vnniFusedEpi = fused
+				for fi, kr := range []*Kernel{unfused, kn} {
 					threads := 1 + (kind+fi)%2
 					g := &GEMMU8S8{M: m, N: n, K: k, A: a, Lda: lda, B: p, Ep: ep, Threads: threads}
 					const guard = 16
@@ -254,9 +254,7 @@ func TestVNNIFusedDriverExact(t *testing.T) {
 						g.Out = Out{U8: buf[guard : guard+m*ldc], Ldc: ldc}
 						outs[fi] = buf
 					}
-					if err := kn.RunU8S8(g); err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, kr.RunU8S8(g))
 				}
 				for q := range outs[0] {
 					if outs[0][q] != outs[1][q] {

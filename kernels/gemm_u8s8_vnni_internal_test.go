@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/int8bert/int8bert/cpu"
+	"github.com/stretchr/testify/require"
 )
 
 // geluAccurate is GELU through erfc, free of the cancellation of 1+erf for
@@ -160,36 +161,40 @@ func TestVNNIEpilogueMatchesGo(t *testing.T) {
 }
 
 // BenchmarkVNNIMicro calls the full-size micro-kernels on one tile with A
-// and B in L1 (K = 256): the ceiling of the GEMMs of BenchmarkVNNI, which
-// on these hosts is within a few percent of the VPDPBUSD peak.
+// and B in L1 (k=256) and with B from L2 (k=1024): the ceiling of the
+// GEMMs of BenchmarkVNNI.
 func BenchmarkVNNIMicro(b *testing.B) {
 	if !vnniAvailable(cpu.X86) {
 		b.Skipf("the VNNI assembly is not available here (asm build %v): %s", vnniAsm, cpu.X86)
 	}
 	for _, t := range vnniTiles {
-		mr, nr, k := t[0], t[1], 256
-		micro := vnniMicros[nr][mr]
-		a := make([]uint8, mr*k)
-		w := make([]int8, nr*k)
-		c := make([]int32, mr*nr)
-		b.Run(fmt.Sprintf("%dx%d", mr, nr), func(b *testing.B) {
-			for b.Loop() {
-				micro(&a[0], k, &w[0], k, &c[0], nr, math.MaxUint64, 0)
-			}
-			b.ReportMetric(2*float64(mr*nr*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
-		})
+		for _, k := range []int{256, 1024} {
+			mr, nr := t[0], t[1]
+			micro := vnniMicros[nr][mr]
+			a := make([]uint8, mr*k)
+			w := make([]int8, nr*k)
+			c := make([]int32, mr*nr)
+			b.Run(fmt.Sprintf("tile=%dx%d/k=%d", mr, nr, k), func(b *testing.B) {
+				for b.Loop() {
+					micro(&a[0], k, &w[0], k, &c[0], nr, math.MaxUint64, 0)
+				}
+				b.ReportMetric(2*float64(mr*nr*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
+			})
+		}
 	}
 }
 
 // TestVNNINTStoresExact checks the non-temporal s32 stores (64-byte
-// aligned outputs, any size) against the Go twins with plain stores, with
-// and without K steps, on shapes with M, N and K tails and two threads, and
-// that the padding of each row is left alone.
+// aligned outputs of at least L2, here a 1 KiB one so that small outputs
+// qualify and every panel is its own N block) against the Go twins with
+// plain stores, on shapes with M, N and K tails and two threads, and that
+// the padding of each row is left alone.
 func TestVNNINTStoresExact(t *testing.T) {
 	if !vnniAvailable(cpu.X86) {
 		t.Skip("no VNNI")
 	}
-	defer func(a bool, b int, c bool) { vnniNTStores, vnniNTMinBytes, vnniS32WholeK = a, b, c }(vnniNTStores, vnniNTMinBytes, vnniS32WholeK)
+	defer func(f cpu.Features) { cpu.X86 = f }(cpu.X86)
+	cpu.X86.L2 = 1 << 10
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, tile := range vnniTiles {
 		mr, nr := tile[0], tile[1]
@@ -200,7 +205,7 @@ func TestVNNINTStoresExact(t *testing.T) {
 			}
 		}
 		twin := vnniKernel("twin", mr, nr, micros, vnniEpilogueGo, func(cpu.Features) bool { return true })
-		asm := vnniKernel("asm", mr, nr, vnniMicros[nr][:mr+1], vnniEpilogueFor(nr, true), vnniAvailable)
+		asm := vnniKernel("asm", mr, nr, vnniMicros[nr][:mr+1], vnniEpilogueFor(nr), vnniAvailable)
 		for _, sh := range [][3]int{{mr, nr, 64}, {3*mr + 1, 5*nr + 7, 4099}, {37, 131, 300}, {2*mr - 1, 2 * nr, 1537}} {
 			m, n, k := sh[0], sh[1], sh[2]
 			ldc := (n + 15) &^ 15
@@ -226,25 +231,15 @@ func TestVNNINTStoresExact(t *testing.T) {
 				return c
 			}
 			want := aligned()
-			vnniNTStores, vnniS32WholeK = false, false
-			if err := twin.RunU8S8(&GEMMU8S8{M: m, N: n, K: k, A: a, Lda: k, B: p, Out: Out{S32: want, Ldc: ldc}}); err != nil {
-				t.Fatal(err)
-			}
-			for _, wholeK := range []bool{false, true} {
-				for _, threads := range []int{1, 2} {
-					vnniNTStores, vnniNTMinBytes, vnniS32WholeK = true, 1, wholeK
-					got := aligned()
-					g := &GEMMU8S8{M: m, N: n, K: k, A: a, Lda: k, B: p, Out: Out{S32: got, Ldc: ldc}, Threads: threads}
-					if vnniNT(g) != 2 {
-						t.Fatalf("%dx%d %v: non-temporal stores not selected", m, n, sh)
-					}
-					if err := asm.RunU8S8(g); err != nil {
-						t.Fatal(err)
-					}
-					for i := range got {
-						if got[i] != want[i] {
-							t.Fatalf("%dx%d %v wholeK=%v threads=%d: C[%d][%d] = %d, want %d", mr, nr, sh, wholeK, threads, i/ldc, i%ldc, got[i], want[i])
-						}
+			require.NoError(t, twin.RunU8S8(&GEMMU8S8{M: m, N: n, K: k, A: a, Lda: k, B: p, Out: Out{S32: want, Ldc: ldc}}))
+			for _, threads := range []int{1, 2} {
+				got := aligned()
+				g := &GEMMU8S8{M: m, N: n, K: k, A: a, Lda: k, B: p, Out: Out{S32: got, Ldc: ldc}, Threads: threads}
+				require.Equal(t, 2, vnniNT(g), "%dx%d %v: non-temporal stores not selected", m, n, sh)
+				require.NoError(t, asm.RunU8S8(g))
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%dx%d %v threads=%d: C[%d][%d] = %d, want %d", mr, nr, sh, threads, i/ldc, i%ldc, got[i], want[i])
 					}
 				}
 			}

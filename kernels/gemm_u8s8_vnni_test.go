@@ -185,22 +185,3 @@ func TestVNNIRejectsForeignPacking(t *testing.T) {
 		}
 	}
 }
-
-// TestVNNIS32Variants runs the suite with the s32 switches off (K steps
-// accumulating in C, plain stores): the defaults run in TestU8S8Kernels.
-// (The suite's outputs are never 64-byte aligned, so non-temporal stores
-// are checked by TestVNNINTStoresExact.)
-func TestVNNIS32Variants(t *testing.T) {
-	restore := kernels.SetVNNIS32Variant(false, 0, false)
-	defer restore()
-	var ks []*kernels.Kernel
-	if !testing.Short() { // the twins are slow under -race
-		ks = kernels.VNNIGoTwinKernels()
-	}
-	if vnniAvailableOnBuild() {
-		ks = append(ks, kernels.VNNIKernels()...)
-	}
-	for _, k := range ks {
-		t.Run(k.Name+"/old", func(t *testing.T) { kernelstest.GEMM(t, k) })
-	}
-}
