@@ -71,7 +71,7 @@ func runAMXU8S8(g *GEMMU8S8, tile amxTileFunc) error {
 	return nil
 }
 
-// amxTileGo is the generic twin of amxTile32x32.
+// amxTileGo is the Go twin of amxTile32x32.
 func amxTileGo(a *uint8, lda int, b0, b1 *int8, kblocks int, c *int32, ldc int) {
 	k := 64 * kblocks
 	as := unsafe.Slice(a, 31*lda+k)

@@ -10,7 +10,7 @@ import (
 )
 
 // TestAVX2Drivers runs the GEMM suite on both AVX2 drivers, over the
-// assembly or, in builds without it, over the generic twins.
+// assembly or, in builds without it, over the Go twins.
 func TestAVX2Drivers(t *testing.T) {
 	for _, k := range kernels.AVX2DriverKernels() {
 		t.Run(k.Name, func(t *testing.T) {
@@ -24,7 +24,7 @@ func TestAVX2Drivers(t *testing.T) {
 
 // TestU8S8KernelsRefuseBadInput feeds every u8 x s8 kernel (the AVX2
 // drivers included) weights packed for another panel width (but the
-// generic twin, which reads any) and operands too short for the shape:
+// generic kernel, which reads any) and operands too short for the shape:
 // each must return ErrShape, not panic or write.
 func TestU8S8KernelsRefuseBadInput(t *testing.T) {
 	ks := append(kernels.U8S8Kernels(), kernels.AVX2DriverKernels()...)
@@ -57,7 +57,7 @@ func TestU8S8KernelsRefuseBadInput(t *testing.T) {
 				Out: kernels.Out{F32: make([]float32, m*n-1), Ldc: n}}},
 		} {
 			if c.name == "panel width" && k.ISA == "generic" {
-				continue // the generic twin reads any packing (PackedS8.At)
+				continue // the generic kernel reads any packing (PackedS8.At)
 			}
 			if err := k.RunU8S8(c.g); !errors.Is(err, kernels.ErrShape) {
 				t.Errorf("%s: %s: err = %v, want ErrShape", k.Name, c.name, err)

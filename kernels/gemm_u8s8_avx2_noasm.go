@@ -4,12 +4,12 @@ package kernels
 
 import "unsafe"
 
-// gemmAVX2_1x16 is the generic twin of the assembly kernel of that name.
+// gemmAVX2_1x16 is the Go twin of the assembly kernel of that name.
 func gemmAVX2_1x16(a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int) {
 	avx2Twin(1, a, lda, b, kgroups, c, ldc)
 }
 
-// gemmAVX2_2x16 is the generic twin of the assembly kernel of that name.
+// gemmAVX2_2x16 is the Go twin of the assembly kernel of that name.
 func gemmAVX2_2x16(a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int) {
 	avx2Twin(2, a, lda, b, kgroups, c, ldc)
 }
@@ -29,10 +29,10 @@ func avx2Twin(mr int, a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int
 	}
 }
 
-// widenU8AVX2 is the generic twin of the assembly function of that name.
+// widenU8AVX2 is the Go twin of the assembly function of that name.
 func widenU8AVX2(dst *int16, src *uint8, n int) { widenTwin(dst, src, n) }
 
-// widenS8AVX2 is the generic twin of the assembly function of that name.
+// widenS8AVX2 is the Go twin of the assembly function of that name.
 func widenS8AVX2(dst *int16, src *int8, n int) { widenTwin(dst, src, n) }
 
 func widenTwin[T uint8 | int8](dst *int16, src *T, n int) {
@@ -45,37 +45,37 @@ func widenTwin[T uint8 | int8](dst *int16, src *T, n int) {
 	}
 }
 
-// avx2Epilogue16 is the generic twin of the assembly function of that name.
+// avx2Epilogue16 is the Go twin of the assembly function of that name.
 func avx2Epilogue16(acc *int32, rows int, ep *byte) {
 	(*vnniEpArgs)(unsafe.Pointer(ep)).epilogueGo(acc, 16, rows, 16)
 }
 
-// gemmAVX2w_1x8 is the generic twin of the assembly kernel of that name.
+// gemmAVX2w_1x8 is the Go twin of the assembly kernel of that name.
 func gemmAVX2w_1x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
 	avx2Wide8Twin(1, a, lda, b, kgroups, c, ldc)
 }
 
-// gemmAVX2w_2x8 is the generic twin of the assembly kernel of that name.
+// gemmAVX2w_2x8 is the Go twin of the assembly kernel of that name.
 func gemmAVX2w_2x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
 	avx2Wide8Twin(2, a, lda, b, kgroups, c, ldc)
 }
 
-// gemmAVX2w_3x8 is the generic twin of the assembly kernel of that name.
+// gemmAVX2w_3x8 is the Go twin of the assembly kernel of that name.
 func gemmAVX2w_3x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
 	avx2Wide8Twin(3, a, lda, b, kgroups, c, ldc)
 }
 
-// gemmAVX2w_4x8 is the generic twin of the assembly kernel of that name.
+// gemmAVX2w_4x8 is the Go twin of the assembly kernel of that name.
 func gemmAVX2w_4x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
 	avx2Wide8Twin(4, a, lda, b, kgroups, c, ldc)
 }
 
-// gemmAVX2w_5x8 is the generic twin of the assembly kernel of that name.
+// gemmAVX2w_5x8 is the Go twin of the assembly kernel of that name.
 func gemmAVX2w_5x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
 	avx2Wide8Twin(5, a, lda, b, kgroups, c, ldc)
 }
 
-// gemmAVX2w_6x8 is the generic twin of the assembly kernel of that name.
+// gemmAVX2w_6x8 is the Go twin of the assembly kernel of that name.
 func gemmAVX2w_6x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
 	avx2Wide8Twin(6, a, lda, b, kgroups, c, ldc)
 }

@@ -190,7 +190,7 @@ func (a *vnniEpArgs) at(t *vnniEpArgs, i, j int) {
 	}
 }
 
-// vnniMicroEGo is the reference of the fused micro-kernels (see the doc
+// vnniMicroEGo is the Go twin of the fused micro-kernels (see the doc
 // comment of vnniU8S8E_8x48): vnniMicroGo into a tile, then vnniEpilogueGo.
 func vnniMicroEGo(mr, nr int, a *uint8, lda int, b *int8, k int, ep *byte) {
 	e := (*vnniEpArgs)(unsafe.Pointer(ep))
@@ -539,7 +539,7 @@ func vnniTileEpilogue(g *GEMMU8S8, e *vnniEp, epi vnniEpi, tile []int32, ldt, i,
 	epi(dst, o.Ldc, &tile[0], ldt, rows, cols, colSum, e.zp, rowScale, scale, colScale, bias, res, ldres, e.flags, e.invOut, e.outZP, e.lo, e.hi)
 }
 
-// vnniMicroGo is the reference loop of the micro-kernels (see the doc
+// vnniMicroGo is the Go twin of the micro-kernels (see the doc
 // comment of vnniU8S8_8x48), on raw pointers as the assembly gets them.
 func vnniMicroGo(mr, nr int, a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask uint64, add int) {
 	if nmask == 0 {
@@ -569,7 +569,7 @@ func vnniMicroGo(mr, nr int, a *uint8, lda int, b *int8, k int, c *int32, ldc in
 	}
 }
 
-// vnniEpilogueGo is the reference loop of vnniEpilogue, in the same float32
+// vnniEpilogueGo is the Go twin of vnniEpilogue, in the same float32
 // steps as the assembly (GELU by geluF32).
 func vnniEpilogueGo(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32) {
 	if n <= 0 || rows <= 0 {

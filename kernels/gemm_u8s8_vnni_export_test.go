@@ -28,7 +28,7 @@ func VNNIGoTwinKernels() []*Kernel {
 
 // AVX2DriverKernels returns both AVX2 u8 x s8 drivers (runAVX2U8S8,
 // runAVX2WideU8S8) on every build: over the assembly where it is built in
-// (available with AVX2), else over the generic twins of the micro-kernels
+// (available with AVX2), else over the Go twins of the micro-kernels
 // and widening functions (always available), so the drivers' tails,
 // padding and threading are tested everywhere.
 func AVX2DriverKernels() []*Kernel {
