@@ -66,10 +66,8 @@ const f32DefaultL2 = 1 << 20
 // f32MinKC is the shortest K slab blocking picks. A slab sized for L2 with
 // BERT-large's 256 rows (512 on a 1 MiB L2) costs a second pass over a C of
 // up to 4 MiB, which comes back from L3; A's rows stream in order and the
-// hardware prefetcher keeps up with them from L3. On the Zen 4 VM, kc = 1024
-// against the L2-sized 512 (K = 1024) or 684 (K = 4096) measured +1 to +4
-// points of the FMA peak on the M = 256 shapes, with and without the
-// epilogue (BenchmarkF32Knobs, INT8BERT_F32_KNOBS="0:1:0,1024:1:0").
+// hardware prefetcher keeps up with them from L3, so a longer slab wins
+// (compare with BenchmarkF32Knobs).
 const f32MinKC = 1024
 
 // Knobs for tests and benchmarks: f32KC > 0 overrides the K slab, f32MC > 0

@@ -31,9 +31,9 @@ type tileShape struct {
 	bcastReg bool
 }
 
-// tileShapes are listed fastest first as measured on Zen 5 (BERT shapes, one
-// thread): 6x64, then 8x48, then 14x32. A variant with the broadcast folded
-// into the FMA (bcastReg false, e.g. 15x32) measured clearly slower there.
+// tileShapes are listed fastest first on BERT's shapes (one thread). Each
+// broadcasts A into a register (bcastReg): folding the broadcast into the
+// FMA (bcastReg false, e.g. 15x32) is slower.
 var tileShapes = []tileShape{
 	{6, 64, true},
 	{8, 48, true},

@@ -310,8 +310,8 @@ func epilogue() {
 // costs its two B vectors, one broadcast load per row and two VPMADDWD +
 // VPADDD per row: none of gemmAVX2_2x16's per-group widening, and with up
 // to 6 rows 12 accumulators, 2 B, the broadcast and a product fill the 16
-// registers (2 + mr loads for 2*mr VPMADDWD: measured ~5% faster here than
-// 3 rows x 16 columns with B from memory, 3 + 12 loads for 12). Two groups
+// registers (2 + mr loads for 2*mr VPMADDWD, against 3 + 12 loads for 12
+// with 3 rows x 16 columns and B from memory). Two groups
 // per loop iteration, one index register for the rows of A.
 func wideKernel8(mr int) {
 	name := fmt.Sprintf("gemmAVX2w_%dx8", mr)
