@@ -42,7 +42,8 @@
 // # Files
 //
 // Every file is named <op>[_<isa>][_<part>][_<goarch>|_noasm][_test]: op
-// is gemm_u8s8, gemm_f32, eltwise or another operation; isa is one of
+// is gemm_u8s8, gemm_f32, eltwise or another operation (twin_arith holds
+// what the twins share); isa is one of
 // generic, avx2, avx512, vnni (AVX512-VNNI) and amx, left out where a file
 // serves every ISA of its op; part names a piece (stub: the generated Go
 // declarations of an .s file; table, epi, export, bench ...); _amd64 files
@@ -68,9 +69,11 @@
 //	pack_f32_into.go         PackF32Into, the allocation-free repack (attention's K)
 //	eltwise.go               the element-wise API (LayerNorm, Softmax, GELU, Quantize*,
 //	                         Dequantize*) and its per-call dispatch
+//	eltwise_quant.go         the quantize and dequantize steps (QuantizeRowsU8 ...)
 //	eltwise_generic.go       the element-wise twins, which are the generic path
 //	eltwise_avx512*.go/.s    the AVX-512 element-wise kernels
 //	eltwise_avx2*.go/.s      the AVX2 passes (softmax, LayerNorm sums, quantizers)
+//	twin_arith.go            float32 arithmetic the twins share: fma32, the GELU models
 //	bf16.go                  ToBF16, FromBF16
 //	pool.go                  Parallel, the process-wide worker pool
 //	generate.go              every go:generate line
