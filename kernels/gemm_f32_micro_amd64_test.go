@@ -179,13 +179,23 @@ func f32BenchGEMM(m, n, k, nr int) *GEMMF32 {
 
 // BenchmarkF32Knobs compares blocking choices on the BERT shapes in one
 // process, alternating them run by run (thread CPU time, best of each), so
-// that a noisy machine disturbs them alike. INT8BERT_F32_KNOBS lists
-// "kc:pf:copy[:mc]" knobs, e.g. "0:1:0,192:1:-1,0:1:0:128" (kc and mc 0 =
-// automatic; copy 1 always, -1 never, 0 by A's stride).
+// that a noisy machine disturbs them alike, and reports each knob's median
+// share of the FMA peak as its own unit. The knobs are "kc:pf:copy[:mc]"
+// (kc and mc 0 = automatic; copy 1 always, -1 never, 0 by A's stride):
+// f32DefaultKnobs, or the list in INT8BERT_F32_KNOBS, e.g.
+// "0:1:0,192:1:-1,0:1:0:128".
+// f32DefaultKnobs are BenchmarkF32Knobs' knobs: the automatic blocking,
+// the L2-sized K slab instead of f32MinKC's, no slab prefetch, and A's
+// blocks always and never copied.
+const f32DefaultKnobs = "0:1:0,512:1:0,0:0:0,0:1:1,0:1:-1"
+
 func BenchmarkF32Knobs(b *testing.B) {
+	if !f32Available(cpu.X86) {
+		b.Skipf("CPU lacks AVX512F/BW (%s)", cpu.X86)
+	}
 	spec := os.Getenv("INT8BERT_F32_KNOBS")
-	if spec == "" || !f32Available(cpu.X86) {
-		b.Skip("set INT8BERT_F32_KNOBS (and run on AVX-512)")
+	if spec == "" {
+		spec = f32DefaultKnobs
 	}
 	type knob struct {
 		kc, mc int
