@@ -91,54 +91,45 @@ func TestMeasure(t *testing.T) {
 	p := Measure(30 * time.Millisecond)
 	t.Logf("peak (unpinned, short, under load of other tests: not a benchmark): %s", p)
 	if !Available() {
-		if p != (Figures{}) {
-			t.Fatalf("no assembly or no AVX-512F, yet Measure = %+v", p)
-		}
+		require.Equal(t, Figures{}, p, "no assembly or no AVX-512F")
 		t.Skipf("peak not measurable here (assembly=%v, %s): Measure returns zeros", haveAsm, cpu.X86)
 	}
 	f := cpu.X86
 	check := func(name string, on bool, v float64) {
-		switch {
-		case on && !(v > 0):
-			t.Errorf("%s: feature on, figure %v", name, v)
-		case !on && v != 0:
-			t.Errorf("%s: feature off, figure %v", name, v)
+		if on {
+			assert.Positive(t, v, "%s: feature on", name)
+		} else {
+			assert.Zero(t, v, "%s: feature off", name)
 		}
 	}
 	check("fp32", f.AVX512F || f.AVX2 && f.FMA, p.FP32GFLOPS)
 	check("vnni", f.AVX512F && f.AVX512VNNI, p.VNNIGOPS)
 	check("bf16", f.AVX512F && f.AVX512BF16, p.BF16GFLOPS)
 	check("avx2 int8", f.AVX2, p.AVX2Int8GOPS)
-	if want := p.VNNIGOPS; want == 0 {
-		if p.Int8() != p.AVX2Int8GOPS {
-			t.Errorf("no VNNI: Int8() = %v, want the AVX2 figure %v", p.Int8(), p.AVX2Int8GOPS)
-		}
-	} else if p.Int8() != want {
-		t.Errorf("Int8() = %v, want the VNNI figure %v", p.Int8(), want)
+	if p.VNNIGOPS == 0 {
+		assert.Equal(t, p.AVX2Int8GOPS, p.Int8(), "no VNNI: Int8 is the AVX2 figure")
+	} else {
+		assert.Equal(t, p.VNNIGOPS, p.Int8(), "Int8 is the VNNI figure")
 	}
 }
 
 func TestMeasureFeatureOff(t *testing.T) {
 	saved := cpu.X86
 	defer func() { cpu.X86 = saved }()
-	off, _ := saved.Apply("avx512bf16,avx512vnni")
-	cpu.X86 = off
+	cpu.X86, _ = saved.Apply("avx512bf16,avx512vnni")
 	p := Measure(3 * time.Millisecond)
-	if p.VNNIGOPS != 0 || p.BF16GFLOPS != 0 {
-		t.Fatalf("vnni and bf16 disabled, Measure = %+v", p)
-	}
+	assert.Zero(t, p.VNNIGOPS, "vnni disabled")
+	assert.Zero(t, p.BF16GFLOPS, "bf16 disabled")
 	// Without AVX-512F: the ymm FMA and VPMADDWD loops, where the CPU has
 	// AVX2 (and FMA3); nothing without AVX2.
 	cpu.X86, _ = saved.Apply("avx512f")
 	p = Measure(3 * time.Millisecond)
-	if p.VNNIGOPS != 0 || p.BF16GFLOPS != 0 ||
-		(p.FP32GFLOPS > 0) != (haveAsm && saved.AVX2 && saved.FMA) || (p.AVX2Int8GOPS > 0) != (haveAsm && saved.AVX2) {
-		t.Fatalf("avx512f disabled (%s), Measure = %+v", cpu.X86, p)
-	}
+	assert.Zero(t, p.VNNIGOPS, "avx512f disabled")
+	assert.Zero(t, p.BF16GFLOPS, "avx512f disabled")
+	assert.Equal(t, haveAsm && saved.AVX2 && saved.FMA, p.FP32GFLOPS > 0, "avx512f disabled: ymm FMA figure %v", p.FP32GFLOPS)
+	assert.Equal(t, haveAsm && saved.AVX2, p.AVX2Int8GOPS > 0, "avx512f disabled: VPMADDWD figure %v", p.AVX2Int8GOPS)
 	cpu.X86, _ = saved.Apply("avx512f,avx2")
-	if p := Measure(time.Millisecond); p != (Figures{}) {
-		t.Fatalf("avx512f and avx2 disabled, Measure = %+v", p)
-	}
+	assert.Equal(t, Figures{}, Measure(time.Millisecond), "avx512f and avx2 disabled")
 }
 
 func TestRate(t *testing.T) {
@@ -150,34 +141,18 @@ func TestRate(t *testing.T) {
 		on   bool
 	}{{FP32, f.AVX512F || f.AVX2 && f.FMA}, {VNNI, f.AVX512F && f.AVX512VNNI}, {BF16, f.AVX512F && f.AVX512BF16},
 		{AVX2Int8, f.AVX2}, {Int8, f.AVX2 || f.AVX512F && f.AVX512VNNI}} {
-		t0 := time.Now()
 		r := Rate(c.kind, 5*time.Millisecond)
-		e := time.Since(t0)
-		switch {
-		case !Available() || !c.on:
-			if r != 0 {
-				t.Errorf("kind %d: not measurable here (assembly=%v, %s), Rate = %v", c.kind, haveAsm, cpu.X86, r)
-			}
-		case !(r > 0):
-			t.Errorf("kind %d: Rate = %v", c.kind, r)
-		case e > time.Second:
-			t.Errorf("kind %d: a 5ms Rate took %v", c.kind, e)
+		if Available() && c.on {
+			assert.Positive(t, r, "kind %d", c.kind)
+		} else {
+			assert.Zero(t, r, "kind %d: not measurable here (assembly=%v, %s)", c.kind, haveAsm, cpu.X86)
 		}
 	}
-	off, _ := saved.Apply("avx512vnni")
-	cpu.X86 = off
-	if r := Rate(VNNI, time.Millisecond); r != 0 {
-		t.Fatalf("vnni disabled, Rate(VNNI) = %v", r)
-	}
-	if r := Rate(Int8, time.Millisecond); (r > 0) != (haveAsm && saved.AVX2) {
-		t.Fatalf("vnni disabled, Rate(Int8) = %v (the AVX2 loop where AVX2 is)", r)
-	}
-	if r := Rate(Kind(-1), time.Millisecond); r != 0 {
-		t.Fatalf("kind -1: Rate = %v", r)
-	}
-	if r := Rate(Kind(9), time.Millisecond); r != 0 {
-		t.Fatalf("unknown kind: Rate = %v", r)
-	}
+	cpu.X86, _ = saved.Apply("avx512vnni")
+	assert.Zero(t, Rate(VNNI, time.Millisecond), "vnni disabled")
+	assert.Equal(t, haveAsm && saved.AVX2, Rate(Int8, time.Millisecond) > 0, "vnni disabled: Int8 is the AVX2 loop where AVX2 is")
+	assert.Zero(t, Rate(Kind(-1), time.Millisecond), "kind -1")
+	assert.Zero(t, Rate(Kind(9), time.Millisecond), "unknown kind")
 }
 
 // BenchmarkMeasure reports the three peaks of the calling thread (locked);
