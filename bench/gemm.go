@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/cpu"
-	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/kernels/peak"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -75,15 +75,6 @@ type GEMMOptions struct {
 	Progress func(what string)
 }
 
-// Peak is the measured peak of this CPU on one thread (kernels.Peak's
-// figures; FP32 is the ymm FMA's on CPUs without AVX-512).
-type Peak struct {
-	FP32GFLOPS   float64 `json:"fp32_gflops"`
-	VNNIGOPS     float64 `json:"vnni_gops"`
-	BF16GFLOPS   float64 `json:"bf16_gflops"`
-	AVX2Int8GOPS float64 `json:"avx2_int8_gops"`
-}
-
 // GEMMResult is one candidate measured on one shape, type and epilogue.
 type GEMMResult struct {
 	Shape    string  `json:"shape"`
@@ -127,26 +118,21 @@ type Skipped struct {
 type GEMMReport struct {
 	CPU     string       `json:"cpu"`
 	Threads int          `json:"threads"`
-	Peak    Peak         `json:"peak"`
+	Peak    peak.Figures `json:"peak"`
 	Results []GEMMResult `json:"results"`
 	Skipped []Skipped    `json:"skipped,omitempty"`
 }
 
-// of returns the peak of a precision's arithmetic for threads threads: VNNI
-// for INT8 (VPMADDWD's on CPUs without VNNI), FMA for FP32, times threads
-// (one core's figure each).
-func (p Peak) of(int8 bool, threads int) float64 {
+// measurePeak measures the peak of a precision's arithmetic on the calling
+// thread for d and returns it for threads threads: VNNI for INT8 (VPMADDWD's
+// on CPUs without VNNI), FMA for FP32, times threads (one core's figure
+// each).
+func measurePeak(d time.Duration, int8 bool, threads int) float64 {
+	p := peak.Measure(d)
 	if int8 {
-		return kernels.Peak{VNNIGOPS: p.VNNIGOPS, AVX2Int8GOPS: p.AVX2Int8GOPS}.Int8() * float64(threads)
+		return p.Int8() * float64(threads)
 	}
 	return p.FP32GFLOPS * float64(threads)
-}
-
-// MeasurePeak runs the in-project FMA / VNNI / BF16 peak microbenchmarks on
-// the calling thread.
-func MeasurePeak(d time.Duration) Peak {
-	p := kernels.MeasurePeak(d)
-	return Peak{FP32GFLOPS: p.FP32GFLOPS, VNNIGOPS: p.VNNIGOPS, BF16GFLOPS: p.BF16GFLOPS, AVX2Int8GOPS: p.AVX2Int8GOPS}
 }
 
 // GEMM measures every candidate the selector has (native kernels of every
@@ -187,15 +173,15 @@ func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 		}
 	}
 	progress("peak microbenchmarks")
-	r := &GEMMReport{CPU: cpu.X86.Brand, Threads: o.Threads, Peak: MeasurePeak(o.PeakTime)}
+	r := &GEMMReport{CPU: cpu.X86.Brand, Threads: o.Threads, Peak: peak.Measure(o.PeakTime)}
 	// Each timed repetition is paired with a run of the peak loop of its
 	// precision right before it.
 	ref := func(key selector.Key, d time.Duration) float64 {
-		kind := kernels.PeakFP32
+		kind := peak.FP32
 		if key.Op == selector.OpU8S8 {
-			kind = kernels.PeakInt8
+			kind = peak.Int8
 		}
-		return kernels.PeakRate(kind, d) * float64(o.Threads)
+		return peak.Rate(kind, d) * float64(o.Threads)
 	}
 	sel, err := selector.New(selector.Options{CachePath: "off", Reps: o.Reps, RepTime: o.RepTime, PruneFactor: math.Inf(1), Reference: ref})
 	if err != nil {

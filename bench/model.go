@@ -184,7 +184,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		var peak float64
 		if o.PeakTime >= 0 {
 			say("peak microbenchmark")
-			peak = MeasurePeak(cmp.Or(o.PeakTime, 300*time.Millisecond)).of(p.Int8(), o.Threads)
+			peak = measurePeak(cmp.Or(o.PeakTime, 300*time.Millisecond), p.Int8(), o.Threads)
 		}
 		say("timing %s", p)
 		r, err := timeModel(ctx, m, in, prof, &o)

@@ -144,8 +144,8 @@ type Kernel struct {
 	RunU8S8 func(g *GEMMU8S8) error
 }
 
-// GenericU8S8 is the plain Go kernel on the packed layout: the generic twin
-// every assembly kernel must equal bit for bit.
+// GenericU8S8 is the generic u8 x s8 kernel: plain Go on the packed layout,
+// on every CPU; every assembly kernel must equal it bit for bit.
 var GenericU8S8 = &Kernel{
 	Name: "gemmGeneric_1x16", ISA: "generic", MR: 1, NR: 16, KB: 4,
 	Available: func(cpu.Features) bool { return true },

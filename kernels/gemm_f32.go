@@ -7,9 +7,6 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 )
 
-//go:generate sh -c "cd _gen && go run ./fp32 -out ../gemm_f32_amd64.s -stubs ../gemm_f32_stub_amd64.go -pkg kernels -table ../gemm_f32_table_amd64.go"
-//go:generate sh -c "cd _gen && go run ./fp32avx2 -out ../gemm_f32avx2_amd64.s -stubs ../gemm_f32avx2_stub_amd64.go -pkg kernels"
-
 // PackedF32 is a float32 weight matrix ([N][K], a PyTorch Linear weight)
 // packed once into panels of NR columns, the layout the FP32 kernels read:
 //

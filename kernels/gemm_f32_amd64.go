@@ -10,27 +10,28 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 )
 
-// f32Kern is one generated micro-kernel (see gemm_f32_stub_amd64.go).
+// f32Kern is one generated micro-kernel (see gemm_f32_avx512_stub_amd64.go).
 type f32Kern func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)
 
-// f32Family is a register tile with its kernels for 1...mr rows. avx2
-// marks the AVX2 + FMA3 family (gemmF32a*, its epilogue epiF32a); the others
+// f32Driver is the tile driver of one register tile: its kernels for 1...mr
+// rows and the blocking, packing and epilogue around them. avx2
+// marks the AVX2 + FMA3 tile (gemmF32a*, its epilogue epiF32a); the others
 // are AVX-512 (epiF32).
-type f32Family struct {
+type f32Driver struct {
 	mr, nr   int
 	bcastReg bool
 	kern     []f32Kern
 	avx2     bool
 }
 
-// f32AVX2Family is the AVX2 + FMA3 tile (_gen/fp32avx2), for CPUs without
+// f32AVX2Driver is the AVX2 + FMA3 tile (_gen/gemm_f32_avx2), for CPUs without
 // AVX-512.
-var f32AVX2Family = f32Family{mr: 6, nr: 16, avx2: true,
+var f32AVX2Driver = f32Driver{mr: 6, nr: 16, avx2: true,
 	kern: []f32Kern{nil, gemmF32a1x16, gemmF32a2x16, gemmF32a3x16, gemmF32a4x16, gemmF32a5x16, gemmF32a6x16}}
 
 func init() {
-	for i := range f32Families {
-		f := &f32Families[i]
+	for i := range f32Drivers {
+		f := &f32Drivers[i]
 		f32Asm = append(f32Asm, &KernelF32{
 			Name: fmt.Sprintf("gemmF32_%dx%d", f.mr, f.nr), ISA: "avx512", MR: f.mr, NR: f.nr,
 			Available: f32Available,
@@ -38,7 +39,7 @@ func init() {
 			Run:       f.run,
 		})
 	}
-	f := &f32AVX2Family
+	f := &f32AVX2Driver
 	f32Asm = append(f32Asm, &KernelF32{
 		Name: fmt.Sprintf("gemmF32avx2_%dx%d", f.mr, f.nr), ISA: "avx2", MR: f.mr, NR: f.nr,
 		Available: f32AVX2Available,
@@ -49,10 +50,10 @@ func init() {
 
 func f32Available(f cpu.Features) bool { return f.AVX512F && f.AVX512BW }
 
-// f32AVX2Available reports whether the AVX2 family runs: AVX2 and FMA3.
+// f32AVX2Available reports whether the AVX2 tile runs: AVX2 and FMA3.
 func f32AVX2Available(f cpu.Features) bool { return f.AVX2 && f.FMA }
 
-func (f *f32Family) available(c cpu.Features) bool {
+func (f *f32Driver) available(c cpu.Features) bool {
 	if f.avx2 {
 		return f32AVX2Available(c)
 	}
@@ -65,10 +66,8 @@ const f32DefaultL2 = 1 << 20
 // f32MinKC is the shortest K slab blocking picks. A slab sized for L2 with
 // BERT-large's 256 rows (512 on a 1 MiB L2) costs a second pass over a C of
 // up to 4 MiB, which comes back from L3; A's rows stream in order and the
-// hardware prefetcher keeps up with them from L3. On the Zen 4 VM, kc = 1024
-// against the L2-sized 512 (K = 1024) or 684 (K = 4096) measured +1 to +4
-// points of the FMA peak on the M = 256 shapes, with and without the
-// epilogue (BenchmarkF32Knobs, INT8BERT_F32_KNOBS="0:1:0,1024:1:0").
+// hardware prefetcher keeps up with them from L3, so a longer slab wins
+// (compare with BenchmarkF32Knobs).
 const f32MinKC = 1024
 
 // Knobs for tests and benchmarks: f32KC > 0 overrides the K slab, f32MC > 0
@@ -87,7 +86,7 @@ var (
 // NR, the one in use and the one being prefetched) fill L2, but slabs are
 // at least f32MinKC long. Each slab costs a pass over C, so slabs are as
 // long as that allows, and balanced.
-func (f *f32Family) blocking(rows, k int) (kc, mc int) {
+func (f *f32Driver) blocking(rows, k int) (kc, mc int) {
 	l2 := cpu.X86.L2
 	if l2 <= 0 {
 		l2 = f32DefaultL2
@@ -105,7 +104,7 @@ func (f *f32Family) blocking(rows, k int) (kc, mc int) {
 	return kc, mc
 }
 
-// f32PFLines must match pfLines of the generator (_gen/fp32).
+// f32PFLines must match pfLines of the generator (_gen/gemm_f32_avx512).
 const f32PFLines = 2
 
 // f32Aliased reports whether mr rows at stride lda floats put more than 6
@@ -126,7 +125,7 @@ func f32Aliased(lda, mr int) bool {
 // f32Scratch holds the per-task copies of A blocks.
 var f32Scratch sync.Pool
 
-func (f *f32Family) run(g *GEMMF32) error {
+func (f *f32Driver) run(g *GEMMF32) error {
 	if err := g.Check(); err != nil {
 		return err
 	}
@@ -166,7 +165,7 @@ func (f *f32Family) run(g *GEMMF32) error {
 }
 
 // block computes rows i0...i1-1 and panels p0...p1-1 of C.
-func (f *f32Family) block(g *GEMMF32, i0, i1, p0, p1 int) {
+func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 	K, nr := g.K, f.nr
 	KC, MC := f.blocking(i1-i0, K)
 	ep := g.Ep
@@ -272,11 +271,11 @@ func (f *f32Family) block(g *GEMMF32, i0, i1, p0, p1 int) {
 }
 
 // epilogue applies g.Ep to the tile of rows i...i+mr-1, columns j...j+nv-1
-// while it is in L1: in assembly (epiF32 of the AVX-512 families, masked
-// tail included; epiF32a of the AVX2 family on whole groups of 16 columns),
-// the rest in Go (f32EpilogueGo): the tanh GELU, and on the AVX2 family
+// while it is in L1: in assembly (epiF32 of the AVX-512 tiles, masked
+// tail included; epiF32a of the AVX2 tile on whole groups of 16 columns),
+// the rest in Go (f32EpilogueGo): the tanh GELU, and on the AVX2 tile
 // the erfc GELU and the columns past the last whole 16.
-func (f *f32Family) epilogue(g *GEMMF32, i, mr, j, nv, act int, actGo bool) {
+func (f *f32Driver) epilogue(g *GEMMF32, i, mr, j, nv, act int, actGo bool) {
 	ep := g.Ep
 	var bias, res *float32
 	ldr := ep.ldr(g.N)

@@ -128,13 +128,13 @@ func TestEpiF32GELU8(t *testing.T) {
 		for i := range w {
 			w[i] = float32(i%3) - 1
 		}
-		pk, err := PackF32(16, 8, w, 8, f32Families[0].nr)
+		pk, err := PackF32(16, 8, w, 8, f32Drivers[0].nr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		g := &GEMMF32{M: 2, N: 16, K: 8, A: a, Lda: 8, B: pk, C: make([]float32, 2*16), Ldc: 16, Threads: 1,
 			Ep: &Epilogue{Act: ActGELU, PreciseGELU: precise}}
-		if err := f32Families[0].run(g); err != nil {
+		if err := f32Drivers[0].run(g); err != nil {
 			t.Fatal(err)
 		}
 		acc := make([]float32, 2*16)

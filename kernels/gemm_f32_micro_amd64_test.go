@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/kernels/peak"
 )
 
 // threadCPU returns the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID):
@@ -40,12 +41,23 @@ func bestRate(reps int, ops float64, f func()) float64 {
 	return best
 }
 
-func peakF32CPU() float64 {
-	const n = 20000
-	return bestRate(5, n*peakFMAOps, func() { peakFMA(n) }) / 1e9
+// peakFMARate returns the best rate of the FP32 FMA peak loop run for
+// about ops operations, over reps runs timed in thread CPU time.
+func peakFMARate(reps int, ops float64) float64 {
+	best := 0.0
+	for range reps {
+		t := threadCPU()
+		done := peak.Run(peak.FP32, ops)
+		if e := (threadCPU() - t).Seconds(); e > 0 {
+			best = max(best, done/e)
+		}
+	}
+	return best
 }
 
-// BenchmarkF32Micro times each family's full-height micro-kernel on an
+func peakF32CPU() float64 { return peakFMARate(5, 15e6) / 1e9 }
+
+// BenchmarkF32Micro times each tile's full-height micro-kernel on an
 // L1-resident tile (kc = 192) against the FMA peak, both in thread CPU
 // time, best of many short runs: the inner loop's efficiency without cache
 // effects.
@@ -55,7 +67,7 @@ func BenchmarkF32Micro(b *testing.B) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	for _, f := range f32Families {
+	for _, f := range f32Drivers {
 		b.Run(fmt.Sprintf("%dx%d", f.mr, f.nr), func(b *testing.B) {
 			const kc, calls = 192, 200
 			a := make([]float32, f.mr*kc)
@@ -110,12 +122,11 @@ func BenchmarkF32CPUTime(b *testing.B) {
 						g.Ep = f32BenchEpilogue(s.m, s.n, s.k)
 					}
 					flops := 2 * float64(s.m*s.n*s.k)
-					iters := int(flops / peakFMAOps)
 					best := 0.0
 					var ratios []float64
 					for b.Loop() {
 						for range 12 {
-							p := bestRate(1, float64(iters*peakFMAOps), func() { peakFMA(iters) })
+							p := peakFMARate(1, flops)
 							r := bestRate(1, flops, func() { kern.Run(g) })
 							best = max(best, r)
 							ratios = append(ratios, r/p)
@@ -168,13 +179,23 @@ func f32BenchGEMM(m, n, k, nr int) *GEMMF32 {
 
 // BenchmarkF32Knobs compares blocking choices on the BERT shapes in one
 // process, alternating them run by run (thread CPU time, best of each), so
-// that a noisy machine disturbs them alike. INT8BERT_F32_KNOBS lists
-// "kc:pf:copy[:mc]" knobs, e.g. "0:1:0,192:1:-1,0:1:0:128" (kc and mc 0 =
-// automatic; copy 1 always, -1 never, 0 by A's stride).
+// that a noisy machine disturbs them alike, and reports each knob's median
+// share of the FMA peak as its own unit. The knobs are "kc:pf:copy[:mc]"
+// (kc and mc 0 = automatic; copy 1 always, -1 never, 0 by A's stride):
+// f32DefaultKnobs, or the list in INT8BERT_F32_KNOBS, e.g.
+// "0:1:0,192:1:-1,0:1:0:128".
+// f32DefaultKnobs are BenchmarkF32Knobs' knobs: the automatic blocking,
+// the L2-sized K slab instead of f32MinKC's, no slab prefetch, and A's
+// blocks always and never copied.
+const f32DefaultKnobs = "0:1:0,512:1:0,0:0:0,0:1:1,0:1:-1"
+
 func BenchmarkF32Knobs(b *testing.B) {
+	if !f32Available(cpu.X86) {
+		b.Skipf("CPU lacks AVX512F/BW (%s)", cpu.X86)
+	}
 	spec := os.Getenv("INT8BERT_F32_KNOBS")
-	if spec == "" || !f32Available(cpu.X86) {
-		b.Skip("set INT8BERT_F32_KNOBS (and run on AVX-512)")
+	if spec == "" {
+		spec = f32DefaultKnobs
 	}
 	type knob struct {
 		kc, mc int
@@ -205,13 +226,12 @@ func BenchmarkF32Knobs(b *testing.B) {
 						g.Ep = f32BenchEpilogue(s.m, s.n, s.k)
 					}
 					flops := 2 * float64(s.m*s.n*s.k)
-					iters := int(flops / peakFMAOps)
 					ratios := make([][]float64, len(knobs))
 					for b.Loop() {
 						for range 10 {
 							for i, k := range knobs {
 								f32KC, f32MC, f32NoPF, f32Copy = k.kc, k.mc, !k.pf, k.cp
-								p := bestRate(1, flops, func() { peakFMA(iters) })
+								p := peakFMARate(1, flops)
 								r := bestRate(1, flops, func() { kern.Run(g) })
 								ratios[i] = append(ratios[i], r/p)
 							}

@@ -198,7 +198,7 @@ func containsSuffix(s, suf string) bool { return len(s) >= len(suf) && s[len(s)-
 // TestF32FeatureOff turns features off as INT8BERT_CPU_DISABLE would and
 // checks that the assembly kernels that need them say they are unavailable
 // and refuse to run, while the others (the generic one; with AVX-512 off,
-// the AVX2 family, as on a CPU without AVX-512) still run correctly.
+// the AVX2 tile, as on a CPU without AVX-512) still run correctly.
 func TestF32FeatureOff(t *testing.T) {
 	saved := cpu.X86
 	defer func() { cpu.X86 = saved }()

@@ -14,6 +14,8 @@ if [ "$(go env CGO_ENABLED)" != 1 ]; then
 	exit 1
 fi
 
+echo "== generated kernels match their generators (scripts/check-generate.sh)"
+scripts/check-generate.sh
 echo "== go vet ./... (with oneDNN)"
 go vet ./...
 echo "== go test -race -short ./... (with oneDNN; -short leaves out the whole-dataset accuracy runs)"

@@ -88,7 +88,7 @@ type Options struct {
 	// Reference, when set, runs between the timed repetitions (before the
 	// first of each round and after each) for about a quarter of a
 	// repetition and returns the rate of some fixed work over that run
-	// (the bench passes the VNNI or FMA peak loop: ops per second), d being
+	// (the bench passes peak.Rate of the VNNI or FMA loop: ops per second), d being
 	// the length to aim for; Measurement.RefWork then pairs each
 	// repetition with the faster of the reference runs right before and
 	// after it, so that a machine whose speed drifts during tuning slows

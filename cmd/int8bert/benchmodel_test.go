@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/kernels/peak"
 )
 
 // benchModelOutput is bench model -json's output.
@@ -56,7 +56,7 @@ func TestBenchModelJSON(t *testing.T) {
 		}
 		// The peak of the precision's instructions, where this CPU and
 		// build have them, and the linears' share of it.
-		hasPeak := kernels.MeasurePeak(time.Millisecond)
+		hasPeak := peak.Measure(time.Millisecond)
 		want := hasPeak.FP32GFLOPS > 0
 		if x.Precision != "fp32" {
 			want = hasPeak.Int8() > 0

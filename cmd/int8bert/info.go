@@ -6,19 +6,18 @@ import (
 	"io"
 	"time"
 
-	"github.com/int8bert/int8bert/bench"
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/dnnl"
-	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/kernels/peak"
 )
 
 // infoReport is what "int8bert info -json" prints.
 type infoReport struct {
-	CPU      cpu.Features `json:"cpu"`
-	Override string       `json:"override_error,omitempty"`
-	Paths    paths        `json:"paths"`
-	DNNL     dnnlReport   `json:"onednn"`
-	Peak     *bench.Peak  `json:"peak,omitempty"`
+	CPU      cpu.Features  `json:"cpu"`
+	Override string        `json:"override_error,omitempty"`
+	Paths    paths         `json:"paths"`
+	DNNL     dnnlReport    `json:"onednn"`
+	Peak     *peak.Figures `json:"peak,omitempty"`
 }
 
 type paths struct {
@@ -54,7 +53,7 @@ func runInfo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("info", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
-	peak := fs.Bool("peak", false, "also measure the FP32 FMA, VNNI and BF16 peak of one core")
+	withPeak := fs.Bool("peak", false, "also measure the FP32 FMA, VNNI and BF16 peak of one core")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,13 +61,13 @@ func runInfo(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("info: unexpected arguments %q", fs.Args())
 	}
 	r := gatherInfo()
-	if *peak {
+	if *withPeak {
 		if unpin, _, err := pinThread(); err == nil {
-			p := bench.MeasurePeak(500 * time.Millisecond)
+			p := peak.Measure(500 * time.Millisecond)
 			unpin()
 			r.Peak = &p
 		} else {
-			p := bench.MeasurePeak(500 * time.Millisecond)
+			p := peak.Measure(500 * time.Millisecond)
 			r.Peak = &p
 		}
 	}
@@ -93,7 +92,7 @@ func runInfo(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "oneDNN:   unavailable: %s\n", r.DNNL.Reason)
 	}
 	if r.Peak != nil {
-		if !kernels.PeakAvailable() {
+		if !peak.Available() {
 			fmt.Fprintln(stdout, "peak:     not measured: no assembly peak loops in this build, or neither AVX-512 nor AVX2")
 		} else {
 			fmt.Fprintf(stdout, "peak:     FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s, AVX2 VPMADDWD %.1f GOP/s (one core)\n",

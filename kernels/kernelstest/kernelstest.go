@@ -1,7 +1,7 @@
 // Package kernelstest is the test suite every u8 x s8 GEMM kernel of package
 // kernels runs (in the manner of gonum's blas/testblas): GEMM(t, kernel)
 // checks shapes 0, 1 and tails, padded strides, guard bands around the
-// output, unchanged inputs, and each epilogue against the generic twin
+// output, unchanged inputs, and each epilogue against the generic kernel
 // kernels.GenericU8S8 with fixed seeds; Run checks one case and serves fuzz
 // targets.
 //

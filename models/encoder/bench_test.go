@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/kernels/peak"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -47,7 +48,7 @@ func BenchmarkBERTBaseFP32(b *testing.B) {
 	}
 	total := time.Since(start)
 	p := prof.Snapshot()
-	peak := kernels.MeasurePeak(200 * time.Millisecond).FP32GFLOPS
+	peak := peak.Measure(200 * time.Millisecond).FP32GFLOPS
 	gflops := p.LinearFLOPs / p.Linear.Seconds() / 1e9
 	b.ReportMetric(gflops, "linear-GFLOP/s")
 	if peak > 0 {

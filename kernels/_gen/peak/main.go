@@ -1,11 +1,11 @@
-// Command peak generates kernels/peak_amd64.s: long unrolled loops of
+// Command peak generates kernels/peak/peak_amd64.s: long unrolled loops of
 // independent VFMADD231PS, VPDPBUSD and VDPBF16PS on zmm registers, used to
 // measure one core's arithmetic peak, and a one-shot VDPBF16PS for testing
 // its byte encoding.
 //
 // Run from kernels/_gen:
 //
-//	go run ./peak -out ../peak_amd64.s -stubs ../peak_stub_amd64.go -pkg kernels
+//	go run ./peak -out ../peak/peak_amd64.s -stubs ../peak/peak_stub_amd64.go -pkg peak
 package main
 
 import (

@@ -12,7 +12,7 @@ import (
 )
 
 // The rational GELU of the assembly kernels, geluQ8F32 in
-// kernels/gemm_vnni.go (the same float32 values): phi(x) =
+// kernels/gemm_u8s8_vnni.go (the same float32 values): phi(x) =
 // max(fma(xc, P(s)/Q(s), 1/2), 0) with xc = x clamped to +-GELU8Clamp and
 // s = xc^2; P has degrees 0...6, Q degrees 0...3 (Q(0) = 1).
 var (
@@ -77,7 +77,7 @@ func GELU8ConstsAVX2(symbol string) func(name string) Mem {
 }
 
 // GELU8AVX2 replaces each x of xs (at most 3) by geluQ8F32(x), the same
-// float32 steps as gelu8 of _gen/vnni, in 256-bit registers; the l-th x
+// float32 steps as gelu8 of _gen/gemm_u8s8_vnni, in 256-bit registers; the l-th x
 // uses Y(2+4l)...Y(5+4l) as temporaries. It needs AVX2 and FMA3.
 func GELU8AVX2(xs []reg.VecPhysical, cst func(string) Mem) {
 	ymm := []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7,
@@ -113,13 +113,13 @@ func GELU8AVX2(xs []reg.VecPhysical, cst func(string) Mem) {
 	each(func(r regs) { VMULPS(r.p, r.x, r.x) })
 }
 
-// Epilogue flags of the u8 x s8 kernels (vnniGELU ... in gemm_vnni.go).
+// Epilogue flags of the u8 x s8 kernels (vnniGELU ... in gemm_u8s8_vnni.go).
 const (
 	EpGELU = 1
 	EpU8   = 2
 	EpS8   = 4
 	EpReLU = 8
-	// EpGELU8: the rational GELU (GELU8AVX2, gelu8 of _gen/vnni); wins
+	// EpGELU8: the rational GELU (GELU8AVX2, gelu8 of _gen/gemm_u8s8_vnni); wins
 	// over EpGELU.
 	EpGELU8 = 16
 	// EpNT: f32 stores are non-temporal (fused VNNI kernels only; 64-byte
@@ -133,7 +133,7 @@ const (
 	EpPFLate = 128
 )
 
-// Offsets in vnniEpArgs (gemm_vnni.go), the operands of one tile's fused
+// Offsets in vnniEpArgs (gemm_u8s8_vnni.go), the operands of one tile's fused
 // epilogue.
 const (
 	EpDst      = 0  // dst: C[i][j] (f32, u8 or s8)

@@ -1,0 +1,590 @@
+// Command gemm_f32_avx512 generates kernels/gemm_f32_avx512_amd64.s: AVX-512 FMA micro-kernels
+// for C = A x W^T with W packed in panels of NR columns (PackedF32), one
+// kernel per row count 1...MR of each tile shape, the fused epilogue (bias,
+// GELU erf, ReLU, residual), and a Go table of the kernels.
+//
+// Run from kernels/_gen:
+//
+//	go run ./gemm_f32_avx512 -out ../gemm_f32_avx512_amd64.s -stubs ../gemm_f32_avx512_stub_amd64.go -pkg kernels -table ../gemm_f32_avx512_table_amd64.go
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"go/format"
+	"math"
+	"os"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/int8bert/int8bert/kernels/_gen/shared"
+)
+
+// tileShape is one register tile: NR columns (NR/16 vectors) and up to
+// MR rows. With bcastReg the A element is broadcast into a register once
+// per row (2 spare registers), else every FMA broadcasts it from memory.
+type tileShape struct {
+	MR, NR   int
+	bcastReg bool
+}
+
+// tileShapes are listed fastest first on BERT's shapes (one thread). Each
+// broadcasts A into a register (bcastReg): folding the broadcast into the
+// FMA (bcastReg false, e.g. 15x32) is slower.
+var tileShapes = []tileShape{
+	{6, 64, true},
+	{8, 48, true},
+	{14, 32, true},
+}
+
+// pfLines is the number of cache lines of the next B slab each kernel
+// prefetches per 4 k steps (kc*16*pfLines bytes per call), so that the
+// row tiles of one panel share the prefetch of the next.
+const pfLines = 2
+
+var table = flag.String("table", "", "write the Go kernel table to this file")
+
+func zmm(i int) reg.VecPhysical {
+	return []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7,
+		reg.Z8, reg.Z9, reg.Z10, reg.Z11, reg.Z12, reg.Z13, reg.Z14, reg.Z15,
+		reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23,
+		reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}[i]
+}
+
+var kregs = []reg.OpmaskPhysical{reg.K1, reg.K2, reg.K3, reg.K4}
+
+func kernName(f tileShape, mr int) string {
+	s := fmt.Sprintf("gemmF32k%dx%d", mr, f.NR)
+	if !f.bcastReg {
+		s += "m"
+	}
+	return s
+}
+
+func kernel(f tileShape, mr int) {
+	nv := f.NR / 16
+	name := kernName(f, mr)
+	TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)")
+	Doc(fmt.Sprintf("%s computes a %dx%d tile: for i < %d, j < %d with mask bit j set,", name, mr, f.NR, mr, f.NR),
+		"",
+		"\tacc := sum_{p < kc} a[i*lda+p] * b[p*"+fmt.Sprint(f.NR)+"+j]  (float32 FMAs, p in order)",
+		"\tc[i*ldc+j] = acc, or c[i*ldc+j] + acc when accum != 0",
+		"",
+		"b is kc rows of one PackedF32 panel. When pf is not nil, the kernel also",
+		fmt.Sprintf("prefetches %d cache lines per 4 k steps from pf on into L2 (a share of the", pfLines),
+		"next panel slab). When res is not nil it prefetches the residual tile",
+		"res[i*ldr+j] of the epilogue into L2. It needs AVX512F and AVX512BW.")
+	Load(Param("kc"), reg.RCX)
+	kc := reg.RCX
+	Load(Param("a"), reg.RSI)
+	p0 := reg.RSI
+	Load(Param("lda"), reg.RDX)
+	l := reg.RDX
+	Load(Param("b"), reg.RDI)
+	bp := reg.RDI
+	SHLQ(U8(2), l)
+	l3 := reg.R8
+	LEAQ(Mem{Base: l, Index: l, Scale: 2}, l3)
+	bases := []reg.GPPhysical{p0, reg.R9, reg.R10}
+	for g := 1; g*5 < mr; g++ {
+		LEAQ(Mem{Base: bases[g-1], Index: l, Scale: 4}, bases[g])
+		ADDQ(l, bases[g])
+	}
+	acc := func(r, v int) reg.VecPhysical { return zmm(r*nv + v) }
+	bv := func(v int) reg.VecPhysical { return zmm(31 - v) }
+	tmp := func(r int) reg.VecPhysical { return zmm(31 - nv - r%2) }
+	for r := 0; r < mr; r++ {
+		for v := 0; v < nv; v++ {
+			VPXORD(acc(r, v), acc(r, v), acc(r, v))
+		}
+	}
+	// Prefetch this tile of C into L2 (its rows may alias in L1): by the
+	// end of the k loop it is there.
+	Load(Param("c"), reg.R11)
+	Load(Param("ldc"), reg.R12)
+	SHLQ(U8(2), reg.R12)
+	LEAQ(Mem{Base: reg.R12, Index: reg.R12, Scale: 2}, reg.RBX)
+	{
+		cb := []reg.GPPhysical{reg.R11, reg.R13, reg.R14}
+		for g := 1; g*5 < mr; g++ {
+			LEAQ(Mem{Base: cb[g-1], Index: reg.R12, Scale: 4}, cb[g])
+			ADDQ(reg.R12, cb[g])
+		}
+		for r := 0; r < mr; r++ {
+			for line := 0; line < f.NR*4; line += 64 {
+				PREFETCHT1(shared.RowAddr(cb, reg.R12, reg.RBX, r, line))
+			}
+		}
+		// The same for the residual tile, when the epilogue follows.
+		Load(Param("res"), reg.R11)
+		TESTQ(reg.R11, reg.R11)
+		JZ(LabelRef(name + "_nores"))
+		Load(Param("ldr"), reg.R12)
+		SHLQ(U8(2), reg.R12)
+		LEAQ(Mem{Base: reg.R12, Index: reg.R12, Scale: 2}, reg.RBX)
+		for g := 1; g*5 < mr; g++ {
+			LEAQ(Mem{Base: cb[g-1], Index: reg.R12, Scale: 4}, cb[g])
+			ADDQ(reg.R12, cb[g])
+		}
+		for r := 0; r < mr; r++ {
+			for line := 0; line < f.NR*4; line += 64 {
+				PREFETCHT1(shared.RowAddr(cb, reg.R12, reg.RBX, r, line))
+			}
+		}
+		Label(name + "_nores")
+	}
+	step := func(u int) {
+		for v := 0; v < nv; v++ {
+			VMOVUPS(Mem{Base: bp, Disp: (u*f.NR + v*16) * 4}, bv(v))
+		}
+		for r := 0; r < mr; r++ {
+			am := shared.RowAddr(bases, l, l3, r, u*4)
+			if f.bcastReg {
+				VBROADCASTSS(am, tmp(r))
+				for v := 0; v < nv; v++ {
+					VFMADD231PS(bv(v), tmp(r), acc(r, v))
+				}
+			} else {
+				for v := 0; v < nv; v++ {
+					VFMADD231PS_BCST(am, bv(v), acc(r, v))
+				}
+			}
+		}
+	}
+	advance := func(u int) {
+		for g := 0; g*5 < mr; g++ {
+			ADDQ(U32(4*u), bases[g])
+		}
+		ADDQ(U32(4*u*f.NR), bp)
+	}
+	const unroll = 4
+	pf := reg.RAX
+	Load(Param("pf"), pf)
+	CMPQ(kc, U8(unroll))
+	JL(LabelRef(name + "_tail"))
+	TESTQ(pf, pf)
+	JZ(LabelRef(name + "_main"))
+	Label(name + "_mainpf")
+	for u := 0; u < unroll; u++ {
+		step(u)
+		if u < pfLines {
+			PREFETCHT1(Mem{Base: pf, Disp: 64 * u})
+		}
+	}
+	advance(unroll)
+	ADDQ(U32(64*pfLines), pf)
+	SUBQ(U8(unroll), kc)
+	CMPQ(kc, U8(unroll))
+	JGE(LabelRef(name + "_mainpf"))
+	JMP(LabelRef(name + "_tail"))
+	Label(name + "_main")
+	for u := 0; u < unroll; u++ {
+		step(u)
+	}
+	advance(unroll)
+	SUBQ(U8(unroll), kc)
+	CMPQ(kc, U8(unroll))
+	JGE(LabelRef(name + "_main"))
+	Label(name + "_tail")
+	TESTQ(kc, kc)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_tailloop")
+	step(0)
+	advance(1)
+	DECQ(kc)
+	JNZ(LabelRef(name + "_tailloop"))
+
+	Label(name + "_store")
+	Load(Param("c"), reg.R11)
+	cp := reg.R11
+	Load(Param("ldc"), reg.R12)
+	lc := reg.R12
+	SHLQ(U8(2), lc)
+	lc3 := reg.RBX
+	LEAQ(Mem{Base: lc, Index: lc, Scale: 2}, lc3)
+	Load(Param("mask"), reg.R13)
+	m := reg.R13
+	KMOVQ(m, kregs[0])
+	for v := 1; v < nv; v++ {
+		KSHIFTRQ(U8(16*v), kregs[0], kregs[v])
+	}
+	cbases := []reg.GPPhysical{cp, reg.R9, reg.R10}
+	for g := 1; g*5 < mr; g++ {
+		LEAQ(Mem{Base: cbases[g-1], Index: lc, Scale: 4}, cbases[g])
+		ADDQ(lc, cbases[g])
+	}
+	Load(Param("accum"), reg.R14)
+	accum := reg.R14
+	TESTQ(accum, accum)
+	JZ(LabelRef(name + "_put"))
+	for r := 0; r < mr; r++ {
+		for v := 0; v < nv; v++ {
+			VADDPS_Z(shared.RowAddr(cbases, lc, lc3, r, v*64), acc(r, v), kregs[v], acc(r, v))
+		}
+	}
+	Label(name + "_put")
+	for r := 0; r < mr; r++ {
+		for v := 0; v < nv; v++ {
+			VMOVUPS(acc(r, v), kregs[v], shared.RowAddr(cbases, lc, lc3, r, v*64))
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// Constants of the epilogue, one float32 (or bit pattern) each.
+var consts = []struct {
+	name string
+	bits uint32
+}{}
+
+func f32c(name string, v float64) {
+	consts = append(consts, struct {
+		name string
+		bits uint32
+	}{name, math.Float32bits(float32(v))})
+}
+
+// f32b adds a constant given as a float32 (no rounding through float64).
+func f32b(name string, v float32) {
+	consts = append(consts, struct {
+		name string
+		bits uint32
+	}{name, math.Float32bits(v)})
+}
+
+func constIndex(name string) int {
+	for i, c := range consts {
+		if c.name == name {
+			return i
+		}
+	}
+	panic(name)
+}
+
+// erfc(z) = t*exp(-z*z + P(t)), t = 1/(1+z/2), fractional error < 1.2e-7
+// (Numerical Recipes' erfcc, Chebyshev fit); P's coefficients from t^9 down.
+var erfcP = []float64{0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807,
+	-0.18628806, 0.09678418, 0.37409196, 1.00002368, -1.26551223}
+
+func setupConsts() Mem {
+	consts = append(consts, struct {
+		name string
+		bits uint32
+	}{"abs", 0x7fffffff})
+	f32c("clamp", 16)
+	f32c("rsqrt2", 1/math.Sqrt2)
+	f32c("half", 0.5)
+	f32c("one", 1)
+	for i, c := range erfcP {
+		f32c(fmt.Sprint("p", i), c)
+	}
+	f32c("log2e", math.Log2E)
+	f32c("ln2hi", 0.693359375)
+	f32c("ln2lo", math.Ln2-0.693359375)
+	fact := 1.0
+	for k := 0; k <= 7; k++ {
+		if k > 0 {
+			fact *= float64(k)
+		}
+		f32c(fmt.Sprint("f", k), 1/fact) // exp's Taylor coefficients 1/k!
+	}
+	f32b("q8lo", -shared.GELU8Clamp)
+	f32b("q8hi", shared.GELU8Clamp)
+	f32b("zero", 0)
+	for i, c := range shared.GELU8P {
+		f32b(fmt.Sprint("q8p", i), c)
+	}
+	for i, c := range shared.GELU8Q {
+		f32b(fmt.Sprint("q8q", i), c)
+	}
+	t := GLOBL("epiF32Const", RODATA|NOPTR)
+	for i, c := range consts {
+		DATA(4*i, U32(c.bits))
+	}
+	return t
+}
+
+func epilogue() {
+	tab := setupConsts()
+	cst := func(name string) Mem { return tab.Offset(4 * constIndex(name)) }
+	TEXT("epiF32", NOSPLIT, "func(rows int, nfull int, tail uint64, c *float32, ldc int, bias *float32, res *float32, ldr int, act int)")
+	Doc("epiF32 applies the fused epilogue to rows x (16*nfull + popcount(tail)) floats of c:",
+		"",
+		"\ty := c[i*ldc+j]",
+		"\tif bias != nil { y += bias[j] }",
+		"\tif act == 1 { y = 0.5*y*(1+erf(y/sqrt 2)) } else if act == 2 { y = max(y, 0) }",
+		"\tif act == 3 { y = geluQ8F32(y) } // the rational GELU, bit for bit",
+		"\tif res != nil { y += res[i*ldr+j] }",
+		"\tc[i*ldc+j] = y",
+		"",
+		"tail is the lane mask of the last, partial vector (0: none). It needs AVX512F.")
+	rows, cp, ldc, bias, res, ldr, act, tail := reg.RCX, reg.RSI, reg.RDX, reg.RDI, reg.R9, reg.R10, reg.R11, reg.R12
+	Load(Param("rows"), rows)
+	Load(Param("c"), cp)
+	Load(Param("ldc"), ldc)
+	Load(Param("bias"), bias)
+	Load(Param("res"), res)
+	Load(Param("ldr"), ldr)
+	Load(Param("act"), act)
+	Load(Param("tail"), tail)
+	SHLQ(U8(2), ldc)
+	SHLQ(U8(2), ldr)
+	KMOVQ(tail, reg.K2)
+	zero := reg.Z31
+	VPXORD(zero, zero, zero)
+	TESTQ(rows, rows)
+	JLE(LabelRef("epi_done"))
+	Label("epi_row")
+	off := reg.RAX
+	cnt := reg.RBX
+	XORQ(off, off)
+	Load(Param("nfull"), cnt)
+	// body handles len(xs) vectors at off, off+64, ...; masked: one
+	// vector under K2. GELU runs the vectors interleaved (13 registers
+	// each) for instruction-level parallelism.
+	body := func(sfx string, lanes int, masked bool) {
+		xs := []reg.VecPhysical{reg.Z0, reg.Z16}[:lanes]
+		mem := func(b reg.GPPhysical, l int) Mem { return Mem{Base: b, Index: off, Scale: 1, Disp: 64 * l} }
+		for l, x := range xs {
+			if masked {
+				VMOVUPS_Z(mem(cp, l), reg.K2, x)
+			} else {
+				VMOVUPS(mem(cp, l), x)
+			}
+		}
+		TESTQ(bias, bias)
+		JZ(LabelRef("epi_nobias" + sfx))
+		for l, x := range xs {
+			if masked {
+				VADDPS_Z(mem(bias, l), x, reg.K2, x)
+			} else {
+				VADDPS(mem(bias, l), x, x)
+			}
+		}
+		Label("epi_nobias" + sfx)
+		CMPQ(act, U8(1))
+		JNE(LabelRef("epi_nogelu" + sfx))
+		gelu(xs, cst, zero)
+		JMP(LabelRef("epi_noact" + sfx))
+		Label("epi_nogelu" + sfx)
+		CMPQ(act, U8(3))
+		JNE(LabelRef("epi_nogelu8" + sfx))
+		gelu8(xs, cst)
+		JMP(LabelRef("epi_noact" + sfx))
+		Label("epi_nogelu8" + sfx)
+		CMPQ(act, U8(2))
+		JNE(LabelRef("epi_noact" + sfx))
+		for _, x := range xs {
+			VMAXPS(x, zero, x) // NaN stays NaN
+		}
+		Label("epi_noact" + sfx)
+		TESTQ(res, res)
+		JZ(LabelRef("epi_nores" + sfx))
+		for l, x := range xs {
+			if masked {
+				VADDPS_Z(mem(res, l), x, reg.K2, x)
+			} else {
+				VADDPS(mem(res, l), x, x)
+			}
+		}
+		Label("epi_nores" + sfx)
+		for l, x := range xs {
+			if masked {
+				VMOVUPS(x, reg.K2, mem(cp, l))
+			} else {
+				VMOVUPS(x, mem(cp, l))
+			}
+		}
+	}
+	CMPQ(cnt, U8(2))
+	JL(LabelRef("epi_one"))
+	Label("epi_vec2")
+	body("_2", 2, false)
+	ADDQ(U8(128), off)
+	SUBQ(U8(2), cnt)
+	CMPQ(cnt, U8(2))
+	JGE(LabelRef("epi_vec2"))
+	Label("epi_one")
+	TESTQ(cnt, cnt)
+	JZ(LabelRef("epi_tail"))
+	body("_1", 1, false)
+	ADDQ(U8(64), off)
+	Label("epi_tail")
+	TESTQ(tail, tail)
+	JZ(LabelRef("epi_next"))
+	body("_t", 1, true)
+	Label("epi_next")
+	ADDQ(ldc, cp)
+	TESTQ(res, res)
+	JZ(LabelRef("epi_resok"))
+	ADDQ(ldr, res)
+	Label("epi_resok")
+	DECQ(rows)
+	JNZ(LabelRef("epi_row"))
+	Label("epi_done")
+	VZEROUPPER()
+	RET()
+}
+
+// gelu8 replaces each x by geluQ8F32(x) (gemm_u8s8_vnni.go), the same float32
+// steps as gelu8 of _gen/gemm_u8s8_vnni: within 3e-7*max(1, |x|) of the float64 GELU
+// in 16 instructions. xs are Z0 and/or Z16; lane l uses Z(16l+1)...Z(16l+4).
+func gelu8(xs []reg.VecPhysical, cst func(string) Mem) {
+	type regs struct{ x, xc, s, p, q reg.VecPhysical }
+	var L []regs
+	for l, x := range xs {
+		b := 16 * l
+		L = append(L, regs{x, zmm(b + 1), zmm(b + 2), zmm(b + 3), zmm(b + 4)})
+	}
+	each := func(f func(r regs)) {
+		for _, r := range L {
+			f(r)
+		}
+	}
+	each(func(r regs) { VMAXPS_BCST(cst("q8lo"), r.x, r.xc) })
+	each(func(r regs) { VMINPS_BCST(cst("q8hi"), r.xc, r.xc) })
+	each(func(r regs) { VMULPS(r.xc, r.xc, r.s) })
+	each(func(r regs) { VBROADCASTSS(cst("q8p6"), r.p) })
+	each(func(r regs) { VBROADCASTSS(cst("q8q3"), r.q) })
+	for k := 5; k >= 0; k-- {
+		each(func(r regs) { VFMADD213PS_BCST(cst(fmt.Sprint("q8p", k)), r.s, r.p) })
+		if k >= 3 {
+			each(func(r regs) { VFMADD213PS_BCST(cst(fmt.Sprint("q8q", k-3)), r.s, r.q) })
+		}
+	}
+	each(func(r regs) { VDIVPS(r.q, r.p, r.p) })                    // P/Q
+	each(func(r regs) { VFMADD213PS_BCST(cst("half"), r.xc, r.p) }) // xc*P/Q + 1/2
+	each(func(r regs) { VMAXPS_BCST(cst("zero"), r.p, r.p) })
+	each(func(r regs) { VMULPS(r.p, r.x, r.x) })
+}
+
+// gelu replaces each x by x*Phi(x), Phi(x) = 0.5*erfc(-x/sqrt 2), computed
+// as e = 0.5*erfc(|x|/sqrt 2) and Phi = e (x < 0) or 1-e (x >= 0); z*z/2 is
+// split exactly (FMA) and exp uses Cody-Waite reduction, a degree-7
+// polynomial and VSCALEFPS (gradual underflow), so that the relative error
+// stays near 1e-7 even far in the negative tail. Both polynomials use
+// Estrin's scheme (short dependency chains); the lanes run interleaved.
+// xs are Z0 and/or Z16; lane l uses Z(16l+1)...Z(16l+14) and K(3+l).
+func gelu(xs []reg.VecPhysical, cst func(string) Mem, zero reg.VecPhysical) {
+	type regs struct{ x, a, t, q, p, h, lo, s, n, r, e, u1, u2, u3, u4 reg.VecPhysical }
+	var L []regs
+	for l, x := range xs {
+		b := 16 * l
+		L = append(L, regs{x, zmm(b + 1), zmm(b + 2), zmm(b + 3), zmm(b + 4), zmm(b + 5), zmm(b + 6),
+			zmm(b + 7), zmm(b + 8), zmm(b + 9), zmm(b + 10), zmm(b + 11), zmm(b + 12), zmm(b + 13), zmm(b + 14)})
+	}
+	each := func(f func(r regs)) {
+		for _, r := range L {
+			f(r)
+		}
+	}
+	// c(k) is P's coefficient of t^k (erfcP lists t^9 first).
+	c := func(k int) Mem { return cst(fmt.Sprint("p", len(erfcP)-1-k)) }
+	each(func(r regs) { VANDPS_BCST(cst("abs"), r.x, r.a) })
+	each(func(r regs) { VMINPS_BCST(cst("clamp"), r.a, r.a) })
+	// Exact split of z*z = a*a/2 = h + lo, independent of the rest.
+	each(func(r regs) { VMULPS(r.a, r.a, r.h) })
+	each(func(r regs) { VMOVAPS(r.h, r.lo) })
+	each(func(r regs) { VFMSUB231PS(r.a, r.a, r.lo) }) // lo = a*a - h exactly
+	each(func(r regs) { VMULPS_BCST(cst("half"), r.h, r.h) })
+	each(func(r regs) { VMULPS_BCST(cst("half"), r.lo, r.lo) })
+	// t = 1/(1 + z/2), z = a/sqrt 2.
+	each(func(r regs) { VMULPS_BCST(cst("rsqrt2"), r.a, r.t) })
+	each(func(r regs) { VBROADCASTSS(cst("half"), r.u1) })
+	each(func(r regs) { VFMADD213PS_BCST(cst("one"), r.u1, r.t) }) // t = z/2 + 1
+	each(func(r regs) { VBROADCASTSS(cst("one"), r.q) })
+	each(func(r regs) { VDIVPS(r.t, r.q, r.t) }) // t = 1/t
+	// P(t), Estrin: pairs q_i = c(2i) + c(2i+1) t, then t^2, t^4, t^8.
+	each(func(r regs) { VMULPS(r.t, r.t, r.u1) }) // t2
+	pair := func(dst func(regs) reg.VecPhysical, k int) {
+		each(func(r regs) { VBROADCASTSS(c(k+1), dst(r)) })
+		each(func(r regs) { VFMADD213PS_BCST(c(k), r.t, dst(r)) })
+	}
+	pair(func(r regs) reg.VecPhysical { return r.p }, 8)  // q4
+	pair(func(r regs) reg.VecPhysical { return r.u2 }, 6) // q3
+	pair(func(r regs) reg.VecPhysical { return r.u3 }, 4) // q2
+	pair(func(r regs) reg.VecPhysical { return r.u4 }, 2) // q1
+	pair(func(r regs) reg.VecPhysical { return r.e }, 0)  // q0
+	each(func(r regs) { VFMADD213PS(r.u3, r.u1, r.u2) })  // r1 = q2 + q3 t2
+	each(func(r regs) { VFMADD213PS(r.e, r.u1, r.u4) })   // r0 = q0 + q1 t2
+	each(func(r regs) { VMULPS(r.u1, r.u1, r.u3) })       // t4
+	each(func(r regs) { VMULPS(r.u3, r.u3, r.u1) })       // t8
+	each(func(r regs) { VFMADD213PS(r.u4, r.u3, r.u2) })  // s0 = r0 + r1 t4
+	each(func(r regs) { VFMADD213PS(r.u2, r.u1, r.p) })   // P = s0 + q4 t8
+	// exp(P - z*z) = exp(r) * 2^n, r = (P - lo) - h - n*ln2.
+	each(func(r regs) { VSUBPS(r.lo, r.p, r.s) }) // s = P(t) - lo
+	each(func(r regs) { VSUBPS(r.h, r.s, r.n) })  // ~ -z*z + P(t)
+	each(func(r regs) { VMULPS_BCST(cst("log2e"), r.n, r.n) })
+	each(func(r regs) { VRNDSCALEPS(U8(8), r.n, r.n) }) // round to nearest even, no precision exception
+	each(func(r regs) { VMOVAPS(r.h, r.r) })
+	each(func(r regs) { VFMADD231PS_BCST(cst("ln2hi"), r.n, r.r) }) // r = h + n*ln2hi (exact)
+	each(func(r regs) { VFMADD231PS_BCST(cst("ln2lo"), r.n, r.r) }) // r += n*ln2lo
+	each(func(r regs) { VSUBPS(r.r, r.s, r.r) })                    // r = s - h - n*ln2
+	// exp(r), Estrin on 1/k!.
+	f := func(k int) Mem { return cst(fmt.Sprint("f", k)) }
+	each(func(r regs) { VMULPS(r.r, r.r, r.u1) }) // r2
+	epair := func(dst func(regs) reg.VecPhysical, k int) {
+		each(func(r regs) { VBROADCASTSS(f(k+1), dst(r)) })
+		each(func(r regs) { VFMADD213PS_BCST(f(k), r.r, dst(r)) })
+	}
+	epair(func(r regs) reg.VecPhysical { return r.e }, 0)  // 1 + r
+	epair(func(r regs) reg.VecPhysical { return r.u2 }, 2) // 1/2 + r/6
+	epair(func(r regs) reg.VecPhysical { return r.u3 }, 4)
+	epair(func(r regs) reg.VecPhysical { return r.u4 }, 6)
+	each(func(r regs) { VFMADD213PS(r.e, r.u1, r.u2) })  // s0
+	each(func(r regs) { VFMADD213PS(r.u3, r.u1, r.u4) }) // s1
+	each(func(r regs) { VMULPS(r.u1, r.u1, r.u1) })      // r4
+	each(func(r regs) { VFMADD213PS(r.u2, r.u1, r.u4) }) // exp(r) = s0 + s1 r4
+	each(func(r regs) { VSCALEFPS(r.n, r.u4, r.e) })     // e = exp(r) * 2^n
+	each(func(r regs) { VMULPS(r.t, r.e, r.e) })         // erfc(z)
+	each(func(r regs) { VMULPS_BCST(cst("half"), r.e, r.e) })
+	each(func(r regs) { VSUBPS(r.e, r.q, r.q) }) // q = 1 - e (q held 1)
+	for l, r := range L {
+		k := []reg.OpmaskPhysical{reg.K3, reg.K4}[l]
+		VCMPPS(U8(1), zero, r.x, k) // x < 0
+		VMOVAPS(r.e, k, r.q)
+	}
+	each(func(r regs) { VMULPS(r.q, r.x, r.x) })
+}
+
+func main() {
+	flag.Parse()
+	ConstraintExpr("amd64,gc,!purego,!noasm") // amd64 && gc && !purego && !noasm
+	for _, f := range tileShapes {
+		for mr := 1; mr <= f.MR; mr++ {
+			kernel(f, mr)
+		}
+	}
+	epilogue()
+	Generate()
+	if *table != "" {
+		writeTable(*table)
+	}
+}
+
+func writeTable(path string) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "// Code generated by command: go run ./gemm_f32_avx512 -table. DO NOT EDIT.\n\n")
+	fmt.Fprintf(&b, "//go:build amd64 && gc && !purego && !noasm\n\npackage kernels\n\n")
+	fmt.Fprintf(&b, "// f32Drivers lists the generated AVX-512 register tiles; kern[mr] computes mr rows.\n")
+	fmt.Fprintf(&b, "var f32Drivers = []f32Driver{\n")
+	for _, f := range tileShapes {
+		fmt.Fprintf(&b, "{mr: %d, nr: %d, bcastReg: %v, kern: []f32Kern{nil,", f.MR, f.NR, f.bcastReg)
+		for mr := 1; mr <= f.MR; mr++ {
+			fmt.Fprintf(&b, "%s,", kernName(f, mr))
+		}
+		fmt.Fprintf(&b, "}},\n")
+	}
+	fmt.Fprintf(&b, "}\n")
+	src, err := format.Source(b.Bytes())
+	if err != nil {
+		panic(err)
+	}
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		panic(err)
+	}
+}

@@ -1,6 +1,0 @@
-//go:build !(amd64 && gc && !purego && !noasm)
-
-package kernels
-
-// Without assembly there is no AVX2 FP32 family (gemm_f32avx2_amd64.s):
-// F32Kernels lists GenericF32 only.

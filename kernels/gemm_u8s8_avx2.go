@@ -1,0 +1,196 @@
+package kernels
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/int8bert/int8bert/cpu"
+)
+
+// runAVX2U8S8 drives the exact AVX2 micro-kernels (gemmAVX2_2x16 and its
+// one-row twin) over a PackedS8 with NR = 16: whole groups of 4 in assembly,
+// the K%4 tail in Go, and the epilogue of each 2x16 tile while it is in L1
+// (avx2TileOut: the VNNI kernels' epilogue steps, in AVX2 assembly for full
+// tiles). Each task takes a range of panels and runs every row pair against
+// one panel before the next, so the panel (16 x K bytes) stays in L1.
+func runAVX2U8S8(g *GEMMU8S8) error {
+	if err := g.Check(); err != nil {
+		return err
+	}
+	if g.B.NR != 16 {
+		return errPanel(g.B.NR, 16)
+	}
+	m, n, k := g.M, g.N, g.K
+	if m == 0 || n == 0 {
+		return nil
+	}
+	x := newAVX2Epi(g)
+	groups := k / 4
+	panels := g.B.Np / 16
+	tasks := min(panels, max(g.Threads, 1))
+	Parallel(g.Threads, tasks, func(t int) {
+		var tile [2 * 16]int32
+		for p := panels * t / tasks; p < panels*(t+1)/tasks; p++ {
+			panel := g.B.Data[p*16*g.B.Kp:]
+			j0 := p * 16
+			cols := min(16, n-j0)
+			for i0 := 0; i0 < m; i0 += 2 {
+				rows := min(2, m-i0)
+				a := g.A[i0*g.Lda:]
+				if groups > 0 {
+					if rows == 2 {
+						gemmAVX2_2x16(&a[0], g.Lda, &panel[0], groups, &tile[0], 16)
+					} else {
+						gemmAVX2_1x16(&a[0], g.Lda, &panel[0], groups, &tile[0], 16)
+					}
+				} else {
+					clear(tile[:])
+				}
+				if groups*4 < k {
+					for r := 0; r < rows; r++ {
+						row := g.A[(i0+r)*g.Lda:]
+						for c := 0; c < cols; c++ {
+							acc := tile[r*16+c]
+							for q := groups * 4; q < k; q++ {
+								acc += int32(row[q]) * int32(panel[groups*64+c*4+q%4])
+							}
+							tile[r*16+c] = acc
+						}
+					}
+				}
+				avx2TileOut(g, x, tile[:], i0, j0, rows, cols)
+			}
+		}
+	})
+	return nil
+}
+
+// avx2Epi is the epilogue of the AVX2 drivers' tiles: the operands of
+// vnniEpilogueGo at C[0][0] (args) and whether full tiles go to
+// avx2Epilogue16 (asm: AVX2 and FMA3, and no erfc GELU nor Go-only
+// activation); the rest, and every tile otherwise, take the Go twin, whose
+// bits avx2Epilogue16 shares (the VNNI kernels' too).
+type avx2Epi struct {
+	e    vnniEp
+	args vnniEpArgs
+	asm  bool
+}
+
+func newAVX2Epi(g *GEMMU8S8) *avx2Epi {
+	x := &avx2Epi{e: newVNNIEp(g)}
+	if g.Out.S32 == nil {
+		x.args = vnniEpArgsFor(g, &x.e)
+		x.asm = (cpu.X86.FMA || !vnniAsm) && !x.e.goPath && x.e.flags&vnniGELU == 0
+	}
+	return x
+}
+
+// avx2TileOut writes a rows x cols tile of sums (row stride 16) whose
+// top-left element is C[i0][j0]: copied to an s32 output, else through the
+// epilogue.
+func avx2TileOut(g *GEMMU8S8, x *avx2Epi, tile []int32, i0, j0, rows, cols int) {
+	if o := g.Out.S32; o != nil {
+		for r := 0; r < rows; r++ {
+			copy(o[(i0+r)*g.Out.Ldc+j0:(i0+r)*g.Out.Ldc+j0+cols], tile[r*16:r*16+cols])
+		}
+		return
+	}
+	if x.asm && cols == 16 {
+		ea := x.args // at sets only the pointers
+		x.args.at(&ea, i0, j0)
+		avx2Epilogue16(&tile[0], rows, (*byte)(unsafe.Pointer(&ea)))
+		return
+	}
+	vnniTileEpilogue(g, &x.e, vnniEpilogueGo, tile, 16, i0, j0, rows, cols)
+}
+
+// avx2WideMicros are gemmAVX2w_<MR>x8 by MR (1 ... 6).
+var avx2WideMicros = [...]func(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int){
+	nil, gemmAVX2w_1x8, gemmAVX2w_2x8, gemmAVX2w_3x8, gemmAVX2w_4x8, gemmAVX2w_5x8, gemmAVX2w_6x8,
+}
+
+// avx2Wide holds the int16 scratch of runAVX2WideU8S8: A's rows, and one
+// widened panel per task.
+var avx2Wide = sync.Pool{New: func() any { return new([]int16) }}
+
+func avx2WideBuf(n int) *[]int16 {
+	p := avx2Wide.Get().(*[]int16)
+	if cap(*p) < n {
+		*p = make([]int16, n)
+	}
+	*p = (*p)[:n]
+	return p
+}
+
+// runAVX2WideU8S8 drives gemmAVX2w_6x8 (and its 1- to 5-row twins), two
+// calls per 6 x 16 tile (the panel's halves), over a PackedS8 with NR = 16:
+// A's rows are widened to int16 once per call (zero-padded to Kp, so the
+// K%4 tail needs no special case), and each task widens one weight panel
+// at a time (16 x Kp int16: 32 KiB at K = 1024) and runs every 6 rows
+// against it before the next. Exact like gemmAVX2_2x16; faster where M is
+// large enough to amortize the panel's widening (the selector times both
+// per shape). Outputs as runAVX2U8S8.
+func runAVX2WideU8S8(g *GEMMU8S8) error {
+	if err := g.Check(); err != nil {
+		return err
+	}
+	if g.B.NR != 16 {
+		return errPanel(g.B.NR, 16)
+	}
+	m, n, k := g.M, g.N, g.K
+	if m == 0 || n == 0 {
+		return nil
+	}
+	x := newAVX2Epi(g)
+	kp := g.B.Kp
+	var a16 []int16
+	if kp > 0 {
+		ab := avx2WideBuf(m * kp)
+		defer avx2Wide.Put(ab)
+		a16 = *ab
+		chunks := min(m, max(g.Threads, 1))
+		Parallel(g.Threads, chunks, func(t int) {
+			for i := m * t / chunks; i < m*(t+1)/chunks; i++ {
+				row, dst := g.A[i*g.Lda:i*g.Lda+k], a16[i*kp:(i+1)*kp]
+				body := k &^ 15
+				if body > 0 {
+					widenU8AVX2(&dst[0], &row[0], body)
+				}
+				for q := body; q < k; q++ {
+					dst[q] = int16(row[q])
+				}
+				clear(dst[k:])
+			}
+		})
+	}
+	panels := g.B.Np / 16
+	tasks := min(panels, max(g.Threads, 1))
+	Parallel(g.Threads, tasks, func(t int) {
+		var tile [6 * 16]int32
+		var w []int16
+		if kp > 0 {
+			wb := avx2WideBuf(16 * kp)
+			defer avx2Wide.Put(wb)
+			w = *wb
+		}
+		for p := panels * t / tasks; p < panels*(t+1)/tasks; p++ {
+			j0 := p * 16
+			cols := min(16, n-j0)
+			if kp > 0 {
+				widenS8AVX2(&w[0], &g.B.Data[p*16*kp], 16*kp)
+			}
+			for i0 := 0; i0 < m; i0 += 6 {
+				rows := min(6, m-i0)
+				if kp > 0 {
+					micro := avx2WideMicros[rows]
+					micro(&a16[i0*kp], kp, &w[0], kp/4, &tile[0], 16)
+					micro(&a16[i0*kp], kp, &w[32], kp/4, &tile[8], 16)
+				} else {
+					clear(tile[:])
+				}
+				avx2TileOut(g, x, tile[:], i0, j0, rows, cols)
+			}
+		}
+	})
+	return nil
+}
