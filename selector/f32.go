@@ -92,7 +92,7 @@ func (f *f32Family) builtIn() []builtInKernel {
 	var out []builtInKernel
 	for _, k := range f.compiled {
 		if k != nil {
-			out = append(out, builtInKernel{name: k.Name, isa: k.ISA})
+			out = append(out, builtInKernel{name: k.Name, isa: string(k.ISA)})
 		}
 	}
 	return out
@@ -128,7 +128,7 @@ type nativeF32Cand struct{ k *kernels.KernelF32 }
 
 func (c *nativeF32Cand) name() string    { return c.k.Name }
 func (c *nativeF32Cand) backend() string { return BackendNative }
-func (c *nativeF32Cand) family() string  { return c.k.ISA }
+func (c *nativeF32Cand) family() string  { return string(c.k.ISA) }
 func (c *nativeF32Cand) decline(key Key) error {
 	if c.k.Accepts != nil && !c.k.Accepts(key.M, key.N, key.K) {
 		return fmt.Errorf("kernel %s does not accept m=%d n=%d k=%d", c.k.Name, key.M, key.N, key.K)

@@ -362,7 +362,7 @@ func TestCacheRoundTripF32(t *testing.T) {
 
 // fakeF32 is a correct FP32 kernel (the generic one) under another name
 // and family; wrong makes it add err to one value.
-func fakeF32(name, isa string, available bool, err float32) *kernels.KernelF32 {
+func fakeF32(name string, isa cpu.ISA, available bool, err float32) *kernels.KernelF32 {
 	return &kernels.KernelF32{Name: name, ISA: isa, MR: 1, NR: 32,
 		Available: func(cpu.Features) bool { return available },
 		Accepts:   func(m, n, k int) bool { return true },
@@ -403,8 +403,8 @@ func TestForcedF32(t *testing.T) {
 	// Real families this CPU runs, forcing the operations that have a
 	// kernel of theirs (avx512-vnni: u8s8 only; avx512: f32 only; avx2:
 	// both).
-	has := func(ks []string, isa string) bool { return slices.Contains(ks, isa) }
-	var u8s8ISAs, f32ISAs []string
+	has := func(ks []cpu.ISA, isa cpu.ISA) bool { return slices.Contains(ks, isa) }
+	var u8s8ISAs, f32ISAs []cpu.ISA
 	for _, k := range kernels.U8S8Kernels() {
 		if k.ISA != "generic" && k.Available(cpu.X86) {
 			u8s8ISAs = append(u8s8ISAs, k.ISA)
@@ -426,7 +426,7 @@ func TestForcedF32(t *testing.T) {
 		cases = append(cases, struct {
 			force string
 			want  want
-		}{isa, w})
+		}{string(isa), w})
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {

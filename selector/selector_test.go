@@ -502,7 +502,7 @@ func TestForcedMissing(t *testing.T) {
 }
 
 // fakeKernel is a correct kernel under another name and family.
-func fakeKernel(name, isa string, wrong bool) *kernels.Kernel {
+func fakeKernel(name string, isa cpu.ISA, wrong bool) *kernels.Kernel {
 	return &kernels.Kernel{Name: name, ISA: isa, MR: 1, NR: 32, KB: 4,
 		Available: func(cpu.Features) bool { return true },
 		Accepts:   func(m, n, k int) bool { return true },

@@ -92,7 +92,7 @@ func (f *u8s8Family) builtIn() []builtInKernel {
 	var out []builtInKernel
 	for _, k := range f.compiled {
 		if k != nil {
-			out = append(out, builtInKernel{name: k.Name, isa: k.ISA})
+			out = append(out, builtInKernel{name: k.Name, isa: string(k.ISA)})
 		}
 	}
 	return out
@@ -118,7 +118,7 @@ type nativeCand struct{ k *kernels.Kernel }
 
 func (c *nativeCand) name() string    { return c.k.Name }
 func (c *nativeCand) backend() string { return BackendNative }
-func (c *nativeCand) family() string  { return c.k.ISA }
+func (c *nativeCand) family() string  { return string(c.k.ISA) }
 func (c *nativeCand) decline(key Key) error {
 	if c.k.Accepts != nil && !c.k.Accepts(key.M, key.N, key.K) {
 		return fmt.Errorf("kernel %s does not accept m=%d n=%d k=%d", c.k.Name, key.M, key.N, key.K)

@@ -58,11 +58,11 @@ type QLinear struct {
 
 // Kernel preference, fastest instruction set first.
 var (
-	f32Order  = []string{cpu.PathAVX512, cpu.PathAVX2FMA}
-	u8s8Order = []string{cpu.PathAMX, cpu.PathAVX512VNNI, cpu.PathAVXVNNI, cpu.PathAVX2}
+	f32Order  = []cpu.ISA{cpu.ISAAVX512, cpu.ISAAVX2}
+	u8s8Order = []cpu.ISA{cpu.ISAAMX, cpu.ISAAVX512VNNI, cpu.ISAAVXVNNI, cpu.ISAAVX2}
 )
 
-func isaRank(order []string, isa string) int {
+func isaRank(order []cpu.ISA, isa cpu.ISA) int {
 	for i, o := range order {
 		if o == isa {
 			return i
