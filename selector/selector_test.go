@@ -16,6 +16,7 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/dnnl"
 	"github.com/int8bert/int8bert/kernels"
+	"github.com/stretchr/testify/require"
 )
 
 // warnings collects Options.Warn messages.
@@ -227,13 +228,10 @@ func runLinear(t *testing.T, s *Selector, p *problem, pad int) Choice {
 	ldc := p.n + pad
 	out := newOut(p.kind.Out, p.m, ldc)
 	out.Ldc = ldc
-	if err := l.Run(p.m, p.a, p.lda, p.ep, out, 1); err != nil {
-		t.Fatalf("%v: %v", p.kind, err)
-	}
-	key, err := l.Key(p.m, p.ep, out, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := &kernels.GEMMU8S8{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, Out: out, Threads: 1}
+	require.NoError(t, l.Run(g), "%v", p.kind)
+	key, err := l.Key(g)
+	require.NoError(t, err)
 	ch, err := s.Choose(key)
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +250,7 @@ func TestLinearRunsEveryKind(t *testing.T) {
 			t.Errorf("%s: choice %s is not the fastest measured: %+v", kind, ch.Kernel, ch.Measured)
 		}
 		t.Logf("%s", ch)
-		if dnnl.Available && !mentions(ch, FamilyOneDNN) {
+		if dnnl.Available && !mentions(ch, OneDNN) {
 			t.Errorf("%s: oneDNN was neither measured nor excluded:\n%v", kind, ch)
 		}
 	}
@@ -278,7 +276,7 @@ func mentions(ch Choice, name string) bool {
 func TestOneDNNCandidate(t *testing.T) {
 	var w warnings
 	o := testOptions(t, &w)
-	o.Force = FamilyOneDNN
+	o.Force = OneDNN
 	if !dnnl.Available {
 		_, err := New(o)
 		if !errors.Is(err, ErrForced) || !errors.Is(err, dnnl.ErrUnavailable) {
@@ -287,7 +285,7 @@ func TestOneDNNCandidate(t *testing.T) {
 		o.Force = ""
 		s := newSelector(t, o)
 		for _, c := range s.Candidates() {
-			if c == FamilyOneDNN {
+			if c == OneDNN {
 				t.Errorf("onednn among the candidates of a build without it: %v", s.Candidates())
 			}
 		}
@@ -301,7 +299,7 @@ func TestOneDNNCandidate(t *testing.T) {
 		for _, m := range []int{1, 6, 19} {
 			p := newProblem(t, uint64(100+i), m, 40, 33, kind, 2)
 			ch := runLinear(t, s, p, 3)
-			if ch.Kernel != FamilyOneDNN || ch.Backend != BackendOneDNN {
+			if ch.Kernel != OneDNN || ch.Backend != BackendOneDNN {
 				t.Fatalf("%s: forced onednn, chose %s (%s)", kind, ch.Kernel, ch.Backend)
 			}
 			if m == 6 {
@@ -356,7 +354,7 @@ func TestCacheRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	of := o
-	of.Force = first.Family
+	of.Force = string(first.ISA)
 	s3 := newSelector(t, of)
 	forced, err := s3.Choose(key)
 	if err != nil {
@@ -486,7 +484,7 @@ func TestForcedMissing(t *testing.T) {
 		RunU8S8:   kernels.GenericU8S8.RunU8S8}
 	for _, force := range []string{"amx", "no-such-family", "future-isa", "gemmFuture_8x16"} {
 		o := testOptions(t, &w)
-		o.Force, o.Features, o.Extra = force, &noAMX, []*kernels.Kernel{unavailable}
+		o.Force, o.Features, o.Extra = force, &noAMX, []any{unavailable}
 		_, err := New(o)
 		if !errors.Is(err, ErrForced) {
 			t.Errorf("force %q: err = %v, want ErrForced", force, err)
@@ -539,7 +537,7 @@ func TestForcedPresent(t *testing.T) {
 	} {
 		t.Setenv(EnvKernel, c.env)
 		o := testOptions(t, &w)
-		o.Force, o.Extra = c.force, []*kernels.Kernel{fakeKernel("gemmFake_1x32", "test-isa", false)}
+		o.Force, o.Extra = c.force, []any{fakeKernel("gemmFake_1x32", "test-isa", false)}
 		s := newSelector(t, o)
 		ch, err := s.Choose(key)
 		if err != nil {
@@ -560,7 +558,7 @@ func TestForcedPresent(t *testing.T) {
 func TestWrongCandidateExcluded(t *testing.T) {
 	var w warnings
 	o := testOptions(t, &w)
-	o.Extra = []*kernels.Kernel{fakeKernel("gemmBroken_1x32", "test-isa", true), fakeKernel("gemmFake_1x32", "test-isa", false)}
+	o.Extra = []any{fakeKernel("gemmBroken_1x32", "test-isa", true), fakeKernel("gemmFake_1x32", "test-isa", false)}
 	s := newSelector(t, o)
 	for _, kind := range []string{"none/s32", "scale+bias/f32", "zp+scale+colscale+bias+gelu/u8"} {
 		key := mustKey(t, 9, 20, 50, kind, 1)
@@ -586,7 +584,7 @@ func TestWrongCandidateExcluded(t *testing.T) {
 	}
 	// Forced onto the broken kernel: an error, not a fallback.
 	o = testOptions(t, &w)
-	o.Force, o.Extra = "gemmBroken_1x32", []*kernels.Kernel{fakeKernel("gemmBroken_1x32", "test-isa", true)}
+	o.Force, o.Extra = "gemmBroken_1x32", []any{fakeKernel("gemmBroken_1x32", "test-isa", true)}
 	s2 := newSelector(t, o)
 	_, err := s2.Choose(mustKey(t, 9, 20, 50, "none/s32", 1))
 	if !errors.Is(err, ErrNoCandidate) || !errors.Is(err, ErrForced) || !strings.Contains(err.Error(), "differs") {
@@ -630,7 +628,7 @@ func TestConcurrentFirstUse(t *testing.T) {
 				return
 			}
 			out := newOut(F32, p.m, p.n)
-			if err := l.Run(p.m, p.a, p.lda, p.ep, out, 1); err != nil {
+			if err := l.Run(&kernels.GEMMU8S8{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, Out: out, Threads: 1}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -656,13 +654,13 @@ func TestRunErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Run(p.m, p.a[:10], p.lda, p.ep, newOut(F32, p.m, p.n), 1); !errors.Is(err, kernels.ErrShape) {
+	if err := l.Run(&kernels.GEMMU8S8{M: p.m, A: p.a[:10], Lda: p.lda, Ep: p.ep, Out: newOut(F32, p.m, p.n), Threads: 1}); !errors.Is(err, kernels.ErrShape) {
 		t.Errorf("short a: err = %v, want ErrShape", err)
 	}
-	if err := l.Run(p.m, p.a, p.lda, p.ep, kernels.Out{Ldc: p.n}, 1); !errors.Is(err, kernels.ErrShape) {
+	if err := l.Run(&kernels.GEMMU8S8{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, Out: kernels.Out{Ldc: p.n}, Threads: 1}); !errors.Is(err, kernels.ErrShape) {
 		t.Errorf("no destination: err = %v, want ErrShape", err)
 	}
-	if err := l.Run(0, nil, p.lda, nil, kernels.Out{}, 1); err != nil {
+	if err := l.Run(&kernels.GEMMU8S8{Lda: p.lda, Out: kernels.Out{}, Threads: 1}); err != nil {
 		t.Errorf("m=0: %v", err)
 	}
 	if _, err := s.NewLinear(4, 4, make([]int8, 3), 4); !errors.Is(err, kernels.ErrShape) {
