@@ -233,6 +233,21 @@ func New(opts Options) (*Selector, error) {
 	return s, nil
 }
 
+var process struct {
+	once sync.Once
+	sel  *Selector
+	err  error
+}
+
+// Default returns the process-wide selector of the environment, New with
+// the zero Options (INT8BERT_KERNEL, INT8BERT_CPU_DISABLE through cpu.X86,
+// INT8BERT_TUNING_CACHE), made on first use and never closed: what a
+// caller that was given no selector runs on.
+func Default() (*Selector, error) {
+	process.once.Do(func() { process.sel, process.err = New(Options{}) })
+	return process.sel, process.err
+}
+
 // applyForce restricts each operation that has a kernel of the forced ISA
 // (or the forced kernel) to those kernels, or says why it cannot:
 //

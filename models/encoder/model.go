@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
@@ -20,9 +19,8 @@ type Model struct {
 	sel                      *selector.Selector
 	threads                  int
 	prof                     *Profile
-	// attn runs attention's two batched matmuls (Q K^T and P V): the
-	// first FP32 kernel this CPU runs, fastest listed first.
-	attn *kernels.KernelF32
+	// (attention's two products run on the kernels sel chooses for them:
+	// Selector.KernelF32)
 	// src and names are where the weights came from (an FP32 model reads
 	// them again to quantize itself).
 	src   Source
@@ -158,14 +156,8 @@ func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Optio
 		return nil, fmt.Errorf("encoder: nil selector: %w", ErrConfig)
 	}
 	h := cfg.Hidden
-	m := &Model{cfg: cfg, sel: sel, threads: o.Threads, prof: o.Profile, attn: kernels.GenericF32,
+	m := &Model{cfg: cfg, sel: sel, threads: o.Threads, prof: o.Profile,
 		src: l.src, names: names, prec: PrecisionFP32}
-	for _, k := range kernels.F32Kernels() {
-		if k != kernels.GenericF32 && k.Available(cpu.X86) {
-			m.attn = k
-			break
-		}
-	}
 	var err error
 	get := func(dst *[]float32, name string, shape ...int) {
 		if err == nil {
