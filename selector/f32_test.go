@@ -340,7 +340,7 @@ func TestCacheRoundTripF32(t *testing.T) {
 		t.Errorf("unexpected warnings: %s", w.String())
 	}
 
-	// A cache written before the f32 family (its candidates lack the f32
+	// A cache written before the f32 operation (its candidates lack the f32
 	// kernels) is ignored.
 	old := *c
 	old.Candidates = slices.DeleteFunc(slices.Clone(c.Candidates), func(n string) bool { return strings.HasPrefix(n, OpF32+":") })
@@ -362,7 +362,7 @@ func TestCacheRoundTripF32(t *testing.T) {
 }
 
 // fakeF32 is a correct FP32 kernel (the generic one) under another name
-// and family; wrong makes it add err to one value.
+// and ISA; wrong makes it add err to one value.
 func fakeF32(name string, isa cpu.ISA, available bool, err float32) *kernels.KernelF32 {
 	return &kernels.KernelF32{Name: name, ISA: isa, MR: 1, NR: 32,
 		Available: func(cpu.Features) bool { return available },
@@ -378,7 +378,7 @@ func fakeF32(name string, isa cpu.ISA, available bool, err float32) *kernels.Ker
 		}}
 }
 
-// TestForcedF32 checks the forced-family rules across the two operations.
+// TestForcedF32 checks the forced-ISA rules across the operations.
 func TestForcedF32(t *testing.T) {
 	var w warnings
 	fkind := "bias+gelu/f32"
@@ -491,7 +491,7 @@ func TestForcedF32(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := []string{"no-such-family", "future-f32", "gemmF32Future_4x16"}
+	bad := []string{"no-such-isa", "future-f32", "gemmF32Future_4x16"}
 	for _, k := range kernels.F32Kernels() {
 		if k.ISA == "avx512" {
 			bad = append(bad, "avx512", k.Name)
@@ -515,7 +515,7 @@ func TestForcedF32(t *testing.T) {
 	if _, err := New(o); !errors.Is(err, ErrForced) {
 		t.Errorf("%s=future-f32: err = %v, want ErrForced", EnvKernel, err)
 	}
-	// Forcing a u8s8-only family leaves the f32 linears working, read from
+	// Forcing a u8s8-only ISA leaves the f32 linears working, read from
 	// the environment too.
 	t.Setenv(EnvKernel, "test-isa")
 	o = testOptions(t, &w)

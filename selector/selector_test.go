@@ -348,7 +348,7 @@ func TestCacheRoundTrip(t *testing.T) {
 	}
 
 	// A forced selector reads the same file and uses the entries of its
-	// family; it saves nothing.
+	// ISA; it saves nothing.
 	before, err := os.ReadFile(o.CachePath)
 	if err != nil {
 		t.Fatal(err)
@@ -482,7 +482,7 @@ func TestForcedMissing(t *testing.T) {
 		Available: func(cpu.Features) bool { return false },
 		Accepts:   func(m, n, k int) bool { return true },
 		RunU8S8:   kernels.GenericU8S8.RunU8S8}
-	for _, force := range []string{"amx", "no-such-family", "future-isa", "gemmFuture_8x16"} {
+	for _, force := range []string{"amx", "no-such-isa", "future-isa", "gemmFuture_8x16"} {
 		o := testOptions(t, &w)
 		o.Force, o.Features, o.Extra = force, &noAMX, []any{unavailable}
 		_, err := New(o)
@@ -493,13 +493,13 @@ func TestForcedMissing(t *testing.T) {
 		t.Logf("force %q: %v", force, err)
 	}
 	// The environment variable is read the same way.
-	t.Setenv(EnvKernel, "no-such-family")
+	t.Setenv(EnvKernel, "no-such-isa")
 	if _, err := New(testOptions(t, &w)); !errors.Is(err, ErrForced) {
-		t.Errorf("%s=no-such-family: err = %v, want ErrForced", EnvKernel, err)
+		t.Errorf("%s=no-such-isa: err = %v, want ErrForced", EnvKernel, err)
 	}
 }
 
-// fakeKernel is a correct kernel under another name and family.
+// fakeKernel is a correct kernel under another name and ISA.
 func fakeKernel(name string, isa cpu.ISA, wrong bool) *kernels.Kernel {
 	return &kernels.Kernel{Name: name, ISA: isa, MR: 1, NR: 32, KB: 4,
 		Available: func(cpu.Features) bool { return true },
