@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/int8bert/int8bert/cpu"
@@ -526,80 +525,26 @@ func TestForcedF32(t *testing.T) {
 	}
 }
 
-// TestWrongF32CandidateExcluded: a kernel off by more than the tolerance is
-// excluded with the reason; one within float32 rounding passes.
-func TestWrongF32CandidateExcluded(t *testing.T) {
-	var w warnings
-	o := testOptions(t, &w)
-	o.Extra = []any{
-		fakeF32("gemmF32Broken_1x32", "test-f32", true, 1e-2),
-		fakeF32("gemmF32Close_1x32", "test-f32", true, 1e-7),
-	}
-	s := newSelector(t, o)
-	for _, kind := range []string{"none/f32", "bias+gelu/f32", "bias+residual/f32"} {
-		ek, _ := ParseEpilogueKind(kind)
-		key, err := NewKey(OpF32, 9, 20, 50, ek, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ch, err := s.Choose(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var why string
-		for _, e := range ch.Excluded {
-			if e.Kernel == "gemmF32Broken_1x32" {
-				why = e.Reason
-			}
-		}
-		if !strings.Contains(why, "differs from the generic reference") || !strings.Contains(why, "row 8") {
-			t.Errorf("%s: broken kernel not excluded with a reason: %q\n%v", kind, why, ch)
-		}
-		if mentionsMeasured(ch, "gemmF32Broken_1x32") || !mentionsMeasured(ch, "gemmF32Close_1x32") {
-			t.Errorf("%s: %v", kind, ch)
-		}
-	}
-	o = testOptions(t, &w)
-	o.Force, o.Extra = "gemmF32Broken_1x32", []any{fakeF32("gemmF32Broken_1x32", "test-f32", true, 1e-2)}
-	s2 := newSelector(t, o)
-	_, err := s2.Choose(F32Key(9, 20, 50, nil, 1))
-	if !errors.Is(err, ErrNoCandidate) || !errors.Is(err, ErrForced) || !strings.Contains(err.Error(), "differs") {
-		t.Errorf("forced broken f32 kernel: err = %v", err)
-	}
-}
-
 func TestConcurrentFirstUseF32(t *testing.T) {
 	var w warnings
 	s := newSelector(t, testOptions(t, &w))
 	p := newF32Problem(t, 3, 12, 64, 48, "bias+residual/f32", 0)
 	l, err := s.NewLinearF32(p.n, p.k, p.w, p.ldw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer l.Close()
-	var wg sync.WaitGroup
-	for g := 0; g < 16; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := make([]float32, p.m*p.n)
-			if err := l.Run(&kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: p.n, Threads: 1}); err != nil {
-				t.Error(err)
-				return
+	want, tol := p.want(t, p.n)
+	firstUseOnce(t, s, F32Key(p.m, p.k, p.n, p.ep, 1), func() error {
+		c := make([]float32, p.m*p.n)
+		if err := l.Run(&kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: p.n, Threads: 1}); err != nil {
+			return err
+		}
+		for i := range c {
+			if !(math.Abs(float64(c[i]-want[i])) <= tol[i]) {
+				return fmt.Errorf("concurrent run: value %d = %v, want %v", i, c[i], want[i])
 			}
-			want, tol := p.want(t, p.n)
-			for i := range c {
-				if !(math.Abs(float64(c[i]-want[i])) <= tol[i]) {
-					t.Errorf("concurrent run: value %d = %v, want %v", i, c[i], want[i])
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if got := s.Stats().Tuned; got != 1 {
-		t.Errorf("%d tuning runs for one key under 16 concurrent first calls, want 1", got)
-	}
+		}
+		return nil
+	})
 }
 
 func TestLinearF32Errors(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/dnnl"
 	"github.com/int8bert/int8bert/kernels"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -257,17 +259,17 @@ func TestLinearRunsEveryKind(t *testing.T) {
 }
 
 func mentions(ch Choice, name string) bool {
-	for _, m := range ch.Measured {
-		if m.Kernel == name {
-			return true
-		}
-	}
+	return mentionsMeasured(ch, name) || excludedWhy(ch, name) != ""
+}
+
+// excludedWhy is the reason ch excluded the candidate name, or "".
+func excludedWhy(ch Choice, name string) string {
 	for _, e := range ch.Excluded {
 		if e.Kernel == name {
-			return true
+			return e.Reason
 		}
 	}
-	return false
+	return ""
 }
 
 // TestOneDNNCandidate forces oneDNN: with cgo it must run and match the
@@ -525,80 +527,92 @@ func fakeKernel(name string, isa cpu.ISA, wrong bool) *kernels.Kernel {
 		}}
 }
 
-func TestForcedPresent(t *testing.T) {
-	var w warnings
-	key := mustKey(t, 3, 24, 40, "zp+scale+colscale+bias+gelu/u8", 1)
-	for _, c := range []struct{ force, env, want string }{
-		{"generic", "", kernels.GenericU8S8.Name},
-		{"", "generic", kernels.GenericU8S8.Name},
-		{kernels.GenericU8S8.Name, "", kernels.GenericU8S8.Name},
-		{"test-isa", "", "gemmFake_1x32"},
-		{"", "gemmFake_1x32", "gemmFake_1x32"},
-	} {
-		t.Setenv(EnvKernel, c.env)
-		o := testOptions(t, &w)
-		o.Force, o.Extra = c.force, []any{fakeKernel("gemmFake_1x32", "test-isa", false)}
-		s := newSelector(t, o)
-		ch, err := s.Choose(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ch.Kernel != c.want || len(ch.Measured) != 1 || ch.Forced == "" {
-			t.Errorf("force %q env %q: %v\nwant only %s", c.force, c.env, ch, c.want)
-		}
-		// Forced choices do not go to the cache.
-		if _, err := os.Stat(o.CachePath); err == nil {
-			t.Errorf("force %q: a forced choice was saved", c.force)
-		}
-		p := newProblem(t, 7, 3, 24, 40, "zp+scale+colscale+bias+gelu/u8", 0)
-		runLinear(t, s, p, 0)
-	}
-}
-
+// TestWrongCandidateExcluded: in every operation, a kernel that differs
+// from the reference is excluded with the reason (one within float32
+// rounding of an FP32 result passes), and forcing it is an error, not a
+// fallback.
 func TestWrongCandidateExcluded(t *testing.T) {
-	var w warnings
-	o := testOptions(t, &w)
-	o.Extra = []any{fakeKernel("gemmBroken_1x32", "test-isa", true), fakeKernel("gemmFake_1x32", "test-isa", false)}
-	s := newSelector(t, o)
-	for _, kind := range []string{"none/s32", "scale+bias/f32", "zp+scale+colscale+bias+gelu/u8"} {
-		key := mustKey(t, 9, 20, 50, kind, 1)
-		ch, err := s.Choose(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var why string
-		for _, e := range ch.Excluded {
-			if e.Kernel == "gemmBroken_1x32" {
-				why = e.Reason
-			}
-		}
-		if !strings.Contains(why, "differs from the generic reference") || !strings.Contains(why, "row 8") {
-			t.Errorf("%s: broken kernel not excluded with a reason: %q\n%v", kind, why, ch)
-		}
-		if ch.Kernel == "gemmBroken_1x32" || mentionsMeasured(ch, "gemmBroken_1x32") || !mentionsMeasured(ch, "gemmFake_1x32") {
-			t.Errorf("%s: %v", kind, ch)
-		}
-		if !strings.Contains(s.Explain(key), "gemmBroken_1x32") {
-			t.Errorf("Explain omits the excluded kernel:\n%s", s.Explain(key))
-		}
+	f32Kind := func(kind string) Key {
+		ek, err := ParseEpilogueKind(kind)
+		require.NoError(t, err)
+		key, err := NewKey(OpF32, 9, 20, 50, ek, 1)
+		require.NoError(t, err)
+		return key
 	}
-	// Forced onto the broken kernel: an error, not a fallback.
-	o = testOptions(t, &w)
-	o.Force, o.Extra = "gemmBroken_1x32", []any{fakeKernel("gemmBroken_1x32", "test-isa", true)}
-	s2 := newSelector(t, o)
-	_, err := s2.Choose(mustKey(t, 9, 20, 50, "none/s32", 1))
-	if !errors.Is(err, ErrNoCandidate) || !errors.Is(err, ErrForced) || !strings.Contains(err.Error(), "differs") {
-		t.Errorf("forced broken kernel: err = %v", err)
+	for _, c := range []struct {
+		op           string
+		broken, good any // the kernels
+		keys         []Key
+	}{
+		{OpU8S8, fakeKernel("gemmBroken_1x32", "test-isa", true), fakeKernel("gemmFake_1x32", "test-isa", false),
+			[]Key{mustKey(t, 9, 20, 50, "none/s32", 1), mustKey(t, 9, 20, 50, "scale+bias/f32", 1), mustKey(t, 9, 20, 50, "zp+scale+colscale+bias+gelu/u8", 1)}},
+		{OpF32, fakeF32("gemmF32Broken_1x32", "test-f32", true, 1e-2), fakeF32("gemmF32Close_1x32", "test-f32", true, 1e-7),
+			[]Key{f32Kind("none/f32"), f32Kind("bias+gelu/f32"), f32Kind("bias+residual/f32")}},
+	} {
+		t.Run(c.op, func(t *testing.T) {
+			name := func(k any) string {
+				if u, ok := k.(*kernels.Kernel); ok {
+					return u.Name
+				}
+				return k.(*kernels.KernelF32).Name
+			}
+			broken, good := name(c.broken), name(c.good)
+			var w warnings
+			o := testOptions(t, &w)
+			o.Extra = []any{c.broken, c.good}
+			s := newSelector(t, o)
+			for _, key := range c.keys {
+				ch, err := s.Choose(key)
+				require.NoError(t, err)
+				why := excludedWhy(ch, broken)
+				assert.Contains(t, why, "differs from the generic reference", "%v: %v", key, ch)
+				assert.Contains(t, why, "row 8", "%v: %v", key, ch)
+				assert.NotEqual(t, broken, ch.Kernel, "%v", key)
+				assert.False(t, mentionsMeasured(ch, broken), "%v: %v", key, ch)
+				assert.True(t, mentionsMeasured(ch, good), "%v: %v", key, ch)
+				assert.Contains(t, s.Explain(key), broken, "Explain omits the excluded kernel")
+			}
+			o = testOptions(t, &w)
+			o.Force, o.Extra = broken, []any{c.broken}
+			_, err := newSelector(t, o).Choose(c.keys[0])
+			require.ErrorIs(t, err, ErrNoCandidate)
+			require.ErrorIs(t, err, ErrForced)
+			assert.Contains(t, err.Error(), "differs")
+		})
 	}
 }
 
 func mentionsMeasured(ch Choice, name string) bool {
-	for _, m := range ch.Measured {
-		if m.Kernel == name {
-			return true
-		}
+	return slices.ContainsFunc(ch.Measured, func(m Measurement) bool { return m.Kernel == name })
+}
+
+// firstUseOnce runs 32 goroutines at once on a selector that has not
+// chosen for key: half Choose it, half call run (a Linear's Run of that
+// key, checking its result). The key must be tuned once, and every Choose
+// see the same choice.
+func firstUseOnce(t *testing.T, s *Selector, key Key, run func() error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	kernelsChosen := make([]string, 32)
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if g%2 == 1 {
+				assert.NoError(t, run())
+				return
+			}
+			ch, err := s.Choose(key)
+			if assert.NoError(t, err) {
+				kernelsChosen[g] = ch.Kernel
+			}
+		}()
 	}
-	return false
+	wg.Wait()
+	assert.Equal(t, 1, s.Stats().Tuned, "tuning runs for one key under 32 concurrent first calls")
+	for g := 0; g < 32; g += 2 {
+		assert.Equal(t, kernelsChosen[0], kernelsChosen[g], "goroutine %d", g)
+	}
 }
 
 func TestConcurrentFirstUse(t *testing.T) {
@@ -606,44 +620,17 @@ func TestConcurrentFirstUse(t *testing.T) {
 	s := newSelector(t, testOptions(t, &w))
 	p := newProblem(t, 3, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 0)
 	l, err := s.NewLinear(p.n, p.k, p.w, p.k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer l.Close()
 	want := p.want(t, p.n)
-	key := mustKey(t, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 1)
-	var wg sync.WaitGroup
-	kernelsChosen := make([]string, 32)
-	for g := 0; g < 32; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if g%2 == 0 {
-				ch, err := s.Choose(key)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				kernelsChosen[g] = ch.Kernel
-				return
-			}
-			out := newOut(F32, p.m, p.n)
-			if err := l.Run(&kernels.GEMMU8S8{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, Out: out, Threads: 1}); err != nil {
-				t.Error(err)
-				return
-			}
-			compare(t, "concurrent run", F32, p.m, p.n, p.n, out, want)
-		}()
-	}
-	wg.Wait()
-	if got := s.Stats().Tuned; got != 1 {
-		t.Errorf("%d tuning runs for one key under 32 concurrent first calls, want 1", got)
-	}
-	for g := 0; g < 32; g += 2 {
-		if kernelsChosen[g] != kernelsChosen[0] {
-			t.Errorf("goroutine %d chose %s, goroutine 0 %s", g, kernelsChosen[g], kernelsChosen[0])
+	firstUseOnce(t, s, mustKey(t, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 1), func() error {
+		out := newOut(F32, p.m, p.n)
+		if err := l.Run(&kernels.GEMMU8S8{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, Out: out, Threads: 1}); err != nil {
+			return err
 		}
-	}
+		compare(t, "concurrent run", F32, p.m, p.n, p.n, out, want)
+		return nil
+	})
 }
 
 func TestRunErrors(t *testing.T) {
