@@ -57,11 +57,11 @@ type Options struct {
 	// "avx512", "generic", ...: a cpu.ISA, or oneDNN) or one kernel by name.
 	// "" means $INT8BERT_KERNEL. Forcing applies to each operation (u8s8,
 	// f32, f32-kernel) that has a kernel of that ISA or name compiled in
-	// (oneDNN: a oneDNN candidate); the others choose
-	// as usual. New fails (ErrForced) when no operation has it, when an
-	// operation has it compiled in but this CPU cannot run it, or for
-	// "onednn" in a build or run without oneDNN. Choices made while forced
-	// are not saved; those of the operations the force leaves alone are.
+	// (oneDNN: a oneDNN candidate); the others choose as usual. New fails
+	// (ErrForced) when no operation has it, when an operation has it
+	// compiled in but this CPU cannot run it, or for "onednn" in a build or
+	// run without oneDNN. Choices made while forced are not saved; those of
+	// the operations the force leaves alone are.
 	Force string
 	// Features is the CPU the native candidates must run on; nil means
 	// cpu.X86. Tests use it to turn features off.
@@ -155,8 +155,9 @@ type flight struct {
 }
 
 // New returns a Selector. It fails when the forced ISA or kernel is
-// unknown or unavailable here, or on an Options.Extra of no operation. A cache that cannot be read is reported
-// through Options.Warn and the selector starts empty (it re-tunes).
+// unknown or unavailable here, or on an Options.Extra of no operation. A
+// cache that cannot be read is reported through Options.Warn and the
+// selector starts empty (it re-tunes).
 func New(opts Options) (*Selector, error) {
 	opts.defaults()
 	s := &Selector{
