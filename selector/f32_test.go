@@ -525,28 +525,6 @@ func TestForcedF32(t *testing.T) {
 	}
 }
 
-func TestConcurrentFirstUseF32(t *testing.T) {
-	var w warnings
-	s := newSelector(t, testOptions(t, &w))
-	p := newF32Problem(t, 3, 12, 64, 48, "bias+residual/f32", 0)
-	l, err := s.NewLinearF32(p.n, p.k, p.w, p.ldw)
-	require.NoError(t, err)
-	defer l.Close()
-	want, tol := p.want(t, p.n)
-	firstUseOnce(t, s, F32Key(p.m, p.k, p.n, p.ep, 1), func() error {
-		c := make([]float32, p.m*p.n)
-		if err := l.Run(&kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: p.n, Threads: 1}); err != nil {
-			return err
-		}
-		for i := range c {
-			if !(math.Abs(float64(c[i]-want[i])) <= tol[i]) {
-				return fmt.Errorf("concurrent run: value %d = %v, want %v", i, c[i], want[i])
-			}
-		}
-		return nil
-	})
-}
-
 func TestLinearF32Errors(t *testing.T) {
 	var w warnings
 	s := newSelector(t, testOptions(t, &w))

@@ -615,22 +615,53 @@ func firstUseOnce(t *testing.T, s *Selector, key Key, run func() error) {
 	}
 }
 
+// TestConcurrentFirstUse runs firstUseOnce on a Linear of each operation.
 func TestConcurrentFirstUse(t *testing.T) {
-	var w warnings
-	s := newSelector(t, testOptions(t, &w))
-	p := newProblem(t, 3, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 0)
-	l, err := s.NewLinear(p.n, p.k, p.w, p.k)
-	require.NoError(t, err)
-	defer l.Close()
-	want := p.want(t, p.n)
-	firstUseOnce(t, s, mustKey(t, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 1), func() error {
-		out := newOut(F32, p.m, p.n)
-		if err := l.Run(&kernels.GEMMU8S8{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, Out: out, Threads: 1}); err != nil {
-			return err
-		}
-		compare(t, "concurrent run", F32, p.m, p.n, p.n, out, want)
-		return nil
-	})
+	up := newProblem(t, 3, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 0)
+	uwant := up.want(t, up.n)
+	fp := newF32Problem(t, 3, 12, 64, 48, "bias+residual/f32", 0)
+	fwant, ftol := fp.want(t, fp.n)
+	for _, c := range []struct {
+		key Key
+		run func(t *testing.T, s *Selector) func() error
+	}{
+		{mustKey(t, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 1), func(t *testing.T, s *Selector) func() error {
+			l, err := s.NewLinear(up.n, up.k, up.w, up.k)
+			require.NoError(t, err)
+			t.Cleanup(func() { l.Close() })
+			return func() error {
+				out := newOut(F32, up.m, up.n)
+				err := l.Run(&kernels.GEMMU8S8{M: up.m, A: up.a, Lda: up.lda, Ep: up.ep, Out: out, Threads: 1})
+				if err == nil {
+					compare(t, "concurrent run", F32, up.m, up.n, up.n, out, uwant)
+				}
+				return err
+			}
+		}},
+		{F32Key(fp.m, fp.k, fp.n, fp.ep, 1), func(t *testing.T, s *Selector) func() error {
+			l, err := s.NewLinearF32(fp.n, fp.k, fp.w, fp.ldw)
+			require.NoError(t, err)
+			t.Cleanup(func() { l.Close() })
+			return func() error {
+				c := make([]float32, fp.m*fp.n)
+				if err := l.Run(&kernels.GEMMF32{M: fp.m, A: fp.a, Lda: fp.lda, Ep: fp.ep, C: c, Ldc: fp.n, Threads: 1}); err != nil {
+					return err
+				}
+				for i := range c {
+					if !(math.Abs(float64(c[i]-fwant[i])) <= ftol[i]) {
+						return fmt.Errorf("concurrent run: value %d = %v, want %v", i, c[i], fwant[i])
+					}
+				}
+				return nil
+			}
+		}},
+	} {
+		t.Run(c.key.Op, func(t *testing.T) {
+			var w warnings
+			s := newSelector(t, testOptions(t, &w))
+			firstUseOnce(t, s, c.key, c.run(t, s))
+		})
+	}
 }
 
 func TestRunErrors(t *testing.T) {
