@@ -13,18 +13,23 @@ import (
 // case-insensitive list of feature names to turn off (see Features.Apply).
 const EnvDisable = "INT8BERT_CPU_DISABLE"
 
-// Path names returned by Features.Int8Path, FP32Path and BF16Path.
+// ISA names an instruction set a kernel is written for. It is the one
+// vocabulary of kernel ISAs: kernels' Kernel.ISA and KernelF32.ISA, the
+// paths Features.Int8Path, FP32Path and BF16Path return, the selector's
+// INT8BERT_KERNEL forcing and its tuning cache all use these constants.
+type ISA string
+
+// The ISAs.
 const (
-	PathAMX        = "amx"         // int8: AMX-INT8 tiles
-	PathAVX512VNNI = "avx512-vnni" // int8: EVEX VPDPBUSD
-	PathAVXVNNI    = "avx-vnni"    // int8: VEX VPDPBUSD on 256-bit registers
-	PathAVX2       = "avx2"        // int8: VPMADDUBSW/VPMADDWD
-	PathGeneric    = "generic"     // int8/fp32: pure Go
-	PathAVX512     = "avx512"      // fp32: 512-bit FMA
-	PathAVX2FMA    = "avx2-fma"    // fp32: 256-bit FMA
-	PathAMXBF16    = "amx-bf16"    // bf16: AMX-BF16 tiles
-	PathAVX512BF16 = "avx512-bf16" // bf16: VDPBF16PS
-	PathNone       = "none"        // bf16: no native path
+	ISAAMX        ISA = "amx"         // int8: AMX-INT8 tiles
+	ISAAVX512VNNI ISA = "avx512-vnni" // int8: EVEX VPDPBUSD
+	ISAAVXVNNI    ISA = "avx-vnni"    // int8: VEX VPDPBUSD on 256-bit registers
+	ISAAVX2       ISA = "avx2"        // int8: VPMADDUBSW/VPMADDWD; fp32: 256-bit FMA (AVX2 + FMA3)
+	ISAGeneric    ISA = "generic"     // int8/fp32: pure Go
+	ISAAVX512     ISA = "avx512"      // fp32: 512-bit FMA
+	ISAAMXBF16    ISA = "amx-bf16"    // bf16: AMX-BF16 tiles
+	ISAAVX512BF16 ISA = "avx512-bf16" // bf16: VDPBF16PS
+	ISANone       ISA = "none"        // bf16: no native path
 )
 
 // AMXState is the outcome of the AMX permission request.
@@ -241,40 +246,41 @@ func (f Features) avx512Core() bool { return f.AVX512F && f.AVX512BW && f.AVX512
 
 // Int8Path names the best live int8 GEMM path: amx, avx512-vnni, avx-vnni,
 // avx2 or generic. AMX needs AMX-TILE, AMX-INT8 and granted permission.
-func (f Features) Int8Path() string {
+func (f Features) Int8Path() ISA {
 	switch {
 	case f.AMXTile && f.AMXInt8 && f.AMX.Granted():
-		return PathAMX
+		return ISAAMX
 	case f.avx512Core() && f.AVX512VNNI:
-		return PathAVX512VNNI
+		return ISAAVX512VNNI
 	case f.AVX2 && f.AVXVNNI:
-		return PathAVXVNNI
+		return ISAAVXVNNI
 	case f.AVX2:
-		return PathAVX2
+		return ISAAVX2
 	}
-	return PathGeneric
+	return ISAGeneric
 }
 
-// FP32Path names the best live fp32 GEMM path: avx512, avx2-fma or generic.
-func (f Features) FP32Path() string {
+// FP32Path names the best live fp32 GEMM path: avx512, avx2 (AVX2 and FMA3)
+// or generic.
+func (f Features) FP32Path() ISA {
 	switch {
 	case f.AVX512F:
-		return PathAVX512
+		return ISAAVX512
 	case f.AVX2 && f.FMA:
-		return PathAVX2FMA
+		return ISAAVX2
 	}
-	return PathGeneric
+	return ISAGeneric
 }
 
 // BF16Path names the best live bf16 GEMM path: amx-bf16, avx512-bf16 or none.
-func (f Features) BF16Path() string {
+func (f Features) BF16Path() ISA {
 	switch {
 	case f.AMXTile && f.AMXBF16 && f.AMX.Granted():
-		return PathAMXBF16
+		return ISAAMXBF16
 	case f.avx512Core() && f.AVX512BF16:
-		return PathAVX512BF16
+		return ISAAVX512BF16
 	}
-	return PathNone
+	return ISANone
 }
 
 // String says which paths are live and lists the feature flags that are on, e.g.

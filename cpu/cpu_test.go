@@ -87,7 +87,7 @@ func TestApplyNeverTurnsOn(t *testing.T) {
 		if l := got.List(); len(l) != 0 || len(got.Disabled) != 0 {
 			t.Errorf("Apply(%q) on no features: on %v, disabled %v", n, l, got.Disabled)
 		}
-		if got.Int8Path() != PathGeneric || got.FP32Path() != PathGeneric || got.BF16Path() != PathNone {
+		if got.Int8Path() != ISAGeneric || got.FP32Path() != ISAGeneric || got.BF16Path() != ISANone {
 			t.Errorf("Apply(%q) on no features: %v", n, got)
 		}
 	}
@@ -107,17 +107,18 @@ func TestApplyDoesNotAlias(t *testing.T) {
 
 func TestPaths(t *testing.T) {
 	for _, tc := range []struct {
-		disable, int8, fp32, bf16 string
-		granted                   bool
+		disable          string
+		int8, fp32, bf16 ISA
+		granted          bool
 	}{
-		{"", PathAMX, PathAVX512, PathAMXBF16, true},
-		{"", PathAVX512VNNI, PathAVX512, PathAVX512BF16, false},
-		{"amx", PathAVX512VNNI, PathAVX512, PathAVX512BF16, true},
-		{"amxint8,avx512vl", PathAVXVNNI, PathAVX512, PathAMXBF16, true},
-		{"amx,avx512vnni,avxvnni", PathAVX2, PathAVX512, PathAVX512BF16, true},
-		{"amx,avx512", PathAVXVNNI, PathAVX2FMA, PathNone, true},
-		{"amx,avx2", PathGeneric, PathGeneric, PathNone, true},
-		{"amx,avx512,fma", PathAVXVNNI, PathGeneric, PathNone, true},
+		{"", ISAAMX, ISAAVX512, ISAAMXBF16, true},
+		{"", ISAAVX512VNNI, ISAAVX512, ISAAVX512BF16, false},
+		{"amx", ISAAVX512VNNI, ISAAVX512, ISAAVX512BF16, true},
+		{"amxint8,avx512vl", ISAAVXVNNI, ISAAVX512, ISAAMXBF16, true},
+		{"amx,avx512vnni,avxvnni", ISAAVX2, ISAAVX512, ISAAVX512BF16, true},
+		{"amx,avx512", ISAAVXVNNI, ISAAVX2, ISANone, true},
+		{"amx,avx2", ISAGeneric, ISAGeneric, ISANone, true},
+		{"amx,avx512,fma", ISAAVXVNNI, ISAGeneric, ISANone, true},
 	} {
 		in := all()
 		if !tc.granted {
@@ -132,7 +133,7 @@ func TestPaths(t *testing.T) {
 				f.Int8Path(), f.FP32Path(), f.BF16Path(), tc.int8, tc.fp32, tc.bf16)
 		}
 		s := f.String()
-		for _, want := range []string{"int8: " + tc.int8, "fp32: " + tc.fp32, "bf16: " + tc.bf16, "amx: " + f.AMX.String()} {
+		for _, want := range []string{"int8: " + string(tc.int8), "fp32: " + string(tc.fp32), "bf16: " + string(tc.bf16), "amx: " + f.AMX.String()} {
 			if !strings.Contains(s, want) {
 				t.Errorf("String() = %q, missing %q", s, want)
 			}

@@ -7,6 +7,10 @@
 // identity and cache sizes, and the INT8BERT_CPU_DISABLE override, which can
 // only turn features off.
 //
+// It also names the instruction sets (ISA, ISAAVX2, ISAAVX512VNNI, ...):
+// the one vocabulary of kernel ISAs that kernels, the selector, its
+// INT8BERT_KERNEL forcing and its tuning cache share.
+//
 // Detected holds what CPUID reported; X86 holds the effective features after
 // the override. Both are set once in init and must be treated as read-only.
 // Code that wants other combinations (tests, benchmarks) derives them with

@@ -45,11 +45,11 @@ func eltwiseAVX512() bool {
 func EltwisePath() string {
 	switch eltImpl() {
 	case &eltAsm:
-		return cpu.PathAVX512
+		return string(cpu.ISAAVX512)
 	case eltAVX2Funcs:
-		return cpu.PathGeneric + "+avx2-softmax"
+		return string(cpu.ISAGeneric) + "+avx2-softmax"
 	}
-	return cpu.PathGeneric
+	return string(cpu.ISAGeneric)
 }
 
 // eltFuncs is one implementation of the per-row primitives. Each takes its

@@ -132,8 +132,9 @@ func (g *GEMMU8S8) Check() error {
 // asks. Names carry the tile, e.g. "gemmVNNI_8x48".
 type Kernel struct {
 	Name string
-	// ISA is the instruction set: "avx512-vnni", "amx", "avx2", "generic".
-	ISA string
+	// ISA is the instruction set: cpu.ISAAVX512VNNI, ISAAMX, ISAAVX2 or
+	// ISAGeneric.
+	ISA cpu.ISA
 	// MR x NR is the register tile, KB the K step of the inner loop.
 	MR, NR, KB int
 	// Available reports whether this CPU (after INT8BERT_CPU_DISABLE) runs it.
@@ -147,7 +148,7 @@ type Kernel struct {
 // GenericU8S8 is the generic u8 x s8 kernel: plain Go on the packed layout,
 // on every CPU; every assembly kernel must equal it bit for bit.
 var GenericU8S8 = &Kernel{
-	Name: "gemmGeneric_1x16", ISA: "generic", MR: 1, NR: 16, KB: 4,
+	Name: "gemmGeneric_1x16", ISA: cpu.ISAGeneric, MR: 1, NR: 16, KB: 4,
 	Available: func(cpu.Features) bool { return true },
 	Accepts:   func(m, n, k int) bool { return true },
 	RunU8S8:   runGenericU8S8,

@@ -98,8 +98,8 @@ func (g *GEMMF32) Check() error {
 // e.g. "gemmF32_14x32".
 type KernelF32 struct {
 	Name string
-	// ISA is "avx512", "avx2" (AVX2 + FMA3) or "generic".
-	ISA string
+	// ISA is cpu.ISAAVX512, ISAAVX2 (AVX2 + FMA3) or ISAGeneric.
+	ISA cpu.ISA
 	// MR x NR is the register tile; B must be packed with NR.
 	MR, NR int
 	// Available reports whether this CPU (after INT8BERT_CPU_DISABLE) runs it.
@@ -115,7 +115,7 @@ type KernelF32 struct {
 // accumulation in the order p = 0...K-1, the epilogue in float64 as
 // GemmF32Ref.
 var GenericF32 = &KernelF32{
-	Name: "gemmF32Generic_1x16", ISA: "generic", MR: 1, NR: 16,
+	Name: "gemmF32Generic_1x16", ISA: cpu.ISAGeneric, MR: 1, NR: 16,
 	Available: func(cpu.Features) bool { return true },
 	Accepts:   func(m, n, k int) bool { return m >= 0 && n >= 0 && k >= 0 },
 	Run:       runGenericF32,

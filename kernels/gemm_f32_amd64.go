@@ -33,7 +33,7 @@ func init() {
 	for i := range f32Drivers {
 		f := &f32Drivers[i]
 		f32Asm = append(f32Asm, &KernelF32{
-			Name: fmt.Sprintf("gemmF32_%dx%d", f.mr, f.nr), ISA: "avx512", MR: f.mr, NR: f.nr,
+			Name: fmt.Sprintf("gemmF32_%dx%d", f.mr, f.nr), ISA: cpu.ISAAVX512, MR: f.mr, NR: f.nr,
 			Available: f32Available,
 			Accepts:   func(m, n, k int) bool { return m >= 0 && n >= 0 && k >= 0 },
 			Run:       f.run,
@@ -41,7 +41,7 @@ func init() {
 	}
 	f := &f32AVX2Driver
 	f32Asm = append(f32Asm, &KernelF32{
-		Name: fmt.Sprintf("gemmF32avx2_%dx%d", f.mr, f.nr), ISA: "avx2", MR: f.mr, NR: f.nr,
+		Name: fmt.Sprintf("gemmF32avx2_%dx%d", f.mr, f.nr), ISA: cpu.ISAAVX2, MR: f.mr, NR: f.nr,
 		Available: f32AVX2Available,
 		Accepts:   func(m, n, k int) bool { return m >= 0 && n >= 0 && k >= 0 },
 		Run:       f.run,

@@ -204,10 +204,10 @@ func TestF32FeatureOff(t *testing.T) {
 	defer func() { cpu.X86 = saved }()
 	for _, c := range []struct {
 		disable string
-		runs    func(isa string) bool
+		runs    func(isa cpu.ISA) bool
 	}{
-		{"avx512f", func(isa string) bool { return isa == "generic" || isa == "avx2" }},
-		{"avx2", func(isa string) bool { return isa == "generic" }},
+		{"avx512f", func(isa cpu.ISA) bool { return isa == cpu.ISAGeneric || isa == cpu.ISAAVX2 }},
+		{"avx2", func(isa cpu.ISA) bool { return isa == cpu.ISAGeneric }},
 	} {
 		off, err := saved.Apply(c.disable)
 		if err != nil {

@@ -18,7 +18,7 @@ func amxTile32x32(a *uint8, lda int, b0 *int8, b1 *int8, kblocks int, c *int32, 
 
 func init() {
 	u8s8Asm = append(u8s8Asm, &Kernel{
-		Name: "gemmAMX_32x32x64", ISA: "amx", MR: 32, NR: 16, KB: 64,
+		Name: "gemmAMX_32x32x64", ISA: cpu.ISAAMX, MR: 32, NR: 16, KB: 64,
 		Available: func(f cpu.Features) bool { return f.AMXTile && f.AMXInt8 && f.AMX.Granted() },
 		Accepts:   func(m, n, k int) bool { return k%64 == 0 },
 		RunU8S8: func(g *GEMMU8S8) error {

@@ -6,12 +6,12 @@ import "github.com/int8bert/int8bert/cpu"
 
 func init() {
 	u8s8Asm = append(u8s8Asm, &Kernel{
-		Name: "gemmAVX2_2x16", ISA: "avx2", MR: 2, NR: 16, KB: 4,
+		Name: "gemmAVX2_2x16", ISA: cpu.ISAAVX2, MR: 2, NR: 16, KB: 4,
 		Available: func(f cpu.Features) bool { return f.AVX2 },
 		Accepts:   func(m, n, k int) bool { return true },
 		RunU8S8:   runAVX2U8S8,
 	}, &Kernel{
-		Name: "gemmAVX2w_6x16", ISA: "avx2", MR: 6, NR: 16, KB: 4,
+		Name: "gemmAVX2w_6x16", ISA: cpu.ISAAVX2, MR: 6, NR: 16, KB: 4,
 		Available: func(f cpu.Features) bool { return f.AVX2 },
 		Accepts:   func(m, n, k int) bool { return true },
 		RunU8S8:   runAVX2WideU8S8,

@@ -212,7 +212,7 @@ func vnniKernel(name string, mr, nr int, micros []vnniMicro, epi vnniEpi, avail 
 // the epilogue fused (nil: none; it must compute what epi does).
 func vnniKernelE(name string, mr, nr int, micros []vnniMicro, fused vnniMicroE, epi vnniEpi, avail func(cpu.Features) bool) *Kernel {
 	return &Kernel{
-		Name: name, ISA: cpu.PathAVX512VNNI,
+		Name: name, ISA: cpu.ISAAVX512VNNI,
 		MR: mr, NR: nr, KB: 4,
 		Available: avail,
 		Accepts:   vnniAccepts,

@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/int8bert/int8bert/cpu"
 )
 
 // CacheFormat is the version of the tuning cache's JSON layout. Bump it when
-// the layout or the meaning of a key changes.
-const CacheFormat = 1
+// the layout or the meaning of a key changes. 2: a choice names its
+// kernel's "isa" (it was "family"), and the f32-kernel operation.
+const CacheFormat = 2
 
 // EnvCache names the environment variable that overrides the cache path
 // ("off" disables the cache).
@@ -176,17 +179,17 @@ type Choice struct {
 	// Key is Key.String().
 	Key string `json:"key"`
 	// Kernel is the chosen candidate's name, Backend "native" or "onednn",
-	// Family the kernel's ISA or "onednn".
-	Kernel  string `json:"kernel"`
-	Backend string `json:"backend"`
-	Family  string `json:"family"`
+	// ISA the kernel's ISA or "onednn" (OneDNN).
+	Kernel  string  `json:"kernel"`
+	Backend string  `json:"backend"`
+	ISA     cpu.ISA `json:"isa"`
 	// Measured holds every candidate that passed the reference check,
 	// fastest first.
 	Measured []Measurement `json:"measured"`
 	// Excluded holds the candidates that declined the key, failed or
 	// differed from the reference.
 	Excluded []Exclusion `json:"excluded,omitempty"`
-	// Forced is the forced family or kernel, if any.
+	// Forced is the forced ISA or kernel, if any.
 	Forced string `json:"forced,omitempty"`
 	// Tuned is when the tuning ran.
 	Tuned time.Time `json:"tuned"`

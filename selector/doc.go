@@ -7,8 +7,9 @@
 //   - the candidates, per operation: for u8s8, every kernel of
 //     kernels.U8S8Kernels() this CPU runs (Kernel.Available on cpu.X86) and
 //     that accepts the shape; for f32, every kernel of kernels.F32Kernels()
-//     likewise; for both, oneDNN when dnnl.Available, and test-only extras
-//     (Options.Extra, Options.ExtraF32);
+//     likewise; for both, oneDNN when dnnl.Available; for f32-kernel
+//     (attention's products, run by the caller on the kernel chosen) the
+//     FP32 kernels alone; for all, test-only extras (Options.Extra);
 //   - the key a choice is made for (Key: operation, M bucket, K, N, epilogue
 //     kind, threads);
 //   - benchmark-once tuning: every candidate is first checked against the
@@ -17,27 +18,38 @@
 //     key's shape and excluded, with the reason recorded, when it differs;
 //     the rest are timed a few times each (median) and the fastest is kept;
 //   - the persistent JSON tuning cache (Cache), keyed by CPU signature,
-//     cache format, oneDNN and Go versions;
-//   - Linear (int8) and LinearF32 (float32): one weight matrix prepared
-//     once, whose Run is what the INT8 and FP32 encoders call for every
-//     linear layer.
+//     cache format, oneDNN and Go versions, and the record of the choices
+//     in use (Selector.Choices);
+//   - Linear[G]: one weight matrix prepared once, whose Run(*G) is what the
+//     encoders call for every linear layer, G being the kernels descriptor
+//     of the operation's calls (kernels.GEMMU8S8 from NewLinear for int8,
+//     kernels.GEMMF32 from NewLinearF32 for float32); and
+//     Selector.KernelF32, the kernel of an f32-kernel product.
+//
+// Nothing else in the module picks a kernel: the encoders' linears and
+// attention and the calibration all ask a Selector, so INT8BERT_KERNEL,
+// INT8BERT_CPU_DISABLE and the tuning cache hold everywhere.
 //
 // Concurrent first calls for one key run the tuning once. The environment
-// variable INT8BERT_KERNEL (or Options.Force) forces a kernel family
-// ("onednn", "avx512-vnni", "amx", "avx2", "generic", ...) or one kernel by
-// name; a forced family this CPU or build lacks is an error, never a
-// fallback. Forcing applies to the operations that have a kernel of that
-// family (or that kernel): "avx512-vnni" or "amx" force the u8s8 GEMMs and
-// leave the f32 ones to their usual choice, "avx512" the reverse,
-// "avx2", "generic" and "onednn" force both. A family no operation has is
-// an error, and so is "onednn" without oneDNN.
+// variable INT8BERT_KERNEL (or Options.Force) forces a kernel ISA (a
+// cpu.ISA: "avx512-vnni", "amx", "avx2", "avx512", "generic", or "onednn")
+// or one kernel by name; a forced ISA this CPU or build lacks is an error,
+// never a fallback. Forcing applies to the operations that have a kernel
+// of that ISA (or that kernel): "avx512-vnni" or "amx" force the u8s8
+// GEMMs and leave the f32 ones to their usual choice, "avx512" the
+// reverse, "avx2" and "generic" force all, "onednn" forces u8s8 and f32
+// (f32-kernel has no oneDNN candidate). An ISA no operation has is an
+// error, and so is "onednn" without oneDNN.
 //
-// Operations are families of candidates behind one internal interface
-// (see family in selector.go): "u8s8" (u8 activations x s8 weights, Key
-// from U8S8Key) and "f32" (f32 x f32 -> f32 with bias, activation and
-// residual, Key from F32Key). Another is added by the same mechanism: a
-// Key.Op, a family value that lists its candidates and builds a checked,
-// timed problem, and a Linear-like object for its weights.
+// Operations are generic (op.go): an operation is an opSet[G] over the
+// calls G, built from an opSpec[G], the page of code that differs between
+// operations: its kernels, its oneDNN candidate, the check and key of a
+// call, and a trial's random problem and reference check. "u8s8" (u8
+// activations x s8 weights, Key from U8S8Key; u8s8.go), "f32" (f32 x f32
+// -> f32 with bias, activation and residual, Key from F32Key; f32.go) and
+// "f32-kernel" (the f32 spec without oneDNN, Key from F32KernelKey).
+// Another (BF16, s8 x s8) costs a Key.Op, an opSpec and its line in New
+// with a constructor of its Linear.
 //
 // selector imports cpu, kernels and dnnl. It must not import models/,
 // bench/ or anything else above it.

@@ -30,10 +30,10 @@ func Example() {
 		x[i] = uint8(128 + i%7 - 3)
 	}
 	y := make([]float32, m*n)
-	err = lin.Run(m, x, k, &kernels.Epilogue{
+	err = lin.Run(&kernels.GEMMU8S8{M: m, A: x, Lda: k, Ep: &kernels.Epilogue{
 		ZeroPoint: 128, ColSum: lin.ColSum(),
 		ActScale: 0.5, ColScale: []float32{1, 1, 1}, Bias: []float32{0, 1, 2},
-	}, kernels.Out{F32: y, Ldc: n}, 1)
+	}, Out: kernels.Out{F32: y, Ldc: n}, Threads: 1})
 	if err != nil {
 		panic(err)
 	}

@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/dnnl"
 	"github.com/int8bert/int8bert/kernels"
+	"github.com/stretchr/testify/require"
 )
 
 // f32Kinds are the FP32 epilogue kinds the tests run: the encoder's (none,
@@ -134,10 +134,10 @@ func runLinearF32(t *testing.T, s *Selector, p *f32Problem, pad, threads int) Ch
 	for i := range c {
 		c[i] = -7
 	}
-	if err := l.Run(p.m, p.a, p.lda, p.ep, c, ldc, threads); err != nil {
-		t.Fatalf("%v m=%d: %v", p.kind, p.m, err)
-	}
-	key := l.Key(p.m, p.ep, threads)
+	g := &kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: ldc, Threads: threads}
+	require.NoError(t, l.Run(g), "%v m=%d", p.kind, p.m)
+	key, err := l.Key(g)
+	require.NoError(t, err)
 	if key.Op != OpF32 || key.Epilogue != p.kind {
 		t.Fatalf("key %v, want op f32 and kind %v", key, p.kind)
 	}
@@ -193,7 +193,7 @@ func TestLinearF32EveryKind(t *testing.T) {
 	var w warnings
 	s := newSelector(t, testOptions(t, &w))
 	want := s.CandidatesOf(OpF32)
-	if !slices.Contains(want, kernels.GenericF32.Name) || dnnl.Available != slices.Contains(want, FamilyOneDNN) {
+	if !slices.Contains(want, kernels.GenericF32.Name) || dnnl.Available != slices.Contains(want, OneDNN) {
 		t.Fatalf("f32 candidates %v: want the generic kernel, and onednn iff dnnl.Available (%v)", want, dnnl.Available)
 	}
 	for _, k := range kernels.F32Kernels() {
@@ -230,7 +230,7 @@ func TestLinearF32EveryKind(t *testing.T) {
 	ldc := p.ep.LdResidual
 	want2, _ := p.want(t, ldc)
 	c := p.ep.Residual // in place: c is the residual
-	if err := l.Run(p.m, p.a, p.lda, p.ep, c, ldc, 1); err != nil {
+	if err := l.Run(&kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: ldc, Threads: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < p.m; i++ {
@@ -248,14 +248,14 @@ func TestLinearF32EveryKind(t *testing.T) {
 func TestOneDNNF32Candidate(t *testing.T) {
 	var w warnings
 	o := testOptions(t, &w)
-	o.Force = FamilyOneDNN
+	o.Force = OneDNN
 	if !dnnl.Available {
 		if _, err := New(o); !errors.Is(err, ErrForced) || !errors.Is(err, dnnl.ErrUnavailable) {
 			t.Fatalf("forcing onednn without it: err = %v, want ErrForced and dnnl.ErrUnavailable", err)
 		}
 		o.Force = ""
 		s := newSelector(t, o)
-		if slices.Contains(s.CandidatesOf(OpF32), FamilyOneDNN) || slices.Contains(s.Header().Candidates, "f32:onednn") {
+		if slices.Contains(s.CandidatesOf(OpF32), OneDNN) || slices.Contains(s.Header().Candidates, "f32:onednn") {
 			t.Errorf("onednn among the f32 candidates of a build without it: %v", s.CandidatesOf(OpF32))
 		}
 		for _, kind := range []string{"bias+gelu/f32", "bias+residual/f32"} {
@@ -275,7 +275,7 @@ func TestOneDNNF32Candidate(t *testing.T) {
 		for _, m := range []int{1, 6, 19} {
 			p := newF32Problem(t, uint64(200+10*i+m), m, 40, 33, kind, 2)
 			ch := runLinearF32(t, s, p, 3, 1)
-			if ch.Kernel != FamilyOneDNN || ch.Backend != BackendOneDNN || ch.Forced != FamilyOneDNN || len(ch.Measured) != 1 {
+			if ch.Kernel != OneDNN || ch.Backend != BackendOneDNN || ch.Forced != OneDNN || len(ch.Measured) != 1 {
 				t.Fatalf("%s: forced onednn, chose %v", kind, ch)
 			}
 			if m == 6 && i < 4 {
@@ -287,7 +287,7 @@ func TestOneDNNF32Candidate(t *testing.T) {
 	// silently left out.
 	s2 := newSelector(t, testOptions(t, &w))
 	ch := runLinearF32(t, s2, newF32Problem(t, 5, 19, 64, 48, "bias+gelu/f32", 1), 1, 1)
-	if !mentions(ch, FamilyOneDNN) {
+	if !mentions(ch, OneDNN) {
 		t.Errorf("oneDNN neither measured nor excluded:\n%v", ch)
 	}
 }
@@ -339,7 +339,7 @@ func TestCacheRoundTripF32(t *testing.T) {
 		t.Errorf("unexpected warnings: %s", w.String())
 	}
 
-	// A cache written before the f32 family (its candidates lack the f32
+	// A cache written before the f32 operation (its candidates lack the f32
 	// kernels) is ignored.
 	old := *c
 	old.Candidates = slices.DeleteFunc(slices.Clone(c.Candidates), func(n string) bool { return strings.HasPrefix(n, OpF32+":") })
@@ -361,8 +361,8 @@ func TestCacheRoundTripF32(t *testing.T) {
 }
 
 // fakeF32 is a correct FP32 kernel (the generic one) under another name
-// and family; wrong makes it add err to one value.
-func fakeF32(name, isa string, available bool, err float32) *kernels.KernelF32 {
+// and ISA; wrong makes it add err to one value.
+func fakeF32(name string, isa cpu.ISA, available bool, err float32) *kernels.KernelF32 {
 	return &kernels.KernelF32{Name: name, ISA: isa, MR: 1, NR: 32,
 		Available: func(cpu.Features) bool { return available },
 		Accepts:   func(m, n, k int) bool { return true },
@@ -377,7 +377,7 @@ func fakeF32(name, isa string, available bool, err float32) *kernels.KernelF32 {
 		}}
 }
 
-// TestForcedF32 checks the forced-family rules across the two operations.
+// TestForcedF32 checks the forced-ISA rules across the operations.
 func TestForcedF32(t *testing.T) {
 	var w warnings
 	fkind := "bias+gelu/f32"
@@ -391,20 +391,21 @@ func TestForcedF32(t *testing.T) {
 		force string
 		want  want
 	}{
-		// A family both operations have.
-		{"generic", want{[]string{OpU8S8, OpF32}, kernels.GenericF32.Name, kernels.GenericU8S8.Name}},
-		// One kernel by name: its operation only.
-		{kernels.GenericF32.Name, want{[]string{OpF32}, kernels.GenericF32.Name, ""}},
+		// An ISA every operation has.
+		{"generic", want{[]string{OpU8S8, OpF32, OpF32Kernel}, kernels.GenericF32.Name, kernels.GenericU8S8.Name}},
+		// One kernel by name: the operations of its type only (an FP32
+		// kernel serves f32 and f32-kernel).
+		{kernels.GenericF32.Name, want{[]string{OpF32, OpF32Kernel}, kernels.GenericF32.Name, ""}},
 		{kernels.GenericU8S8.Name, want{[]string{OpU8S8}, "", kernels.GenericU8S8.Name}},
-		// A family only one operation has.
-		{"test-f32", want{[]string{OpF32}, "gemmF32Fake_1x32", ""}},
+		// An ISA only some operations have.
+		{"test-f32", want{[]string{OpF32, OpF32Kernel}, "gemmF32Fake_1x32", ""}},
 		{"test-isa", want{[]string{OpU8S8}, "", "gemmFake_1x32"}},
 	}
-	// Real families this CPU runs, forcing the operations that have a
-	// kernel of theirs (avx512-vnni: u8s8 only; avx512: f32 only; avx2:
-	// both).
-	has := func(ks []string, isa string) bool { return slices.Contains(ks, isa) }
-	var u8s8ISAs, f32ISAs []string
+	// Real ISAs this CPU runs, forcing the operations that have a kernel
+	// of theirs (avx512-vnni: u8s8 only; avx512: f32 and f32-kernel only;
+	// avx2: all).
+	has := func(ks []cpu.ISA, isa cpu.ISA) bool { return slices.Contains(ks, isa) }
+	var u8s8ISAs, f32ISAs []cpu.ISA
 	for _, k := range kernels.U8S8Kernels() {
 		if k.ISA != "generic" && k.Available(cpu.X86) {
 			u8s8ISAs = append(u8s8ISAs, k.ISA)
@@ -421,12 +422,12 @@ func TestForcedF32(t *testing.T) {
 			w.ops, w.u8s8 = append(w.ops, OpU8S8), "*"
 		}
 		if has(f32ISAs, isa) {
-			w.ops, w.f32 = append(w.ops, OpF32), "*"
+			w.ops, w.f32 = append(w.ops, OpF32, OpF32Kernel), "*"
 		}
 		cases = append(cases, struct {
 			force string
 			want  want
-		}{isa, w})
+		}{string(isa), w})
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {
@@ -437,8 +438,7 @@ func TestForcedF32(t *testing.T) {
 		t.Run(c.force, func(t *testing.T) {
 			o := testOptions(t, &w)
 			o.Force = c.force
-			o.Extra = []*kernels.Kernel{fakeKernel("gemmFake_1x32", "test-isa", false)}
-			o.ExtraF32 = []*kernels.KernelF32{fakeF32("gemmF32Fake_1x32", "test-f32", true, 0)}
+			o.Extra = []any{fakeKernel("gemmFake_1x32", "test-isa", false), fakeF32("gemmF32Fake_1x32", "test-f32", true, 0)}
 			s := newSelector(t, o)
 			if got := s.ForcedOps(); !slices.Equal(got, c.want.ops) {
 				t.Fatalf("forced ops %v, want %v", got, c.want.ops)
@@ -454,15 +454,16 @@ func TestForcedF32(t *testing.T) {
 				switch {
 				case x.kernel == "" && ch.Forced != "":
 					t.Errorf("%v: not forced, but the choice says forced: %v", x.key, ch)
-				case x.kernel != "" && (ch.Forced != c.force || !strings.EqualFold(ch.Family, c.force) && ch.Kernel != c.force):
+				case x.kernel != "" && (ch.Forced != c.force || !strings.EqualFold(string(ch.ISA), c.force) && ch.Kernel != c.force):
 					t.Errorf("%v: forced %s, chose %v", x.key, c.force, ch)
 				case x.kernel != "" && x.kernel != "*" && ch.Kernel != x.kernel:
 					t.Errorf("%v: forced %s, chose %s, want %s", x.key, c.force, ch.Kernel, x.kernel)
 				}
 			}
-			// Only the unforced operation's choices are saved.
+			// Only the unforced operation's choices are saved (the two
+			// chosen here: one u8s8, one f32).
 			cache, err := LoadCache(o.CachePath)
-			if len(c.want.ops) == 2 {
+			if slices.Contains(c.want.ops, OpU8S8) && slices.Contains(c.want.ops, OpF32) {
 				if err == nil {
 					t.Errorf("a selector forced on both operations saved %v", cache.Entries)
 				}
@@ -471,7 +472,7 @@ func TestForcedF32(t *testing.T) {
 					t.Fatalf("the unforced operation's choice was not saved: %v", err)
 				}
 				for k, e := range cache.Entries {
-					if e.Forced != "" || strings.HasPrefix(k, c.want.ops[0]+" ") {
+					if e.Forced != "" || slices.ContainsFunc(c.want.ops, func(op string) bool { return strings.HasPrefix(k, op+" ") }) {
 						t.Errorf("forced choice saved: %s: %v", k, e)
 					}
 				}
@@ -489,7 +490,7 @@ func TestForcedF32(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := []string{"no-such-family", "future-f32", "gemmF32Future_4x16"}
+	bad := []string{"no-such-isa", "future-f32", "gemmF32Future_4x16"}
 	for _, k := range kernels.F32Kernels() {
 		if k.ISA == "avx512" {
 			bad = append(bad, "avx512", k.Name)
@@ -499,7 +500,7 @@ func TestForcedF32(t *testing.T) {
 	for _, force := range bad {
 		o := testOptions(t, &w)
 		o.Force, o.Features = force, &noAVX512
-		o.ExtraF32 = []*kernels.KernelF32{fakeF32("gemmF32Future_4x16", "future-f32", false, 0)}
+		o.Extra = []any{fakeF32("gemmF32Future_4x16", "future-f32", false, 0)}
 		_, err := New(o)
 		if !errors.Is(err, ErrForced) {
 			t.Errorf("force %q: err = %v, want ErrForced", force, err)
@@ -509,94 +510,18 @@ func TestForcedF32(t *testing.T) {
 	}
 	t.Setenv(EnvKernel, "future-f32")
 	o := testOptions(t, &w)
-	o.ExtraF32 = []*kernels.KernelF32{fakeF32("gemmF32Future_4x16", "future-f32", false, 0)}
+	o.Extra = []any{fakeF32("gemmF32Future_4x16", "future-f32", false, 0)}
 	if _, err := New(o); !errors.Is(err, ErrForced) {
 		t.Errorf("%s=future-f32: err = %v, want ErrForced", EnvKernel, err)
 	}
-	// Forcing a u8s8-only family leaves the f32 linears working, read from
+	// Forcing a u8s8-only ISA leaves the f32 linears working, read from
 	// the environment too.
 	t.Setenv(EnvKernel, "test-isa")
 	o = testOptions(t, &w)
-	o.Extra = []*kernels.Kernel{fakeKernel("gemmFake_1x32", "test-isa", false)}
+	o.Extra = []any{fakeKernel("gemmFake_1x32", "test-isa", false)}
 	s := newSelector(t, o)
 	if ch := runLinearF32(t, s, newF32Problem(t, 4, 6, 24, 40, "bias+residual/f32", 1), 2, 1); ch.Forced != "" {
 		t.Errorf("%s=test-isa forced an f32 choice: %v", EnvKernel, ch)
-	}
-}
-
-// TestWrongF32CandidateExcluded: a kernel off by more than the tolerance is
-// excluded with the reason; one within float32 rounding passes.
-func TestWrongF32CandidateExcluded(t *testing.T) {
-	var w warnings
-	o := testOptions(t, &w)
-	o.ExtraF32 = []*kernels.KernelF32{
-		fakeF32("gemmF32Broken_1x32", "test-f32", true, 1e-2),
-		fakeF32("gemmF32Close_1x32", "test-f32", true, 1e-7),
-	}
-	s := newSelector(t, o)
-	for _, kind := range []string{"none/f32", "bias+gelu/f32", "bias+residual/f32"} {
-		ek, _ := ParseEpilogueKind(kind)
-		key, err := NewKey(OpF32, 9, 20, 50, ek, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ch, err := s.Choose(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var why string
-		for _, e := range ch.Excluded {
-			if e.Kernel == "gemmF32Broken_1x32" {
-				why = e.Reason
-			}
-		}
-		if !strings.Contains(why, "differs from the generic reference") || !strings.Contains(why, "row 8") {
-			t.Errorf("%s: broken kernel not excluded with a reason: %q\n%v", kind, why, ch)
-		}
-		if mentionsMeasured(ch, "gemmF32Broken_1x32") || !mentionsMeasured(ch, "gemmF32Close_1x32") {
-			t.Errorf("%s: %v", kind, ch)
-		}
-	}
-	o = testOptions(t, &w)
-	o.Force, o.ExtraF32 = "gemmF32Broken_1x32", []*kernels.KernelF32{fakeF32("gemmF32Broken_1x32", "test-f32", true, 1e-2)}
-	s2 := newSelector(t, o)
-	_, err := s2.Choose(F32Key(9, 20, 50, nil, 1))
-	if !errors.Is(err, ErrNoCandidate) || !errors.Is(err, ErrForced) || !strings.Contains(err.Error(), "differs") {
-		t.Errorf("forced broken f32 kernel: err = %v", err)
-	}
-}
-
-func TestConcurrentFirstUseF32(t *testing.T) {
-	var w warnings
-	s := newSelector(t, testOptions(t, &w))
-	p := newF32Problem(t, 3, 12, 64, 48, "bias+residual/f32", 0)
-	l, err := s.NewLinearF32(p.n, p.k, p.w, p.ldw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var wg sync.WaitGroup
-	for g := 0; g < 16; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := make([]float32, p.m*p.n)
-			if err := l.Run(p.m, p.a, p.lda, p.ep, c, p.n, 1); err != nil {
-				t.Error(err)
-				return
-			}
-			want, tol := p.want(t, p.n)
-			for i := range c {
-				if !(math.Abs(float64(c[i]-want[i])) <= tol[i]) {
-					t.Errorf("concurrent run: value %d = %v, want %v", i, c[i], want[i])
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if got := s.Stats().Tuned; got != 1 {
-		t.Errorf("%d tuning runs for one key under 16 concurrent first calls, want 1", got)
 	}
 }
 
@@ -610,19 +535,33 @@ func TestLinearF32Errors(t *testing.T) {
 	}
 	c := make([]float32, p.m*p.n)
 	for name, run := range map[string]func() error{
-		"short a":        func() error { return l.Run(p.m, p.a[:10], p.lda, p.ep, c, p.n, 1) },
-		"short c":        func() error { return l.Run(p.m, p.a, p.lda, p.ep, c[:5], p.n, 1) },
-		"small ldc":      func() error { return l.Run(p.m, p.a, p.lda, p.ep, c, p.n-1, 1) },
-		"small lda":      func() error { return l.Run(p.m, p.a, p.k-1, p.ep, c, p.n, 1) },
-		"short bias":     func() error { return l.Run(p.m, p.a, p.lda, &kernels.Epilogue{Bias: []float32{1}}, c, p.n, 1) },
-		"short residual": func() error { return l.Run(p.m, p.a, p.lda, &kernels.Epilogue{Residual: c[:p.n]}, c, p.n, 1) },
-		"bad activation": func() error { return l.Run(p.m, p.a, p.lda, &kernels.Epilogue{Act: 9}, c, p.n, 1) },
+		"short a": func() error {
+			return l.Run(&kernels.GEMMF32{M: p.m, A: p.a[:10], Lda: p.lda, Ep: p.ep, C: c, Ldc: p.n, Threads: 1})
+		},
+		"short c": func() error {
+			return l.Run(&kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c[:5], Ldc: p.n, Threads: 1})
+		},
+		"small ldc": func() error {
+			return l.Run(&kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: p.n - 1, Threads: 1})
+		},
+		"small lda": func() error {
+			return l.Run(&kernels.GEMMF32{M: p.m, A: p.a, Lda: p.k - 1, Ep: p.ep, C: c, Ldc: p.n, Threads: 1})
+		},
+		"short bias": func() error {
+			return l.Run(&kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: &kernels.Epilogue{Bias: []float32{1}}, C: c, Ldc: p.n, Threads: 1})
+		},
+		"short residual": func() error {
+			return l.Run(&kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: &kernels.Epilogue{Residual: c[:p.n]}, C: c, Ldc: p.n, Threads: 1})
+		},
+		"bad activation": func() error {
+			return l.Run(&kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: &kernels.Epilogue{Act: 9}, C: c, Ldc: p.n, Threads: 1})
+		},
 	} {
 		if err := run(); !errors.Is(err, kernels.ErrShape) {
 			t.Errorf("%s: err = %v, want ErrShape", name, err)
 		}
 	}
-	if err := l.Run(0, nil, p.lda, nil, nil, p.n, 1); err != nil {
+	if err := l.Run(&kernels.GEMMF32{Lda: p.lda, Ldc: p.n, Threads: 1}); err != nil {
 		t.Errorf("m=0: %v", err)
 	}
 	for _, bad := range [][3]int{{4, 4, 3}, {0, 4, 4}, {4, 0, 4}} {
@@ -636,7 +575,7 @@ func TestLinearF32Errors(t *testing.T) {
 	if err := l.Close(); !errors.Is(err, ErrClosed) {
 		t.Errorf("second close: %v", err)
 	}
-	if err := l.Run(p.m, p.a, p.lda, p.ep, c, p.n, 1); !errors.Is(err, ErrClosed) {
+	if err := l.Run(&kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: p.n, Threads: 1}); !errors.Is(err, ErrClosed) {
 		t.Errorf("run after close: %v", err)
 	}
 }
@@ -650,10 +589,10 @@ func TestLinearF32Overlap(t *testing.T) {
 	}
 	defer l.Close()
 	buf := make([]float32, 100)
-	if err := l.Run(4, buf, 8, nil, buf[20:], 8, 1); !errors.Is(err, kernels.ErrShape) {
+	if err := l.Run(&kernels.GEMMF32{M: 4, A: buf, Lda: 8, C: buf[20:], Ldc: 8, Threads: 1}); !errors.Is(err, kernels.ErrShape) {
 		t.Errorf("a overlapping c: err = %v, want ErrShape", err)
 	}
-	if err := l.Run(4, buf[:32], 8, nil, buf[32:], 8, 1); err != nil {
+	if err := l.Run(&kernels.GEMMF32{M: 4, A: buf[:32], Lda: 8, C: buf[32:], Ldc: 8, Threads: 1}); err != nil {
 		t.Errorf("a next to c: %v", err)
 	}
 }

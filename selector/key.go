@@ -21,6 +21,13 @@ const OpU8S8 = "u8s8"
 // "bias+residual/f32", ...).
 const OpF32 = "f32"
 
+// OpF32Kernel is the operation of an FP32 product the caller runs itself
+// on the native kernel the selector chose (Selector.KernelF32), B packed by
+// the caller with that kernel's NR, no epilogue: attention's Q K^T and
+// P V, whose B is an activation, not weights. Its candidates are those of
+// OpF32 but oneDNN, its keys come from F32KernelKey.
+const OpF32Kernel = "f32-kernel"
+
 // MaxExactM is the largest M that is its own bucket; above it M is rounded
 // up to the next power of two (see BucketM).
 const MaxExactM = 16
@@ -204,7 +211,7 @@ func KindOf(ep *kernels.Epilogue, out kernels.Out) (EpilogueKind, error) {
 
 // Key is what one choice is made for.
 type Key struct {
-	// Op is the operation, OpU8S8 or OpF32.
+	// Op is the operation: OpU8S8, OpF32 or OpF32Kernel.
 	Op string
 	// M is the bucketed row count (BucketM), K the input features, N the
 	// output features.
@@ -246,6 +253,13 @@ func F32Key(m, k, n int, ep *kernels.Epilogue, threads int) Key {
 	return Key{Op: OpF32, M: BucketM(m), K: k, N: n, Epilogue: F32Kind(ep), Threads: max(threads, 1)}
 }
 
+// F32KernelKey returns the key of an OpF32Kernel product of m x k by k x n
+// on threads threads (<= 1 means 1). M, K and N are all bucketed
+// (BucketM): attention's sizes are sequence lengths, tuned once per bucket.
+func F32KernelKey(m, k, n, threads int) Key {
+	return Key{Op: OpF32Kernel, M: BucketM(m), K: BucketM(k), N: BucketM(n), Epilogue: EpilogueKind{Out: F32}, Threads: max(threads, 1)}
+}
+
 // NewKey returns a validated key with M bucketed and threads >= 1.
 func NewKey(op string, m, k, n int, kind EpilogueKind, threads int) (Key, error) {
 	key := Key{Op: op, M: BucketM(m), K: k, N: n, Epilogue: kind, Threads: max(threads, 1)}
@@ -260,6 +274,13 @@ func (k Key) Validate() error {
 		e := k.Epilogue
 		if e.Out != F32 || e.ZeroPoint || e.ActScale || e.RowScale || e.ColScale {
 			return fmt.Errorf("selector: key %v: an f32 GEMM takes only bias, an activation and a residual, to f32: %w", k, ErrKey)
+		}
+	case OpF32Kernel:
+		if k.Epilogue != (EpilogueKind{Out: F32}) {
+			return fmt.Errorf("selector: key %v: an f32-kernel product takes no epilogue (none/f32): %w", k, ErrKey)
+		}
+		if k.K != BucketM(k.K) || k.N != BucketM(k.N) {
+			return fmt.Errorf("selector: key %v: an f32-kernel key's k and n are buckets (BucketM): %w", k, ErrKey)
 		}
 	default:
 		return fmt.Errorf("selector: key %v: unknown operation %q: %w", k, k.Op, ErrKey)

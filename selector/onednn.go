@@ -6,14 +6,22 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/dnnl"
 	"github.com/int8bert/int8bert/kernels"
 )
 
-// dnnlCand runs a GEMM as a oneDNN matmul whose M is the call's M. The
-// primitives depend only on the configuration, so the selector shares them
-// among all Linears; each Linear keeps its weights packed by them.
-//
+// dnnlPrims are the selector's oneDNN matmul primitives, made on first use
+// and shared by every operation's oneDNN candidate and every Linear: they
+// depend only on the configuration. Each Linear keeps its weights packed
+// by them. It is also what the oneDNN candidates have in common.
+type dnnlPrims struct {
+	s     *Selector
+	mu    sync.Mutex
+	prims map[string]*dnnlPrim
+}
+
+// dnnlU8S8 runs a u8 x s8 GEMM as a oneDNN matmul whose M is the call's M.
 // The epilogue maps onto oneDNN as
 //
 //	ZeroPoint -> SrcZeroPoint (oneDNN compensates from the weights)
@@ -23,11 +31,7 @@ import (
 //	Residual  -> Sum (the residual copied into an f32 dst first), or binary
 //	             Add [M,N] for a requantized dst
 //	OutScale, OutZeroPoint -> DstScale, DstZeroPoint (u8 or s8 dst)
-type dnnlCand struct {
-	s     *Selector
-	mu    sync.Mutex
-	prims map[string]*dnnlPrim
-}
+type dnnlU8S8 struct{ *dnnlPrims }
 
 type dnnlPrim struct {
 	mm  *dnnl.MatMul
@@ -41,17 +45,16 @@ type dnnlWeights struct {
 	scales []float32
 }
 
-func (c *dnnlCand) name() string    { return FamilyOneDNN }
-func (c *dnnlCand) backend() string { return BackendOneDNN }
-func (c *dnnlCand) family() string  { return FamilyOneDNN }
-
-func (c *dnnlCand) accepts(m, n, k int) bool { return true }
+func (c *dnnlPrims) name() string             { return OneDNN }
+func (c *dnnlPrims) backend() string          { return BackendOneDNN }
+func (c *dnnlPrims) isa() cpu.ISA             { return OneDNN }
+func (c *dnnlPrims) accepts(m, n, k int) bool { return true }
 
 // decline makes (and keeps) the primitive of the key's M: oneDNN declines
 // a configuration it has no implementation for. Unless oneDNN is forced, it
 // also declines where oneDNN would run its reference code ("ref_*"), which
 // is orders of magnitude slower and costs seconds to time on BERT shapes.
-func (c *dnnlCand) decline(key Key) error {
+func (c *dnnlU8S8) decline(key Key) error {
 	ep := &kernels.Epilogue{OutScale: 1}
 	mm, err := c.prim(dnnlConfig(key.M, key.K, key.N, key.Epilogue, ep))
 	if err != nil {
@@ -62,8 +65,8 @@ func (c *dnnlCand) decline(key Key) error {
 
 // declineRef declines a primitive that runs oneDNN's reference code, unless
 // oneDNN is forced.
-func (c *dnnlCand) declineRef(mm *dnnl.MatMul) error {
-	if impl := mm.Impl(); strings.HasPrefix(impl, "ref") && !strings.EqualFold(c.s.force, FamilyOneDNN) {
+func (c *dnnlPrims) declineRef(mm *dnnl.MatMul) error {
+	if impl := mm.Impl(); strings.HasPrefix(impl, "ref") && !strings.EqualFold(c.s.force, OneDNN) {
 		return fmt.Errorf("oneDNN has only its reference implementation (%s) for this epilogue", impl)
 	}
 	return nil
@@ -117,7 +120,7 @@ func dnnlConfig(m, k, n int, kind EpilogueKind, ep *kernels.Epilogue) dnnl.MatMu
 
 // prim returns the primitive for cfg, making it on first use. A failure is
 // remembered too.
-func (c *dnnlCand) prim(cfg dnnl.MatMulConfig) (*dnnl.MatMul, error) {
+func (c *dnnlPrims) prim(cfg dnnl.MatMulConfig) (*dnnl.MatMul, error) {
 	id := fmt.Sprintf("%+v", cfg)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -133,7 +136,7 @@ func (c *dnnlCand) prim(cfg dnnl.MatMulConfig) (*dnnl.MatMul, error) {
 	return p.mm, p.err
 }
 
-func (c *dnnlCand) close() error {
+func (c *dnnlPrims) close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var first error
@@ -148,21 +151,21 @@ func (c *dnnlCand) close() error {
 	return first
 }
 
-func (c *dnnlCand) implName(l *Linear, cl *call) string {
-	mm, err := c.prim(dnnlConfig(cl.m, l.k, l.n, cl.kind, cl.ep))
+func (c *dnnlU8S8) implName(l *Linear[kernels.GEMMU8S8], g *kernels.GEMMU8S8, kind EpilogueKind) string {
+	mm, err := c.prim(dnnlConfig(g.M, l.k, l.n, kind, g.Ep))
 	if err != nil {
 		return ""
 	}
 	return mm.Impl()
 }
 
-// dnnlWeights returns l's weights packed for mm with the given scales, packing
-// them when no packed copy fits.
-func (l *Linear) dnnlWeights(mm *dnnl.MatMul, scales []float32, threads int) (*dnnl.Weights, error) {
+// dnnlWeights returns l's weights packed for mm with the given scales (nil
+// for none), packing them when no packed copy fits.
+func (l *Linear[G]) dnnlWeights(mm *dnnl.MatMul, scales []float32, threads int) (*dnnl.Weights, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, fmt.Errorf("selector: linear: %w", ErrClosed)
+		return nil, fmt.Errorf("selector: %s linear: %w", l.op.op, ErrClosed)
 	}
 	for _, d := range l.dw {
 		if (d.scales == nil) == (scales == nil) && slices.Equal(d.scales, scales) && mm.Accepts(d.w) {
@@ -181,8 +184,8 @@ func (l *Linear) dnnlWeights(mm *dnnl.MatMul, scales []float32, threads int) (*d
 	return w, nil
 }
 
-func (c *dnnlCand) run(l *Linear, cl *call) error {
-	m, k, n, ep, kind := cl.m, l.k, l.n, cl.ep, cl.kind
+func (c *dnnlU8S8) run(l *Linear[kernels.GEMMU8S8], g *kernels.GEMMU8S8, kind EpilogueKind) error {
+	m, k, n, ep := g.M, l.k, l.n, g.Ep
 	mm, err := c.prim(dnnlConfig(m, k, n, kind, ep))
 	if err != nil {
 		return err
@@ -191,20 +194,11 @@ func (c *dnnlCand) run(l *Linear, cl *call) error {
 	if kind.ColScale {
 		scales = ep.ColScale[:n]
 	}
-	w, err := l.dnnlWeights(mm, scales, max(cl.threads, 1))
+	w, err := l.dnnlWeights(mm, scales, max(g.Threads, 1))
 	if err != nil {
 		return err
 	}
-	args := &dnnl.Args{M: m, Threads: max(cl.threads, 1)}
-	if cl.lda == k {
-		args.Src = cl.a[:m*k]
-	} else {
-		src := make([]uint8, m*k)
-		for i := 0; i < m; i++ {
-			copy(src[i*k:(i+1)*k], cl.a[i*cl.lda:i*cl.lda+k])
-		}
-		args.Src = src
-	}
+	args := &dnnl.Args{M: m, Threads: max(g.Threads, 1), Src: compact(g.A, m, k, g.Lda)}
 	if kind.Out != S32 {
 		if kind.ZeroPoint {
 			args.SrcZeroPoint = ep.ZeroPoint
@@ -228,7 +222,7 @@ func (c *dnnlCand) run(l *Linear, cl *call) error {
 		args.Dst = dst
 		return mm.Execute(w, args)
 	}
-	o := cl.out
+	o := g.Out
 	switch kind.Out {
 	case S32:
 		return viaDst(o.S32, o.Ldc, m, n, exec, nil)
@@ -237,16 +231,22 @@ func (c *dnnlCand) run(l *Linear, cl *call) error {
 	case S8:
 		return viaDst(o.S8, o.Ldc, m, n, exec, nil)
 	}
-	var pre func([]float32)
-	if kind.Residual {
-		pre = func(d []float32) {
-			lr := ldr(ep, n)
-			for i := 0; i < m; i++ {
-				copy(d[i*n:(i+1)*n], ep.Residual[i*lr:i*lr+n])
-			}
+	return viaDst(o.F32, o.Ldc, m, n, exec, residualPre(kind, ep, m, n))
+}
+
+// residualPre returns, for a kind with a residual, what fills an f32
+// destination with it first (the addend of oneDNN's Sum post-op); nil
+// otherwise.
+func residualPre(kind EpilogueKind, ep *kernels.Epilogue, m, n int) func([]float32) {
+	if !kind.Residual {
+		return nil
+	}
+	return func(d []float32) {
+		lr := ldr(ep, n)
+		for i := 0; i < m; i++ {
+			copy(d[i*n:(i+1)*n], ep.Residual[i*lr:i*lr+n])
 		}
 	}
-	return viaDst(o.F32, o.Ldc, m, n, exec, pre)
 }
 
 func ldr(ep *kernels.Epilogue, n int) int {
@@ -257,11 +257,11 @@ func ldr(ep *kernels.Epilogue, n int) int {
 }
 
 // compact returns the m x n matrix x (row stride ld) without padding.
-func compact(x []float32, m, n, ld int) []float32 {
+func compact[E any](x []E, m, n, ld int) []E {
 	if ld == n {
 		return x[:m*n]
 	}
-	c := make([]float32, m*n)
+	c := make([]E, m*n)
 	for i := 0; i < m; i++ {
 		copy(c[i*n:(i+1)*n], x[i*ld:i*ld+n])
 	}

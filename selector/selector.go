@@ -19,7 +19,7 @@ import (
 	"github.com/int8bert/int8bert/kernels"
 )
 
-// EnvKernel names the environment variable that forces a kernel family or
+// EnvKernel names the environment variable that forces a kernel ISA or
 // one kernel by name (see Options.Force).
 const EnvKernel = "INT8BERT_KERNEL"
 
@@ -29,12 +29,14 @@ const (
 	BackendOneDNN = "onednn"
 )
 
-// FamilyOneDNN is the family (and candidate name) of the oneDNN candidate.
-const FamilyOneDNN = "onednn"
+// OneDNN names the oneDNN candidate: its name, its ISA in a Choice (oneDNN
+// picks its own instruction set) and the INT8BERT_KERNEL value that forces
+// it.
+const OneDNN = "onednn"
 
 // Sentinel errors.
 var (
-	// ErrForced: the forced family or kernel is unknown, or this CPU or
+	// ErrForced: the forced ISA or kernel is unknown, or this CPU or
 	// build lacks it, or it cannot serve a key.
 	ErrForced = errors.New("selector: forced kernel unavailable")
 	// ErrNoCandidate: no candidate passed the reference check for a key.
@@ -51,26 +53,26 @@ type Options struct {
 	// else DefaultCachePath(); "off" (here or in the variable) disables the
 	// cache.
 	CachePath string
-	// Force forces a family ("onednn", "avx512-vnni", "amx", "avx2",
-	// "avx512", "generic", ...: a kernel ISA) or one kernel by name. "" means
-	// $INT8BERT_KERNEL. Forcing applies to each operation (u8s8, f32) that
-	// has a kernel of that family or name compiled in; the others choose
-	// as usual. New fails (ErrForced) when no operation has it, when an
-	// operation has it compiled in but this CPU cannot run it, or for
-	// "onednn" in a build or run without oneDNN. Choices made while forced
-	// are not saved; those of the operations the force leaves alone are.
+	// Force forces an ISA ("onednn", "avx512-vnni", "amx", "avx2",
+	// "avx512", "generic", ...: a cpu.ISA, or oneDNN) or one kernel by name.
+	// "" means $INT8BERT_KERNEL. Forcing applies to each operation (u8s8,
+	// f32, f32-kernel) that has a kernel of that ISA or name compiled in
+	// (oneDNN: a oneDNN candidate); the others choose as usual. New fails
+	// (ErrForced) when no operation has it, when an operation has it
+	// compiled in but this CPU cannot run it, or for "onednn" in a build or
+	// run without oneDNN. Choices made while forced are not saved; those of
+	// the operations the force leaves alone are.
 	Force string
 	// Features is the CPU the native candidates must run on; nil means
 	// cpu.X86. Tests use it to turn features off.
 	Features *cpu.Features
 	// NoOneDNN leaves oneDNN out of the candidates.
 	NoOneDNN bool
-	// Extra are more u8 x s8 kernels to consider, after those of
-	// kernels.U8S8Kernels() (for tests and experiments).
-	Extra []*kernels.Kernel
-	// ExtraF32 are more FP32 kernels to consider, after those of
-	// kernels.F32Kernels().
-	ExtraF32 []*kernels.KernelF32
+	// Extra are more kernels to consider (for tests and experiments), each
+	// by the operations of its type after their own: a *kernels.Kernel is a
+	// u8s8 candidate, a *kernels.KernelF32 an f32 and f32-kernel one. New
+	// fails on any other type.
+	Extra []any
 	// Reps is the number of timed repetitions per candidate (median); 5 by
 	// default.
 	Reps int
@@ -118,48 +120,6 @@ func (o *Options) defaults() {
 	}
 }
 
-// candidate is one implementation of an operation.
-type candidate interface {
-	name() string
-	backend() string
-	family() string
-	// decline says why the candidate does not take key, or nil.
-	decline(key Key) error
-}
-
-// trial is one key's problem: random data of the key's shape, a reference
-// result, and each candidate's output.
-type trial interface {
-	// exec runs c once on the problem.
-	exec(c candidate) error
-	// verify compares c's latest output with the reference.
-	verify(c candidate) error
-	// impl names what c ran, when it knows ("" otherwise).
-	impl(c candidate) string
-	close()
-}
-
-// family is one operation (a Key.Op): its candidates and how to build a
-// trial.
-type family interface {
-	// candidates lists the candidates usable here, in trial order, after
-	// the forced filter.
-	candidates() []candidate
-	// lookup returns the candidate of that name among candidates(), or nil.
-	lookup(name string) candidate
-	// builtIn lists every kernel compiled in (and the extras), whether this
-	// CPU runs it or not; the forced checks use it.
-	builtIn() []builtInKernel
-	// keep restricts the candidates to kept (the forced ones).
-	keep(kept []candidate)
-	newTrial(s *Selector, key Key) (trial, error)
-	// close releases what the candidates hold (oneDNN primitives).
-	close() error
-}
-
-// builtInKernel is a kernel's name and family.
-type builtInKernel struct{ name, isa string }
-
 // Selector chooses and runs the fastest correct candidate per Key. It is
 // safe for concurrent use.
 type Selector struct {
@@ -168,12 +128,14 @@ type Selector struct {
 	force     string
 	cachePath string // "" when off
 	header    Header
-	ops       []string          // the operations, in a fixed order
-	families  map[string]family // by Key.Op
-	forcedOps map[string]bool   // the operations the force applies to
-	u8s8      *u8s8Family
-	f32       *f32Family
+	ops       []string             // the operations, in a fixed order
+	byOp      map[string]operation // by Key.Op
+	forcedOps map[string]bool      // the operations the force applies to
+	u8s8      *opSet[kernels.GEMMU8S8]
+	f32       *opSet[kernels.GEMMF32]
+	f32Kernel *opSet[kernels.GEMMF32]
 	eng       *dnnl.Engine // nil without oneDNN
+	prims     *dnnlPrims   // nil without oneDNN
 
 	mu       sync.Mutex
 	closed   bool
@@ -192,9 +154,10 @@ type flight struct {
 	err  error
 }
 
-// New returns a Selector. It fails when the forced family or kernel is
-// unknown or unavailable here. A cache that cannot be read is reported
-// through Options.Warn and the selector starts empty (it re-tunes).
+// New returns a Selector. It fails when the forced ISA or kernel is
+// unknown or unavailable here, or on an Options.Extra of no operation. A
+// cache that cannot be read is reported through Options.Warn and the
+// selector starts empty (it re-tunes).
 func New(opts Options) (*Selector, error) {
 	opts.defaults()
 	s := &Selector{
@@ -203,8 +166,15 @@ func New(opts Options) (*Selector, error) {
 		choices:   map[string]*Choice{},
 		cached:    map[string]Choice{},
 		inflight:  map[string]*flight{},
-		families:  map[string]family{},
+		byOp:      map[string]operation{},
 		forcedOps: map[string]bool{},
+	}
+	for i, e := range opts.Extra {
+		switch e.(type) {
+		case *kernels.Kernel, *kernels.KernelF32:
+		default:
+			return nil, fmt.Errorf("selector: Options.Extra[%d] is a %T, not a *kernels.Kernel or *kernels.KernelF32", i, e)
+		}
 	}
 	if opts.Features != nil {
 		s.features = *opts.Features
@@ -232,17 +202,22 @@ func New(opts Options) (*Selector, error) {
 			opts.Warn(fmt.Sprintf("oneDNN left out: %v", err))
 		}
 	}
-	s.u8s8 = newU8S8Family(s)
-	s.f32 = newF32Family(s)
-	s.ops = []string{OpU8S8, OpF32}
-	s.families[OpU8S8] = s.u8s8
-	s.families[OpF32] = s.f32
+	if s.eng != nil {
+		s.prims = &dnnlPrims{s: s, prims: map[string]*dnnlPrim{}}
+	}
+	s.u8s8 = newOpSet(s, OpU8S8, opSpec[kernels.GEMMU8S8](u8s8Spec{}), s.prims)
+	s.f32 = newOpSet(s, OpF32, opSpec[kernels.GEMMF32](f32Spec{}), s.prims)
+	s.f32Kernel = newOpSet(s, OpF32Kernel, opSpec[kernels.GEMMF32](f32Spec{kernelOnly: true}), s.prims)
+	s.ops = []string{OpU8S8, OpF32, OpF32Kernel}
+	s.byOp[OpU8S8] = s.u8s8
+	s.byOp[OpF32] = s.f32
+	s.byOp[OpF32Kernel] = s.f32Kernel
 	// The header names every usable candidate of every operation ("op:name"),
 	// forced or not: a forced run reads the same cache and uses the entries
-	// of its family.
+	// of its ISA.
 	var names []string
 	for _, op := range s.ops {
-		for _, c := range s.families[op].candidates() {
+		for _, c := range s.byOp[op].candidates() {
 			names = append(names, op+":"+c.name())
 		}
 	}
@@ -259,42 +234,58 @@ func New(opts Options) (*Selector, error) {
 	return s, nil
 }
 
-// applyForce restricts each operation that has a kernel of the forced
-// family (or the forced kernel) to those kernels, or says why it cannot:
+var process struct {
+	once sync.Once
+	sel  *Selector
+	err  error
+}
+
+// Default returns the process-wide selector of the environment, New with
+// the zero Options (INT8BERT_KERNEL, INT8BERT_CPU_DISABLE through cpu.X86,
+// INT8BERT_TUNING_CACHE), made on first use and never closed: what a
+// caller that was given no selector runs on.
+func Default() (*Selector, error) {
+	process.once.Do(func() { process.sel, process.err = New(Options{}) })
+	return process.sel, process.err
+}
+
+// applyForce restricts each operation that has a kernel of the forced ISA
+// (or the forced kernel) to those kernels, or says why it cannot:
 //
 //   - "onednn" without a usable oneDNN is an error;
-//   - an operation that has the family compiled in, but none of it this CPU
+//   - an operation that has the ISA compiled in, but none of it this CPU
 //     (after INT8BERT_CPU_DISABLE or Options.Features) runs, is an error;
-//   - an operation without the family is left alone (forcing "amx" or
-//     "avx512-vnni" leaves the FP32 linears to their usual choice);
-//   - a family or kernel no operation has is an error.
+//   - an operation without the ISA is left alone (forcing "amx" or
+//     "avx512-vnni" leaves the FP32 linears to their usual choice, "onednn"
+//     leaves attention's products, which have no oneDNN candidate);
+//   - an ISA or kernel no operation has is an error.
 func (s *Selector) applyForce(dnnlErr error) error {
 	f := s.force
-	isDNNL := strings.EqualFold(f, FamilyOneDNN)
+	isDNNL := strings.EqualFold(f, OneDNN)
 	if isDNNL && s.eng == nil {
 		return fmt.Errorf("selector: %s=%s: %w: %w", EnvKernel, f, ErrForced, dnnlErr)
 	}
-	match := func(name, isa string) bool { return strings.EqualFold(isa, f) || name == f }
+	match := func(name string, isa cpu.ISA) bool { return strings.EqualFold(string(isa), f) || name == f }
 	var have []string
 	for _, op := range s.ops {
-		fam := s.families[op]
+		o := s.byOp[op]
 		var kept []candidate
-		for _, c := range fam.candidates() {
-			if match(c.name(), c.family()) {
+		for _, c := range o.candidates() {
+			if match(c.name(), c.isa()) {
 				kept = append(kept, c)
 			}
 		}
 		if len(kept) > 0 {
-			fam.keep(kept)
+			o.keep(kept)
 			s.forcedOps[op] = true
 			continue
 		}
-		for _, k := range fam.builtIn() {
+		for _, k := range o.builtIn() {
 			if match(k.name, k.isa) {
 				return fmt.Errorf("selector: %s=%s: %s kernel %s needs a CPU feature this machine (or %s) lacks: %s: %w",
 					EnvKernel, f, op, k.name, cpu.EnvDisable, s.features.String(), ErrForced)
 			}
-			have = append(have, k.isa, k.name)
+			have = append(have, string(k.isa), k.name)
 		}
 	}
 	if len(s.forcedOps) > 0 {
@@ -302,11 +293,11 @@ func (s *Selector) applyForce(dnnlErr error) error {
 	}
 	// Unknown: say what there is.
 	if dnnl.Available {
-		have = append(have, FamilyOneDNN)
+		have = append(have, OneDNN)
 	}
 	slices.Sort(have)
 	have = slices.Compact(have)
-	return fmt.Errorf("selector: %s=%s: no such kernel family or kernel in this build (have: %s): %w",
+	return fmt.Errorf("selector: %s=%s: no such kernel ISA or kernel in this build (have: %s): %w",
 		EnvKernel, f, strings.Join(have, ", "), ErrForced)
 }
 
@@ -353,11 +344,11 @@ func (s *Selector) CachePath() string { return s.cachePath }
 // Header returns what this selector's cache entries are valid for.
 func (s *Selector) Header() Header { return s.header }
 
-// Forced returns the forced family or kernel, or "".
+// Forced returns the forced ISA or kernel, or "".
 func (s *Selector) Forced() string { return s.force }
 
-// ForcedOps returns the operations (OpU8S8, OpF32) the forced family or
-// kernel applies to, or nil when nothing is forced.
+// ForcedOps returns the operations (OpU8S8, OpF32, OpF32Kernel) the forced
+// ISA or kernel applies to, or nil when nothing is forced.
 func (s *Selector) ForcedOps() []string {
 	var ops []string
 	for _, op := range s.ops {
@@ -383,12 +374,12 @@ func (s *Selector) Candidates() []string {
 // for the operation op (after the forced filter), sorted; nil for an
 // unknown operation.
 func (s *Selector) CandidatesOf(op string) []string {
-	fam := s.families[op]
-	if fam == nil {
+	o := s.byOp[op]
+	if o == nil {
 		return nil
 	}
 	var names []string
-	for _, c := range fam.candidates() {
+	for _, c := range o.candidates() {
 		names = append(names, c.name())
 	}
 	sort.Strings(names)
@@ -439,7 +430,7 @@ func (s *Selector) choose(key Key) (*Choice, error) {
 	if c, ok := s.cached[ks]; ok {
 		// An entry this selector cannot use (its kernel is not among the
 		// forced ones) stays in s.cached, so that a save keeps it.
-		if s.families[key.Op].lookup(c.Kernel) != nil {
+		if s.byOp[key.Op].lookup(c.Kernel) != nil {
 			delete(s.cached, ks)
 			c.FromCache = true
 			s.choices[ks] = &c
@@ -498,10 +489,10 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 	s.tuneMu.Lock()
 	defer s.tuneMu.Unlock()
 	s.tuned.Add(1)
-	fam := s.families[key.Op]
+	o := s.byOp[key.Op]
 	forced := s.forcedOn(key.Op)
 	ch := &Choice{Key: key.String(), Forced: forced, Tuned: time.Now().UTC()}
-	tr, err := fam.newTrial(s, key)
+	tr, err := o.newTrial(s, key)
 	if err != nil {
 		return nil, fmt.Errorf("selector: tune %v: %w", key, err)
 	}
@@ -520,7 +511,7 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 		err   error
 	}
 	var timed []*timedCand
-	for _, c := range fam.candidates() {
+	for _, c := range o.candidates() {
 		exclude := func(format string, args ...any) {
 			ch.Excluded = append(ch.Excluded, Exclusion{Kernel: c.name(), Backend: c.backend(), Reason: fmt.Sprintf(format, args...)})
 		}
@@ -530,7 +521,7 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 		}
 		// The first run packs weights and makes primitives: it is checked,
 		// not timed. The second, warm run estimates the time.
-		if c.family() == "generic" && len(timed) > 0 && key.M*key.K*key.N > s.opts.VerifyMACs {
+		if c.isa() == cpu.ISAGeneric && len(timed) > 0 && key.M*key.K*key.N > s.opts.VerifyMACs {
 			exclude("skipped: the generic Go twin, slow by construction, on a large shape where a faster candidate passed")
 			continue
 		}
@@ -641,8 +632,8 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 		}
 		return nil, fmt.Errorf("selector: tune %v: %s: %w", key, strings.Join(why, "; "), err)
 	}
-	win := fam.lookup(ch.Measured[0].Kernel)
-	ch.Kernel, ch.Backend, ch.Family = win.name(), win.backend(), win.family()
+	win := o.lookup(ch.Measured[0].Kernel)
+	ch.Kernel, ch.Backend, ch.ISA = win.name(), win.backend(), win.isa()
 	return ch, nil
 }
 
@@ -671,7 +662,7 @@ func (c Choice) String() string {
 	if c.FromCache {
 		src = "from the cache (tuned " + c.Tuned.Format(time.RFC3339) + ")"
 	}
-	fmt.Fprintf(&b, "%s: %s (backend %s, family %s), %s", c.Key, c.Kernel, c.Backend, c.Family, src)
+	fmt.Fprintf(&b, "%s: %s (backend %s, isa %s), %s", c.Key, c.Kernel, c.Backend, c.ISA, src)
 	if c.Forced != "" {
 		fmt.Fprintf(&b, ", forced by %s=%s", EnvKernel, c.Forced)
 	}
@@ -709,29 +700,48 @@ func (s *Selector) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	var first error
-	for _, op := range s.ops {
-		if err := s.families[op].close(); err != nil && first == nil {
-			first = err
-		}
+	if s.prims != nil {
+		return s.prims.close()
 	}
-	return first
+	return nil
 }
 
-// runChosen runs the chosen candidate of ch or, should it not take this
-// exact m (its key is an M bucket), the next fastest measured one. It
-// reports false when none of them takes m.
-func runChosen[C interface{ accepts(m, n, k int) bool }](ch *Choice, byName map[string]C, m, n, k int, run func(C) error) (bool, error) {
+// Choices returns every choice this selector has made or read from its
+// cache and used so far, in key order: the record of which kernel runs
+// each key (Choice.Kernel, Choice.ISA).
+func (s *Selector) Choices() []Choice {
+	s.mu.Lock()
+	out := make([]Choice, 0, len(s.choices))
+	for _, ch := range s.choices {
+		out = append(out, *ch)
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// KernelF32 returns the native FP32 kernel chosen for an m x k x n product
+// on threads threads whose B the caller packs itself, with the kernel's
+// NR, and whose epilogue is none (OpF32Kernel, key F32KernelKey):
+// attention's Q K^T and P V, whose B is an activation. It honours
+// INT8BERT_KERNEL, INT8BERT_CPU_DISABLE (Options.Features) and the tuning
+// cache like every choice. The kernel takes the exact m, n and k (the next
+// fastest measured one is returned where the chosen one does not).
+func (s *Selector) KernelF32(m, k, n, threads int) (*kernels.KernelF32, error) {
+	key := F32KernelKey(m, k, n, threads)
+	ch, err := s.choose(key)
+	if err != nil {
+		return nil, err
+	}
 	names := []string{ch.Kernel}
 	for _, meas := range ch.Measured {
 		names = append(names, meas.Kernel)
 	}
 	for _, name := range names {
-		c, ok := byName[name]
-		if !ok || !c.accepts(m, n, k) {
-			continue
+		c, ok := s.f32Kernel.byName[name].(*native[kernels.GEMMF32])
+		if ok && c.accepts(m, n, k) {
+			return c.src.(*kernels.KernelF32), nil
 		}
-		return true, run(c)
 	}
-	return false, nil
+	return nil, fmt.Errorf("selector: %v: no candidate takes m=%d k=%d n=%d: %w", key, m, k, n, ErrNoCandidate)
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,8 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/dnnl"
 	"github.com/int8bert/int8bert/kernels"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // warnings collects Options.Warn messages.
@@ -227,13 +230,10 @@ func runLinear(t *testing.T, s *Selector, p *problem, pad int) Choice {
 	ldc := p.n + pad
 	out := newOut(p.kind.Out, p.m, ldc)
 	out.Ldc = ldc
-	if err := l.Run(p.m, p.a, p.lda, p.ep, out, 1); err != nil {
-		t.Fatalf("%v: %v", p.kind, err)
-	}
-	key, err := l.Key(p.m, p.ep, out, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := &kernels.GEMMU8S8{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, Out: out, Threads: 1}
+	require.NoError(t, l.Run(g), "%v", p.kind)
+	key, err := l.Key(g)
+	require.NoError(t, err)
 	ch, err := s.Choose(key)
 	if err != nil {
 		t.Fatal(err)
@@ -252,24 +252,24 @@ func TestLinearRunsEveryKind(t *testing.T) {
 			t.Errorf("%s: choice %s is not the fastest measured: %+v", kind, ch.Kernel, ch.Measured)
 		}
 		t.Logf("%s", ch)
-		if dnnl.Available && !mentions(ch, FamilyOneDNN) {
+		if dnnl.Available && !mentions(ch, OneDNN) {
 			t.Errorf("%s: oneDNN was neither measured nor excluded:\n%v", kind, ch)
 		}
 	}
 }
 
 func mentions(ch Choice, name string) bool {
-	for _, m := range ch.Measured {
-		if m.Kernel == name {
-			return true
-		}
-	}
+	return mentionsMeasured(ch, name) || excludedWhy(ch, name) != ""
+}
+
+// excludedWhy is the reason ch excluded the candidate name, or "".
+func excludedWhy(ch Choice, name string) string {
 	for _, e := range ch.Excluded {
 		if e.Kernel == name {
-			return true
+			return e.Reason
 		}
 	}
-	return false
+	return ""
 }
 
 // TestOneDNNCandidate forces oneDNN: with cgo it must run and match the
@@ -278,7 +278,7 @@ func mentions(ch Choice, name string) bool {
 func TestOneDNNCandidate(t *testing.T) {
 	var w warnings
 	o := testOptions(t, &w)
-	o.Force = FamilyOneDNN
+	o.Force = OneDNN
 	if !dnnl.Available {
 		_, err := New(o)
 		if !errors.Is(err, ErrForced) || !errors.Is(err, dnnl.ErrUnavailable) {
@@ -287,7 +287,7 @@ func TestOneDNNCandidate(t *testing.T) {
 		o.Force = ""
 		s := newSelector(t, o)
 		for _, c := range s.Candidates() {
-			if c == FamilyOneDNN {
+			if c == OneDNN {
 				t.Errorf("onednn among the candidates of a build without it: %v", s.Candidates())
 			}
 		}
@@ -301,7 +301,7 @@ func TestOneDNNCandidate(t *testing.T) {
 		for _, m := range []int{1, 6, 19} {
 			p := newProblem(t, uint64(100+i), m, 40, 33, kind, 2)
 			ch := runLinear(t, s, p, 3)
-			if ch.Kernel != FamilyOneDNN || ch.Backend != BackendOneDNN {
+			if ch.Kernel != OneDNN || ch.Backend != BackendOneDNN {
 				t.Fatalf("%s: forced onednn, chose %s (%s)", kind, ch.Kernel, ch.Backend)
 			}
 			if m == 6 {
@@ -350,13 +350,13 @@ func TestCacheRoundTrip(t *testing.T) {
 	}
 
 	// A forced selector reads the same file and uses the entries of its
-	// family; it saves nothing.
+	// ISA; it saves nothing.
 	before, err := os.ReadFile(o.CachePath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	of := o
-	of.Force = first.Family
+	of.Force = string(first.ISA)
 	s3 := newSelector(t, of)
 	forced, err := s3.Choose(key)
 	if err != nil {
@@ -484,9 +484,9 @@ func TestForcedMissing(t *testing.T) {
 		Available: func(cpu.Features) bool { return false },
 		Accepts:   func(m, n, k int) bool { return true },
 		RunU8S8:   kernels.GenericU8S8.RunU8S8}
-	for _, force := range []string{"amx", "no-such-family", "future-isa", "gemmFuture_8x16"} {
+	for _, force := range []string{"amx", "no-such-isa", "future-isa", "gemmFuture_8x16"} {
 		o := testOptions(t, &w)
-		o.Force, o.Features, o.Extra = force, &noAMX, []*kernels.Kernel{unavailable}
+		o.Force, o.Features, o.Extra = force, &noAMX, []any{unavailable}
 		_, err := New(o)
 		if !errors.Is(err, ErrForced) {
 			t.Errorf("force %q: err = %v, want ErrForced", force, err)
@@ -495,14 +495,14 @@ func TestForcedMissing(t *testing.T) {
 		t.Logf("force %q: %v", force, err)
 	}
 	// The environment variable is read the same way.
-	t.Setenv(EnvKernel, "no-such-family")
+	t.Setenv(EnvKernel, "no-such-isa")
 	if _, err := New(testOptions(t, &w)); !errors.Is(err, ErrForced) {
-		t.Errorf("%s=no-such-family: err = %v, want ErrForced", EnvKernel, err)
+		t.Errorf("%s=no-such-isa: err = %v, want ErrForced", EnvKernel, err)
 	}
 }
 
-// fakeKernel is a correct kernel under another name and family.
-func fakeKernel(name, isa string, wrong bool) *kernels.Kernel {
+// fakeKernel is a correct kernel under another name and ISA.
+func fakeKernel(name string, isa cpu.ISA, wrong bool) *kernels.Kernel {
 	return &kernels.Kernel{Name: name, ISA: isa, MR: 1, NR: 32, KB: 4,
 		Available: func(cpu.Features) bool { return true },
 		Accepts:   func(m, n, k int) bool { return true },
@@ -527,124 +527,140 @@ func fakeKernel(name, isa string, wrong bool) *kernels.Kernel {
 		}}
 }
 
-func TestForcedPresent(t *testing.T) {
-	var w warnings
-	key := mustKey(t, 3, 24, 40, "zp+scale+colscale+bias+gelu/u8", 1)
-	for _, c := range []struct{ force, env, want string }{
-		{"generic", "", kernels.GenericU8S8.Name},
-		{"", "generic", kernels.GenericU8S8.Name},
-		{kernels.GenericU8S8.Name, "", kernels.GenericU8S8.Name},
-		{"test-isa", "", "gemmFake_1x32"},
-		{"", "gemmFake_1x32", "gemmFake_1x32"},
-	} {
-		t.Setenv(EnvKernel, c.env)
-		o := testOptions(t, &w)
-		o.Force, o.Extra = c.force, []*kernels.Kernel{fakeKernel("gemmFake_1x32", "test-isa", false)}
-		s := newSelector(t, o)
-		ch, err := s.Choose(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ch.Kernel != c.want || len(ch.Measured) != 1 || ch.Forced == "" {
-			t.Errorf("force %q env %q: %v\nwant only %s", c.force, c.env, ch, c.want)
-		}
-		// Forced choices do not go to the cache.
-		if _, err := os.Stat(o.CachePath); err == nil {
-			t.Errorf("force %q: a forced choice was saved", c.force)
-		}
-		p := newProblem(t, 7, 3, 24, 40, "zp+scale+colscale+bias+gelu/u8", 0)
-		runLinear(t, s, p, 0)
-	}
-}
-
+// TestWrongCandidateExcluded: in every operation, a kernel that differs
+// from the reference is excluded with the reason (one within float32
+// rounding of an FP32 result passes), and forcing it is an error, not a
+// fallback.
 func TestWrongCandidateExcluded(t *testing.T) {
-	var w warnings
-	o := testOptions(t, &w)
-	o.Extra = []*kernels.Kernel{fakeKernel("gemmBroken_1x32", "test-isa", true), fakeKernel("gemmFake_1x32", "test-isa", false)}
-	s := newSelector(t, o)
-	for _, kind := range []string{"none/s32", "scale+bias/f32", "zp+scale+colscale+bias+gelu/u8"} {
-		key := mustKey(t, 9, 20, 50, kind, 1)
-		ch, err := s.Choose(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var why string
-		for _, e := range ch.Excluded {
-			if e.Kernel == "gemmBroken_1x32" {
-				why = e.Reason
-			}
-		}
-		if !strings.Contains(why, "differs from the generic reference") || !strings.Contains(why, "row 8") {
-			t.Errorf("%s: broken kernel not excluded with a reason: %q\n%v", kind, why, ch)
-		}
-		if ch.Kernel == "gemmBroken_1x32" || mentionsMeasured(ch, "gemmBroken_1x32") || !mentionsMeasured(ch, "gemmFake_1x32") {
-			t.Errorf("%s: %v", kind, ch)
-		}
-		if !strings.Contains(s.Explain(key), "gemmBroken_1x32") {
-			t.Errorf("Explain omits the excluded kernel:\n%s", s.Explain(key))
-		}
+	f32Kind := func(kind string) Key {
+		ek, err := ParseEpilogueKind(kind)
+		require.NoError(t, err)
+		key, err := NewKey(OpF32, 9, 20, 50, ek, 1)
+		require.NoError(t, err)
+		return key
 	}
-	// Forced onto the broken kernel: an error, not a fallback.
-	o = testOptions(t, &w)
-	o.Force, o.Extra = "gemmBroken_1x32", []*kernels.Kernel{fakeKernel("gemmBroken_1x32", "test-isa", true)}
-	s2 := newSelector(t, o)
-	_, err := s2.Choose(mustKey(t, 9, 20, 50, "none/s32", 1))
-	if !errors.Is(err, ErrNoCandidate) || !errors.Is(err, ErrForced) || !strings.Contains(err.Error(), "differs") {
-		t.Errorf("forced broken kernel: err = %v", err)
+	for _, c := range []struct {
+		op           string
+		broken, good any // the kernels
+		keys         []Key
+	}{
+		{OpU8S8, fakeKernel("gemmBroken_1x32", "test-isa", true), fakeKernel("gemmFake_1x32", "test-isa", false),
+			[]Key{mustKey(t, 9, 20, 50, "none/s32", 1), mustKey(t, 9, 20, 50, "scale+bias/f32", 1), mustKey(t, 9, 20, 50, "zp+scale+colscale+bias+gelu/u8", 1)}},
+		{OpF32, fakeF32("gemmF32Broken_1x32", "test-f32", true, 1e-2), fakeF32("gemmF32Close_1x32", "test-f32", true, 1e-7),
+			[]Key{f32Kind("none/f32"), f32Kind("bias+gelu/f32"), f32Kind("bias+residual/f32")}},
+	} {
+		t.Run(c.op, func(t *testing.T) {
+			name := func(k any) string {
+				if u, ok := k.(*kernels.Kernel); ok {
+					return u.Name
+				}
+				return k.(*kernels.KernelF32).Name
+			}
+			broken, good := name(c.broken), name(c.good)
+			var w warnings
+			o := testOptions(t, &w)
+			o.Extra = []any{c.broken, c.good}
+			s := newSelector(t, o)
+			for _, key := range c.keys {
+				ch, err := s.Choose(key)
+				require.NoError(t, err)
+				why := excludedWhy(ch, broken)
+				assert.Contains(t, why, "differs from the generic reference", "%v: %v", key, ch)
+				assert.Contains(t, why, "row 8", "%v: %v", key, ch)
+				assert.NotEqual(t, broken, ch.Kernel, "%v", key)
+				assert.False(t, mentionsMeasured(ch, broken), "%v: %v", key, ch)
+				assert.True(t, mentionsMeasured(ch, good), "%v: %v", key, ch)
+				assert.Contains(t, s.Explain(key), broken, "Explain omits the excluded kernel")
+			}
+			o = testOptions(t, &w)
+			o.Force, o.Extra = broken, []any{c.broken}
+			_, err := newSelector(t, o).Choose(c.keys[0])
+			require.ErrorIs(t, err, ErrNoCandidate)
+			require.ErrorIs(t, err, ErrForced)
+			assert.Contains(t, err.Error(), "differs")
+		})
 	}
 }
 
 func mentionsMeasured(ch Choice, name string) bool {
-	for _, m := range ch.Measured {
-		if m.Kernel == name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ch.Measured, func(m Measurement) bool { return m.Kernel == name })
 }
 
-func TestConcurrentFirstUse(t *testing.T) {
-	var w warnings
-	s := newSelector(t, testOptions(t, &w))
-	p := newProblem(t, 3, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 0)
-	l, err := s.NewLinear(p.n, p.k, p.w, p.k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	want := p.want(t, p.n)
-	key := mustKey(t, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 1)
+// firstUseOnce runs 32 goroutines at once on a selector that has not
+// chosen for key: half Choose it, half call run (a Linear's Run of that
+// key, checking its result). The key must be tuned once, and every Choose
+// see the same choice.
+func firstUseOnce(t *testing.T, s *Selector, key Key, run func() error) {
+	t.Helper()
 	var wg sync.WaitGroup
 	kernelsChosen := make([]string, 32)
 	for g := 0; g < 32; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if g%2 == 0 {
-				ch, err := s.Choose(key)
-				if err != nil {
-					t.Error(err)
-					return
-				}
+			if g%2 == 1 {
+				assert.NoError(t, run())
+				return
+			}
+			ch, err := s.Choose(key)
+			if assert.NoError(t, err) {
 				kernelsChosen[g] = ch.Kernel
-				return
 			}
-			out := newOut(F32, p.m, p.n)
-			if err := l.Run(p.m, p.a, p.lda, p.ep, out, 1); err != nil {
-				t.Error(err)
-				return
-			}
-			compare(t, "concurrent run", F32, p.m, p.n, p.n, out, want)
 		}()
 	}
 	wg.Wait()
-	if got := s.Stats().Tuned; got != 1 {
-		t.Errorf("%d tuning runs for one key under 32 concurrent first calls, want 1", got)
-	}
+	assert.Equal(t, 1, s.Stats().Tuned, "tuning runs for one key under 32 concurrent first calls")
 	for g := 0; g < 32; g += 2 {
-		if kernelsChosen[g] != kernelsChosen[0] {
-			t.Errorf("goroutine %d chose %s, goroutine 0 %s", g, kernelsChosen[g], kernelsChosen[0])
-		}
+		assert.Equal(t, kernelsChosen[0], kernelsChosen[g], "goroutine %d", g)
+	}
+}
+
+// TestConcurrentFirstUse runs firstUseOnce on a Linear of each operation.
+func TestConcurrentFirstUse(t *testing.T) {
+	up := newProblem(t, 3, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 0)
+	uwant := up.want(t, up.n)
+	fp := newF32Problem(t, 3, 12, 64, 48, "bias+residual/f32", 0)
+	fwant, ftol := fp.want(t, fp.n)
+	for _, c := range []struct {
+		key Key
+		run func(t *testing.T, s *Selector) func() error
+	}{
+		{mustKey(t, 12, 64, 48, "zp+scale+colscale+bias+residual/f32", 1), func(t *testing.T, s *Selector) func() error {
+			l, err := s.NewLinear(up.n, up.k, up.w, up.k)
+			require.NoError(t, err)
+			t.Cleanup(func() { l.Close() })
+			return func() error {
+				out := newOut(F32, up.m, up.n)
+				err := l.Run(&kernels.GEMMU8S8{M: up.m, A: up.a, Lda: up.lda, Ep: up.ep, Out: out, Threads: 1})
+				if err == nil {
+					compare(t, "concurrent run", F32, up.m, up.n, up.n, out, uwant)
+				}
+				return err
+			}
+		}},
+		{F32Key(fp.m, fp.k, fp.n, fp.ep, 1), func(t *testing.T, s *Selector) func() error {
+			l, err := s.NewLinearF32(fp.n, fp.k, fp.w, fp.ldw)
+			require.NoError(t, err)
+			t.Cleanup(func() { l.Close() })
+			return func() error {
+				c := make([]float32, fp.m*fp.n)
+				if err := l.Run(&kernels.GEMMF32{M: fp.m, A: fp.a, Lda: fp.lda, Ep: fp.ep, C: c, Ldc: fp.n, Threads: 1}); err != nil {
+					return err
+				}
+				for i := range c {
+					if !(math.Abs(float64(c[i]-fwant[i])) <= ftol[i]) {
+						return fmt.Errorf("concurrent run: value %d = %v, want %v", i, c[i], fwant[i])
+					}
+				}
+				return nil
+			}
+		}},
+	} {
+		t.Run(c.key.Op, func(t *testing.T) {
+			var w warnings
+			s := newSelector(t, testOptions(t, &w))
+			firstUseOnce(t, s, c.key, c.run(t, s))
+		})
 	}
 }
 
@@ -656,13 +672,13 @@ func TestRunErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Run(p.m, p.a[:10], p.lda, p.ep, newOut(F32, p.m, p.n), 1); !errors.Is(err, kernels.ErrShape) {
+	if err := l.Run(&kernels.GEMMU8S8{M: p.m, A: p.a[:10], Lda: p.lda, Ep: p.ep, Out: newOut(F32, p.m, p.n), Threads: 1}); !errors.Is(err, kernels.ErrShape) {
 		t.Errorf("short a: err = %v, want ErrShape", err)
 	}
-	if err := l.Run(p.m, p.a, p.lda, p.ep, kernels.Out{Ldc: p.n}, 1); !errors.Is(err, kernels.ErrShape) {
+	if err := l.Run(&kernels.GEMMU8S8{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, Out: kernels.Out{Ldc: p.n}, Threads: 1}); !errors.Is(err, kernels.ErrShape) {
 		t.Errorf("no destination: err = %v, want ErrShape", err)
 	}
-	if err := l.Run(0, nil, p.lda, nil, kernels.Out{}, 1); err != nil {
+	if err := l.Run(&kernels.GEMMU8S8{Lda: p.lda, Out: kernels.Out{}, Threads: 1}); err != nil {
 		t.Errorf("m=0: %v", err)
 	}
 	if _, err := s.NewLinear(4, 4, make([]int8, 3), 4); !errors.Is(err, kernels.ErrShape) {

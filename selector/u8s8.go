@@ -6,273 +6,80 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 
 	"github.com/int8bert/int8bert/kernels"
 )
 
-// call is one u8 x s8 GEMM as Linear.Run received it.
-type call struct {
-	m       int
-	a       []uint8
-	lda     int
-	ep      *kernels.Epilogue
-	out     kernels.Out
-	threads int
-	kind    EpilogueKind
+// u8s8Spec is the operation OpU8S8: u8 activations times packed s8
+// weights (kernels.GEMMU8S8), on the kernels of kernels.U8S8Kernels() and
+// oneDNN's int8 matmul.
+type u8s8Spec struct{}
+
+func (u8s8Spec) natives(extra []any) []*native[kernels.GEMMU8S8] {
+	return nativesOf(kernels.U8S8Kernels(), extra, func(k *kernels.Kernel) *native[kernels.GEMMU8S8] {
+		return &native[kernels.GEMMU8S8]{k.Name, k.ISA, k.NR, k.Available, k.Accepts, k.RunU8S8, k}
+	})
 }
 
-// u8s8Cand is a candidate of the u8s8 family.
-type u8s8Cand interface {
-	candidate
-	// accepts reports whether the candidate takes this exact m.
-	accepts(m, n, k int) bool
-	run(l *Linear, c *call) error
-	implName(l *Linear, c *call) string
+func (u8s8Spec) withB(g *kernels.GEMMU8S8, packed any) { g.B = packed.(*kernels.PackedS8) }
+
+func (u8s8Spec) oneDNN(p *dnnlPrims) cand[kernels.GEMMU8S8] { return &dnnlU8S8{p} }
+
+func (u8s8Spec) pack(w any, n, k, nr int) (any, error) {
+	return kernels.PackS8(n, k, w.([]int8), k, nr)
 }
 
-type u8s8Family struct {
-	s        *Selector
-	compiled []*kernels.Kernel // every kernel compiled in, and the extras
-	cands    []u8s8Cand        // those usable here, in trial order
-	byName   map[string]u8s8Cand
-	dnnl     *dnnlCand
-}
-
-func newU8S8Family(s *Selector) *u8s8Family {
-	f := &u8s8Family{s: s, byName: map[string]u8s8Cand{}}
-	f.compiled = append(kernels.U8S8Kernels(), s.opts.Extra...)
-	// Assembly kernels first, then oneDNN (which falls back to slow
-	// reference code for some epilogues), the generic ones last: the fast
-	// ones set the bar that prunes the slow ones after a single run.
-	var generic []u8s8Cand
-	for _, k := range f.compiled {
-		if k == nil || k.RunU8S8 == nil || k.Available == nil || !k.Available(s.features) {
-			continue
-		}
-		if _, dup := f.byName[k.Name]; dup {
-			continue
-		}
-		c := &nativeCand{k: k}
-		f.byName[k.Name] = c
-		if k.ISA == "generic" {
-			generic = append(generic, c)
-		} else {
-			f.cands = append(f.cands, c)
-		}
+func (u8s8Spec) prepare(l *Linear[kernels.GEMMU8S8], g *kernels.GEMMU8S8) (*kernels.GEMMU8S8, int, Key, error) {
+	if err := l.shape(g.N, g.K, g.B != nil); err != nil {
+		return nil, 0, Key{}, err
 	}
-	if s.eng != nil {
-		f.dnnl = &dnnlCand{s: s, prims: map[string]*dnnlPrim{}}
-		f.cands = append(f.cands, f.dnnl)
-		f.byName[f.dnnl.name()] = f.dnnl
+	run := *g
+	run.N, run.K = l.n, l.k
+	chk := run
+	chk.B = &kernels.PackedS8{N: l.n, K: l.k}
+	if err := chk.Check(); err != nil {
+		return nil, 0, Key{}, fmt.Errorf("selector: u8s8 linear run: %w", err)
 	}
-	f.cands = append(f.cands, generic...)
-	return f
-}
-
-// keep restricts the candidates to kept (the forced ones).
-func (f *u8s8Family) keep(kept []candidate) {
-	f.cands = f.cands[:0]
-	f.byName = map[string]u8s8Cand{}
-	for _, c := range kept {
-		uc := c.(u8s8Cand)
-		f.cands = append(f.cands, uc)
-		f.byName[uc.name()] = uc
+	if run.M == 0 {
+		return &run, 0, Key{}, nil
 	}
-}
-
-func (f *u8s8Family) lookup(name string) candidate {
-	if c, ok := f.byName[name]; ok {
-		return c
-	}
-	return nil
-}
-
-func (f *u8s8Family) builtIn() []builtInKernel {
-	var out []builtInKernel
-	for _, k := range f.compiled {
-		if k != nil {
-			out = append(out, builtInKernel{name: k.Name, isa: k.ISA})
-		}
-	}
-	return out
-}
-
-func (f *u8s8Family) candidates() []candidate {
-	out := make([]candidate, len(f.cands))
-	for i, c := range f.cands {
-		out[i] = c
-	}
-	return out
-}
-
-func (f *u8s8Family) close() error {
-	if f.dnnl != nil {
-		return f.dnnl.close()
-	}
-	return nil
-}
-
-// nativeCand is a kernel of package kernels.
-type nativeCand struct{ k *kernels.Kernel }
-
-func (c *nativeCand) name() string    { return c.k.Name }
-func (c *nativeCand) backend() string { return BackendNative }
-func (c *nativeCand) family() string  { return c.k.ISA }
-func (c *nativeCand) decline(key Key) error {
-	if c.k.Accepts != nil && !c.k.Accepts(key.M, key.N, key.K) {
-		return fmt.Errorf("kernel %s does not accept m=%d n=%d k=%d", c.k.Name, key.M, key.N, key.K)
-	}
-	return nil
-}
-func (c *nativeCand) accepts(m, n, k int) bool {
-	return c.k.Accepts == nil || c.k.Accepts(m, n, k)
-}
-func (c *nativeCand) implName(*Linear, *call) string { return "" }
-func (c *nativeCand) run(l *Linear, cl *call) error {
-	p, err := l.packed(c.k.NR)
-	if err != nil {
-		return err
-	}
-	g := kernels.GEMMU8S8{M: cl.m, N: l.n, K: l.k, A: cl.a, Lda: cl.lda, B: p, Ep: cl.ep, Out: cl.out, Threads: cl.threads}
-	return c.k.RunU8S8(&g)
-}
-
-// Linear is one int8 weight matrix W ([N][K], a PyTorch Linear weight),
-// prepared once: each candidate's packed layout is made on its first use
-// and kept. Run computes Out = epilogue(A x W^T) with the candidate the
-// selector chose for the call's key. A Linear is safe for concurrent use.
-type Linear struct {
-	s      *Selector
-	n, k   int
-	w      []int8 // [n][k]
-	colSum []int32
-
-	mu     sync.Mutex
-	closed bool
-	packs  map[int]*kernels.PackedS8 // by NR
-	dw     []*dnnlWeights
+	key, err := U8S8Key(run.M, l.k, l.n, run.Ep, run.Out, run.Threads)
+	return &run, run.M, key, err
 }
 
 // NewLinear prepares the int8 weights w ([n][ldw], ldw >= k) for Run. w is
-// copied.
-func (s *Selector) NewLinear(n, k int, w []int8, ldw int) (*Linear, error) {
-	if n < 1 || k < 1 || ldw < k || len(w) < (n-1)*ldw+k {
-		return nil, fmt.Errorf("selector: linear n=%d k=%d ldw=%d len(w)=%d: %w", n, k, ldw, len(w), kernels.ErrShape)
+// copied. Its calls compute Out = Ep(A x W^T) for the M rows of A
+// ([M][Lda]): Out has exactly one destination (see kernels.Out); an s32
+// destination takes no epilogue, a u8 or s8 one needs Ep.OutScale > 0.
+// With Ep.ZeroPoint set, Ep.ColSum must be ColSum(): oneDNN compensates
+// from the weights themselves. Ep.ColScale, the weight scales, should be
+// the same slice on every call: oneDNN packs them with the weights.
+func (s *Selector) NewLinear(n, k int, w []int8, ldw int) (*Linear[kernels.GEMMU8S8], error) {
+	l, c, err := newLinear(s, s.u8s8, n, k, w, ldw)
+	if err != nil {
+		return nil, err
 	}
-	l := &Linear{s: s, n: n, k: k, w: make([]int8, n*k), packs: map[int]*kernels.PackedS8{}}
-	for j := 0; j < n; j++ {
-		copy(l.w[j*k:(j+1)*k], w[j*ldw:j*ldw+k])
-	}
-	l.colSum = kernels.ColSums(n, k, l.w, k)
+	l.colSum = kernels.ColSums(n, k, c, k)
 	return l, nil
 }
 
-// N is the number of output features.
-func (l *Linear) N() int { return l.n }
+// ColSum returns the column sums of W (one per output feature) of a u8s8
+// Linear, the Epilogue.ColSum a shifted u8 source (Epilogue.ZeroPoint)
+// needs; nil for the other operations. Do not modify it.
+func (l *Linear[G]) ColSum() []int32 { return l.colSum }
 
-// K is the number of input features.
-func (l *Linear) K() int { return l.k }
-
-// ColSum returns the column sums of W (one per output feature), the
-// Epilogue.ColSum a shifted u8 source (Epilogue.ZeroPoint) needs. Do not
-// modify it.
-func (l *Linear) ColSum() []int32 { return l.colSum }
-
-// Key returns the key Run uses for these operands.
-func (l *Linear) Key(m int, ep *kernels.Epilogue, out kernels.Out, threads int) (Key, error) {
-	return U8S8Key(m, l.k, l.n, ep, out, threads)
-}
-
-// Run computes out = ep(A x W^T) for the m rows of a ([m][lda]), on
-// threads threads (<= 1: the calling goroutine). out has exactly one
-// destination (see kernels.Out); an s32 destination takes no epilogue, a
-// u8 or s8 one needs ep.OutScale > 0. With ep.ZeroPoint set, ep.ColSum
-// must be l.ColSum(): oneDNN compensates from the weights themselves.
-// ep.ColScale, the weight scales, should be the same slice on every call:
-// oneDNN packs them with the weights.
-func (l *Linear) Run(m int, a []uint8, lda int, ep *kernels.Epilogue, out kernels.Out, threads int) error {
-	g := kernels.GEMMU8S8{M: m, N: l.n, K: l.k, A: a, Lda: lda, B: &kernels.PackedS8{N: l.n, K: l.k}, Ep: ep, Out: out}
-	if err := g.Check(); err != nil {
-		return fmt.Errorf("selector: linear run: %w", err)
-	}
-	if m == 0 {
-		return nil
-	}
-	key, err := l.Key(m, ep, out, threads)
-	if err != nil {
-		return err
-	}
-	ch, err := l.s.choose(key)
-	if err != nil {
-		return err
-	}
-	cl := &call{m: m, a: a, lda: lda, ep: ep, out: out, threads: threads, kind: key.Epilogue}
-	ran, err := runChosen(ch, l.s.u8s8.byName, m, l.n, l.k, func(c u8s8Cand) error {
-		if err := c.run(l, cl); err != nil {
-			return fmt.Errorf("selector: linear m=%d k=%d n=%d with %s: %w", m, l.k, l.n, c.name(), err)
-		}
-		return nil
-	})
-	if ran {
-		return err
-	}
-	return fmt.Errorf("selector: linear m=%d k=%d n=%d: no candidate of %v takes this m: %w", m, l.k, l.n, key, ErrNoCandidate)
-}
-
-// packed returns W packed for panel width nr, packing it on first use.
-func (l *Linear) packed(nr int) (*kernels.PackedS8, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil, fmt.Errorf("selector: linear: %w", ErrClosed)
-	}
-	if p := l.packs[nr]; p != nil {
-		return p, nil
-	}
-	p, err := kernels.PackS8(l.n, l.k, l.w, l.k, nr)
-	if err != nil {
-		return nil, fmt.Errorf("selector: linear: %w", err)
-	}
-	l.packs[nr] = p
-	return p, nil
-}
-
-// Close releases the packed weights (oneDNN's are C memory). A second
-// Close returns ErrClosed.
-func (l *Linear) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return fmt.Errorf("selector: linear close: %w", ErrClosed)
-	}
-	l.closed = true
-	l.packs = nil
-	var first error
-	for _, d := range l.dw {
-		if err := d.w.Close(); err != nil && first == nil {
-			first = fmt.Errorf("selector: linear close: %w", err)
-		}
-	}
-	l.dw = nil
-	return first
-}
-
-// u8s8Trial is a random problem of a key's shape with its reference result
-// on some rows.
-type u8s8Trial struct {
+// u8s8Data is a random problem of a key's shape with its reference
+// result on some rows.
+type u8s8Data struct {
 	key  Key
-	l    *Linear
-	cl   call
-	outs map[string]kernels.Out
+	g    kernels.GEMMU8S8
+	outs outputs[kernels.Out]
 	rows []int       // rows compared with the reference
 	ref  kernels.Out // len(rows) x n
 }
 
-func (f *u8s8Family) newTrial(s *Selector, key Key) (trial, error) {
-	h := fnv.New64a()
-	h.Write([]byte(key.String()))
-	r := rand.New(rand.NewPCG(h.Sum64(), 0x8be7))
+func (u8s8Spec) problem(s *Selector, key Key) (*Linear[kernels.GEMMU8S8], trialData[kernels.GEMMU8S8], error) {
+	r := trialRand(key, 0x8be7)
 	m, k, n := key.M, key.K, key.N
 	w := make([]int8, n*k)
 	for i := range w {
@@ -280,23 +87,31 @@ func (f *u8s8Family) newTrial(s *Selector, key Key) (trial, error) {
 	}
 	l, err := s.NewLinear(n, k, w, k)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a := make([]uint8, m*k)
 	for i := range a {
 		a[i] = uint8(r.IntN(256))
 	}
-	t := &u8s8Trial{key: key, l: l, outs: map[string]kernels.Out{}}
-	t.cl = call{m: m, a: a, lda: k, ep: randomEpilogue(r, key), threads: key.Threads, kind: key.Epilogue}
-	if t.cl.ep != nil && t.cl.ep.ZeroPoint != 0 {
-		t.cl.ep.ColSum = l.colSum
+	t := &u8s8Data{key: key, outs: outputs[kernels.Out]{make: func() kernels.Out { return newOut(key.Epilogue.Out, m, n) }}}
+	t.g = kernels.GEMMU8S8{M: m, N: n, K: k, A: a, Lda: k, Ep: randomEpilogue(r, key), Threads: key.Threads}
+	if t.g.Ep != nil && t.g.Ep.ZeroPoint != 0 {
+		t.g.Ep.ColSum = l.colSum
 	}
 	t.rows = verifyRows(r, m, k, n, s.opts.VerifyMACs)
-	if err := t.reference(); err != nil {
+	if err := t.reference(l); err != nil {
 		l.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return t, nil
+	return l, t, nil
+}
+
+// trialRand is the random source of a key's problem: the same data for the
+// same key in every run.
+func trialRand(key Key, salt uint64) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(key.String()))
+	return rand.New(rand.NewPCG(h.Sum64(), salt))
 }
 
 // randomEpilogue returns an epilogue of the key's kind whose results are of
@@ -402,12 +217,29 @@ func newOut(t DType, m, n int) kernels.Out {
 	return o
 }
 
-// reference runs the generic kernel on the trial's rows.
-func (t *u8s8Trial) reference() error {
+// reference runs the generic kernel on the problem's rows.
+func (t *u8s8Data) reference(l *Linear[kernels.GEMMU8S8]) error {
 	k, n := t.key.K, t.key.N
 	mr := len(t.rows)
-	src := t.cl.ep
-	a := make([]uint8, mr*k)
+	a, ep := gatherRows(t.g.A, t.g.Lda, k, n, t.rows, t.g.Ep)
+	t.ref = newOut(t.key.Epilogue.Out, mr, n)
+	p, err := l.packed(kernels.GenericU8S8.NR)
+	if err != nil {
+		return err
+	}
+	g := kernels.GEMMU8S8{M: mr, N: n, K: k, A: a, Lda: k, B: p.(*kernels.PackedS8), Ep: ep, Out: t.ref, Threads: 1}
+	if err := kernels.GenericU8S8.RunU8S8(&g); err != nil {
+		return fmt.Errorf("reference: %w", err)
+	}
+	return nil
+}
+
+// gatherRows returns the rows of a ([][lda], k used) and of the
+// epilogue's row-wise operands (row scales, residual) that the reference
+// check compares, packed densely. The epilogue is a copy; nil stays nil.
+func gatherRows[E uint8 | float32](a []E, lda, k, n int, rows []int, src *kernels.Epilogue) ([]E, *kernels.Epilogue) {
+	mr := len(rows)
+	out := make([]E, mr*k)
 	var ep *kernels.Epilogue
 	if src != nil {
 		e := *src
@@ -420,101 +252,50 @@ func (t *u8s8Trial) reference() error {
 			ep.LdResidual = 0
 		}
 	}
-	for q, i := range t.rows {
-		copy(a[q*k:(q+1)*k], t.cl.a[i*t.cl.lda:i*t.cl.lda+k])
+	for q, i := range rows {
+		copy(out[q*k:(q+1)*k], a[i*lda:i*lda+k])
 		if ep != nil && ep.RowScale != nil {
 			ep.RowScale[q] = src.RowScale[i]
 		}
 		if ep != nil && ep.Residual != nil {
-			copy(ep.Residual[q*n:(q+1)*n], src.Residual[i*n:(i+1)*n])
+			lr := ldr(src, n)
+			copy(ep.Residual[q*n:(q+1)*n], src.Residual[i*lr:i*lr+n])
 		}
 	}
-	t.ref = newOut(t.key.Epilogue.Out, mr, n)
-	p, err := t.l.packed(kernels.GenericU8S8.NR)
-	if err != nil {
-		return err
-	}
-	g := kernels.GEMMU8S8{M: mr, N: n, K: k, A: a, Lda: k, B: p, Ep: ep, Out: t.ref, Threads: 1}
-	if err := kernels.GenericU8S8.RunU8S8(&g); err != nil {
-		return fmt.Errorf("reference: %w", err)
-	}
-	return nil
+	return out, ep
 }
 
-func (t *u8s8Trial) exec(c candidate) error {
-	o, ok := t.outs[c.name()]
-	if !ok {
-		o = newOut(t.key.Epilogue.Out, t.key.M, t.key.N)
-		t.outs[c.name()] = o
-	}
-	cl := t.cl
-	cl.out = o
-	return c.(u8s8Cand).run(t.l, &cl)
+func (t *u8s8Data) call(name string) *kernels.GEMMU8S8 {
+	g := t.g
+	g.Out = t.outs.get(name)
+	return &g
 }
-
-func (t *u8s8Trial) impl(c candidate) string {
-	cl := t.cl
-	cl.out = t.outs[c.name()]
-	return c.(u8s8Cand).implName(t.l, &cl)
-}
-
-func (t *u8s8Trial) close() { t.l.Close() }
 
 // verify compares the candidate's output on the trial's rows: int32 exactly,
 // f32 within 1e-4 relative, u8 and s8 within 1.
-func (t *u8s8Trial) verify(c candidate) error {
-	got := t.outs[c.name()]
-	n := t.key.N
-	bad, total := 0, len(t.rows)*n
-	var first string
-	note := func(i, j int, g, w any) {
-		if bad == 0 {
-			first = fmt.Sprintf("row %d column %d: got %v, want %v", i, j, g, w)
-		}
-		bad++
-	}
+func (t *u8s8Data) verify(name string) error {
+	got, ref := t.outs.get(name), t.ref
+	within1 := func(g, w int) bool { return g-w <= 1 && w-g <= 1 }
 	switch t.key.Epilogue.Out {
 	case S32:
-		for q, i := range t.rows {
-			for j := 0; j < n; j++ {
-				if g, w := got.S32[i*n+j], t.ref.S32[q*n+j]; g != w {
-					note(i, j, g, w)
-				}
-			}
-		}
+		return compareRows(t.rows, t.key.N, func(g, w int) bool { return got.S32[g] == ref.S32[w] },
+			func(g, w int) string { return fmt.Sprintf("got %v, want %v", got.S32[g], ref.S32[w]) })
 	case F32:
 		var ss float64
-		for _, v := range t.ref.F32 {
+		for _, v := range ref.F32 {
 			ss += float64(v) * float64(v)
 		}
-		rms := math.Sqrt(ss / float64(max(len(t.ref.F32), 1)))
-		for q, i := range t.rows {
-			for j := 0; j < n; j++ {
-				g, w := float64(got.F32[i*n+j]), float64(t.ref.F32[q*n+j])
-				if !(math.Abs(g-w) <= 1e-4*max(math.Abs(w), rms)) {
-					note(i, j, g, w)
-				}
-			}
-		}
+		rms := math.Sqrt(ss / float64(max(len(ref.F32), 1)))
+		return compareRows(t.rows, t.key.N, func(g, w int) bool {
+			gv, wv := float64(got.F32[g]), float64(ref.F32[w])
+			return math.Abs(gv-wv) <= 1e-4*max(math.Abs(wv), rms)
+		}, func(g, w int) string { return fmt.Sprintf("got %v, want %v", got.F32[g], ref.F32[w]) })
 	case U8:
-		for q, i := range t.rows {
-			for j := 0; j < n; j++ {
-				if g, w := int(got.U8[i*n+j]), int(t.ref.U8[q*n+j]); g-w > 1 || w-g > 1 {
-					note(i, j, g, w)
-				}
-			}
-		}
+		return compareRows(t.rows, t.key.N, func(g, w int) bool { return within1(int(got.U8[g]), int(ref.U8[w])) },
+			func(g, w int) string { return fmt.Sprintf("got %v, want %v", got.U8[g], ref.U8[w]) })
 	case S8:
-		for q, i := range t.rows {
-			for j := 0; j < n; j++ {
-				if g, w := int(got.S8[i*n+j]), int(t.ref.S8[q*n+j]); g-w > 1 || w-g > 1 {
-					note(i, j, g, w)
-				}
-			}
-		}
+		return compareRows(t.rows, t.key.N, func(g, w int) bool { return within1(int(got.S8[g]), int(ref.S8[w])) },
+			func(g, w int) string { return fmt.Sprintf("got %v, want %v", got.S8[g], ref.S8[w]) })
 	}
-	if bad > 0 {
-		return fmt.Errorf("%d of %d compared values differ; first at %s", bad, total, first)
-	}
-	return nil
+	return fmt.Errorf("selector: no check for destination %q: %w", t.key.Epilogue.Out, ErrKey)
 }

@@ -25,6 +25,10 @@
 // Errors never panic: bad calibration data wraps ErrCalibration, bad shapes,
 // options or tensors wrap ErrInvalid.
 //
-// smoothquant may import cpu, kernels, selector and checkpoint; it must not
-// import dnnl, tokenizer or the model packages (docs/DESIGN.md section 1.1).
+// The calibration's GEMMs (the FP32 reference output and the simulated
+// u8 x s8 ones) run on Linears of Options.Selector, so that they use the
+// kernels the runtime uses and INT8BERT_KERNEL, INT8BERT_CPU_DISABLE and
+// the tuning cache hold for them. smoothquant may import cpu, kernels,
+// selector and checkpoint; it must not import dnnl, tokenizer or the model
+// packages (docs/DESIGN.md section 1.1).
 package smoothquant

@@ -3,6 +3,11 @@ package smoothquant
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/int8bert/int8bert/selector"
 )
 
 // randMatrix returns rows x cols normal values times scale.
@@ -94,4 +99,17 @@ func finite32(v []float32) bool {
 		}
 	}
 	return true
+}
+
+// TestMain runs the calibration GEMMs of the tests that give no selector
+// on one that tunes briefly and keeps no cache file, in place of
+// selector.Default(); it still reads INT8BERT_KERNEL and cpu.X86.
+func TestMain(m *testing.M) {
+	sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, RepTime: 100 * time.Microsecond})
+	defaultSelector = func() (*selector.Selector, error) { return sel, err }
+	code := m.Run()
+	if sel != nil {
+		sel.Close()
+	}
+	os.Exit(code)
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/selector"
 )
 
 // LinearSpec is one FP32 linear layer to quantize: W is [N][K] row-major
@@ -56,64 +56,32 @@ type QLinear struct {
 	WF32     []float32
 }
 
-// Kernel preference, fastest instruction set first.
-var (
-	f32Order  = []string{cpu.PathAVX512, cpu.PathAVX2FMA}
-	u8s8Order = []string{cpu.PathAMX, cpu.PathAVX512VNNI, cpu.PathAVXVNNI, cpu.PathAVX2}
-)
+// defaultSelector is selector.Default (tests use a faster-tuning one).
+var defaultSelector = selector.Default
 
-func isaRank(order []string, isa string) int {
-	for i, o := range order {
-		if o == isa {
-			return i
-		}
+// selectorOf returns the selector of o, or selector.Default().
+func selectorOf(o Options) (*selector.Selector, error) {
+	if o.Selector != nil {
+		return o.Selector, nil
 	}
-	return len(order)
+	sel, err := defaultSelector()
+	if err != nil {
+		return nil, fmt.Errorf("smoothquant: %w", err)
+	}
+	return sel, nil
 }
 
-// pickF32 returns the FP32 kernel of the fastest instruction set this CPU
-// runs that takes the shape (the first listed of that set), else the generic
-// Go kernel.
-func pickF32(m, n, k int) *kernels.KernelF32 {
-	best, rank := kernels.GenericF32, len(f32Order)+1
-	for _, kr := range kernels.F32Kernels() {
-		if kr == kernels.GenericF32 || !kr.Available(cpu.X86) || !kr.Accepts(m, n, k) {
-			continue
-		}
-		if r := isaRank(f32Order, kr.ISA); r < rank {
-			best, rank = kr, r
-		}
-	}
-	return best
-}
-
-// pickU8S8 returns the u8 x s8 kernel of the fastest instruction set this
-// CPU runs that takes the shape (the first listed of that set), else the
-// generic Go kernel.
-func pickU8S8(m, n, k int) *kernels.Kernel {
-	best, rank := kernels.GenericU8S8, len(u8s8Order)+1
-	for _, kr := range kernels.U8S8Kernels() {
-		if kr == kernels.GenericU8S8 || !kr.Available(cpu.X86) || !kr.Accepts(m, n, k) {
-			continue
-		}
-		if r := isaRank(u8s8Order, kr.ISA); r < rank {
-			best, rank = kr, r
-		}
-	}
-	return best
-}
-
-// fp32Output returns x ([rows][k]) times w^T ([n][k]), no bias.
-func fp32Output(w []float32, n, k int, x []float32, rows, threads int) ([]float32, error) {
-	kr := pickF32(rows, n, k)
-	p, err := kernels.PackF32(n, k, w, k, kr.NR)
+// fp32Output returns x ([rows][k]) times w^T ([n][k]), no bias, on the
+// kernel sel chooses.
+func fp32Output(sel *selector.Selector, w []float32, n, k int, x []float32, rows, threads int) ([]float32, error) {
+	l, err := sel.NewLinearF32(n, k, w, k)
 	if err != nil {
 		return nil, fmt.Errorf("smoothquant: %w: %w", ErrInvalid, err)
 	}
+	defer l.Close()
 	c := make([]float32, rows*n)
-	g := &kernels.GEMMF32{M: rows, N: n, K: k, A: x, Lda: k, B: p, C: c, Ldc: n, Threads: threads}
-	if err := kr.Run(g); err != nil {
-		return nil, fmt.Errorf("smoothquant: fp32 gemm (%s): %w: %w", kr.Name, ErrInvalid, err)
+	if err := l.Run(&kernels.GEMMF32{M: rows, A: x, Lda: k, C: c, Ldc: n, Threads: threads}); err != nil {
+		return nil, fmt.Errorf("smoothquant: fp32 gemm: %w: %w", ErrInvalid, err)
 	}
 	return c, nil
 }
@@ -147,12 +115,17 @@ func smoothInput(x []float32, rows, k int, inv []float32) []float32 {
 	return xs
 }
 
-// simulate runs the quantized GEMM on the smoothed input xs ([rows][K]) with
-// the weights packed in p for kernel kr.
-func (q *QLinear) simulate(mode Mode, xs []float32, rows int, kr *kernels.Kernel, p *kernels.PackedS8, threads int) ([]float32, error) {
+// simulate runs the quantized GEMM on the smoothed input xs ([rows][K])
+// with q's weights, on the kernel sel chooses, as the runtime does.
+func (q *QLinear) simulate(sel *selector.Selector, mode Mode, xs []float32, rows int, threads int) ([]float32, error) {
 	n, k := q.N, q.K
+	l, err := sel.NewLinear(n, k, q.W, k)
+	if err != nil {
+		return nil, fmt.Errorf("smoothquant: %s: %w: %w", q.Name, ErrInvalid, err)
+	}
+	defer l.Close()
 	a := make([]uint8, rows*k)
-	ep := &kernels.Epilogue{ColSum: p.ColSum, ColScale: q.WScale}
+	ep := &kernels.Epilogue{ColSum: l.ColSum(), ColScale: q.WScale}
 	switch mode {
 	case Static:
 		if !(q.ActScale > 0) || q.ActZeroPoint < 0 || q.ActZeroPoint > 255 {
@@ -172,9 +145,8 @@ func (q *QLinear) simulate(mode Mode, xs []float32, rows int, kr *kernels.Kernel
 		return nil, fmt.Errorf("smoothquant: unknown mode %d: %w", int(mode), ErrInvalid)
 	}
 	y := make([]float32, rows*n)
-	g := &kernels.GEMMU8S8{M: rows, N: n, K: k, A: a, Lda: k, B: p, Ep: ep, Out: kernels.Out{F32: y, Ldc: n}, Threads: threads}
-	if err := kr.RunU8S8(g); err != nil {
-		return nil, fmt.Errorf("smoothquant: %s: u8s8 gemm (%s): %w: %w", q.Name, kr.Name, ErrInvalid, err)
+	if err := l.Run(&kernels.GEMMU8S8{M: rows, A: a, Lda: k, Ep: ep, Out: kernels.Out{F32: y, Ldc: n}, Threads: threads}); err != nil {
+		return nil, fmt.Errorf("smoothquant: %s: u8s8 gemm: %w: %w", q.Name, ErrInvalid, err)
 	}
 	return y, nil
 }
@@ -216,7 +188,8 @@ func (q *QLinear) check() error {
 //
 // and the u8 x s8 GEMM's epilogue removes the zero point with the weights'
 // column sums and applies the activation and weight scales. A fallback layer
-// returns its FP32 output x*WF32^T.
+// returns its FP32 output x*WF32^T. The GEMMs run on the kernels
+// selector.Default() chooses.
 func (q *QLinear) SimulateOutput(mode Mode, x []float32, rows int) ([]float32, error) {
 	if q == nil {
 		return nil, fmt.Errorf("smoothquant: nil qlinear: %w", ErrInvalid)
@@ -236,15 +209,14 @@ func (q *QLinear) SimulateOutput(mode Mode, x []float32, rows int) ([]float32, e
 	if rows == 0 {
 		return []float32{}, nil
 	}
-	if q.Fallback {
-		return fp32Output(q.WF32, q.N, q.K, x, rows, 1)
-	}
-	kr := pickU8S8(rows, q.N, q.K)
-	p, err := kernels.PackS8(q.N, q.K, q.W, q.K, kr.NR)
+	sel, err := selectorOf(Options{})
 	if err != nil {
-		return nil, fmt.Errorf("smoothquant: %s: %w: %w", q.Name, ErrInvalid, err)
+		return nil, err
 	}
-	return q.simulate(mode, smoothInput(x, rows, q.K, invSmooth(q.Smooth)), rows, kr, p, 1)
+	if q.Fallback {
+		return fp32Output(sel, q.WF32, q.N, q.K, x, rows, 1)
+	}
+	return q.simulate(sel, mode, smoothInput(x, rows, q.K, invSmooth(q.Smooth)), rows, 1)
 }
 
 func checkFinite(x []float32, rows, k int) error {
@@ -264,8 +236,8 @@ func checkFinite(x []float32, rows, k int) error {
 // Smooth, the int8 weights, the static activation parameters (Static mode;
 // 0 and 0 for Dynamic), the SQNR, and the fallback decision
 // (o.FallbackSQNR). The FP32 reference output and the quantized outputs
-// are computed with the fastest FP32 and u8 x s8 kernels this CPU runs (see
-// pickF32, pickU8S8), on o.Threads goroutines.
+// are computed on the kernels o.Selector (or selector.Default()) chooses, as
+// the runtime's are, on o.Threads goroutines.
 func QuantizeLinear(spec LinearSpec, o Options) (*QLinear, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -304,7 +276,11 @@ func QuantizeLinear(spec LinearSpec, o Options) (*QLinear, error) {
 		return nil, fmt.Errorf("smoothquant: linear %q: observer saw no rows: %w", spec.Name, ErrCalibration)
 	}
 	threads := max(o.Threads, 1)
-	ref, err := fp32Output(spec.W, n, k, x, rows, threads)
+	sel, err := selectorOf(o)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := fp32Output(sel, spec.W, n, k, x, rows, threads)
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +290,6 @@ func QuantizeLinear(spec LinearSpec, o Options) (*QLinear, error) {
 	if spec.NoSmooth {
 		alphas = []float64{0}
 	}
-	kr := pickU8S8(rows, n, k)
 	var best *QLinear
 	sqnrs := make(map[float64]float64, len(alphas))
 	for _, alpha := range alphas {
@@ -334,11 +309,7 @@ func QuantizeLinear(spec LinearSpec, o Options) (*QLinear, error) {
 			}
 			c.ActScale, c.ActZeroPoint = StaticActParams(lo, hi)
 		}
-		p, err := kernels.PackS8(n, k, c.W, k, kr.NR)
-		if err != nil {
-			return nil, fmt.Errorf("smoothquant: %s: %w: %w", spec.Name, ErrInvalid, err)
-		}
-		y, err := c.simulate(o.Mode, xs, rows, kr, p, threads)
+		y, err := c.simulate(sel, o.Mode, xs, rows, threads)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/int8bert/int8bert/selector"
 )
 
 // ErrCalibration is wrapped by every error about calibration data: a NaN or
@@ -94,6 +96,10 @@ type Options struct {
 	FallbackSQNR float64
 	// Threads for the alpha search's GEMMs (<=1: one).
 	Threads int
+	// Selector chooses the kernels of the calibration's GEMMs (the FP32
+	// reference output and the simulated u8 x s8 ones), as it does the
+	// runtime's; nil means selector.Default().
+	Selector *selector.Selector
 }
 
 // DefaultGrid returns 0, 0.05, ..., 1 (21 values).

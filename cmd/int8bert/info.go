@@ -21,9 +21,9 @@ type infoReport struct {
 }
 
 type paths struct {
-	Int8 string `json:"int8"`
-	FP32 string `json:"fp32"`
-	BF16 string `json:"bf16"`
+	Int8 cpu.ISA `json:"int8"`
+	FP32 cpu.ISA `json:"fp32"`
+	BF16 cpu.ISA `json:"bf16"`
 }
 
 type dnnlReport struct {

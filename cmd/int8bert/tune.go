@@ -52,15 +52,15 @@ func f32Kind(k selector.EpilogueKind) (selector.EpilogueKind, bool) {
 	return k, err == nil
 }
 
-// parseOps reads "u8s8,f32".
+// parseOps reads "u8s8,f32,f32-kernel".
 func parseOps(s string) ([]string, error) {
 	var ops []string
 	for _, f := range strings.Split(s, ",") {
 		switch op := strings.TrimSpace(f); op {
-		case selector.OpU8S8, selector.OpF32:
+		case selector.OpU8S8, selector.OpF32, selector.OpF32Kernel:
 			ops = append(ops, op)
 		default:
-			return nil, fmt.Errorf("tune: -ops: unknown operation %q (have %s, %s)", op, selector.OpU8S8, selector.OpF32)
+			return nil, fmt.Errorf("tune: -ops: unknown operation %q (have %s, %s, %s)", op, selector.OpU8S8, selector.OpF32, selector.OpF32Kernel)
 		}
 	}
 	return ops, nil
@@ -96,7 +96,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	reps := fs.Int("reps", 5, "timed repetitions per candidate (median)")
 	repTime := fs.Duration("rep-time", 20*time.Millisecond, "least time of one repetition")
 	epilogues := fs.String("epilogues", "", "comma-separated epilogue kinds, e.g. none/s32,zp+scale+colscale+bias+gelu/u8 (default: per layer and operation; f32 uses those with an FP32 form: none, bias, gelu, residual)")
-	opsFlag := fs.String("ops", selector.OpU8S8+","+selector.OpF32, "comma-separated operations to tune: u8s8 (INT8 linears), f32 (FP32 linears)")
+	opsFlag := fs.String("ops", selector.OpU8S8+","+selector.OpF32, "comma-separated operations to tune: u8s8 (INT8 linears), f32 (FP32 linears), f32-kernel (attention's products, MxKxN = seq x d x seq and seq x seq x d; no epilogue)")
 	shapes := fs.String("shapes", "", "comma-separated MxKxN shapes (default: the BERT shapes at M=128 and M=256)")
 	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
 	if err := fs.Parse(args); err != nil {
@@ -138,7 +138,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer s.Close()
 	if s.Forced() != "" {
-		fmt.Fprintf(stderr, "note: %s=%s forces a family for %s; these choices are not saved\n", selector.EnvKernel, s.Forced(), strings.Join(s.ForcedOps(), ", "))
+		fmt.Fprintf(stderr, "note: %s=%s forces a kernel ISA or kernel for %s; these choices are not saved\n", selector.EnvKernel, s.Forced(), strings.Join(s.ForcedOps(), ", "))
 	}
 	var choices []selector.Choice
 	type opKind struct {
@@ -148,6 +148,10 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, sh := range list {
 		var ks []opKind
 		for _, op := range ops {
+			if op == selector.OpF32Kernel {
+				ks = append(ks, opKind{op, selector.EpilogueKind{Out: selector.F32}})
+				continue
+			}
 			if kinds != nil {
 				for _, k := range kinds {
 					if op == selector.OpF32 {
@@ -180,6 +184,9 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				return err
 			}
 			key, err := selector.NewKey(ok.op, sh.M, sh.K, sh.N, ok.kind, *threads)
+			if ok.op == selector.OpF32Kernel {
+				key, err = selector.F32KernelKey(sh.M, sh.K, sh.N, *threads), nil
+			}
 			if err != nil {
 				return fmt.Errorf("tune: %v: %w", sh, err)
 			}

@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"time"
-
-	"github.com/int8bert/int8bert/cpu"
 
 	"github.com/int8bert/int8bert/kernels"
 )
@@ -35,8 +32,9 @@ func growF32(b []float32, n int) []float32 {
 }
 
 // attention computes the context of every head from the fused QKV rows:
-// softmax(Q K^T / sqrt(d) + mask) V, both products on an FP32 GEMM kernel
-// with K (and V transposed) packed per head as the "weights". The 1/sqrt(d)
+// softmax(Q K^T / sqrt(d) + mask) V, both products on the FP32 GEMM
+// kernels the selector chose for them (selector.OpF32Kernel) with K (and V
+// transposed) packed per head as the "weights". The 1/sqrt(d)
 // scale is fused into softmax's first pass (kernels.SoftmaxScaled, equal
 // bit for bit to scaling the scores first). The (sequence, head) pairs are
 // split over m.threads goroutines; each product runs on one.
@@ -57,11 +55,15 @@ type attnQuant struct {
 func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 	heads := m.cfg.Heads
 	tasks := in.Batch * heads
+	kr, err := m.attnKernels(in.Seq)
+	if err != nil {
+		return err
+	}
 	if m.threads <= 1 || tasks == 1 {
 		b := attnPool.Get().(*attnBuf)
 		defer attnPool.Put(b)
 		for t := 0; t < tasks; t++ {
-			if err := m.attentionHead(in, s, b, t/heads, t%heads, q); err != nil {
+			if err := m.attentionHead(in, s, b, kr, t/heads, t%heads, q); err != nil {
 				return err
 			}
 		}
@@ -72,7 +74,7 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 	firstAt := tasks
 	kernels.Parallel(m.threads, tasks, func(t int) {
 		b := attnPool.Get().(*attnBuf)
-		err := m.attentionHead(in, s, b, t/heads, t%heads, q)
+		err := m.attentionHead(in, s, b, kr, t/heads, t%heads, q)
 		attnPool.Put(b)
 		if err != nil {
 			mu.Lock()
@@ -85,13 +87,14 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 	return first
 }
 
-// attentionHead computes head hd of sequence bi into s.ctx.
-func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *attnQuant) error {
+// attentionHead computes head hd of sequence bi into s.ctx with the
+// kernels kr.
+func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, kr attnPair, bi, hd int, q *attnQuant) error {
 	h, heads, seq := m.cfg.Hidden, m.cfg.Heads, in.Seq
 	d := h / heads
 	scale := float32(1 / math.Sqrt(float64(d)))
 	ld := 3 * h
-	qk, pv := attnKernels(m.attn, d)
+	qk, pv := kr.qk, kr.pv
 	b.scores = growF32(b.scores, seq*seq)
 	b.mask = growF32(b.mask, seq)
 	for j, mk := range in.Mask[bi*seq : bi*seq+seq] {
@@ -129,67 +132,25 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q 
 	return nil
 }
 
-// attnChoice is the kernel pair attention uses for one head size.
-type attnChoice struct{ qk, pv *kernels.KernelF32 }
+// attnPair is the FP32 kernels of attention's two products.
+type attnPair struct{ qk, pv *kernels.KernelF32 }
 
-var attnChoices sync.Map // head size -> attnChoice
-
-// attnKernels returns the FP32 kernels for attention's two products with
-// heads of d features: the fastest of this CPU's assembly kernels (def when
-// it has none) on Q K^T (128 x 128 x d) and P V (128 x d x 128), timed once
-// per process and head size. Every kernel computes the same sums in the
-// same order along K, so the choice changes speed only.
-func attnKernels(def *kernels.KernelF32, d int) (qk, pv *kernels.KernelF32) {
-	if c, ok := attnChoices.Load(d); ok {
-		c := c.(attnChoice)
-		return c.qk, c.pv
+// attnKernels asks the selector for the kernels of Q K^T (seq x d by
+// d x seq) and P V (seq x seq by seq x d) for sequences of seq tokens,
+// each product on one goroutine: chosen, like every GEMM, by the selector
+// (INT8BERT_KERNEL, INT8BERT_CPU_DISABLE and the tuning cache hold).
+func (m *Model) attnKernels(seq int) (attnPair, error) {
+	if m.sel == nil {
+		return attnPair{}, fmt.Errorf("encoder: attention: nil selector: %w", ErrConfig)
 	}
-	var cands []*kernels.KernelF32
-	for _, k := range kernels.F32Kernels() {
-		if k != kernels.GenericF32 && k.Available(cpu.X86) {
-			cands = append(cands, k)
-		}
+	d := m.cfg.Hidden / m.cfg.Heads
+	qk, err := m.sel.KernelF32(seq, d, seq, 1)
+	if err != nil {
+		return attnPair{}, fmt.Errorf("encoder: attention scores: %w", err)
 	}
-	switch len(cands) {
-	case 0:
-		return def, def // nothing to choose from (and nothing to remember)
-	case 1:
-		c := attnChoice{cands[0], cands[0]}
-		attnChoices.Store(d, c)
-		return c.qk, c.pv
+	pv, err := m.sel.KernelF32(seq, seq, d, 1)
+	if err != nil {
+		return attnPair{}, fmt.Errorf("encoder: attention context: %w", err)
 	}
-	c := attnChoice{def, def}
-	const seq = 128
-	a := make([]float32, seq*max(seq, d))
-	for i := range a {
-		a[i] = float32(i%7) * 0.125
-	}
-	out := make([]float32, seq*seq)
-	bestQK, bestPV := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
-	for _, k := range cands {
-		kp, err1 := kernels.PackF32(seq, d, a, d, k.NR)
-		vp, err2 := kernels.PackF32(d, seq, a, seq, k.NR)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		time1 := func(g *kernels.GEMMF32) time.Duration {
-			best := time.Duration(math.MaxInt64)
-			for r := 0; r < 5; r++ {
-				t := time.Now()
-				if k.Run(g) != nil {
-					return best
-				}
-				best = min(best, time.Since(t))
-			}
-			return best
-		}
-		if t := time1(&kernels.GEMMF32{M: seq, N: seq, K: d, A: a, Lda: d, B: kp, C: out, Ldc: seq}); t < bestQK {
-			bestQK, c.qk = t, k
-		}
-		if t := time1(&kernels.GEMMF32{M: seq, N: d, K: seq, A: a, Lda: seq, B: vp, C: out, Ldc: d}); t < bestPV {
-			bestPV, c.pv = t, k
-		}
-	}
-	attnChoices.Store(d, c)
-	return c.qk, c.pv
+	return attnPair{qk, pv}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/selector"
 )
 
 // Unit roundoffs of float32 and float64.
@@ -145,6 +146,10 @@ func TestAttentionAgainstGonum(t *testing.T) {
 			break
 		}
 	}
+	// The selector forced to kern runs both of attention's products on it.
+	sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, Force: kern.Name})
+	require.NoError(t, err)
+	t.Cleanup(func() { sel.Close() })
 	for _, c := range []struct {
 		batch, seq, h, heads int
 		qScale               float32
@@ -177,7 +182,7 @@ func TestAttentionAgainstGonum(t *testing.T) {
 				}
 			}
 			for _, threads := range []int{1, 3} {
-				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, attn: kern}
+				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel}
 				s := &scratch{qkv: append([]float32(nil), qkv...), ctx: make([]float32, rows*c.h)}
 				require.NoError(t, m.attention(in, s))
 				worst, at := 0.0, ""

@@ -9,6 +9,8 @@ import (
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/selector"
+	"github.com/stretchr/testify/require"
 )
 
 // attentionRef is softmax(Q K^T / sqrt(d) + mask) V in float64.
@@ -75,9 +77,13 @@ func TestAttention(t *testing.T) {
 				t.Logf("%s: CPU lacks %s: skipped", kern.Name, kern.ISA)
 				continue
 			}
+			// The selector forced to kern runs both products on it.
+			sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, Force: kern.Name})
+			require.NoError(t, err)
+			t.Cleanup(func() { sel.Close() })
 			var first []float32
 			for _, threads := range []int{1, 3} {
-				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, attn: kern}
+				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel}
 				s := &scratch{qkv: slices.Clone(qkv), ctx: make([]float32, rows*c.h)}
 				if err := m.attention(in, s); err != nil {
 					t.Fatal(err)
@@ -122,16 +128,12 @@ func TestAttentionAllocs(t *testing.T) {
 		t.Skip("sync.Pool drops items in this build (-race): allocations are not steady")
 	}
 	const seq, d = 64, 64
-	kern := kernels.GenericF32
-	for _, k := range kernels.F32Kernels() {
-		if k != kernels.GenericF32 && k.Available(cpu.X86) {
-			kern = k
-			break
-		}
-	}
+	sel := testSelector(t)
+	kern, err := sel.KernelF32(seq, d, seq, 1)
+	require.NoError(t, err)
 	allocs := func(heads int) float64 {
 		h := heads * d
-		m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, attn: kern}
+		m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel}
 		s := &scratch{qkv: make([]float32, seq*3*h), ctx: make([]float32, seq*h)}
 		in := &Inputs{Batch: 1, Seq: seq, Mask: make([]int32, seq)}
 		for i := range in.Mask {
@@ -168,13 +170,9 @@ func TestAttentionAllocs(t *testing.T) {
 // AttentionHead ./models/encoder
 func BenchmarkAttentionHead(b *testing.B) {
 	const batch, seq, h, heads = 1, 256, 1024, 16
-	kern := kernels.GenericF32
-	for _, k := range kernels.F32Kernels() {
-		if k != kernels.GenericF32 && k.Available(cpu.X86) {
-			kern = k
-			break
-		}
-	}
+	sel, err := selector.New(selector.Options{CachePath: "off"})
+	require.NoError(b, err)
+	b.Cleanup(func() { sel.Close() })
 	r := rand.New(rand.NewPCG(3, 4))
 	qkv := make([]float32, batch*seq*3*h)
 	for i := range qkv {
@@ -187,7 +185,7 @@ func BenchmarkAttentionHead(b *testing.B) {
 			in.Mask[i] = 0
 		}
 	}
-	m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, attn: kern}
+	m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel}
 	s := &scratch{qkv: qkv, ctx: make([]float32, batch*seq*h)}
 	perHead := func(b *testing.B, f func()) {
 		for b.Loop() {
@@ -205,7 +203,9 @@ func BenchmarkAttentionHead(b *testing.B) {
 	})
 	// The steps of head 5, as attentionHead runs them.
 	const d, ld, hd = h / heads, 3 * h, 5
-	qk, pv := attnKernels(kern, d)
+	kr, err := m.attnKernels(seq)
+	require.NoError(b, err)
+	qk, pv := kr.qk, kr.pv
 	bf := new(attnBuf)
 	bf.scores = make([]float32, seq*seq)
 	bf.mask = make([]float32, seq)

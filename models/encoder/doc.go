@@ -4,8 +4,10 @@
 // residual, FFN with GELU) and the heads (pooler, classifiers, question
 // answering span logits, sentence embeddings).
 //
-// Every linear layer is one selector call (LinearF32 at FP32, Linear at
-// INT8); nothing in this package knows which kernel ran. The family packages
+// Every linear layer is one selector call (a selector.Linear of
+// kernels.GEMMF32 at FP32, of kernels.GEMMU8S8 at INT8), and attention's
+// two products run on the kernels Selector.KernelF32 chooses; nothing in
+// this package picks a kernel. The family packages
 // (models/bert, models/distilbert, models/xlmr) map their configurations and
 // tensor names onto Config and Names and describe their heads in a Family.
 //

@@ -20,7 +20,7 @@ const (
 
 // Dense is a head's linear layer y = act(x W^T + b), W [N][K].
 type Dense struct {
-	lin  *selector.LinearF32
+	lin  *selector.Linear[kernels.GEMMF32]
 	bias []float32
 	N, K int
 	act  HeadAct
@@ -51,7 +51,7 @@ func (d *Dense) Apply(rows int, x []float32, ldx, threads int) ([]float32, error
 	if d.act == HeadReLU {
 		ep.Act = kernels.ActReLU
 	}
-	if err := d.lin.Run(rows, x, ldx, ep, y, d.N, threads); err != nil {
+	if err := d.lin.Run(&kernels.GEMMF32{M: rows, A: x, Lda: ldx, Ep: ep, C: y, Ldc: d.N, Threads: threads}); err != nil {
 		return nil, err
 	}
 	if d.act == HeadTanh {

@@ -67,8 +67,8 @@ type observeFunc func(li, which int, x []float32, k int, mask []int32) error
 // the FP32 weights of a layer that fell back.
 type qlin struct {
 	q   *smoothquant.QLinear
-	lin *selector.Linear    // nil for a fallback
-	f32 *selector.LinearF32 // fallback only
+	lin *selector.Linear[kernels.GEMMU8S8] // nil for a fallback
+	f32 *selector.Linear[kernels.GEMMF32]  // fallback only
 	// pre is the per-channel 1/s the input is multiplied by before it is
 	// quantized (nil: none, or folded into the producer's weights).
 	pre []float32
@@ -177,7 +177,7 @@ func (m *Model) runQ(l *qlin, rows int, x []float32, in *qin, quantized bool, ac
 	out kernels.Out, outScale float32, outZP int32, s *qscratch) error {
 	if !l.int8() {
 		ep := &kernels.Epilogue{Bias: l.q.Bias, Act: act, Residual: res}
-		return l.f32.Run(rows, x, l.q.K, ep, out.F32, out.Ldc, m.threads)
+		return l.f32.Run(&kernels.GEMMF32{M: rows, A: x, Lda: l.q.K, Ep: ep, C: out.F32, Ldc: out.Ldc, Threads: m.threads})
 	}
 	mode := m.mode()
 	if !quantized {
@@ -188,7 +188,7 @@ func (m *Model) runQ(l *qlin, rows int, x []float32, in *qin, quantized bool, ac
 	ep := l.epilogue(mode, in, rows)
 	ep.Act, ep.Residual = act, res
 	ep.OutScale, ep.OutZeroPoint = outScale, outZP
-	return l.lin.Run(rows, in.u8, l.q.K, ep, out, m.threads)
+	return l.lin.Run(&kernels.GEMMU8S8{M: rows, A: in.u8, Lda: l.q.K, Ep: ep, Out: out, Threads: m.threads})
 }
 
 // mode is the quantization mode of an INT8 model.

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
@@ -20,9 +19,8 @@ type Model struct {
 	sel                      *selector.Selector
 	threads                  int
 	prof                     *Profile
-	// attn runs attention's two batched matmuls (Q K^T and P V): the
-	// first FP32 kernel this CPU runs, fastest listed first.
-	attn *kernels.KernelF32
+	// (attention's two products run on the kernels sel chooses for them:
+	// Selector.KernelF32)
 	// src and names are where the weights came from (an FP32 model reads
 	// them again to quantize itself).
 	src   Source
@@ -38,14 +36,14 @@ type Model struct {
 }
 
 type layer struct {
-	qkv                *selector.LinearF32 // [3H, H]: Q, K, V rows
+	qkv                *selector.Linear[kernels.GEMMF32] // [3H, H]: Q, K, V rows
 	qkvBias            []float32
-	o                  *selector.LinearF32
+	o                  *selector.Linear[kernels.GEMMF32]
 	oBias              []float32
 	attnLN, attnLNBias []float32
-	ffn1               *selector.LinearF32
+	ffn1               *selector.Linear[kernels.GEMMF32]
 	ffn1Bias           []float32
-	ffn2               *selector.LinearF32
+	ffn2               *selector.Linear[kernels.GEMMF32]
 	ffn2Bias           []float32
 	outLN, outLNBias   []float32
 }
@@ -125,7 +123,7 @@ func newModel(cfg Config, l *Loader, names Names, sel *selector.Selector, o Opti
 			return nil, err
 		}
 		ly.qkvBias, ly.oBias, ly.ffn1Bias, ly.ffn2Bias = b[linQKV], b[linO], b[linFFN1], b[linFFN2]
-		var lins [numLin]*selector.LinearF32
+		var lins [numLin]*selector.Linear[kernels.GEMMF32]
 		for which := range lins {
 			if err == nil {
 				lins[which], err = sel.NewLinearF32(dims[which][0], dims[which][1], w[which], dims[which][1])
@@ -150,14 +148,8 @@ func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Optio
 		return nil, fmt.Errorf("encoder: nil selector: %w", ErrConfig)
 	}
 	h := cfg.Hidden
-	m := &Model{cfg: cfg, sel: sel, threads: o.Threads, prof: o.Profile, attn: kernels.GenericF32,
+	m := &Model{cfg: cfg, sel: sel, threads: o.Threads, prof: o.Profile,
 		src: l.src, names: names, prec: PrecisionFP32}
-	for _, k := range kernels.F32Kernels() {
-		if k != kernels.GenericF32 && k.Available(cpu.X86) {
-			m.attn = k
-			break
-		}
-	}
 	var err error
 	get := func(dst *[]float32, name string, shape ...int) {
 		if err == nil {
@@ -189,7 +181,7 @@ func (m *Model) Threads() int { return m.threads }
 // Close releases the prepared linears.
 func (m *Model) Close() error {
 	for _, ly := range m.layers {
-		for _, l := range []*selector.LinearF32{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
+		for _, l := range []*selector.Linear[kernels.GEMMF32]{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
 			if l != nil {
 				l.Close()
 			}
@@ -391,7 +383,7 @@ func (m *Model) layer(li int, x []float32, in *Inputs, s *scratch, obs observeFu
 		return err
 	}
 	t := time.Now()
-	if err := ly.qkv.Run(rows, x, h, &kernels.Epilogue{Bias: ly.qkvBias}, s.qkv, 3*h, th); err != nil {
+	if err := ly.qkv.Run(&kernels.GEMMF32{M: rows, A: x, Lda: h, Ep: &kernels.Epilogue{Bias: ly.qkvBias}, C: s.qkv, Ldc: 3 * h, Threads: th}); err != nil {
 		return fmt.Errorf("qkv: %w", err)
 	}
 	p.add(partLinear, t, fl(3*h, h))
@@ -405,7 +397,7 @@ func (m *Model) layer(li int, x []float32, in *Inputs, s *scratch, obs observeFu
 		return err
 	}
 	t = time.Now()
-	if err := ly.o.Run(rows, s.ctx, h, &kernels.Epilogue{Bias: ly.oBias, Residual: x}, s.t, h, th); err != nil {
+	if err := ly.o.Run(&kernels.GEMMF32{M: rows, A: s.ctx, Lda: h, Ep: &kernels.Epilogue{Bias: ly.oBias, Residual: x}, C: s.t, Ldc: h, Threads: th}); err != nil {
 		return fmt.Errorf("attention output: %w", err)
 	}
 	p.add(partLinear, t, fl(h, h))
@@ -418,13 +410,13 @@ func (m *Model) layer(li int, x []float32, in *Inputs, s *scratch, obs observeFu
 		return err
 	}
 	t = time.Now()
-	if err := ly.ffn1.Run(rows, x, h, &kernels.Epilogue{Bias: ly.ffn1Bias, Act: m.cfg.Activation}, s.f, inter, th); err != nil {
+	if err := ly.ffn1.Run(&kernels.GEMMF32{M: rows, A: x, Lda: h, Ep: &kernels.Epilogue{Bias: ly.ffn1Bias, Act: m.cfg.Activation}, C: s.f, Ldc: inter, Threads: th}); err != nil {
 		return fmt.Errorf("ffn1: %w", err)
 	}
 	if err := see(linFFN2, s.f, inter); err != nil {
 		return err
 	}
-	if err := ly.ffn2.Run(rows, s.f, inter, &kernels.Epilogue{Bias: ly.ffn2Bias, Residual: x}, s.t, h, th); err != nil {
+	if err := ly.ffn2.Run(&kernels.GEMMF32{M: rows, A: s.f, Lda: inter, Ep: &kernels.Epilogue{Bias: ly.ffn2Bias, Residual: x}, C: s.t, Ldc: h, Threads: th}); err != nil {
 		return fmt.Errorf("ffn2: %w", err)
 	}
 	p.add(partLinear, t, 2*fl(inter, h))

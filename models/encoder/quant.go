@@ -304,6 +304,9 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	if o.Threads == 0 {
 		o.Threads = m.Encoder.threads
 	}
+	if o.Selector == nil {
+		o.Selector = m.Encoder.sel // calibration's GEMMs on the model's choices
+	}
 	if err := o.Options.Validate(); err != nil {
 		return nil, err
 	}

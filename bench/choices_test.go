@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/smoothquant"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// forwardEveryPrecision runs a tiny BERT through sel at FP32, then
+// quantizes it (calibration included) to INT8 static and dynamic and runs
+// those too: every GEMM a forward pass and a calibration make.
+func forwardEveryPrecision(t *testing.T, sel *selector.Selector) {
+	t.Helper()
+	a := tinyArchOf(t, "bert-base")
+	a.Config.NumHiddenLayers = 1
+	m, err := encoder.NewTask(RandomWeights(a, encoder.TaskSequenceClassification, 5), a.Config, a.Family, encoder.Options{Selector: sel, Threads: 1})
+	require.NoError(t, err)
+	defer m.Close()
+	ec, err := a.EncoderConfig()
+	require.NoError(t, err)
+	in := randomInputs(ec, 2, 9, 7)
+	_, err = m.Forward(in, false)
+	require.NoError(t, err, "fp32 forward")
+	calib := []*encoder.Inputs{randomInputs(ec, 2, 12, 8), randomInputs(ec, 1, 20, 9)}
+	for _, p := range []encoder.Precision{encoder.PrecisionInt8Static, encoder.PrecisionInt8Dynamic} {
+		q, err := m.Quantize(context.Background(), calib, p, encoder.QuantizeOptions{Options: smoothquant.Options{Alpha: 0.5}})
+		require.NoError(t, err, "quantize %s", p)
+		_, err = q.Forward(in, false)
+		require.NoError(t, err, "%s forward", p)
+		require.NoError(t, q.Close())
+	}
+}
+
+// requireCalibrationChoices checks that the calibration's GEMMs went
+// through the selector: the simulated u8 x s8 ones (static and dynamic, no
+// bias) and the FP32 reference (no epilogue), which no forward pass runs.
+func requireCalibrationChoices(t *testing.T, choices []selector.Choice) {
+	t.Helper()
+	has := func(prefix, ep string) bool {
+		return slices.ContainsFunc(choices, func(ch selector.Choice) bool {
+			return strings.HasPrefix(ch.Key, prefix+" ") && strings.Contains(ch.Key, " ep="+ep+" ")
+		})
+	}
+	assert.True(t, has(selector.OpU8S8, "zp+scale+colscale/f32"), "no static calibration GEMM among the choices")
+	assert.True(t, has(selector.OpU8S8, "zp+rowscale+colscale/f32"), "no dynamic calibration GEMM among the choices")
+	assert.True(t, has(selector.OpF32, "none/f32"), "no FP32 calibration reference among the choices")
+}
+
+// opsOf returns the operations of the keys of choices.
+func opsOf(choices []selector.Choice) []string {
+	var ops []string
+	for _, ch := range choices {
+		op, _, _ := strings.Cut(ch.Key, " ") // Key.String starts with the operation
+		if !slices.Contains(ops, op) {
+			ops = append(ops, op)
+		}
+	}
+	slices.Sort(ops)
+	return ops
+}
+
+// TestForcedGenericEverywhere checks that INT8BERT_KERNEL=generic holds for
+// every GEMM of an FP32, INT8-static and INT8-dynamic forward pass and of
+// the calibration, attention's products included: the selector's record
+// of choices names the generic kernels only, and covers every operation.
+func TestForcedGenericEverywhere(t *testing.T) {
+	t.Setenv(selector.EnvKernel, "generic")
+	sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, RepTime: 100 * time.Microsecond})
+	require.NoError(t, err)
+	defer sel.Close()
+	forwardEveryPrecision(t, sel)
+	choices := sel.Choices()
+	require.NotEmpty(t, choices)
+	for _, ch := range choices {
+		assert.Equal(t, cpu.ISAGeneric, ch.ISA, "%s ran %s", ch.Key, ch.Kernel)
+		assert.Equal(t, "generic", ch.Forced, ch.Key)
+	}
+	assert.Equal(t, []string{selector.OpF32, selector.OpF32Kernel, selector.OpU8S8}, opsOf(choices))
+	requireCalibrationChoices(t, choices)
+}
+
+// TestCPUDisableEverywhere checks that a CPU without AVX2 and AMX (what
+// INT8BERT_CPU_DISABLE=avx2,amx makes of cpu.X86, here through
+// Options.Features) runs no native kernel but the generic ones anywhere: in
+// the linears, in attention and in calibration. oneDNN, which picks its own
+// instruction set, may still serve the linears.
+func TestCPUDisableEverywhere(t *testing.T) {
+	off, err := cpu.X86.Apply("avx2,amx")
+	require.NoError(t, err)
+	sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, RepTime: 100 * time.Microsecond, Features: &off})
+	require.NoError(t, err)
+	defer sel.Close()
+	forwardEveryPrecision(t, sel)
+	choices := sel.Choices()
+	for _, ch := range choices {
+		assert.Contains(t, []cpu.ISA{cpu.ISAGeneric, selector.OneDNN}, ch.ISA, "%s ran %s", ch.Key, ch.Kernel)
+		for _, m := range ch.Measured {
+			if m.Backend == selector.BackendNative {
+				assert.Contains(t, m.Kernel, "Generic", "%s measured %s on a CPU without AVX2", ch.Key, m.Kernel)
+			}
+		}
+	}
+	assert.Equal(t, []string{selector.OpF32, selector.OpF32Kernel, selector.OpU8S8}, opsOf(choices))
+	requireCalibrationChoices(t, choices)
+}

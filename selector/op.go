@@ -1,0 +1,443 @@
+package selector
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/kernels"
+)
+
+// This file is the selector's generic half: what every operation shares.
+// An operation (a Key.Op) is an *opSet[G], G being the kernels GEMM
+// descriptor its calls are made of (kernels.GEMMU8S8, kernels.GEMMF32);
+// what differs between operations is an opSpec[G], one page per operation
+// (u8s8.go, f32.go). Adding an operation (BF16, s8 x s8) costs
+//
+//  1. a Key.Op constant and its case in Key.Validate (key.go);
+//  2. an opSpec[G] (its kernels, its oneDNN candidate if any, the check of
+//     a call, the random problem and the reference check of a trial);
+//  3. its opSet in New (selector.go) and a constructor of its Linear[G].
+
+// candidate is one implementation of an operation.
+type candidate interface {
+	name() string
+	backend() string
+	isa() cpu.ISA
+	// decline says why the candidate does not take key, or nil.
+	decline(key Key) error
+}
+
+// cand is a candidate of an operation whose calls are G.
+type cand[G any] interface {
+	candidate
+	// accepts reports whether the candidate takes this exact m.
+	accepts(m, n, k int) bool
+	// run runs the call g (of epilogue kind kind) with l's weights.
+	run(l *Linear[G], g *G, kind EpilogueKind) error
+	// implName names what run ran, when the backend says ("" otherwise).
+	implName(l *Linear[G], g *G, kind EpilogueKind) string
+}
+
+// trial is one key's problem: random data of the key's shape, a reference
+// result, and each candidate's output.
+type trial interface {
+	// exec runs c once on the problem.
+	exec(c candidate) error
+	// verify compares c's latest output with the reference.
+	verify(c candidate) error
+	// impl names what c ran, when it knows ("" otherwise).
+	impl(c candidate) string
+	close()
+}
+
+// operation is one Key.Op as the tuning sees it: its candidates and how to
+// build a trial. Every operation is an *opSet[G].
+type operation interface {
+	// candidates lists the candidates usable here, in trial order, after
+	// the forced filter.
+	candidates() []candidate
+	// lookup returns the candidate of that name among candidates(), or nil.
+	lookup(name string) candidate
+	// builtIn lists every kernel compiled in (and the extras), whether this
+	// CPU runs it or not; the forced checks use it.
+	builtIn() []builtInKernel
+	// keep restricts the candidates to kept (the forced ones).
+	keep(kept []candidate)
+	newTrial(s *Selector, key Key) (trial, error)
+}
+
+// builtInKernel is a kernel's name and ISA.
+type builtInKernel struct {
+	name string
+	isa  cpu.ISA
+}
+
+// opSpec is what one operation supplies over calls G.
+type opSpec[G any] interface {
+	// natives lists the operation's kernels compiled in, then those of
+	// Options.Extra of its kernel type, whether this CPU runs them or not.
+	natives(extra []any) []*native[G]
+	// oneDNN returns the operation's oneDNN candidate over the selector's
+	// primitives, or nil when oneDNN does not serve it.
+	oneDNN(p *dnnlPrims) cand[G]
+	// pack packs the weights w ([n][k], compact) for panel width nr.
+	pack(w any, n, k, nr int) (any, error)
+	// withB sets the call's B to weights pack made.
+	withB(g *G, packed any)
+	// prepare checks a call on l (N, K and B left to the Linear) and
+	// returns the call to run (N, K set; a copy where an operand must be),
+	// its rows and, when it has any (m > 0), its key.
+	prepare(l *Linear[G], g *G) (run *G, m int, key Key, err error)
+	// problem makes the random problem of key's shape on a Linear of its
+	// own, with the reference result on some rows.
+	problem(s *Selector, key Key) (*Linear[G], trialData[G], error)
+}
+
+// trialData is a trial's data: its call and the reference check.
+type trialData[G any] interface {
+	// call returns the problem's call, writing to a destination of the
+	// candidate's own.
+	call(name string) *G
+	// verify compares the candidate's latest output with the reference.
+	verify(name string) error
+}
+
+// opSet is one operation: its spec and its candidates.
+type opSet[G any] struct {
+	op       string
+	spec     opSpec[G]
+	compiled []*native[G] // every kernel compiled in, and the extras
+	cands    []cand[G]    // those usable here, in trial order
+	byName   map[string]cand[G]
+}
+
+// newOpSet lists the candidates of op: the native kernels this CPU runs,
+// then oneDNN (when p is set and the operation has it), the generic kernels
+// last: the fast ones set the bar that prunes the slow ones after a single
+// run, and oneDNN falls back to slow reference code for some epilogues.
+func newOpSet[G any](s *Selector, op string, spec opSpec[G], p *dnnlPrims) *opSet[G] {
+	o := &opSet[G]{op: op, spec: spec, byName: map[string]cand[G]{}}
+	o.compiled = spec.natives(s.opts.Extra)
+	var generic []cand[G]
+	for _, k := range o.compiled {
+		if k.available == nil || !k.available(s.features) {
+			continue
+		}
+		if _, dup := o.byName[k.kname]; dup {
+			continue
+		}
+		o.byName[k.kname] = k
+		if k.kisa == cpu.ISAGeneric {
+			generic = append(generic, k)
+		} else {
+			o.cands = append(o.cands, k)
+		}
+	}
+	if p != nil {
+		if d := spec.oneDNN(p); d != nil {
+			o.cands = append(o.cands, d)
+			o.byName[d.name()] = d
+		}
+	}
+	o.cands = append(o.cands, generic...)
+	return o
+}
+
+func (o *opSet[G]) candidates() []candidate {
+	out := make([]candidate, len(o.cands))
+	for i, c := range o.cands {
+		out[i] = c
+	}
+	return out
+}
+
+func (o *opSet[G]) lookup(name string) candidate {
+	if c, ok := o.byName[name]; ok {
+		return c
+	}
+	return nil
+}
+
+func (o *opSet[G]) builtIn() []builtInKernel {
+	out := make([]builtInKernel, len(o.compiled))
+	for i, k := range o.compiled {
+		out[i] = builtInKernel{name: k.kname, isa: k.kisa}
+	}
+	return out
+}
+
+func (o *opSet[G]) keep(kept []candidate) {
+	o.cands = o.cands[:0]
+	o.byName = map[string]cand[G]{}
+	for _, c := range kept {
+		gc := c.(cand[G])
+		o.cands = append(o.cands, gc)
+		o.byName[gc.name()] = gc
+	}
+}
+
+func (o *opSet[G]) newTrial(s *Selector, key Key) (trial, error) {
+	l, p, err := o.spec.problem(s, key)
+	if err != nil {
+		return nil, err
+	}
+	return &trialOf[G]{key: key, l: l, p: p}, nil
+}
+
+// trialOf is the trial of an operation over calls G.
+type trialOf[G any] struct {
+	key Key
+	l   *Linear[G]
+	p   trialData[G]
+}
+
+func (t *trialOf[G]) exec(c candidate) error {
+	return c.(cand[G]).run(t.l, t.p.call(c.name()), t.key.Epilogue)
+}
+
+func (t *trialOf[G]) verify(c candidate) error { return t.p.verify(c.name()) }
+
+func (t *trialOf[G]) impl(c candidate) string {
+	return c.(cand[G]).implName(t.l, t.p.call(c.name()), t.key.Epilogue)
+}
+
+func (t *trialOf[G]) close() { t.l.Close() }
+
+// native is a kernel of package kernels as a candidate: its description,
+// copied from the kernel, and its run function.
+type native[G any] struct {
+	kname     string
+	kisa      cpu.ISA
+	nr        int
+	available func(cpu.Features) bool
+	accepter  func(m, n, k int) bool // nil: every shape
+	exec      func(g *G) error
+	src       any // the *kernels.Kernel or *kernels.KernelF32
+}
+
+// nativesOf lists the kernels ks, then those of extra of their type, as
+// candidates made by mk; nil kernels and kernels without a run function
+// are left out.
+func nativesOf[K comparable, G any](ks []K, extra []any, mk func(K) *native[G]) []*native[G] {
+	ks = slices.Clone(ks) // not the registry's array
+	for _, e := range extra {
+		if k, ok := e.(K); ok {
+			ks = append(ks, k)
+		}
+	}
+	var zero K
+	var out []*native[G]
+	for _, k := range ks {
+		if k == zero {
+			continue
+		}
+		if c := mk(k); c.exec != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (c *native[G]) name() string    { return c.kname }
+func (c *native[G]) backend() string { return BackendNative }
+func (c *native[G]) isa() cpu.ISA    { return c.kisa }
+
+func (c *native[G]) decline(key Key) error {
+	if !c.accepts(key.M, key.N, key.K) {
+		return fmt.Errorf("kernel %s does not accept m=%d n=%d k=%d", c.kname, key.M, key.N, key.K)
+	}
+	return nil
+}
+
+func (c *native[G]) accepts(m, n, k int) bool { return c.accepter == nil || c.accepter(m, n, k) }
+
+func (c *native[G]) implName(*Linear[G], *G, EpilogueKind) string { return "" }
+
+func (c *native[G]) run(l *Linear[G], g *G, _ EpilogueKind) error {
+	p, err := l.packed(c.nr)
+	if err != nil {
+		return err
+	}
+	b := *g
+	l.op.spec.withB(&b, p)
+	return c.exec(&b)
+}
+
+// Linear is one weight matrix W ([N][K], a PyTorch Linear weight) of an
+// operation whose calls are G (kernels.GEMMU8S8 for the int8 linears,
+// kernels.GEMMF32 for the FP32 ones), prepared once: each candidate's
+// packed layout is made on its first use and kept. Run computes the call
+// with the candidate the selector chose for its key. A Linear is safe for
+// concurrent use.
+type Linear[G any] struct {
+	s      *Selector
+	op     *opSet[G]
+	n, k   int
+	w      any     // []int8 or []float32, [n][k]
+	colSum []int32 // u8s8: the column sums of W
+
+	mu     sync.Mutex
+	closed bool
+	packs  map[int]any // by NR
+	dw     []*dnnlWeights
+}
+
+// newLinear copies the weights w ([n][ldw], ldw >= k) into a Linear of op.
+func newLinear[G any, E int8 | float32](s *Selector, op *opSet[G], n, k int, w []E, ldw int) (*Linear[G], []E, error) {
+	if n < 1 || k < 1 || ldw < k || len(w) < (n-1)*ldw+k {
+		return nil, nil, fmt.Errorf("selector: %s linear n=%d k=%d ldw=%d len(w)=%d: %w", op.op, n, k, ldw, len(w), kernels.ErrShape)
+	}
+	c := make([]E, n*k)
+	for j := 0; j < n; j++ {
+		copy(c[j*k:(j+1)*k], w[j*ldw:j*ldw+k])
+	}
+	return &Linear[G]{s: s, op: op, n: n, k: k, w: c, packs: map[int]any{}}, c, nil
+}
+
+// N is the number of output features.
+func (l *Linear[G]) N() int { return l.n }
+
+// K is the number of input features.
+func (l *Linear[G]) K() int { return l.k }
+
+// Op is the operation (OpU8S8, OpF32) the Linear's calls are.
+func (l *Linear[G]) Op() string { return l.op.op }
+
+// Key returns the key Run uses for the call g (its M, epilogue and
+// destination, and threads).
+func (l *Linear[G]) Key(g *G) (Key, error) {
+	if g == nil {
+		return Key{}, fmt.Errorf("selector: %s linear: nil call: %w", l.op.op, ErrKey)
+	}
+	_, m, key, err := l.op.spec.prepare(l, g)
+	if err == nil && m == 0 {
+		err = fmt.Errorf("selector: %s linear: a call of no rows has no key: %w", l.op.op, ErrKey)
+	}
+	return key, err
+}
+
+// Run runs the call g on W: g.N and g.K are the Linear's (0 means so; any
+// other value is an error), g.B must be nil (the Linear supplies its packed
+// weights), the rest is the caller's (see the kernels descriptor, and
+// NewLinear and NewLinearF32 for what each operation asks). Threads <= 1
+// runs on the calling goroutine. g is not modified.
+func (l *Linear[G]) Run(g *G) error {
+	if g == nil {
+		return fmt.Errorf("selector: %s linear run: nil call: %w", l.op.op, kernels.ErrShape)
+	}
+	run, m, key, err := l.op.spec.prepare(l, g)
+	if err != nil || m == 0 {
+		return err
+	}
+	ch, err := l.s.choose(key)
+	if err != nil {
+		return err
+	}
+	names := []string{ch.Kernel}
+	for _, meas := range ch.Measured {
+		names = append(names, meas.Kernel)
+	}
+	// The chosen candidate or, should it not take this exact m (the key's
+	// is an M bucket), the next fastest measured one.
+	for _, name := range names {
+		c, found := l.op.byName[name]
+		if !found || !c.accepts(m, l.n, l.k) {
+			continue
+		}
+		if err := c.run(l, run, key.Epilogue); err != nil {
+			return fmt.Errorf("selector: %s linear m=%d k=%d n=%d with %s: %w", l.op.op, m, l.k, l.n, c.name(), err)
+		}
+		return nil
+	}
+	return fmt.Errorf("selector: %s linear m=%d k=%d n=%d: no candidate of %v takes this m: %w", l.op.op, m, l.k, l.n, key, ErrNoCandidate)
+}
+
+// shape checks the N, K and B a caller left to the Linear.
+func (l *Linear[G]) shape(n, k int, hasB bool) error {
+	if (n != 0 && n != l.n) || (k != 0 && k != l.k) || hasB {
+		return fmt.Errorf("selector: %s linear n=%d k=%d: the call sets n=%d k=%d or its own B: %w", l.op.op, l.n, l.k, n, k, kernels.ErrShape)
+	}
+	return nil
+}
+
+// packed returns W packed for panel width nr, packing it on first use.
+func (l *Linear[G]) packed(nr int) (any, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, fmt.Errorf("selector: %s linear: %w", l.op.op, ErrClosed)
+	}
+	if p := l.packs[nr]; p != nil {
+		return p, nil
+	}
+	p, err := l.op.spec.pack(l.w, l.n, l.k, nr)
+	if err != nil {
+		return nil, fmt.Errorf("selector: %s linear: %w", l.op.op, err)
+	}
+	l.packs[nr] = p
+	return p, nil
+}
+
+// Close releases the packed weights (oneDNN's are C memory). A second
+// Close returns ErrClosed.
+func (l *Linear[G]) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("selector: %s linear close: %w", l.op.op, ErrClosed)
+	}
+	l.closed = true
+	l.packs = nil
+	var first error
+	for _, d := range l.dw {
+		if err := d.w.Close(); err != nil && first == nil {
+			first = fmt.Errorf("selector: %s linear close: %w", l.op.op, err)
+		}
+	}
+	l.dw = nil
+	return first
+}
+
+// outputs are a trial's destinations, one per candidate, made on first use
+// (filled with values a correct kernel overwrites).
+type outputs[O any] struct {
+	make func() O
+	by   map[string]O
+}
+
+func (o *outputs[O]) get(name string) O {
+	if d, ok := o.by[name]; ok {
+		return d
+	}
+	if o.by == nil {
+		o.by = map[string]O{}
+	}
+	d := o.make()
+	o.by[name] = d
+	return d
+}
+
+// compareRows compares a candidate's output with the reference over the
+// trial's rows, n values each: ok(g, w) says whether output value g (row
+// rows[q], flat) matches reference value w (row q), show how they read.
+// It reports how many differ, and where the first is.
+func compareRows(rows []int, n int, ok func(g, w int) bool, show func(g, w int) string) error {
+	bad := 0
+	var first string
+	for q, i := range rows {
+		for j := 0; j < n; j++ {
+			if g, w := i*n+j, q*n+j; !ok(g, w) {
+				if bad == 0 {
+					first = fmt.Sprintf("row %d column %d: %s", i, j, show(g, w))
+				}
+				bad++
+			}
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d compared values differ; first at %s", bad, len(rows)*n, first)
+	}
+	return nil
+}
