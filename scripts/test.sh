@@ -6,6 +6,9 @@ set -eu
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PKG_CONFIG_PATH="$PWD/.build/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+# The linter's version is pinned here, outside go.mod: it is a tool, not a
+# dependency of the module.
+STATICCHECK=v0.8.2
 # oneDNN's OpenMP threads must not spin while Go's test goroutines run.
 export OMP_WAIT_POLICY=passive
 
@@ -18,6 +21,8 @@ echo "== generated kernels match their generators (scripts/check-generate.sh)"
 scripts/check-generate.sh
 echo "== go vet ./... (with oneDNN)"
 go vet ./...
+echo "== staticcheck ./... (honnef.co/go/tools $STATICCHECK)"
+go run "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK" ./...
 echo "== go test -race -short ./... (with oneDNN; -short leaves out the whole-dataset accuracy runs)"
 go test -race -short -timeout 30m ./...
 echo "== go test ./... (with oneDNN, everything)"
