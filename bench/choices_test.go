@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -96,7 +98,36 @@ func TestForcedGenericEverywhere(t *testing.T) {
 func TestCPUDisableEverywhere(t *testing.T) {
 	off, err := cpu.X86.Apply("avx2,amx")
 	require.NoError(t, err)
-	sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, RepTime: 100 * time.Microsecond, Features: &off})
+	requireGenericOnly(t, &off)
+}
+
+// envChild marks the process TestCPUDisableEnvironment starts.
+const envChild = "INT8BERT_TEST_CPU_DISABLE_CHILD"
+
+// TestCPUDisableEnvironment is TestCPUDisableEverywhere through the
+// environment variable itself: cpu.X86 reads INT8BERT_CPU_DISABLE once at
+// start-up, so the test runs itself again in a child process with
+// INT8BERT_CPU_DISABLE=avx2,amx, whose selector takes cpu.X86 as it is.
+func TestCPUDisableEnvironment(t *testing.T) {
+	if os.Getenv(envChild) == "1" {
+		require.Equal(t, "avx2,amx", os.Getenv(cpu.EnvDisable))
+		require.False(t, cpu.X86.AVX2, "cpu.X86 kept AVX2 under %s", cpu.EnvDisable)
+		requireGenericOnly(t, nil)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCPUDisableEnvironment$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), envChild+"=1", cpu.EnvDisable+"=avx2,amx", selector.EnvKernel+"=", selector.EnvCache+"=off")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "child process:\n%s", out)
+	require.Contains(t, string(out), "--- PASS: TestCPUDisableEnvironment", "child process:\n%s", out)
+}
+
+// requireGenericOnly runs every precision through a selector on features
+// (nil: cpu.X86) and checks that no native kernel but the generic ones
+// was chosen or even measured.
+func requireGenericOnly(t *testing.T, features *cpu.Features) {
+	t.Helper()
+	sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, RepTime: 100 * time.Microsecond, Features: features})
 	require.NoError(t, err)
 	defer sel.Close()
 	forwardEveryPrecision(t, sel)
