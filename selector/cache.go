@@ -68,12 +68,22 @@ type Cache struct {
 
 // LoadCache reads the cache at path. A missing file returns an empty cache
 // and an error wrapping fs.ErrNotExist; a file that is not a valid cache
-// returns an error wrapping ErrCorruptCache. It never returns partial data
-// with a nil error.
+// returns an error wrapping ErrCorruptCache. A cache of another
+// CacheFormat returns only its header (no entries, a nil error), so that
+// Header.Mismatch names the formats. It never returns partial data with a
+// nil error.
 func LoadCache(path string) (*Cache, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return &Cache{Entries: map[string]Choice{}}, fmt.Errorf("selector: load cache: %w", err)
+	}
+	// A cache of another format is not corrupt: its header says so, and
+	// the caller re-tunes for the format mismatch (Header.Mismatch).
+	var h struct {
+		Format int `json:"format"`
+	}
+	if json.Unmarshal(b, &h) == nil && h.Format > 0 && h.Format != CacheFormat {
+		return &Cache{Header: Header{Format: h.Format}, Entries: map[string]Choice{}}, nil
 	}
 	var c Cache
 	dec := json.NewDecoder(bytes.NewReader(b))

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -379,14 +380,15 @@ func TestCacheRoundTrip(t *testing.T) {
 func TestCorruptCache(t *testing.T) {
 	for name, content := range map[string]string{
 		"garbage":   "{not json",
-		"truncated": `{"format": 1, "cpu": "x", "entries": {`,
+		"truncated": `{"format": FORMAT, "cpu": "x", "entries": {`,
 		"no format": `{"entries": {}}`,
-		"bad entry": `{"format": 1, "entries": {"u8s8 m=1": {"key": "other", "kernel": "k"}}}`,
-		"unknown":   `{"format": 1, "entries": {}, "surprise": true}`,
+		"bad entry": `{"format": FORMAT, "entries": {"u8s8 m=1": {"key": "other", "kernel": "k"}}}`,
+		"unknown":   `{"format": FORMAT, "entries": {}, "surprise": true}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			var w warnings
 			o := testOptions(t, &w)
+			content = strings.ReplaceAll(content, "FORMAT", strconv.Itoa(CacheFormat))
 			if err := os.WriteFile(o.CachePath, []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -413,6 +415,31 @@ func TestCorruptCache(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCacheOfAnOlderFormat checks that a cache an older binary wrote, whose
+// entries have fields this one does not know, is re-tuned with a warning
+// that names the formats, not called corrupt.
+func TestCacheOfAnOlderFormat(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	old := `{"format": 1, "cpu": "x", "entries": {"u8s8 m=4": {"key": "u8s8 m=4", "kernel": "k", "family": "avx2"}}}`
+	require.NoError(t, os.WriteFile(o.CachePath, []byte(old), 0o644))
+	c, err := LoadCache(o.CachePath)
+	require.NoError(t, err)
+	assert.Equal(t, 1, c.Format)
+	assert.Empty(t, c.Entries)
+	s := newSelector(t, o)
+	assert.NotContains(t, w.String(), "corrupt")
+	assert.Contains(t, w.String(), fmt.Sprintf("cache format 1, this binary writes %d", CacheFormat))
+	key := mustKey(t, 4, 16, 16, "none/s32", 1)
+	_, err = s.Choose(key)
+	require.NoError(t, err)
+	assert.Equal(t, 1, s.Stats().Tuned)
+	c, err = LoadCache(o.CachePath)
+	require.NoError(t, err, "the cache was not rewritten")
+	assert.Equal(t, CacheFormat, c.Format)
+	assert.Contains(t, c.Entries, key.String())
 }
 
 func TestCacheOfAnotherCPUIgnored(t *testing.T) {
