@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/selector"
@@ -58,18 +57,10 @@ func (o *Options) check() error {
 	return nil
 }
 
-var (
-	sharedOnce sync.Once
-	sharedSel  *selector.Selector
-	sharedErr  error
-)
-
 // SharedSelector is the process-wide selector the loaders use when
-// Options.Selector is nil.
-func SharedSelector() (*selector.Selector, error) {
-	sharedOnce.Do(func() { sharedSel, sharedErr = selector.New(selector.Options{}) })
-	return sharedSel, sharedErr
-}
+// Options.Selector is nil: selector.Default, the one a calibration
+// without a selector of its own uses too, so that both share one tuning.
+func SharedSelector() (*selector.Selector, error) { return selector.Default() }
 
 // selectorOf is o.Selector, or the shared one.
 func (o *Options) selectorOf() (*selector.Selector, error) {
