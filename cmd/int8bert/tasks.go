@@ -98,7 +98,7 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	for i := 0; i < len(texts); i += *batch {
 		chunk := texts[i:min(i+*batch, len(texts))]
 		if task == "classify" {
-			res, err := p.Classify(ctx, chunk)
+			res, err := p.Classify(ctx, chunk, encoder.ClassifyOptions{})
 			if err != nil {
 				return fmt.Errorf("classify: %w", err)
 			}
