@@ -8,9 +8,16 @@
 // SmoothQuant INT8 static or dynamic, quantized at load), the calibration
 // texts, threads, the longest encoding and the selector.
 //
+// Pipeline.Classify and ClassifyPairs score as Hugging Face's
+// text-classification pipeline does: ClassifyOptions holds its
+// function_to_apply and top_k, the zero value its defaults (softmax for
+// a single-label head; sigmoid per label for a multi-label head or one
+// with one label, such as a regression head or a reranker, whose raw
+// score FunctionNone or Classification.Logits gives).
+//
 // The types a caller needs (Options, Pipeline, Precision, EmbedOptions,
-// QAOptions, ...) are aliases of package models/encoder's, so that a
-// program imports models alone.
+// QAOptions, ClassifyOptions, ...) are aliases of package models/encoder's,
+// so that a program imports models alone.
 //
 // models imports models/encoder, the family packages models/bert,
 // models/distilbert and models/xlmr (its registry of model_type to

@@ -22,7 +22,7 @@ func ExampleLoad() {
 	}
 	defer p.Close()
 	fmt.Println(p.Model.Family.Name, p.Model.Task, p.Model.Encoder.Precision())
-	res, err := p.Classify(ctx, []string{"a gorgeous , witty , seductive movie .", "the story is bleak and the acting is worse ."})
+	res, err := p.Classify(ctx, []string{"a gorgeous , witty , seductive movie .", "the story is bleak and the acting is worse ."}, models.ClassifyOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -52,4 +52,32 @@ func ExamplePipeline_Embed() {
 	}
 	fmt.Println(len(vecs), len(vecs[0]))
 	// Output: 1 256
+}
+
+// Every label's score, best first, as Hugging Face's text-classification
+// pipeline gives it with top_k=None. The default function is the model's
+// own: softmax for this two-label head, sigmoid for a multi-label or
+// one-label head (a reranker, a regression: FunctionNone gives the raw
+// score, also in Logits).
+func ExamplePipeline_Classify() {
+	ctx := context.Background()
+	p, err := models.Load(ctx, "../assets/sst2-xlmr-mini", models.Options{Threads: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	res, err := p.Classify(ctx, []string{"a gorgeous , witty , seductive movie ."}, models.ClassifyOptions{TopK: models.TopKAll})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res[0].Function)
+	for _, l := range res[0].Top {
+		fmt.Println(l.Label)
+	}
+	// Output:
+	// softmax
+	// positive
+	// negative
 }

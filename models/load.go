@@ -33,12 +33,25 @@ type (
 	Pooling = encoder.Pooling
 	// QAOptions control Pipeline.Answer.
 	QAOptions = encoder.QAOptions
+	// ClassifyOptions control Pipeline.Classify and ClassifyPairs as
+	// function_to_apply and top_k control Hugging Face's
+	// text-classification pipeline; the zero value is its defaults.
+	ClassifyOptions = encoder.ClassifyOptions
+	// ClassificationFunction turns logits into scores (FunctionDefault,
+	// FunctionSigmoid, FunctionSoftmax, FunctionNone).
+	ClassificationFunction = encoder.ClassificationFunction
+	// Classification is one text's prediction: the best label, every
+	// label's score, the logits and the top_k best labels.
+	Classification = encoder.Classification
+	// LabelScore is one label's score.
+	LabelScore = encoder.LabelScore
 	// Inputs is a padded batch of token ids (Model.Forward,
 	// Options.CalibInputs).
 	Inputs = encoder.Inputs
 )
 
-// Precisions, tasks and poolings (see package encoder).
+// Precisions, tasks, poolings, classification functions and TopKAll
+// (see package encoder).
 const (
 	PrecisionAsStored    = encoder.PrecisionAsStored
 	PrecisionFP32        = encoder.PrecisionFP32
@@ -51,6 +64,12 @@ const (
 
 	PoolMean = encoder.PoolMean
 	PoolCLS  = encoder.PoolCLS
+
+	FunctionDefault = encoder.FunctionDefault
+	FunctionSigmoid = encoder.FunctionSigmoid
+	FunctionSoftmax = encoder.FunctionSoftmax
+	FunctionNone    = encoder.FunctionNone
+	TopKAll         = encoder.TopKAll
 )
 
 // families is the registry: every family Load opens, by config.json's

@@ -312,7 +312,7 @@ func TestLoadOptions(t *testing.T) {
 	assert.Contains(t, err.Error(), "no tokenizer")
 	p, err = models.Load(ctx, dir, models.Options{Selector: sel})
 	require.NoError(t, err)
-	_, err = p.Classify(ctx, []string{"a text"})
+	_, err = p.Classify(ctx, []string{"a text"}, models.ClassifyOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no tokenizer")
 	assert.Equal(t, 128, p.MaxLength(), "the model's longest sequence")

@@ -92,7 +92,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintln(tw, "sentence\tfp32\tint8-static\tint8-dynamic")
 	var rows [][]string
 	for _, p := range pipes {
-		res, err := p.Classify(ctx, demoSentences)
+		res, err := p.Classify(ctx, demoSentences, encoder.ClassifyOptions{})
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}

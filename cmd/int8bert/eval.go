@@ -255,13 +255,13 @@ func (e *evaluator) run(ctx context.Context, p *encoder.Pipeline, batch int, pro
 			for k, x := range chunk {
 				pairs[k] = tokenizer.Pair{A: x.Text, B: x.Pair}
 			}
-			res, err = p.ClassifyPairs(ctx, pairs)
+			res, err = p.ClassifyPairs(ctx, pairs, encoder.ClassifyOptions{})
 		} else {
 			texts := make([]string, len(chunk))
 			for k, x := range chunk {
 				texts[k] = x.Text
 			}
-			res, err = p.Classify(ctx, texts)
+			res, err = p.Classify(ctx, texts, encoder.ClassifyOptions{})
 		}
 		if err != nil {
 			return nil, r, err

@@ -42,8 +42,13 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	stride := fs.Int("doc-stride", 128, "qa: tokens shared by consecutive windows of a long context")
 	precision := fs.String("precision", "", "fp32, int8-static or int8-dynamic (default: as the model folder holds it; an FP32 model is quantized at load)")
 	qf := addQuantFlags(fs)
+	cf := addClassifyFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	copts, err := cf.options()
+	if err != nil {
+		return fmt.Errorf("%s: %w", task, err)
 	}
 	if *model == "" {
 		return fmt.Errorf("%s: --model is required", task)
@@ -98,12 +103,12 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	for i := 0; i < len(texts); i += *batch {
 		chunk := texts[i:min(i+*batch, len(texts))]
 		if task == "classify" {
-			res, err := p.Classify(ctx, chunk)
+			res, err := p.Classify(ctx, chunk, copts)
 			if err != nil {
 				return fmt.Errorf("classify: %w", err)
 			}
 			for k, r := range res {
-				if err := enc.Encode(map[string]any{"text": chunk[k], "label": r.Label, "score": r.Score, "scores": r.Scores}); err != nil {
+				if err := enc.Encode(cf.record(chunk[k], r)); err != nil {
 					return err
 				}
 			}

@@ -27,7 +27,7 @@ func TestConcurrentClassify(t *testing.T) {
 	}
 	defer p.Close()
 	texts := []string{"a gorgeous , witty , seductive movie .", "the story is bleak and the acting is worse .", "", "ok"}
-	want, err := p.Classify(context.Background(), texts)
+	want, err := p.Classify(context.Background(), texts, encoder.ClassifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestConcurrentClassify(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := 0; r < 3; r++ {
-				got, err := p.Classify(context.Background(), texts)
+				got, err := p.Classify(context.Background(), texts, encoder.ClassifyOptions{})
 				if err != nil {
 					t.Error(err)
 					return
@@ -54,7 +54,7 @@ func TestConcurrentClassify(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if _, err := p.Classify(context.Background(), []string{"bad \xff utf-8"}); err == nil {
+	if _, err := p.Classify(context.Background(), []string{"bad \xff utf-8"}, encoder.ClassifyOptions{}); err == nil {
 		t.Error("invalid UTF-8 classified without an error")
 	}
 	if _, err := p.Answer(context.Background(), "q", "c", encoder.QAOptions{}); err == nil {

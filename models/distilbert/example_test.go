@@ -18,7 +18,7 @@ func ExampleLoad() {
 		return
 	}
 	defer m.Close()
-	preds, err := m.Classify(ctx, []string{"a charming and often affecting journey"})
+	preds, err := m.Classify(ctx, []string{"a charming and often affecting journey"}, encoder.ClassifyOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -19,6 +19,19 @@
 // length and selector. NewTask builds a model from weights that are not in
 // a folder (bench's random weights).
 //
+// Classification (Pipeline.Classify, ClassifyPairs): scores as Hugging
+// Face's text-classification pipeline gives them. ClassifyOptions carries
+// its function_to_apply (FunctionDefault, FunctionSigmoid,
+// FunctionSoftmax, FunctionNone) and top_k (0: the best label only; k: the
+// k best, sorted; TopKAll: every label); the zero value is its defaults.
+// The default function comes from config.json (TaskModel.DefaultFunction):
+// sigmoid per label when problem_type is multi_label_classification or the
+// head has one label (regression, rerankers and other cross-encoders
+// included), softmax otherwise. A Classification keeps every label's
+// score and the raw logits (a regression's value is its logit:
+// FunctionNone). TaskModel.Postprocess does the same to logits from
+// Forward.
+//
 // INT8 (SmoothQuant W8A8, docs/DESIGN.md section 3): TaskModel.Quantize (or
 // Pipeline.Quantize, Options.Precision at load) calibrates the FP32 model,
 // quantizes the four linears of every layer with package smoothquant and

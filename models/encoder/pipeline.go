@@ -3,7 +3,6 @@ package encoder
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -139,33 +138,47 @@ func (p *Pipeline) encodeTexts(ctx context.Context, what string, texts []string)
 	return tok.EncodeBatch(ctx, texts, tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst})
 }
 
-// Classification is one text's prediction.
+// Classification is one text's prediction, as the Hugging Face
+// text-classification pipeline gives it (see ClassifyOptions).
 type Classification struct {
+	// Label, Index and Score are the best label (the first of equal
+	// scores) and its score: the pipeline's result without top_k.
 	Label string  `json:"label"`
 	Index int     `json:"index"`
 	Score float32 `json:"score"`
-	// Scores are the softmax probabilities of every label.
+	// Scores are every label's score by index, after Function.
 	Scores []float32 `json:"scores"`
+	// Logits are the head's raw outputs by label index.
 	Logits []float32 `json:"logits"`
+	// Top are the ClassifyOptions.TopK best labels, best first (the
+	// pipeline's result with top_k); nil when TopK is 0.
+	Top []LabelScore `json:"top,omitempty"`
+	// Function is the function the scores come from (FunctionDefault
+	// resolved to the model's own).
+	Function ClassificationFunction `json:"function"`
 }
 
-// Classify predicts a label for each text (texts longer than MaxLength are
-// truncated). The model must have a sequence classification head.
-func (p *Pipeline) Classify(ctx context.Context, texts []string) ([]Classification, error) {
-	if err := p.needClassifier(); err != nil {
+// Classify predicts labels for each text (texts longer than MaxLength are
+// truncated), scored as o says (the zero value: as Hugging Face's
+// text-classification pipeline does by default, see ClassifyOptions and
+// TaskModel.DefaultFunction). The model must have a sequence
+// classification head; bad options are errors wrapping ErrInput.
+func (p *Pipeline) Classify(ctx context.Context, texts []string, o ClassifyOptions) ([]Classification, error) {
+	if err := p.needClassifier(o); err != nil {
 		return nil, err
 	}
 	encs, err := p.encodeTexts(ctx, "classify", texts)
 	if err != nil {
 		return nil, err
 	}
-	return p.classify(ctx, encs)
+	return p.classify(ctx, encs, o)
 }
 
-// ClassifyPairs predicts a label for each pair of texts (premise and
-// hypothesis, question and passage), truncated longest first to MaxLength.
-func (p *Pipeline) ClassifyPairs(ctx context.Context, pairs []tokenizer.Pair) ([]Classification, error) {
-	if err := p.needClassifier(); err != nil {
+// ClassifyPairs predicts labels for each pair of texts (premise and
+// hypothesis, query and passage for a cross-encoder), truncated longest
+// first to MaxLength, scored as Classify's.
+func (p *Pipeline) ClassifyPairs(ctx context.Context, pairs []tokenizer.Pair, o ClassifyOptions) ([]Classification, error) {
+	if err := p.needClassifier(o); err != nil {
 		return nil, err
 	}
 	tok, err := p.tokenizer("classify pairs")
@@ -176,17 +189,17 @@ func (p *Pipeline) ClassifyPairs(ctx context.Context, pairs []tokenizer.Pair) ([
 	if err != nil {
 		return nil, err
 	}
-	return p.classify(ctx, encs)
+	return p.classify(ctx, encs, o)
 }
 
-func (p *Pipeline) needClassifier() error {
+func (p *Pipeline) needClassifier(o ClassifyOptions) error {
 	if p.Model.Task != TaskSequenceClassification {
 		return fmt.Errorf("encoder: classify: the model is %s%s, not a sequence classifier: %w", p.Model.Family.Name, p.Model.Task, ErrConfig)
 	}
-	return nil
+	return o.validate()
 }
 
-func (p *Pipeline) classify(ctx context.Context, encs []tokenizer.Encoding) ([]Classification, error) {
+func (p *Pipeline) classify(ctx context.Context, encs []tokenizer.Encoding, o ClassifyOptions) ([]Classification, error) {
 	out, _, err := p.run(ctx, encs)
 	if err != nil {
 		return nil, err
@@ -194,35 +207,9 @@ func (p *Pipeline) classify(ctx context.Context, encs []tokenizer.Encoding) ([]C
 	n := len(p.Model.Labels)
 	res := make([]Classification, len(encs))
 	for b := range res {
-		logits := append([]float32(nil), out.Logits[b*n:(b+1)*n]...)
-		probs := softmax(logits)
-		best := 0
-		for j := range probs {
-			if probs[j] > probs[best] {
-				best = j
-			}
-		}
-		res[b] = Classification{Label: p.Model.Labels[best], Index: best, Score: probs[best], Scores: probs, Logits: logits}
+		res[b] = p.Model.postprocess(out.Logits[b*n:(b+1)*n], o)
 	}
 	return res, nil
-}
-
-func softmax(x []float32) []float32 {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = math.Max(m, float64(v))
-	}
-	out := make([]float32, len(x))
-	var s float64
-	for i, v := range x {
-		e := math.Exp(float64(v) - m)
-		out[i] = float32(e)
-		s += e
-	}
-	for i := range out {
-		out[i] = float32(float64(out[i]) / s)
-	}
-	return out
 }
 
 // Pooling is how Embed turns token states into one vector.

@@ -79,8 +79,15 @@ type TaskModel struct {
 	Family  *Family
 	Task    Task
 	Encoder *Model
-	// Labels are the class names by index (sequence classification).
+	// Labels are the class names by index (sequence classification):
+	// config.json's id2label, LABEL_i where it names none.
 	Labels []string
+	// ProblemType is config.json's problem_type ("", or one of
+	// ProblemRegression, ProblemSingleLabelClassification,
+	// ProblemMultiLabelClassification); with the number of labels it picks
+	// the scores' function (DefaultFunction).
+	ProblemType string
+
 	pooler *Dense
 	head   []*Dense
 	qa     *Dense
@@ -307,6 +314,10 @@ func buildTask(src Source, closer io.Closer, cfg *checkpoint.Config, ec Config, 
 			if s, ok := cfg.ID2Label[fmt.Sprint(i)]; ok {
 				m.Labels[i] = s
 			}
+		}
+		m.ProblemType = cfg.ProblemType
+		if err == nil {
+			err = checkProblemType(cfg.ProblemType)
 		}
 		if fam.PoolerForClassification && m.pooler == nil && err == nil {
 			err = fmt.Errorf("encoder: the classifier reads the pooler, and %spooler is missing: %w", prefix, ErrConfig)

@@ -331,7 +331,7 @@ func SST2Accuracy(t *testing.T, sel *selector.Selector, name string, fam *encode
 	correct := 0
 	for i := 0; i < len(texts); i += 32 {
 		j := min(i+32, len(texts))
-		res, err := p.Classify(context.Background(), texts[i:j])
+		res, err := p.Classify(context.Background(), texts[i:j], encoder.ClassifyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

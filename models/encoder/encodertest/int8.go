@@ -31,7 +31,7 @@ func classifyAll(t testing.TB, p *encoder.Pipeline, texts []string) ([]float32, 
 	var logits []float32
 	var pred []int
 	for i := 0; i < len(texts); i += 32 {
-		res, err := p.Classify(context.Background(), texts[i:min(i+32, len(texts))])
+		res, err := p.Classify(context.Background(), texts[i:min(i+32, len(texts))], encoder.ClassifyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
