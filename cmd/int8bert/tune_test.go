@@ -48,7 +48,7 @@ func TestTuneModel(t *testing.T) {
 	out := mustCLI(t, "tune", "--model", dir, "--max-batch", "1", "--max-length", "4", "-cache", "off", "-reps", "1", "-rep-time", "100us", "--record=false")
 	assert.Contains(t, out, "record: none")
 
-	wantCLIError(t, "shapes model", "tune", "--model", dir, "--shapes", "8x8x8")
-	wantCLIError(t, "max-batch", "tune", "--model", dir, "--max-batch", "0")
-	wantCLIError(t, "needs model", "tune", "--max-length", "8")
+	wantCLIError(t, "--shapes is for the BERT shapes", "tune", "--model", dir, "--shapes", "8x8x8")
+	wantCLIError(t, "--max-batch must be >= 1", "tune", "--model", dir, "--max-batch", "0")
+	wantCLIError(t, "--max-length needs --model", "tune", "--max-length", "8")
 }
