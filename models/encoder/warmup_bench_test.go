@@ -21,7 +21,8 @@ import (
 // 12 by default, so that the weights do not fit in the last-level cache
 // and the tenth call reads them from memory as the first does) with
 // random weights, FP32 and INT8-static, one thread. A GC runs before each
-// shape's first call (a service warms up, then serves). It logs every
+// shape's first call (a service warms up, then serves), unless
+// $INT8BERT_BENCH_NOGC is set. It logs every
 // ratio, the first call against the tenth and against the median of the
 // second to the tenth, and reports the worst first/tenth. The tuning
 // itself is brief (2 repetitions of 5 ms): the figure is about the calls
@@ -75,7 +76,9 @@ func BenchmarkWarmupFirstCall(b *testing.B) {
 			for i, bs := range shapes {
 				in := benchInputs(bs[0], bs[1], uint64(100+i))
 				var times []time.Duration
-				runtime.GC()
+				if os.Getenv("INT8BERT_BENCH_NOGC") == "" {
+					runtime.GC()
+				}
 				for range 10 {
 					t0 := time.Now()
 					if _, err := m.Forward(in, false); err != nil {
