@@ -50,9 +50,10 @@ var (
 // reads INT8BERT_KERNEL and INT8BERT_TUNING_CACHE, and caches under
 // os.UserCacheDir().
 type Options struct {
-	// CachePath is the tuning cache file. "" means $INT8BERT_TUNING_CACHE,
-	// else DefaultCachePath(); "off" (here or in the variable) disables the
-	// cache.
+	// CachePath is the tuning cache file, or a folder (an existing one, or
+	// a path ending in a separator) meaning CacheFileName in it. "" means
+	// $INT8BERT_TUNING_CACHE, else DefaultCachePath(); "off" (here or in
+	// the variable) disables the cache.
 	CachePath string
 	// Force forces an ISA ("onednn", "avx512-vnni", "amx", "avx2",
 	// "avx512", "generic", ...: a cpu.ISA, or oneDNN) or one kernel by name.
