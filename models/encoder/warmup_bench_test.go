@@ -94,6 +94,17 @@ func BenchmarkWarmupFirstCall(b *testing.B) {
 					times[0].Round(time.Microsecond), times[9].Round(time.Microsecond), rest[len(rest)/2].Round(time.Microsecond),
 					r, float64(times[0])/float64(rest[len(rest)/2]))
 			}
+			// Each shape again, once: a slow first call that recurs here is
+			// the cost of switching shapes (the other tiles' packed weights
+			// out of the caches), not a first-call state.
+			for i, bs := range shapes {
+				in := benchInputs(bs[0], bs[1], uint64(100+i))
+				t0 := time.Now()
+				if _, err := m.Forward(in, false); err != nil {
+					b.Fatal(err)
+				}
+				b.Logf("%s batch %d x %3d: again after the other shapes %8v", prec, bs[0], bs[1], time.Since(t0).Round(time.Microsecond))
+			}
 			if got := sel.Stats().Tuned; got != tuned {
 				b.Errorf("%s: the calls after Warmup tuned %d keys", prec, got-tuned)
 			}
