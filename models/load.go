@@ -48,6 +48,9 @@ type (
 	// Inputs is a padded batch of token ids (Model.Forward,
 	// Options.CalibInputs).
 	Inputs = encoder.Inputs
+	// WarmupOptions bound Pipeline.Warmup: the largest batch, length and
+	// token count whose GEMM shapes it tunes before the first request.
+	WarmupOptions = encoder.WarmupOptions
 )
 
 // Precisions, tasks, poolings, classification functions and TopKAll

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/int8bert/int8bert/cpu"
@@ -15,18 +17,35 @@ import (
 
 // CacheFormat is the version of the tuning cache's JSON layout. Bump it when
 // the layout or the meaning of a key changes. 2: a choice names its
-// kernel's "isa" (it was "family"), and the f32-kernel operation.
-const CacheFormat = 2
+// kernel's "isa" (it was "family"), and the f32-kernel operation. 3: a file
+// holds one section per build (header), so that the cgo and the pure-Go
+// binaries, or two CPUs sharing a folder, keep their own entries.
+const CacheFormat = 3
 
 // EnvCache names the environment variable that overrides the cache path
-// ("off" disables the cache).
+// ("off" disables the cache). A path that ends in a separator or names a
+// folder means the file CacheFileName in it.
 const EnvCache = "INT8BERT_TUNING_CACHE"
 
-// ErrCorruptCache is wrapped by LoadCache when the file is not a cache.
+// CacheFileName is the name of a tuning cache file in a folder: the file
+// a cache path that names a folder means, and the tuning record next to a
+// model (see Selector.ImportRecord).
+const CacheFileName = "tuning.json"
+
+// maxSections bounds the sections of one file: the oldest saved goes
+// first (a binary rebuilt with another Go or oneDNN starts a new one).
+const maxSections = 8
+
+// ErrCorruptCache is wrapped by LoadCacheFile when the file is not a cache.
 var ErrCorruptCache = errors.New("selector: corrupt tuning cache")
 
-// Header identifies what a tuning cache is valid for. A cache whose header
-// differs from the running binary's is ignored.
+// ErrNoSection is wrapped by ImportRecord when a record holds no section
+// for this binary (another CPU, build or version tuned it).
+var ErrNoSection = errors.New("selector: no tuning record for this binary")
+
+// Header identifies what a section of a tuning cache is valid for. A
+// section whose header differs from the running binary's is not used (and
+// is kept when the file is rewritten).
 type Header struct {
 	// Format is CacheFormat.
 	Format int `json:"format"`
@@ -59,56 +78,114 @@ func (h Header) Mismatch(want Header) string {
 	return ""
 }
 
-// Cache is the persistent tuning cache: a header and one Choice per
-// Key.String().
+// Cache is one section of a tuning cache file: a header and one Choice
+// per Key.String().
 type Cache struct {
 	Header
+	// Saved is when the section was last written.
+	Saved   time.Time         `json:"saved"`
 	Entries map[string]Choice `json:"entries"`
 }
 
-// LoadCache reads the cache at path. A missing file returns an empty cache
-// and an error wrapping fs.ErrNotExist; a file that is not a valid cache
-// returns an error wrapping ErrCorruptCache. A cache of another
-// CacheFormat returns only its header (no entries, a nil error), so that
-// Header.Mismatch names the formats. It never returns partial data with a
-// nil error.
-func LoadCache(path string) (*Cache, error) {
+// CacheFile is a tuning cache file (the user's cache, or the record next
+// to a model): one section per build and CPU that tuned.
+type CacheFile struct {
+	// Format is CacheFormat.
+	Format   int     `json:"format"`
+	Sections []Cache `json:"sections"`
+}
+
+// LoadCacheFile reads the cache file at path. A missing file returns an
+// empty file and an error wrapping fs.ErrNotExist; a file that is not a
+// valid cache returns an error wrapping ErrCorruptCache. A file of another
+// CacheFormat returns its format only (no sections, a nil error), so that
+// Section names the formats. It never returns partial data with a nil
+// error.
+func LoadCacheFile(path string) (*CacheFile, error) {
+	empty := &CacheFile{Format: CacheFormat}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return &Cache{Entries: map[string]Choice{}}, fmt.Errorf("selector: load cache: %w", err)
+		return empty, fmt.Errorf("selector: load cache: %w", err)
 	}
-	// A cache of another format is not corrupt: its header says so, and
-	// the caller re-tunes for the format mismatch (Header.Mismatch).
+	// A cache of another format is not corrupt: the caller re-tunes for
+	// the format mismatch.
 	var h struct {
 		Format int `json:"format"`
 	}
 	if json.Unmarshal(b, &h) == nil && h.Format > 0 && h.Format != CacheFormat {
-		return &Cache{Header: Header{Format: h.Format}, Entries: map[string]Choice{}}, nil
+		return &CacheFile{Format: h.Format}, nil
 	}
-	var c Cache
+	var f CacheFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return &Cache{Entries: map[string]Choice{}}, fmt.Errorf("selector: load cache %s: %v: %w", path, err, ErrCorruptCache)
+	if err := dec.Decode(&f); err != nil {
+		return empty, fmt.Errorf("selector: load cache %s: %v: %w", path, err, ErrCorruptCache)
 	}
 	if dec.More() {
-		return &Cache{Entries: map[string]Choice{}}, fmt.Errorf("selector: load cache %s: trailing data: %w", path, ErrCorruptCache)
+		return empty, fmt.Errorf("selector: load cache %s: trailing data: %w", path, ErrCorruptCache)
 	}
-	if c.Format <= 0 || c.Entries == nil {
-		return &Cache{Entries: map[string]Choice{}}, fmt.Errorf("selector: load cache %s: no format or entries: %w", path, ErrCorruptCache)
+	if f.Format <= 0 || f.Sections == nil {
+		return empty, fmt.Errorf("selector: load cache %s: no format or sections: %w", path, ErrCorruptCache)
 	}
-	for k, e := range c.Entries {
-		if e.Kernel == "" || e.Key != k {
-			return &Cache{Entries: map[string]Choice{}}, fmt.Errorf("selector: load cache %s: entry %q: kernel %q for key %q: %w", path, k, e.Kernel, e.Key, ErrCorruptCache)
+	for i, c := range f.Sections {
+		if c.Entries == nil {
+			return empty, fmt.Errorf("selector: load cache %s: section %d has no entries: %w", path, i, ErrCorruptCache)
+		}
+		for k, e := range c.Entries {
+			if e.Kernel == "" || e.Key != k {
+				return empty, fmt.Errorf("selector: load cache %s: entry %q: kernel %q for key %q: %w", path, k, e.Kernel, e.Key, ErrCorruptCache)
+			}
 		}
 	}
-	return &c, nil
+	return &f, nil
 }
 
-// Save writes the cache to path atomically (a temporary file in the same
-// folder, then a rename), creating the folder when missing.
-func (c *Cache) Save(path string) error {
-	b, err := json.MarshalIndent(c, "", "  ")
+// Section returns the section of the file for a binary whose header is
+// want, or nil and why there is none.
+func (f *CacheFile) Section(want Header) (*Cache, string) {
+	if f.Format != want.Format {
+		return nil, fmt.Sprintf("cache format %d, this binary writes %d", f.Format, want.Format)
+	}
+	if len(f.Sections) == 0 {
+		return nil, "no section"
+	}
+	var why []string
+	for i := range f.Sections {
+		w := f.Sections[i].Header.Mismatch(want)
+		if w == "" {
+			return &f.Sections[i], ""
+		}
+		why = append(why, w)
+	}
+	return nil, fmt.Sprintf("none of its %d sections is for this binary (%s)", len(f.Sections), strings.Join(why, "; "))
+}
+
+// Put stores c as the section of its header, replacing the one there or
+// adding it; the file keeps at most maxSections, the least recently saved
+// going first.
+func (f *CacheFile) Put(c Cache) {
+	f.Format = CacheFormat
+	for i := range f.Sections {
+		if f.Sections[i].Header.Mismatch(c.Header) == "" {
+			f.Sections[i] = c
+			return
+		}
+	}
+	f.Sections = append(f.Sections, c)
+	if len(f.Sections) > maxSections {
+		sort.SliceStable(f.Sections, func(i, j int) bool { return f.Sections[i].Saved.After(f.Sections[j].Saved) })
+		f.Sections = f.Sections[:maxSections]
+	}
+}
+
+// Save writes the file to path atomically (a temporary file in the same
+// folder, then a rename), creating the folder when missing; the file is
+// readable by all (0644), as a record shipped with a model must be.
+func (f *CacheFile) Save(path string) error {
+	if f.Sections == nil {
+		f.Sections = []Cache{}
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return fmt.Errorf("selector: save cache: %w", err)
 	}
@@ -117,16 +194,19 @@ func (c *Cache) Save(path string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("selector: save cache: %w", err)
 	}
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	tf, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("selector: save cache: %w", err)
 	}
-	tmp := f.Name()
-	_, err = f.Write(b)
+	tmp := tf.Name()
+	_, err = tf.Write(b)
 	if err == nil {
-		err = f.Sync()
+		err = tf.Chmod(0o644)
 	}
-	if cerr := f.Close(); err == nil {
+	if err == nil {
+		err = tf.Sync()
+	}
+	if cerr := tf.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
@@ -139,17 +219,33 @@ func (c *Cache) Save(path string) error {
 	return nil
 }
 
-// DefaultCachePath is $INT8BERT_TUNING_CACHE when set, else
-// os.UserCacheDir()/int8bert/tuning.json.
+// DefaultCachePath is $INT8BERT_TUNING_CACHE when set (a folder meaning
+// CacheFileName in it), else os.UserCacheDir()/int8bert/tuning.json.
 func DefaultCachePath() (string, error) {
 	if p := os.Getenv(EnvCache); p != "" {
-		return p, nil
+		return ResolveCachePath(p), nil
 	}
 	d, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("selector: cache path: %w", err)
 	}
-	return filepath.Join(d, "int8bert", "tuning.json"), nil
+	return filepath.Join(d, "int8bert", CacheFileName), nil
+}
+
+// ResolveCachePath returns the cache file a path names: p itself, or
+// CacheFileName in p when p ends in a separator or is a folder. "off" and
+// "" are returned as they are.
+func ResolveCachePath(p string) string {
+	if p == "" || p == "off" {
+		return p
+	}
+	if strings.HasSuffix(p, string(filepath.Separator)) || strings.HasSuffix(p, "/") {
+		return filepath.Join(p, CacheFileName)
+	}
+	if st, err := os.Stat(p); err == nil && st.IsDir() {
+		return filepath.Join(p, CacheFileName)
+	}
+	return p
 }
 
 // Measurement is one candidate's timing for a key.
@@ -203,6 +299,15 @@ type Choice struct {
 	Forced string `json:"forced,omitempty"`
 	// Tuned is when the tuning ran.
 	Tuned time.Time `json:"tuned"`
-	// FromCache reports whether this choice was read from the cache file.
+	// FromCache reports whether this choice was read from the cache file
+	// or a tuning record.
 	FromCache bool `json:"-"`
+	// Default reports a provisional choice of a background-tuning
+	// selector (Options.Tuning): the highest-ranked candidate that passed
+	// a quick check, run until the key's tuning is done. It is never
+	// saved; Measured is empty.
+	Default bool `json:"-"`
+	// fallback is what runs when none of Kernel and Measured takes a
+	// call's exact m: the generic kernel, for a default choice.
+	fallback []string
 }

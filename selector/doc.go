@@ -17,9 +17,17 @@
 //     1e-5 of sum_k |a||w| + |bias| + |residual|) on random data of the
 //     key's shape and excluded, with the reason recorded, when it differs;
 //     the rest are timed a few times each (median) and the fastest is kept;
-//   - the persistent JSON tuning cache (Cache), keyed by CPU signature,
-//     cache format, oneDNN and Go versions, and the record of the choices
-//     in use (Selector.Choices);
+//   - the persistent JSON tuning cache (CacheFile: one section, Cache, per
+//     header: CPU signature, cache format, oneDNN and Go versions,
+//     candidates, so that the cgo and pure-Go builds keep their own), the
+//     tuning records that travel with a model (ImportRecord,
+//     ExportRecord), and the record of the choices in use
+//     (Selector.Choices);
+//   - when a key is tuned (Options.Tuning): on its first call (TuneSync),
+//     or in a background goroutine while a default kernel, the
+//     highest-ranked candidate that passes a quick check, runs at once
+//     (TuneBackground); Tune waits for a tuning in either mode (a
+//     warm-up);
 //   - Linear[G]: one weight matrix prepared once, whose Run(*G) is what the
 //     encoders call for every linear layer, G being the kernels descriptor
 //     of the operation's calls (kernels.GEMMU8S8 from NewLinear for int8,

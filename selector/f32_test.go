@@ -307,7 +307,7 @@ func TestCacheRoundTripF32(t *testing.T) {
 	if _, err := s.Choose(ukey); err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadCache(o.CachePath)
+	c, err := loadCache(o.CachePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestCacheRoundTripF32(t *testing.T) {
 	old := *c
 	old.Candidates = slices.DeleteFunc(slices.Clone(c.Candidates), func(n string) bool { return strings.HasPrefix(n, OpF32+":") })
 	path := filepath.Join(t.TempDir(), "old.json")
-	if err := old.Save(path); err != nil {
+	if err := saveCache(&old, path); err != nil {
 		t.Fatal(err)
 	}
 	var w3 warnings
@@ -462,7 +462,7 @@ func TestForcedF32(t *testing.T) {
 			}
 			// Only the unforced operation's choices are saved (the two
 			// chosen here: one u8s8, one f32).
-			cache, err := LoadCache(o.CachePath)
+			cache, err := loadCache(o.CachePath)
 			if slices.Contains(c.want.ops, OpU8S8) && slices.Contains(c.want.ops, OpF32) {
 				if err == nil {
 					t.Errorf("a selector forced on both operations saved %v", cache.Entries)
@@ -622,7 +622,7 @@ func TestForcedKeepsOtherEntries(t *testing.T) {
 	if ch, err := s2.Choose(fkey); err != nil || ch.Forced != "" {
 		t.Fatalf("f32 under a u8s8 force: %v, %v", ch, err)
 	}
-	c, err := LoadCache(o.CachePath)
+	c, err := loadCache(o.CachePath)
 	if err != nil {
 		t.Fatal(err)
 	}

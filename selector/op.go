@@ -240,7 +240,18 @@ func nativesOf[K comparable, G any](ks []K, extra []any, mk func(K) *native[G]) 
 	return out
 }
 
-func (c *native[G]) name() string    { return c.kname }
+func (c *native[G]) name() string { return c.kname }
+
+// tile is the kernel's register tile, MR x NR.
+func (c *native[G]) tile() (mr, nr int) {
+	switch k := c.src.(type) {
+	case *kernels.Kernel:
+		return k.MR, k.NR
+	case *kernels.KernelF32:
+		return k.MR, k.NR
+	}
+	return 0, c.nr
+}
 func (c *native[G]) backend() string { return BackendNative }
 func (c *native[G]) isa() cpu.ISA    { return c.kisa }
 
@@ -335,13 +346,9 @@ func (l *Linear[G]) Run(g *G) error {
 	if err != nil {
 		return err
 	}
-	names := []string{ch.Kernel}
-	for _, meas := range ch.Measured {
-		names = append(names, meas.Kernel)
-	}
 	// The chosen candidate or, should it not take this exact m (the key's
 	// is an M bucket), the next fastest measured one.
-	for _, name := range names {
+	for _, name := range ch.runOrder() {
 		c, found := l.op.byName[name]
 		if !found || !c.accepts(m, l.n, l.k) {
 			continue
@@ -352,6 +359,35 @@ func (l *Linear[G]) Run(g *G) error {
 		return nil
 	}
 	return fmt.Errorf("selector: %s linear m=%d k=%d n=%d: no candidate of %v takes this m: %w", l.op.op, m, l.k, l.n, key, ErrNoCandidate)
+}
+
+// Prepare makes ready what a call of key (a key of this Linear: its
+// operation, K and N; any M bucket, epilogue and threads) runs: W packed
+// for the kernel the key's choice runs, so that the first such call packs
+// nothing. It chooses as Run does (tuning, or a default with
+// TuneBackground) when the key has no choice yet; a warm-up tunes first
+// (Selector.Tune). oneDNN's primitives and packed weights are made per
+// exact M by the first call, as ever.
+func (l *Linear[G]) Prepare(key Key) error {
+	if key.Op != l.op.op || key.K != l.k || key.N != l.n {
+		return fmt.Errorf("selector: %s linear k=%d n=%d: prepare %v: not a key of this linear: %w", l.op.op, l.k, l.n, key, ErrKey)
+	}
+	ch, err := l.s.choose(key)
+	if err != nil {
+		return err
+	}
+	for _, name := range ch.runOrder() {
+		c, found := l.op.byName[name]
+		if !found || !c.accepts(key.M, l.n, l.k) {
+			continue
+		}
+		if nc, ok := c.(*native[G]); ok {
+			_, err := l.packed(nc.nr)
+			return err
+		}
+		return nil
+	}
+	return nil
 }
 
 // shape checks the N, K and B a caller left to the Linear.

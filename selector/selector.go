@@ -1,6 +1,7 @@
 package selector
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -49,9 +50,10 @@ var (
 // reads INT8BERT_KERNEL and INT8BERT_TUNING_CACHE, and caches under
 // os.UserCacheDir().
 type Options struct {
-	// CachePath is the tuning cache file. "" means $INT8BERT_TUNING_CACHE,
-	// else DefaultCachePath(); "off" (here or in the variable) disables the
-	// cache.
+	// CachePath is the tuning cache file, or a folder (an existing one, or
+	// a path ending in a separator) meaning CacheFileName in it. "" means
+	// $INT8BERT_TUNING_CACHE, else DefaultCachePath(); "off" (here or in
+	// the variable) disables the cache.
 	CachePath string
 	// Force forces an ISA ("onednn", "avx512-vnni", "amx", "avx2",
 	// "avx512", "generic", ...: a cpu.ISA, or oneDNN) or one kernel by name.
@@ -100,9 +102,64 @@ type Options struct {
 	// Warn receives notes: a corrupt or stale cache, a failed save, an
 	// unusable oneDNN. nil prints them to os.Stderr.
 	Warn func(msg string)
+	// Tuning says when a key is tuned: TuneDefault ($INT8BERT_TUNING,
+	// else synchronously), TuneSync (on its first call, which waits: the
+	// behaviour tests and the bench need, every call of a key running one
+	// kernel) or TuneBackground (the first call runs a default kernel at
+	// once, and a background goroutine tunes, one key at a time; see
+	// docs/DESIGN.md section 4.8).
+	Tuning TuneMode
 }
 
-func (o *Options) defaults() {
+// TuneMode says when a selector tunes a key (Options.Tuning).
+type TuneMode int
+
+// Tuning modes.
+const (
+	// TuneDefault is $INT8BERT_TUNING ("sync" or "background"), else
+	// TuneSync.
+	TuneDefault TuneMode = iota
+	// TuneSync tunes a key on its first call, which waits for it.
+	TuneSync
+	// TuneBackground runs a default kernel (the highest-ranked candidate
+	// for this CPU that passes a quick check against the reference) until
+	// a background goroutine has tuned the key; the tuned choice then
+	// replaces it.
+	TuneBackground
+)
+
+// EnvTuning names the environment variable of Options.Tuning's default:
+// "sync" or "background".
+const EnvTuning = "INT8BERT_TUNING"
+
+// String names the mode as EnvTuning spells it.
+func (m TuneMode) String() string {
+	switch m {
+	case TuneDefault:
+		return "default"
+	case TuneSync:
+		return "sync"
+	case TuneBackground:
+		return "background"
+	}
+	return fmt.Sprintf("TuneMode(%d)", int(m))
+}
+
+func (o *Options) defaults() error {
+	switch o.Tuning {
+	case TuneDefault:
+		switch v := strings.TrimSpace(os.Getenv(EnvTuning)); v {
+		case "", "sync":
+			o.Tuning = TuneSync
+		case "background":
+			o.Tuning = TuneBackground
+		default:
+			return fmt.Errorf("selector: %s=%q: want sync or background", EnvTuning, v)
+		}
+	case TuneSync, TuneBackground:
+	default:
+		return fmt.Errorf("selector: Options.Tuning %v: want TuneDefault, TuneSync or TuneBackground", o.Tuning)
+	}
 	if o.Reps <= 0 {
 		o.Reps = 5
 	}
@@ -118,6 +175,7 @@ func (o *Options) defaults() {
 	if o.Warn == nil {
 		o.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "int8bert: selector:", msg) }
 	}
+	return nil
 }
 
 // Selector chooses and runs the fastest correct candidate per Key. It is
@@ -145,6 +203,8 @@ type Selector struct {
 	saveMu   sync.Mutex
 	tuneMu   sync.Mutex // one tuning at a time, so timings do not disturb each other
 
+	bg background // the background tuner (Options.Tuning)
+
 	tuned, hits atomic.Int64
 }
 
@@ -159,7 +219,9 @@ type flight struct {
 // cache that cannot be read is reported through Options.Warn and the
 // selector starts empty (it re-tunes).
 func New(opts Options) (*Selector, error) {
-	opts.defaults()
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
 	s := &Selector{
 		opts:      opts,
 		features:  cpu.X86,
@@ -169,6 +231,7 @@ func New(opts Options) (*Selector, error) {
 		byOp:      map[string]operation{},
 		forcedOps: map[string]bool{},
 	}
+	s.bg.init()
 	for i, e := range opts.Extra {
 		switch e.(type) {
 		case *kernels.Kernel, *kernels.KernelF32:
@@ -318,11 +381,12 @@ func (s *Selector) openCache() error {
 			return nil
 		}
 	}
+	path = ResolveCachePath(path)
 	if path == "off" {
 		return nil
 	}
 	s.cachePath = path
-	c, err := LoadCache(path)
+	f, err := LoadCacheFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -330,8 +394,14 @@ func (s *Selector) openCache() error {
 		s.opts.Warn(fmt.Sprintf("%v; ignoring it and re-tuning (the file is rewritten after tuning)", err))
 		return nil
 	}
-	if why := c.Header.Mismatch(s.header); why != "" {
-		s.opts.Warn(fmt.Sprintf("tuning cache %s ignored: %s", path, why))
+	c, why := f.Section(s.header)
+	if c == nil {
+		// Another build's or CPU's sections are kept on save (this
+		// binary adds its own); a file of another format is rewritten.
+		if f.Format == CacheFormat && len(f.Sections) == 0 {
+			return nil
+		}
+		s.opts.Warn(fmt.Sprintf("tuning cache %s ignored for this binary: %s", path, why))
 		return nil
 	}
 	s.cached = c.Entries
@@ -389,17 +459,34 @@ func (s *Selector) CandidatesOf(op string) []string {
 // Stats counts how choices were made.
 type Stats struct {
 	// Tuned is the number of tuning runs, FromCache the keys read from the
-	// cache file.
+	// cache file or a tuning record.
 	Tuned, FromCache int
+	// Defaults is the number of keys that ran a default kernel while
+	// they waited for their background tuning (Options.Tuning), Pending
+	// those still waiting.
+	Defaults, Pending int
 }
 
 // Stats returns the counts so far.
 func (s *Selector) Stats() Stats {
-	return Stats{Tuned: int(s.tuned.Load()), FromCache: int(s.hits.Load())}
+	st := Stats{Tuned: int(s.tuned.Load()), FromCache: int(s.hits.Load()), Defaults: int(s.bg.defaults.Load())}
+	s.mu.Lock()
+	st.Pending = len(s.bg.queue)
+	if s.bg.busy {
+		st.Pending++
+	}
+	s.mu.Unlock()
+	return st
 }
 
-// Choose returns the choice for key, tuning it on first use. Concurrent
-// first calls for one key run the tuning once and share its outcome.
+// Tuning returns the tuning mode in use (TuneSync or TuneBackground).
+func (s *Selector) Tuning() TuneMode { return s.opts.Tuning }
+
+// Choose returns the choice for key, tuning it on first use: what a call
+// of the key runs now. Concurrent first calls for one key run the tuning
+// once and share its outcome. With TuneBackground, an untuned key's
+// choice is a default (Choice.Default) and the key is queued for the
+// background tuner; Tune waits for the tuned choice instead.
 func (s *Selector) Choose(key Key) (Choice, error) {
 	ch, err := s.choose(key)
 	if err != nil {
@@ -408,7 +495,26 @@ func (s *Selector) Choose(key Key) (Choice, error) {
 	return *ch, nil
 }
 
+// Tune returns the tuned choice for key, tuning it now if it is neither
+// tuned nor cached (or waiting for the tuning in flight), in either tuning
+// mode: what a warm-up calls. ctx stops a tuning between runs (nothing is
+// stored) and the wait for one; its error is then ctx.Err(), wrapped.
+func (s *Selector) Tune(ctx context.Context, key Key) (Choice, error) {
+	ch, err := s.get(ctx, key, true)
+	if err != nil {
+		return Choice{}, err
+	}
+	return *ch, nil
+}
+
 func (s *Selector) choose(key Key) (*Choice, error) {
+	return s.get(context.Background(), key, s.opts.Tuning != TuneBackground)
+}
+
+// get returns the choice for key. wait says tune it now (or wait for the
+// tuning in flight) when it is neither tuned nor cached; otherwise a
+// default runs and the key is queued for the background tuner.
+func (s *Selector) get(ctx context.Context, key Key, wait bool) (*Choice, error) {
 	if err := key.Validate(); err != nil {
 		return nil, err
 	}
@@ -422,10 +528,18 @@ func (s *Selector) choose(key Key) (*Choice, error) {
 		s.mu.Unlock()
 		return ch, nil
 	}
-	if f, ok := s.inflight[ks]; ok {
+	if f, ok := s.inflight[ks]; ok && wait {
 		s.mu.Unlock()
-		<-f.done
-		return f.ch, f.err
+		select {
+		case <-f.done:
+			if f.err != nil && ctx.Err() == nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) {
+				// Another caller's context stopped that tuning: not ours.
+				return s.get(ctx, key, wait)
+			}
+			return f.ch, f.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("selector: tune %v: %w", key, ctx.Err())
+		}
 	}
 	if c, ok := s.cached[ks]; ok {
 		// An entry this selector cannot use (its kernel is not among the
@@ -439,15 +553,27 @@ func (s *Selector) choose(key Key) (*Choice, error) {
 			return &c, nil
 		}
 	}
+	if !wait {
+		// Background: a default now, the tuning later.
+		s.mu.Unlock()
+		ch, err := s.defaultFor(key)
+		if err == nil {
+			s.enqueue(key)
+			return ch, nil
+		}
+		// No candidate passed the quick check: tune now, which says why.
+		return s.get(ctx, key, true)
+	}
 	f := &flight{done: make(chan struct{})}
 	s.inflight[ks] = f
 	s.mu.Unlock()
 
-	f.ch, f.err = s.tune(key)
+	f.ch, f.err = s.tune(ctx, key)
 	s.mu.Lock()
 	delete(s.inflight, ks)
 	if f.err == nil {
 		s.choices[ks] = f.ch
+		delete(s.bg.byKey, ks)
 	}
 	s.mu.Unlock()
 	close(f.done)
@@ -465,29 +591,44 @@ func (s *Selector) save() {
 	}
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	c := &Cache{Header: s.header, Entries: map[string]Choice{}}
+	c := Cache{Header: s.header, Saved: time.Now().UTC(), Entries: map[string]Choice{}}
 	s.mu.Lock()
 	for k, v := range s.cached {
 		c.Entries[k] = v
 	}
 	for k, v := range s.choices {
-		if v.Forced == "" {
+		if v.Forced == "" && !v.Default {
 			c.Entries[k] = *v
 		}
 	}
 	s.mu.Unlock()
-	if err := c.Save(s.cachePath); err != nil {
+	if err := putSection(s.cachePath, c); err != nil {
 		s.opts.Warn(err.Error())
 	}
+}
+
+// putSection rewrites the file at path with c as its section for c's
+// header, keeping the others (another build's, another CPU's). A file
+// that is missing, corrupt or of another format is replaced.
+func putSection(path string, c Cache) error {
+	f, err := LoadCacheFile(path)
+	if err != nil || f.Format != CacheFormat {
+		f = &CacheFile{Format: CacheFormat}
+	}
+	f.Put(c)
+	return f.Save(path)
 }
 
 // tune checks every candidate for key against the reference, times those
 // that pass and returns the fastest. The candidates that survive pruning are
 // timed in turns (repetition r of each, then r+1), so that a machine whose
 // speed drifts during the tuning of a key slows them alike.
-func (s *Selector) tune(key Key) (*Choice, error) {
+func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 	s.tuneMu.Lock()
 	defer s.tuneMu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("selector: tune %v: %w", key, err)
+	}
 	s.tuned.Add(1)
 	o := s.byOp[key.Op]
 	forced := s.forcedOn(key.Op)
@@ -512,6 +653,9 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 	}
 	var timed []*timedCand
 	for _, c := range o.candidates() {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("selector: tune %v: %w", key, err)
+		}
 		exclude := func(format string, args ...any) {
 			ch.Excluded = append(ch.Excluded, Exclusion{Kernel: c.name(), Backend: c.backend(), Reason: fmt.Sprintf(format, args...)})
 		}
@@ -579,6 +723,9 @@ func (s *Selector) tune(key Key) (*Choice, error) {
 	// the candidate look faster than it is.
 	refLen := func(t *timedCand) time.Duration { return max(time.Millisecond, t.warm*time.Duration(t.iters)/4) }
 	for range s.opts.Reps {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("selector: tune %v: %w", key, err)
+		}
 		var before float64
 		if s.opts.Reference != nil && len(timed) > 0 {
 			before = s.opts.Reference(key, refLen(timed[0]))
@@ -690,8 +837,9 @@ func (c Choice) String() string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// Close releases the oneDNN primitives the selector made. Linears made from
-// it must be closed first.
+// Close stops the background tuner (a tuning in progress stops at its next
+// run and is dropped) and releases the oneDNN primitives the selector
+// made. Linears made from it must be closed first.
 func (s *Selector) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -699,7 +847,9 @@ func (s *Selector) Close() error {
 		return fmt.Errorf("selector: close: %w", ErrClosed)
 	}
 	s.closed = true
+	s.bg.cancel()
 	s.mu.Unlock()
+	s.bg.wg.Wait()
 	if s.prims != nil {
 		return s.prims.close()
 	}
@@ -708,12 +858,18 @@ func (s *Selector) Close() error {
 
 // Choices returns every choice this selector has made or read from its
 // cache and used so far, in key order: the record of which kernel runs
-// each key (Choice.Kernel, Choice.ISA).
+// each key (Choice.Kernel, Choice.ISA), the default ones of keys waiting
+// for their background tuning included (Choice.Default).
 func (s *Selector) Choices() []Choice {
 	s.mu.Lock()
-	out := make([]Choice, 0, len(s.choices))
+	out := make([]Choice, 0, len(s.choices)+len(s.bg.byKey))
 	for _, ch := range s.choices {
 		out = append(out, *ch)
+	}
+	for ks, ch := range s.bg.byKey {
+		if _, tuned := s.choices[ks]; !tuned {
+			out = append(out, *ch)
+		}
 	}
 	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
@@ -733,11 +889,7 @@ func (s *Selector) KernelF32(m, k, n, threads int) (*kernels.KernelF32, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := []string{ch.Kernel}
-	for _, meas := range ch.Measured {
-		names = append(names, meas.Kernel)
-	}
-	for _, name := range names {
+	for _, name := range ch.runOrder() {
 		c, ok := s.f32Kernel.byName[name].(*native[kernels.GEMMF32])
 		if ok && c.accepts(m, n, k) {
 			return c.src.(*kernels.KernelF32), nil

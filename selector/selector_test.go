@@ -324,7 +324,7 @@ func TestCacheRoundTrip(t *testing.T) {
 	if first.FromCache || s.Stats().Tuned != 1 {
 		t.Fatalf("first choice: from cache %v, stats %+v", first.FromCache, s.Stats())
 	}
-	c, err := LoadCache(o.CachePath)
+	c, err := loadCache(o.CachePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestCorruptCache(t *testing.T) {
 			if err := os.WriteFile(o.CachePath, []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := LoadCache(o.CachePath); !errors.Is(err, ErrCorruptCache) {
+			if _, err := loadCache(o.CachePath); !errors.Is(err, ErrCorruptCache) {
 				t.Fatalf("LoadCache: err = %v, want ErrCorruptCache", err)
 			}
 			s := newSelector(t, o)
@@ -406,7 +406,7 @@ func TestCorruptCache(t *testing.T) {
 			if s.Stats().Tuned != 1 {
 				t.Errorf("stats %+v: want one tuning run", s.Stats())
 			}
-			c, err := LoadCache(o.CachePath)
+			c, err := loadCache(o.CachePath)
 			if err != nil {
 				t.Fatalf("the cache was not rewritten: %v", err)
 			}
@@ -425,7 +425,7 @@ func TestCacheOfAnOlderFormat(t *testing.T) {
 	o := testOptions(t, &w)
 	old := `{"format": 1, "cpu": "x", "entries": {"u8s8 m=4": {"key": "u8s8 m=4", "kernel": "k", "family": "avx2"}}}`
 	require.NoError(t, os.WriteFile(o.CachePath, []byte(old), 0o644))
-	c, err := LoadCache(o.CachePath)
+	c, err := loadCache(o.CachePath)
 	require.NoError(t, err)
 	assert.Equal(t, 1, c.Format)
 	assert.Empty(t, c.Entries)
@@ -436,7 +436,7 @@ func TestCacheOfAnOlderFormat(t *testing.T) {
 	_, err = s.Choose(key)
 	require.NoError(t, err)
 	assert.Equal(t, 1, s.Stats().Tuned)
-	c, err = LoadCache(o.CachePath)
+	c, err = loadCache(o.CachePath)
 	require.NoError(t, err, "the cache was not rewritten")
 	assert.Equal(t, CacheFormat, c.Format)
 	assert.Contains(t, c.Entries, key.String())
@@ -456,13 +456,13 @@ func TestCacheOfAnotherCPUIgnored(t *testing.T) {
 		"onednn": func(c *Cache) { c.OneDNN = "0.1.0" },
 		"go":     func(c *Cache) { c.Go = "go1.0" },
 	} {
-		c, err := LoadCache(o.CachePath)
+		c, err := loadCache(o.CachePath)
 		if err != nil {
 			t.Fatal(err)
 		}
 		edit(c)
 		path := filepath.Join(t.TempDir(), field+".json")
-		if err := c.Save(path); err != nil {
+		if err := saveCache(c, path); err != nil {
 			t.Fatal(err)
 		}
 		var w2 warnings

@@ -24,6 +24,7 @@
 //	int8bert bench gemm [-json] [-threads 1] [-reps 5] [-rep-time 20ms] [-peak-time 300ms] [-dtypes int8,fp32] [-shapes MxKxN,...] [-pin=true]
 //	int8bert bench model --arch NAME|DIR --seq 256 --batch 1 --threads 1 --precision fp32,int8-static,int8-dynamic [--min-time 2s] [-json] [-cpuprofile F]
 //	int8bert tune [-json] [-threads 1] [-cache PATH] [-ops u8s8,f32] [-shapes MxKxN,...] [-epilogues KIND,...]
+//	int8bert tune --model MODEL [--max-batch 1] [--max-length N] [--max-tokens N] [--record=true] [-json] [-threads 1] [-cache PATH]
 //	int8bert help
 //
 // P is fp32, int8-static or int8-dynamic: an FP32 model is quantized at
@@ -52,6 +53,7 @@ usage:
   int8bert info [-json] [-peak]  CPU features, AMX permission, oneDNN version and ISA, measured peak
   int8bert bench gemm [flags]    every kernel and oneDNN, INT8 and FP32, on the BERT GEMM shapes
   int8bert tune [flags]          choose and cache the fastest correct kernel per BERT GEMM
+  int8bert tune --model DIR      tune a model's own GEMMs (its warm-up) and write its tuning record
   int8bert tokenize [flags]      text lines on stdin to JSON ids, type ids, mask and offsets
   int8bert forward --model DIR --inputs FILE.json [--out FILE.json]
                                  run a model on token ids; outputs with Hugging Face's names

@@ -5,11 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/int8bert/int8bert/bench"
+	"github.com/int8bert/int8bert/models"
+	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -99,6 +103,11 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opsFlag := fs.String("ops", selector.OpU8S8+","+selector.OpF32, "comma-separated operations to tune: u8s8 (INT8 linears), f32 (FP32 linears), f32-kernel (attention's products, MxKxN = seq x d x seq and seq x seq x d; no epilogue)")
 	shapes := fs.String("shapes", "", "comma-separated MxKxN shapes (default: the BERT shapes at M=128 and M=256)")
 	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
+	model := fs.String("model", "", "tune this model's own keys (a folder or a Hugging Face model id) through its warm-up, instead of the BERT shapes")
+	maxBatch := fs.Int("max-batch", 1, "with --model: the most sequences of one forward pass")
+	maxLength := fs.Int("max-length", 0, "with --model: the longest sequence in tokens (default: the model's, at most 512)")
+	maxTokens := fs.Int("max-tokens", 0, "with --model: the most tokens (batch x length) of one forward pass (default: max-batch x max-length)")
+	record := fs.Bool("record", true, "with --model: write the tuning record ("+encoder.TuningRecordFile+") into the model folder (a local folder only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -107,6 +116,24 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *threads < 1 {
 		return fmt.Errorf("tune: -threads must be >= 1, got %d", *threads)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *model != "" {
+		for _, f := range []string{"shapes", "ops", "epilogues"} {
+			if set[f] {
+				return fmt.Errorf("tune: --%s is for the BERT shapes; --model tunes the model's own keys", f)
+			}
+		}
+		if *maxBatch < 1 || *maxLength < 0 || *maxTokens < 0 {
+			return fmt.Errorf("tune: --max-batch must be >= 1 (got %d), --max-length and --max-tokens >= 0 (got %d, %d)", *maxBatch, *maxLength, *maxTokens)
+		}
+	} else {
+		for _, f := range []string{"max-batch", "max-length", "max-tokens", "record"} {
+			if set[f] {
+				return fmt.Errorf("tune: --%s needs --model", f)
+			}
+		}
 	}
 	ops, err := parseOps(*opsFlag)
 	if err != nil {
@@ -139,6 +166,10 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer s.Close()
 	if s.Forced() != "" {
 		fmt.Fprintf(stderr, "note: %s=%s forces a kernel ISA or kernel for %s; these choices are not saved\n", selector.EnvKernel, s.Forced(), strings.Join(s.ForcedOps(), ", "))
+	}
+	if *model != "" {
+		wo := encoder.WarmupOptions{MaxBatch: *maxBatch, MaxLength: *maxLength, MaxTokens: *maxTokens}
+		return tuneModel(ctx, s, *model, *threads, wo, *record, *asJSON, stdout, stderr)
 	}
 	var choices []selector.Choice
 	type opKind struct {
@@ -226,5 +257,71 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		where = "off"
 	}
 	fmt.Fprintf(stdout, "%d keys: %d tuned, %d from the cache; cache: %s\n", len(choices), st.Tuned, st.FromCache, where)
+	return nil
+}
+
+// tuneModel warms the model up on s (every key of its forward passes
+// within wo's bounds) and writes its tuning record into its folder when
+// record is set and the model is a local folder.
+func tuneModel(ctx context.Context, s *selector.Selector, model string, threads int, wo encoder.WarmupOptions, record, asJSON bool,
+	stdout, stderr io.Writer) error {
+	p, err := models.Load(ctx, model, models.Options{Selector: s, Threads: threads})
+	if err != nil {
+		return fmt.Errorf("tune: %w", err)
+	}
+	defer p.Close()
+	var choices []selector.Choice
+	wo.Progress = func(done, total int, ch selector.Choice) {
+		choices = append(choices, ch)
+		if asJSON {
+			return
+		}
+		src := "tuned"
+		if ch.FromCache {
+			src = "from the cache"
+		}
+		fmt.Fprintf(stderr, "[%d/%d] %s: %s (%s)\n", done, total, ch.Key, ch.Kernel, src)
+	}
+	if err := p.Warmup(ctx, wo); err != nil {
+		return fmt.Errorf("tune: %w", err)
+	}
+	recPath := ""
+	if record {
+		if st, err := os.Stat(model); err == nil && st.IsDir() {
+			if err := p.Model.SaveTuningRecord(model); err != nil {
+				return fmt.Errorf("tune: %w (--record=false leaves the folder alone)", err)
+			}
+			recPath = filepath.Join(model, encoder.TuningRecordFile)
+		} else if !asJSON {
+			fmt.Fprintf(stderr, "note: %s is not a local folder; no tuning record written (the choices are in the cache)\n", model)
+		}
+	}
+	st := s.Stats()
+	if asJSON {
+		type jsonChoice struct {
+			selector.Choice
+			FromCache bool `json:"from_cache"`
+		}
+		out := struct {
+			Header  selector.Header `json:"header"`
+			Cache   string          `json:"cache"`
+			Record  string          `json:"record,omitempty"`
+			Tuned   int             `json:"tuned"`
+			Cached  int             `json:"from_cache"`
+			Choices []jsonChoice    `json:"choices"`
+		}{Header: s.Header(), Cache: s.CachePath(), Record: recPath, Tuned: st.Tuned, Cached: st.FromCache}
+		for _, c := range choices {
+			out.Choices = append(out.Choices, jsonChoice{c, c.FromCache})
+		}
+		return writeJSON(stdout, out)
+	}
+	where := s.CachePath()
+	if where == "" {
+		where = "off"
+	}
+	if recPath == "" {
+		recPath = "none"
+	}
+	fmt.Fprintf(stdout, "%d keys: %d tuned, %d from the cache or record; cache: %s; record: %s\n", len(choices), st.Tuned, st.FromCache, where, recPath)
 	return nil
 }

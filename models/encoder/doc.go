@@ -44,6 +44,13 @@
 // quantizes each linear's input per token. Attention, LayerNorm, softmax and
 // the heads stay FP32.
 //
+// First calls (docs/DESIGN.md section 4.8): Pipeline.Warmup tunes, before
+// any request, every GEMM key a forward pass meets up to a batch and
+// length, and packs the weights for the chosen kernels; Save writes the
+// model's tuning record (TuningRecordFile) next to the artifact, and Load
+// hands it to the selector, so a shipped folder starts warm on the CPU and
+// build that tuned it.
+//
 // encoder may import cpu, selector, smoothquant, kernels, tokenizer and
 // checkpoint; it must not import dnnl, models, the family packages, bench or
 // the command (docs/DESIGN.md section 1.1).

@@ -115,6 +115,7 @@ func Load(ctx context.Context, pathOrID string, fam *Family, o Options) (*Pipeli
 	if o.Selector, err = o.selectorOf(); err != nil {
 		return nil, err
 	}
+	importTuningRecord(o.Selector, dir)
 	p, err := loadPipeline(dir, fam, o)
 	if err != nil {
 		return nil, err

@@ -416,7 +416,9 @@ func (p *Pipeline) Save(dir string) error { return p.Model.Save(dir) }
 
 // Save writes an INT8 model to dir as a model folder that Load opens
 // without recalibration: the artifact (ArtifactFile), config.json and the
-// tokenizer files of the folder the FP32 model came from.
+// tokenizer files of the folder the FP32 model came from, and the tuning
+// record of the model's keys (TuningRecordFile) that its selector has
+// tuned, so that Load on this CPU and build starts warm.
 func (m *TaskModel) Save(dir string) error {
 	if !m.Encoder.prec.Int8() {
 		return fmt.Errorf("encoder: save: the model is %s; only INT8 models are saved: %w", m.Encoder.prec, ErrConfig)
@@ -443,5 +445,5 @@ func (m *TaskModel) Save(dir string) error {
 			return err
 		}
 	}
-	return nil
+	return m.SaveTuningRecord(dir)
 }

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTuneModel checks that tune --model tunes the model's own keys and
+// writes its tuning record into the folder, after which a second run (the
+// user cache off) tunes nothing; and that the flags are checked.
+func TestTuneModel(t *testing.T) {
+	src := sharedPath(t, "golden/models/bert-seqcls")
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	t.Setenv("INT8BERT_KERNEL", "")
+	type report struct {
+		Record  string `json:"record"`
+		Tuned   int    `json:"tuned"`
+		Cached  int    `json:"from_cache"`
+		Choices []struct {
+			Key    string `json:"key"`
+			Kernel string `json:"kernel"`
+		} `json:"choices"`
+	}
+	args := []string{"tune", "--model", dir, "--max-batch", "2", "--max-length", "8", "-cache", "off", "-reps", "1", "-rep-time", "100us", "-json"}
+	var r report
+	require.NoError(t, json.Unmarshal([]byte(mustCLI(t, args...)), &r))
+	assert.Equal(t, filepath.Join(dir, "tuning.json"), r.Record)
+	assert.NotEmpty(t, r.Choices)
+	assert.Equal(t, len(r.Choices), r.Tuned)
+	_, err := os.Stat(r.Record)
+	require.NoError(t, err)
+
+	var again report
+	require.NoError(t, json.Unmarshal([]byte(mustCLI(t, args...)), &again))
+	assert.Equal(t, 0, again.Tuned, "the record left keys to tune")
+	assert.Equal(t, len(r.Choices), again.Cached)
+
+	out := mustCLI(t, "tune", "--model", dir, "--max-batch", "1", "--max-length", "4", "-cache", "off", "-reps", "1", "-rep-time", "100us", "--record=false")
+	assert.Contains(t, out, "record: none")
+
+	wantCLIError(t, "--shapes is for the BERT shapes", "tune", "--model", dir, "--shapes", "8x8x8")
+	wantCLIError(t, "--max-batch must be >= 1", "tune", "--model", dir, "--max-batch", "0")
+	wantCLIError(t, "--max-length needs --model", "tune", "--max-length", "8")
+}

@@ -1,0 +1,330 @@
+package encoder
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/smoothquant"
+)
+
+// TuningRecordFile is the tuning record next to a model's weights (a
+// selector cache file, selector.CacheFileName): Save writes the choices of
+// the model's keys there, and Load hands it to the selector, so that a
+// folder shipped with its record starts warm on the CPU and build that
+// tuned it (docs/DESIGN.md section 4.8).
+const TuningRecordFile = selector.CacheFileName
+
+// WarmupOptions bound the shapes Warmup tunes.
+type WarmupOptions struct {
+	// MaxBatch is the most sequences of one forward pass (0 means 1).
+	MaxBatch int
+	// MaxLength is the longest sequence in tokens (0 means the pipeline's
+	// MaxLength, or for a TaskModel the model's longest, at most 512).
+	MaxLength int
+	// MaxTokens bounds batch x length of one pass, as a micro-batcher's
+	// token budget does (0 means MaxBatch x MaxLength).
+	MaxTokens int
+	// Progress, when set, is called after each key with the count done,
+	// the total and the key's choice.
+	Progress func(done, total int, ch selector.Choice)
+}
+
+// Warmup tunes every GEMM key a forward pass of the pipeline's model meets
+// for batches of up to o.MaxBatch sequences of up to o.MaxLength tokens
+// (see TaskModel.Warmup).
+func (p *Pipeline) Warmup(ctx context.Context, o WarmupOptions) error {
+	if o.MaxLength == 0 {
+		o.MaxLength = p.maxLength
+	}
+	return p.Model.Warmup(ctx, o)
+}
+
+// Warmup tunes, on the model's selector, every GEMM key (linears,
+// attention's products, the head) that a forward pass meets for batches
+// of up to o.MaxBatch sequences of up to o.MaxLength tokens, and packs
+// each linear's weights for the kernel its keys chose, so that no call
+// within those bounds waits for a tuning or a packing (nor, with a
+// background selector, runs a default kernel). Keys already tuned or in
+// the cache or the model's tuning record cost no tuning. It waits for
+// each tuning, in either selector tuning mode; ctx stops it between runs
+// of a tuning, returning ctx.Err() wrapped (what was tuned stays).
+func (m *TaskModel) Warmup(ctx context.Context, o WarmupOptions) error {
+	keys, err := m.warmupKeys(o)
+	if err != nil {
+		return err
+	}
+	sel := m.Encoder.Selector()
+	for i, wk := range keys {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("encoder: warmup: %w", err)
+		}
+		ch, err := sel.Tune(ctx, wk.key)
+		if err != nil {
+			return fmt.Errorf("encoder: warmup: %w", err)
+		}
+		for _, prep := range wk.prep {
+			if err := prep(wk.key); err != nil {
+				return fmt.Errorf("encoder: warmup: %w", err)
+			}
+		}
+		if o.Progress != nil {
+			o.Progress(i+1, len(keys), ch)
+		}
+	}
+	return nil
+}
+
+// WarmupKeys lists the keys Warmup tunes, smallest M first: the union of
+// the keys of every forward pass within o's bounds.
+func (m *TaskModel) WarmupKeys(o WarmupOptions) ([]selector.Key, error) {
+	wks, err := m.warmupKeys(o)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]selector.Key, len(wks))
+	for i, wk := range wks {
+		keys[i] = wk.key
+	}
+	return keys, nil
+}
+
+// warmKey is a key and what prepares the linears that run it.
+type warmKey struct {
+	key  selector.Key
+	prep []func(selector.Key) error
+}
+
+func (m *TaskModel) warmupKeys(o WarmupOptions) ([]*warmKey, error) {
+	most := min(m.Encoder.Config().MaxSeq(), 512)
+	if o.MaxLength == 0 {
+		o.MaxLength = most
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = 1
+	}
+	switch {
+	case o.MaxBatch < 0:
+		return nil, fmt.Errorf("encoder: warmup: max batch %d is negative: %w", o.MaxBatch, ErrConfig)
+	case o.MaxLength < 0 || o.MaxLength > m.Encoder.Config().MaxSeq():
+		return nil, fmt.Errorf("encoder: warmup: max length %d outside [1, %d]: %w", o.MaxLength, m.Encoder.Config().MaxSeq(), ErrConfig)
+	case o.MaxTokens < 0:
+		return nil, fmt.Errorf("encoder: warmup: max tokens %d is negative: %w", o.MaxTokens, ErrConfig)
+	}
+	if o.MaxTokens == 0 {
+		o.MaxTokens = o.MaxBatch * o.MaxLength
+	}
+	// A pass's keys depend on its rows (batch x length), its batch and
+	// its length only through their M buckets.
+	rows, batches, seqs := map[int]int{}, map[int]int{}, map[int]int{}
+	for b := 1; b <= o.MaxBatch && b <= o.MaxTokens; b++ {
+		batches[selector.BucketM(b)] = b
+		for s := 1; s <= o.MaxLength && b*s <= o.MaxTokens; s++ {
+			rows[selector.BucketM(b*s)] = b * s
+			if b == 1 {
+				seqs[selector.BucketM(s)] = s
+			}
+		}
+	}
+	byKey := map[string]*warmKey{}
+	var keys []*warmKey
+	add := func(ks []linKey) {
+		for _, k := range ks {
+			s := k.key.String()
+			wk := byKey[s]
+			if wk == nil {
+				wk = &warmKey{key: k.key}
+				byKey[s] = wk
+				keys = append(keys, wk)
+			}
+			if k.prep != nil {
+				wk.prep = append(wk.prep, k.prep)
+			}
+		}
+	}
+	for _, r := range rows {
+		ks, err := m.rowKeys(r)
+		if err != nil {
+			return nil, err
+		}
+		add(ks)
+	}
+	for _, b := range batches {
+		add(m.batchKeys(b))
+	}
+	d := m.Encoder.cfg.Hidden / m.Encoder.cfg.Heads
+	for _, s := range seqs {
+		add([]linKey{{key: selector.F32KernelKey(s, d, s, 1)}, {key: selector.F32KernelKey(s, s, d, 1)}})
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i].key, keys[j].key
+		if a.M != b.M {
+			return a.M < b.M
+		}
+		return a.String() < b.String()
+	})
+	return keys, nil
+}
+
+// linKey is the key of one linear's call and the linear's Prepare (nil
+// for attention's products, which pack per call).
+type linKey struct {
+	key  selector.Key
+	prep func(selector.Key) error
+}
+
+// rowKeys are the keys of a pass of rows rows (batch x length) that
+// depend on the rows alone: the encoder's linears and a token-level head.
+// They mirror Model.layer and Model.qlayer; the warm-up tests hold them to
+// what a forward pass asks.
+func (m *TaskModel) rowKeys(rows int) ([]linKey, error) {
+	e := m.Encoder
+	th, c := e.threads, e.cfg
+	h, inter := c.Hidden, c.Intermediate
+	var keys []linKey
+	for _, ly := range e.layers {
+		keys = append(keys,
+			linKey{selector.F32Key(rows, h, 3*h, &kernels.Epilogue{Bias: ly.qkvBias}, th), ly.qkv.Prepare},
+			linKey{selector.F32Key(rows, h, h, &kernels.Epilogue{Bias: ly.oBias, Residual: placeholder}, th), ly.o.Prepare},
+			linKey{selector.F32Key(rows, h, inter, &kernels.Epilogue{Bias: ly.ffn1Bias, Act: c.Activation}, th), ly.ffn1.Prepare},
+			linKey{selector.F32Key(rows, inter, h, &kernels.Epilogue{Bias: ly.ffn2Bias, Residual: placeholder}, th), ly.ffn2.Prepare})
+	}
+	static := e.prec == PrecisionInt8Static
+	mode := e.mode()
+	f32 := kernels.Out{F32: placeholder}
+	for _, ly := range e.qlayers {
+		qkv, o, f1, f2 := ly.lin[linQKV], ly.lin[linO], ly.lin[linFFN1], ly.lin[linFFN2]
+		f1Out, outScale, outZP := f32, float32(0), int32(0)
+		if static && f1.int8() && f2.int8() && f2.pre == nil {
+			f1Out = kernels.Out{U8: []uint8{}}
+			outScale, outZP = f2.q.ActScale, f2.q.ActZeroPoint
+		}
+		for _, q := range []struct {
+			l        *qlin
+			act      kernels.Activation
+			res      []float32
+			out      kernels.Out
+			outScale float32
+			outZP    int32
+		}{
+			{qkv, kernels.ActNone, nil, f32, 0, 0},
+			{o, kernels.ActNone, placeholder, f32, 0, 0},
+			{f1, c.Activation, nil, f1Out, outScale, outZP},
+			{f2, kernels.ActNone, placeholder, f32, 0, 0},
+		} {
+			k, err := q.l.key(mode, rows, q.act, q.res, q.out, q.outScale, q.outZP, th)
+			if err != nil {
+				return nil, fmt.Errorf("encoder: warmup: %w", err)
+			}
+			prep := q.l.f32Prepare
+			if q.l.int8() {
+				prep = q.l.lin.Prepare
+			}
+			keys = append(keys, linKey{k, prep})
+		}
+	}
+	if m.Task == TaskQuestionAnswering && m.qa != nil {
+		keys = append(keys, m.qa.linKey(rows, th))
+	}
+	return keys, nil
+}
+
+// f32Prepare is Prepare of a fallback linear.
+func (l *qlin) f32Prepare(k selector.Key) error { return l.f32.Prepare(k) }
+
+// placeholder stands for a residual or destination in a key: only whether
+// it is set matters.
+var placeholder = []float32{}
+
+// key is the key of runQ's call of l on rows rows.
+func (l *qlin) key(mode smoothquant.Mode, rows int, act kernels.Activation, res []float32, out kernels.Out,
+	outScale float32, outZP int32, threads int) (selector.Key, error) {
+	if !l.int8() {
+		return selector.F32Key(rows, l.q.K, l.q.N, &kernels.Epilogue{Bias: l.q.Bias, Act: act, Residual: res}, threads), nil
+	}
+	ep := l.epilogue(mode, &qin{scales: make([]float32, 1)}, 1)
+	ep.Act, ep.Residual = act, res
+	ep.OutScale, ep.OutZeroPoint = outScale, outZP
+	return selector.U8S8Key(rows, l.q.K, l.q.N, ep, out, threads)
+}
+
+// batchKeys are the keys of a pass of batch sequences that depend on the
+// batch alone: the pooler and the classifier, on one row per sequence.
+func (m *TaskModel) batchKeys(batch int) []linKey {
+	th := m.Encoder.threads
+	var keys []linKey
+	if m.pooler != nil {
+		keys = append(keys, m.pooler.linKey(batch, th))
+	}
+	if m.Task == TaskSequenceClassification {
+		for _, d := range m.head {
+			keys = append(keys, d.linKey(batch, th))
+		}
+	}
+	return keys
+}
+
+// linKey is the key of Apply on rows rows.
+func (d *Dense) linKey(rows, threads int) linKey {
+	ep := &kernels.Epilogue{Bias: d.bias}
+	if d.act == HeadReLU {
+		ep.Act = kernels.ActReLU
+	}
+	return linKey{selector.F32Key(rows, d.K, d.N, ep, threads), d.lin.Prepare}
+}
+
+// ownsKey reports whether key is one of the model's: a key of a forward
+// pass of some batch and length (any M).
+func (m *TaskModel) ownsKey(key selector.Key) bool {
+	if key.Op == selector.OpF32Kernel {
+		d := selector.BucketM(m.Encoder.cfg.Hidden / m.Encoder.cfg.Heads)
+		return key.Threads == 1 && ((key.K == d && key.N == key.M) || (key.N == d && key.K == key.M))
+	}
+	rk, err := m.rowKeys(1)
+	if err != nil {
+		return false
+	}
+	for _, lk := range append(rk, m.batchKeys(1)...) {
+		k := lk.key
+		k.M = key.M
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// importTuningRecord hands the tuning record in dir, if any, to sel. A
+// record that is corrupt or of another CPU or build is a note of the
+// selector's (Options.Warn), never an error: the keys are then tuned here.
+func importTuningRecord(sel *selector.Selector, dir string) {
+	_, _ = sel.ImportRecord(filepath.Join(dir, TuningRecordFile))
+}
+
+// SaveTuningRecord writes the tuning record of the model into dir: the
+// choices of its keys its selector holds, as the section of this binary,
+// next to the sections of other builds and CPUs that dir's record (or the
+// record of the folder the model came from) already holds. Save calls it;
+// `int8bert tune --model DIR` calls it after a warm-up. A model without
+// any tuned key leaves dir's record as it is.
+func (m *TaskModel) SaveTuningRecord(dir string) error {
+	dst := filepath.Join(dir, TuningRecordFile)
+	if m.dir != "" {
+		src := filepath.Join(m.dir, TuningRecordFile)
+		if same, _ := sameFile(src, dst); !same && fileExists(src) && !fileExists(dst) {
+			// The other sections travel too; a corrupt record does not.
+			if f, err := selector.LoadCacheFile(src); err == nil {
+				if err := f.Save(dst); err != nil {
+					return fmt.Errorf("encoder: save: tuning record: %w", err)
+				}
+			}
+		}
+	}
+	if _, err := m.Encoder.Selector().ExportRecord(dst, m.ownsKey); err != nil {
+		return fmt.Errorf("encoder: save: tuning record: %w", err)
+	}
+	return nil
+}

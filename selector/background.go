@@ -1,0 +1,272 @@
+package selector
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/int8bert/int8bert/cpu"
+)
+
+// This file is the background tuner of Options.Tuning = TuneBackground
+// (docs/DESIGN.md section 4.8): until a key is tuned, its calls run a
+// default candidate, the highest-ranked one for this CPU that passes a
+// quick check against the reference; one goroutine tunes the queued keys
+// one at a time (under tuneMu, like every tuning), and each result
+// replaces its default when done.
+
+// background is the tuner's state; its fields but wg, ctx and stop are
+// guarded by Selector.mu.
+type background struct {
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	queue  []Key              // keys waiting, first come first tuned
+	queued map[string]bool    // keys ever queued (a failed tuning is not retried)
+	byKey  map[string]*Choice // the default choice of each key not yet tuned
+	busy   bool               // the goroutine is running
+	idle   chan struct{}      // closed when the running goroutine ends
+
+	// checked holds, per key with M reduced to its check size, the
+	// candidate that passed the quick check (or the error of none).
+	checked  map[string]checkedDefault
+	checkMu  sync.Mutex // one quick check at a time
+	defaults atomic.Int64
+}
+
+type checkedDefault struct {
+	c   candidate
+	err error
+}
+
+func (b *background) init() {
+	b.ctx, b.stop = context.WithCancel(context.Background())
+	b.queued = map[string]bool{}
+	b.byKey = map[string]*Choice{}
+	b.checked = map[string]checkedDefault{}
+}
+
+// cancel stops the tuner; the caller holds Selector.mu and then waits on
+// wg.
+func (b *background) cancel() { b.stop() }
+
+// enqueue queues key for the background tuner, once, and starts the
+// tuner's goroutine when it is not running.
+func (s *Selector) enqueue(key Key) {
+	ks := key.String()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.bg.queued[ks] {
+		return
+	}
+	s.bg.queued[ks] = true
+	s.bg.queue = append(s.bg.queue, key)
+	if !s.bg.busy {
+		s.bg.busy = true
+		s.bg.idle = make(chan struct{})
+		s.bg.wg.Add(1)
+		go s.tuneQueued(s.bg.idle)
+	}
+}
+
+// tuneQueued tunes the queued keys one by one until the queue is empty or
+// the selector closes.
+func (s *Selector) tuneQueued(idle chan struct{}) {
+	defer s.bg.wg.Done()
+	for {
+		s.mu.Lock()
+		if s.closed || len(s.bg.queue) == 0 {
+			s.bg.busy = false
+			s.bg.queue = nil
+			close(idle)
+			s.mu.Unlock()
+			return
+		}
+		key := s.bg.queue[0]
+		s.bg.queue = s.bg.queue[1:]
+		s.mu.Unlock()
+		// A failure leaves the default in place: it passed its check, and
+		// the key is not queued again. The error is a note, but not for a
+		// tuning stopped by Close.
+		if _, err := s.get(s.bg.ctx, key, true); err != nil && s.bg.ctx.Err() == nil {
+			s.opts.Warn(fmt.Sprintf("background tuning: %v; the default kernel stays", err))
+		}
+	}
+}
+
+// WaitTuned waits until the background tuner has tuned every key queued
+// so far (at once with TuneSync), or ctx is done.
+func (s *Selector) WaitTuned(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		busy, idle := s.bg.busy, s.bg.idle
+		s.mu.Unlock()
+		if !busy {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// checkRows is the largest M a default's quick check runs: enough rows
+// for every kernel's row tiles and tails, few enough that the reference
+// of a BERT-large FFN costs milliseconds.
+const checkRows = 16
+
+// defaultFor returns the default choice of an untuned key: the first
+// candidate, in rank order, that takes the key and passes the reference
+// check on a problem of the key's K, N, epilogue and threads with at most
+// checkRows rows. The check is made once per such problem, so the M
+// buckets of one linear share it.
+func (s *Selector) defaultFor(key Key) (*Choice, error) {
+	ks := key.String()
+	s.mu.Lock()
+	if ch, ok := s.bg.byKey[ks]; ok {
+		s.mu.Unlock()
+		return ch, nil
+	}
+	s.mu.Unlock()
+	ck := key
+	ck.M = min(key.M, checkRows)
+	o := s.byOp[key.Op]
+	s.bg.checkMu.Lock()
+	d, ok := s.bg.checked[ck.String()]
+	if !ok {
+		d.c, d.err = s.quickCheck(o, ck, key)
+		s.bg.checked[ck.String()] = d
+	}
+	s.bg.checkMu.Unlock()
+	if d.err != nil {
+		return nil, d.err
+	}
+	if d.c.decline(key) != nil {
+		// The check's M takes it and this M does not: tune.
+		return nil, fmt.Errorf("selector: default %s declines %v", d.c.name(), key)
+	}
+	ch := &Choice{Key: ks, Kernel: d.c.name(), Backend: d.c.backend(), ISA: d.c.isa(), Forced: s.forcedOn(key.Op), Default: true}
+	for _, c := range o.candidates() {
+		if c.isa() == cpu.ISAGeneric && c.name() != d.c.name() {
+			ch.fallback = append(ch.fallback, c.name())
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if got, ok := s.choices[ks]; ok { // tuned meanwhile
+		return got, nil
+	}
+	if got, ok := s.bg.byKey[ks]; ok {
+		return got, nil
+	}
+	s.bg.byKey[ks] = ch
+	s.bg.defaults.Add(1)
+	return ch, nil
+}
+
+// quickCheck returns the highest-ranked candidate of o that takes both ck
+// and key and computes ck's problem as the reference does.
+func (s *Selector) quickCheck(o operation, ck, key Key) (candidate, error) {
+	tr, err := o.newTrial(s, ck)
+	if err != nil {
+		return nil, fmt.Errorf("selector: default for %v: %w", key, err)
+	}
+	defer tr.close()
+	var why []string
+	for _, c := range rankCandidates(o.candidates(), key) {
+		if err := c.decline(ck); err != nil {
+			why = append(why, fmt.Sprintf("%s: %v", c.name(), err))
+			continue
+		}
+		if err := c.decline(key); err != nil {
+			why = append(why, fmt.Sprintf("%s: %v", c.name(), err))
+			continue
+		}
+		if err := tr.exec(c); err != nil {
+			why = append(why, fmt.Sprintf("%s: failed: %v", c.name(), err))
+			continue
+		}
+		if err := tr.verify(c); err != nil {
+			why = append(why, fmt.Sprintf("%s: differs from the reference: %v", c.name(), err))
+			continue
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("selector: default for %v: no candidate passed the quick check (%v): %w", key, why, ErrNoCandidate)
+}
+
+// isaRank orders ISAs for a default: the widest native path first, then
+// oneDNN (whose primitives take milliseconds to make for each new M),
+// then the generic kernels. The project's kernels beat oneDNN's matmul on
+// every shape measured (docs/PERFORMANCE.md).
+var isaRank = map[cpu.ISA]int{
+	cpu.ISAAMX:        7,
+	cpu.ISAAVX512VNNI: 6,
+	cpu.ISAAVX512:     6,
+	cpu.ISAAVXVNNI:    5,
+	cpu.ISAAVX2:       4,
+	OneDNN:            2,
+	cpu.ISAGeneric:    0,
+}
+
+// rankCandidates orders cs for a default of key: by ISA rank (unknown
+// ISAs, the test extras, between AVX2 and oneDNN), then, within an ISA,
+// the kernel whose row tile wastes the least of the key's M, then the
+// larger tile; ties keep the candidates' order.
+func rankCandidates(cs []candidate, key Key) []candidate {
+	out := append([]candidate(nil), cs...)
+	rank := func(c candidate) int {
+		if r, ok := isaRank[c.isa()]; ok {
+			return r
+		}
+		return 3
+	}
+	waste := func(c candidate) float64 {
+		mr, _ := tileOf(c)
+		if mr <= 0 {
+			return 0
+		}
+		tiles := (key.M + mr - 1) / mr
+		return float64(tiles*mr-key.M) / float64(tiles*mr)
+	}
+	area := func(c candidate) int {
+		mr, nr := tileOf(c)
+		return mr * nr
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra > rb
+		}
+		if wa, wb := waste(a), waste(b); wa != wb {
+			return wa < wb
+		}
+		return area(a) > area(b)
+	})
+	return out
+}
+
+// tileOf is a native candidate's register tile (0, 0 for oneDNN).
+func tileOf(c candidate) (mr, nr int) {
+	type tiled interface{ tile() (int, int) }
+	if t, ok := c.(tiled); ok {
+		return t.tile()
+	}
+	return 0, 0
+}
+
+// runOrder is the candidates a call of the choice may run, in order: the
+// choice, the other measured ones fastest first, then the fallback.
+func (c *Choice) runOrder() []string {
+	names := make([]string, 0, 1+len(c.Measured)+len(c.fallback))
+	names = append(names, c.Kernel)
+	for _, m := range c.Measured {
+		names = append(names, m.Kernel)
+	}
+	return append(names, c.fallback...)
+}
