@@ -8,6 +8,13 @@
 // SmoothQuant INT8 static or dynamic, quantized at load), the calibration
 // texts, threads, the longest encoding and the selector.
 //
+// A pipeline serves any number of goroutines. Each call runs in
+// micro-batches under Options.MaxBatchTokens (memory bounded by the
+// budget, not by the number of inputs), stops with ctx.Err() between
+// micro-batches and layers once its context is done, and Close waits for
+// the calls in flight before unmapping the weights: a later call returns
+// ErrClosed.
+//
 // The types a caller needs (Options, Pipeline, Precision, EmbedOptions,
 // QAOptions, ...) are aliases of package models/encoder's, so that a
 // program imports models alone.
