@@ -16,6 +16,7 @@ import (
 
 	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/models/encoder/encodertest"
 	"github.com/int8bert/int8bert/tokenizer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,7 +48,9 @@ func sst2(tb testing.TB, name string, n int) []string {
 	return out
 }
 
-// sst2Model loads a shared SST-2 model folder on one thread.
+// sst2Model loads a shared SST-2 model folder on one thread, on a
+// selector of its own that tunes each new shape quickly (one repetition,
+// no cache file): the tests here meet many shapes.
 func sst2Model(tb testing.TB, name string, o models.Options) *models.Pipeline {
 	tb.Helper()
 	dir := filepath.Join(sharedDir(), "models", name)
@@ -55,6 +58,9 @@ func sst2Model(tb testing.TB, name string, o models.Options) *models.Pipeline {
 		tb.Skipf("%s not found (the project's shared folder; set INT8BERT_SHARED): %v", dir, err)
 	}
 	o.Threads = 1
+	if o.Selector == nil {
+		o.Selector = encodertest.Selector(tb)
+	}
 	p, err := models.Load(context.Background(), dir, o)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { p.Close() })
