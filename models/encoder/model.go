@@ -3,8 +3,10 @@ package encoder
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
@@ -34,8 +36,8 @@ type Model struct {
 	qlayers []qlayer
 	// recipe is how an INT8 model was quantized.
 	recipe *smoothquant.Recipe
-	// scratchPool keeps forward passes' buffers (*buffers) between passes.
-	scratchPool sync.Pool
+	// scratchPool keeps forward passes' buffers between passes.
+	scratchPool bufferPool
 	// g admits calls until Close (lifecycle.go).
 	g gate
 }
@@ -422,19 +424,62 @@ func (m *Model) newBuffers(rows int) *buffers {
 	return b
 }
 
-// getBuffers returns buffers for passes of up to rows tokens: pooled ones
+// getBuffers returns buffers for passes of up to rows tokens: idle ones
 // when they are large enough (a pass of BERT-large needs ~17 MB of them
 // per 512 tokens, which would otherwise be allocated and cleared every
-// time), else new ones (smaller pooled ones are dropped).
+// time), else new ones.
 func (m *Model) getBuffers(rows int) *buffers {
-	if b, ok := m.scratchPool.Get().(*buffers); ok && b.rows >= rows {
+	if b := m.scratchPool.get(rows); b != nil {
 		return b
 	}
 	return m.newBuffers(rows)
 }
 
 // putBuffers gives buffers back to the pool.
-func (m *Model) putBuffers(b *buffers) { m.scratchPool.Put(b) }
+func (m *Model) putBuffers(b *buffers) { m.scratchPool.put(b) }
+
+// maxIdleBuffers bounds the idle sets a pool remembers.
+const maxIdleBuffers = 8
+
+// bufferPool keeps idle buffers for later passes. It holds them weakly,
+// as a sync.Pool does, so a garbage collection frees the idle ones; but
+// any get may take any idle set, where a sync.Pool's get looks first in
+// its own P's slot and often misses a set another P left: back-to-back
+// calls of a service then held two or three sets of a budget's size
+// where one serves.
+type bufferPool struct {
+	mu   sync.Mutex
+	idle []weak.Pointer[buffers]
+}
+
+// get takes an idle set of at least rows tokens, the most recently put
+// first; nil when there is none.
+func (p *bufferPool) get(rows int) *buffers {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		b := p.idle[i].Value()
+		if b != nil && b.rows < rows {
+			continue
+		}
+		p.idle = slices.Delete(p.idle, i, i+1)
+		if b != nil {
+			return b
+		}
+	}
+	return nil
+}
+
+// put makes b idle (forgetting the oldest idle set when there are
+// maxIdleBuffers already).
+func (p *bufferPool) put(b *buffers) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) == maxIdleBuffers {
+		p.idle = slices.Delete(p.idle, 0, 1)
+	}
+	p.idle = append(p.idle, weak.Make(b))
+}
 
 // view is the scratch of one pass of rows tokens (rows <= b.rows). Every
 // buffer is written before it is read in a pass, so reused buffers need
