@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,28 @@ func TestMaxBatchTokensOption(t *testing.T) {
 	_, err := models.Load(context.Background(), dir, models.Options{MaxBatchTokens: -5})
 	require.ErrorIs(t, err, encoder.ErrConfig)
 	assert.Contains(t, err.Error(), "-5")
+}
+
+// TestTokenizeErrorNamesTheInput: a call tokenizes its inputs in chunks;
+// a bad input past the first chunk is still named by its index in the
+// call, and the tokenizer's error is wrapped.
+func TestTokenizeErrorNamesTheInput(t *testing.T) {
+	p := sst2Model(t, "sst2-bert-mini", models.Options{})
+	texts := make([]string, 2500)
+	for i := range texts {
+		texts[i] = "a fine film"
+	}
+	for _, bad := range []int{7, 1300, 2499} {
+		in := slices.Clone(texts)
+		in[bad] = "bad \xff byte"
+		_, err := p.Classify(context.Background(), in)
+		require.Error(t, err)
+		var utf *tokenizer.InvalidUTF8Error
+		require.ErrorAs(t, err, &utf, "text %d", bad)
+		assert.Contains(t, err.Error(), fmt.Sprintf("batch item %d:", bad))
+		_, err = p.ClassifyPairs(context.Background(), []tokenizer.Pair{{A: "ok", B: "ok"}, {A: "ok", B: in[bad]}})
+		require.ErrorAs(t, err, &utf, "pair with text %d", bad)
+	}
 }
 
 // TestClassifyCancel: a Classify of many SST-2 sentences (seconds of

@@ -111,6 +111,8 @@ func (p *Pipeline) tokenizer(what string) (*tokenizer.Tokenizer, error) {
 // TaskModel.Close); every call after it returns ErrClosed.
 func (p *Pipeline) Close() error { return p.Model.Close() }
 
+// encodeTexts tokenizes texts for what (a method's name in errors),
+// truncated to MaxLength, keeping their tokens only (encodeAll).
 func (p *Pipeline) encodeTexts(ctx context.Context, what string, texts []string) ([]tokens, error) {
 	tok, err := p.tokenizer(what)
 	if err != nil {
