@@ -84,10 +84,15 @@ func relDiff(a, b []float32) float64 {
 // within the parity tolerance of the golden tests (1e-5 relative to the
 // largest value: padding adds exact zeros to attention's sums, but in
 // another order, and the number of rows may change the kernel). A budget
-// of 1 runs every text alone, so it matches bit for bit.
+// of 1 runs every text alone, so it matches bit for bit. XLM-R numbers
+// positions from its padding, so it checks that padding keeps them.
 func TestMicroBatchesMatchOneByOne(t *testing.T) {
 	ctx := context.Background()
-	texts := sst2(t, "dev.tsv", 48)
+	n := 48
+	if testing.Short() {
+		n = 20
+	}
+	texts := sst2(t, "dev.tsv", n)
 	var pairs []tokenizer.Pair
 	for i := 0; i+1 < len(texts); i += 2 {
 		pairs = append(pairs, tokenizer.Pair{A: texts[i], B: texts[i+1]})
@@ -122,7 +127,7 @@ func TestMicroBatchesMatchOneByOne(t *testing.T) {
 			passes := prof.Snapshot().Passes
 			t.Logf("%s, budget %d: %d texts in %d micro-batches", name, p.MaxBatchTokens(), len(texts), passes)
 			if budget > 0 {
-				require.Greater(t, passes, 4, "%s: the budget should split the call", name)
+				require.Greater(t, passes, 2, "%s: the budget should split the call", name)
 			}
 			require.Len(t, got, len(texts))
 			for i := range texts {
