@@ -15,6 +15,13 @@
 // with one label, such as a regression head or a reranker, whose raw
 // score FunctionNone or Classification.Logits gives).
 //
+// A pipeline serves any number of goroutines. Each call runs in
+// micro-batches under Options.MaxBatchTokens (memory bounded by the
+// budget, not by the number of inputs), stops with ctx.Err() between
+// micro-batches and layers once its context is done, and Close waits for
+// the calls in flight before unmapping the weights: a later call returns
+// ErrClosed.
+//
 // The types a caller needs (Options, Pipeline, Precision, EmbedOptions,
 // QAOptions, ClassifyOptions, ...) are aliases of package models/encoder's,
 // so that a program imports models alone.

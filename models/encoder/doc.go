@@ -32,6 +32,20 @@
 // FunctionNone). TaskModel.Postprocess does the same to logits from
 // Forward.
 //
+// Serving (docs/DESIGN.md section 2): the Pipeline's text methods
+// (Classify, ClassifyPairs, Embed, Answer) sort a call's inputs by length
+// and stream them through the model in micro-batches of at most
+// Options.MaxBatchTokens tokens (rows x padded length,
+// DefaultMaxBatchTokens by default), keeping only each input's token ids
+// and result, so a call's memory is bounded by the budget rather than by
+// its number of inputs; results come back in the caller's order. The
+// context of a call is checked while tokenizing, between micro-batches and
+// between layers (Model.ForwardContext, TaskModel.ForwardContext): a
+// cancelled call returns ctx.Err() after at most one layer of one
+// micro-batch. Close (of a Pipeline, TaskModel or Model) waits for the
+// calls in flight, then releases the linears and unmaps the weights; any
+// call after it, or racing with it, returns ErrClosed.
+//
 // INT8 (SmoothQuant W8A8, docs/DESIGN.md section 3): TaskModel.Quantize (or
 // Pipeline.Quantize, Options.Precision at load) calibrates the FP32 model,
 // quantizes the four linears of every layer with package smoothquant and

@@ -199,30 +199,12 @@ func (m *Model) mode() smoothquant.Mode {
 	return smoothquant.Dynamic
 }
 
-// qscratch holds an INT8 forward pass's buffers.
+// qscratch is an INT8 forward pass's buffers (a view of buffers): the
+// FP32 intermediates and the u8 inputs of the linears.
 type qscratch struct {
-	batch, seq int
 	*scratch
 	xq, ctxq, fq qin
 	tmp          []float32
-}
-
-func newQScratch(c Config, batch, seq int) *qscratch {
-	rows := batch * seq
-	mk := func(k int) qin { return qin{u8: make([]uint8, rows*k), scales: make([]float32, rows)} }
-	return &qscratch{batch: batch, seq: seq, scratch: newScratch(c, batch, seq), xq: mk(c.Hidden), ctxq: mk(c.Hidden), fq: mk(c.Intermediate),
-		tmp: make([]float32, rows*max(c.Hidden, c.Intermediate))}
-}
-
-// getQScratch returns INT8 buffers for a batch, reused from earlier passes
-// of the same shape (the pool drops others): a forward pass of BERT-large
-// needs ~17 MB of them, which would otherwise be allocated and cleared
-// every time.
-func (m *Model) getQScratch(batch, seq int) *qscratch {
-	if s, ok := m.scratchPool.Get().(*qscratch); ok && s.batch == batch && s.seq == seq {
-		return s
-	}
-	return newQScratch(m.cfg, batch, seq)
 }
 
 // qlayer runs INT8 layer li in place on x. xqReady says s.xq already holds

@@ -27,6 +27,13 @@ type Options struct {
 	// model's longest sequence, at most 512; more than the model takes is
 	// an error.
 	MaxLength int
+	// MaxBatchTokens bounds the work of one forward pass of a pipeline
+	// call (Classify, ClassifyPairs, Embed, Answer) in tokens, rows x
+	// padded length: a call's inputs are sorted by length and run in
+	// micro-batches under it, so its memory is bounded by the budget, not
+	// by the number of inputs. 0 means DefaultMaxBatchTokens (2048); a
+	// sequence longer than the budget runs alone; negative is an error.
+	MaxBatchTokens int
 	// Revision of a Hugging Face model id ("" means main).
 	Revision string
 	// Precision to run at. The zero value (PrecisionAsStored) runs the

@@ -1,16 +1,21 @@
 package encoder
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
 )
 
-// Model is an FP32 encoder. It is safe for concurrent Forward calls.
+// Model is an encoder (FP32, or INT8 after quantization). It is safe for
+// concurrent Forward calls; Close waits for the calls in flight, and any
+// call after it returns ErrClosed.
 type Model struct {
 	cfg                      Config
 	wordEmb, posEmb, typeEmb []float32
@@ -31,8 +36,10 @@ type Model struct {
 	qlayers []qlayer
 	// recipe is how an INT8 model was quantized.
 	recipe *smoothquant.Recipe
-	// scratchPool keeps the INT8 forward pass's buffers between passes.
-	scratchPool sync.Pool
+	// scratchPool keeps forward passes' buffers between passes.
+	scratchPool bufferPool
+	// g admits calls until Close (lifecycle.go).
+	g gate
 }
 
 type layer struct {
@@ -178,21 +185,26 @@ func (m *Model) Selector() *selector.Selector { return m.sel }
 // Threads is the thread count per linear.
 func (m *Model) Threads() int { return m.threads }
 
-// Close releases the prepared linears.
+// Close waits for the calls in flight, then releases the prepared
+// linears; every call after it (or racing with it) returns ErrClosed, and
+// a second Close returns nil. It must not be called from inside a call on
+// the model (a Progress callback, say): it would wait for itself.
 func (m *Model) Close() error {
-	for _, ly := range m.layers {
-		for _, l := range []*selector.Linear[kernels.GEMMF32]{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
-			if l != nil {
-				l.Close()
+	return m.g.close(func() error {
+		for _, ly := range m.layers {
+			for _, l := range []*selector.Linear[kernels.GEMMF32]{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
+				if l != nil {
+					l.Close()
+				}
 			}
 		}
-	}
-	m.layers = nil
-	for _, q := range m.qlayers {
-		q.close()
-	}
-	m.qlayers = nil
-	return nil
+		m.layers = nil
+		for _, q := range m.qlayers {
+			q.close()
+		}
+		m.qlayers = nil
+		return nil
+	})
 }
 
 // Inputs is a padded batch: Batch sequences of Seq tokens, row-major.
@@ -268,11 +280,25 @@ func (m *Model) positions(in *Inputs) []int {
 // Forward runs the encoder on a batch. keepHidden also returns every
 // layer's output.
 func (m *Model) Forward(in *Inputs, keepHidden bool) (*Output, error) {
-	return m.forward(in, keepHidden, nil)
+	return m.ForwardContext(context.Background(), in, keepHidden)
 }
 
-// forward is Forward that shows every linear's input to obs (FP32 models).
-func (m *Model) forward(in *Inputs, keepHidden bool, obs observeFunc) (*Output, error) {
+// ForwardContext is Forward that stops between layers once ctx is done,
+// returning ctx.Err() (context.Canceled or context.DeadlineExceeded).
+func (m *Model) ForwardContext(ctx context.Context, in *Inputs, keepHidden bool) (*Output, error) {
+	if err := m.g.enter(); err != nil {
+		return nil, err
+	}
+	defer m.g.leave()
+	return m.forward(ctx, in, keepHidden, nil, nil)
+}
+
+// forward is Forward that shows every linear's input to obs (FP32
+// models), for a caller inside m's gate. b are the buffers of a pipeline
+// call's micro-batches (Pipeline.stream), at least as large as in; the
+// output's Last then aliases them and is valid until their next pass.
+// With b nil the pass takes buffers from the pool and Last is its own.
+func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs observeFunc, b *buffers) (*Output, error) {
 	int8 := m.prec != PrecisionFP32
 	if int8 && obs != nil {
 		return nil, fmt.Errorf("encoder: calibration needs an FP32 model: %w", ErrConfig)
@@ -280,26 +306,32 @@ func (m *Model) forward(in *Inputs, keepHidden bool, obs observeFunc) (*Output, 
 	if err := m.check(in); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	h, rows := m.cfg.Hidden, in.Batch*in.Seq
 	t0 := time.Now()
-	x := make([]float32, rows*h)
+	var x []float32
+	if b == nil {
+		b = m.getBuffers(rows)
+		defer m.putBuffers(b)
+		x = make([]float32, rows*h)
+	} else {
+		if b.rows < rows {
+			return nil, fmt.Errorf("encoder: internal error: buffers of %d tokens for a pass of %d", b.rows, rows)
+		}
+		x = b.x[:rows*h]
+	}
+	qs := b.view(m.cfg, rows)
 	m.embed(in, x)
-	var s *scratch
-	var qs *qscratch
 	// In static mode the embeddings' LayerNorm also quantizes the first
 	// layer's input.
 	var qp *kernels.QuantParams
 	var q []uint8
-	if int8 {
-		qs = m.getQScratch(in.Batch, in.Seq)
-		defer m.scratchPool.Put(qs)
-		if m.prec == PrecisionInt8Static && len(m.qlayers) > 0 {
-			if qp = m.qlayers[0].lin[linQKV].staticParams(); qp != nil {
-				q = qs.xq.u8
-			}
+	if int8 && m.prec == PrecisionInt8Static && len(m.qlayers) > 0 {
+		if qp = m.qlayers[0].lin[linQKV].staticParams(); qp != nil {
+			q = qs.xq.u8
 		}
-	} else {
-		s = newScratch(m.cfg, in.Batch, in.Seq)
 	}
 	if err := kernels.LayerNorm(x, q, x, nil, rows, h, m.embLN, m.embLNBias, m.cfg.LayerNormEps, qp); err != nil {
 		return nil, fmt.Errorf("encoder: embeddings: %w", err)
@@ -311,11 +343,16 @@ func (m *Model) forward(in *Inputs, keepHidden bool, obs observeFunc) (*Output, 
 	}
 	xqReady := qp != nil
 	for li := 0; li < len(m.layers)+len(m.qlayers); li++ {
+		// A cancelled call stops at the next layer boundary: the longest
+		// it runs on is one layer of one micro-batch.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		var err error
 		if int8 {
 			xqReady, err = m.qlayer(li, x, in, qs, xqReady)
 		} else {
-			err = m.layer(li, x, in, s, obs)
+			err = m.layer(li, x, in, qs.scratch, obs)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("encoder: layer %d: %w", li, err)
@@ -353,18 +390,109 @@ func (m *Model) embed(in *Inputs, x []float32) {
 	}
 }
 
+// scratch is an FP32 forward pass's intermediates, each exactly the
+// pass's size (a view of buffers).
 type scratch struct {
-	qkv, ctx, t, f, scores []float32
-	mask                   []float32
+	qkv, ctx, t, f []float32
 }
 
-func newScratch(c Config, batch, seq int) *scratch {
-	rows := batch * seq
-	return &scratch{
-		qkv: make([]float32, rows*3*c.Hidden), ctx: make([]float32, rows*c.Hidden),
-		t: make([]float32, rows*c.Hidden), f: make([]float32, rows*c.Intermediate),
-		scores: make([]float32, seq*seq), mask: make([]float32, seq),
+// buffers hold the scratch of forward passes of up to rows tokens (rows x
+// padded length), and the hidden state of a pipeline call's passes. A
+// pass takes a view of exactly its size, so one set serves every
+// micro-batch of a call (Pipeline.stream) and, through the model's pool,
+// later passes of any shape that fits. int8 adds the INT8 passes' u8
+// inputs; a model's precision never changes, so its pool holds one kind.
+type buffers struct {
+	rows              int
+	int8              bool
+	x, qkv, ctx, t, f []float32
+	xq, ctxq, fq      qin
+	tmp               []float32
+}
+
+// newBuffers makes buffers for passes of up to rows tokens of m.
+func (m *Model) newBuffers(rows int) *buffers {
+	h, in := m.cfg.Hidden, m.cfg.Intermediate
+	b := &buffers{rows: rows, int8: m.prec != PrecisionFP32,
+		x: make([]float32, rows*h), qkv: make([]float32, rows*3*h), ctx: make([]float32, rows*h),
+		t: make([]float32, rows*h), f: make([]float32, rows*in)}
+	if b.int8 {
+		mk := func(k int) qin { return qin{u8: make([]uint8, rows*k), scales: make([]float32, rows)} }
+		b.xq, b.ctxq, b.fq = mk(h), mk(h), mk(in)
+		b.tmp = make([]float32, rows*max(h, in))
 	}
+	return b
+}
+
+// getBuffers returns buffers for passes of up to rows tokens: idle ones
+// when they are large enough (a pass of BERT-large needs ~17 MB of them
+// per 512 tokens, which would otherwise be allocated and cleared every
+// time), else new ones.
+func (m *Model) getBuffers(rows int) *buffers {
+	if b := m.scratchPool.get(rows); b != nil {
+		return b
+	}
+	return m.newBuffers(rows)
+}
+
+// putBuffers gives buffers back to the pool.
+func (m *Model) putBuffers(b *buffers) { m.scratchPool.put(b) }
+
+// maxIdleBuffers bounds the idle sets a pool remembers.
+const maxIdleBuffers = 8
+
+// bufferPool keeps idle buffers for later passes. It holds them weakly,
+// as a sync.Pool does, so a garbage collection frees the idle ones; but
+// any get may take any idle set, where a sync.Pool's get looks first in
+// its own P's slot and often misses a set another P left: back-to-back
+// calls of a service then held two or three sets of a budget's size
+// where one serves.
+type bufferPool struct {
+	mu   sync.Mutex
+	idle []weak.Pointer[buffers]
+}
+
+// get takes an idle set of at least rows tokens, the most recently put
+// first; nil when there is none.
+func (p *bufferPool) get(rows int) *buffers {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		b := p.idle[i].Value()
+		if b != nil && b.rows < rows {
+			continue
+		}
+		p.idle = slices.Delete(p.idle, i, i+1)
+		if b != nil {
+			return b
+		}
+	}
+	return nil
+}
+
+// put makes b idle (forgetting the oldest idle set when there are
+// maxIdleBuffers already).
+func (p *bufferPool) put(b *buffers) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) == maxIdleBuffers {
+		p.idle = slices.Delete(p.idle, 0, 1)
+	}
+	p.idle = append(p.idle, weak.Make(b))
+}
+
+// view is the scratch of one pass of rows tokens (rows <= b.rows). Every
+// buffer is written before it is read in a pass, so reused buffers need
+// no clearing.
+func (b *buffers) view(c Config, rows int) *qscratch {
+	h, in := c.Hidden, c.Intermediate
+	s := &qscratch{scratch: &scratch{qkv: b.qkv[:rows*3*h], ctx: b.ctx[:rows*h], t: b.t[:rows*h], f: b.f[:rows*in]}}
+	if b.int8 {
+		v := func(q qin, k int) qin { return qin{u8: q.u8[:rows*k], scales: q.scales[:rows]} }
+		s.xq, s.ctxq, s.fq = v(b.xq, h), v(b.ctxq, h), v(b.fq, in)
+		s.tmp = b.tmp[:rows*max(h, in)]
+	}
+	return s
 }
 
 // layer runs one post-LayerNorm layer in place on x.

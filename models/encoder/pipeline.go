@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,11 +17,21 @@ import (
 // safe for concurrent use. A model folder without a tokenizer loads as a
 // pipeline whose Tok is nil: its Model runs token ids (Forward), and the
 // text methods say that the tokenizer is missing.
+//
+// Every text method tokenizes its inputs, sorts them by length and runs
+// them in micro-batches of at most MaxBatchTokens tokens (rows x padded
+// length), streaming: the memory of a call is bounded by that budget, not
+// by the number of inputs, and results come back in the caller's order.
+// A done context stops a call between micro-batches and between layers
+// with ctx.Err(). Close waits for the calls in flight; any call after it
+// returns ErrClosed.
 type Pipeline struct {
 	Model *TaskModel
 	Tok   *tokenizer.Tokenizer
 	// maxLength bounds every encoding (Options.MaxLength).
 	maxLength int
+	// maxBatchTokens bounds every forward pass (Options.MaxBatchTokens).
+	maxBatchTokens int
 }
 
 // loadPipeline loads the model in dir and the tokenizer next to it
@@ -34,7 +45,7 @@ func loadPipeline(dir string, fam *Family, o Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPipeline(m, tok, o.MaxLength)
+	p, err := newPipeline(m, tok, o.MaxLength, o.MaxBatchTokens)
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -53,9 +64,16 @@ func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 }
 
 // newPipeline pairs a loaded model and tokenizer (nil: none); maxLength 0
-// is the model's longest sequence, at most 512.
-func newPipeline(m *TaskModel, tok *tokenizer.Tokenizer, maxLength int) (*Pipeline, error) {
+// is the model's longest sequence, at most 512; maxBatchTokens 0 is
+// DefaultMaxBatchTokens.
+func newPipeline(m *TaskModel, tok *tokenizer.Tokenizer, maxLength, maxBatchTokens int) (*Pipeline, error) {
 	most := m.Encoder.Config().MaxSeq()
+	switch {
+	case maxBatchTokens < 0:
+		return nil, fmt.Errorf("encoder: max batch tokens %d is negative (0 means the default, %d): %w", maxBatchTokens, DefaultMaxBatchTokens, ErrConfig)
+	case maxBatchTokens == 0:
+		maxBatchTokens = DefaultMaxBatchTokens
+	}
 	switch {
 	case maxLength < 0:
 		return nil, fmt.Errorf("encoder: max length %d is negative: %w", maxLength, ErrConfig)
@@ -64,11 +82,15 @@ func newPipeline(m *TaskModel, tok *tokenizer.Tokenizer, maxLength int) (*Pipeli
 	case maxLength == 0:
 		maxLength = min(most, 512)
 	}
-	return &Pipeline{Model: m, Tok: tok, maxLength: maxLength}, nil
+	return &Pipeline{Model: m, Tok: tok, maxLength: maxLength, maxBatchTokens: maxBatchTokens}, nil
 }
 
 // MaxLength is the longest encoding in tokens (Options.MaxLength).
 func (p *Pipeline) MaxLength() int { return p.maxLength }
+
+// MaxBatchTokens is the token budget of one forward pass of a call
+// (Options.MaxBatchTokens, DefaultMaxBatchTokens when that is 0).
+func (p *Pipeline) MaxBatchTokens() int { return p.maxBatchTokens }
 
 // tokenizer is p.Tok, or an error naming what needs it when the model
 // folder had none.
@@ -84,58 +106,21 @@ func (p *Pipeline) tokenizer(what string) (*tokenizer.Tokenizer, error) {
 	return p.Tok, nil
 }
 
-// Close releases the model.
+// Close waits for the calls in flight, then releases the model (see
+// TaskModel.Close); every call after it returns ErrClosed.
 func (p *Pipeline) Close() error { return p.Model.Close() }
 
-// run encodes a batch of texts or pairs and runs the model.
-func (p *Pipeline) run(ctx context.Context, encs []tokenizer.Encoding) (*TaskOutput, *Inputs, error) {
-	if len(encs) == 0 {
-		return nil, nil, fmt.Errorf("encoder: empty batch: %w", ErrInput)
-	}
-	in := p.inputs(encs)
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	out, err := p.Model.Forward(in, false)
-	return out, in, err
-}
-
-// inputs pads a batch of encodings into model inputs.
-func (p *Pipeline) inputs(encs []tokenizer.Encoding) *Inputs {
-	seq := 0
-	for _, e := range encs {
-		seq = max(seq, e.Len())
-	}
-	pad := int32(0)
-	if sp := p.Tok.Special(); sp.PAD >= 0 {
-		pad = sp.PAD
-	}
-	in := &Inputs{Batch: len(encs), Seq: seq}
-	for _, e := range encs {
-		for i := 0; i < seq; i++ {
-			if i < e.Len() {
-				in.IDs = append(in.IDs, e.IDs[i])
-				in.Mask = append(in.Mask, e.AttentionMask[i])
-				in.TypeIDs = append(in.TypeIDs, e.TypeIDs[i])
-			} else {
-				in.IDs = append(in.IDs, pad)
-				in.Mask = append(in.Mask, 0)
-				in.TypeIDs = append(in.TypeIDs, 0)
-			}
-		}
-	}
-	if p.Model.Encoder.Config().TypeVocab == 0 {
-		in.TypeIDs = nil
-	}
-	return in
-}
-
-func (p *Pipeline) encodeTexts(ctx context.Context, what string, texts []string) ([]tokenizer.Encoding, error) {
+// encodeTexts tokenizes texts for what (a method's name in errors),
+// truncated to MaxLength, keeping their tokens only (encodeAll).
+func (p *Pipeline) encodeTexts(ctx context.Context, what string, texts []string) ([]tokens, error) {
 	tok, err := p.tokenizer(what)
 	if err != nil {
 		return nil, err
 	}
-	return tok.EncodeBatch(ctx, texts, tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst})
+	o := tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst}
+	return encodeAll(ctx, len(texts),
+		func(lo, hi int) ([]tokenizer.Encoding, error) { return tok.EncodeBatch(ctx, texts[lo:hi], o) },
+		func(i int) error { _, err := tok.Encode(texts[i], o); return err })
 }
 
 // Classification is one text's prediction, as the Hugging Face
@@ -164,6 +149,10 @@ type Classification struct {
 // TaskModel.DefaultFunction). The model must have a sequence
 // classification head; bad options are errors wrapping ErrInput.
 func (p *Pipeline) Classify(ctx context.Context, texts []string, o ClassifyOptions) ([]Classification, error) {
+	if err := p.Model.enter(); err != nil {
+		return nil, err
+	}
+	defer p.Model.leave()
 	if err := p.needClassifier(o); err != nil {
 		return nil, err
 	}
@@ -178,6 +167,10 @@ func (p *Pipeline) Classify(ctx context.Context, texts []string, o ClassifyOptio
 // hypothesis, query and passage for a cross-encoder), truncated longest
 // first to MaxLength, scored as Classify's.
 func (p *Pipeline) ClassifyPairs(ctx context.Context, pairs []tokenizer.Pair, o ClassifyOptions) ([]Classification, error) {
+	if err := p.Model.enter(); err != nil {
+		return nil, err
+	}
+	defer p.Model.leave()
 	if err := p.needClassifier(o); err != nil {
 		return nil, err
 	}
@@ -185,7 +178,10 @@ func (p *Pipeline) ClassifyPairs(ctx context.Context, pairs []tokenizer.Pair, o 
 	if err != nil {
 		return nil, err
 	}
-	encs, err := tok.EncodePairBatch(ctx, pairs, tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst})
+	to := tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst}
+	encs, err := encodeAll(ctx, len(pairs),
+		func(lo, hi int) ([]tokenizer.Encoding, error) { return tok.EncodePairBatch(ctx, pairs[lo:hi], to) },
+		func(i int) error { _, err := tok.EncodePair(pairs[i].A, pairs[i].B, to); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -199,8 +195,8 @@ func (p *Pipeline) needClassifier(o ClassifyOptions) error {
 	return o.validate()
 }
 
-func (p *Pipeline) classify(ctx context.Context, encs []tokenizer.Encoding, o ClassifyOptions) ([]Classification, error) {
-	out, _, err := p.run(ctx, encs)
+func (p *Pipeline) classify(ctx context.Context, encs []tokens, o ClassifyOptions) ([]Classification, error) {
+	out, err := p.logits(ctx, encs)
 	if err != nil {
 		return nil, err
 	}
@@ -234,6 +230,10 @@ type EmbedOptions struct {
 // Embed returns one vector per text (texts longer than MaxLength are
 // truncated), pooled and normalised as o says.
 func (p *Pipeline) Embed(ctx context.Context, texts []string, o EmbedOptions) ([][]float32, error) {
+	if err := p.Model.enter(); err != nil {
+		return nil, err
+	}
+	defer p.Model.leave()
 	if o.Pool != PoolMean && o.Pool != PoolCLS {
 		return nil, fmt.Errorf("encoder: embed: pooling %d (want PoolMean or PoolCLS): %w", o.Pool, ErrInput)
 	}
@@ -241,23 +241,25 @@ func (p *Pipeline) Embed(ctx context.Context, texts []string, o EmbedOptions) ([
 	if err != nil {
 		return nil, err
 	}
-	out, in, err := p.run(ctx, encs)
+	res := make([][]float32, len(texts))
+	err = p.stream(ctx, encs, func(idx []int, in *Inputs, out *TaskOutput) error {
+		var v []float32
+		if o.Pool == PoolCLS {
+			v = out.CLSRows()
+		} else {
+			v = out.MeanPool(in.Mask)
+		}
+		h := out.Hidden
+		if o.Normalize {
+			Normalize(v, len(idx), h)
+		}
+		for r, i := range idx {
+			res[i] = v[r*h : (r+1)*h : (r+1)*h]
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	var v []float32
-	if o.Pool == PoolCLS {
-		v = out.CLSRows()
-	} else {
-		v = out.MeanPool(in.Mask)
-	}
-	h := out.Hidden
-	if o.Normalize {
-		Normalize(v, len(texts), h)
-	}
-	res := make([][]float32, len(texts))
-	for b := range res {
-		res[b] = v[b*h : (b+1)*h]
 	}
 	return res, nil
 }
@@ -288,6 +290,10 @@ type Answer struct {
 // tokens shared), and the best spans over all windows are returned. The
 // model must have a question answering head.
 func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o QAOptions) ([]Answer, error) {
+	if err := p.Model.enter(); err != nil {
+		return nil, err
+	}
+	defer p.Model.leave()
 	if p.Model.Task != TaskQuestionAnswering {
 		return nil, fmt.Errorf("encoder: answer: the model is %s%s, not question answering: %w", p.Model.Family.Name, p.Model.Task, ErrConfig)
 	}
@@ -311,7 +317,20 @@ func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o Q
 		return nil, fmt.Errorf("encoder: answer: %w", err)
 	}
 	windows := append([]tokenizer.Encoding{first}, first.Overflowing...)
-	out, in, err := p.run(ctx, windows)
+	seqs := make([]tokens, len(windows))
+	for w := range windows {
+		seqs[w] = compact(&windows[w])
+	}
+	// Each window's start and end logits, its own tokens only.
+	starts, ends := make([][]float32, len(windows)), make([][]float32, len(windows))
+	err = p.stream(ctx, seqs, func(idx []int, in *Inputs, out *TaskOutput) error {
+		for r, w := range idx {
+			base := r * in.Seq
+			starts[w] = slices.Clone(out.StartLogits[base : base+windows[w].Len()])
+			ends[w] = slices.Clone(out.EndLogits[base : base+windows[w].Len()])
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +341,6 @@ func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o Q
 	}
 	var cands []cand
 	for w, e := range windows {
-		base := w * in.Seq
 		for i := 0; i < e.Len(); i++ {
 			if e.SequenceIDs[i] != 1 {
 				continue
@@ -335,7 +353,7 @@ func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o Q
 				if en <= s || en > len(runes) {
 					continue
 				}
-				cands = append(cands, cand{s, en, out.StartLogits[base+i] + out.EndLogits[base+j]})
+				cands = append(cands, cand{s, en, starts[w][i] + ends[w][j]})
 			}
 		}
 	}
@@ -367,14 +385,19 @@ func (p *Pipeline) calibBatches(ctx context.Context, texts []string, batch int) 
 	if len(texts) == 0 {
 		return nil, nil
 	}
-	encs, err := p.encodeTexts(ctx, "calibration texts", texts)
+	seqs, err := p.encodeTexts(ctx, "calibration texts", texts)
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(encs, func(i, j int) bool { return encs[i].Len() > encs[j].Len() })
+	order := make([]int, len(seqs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(seqs[order[a]].ids) > len(seqs[order[b]].ids) })
 	var out []*Inputs
-	for i := 0; i < len(encs); i += batch {
-		out = append(out, p.inputs(encs[i:min(i+batch, len(encs))]))
+	for i := 0; i < len(order); i += batch {
+		idx := order[i:min(i+batch, len(order))]
+		out = append(out, p.batchInputs(seqs, microBatch{idx: idx, seq: len(seqs[idx[0]].ids)}))
 	}
 	return out, nil
 }
@@ -389,6 +412,10 @@ func (p *Pipeline) Quantize(ctx context.Context, texts []string, prec Precision,
 
 // quantize is Quantize on texts, then the token batches extra.
 func (p *Pipeline) quantize(ctx context.Context, texts []string, extra []*Inputs, prec Precision, o QuantizeOptions) (*Pipeline, error) {
+	if err := p.Model.enter(); err != nil {
+		return nil, err
+	}
+	defer p.Model.leave()
 	for i, t := range texts {
 		if strings.TrimSpace(t) == "" {
 			return nil, fmt.Errorf("encoder: calibration text %d is empty: %w", i+1, ErrInput)
@@ -407,7 +434,7 @@ func (p *Pipeline) quantize(ctx context.Context, texts []string, extra []*Inputs
 	if err != nil {
 		return nil, err
 	}
-	return &Pipeline{Model: q, Tok: p.Tok, maxLength: p.maxLength}, nil
+	return &Pipeline{Model: q, Tok: p.Tok, maxLength: p.maxLength, maxBatchTokens: p.maxBatchTokens}, nil
 }
 
 // Save writes an INT8 pipeline to dir as a model folder that Load opens
@@ -420,6 +447,10 @@ func (p *Pipeline) Save(dir string) error { return p.Model.Save(dir) }
 // record of the model's keys (TuningRecordFile) that its selector has
 // tuned, so that Load on this CPU and build starts warm.
 func (m *TaskModel) Save(dir string) error {
+	if err := m.enter(); err != nil {
+		return err
+	}
+	defer m.leave()
 	if !m.Encoder.prec.Int8() {
 		return fmt.Errorf("encoder: save: the model is %s; only INT8 models are saved: %w", m.Encoder.prec, ErrConfig)
 	}

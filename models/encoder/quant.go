@@ -129,8 +129,12 @@ type Calibration struct {
 }
 
 // Calibrate runs the FP32 model on batches and records the inputs of every
-// linear (real tokens only).
+// linear (real tokens only). A done ctx stops it between layers.
 func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int, progress func(string, int, int)) (*Calibration, error) {
+	if err := m.g.enter(); err != nil {
+		return nil, err
+	}
+	defer m.g.leave()
 	if m.prec != PrecisionFP32 {
 		return nil, fmt.Errorf("encoder: calibration needs an FP32 model, this one is %s: %w", m.prec, ErrConfig)
 	}
@@ -167,7 +171,10 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if _, err := m.forward(in, false, obs); err != nil {
+		if _, err := m.forward(ctx, in, false, obs, nil); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
 			// A NaN or infinity met on the way (a LayerNorm refuses it
 			// before any observer sees it) is bad calibration data too.
 			if errors.Is(err, kernels.ErrNonFinite) && !errors.Is(err, smoothquant.ErrCalibration) {
@@ -203,12 +210,17 @@ func (m *Model) layerTensorNames(li int) []string {
 // layers. The O projection's smoothing is folded into V's output channels
 // (exact: attention's context is linear in V), so its input needs no
 // per-channel multiply.
-func (m *Model) quantizeLayers(cal *Calibration, o QuantizeOptions) (map[string]checkpoint.Tensor, []smoothquant.LayerRecipe, error) {
+func (m *Model) quantizeLayers(ctx context.Context, cal *Calibration, o QuantizeOptions) (map[string]checkpoint.Tensor, []smoothquant.LayerRecipe, error) {
 	h := m.cfg.Hidden
 	dims := linDims(m.cfg)
 	tensors := map[string]checkpoint.Tensor{}
 	var recipes []smoothquant.LayerRecipe
 	for li := range m.layers {
+		// The alpha search of a layer can take seconds: a done ctx stops
+		// the quantization between layers.
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
 		w, b, err := m.linearWeights(li)
 		if err != nil {
 			return nil, nil, err
@@ -292,8 +304,13 @@ func Versions() map[string]string {
 // its INT8 twin at precision p, with the same head. The FP32 model is left
 // as it was. For int8-static batches must not be empty; int8-dynamic
 // without batches quantizes without smoothing (alpha 0), as no activation
-// statistics exist.
+// statistics exist. A done ctx stops it between calibration layers and
+// batches and between quantized layers, returning ctx.Err().
 func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision, o QuantizeOptions) (*TaskModel, error) {
+	if err := m.enter(); err != nil {
+		return nil, err
+	}
+	defer m.leave()
 	if !p.Int8() {
 		return nil, fmt.Errorf("encoder: quantize to %s: want int8-static or int8-dynamic: %w", p, ErrConfig)
 	}
@@ -324,7 +341,7 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 		o.Alpha, o.Auto = 0, false
 		cal = &Calibration{}
 	}
-	tensors, layers, err := m.Encoder.quantizeLayers(cal, o)
+	tensors, layers, err := m.Encoder.quantizeLayers(ctx, cal, o)
 	if err != nil {
 		return nil, err
 	}

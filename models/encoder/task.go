@@ -1,6 +1,7 @@
 package encoder
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -74,7 +75,9 @@ type Family struct {
 	Ignored []string
 }
 
-// TaskModel is an encoder with its head, loaded from a checkpoint.
+// TaskModel is an encoder with its head, loaded from a checkpoint. It is
+// safe for concurrent use; Close waits for the calls in flight, and any
+// call after it returns ErrClosed.
 type TaskModel struct {
 	Family  *Family
 	Task    Task
@@ -101,6 +104,8 @@ type TaskModel struct {
 	// in memory (Quantize), for Save.
 	dir      string
 	artifact []byte
+	// g admits calls until Close (lifecycle.go).
+	g gate
 }
 
 // TaskOutput holds a forward pass's outputs under Hugging Face's names.
@@ -337,7 +342,41 @@ func buildTask(src Source, closer io.Closer, cfg *checkpoint.Config, ec Config, 
 
 // Forward runs the encoder and the head.
 func (m *TaskModel) Forward(in *Inputs, keepHidden bool) (*TaskOutput, error) {
-	out, err := m.Encoder.Forward(in, keepHidden)
+	return m.ForwardContext(context.Background(), in, keepHidden)
+}
+
+// ForwardContext is Forward that stops between layers once ctx is done,
+// returning ctx.Err() (context.Canceled or context.DeadlineExceeded).
+func (m *TaskModel) ForwardContext(ctx context.Context, in *Inputs, keepHidden bool) (*TaskOutput, error) {
+	if err := m.enter(); err != nil {
+		return nil, err
+	}
+	defer m.leave()
+	return m.forward(ctx, in, keepHidden, nil)
+}
+
+// enter admits a call on the model and its encoder (the encoder's Close,
+// called on its own, must wait for it too); leave ends it.
+func (m *TaskModel) enter() error {
+	if err := m.g.enter(); err != nil {
+		return err
+	}
+	if err := m.Encoder.g.enter(); err != nil {
+		m.g.leave()
+		return err
+	}
+	return nil
+}
+
+func (m *TaskModel) leave() {
+	m.Encoder.g.leave()
+	m.g.leave()
+}
+
+// forward is Forward for a caller that entered m; b are a pipeline call's
+// buffers or nil (see Model.forward).
+func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b *buffers) (*TaskOutput, error) {
+	out, err := m.Encoder.forward(ctx, in, keepHidden, nil, b)
 	if err != nil {
 		return nil, err
 	}
@@ -375,16 +414,24 @@ func (m *TaskModel) Forward(in *Inputs, keepHidden bool) (*TaskOutput, error) {
 	return r, nil
 }
 
-// Close releases the model and its checkpoint.
+// Close waits for the calls in flight, then releases the model and
+// unmaps its checkpoint or artifact; every call after it (or racing with
+// it) returns ErrClosed, and a second Close returns nil. It must not be
+// called from inside a call on the model (a Progress callback, say): it
+// would wait for itself.
 func (m *TaskModel) Close() error {
-	for _, d := range append([]*Dense{m.pooler, m.qa}, m.head...) {
-		d.Close()
-	}
-	if m.Encoder != nil {
-		m.Encoder.Close()
-	}
-	if m.closer != nil {
-		return m.closer.Close()
-	}
-	return nil
+	return m.g.close(func() error {
+		// The encoder first: its own Close waits for the calls made on it
+		// directly, which read the mapped weights too.
+		if m.Encoder != nil {
+			m.Encoder.Close()
+		}
+		for _, d := range append([]*Dense{m.pooler, m.qa}, m.head...) {
+			d.Close()
+		}
+		if m.closer != nil {
+			return m.closer.Close()
+		}
+		return nil
+	})
 }

@@ -1,0 +1,246 @@
+package encoder
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/int8bert/int8bert/selector"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPlanBatches: every sequence is in exactly one micro-batch, each
+// batch is padded to its longest row, holds at most the budget in tokens
+// (a longer sequence alone), and batches neighbours in length, longest
+// first.
+func TestPlanBatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for trial := 0; trial < 200; trial++ {
+		n := 1 + r.IntN(300)
+		lens := make([]int, n)
+		for i := range lens {
+			lens[i] = 1 + r.IntN(80)
+		}
+		budget := 1 + r.IntN(600)
+		plan := planBatches(lens, budget)
+		seen := make([]bool, n)
+		prev := -1
+		for bi, b := range plan {
+			require.NotEmpty(t, b.idx, "batch %d", bi)
+			longest := 0
+			for k, i := range b.idx {
+				require.False(t, seen[i], "index %d in two batches", i)
+				seen[i] = true
+				longest = max(longest, lens[i])
+				if k > 0 {
+					require.LessOrEqual(t, lens[i], lens[b.idx[k-1]], "batch %d is not sorted longest first", bi)
+				}
+			}
+			require.Equal(t, longest, b.seq, "batch %d is padded to %d, its longest row has %d", bi, b.seq, longest)
+			if len(b.idx) > 1 {
+				require.LessOrEqual(t, b.tokens(), budget, "batch %d: %d rows x %d tokens over the budget %d", bi, len(b.idx), b.seq, budget)
+			}
+			// Greedy: one more row of this length would have been over.
+			if bi+1 < len(plan) {
+				require.Greater(t, (len(b.idx)+1)*b.seq, budget, "batch %d stopped short of the budget", bi)
+			}
+			if prev >= 0 {
+				require.LessOrEqual(t, b.seq, prev, "batches are not longest first")
+			}
+			prev = b.seq
+		}
+		for i, ok := range seen {
+			require.True(t, ok, "index %d in no batch", i)
+		}
+	}
+	assert.Empty(t, planBatches(nil, 10))
+	// A sequence longer than the budget runs alone.
+	plan := planBatches([]int{50, 3, 3}, 10)
+	require.Len(t, plan, 2)
+	assert.Equal(t, []int{0}, plan[0].idx)
+	assert.Equal(t, []int{1, 2}, plan[1].idx)
+}
+
+// tinyModel is a random 3-layer tinyConfig model on sel (nil: a test
+// selector).
+func tinyModel(t *testing.T, sel *selector.Selector) *Model {
+	t.Helper()
+	c := tinyConfig()
+	c.Layers = 3
+	if sel == nil {
+		sel = testSelector(t)
+	}
+	m, err := newModel(c, NewLoader(randomSource(c, false)), BERTNames(""), sel, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// TestForwardStopsBetweenLayers: a context cancelled while layer 1 runs
+// ends the pass before layer 2 starts, with context.Canceled (checked
+// without any timing: the calibration observer sees every linear's input,
+// so it knows which layers ran).
+func TestForwardStopsBetweenLayers(t *testing.T) {
+	m := tinyModel(t, nil)
+	in := &Inputs{Batch: 2, Seq: 3, IDs: []int32{1, 2, 3, 4, 5, 0}, Mask: []int32{1, 1, 1, 1, 1, 0}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ran []int
+	obs := func(li, which int, x []float32, k int, mask []int32) error {
+		if which == linQKV {
+			ran = append(ran, li)
+		}
+		if li == 1 && which == linFFN2 {
+			cancel()
+		}
+		return nil
+	}
+	_, err := m.forward(ctx, in, false, obs, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []int{0, 1}, ran, "layers that ran")
+	// A context that is done already runs nothing.
+	ran = nil
+	_, err = m.forward(ctx, in, false, obs, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Empty(t, ran)
+	dctx, dcancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer dcancel()
+	_, err = m.ForwardContext(dctx, in, false)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	// The model still runs afterwards.
+	_, err = m.ForwardContext(context.Background(), in, false)
+	require.NoError(t, err)
+}
+
+// tinyPipeline is a base-task pipeline without a tokenizer over a tiny
+// random model, for stream on token sequences.
+func tinyPipeline(t *testing.T, sel *selector.Selector, budget int) *Pipeline {
+	t.Helper()
+	m := tinyModel(t, sel)
+	return &Pipeline{Model: &TaskModel{Family: &Family{Name: "test"}, Task: TaskBase, Encoder: m}, maxLength: 6, maxBatchTokens: budget}
+}
+
+func randomSeqs(r *rand.Rand, n, vocab, most int) []tokens {
+	seqs := make([]tokens, n)
+	for i := range seqs {
+		l := 1 + r.IntN(most)
+		for j := 0; j < l; j++ {
+			seqs[i].ids = append(seqs[i].ids, int32(1+r.IntN(vocab-1)))
+			seqs[i].types = append(seqs[i].types, int32(r.IntN(2)))
+		}
+	}
+	return seqs
+}
+
+// TestStreamStopsBetweenBatches: cancelling during a micro-batch's
+// outputs ends the call before the next micro-batch runs.
+func TestStreamStopsBetweenBatches(t *testing.T) {
+	p := tinyPipeline(t, nil, 6)
+	seqs := randomSeqs(rand.New(rand.NewPCG(1, 1)), 20, 11, 6)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	err := p.stream(ctx, seqs, func(idx []int, in *Inputs, out *TaskOutput) error {
+		calls++
+		cancel()
+		return nil
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, calls)
+	require.ErrorIs(t, p.stream(context.Background(), nil, nil), ErrInput, "no sequences")
+}
+
+// TestStreamMatchesOneByOne: the hidden states stream gives each
+// sequence, in micro-batches of several budgets, are those of the
+// sequence run alone: bit for bit when its micro-batch holds sequences
+// of its own length only (no padding), within float rounding otherwise
+// (padding adds exact zeros to attention's sums, in another order). The
+// kernels are forced to the generic ones, so that the number of rows of a
+// pass does not change which kernel runs.
+func TestStreamMatchesOneByOne(t *testing.T) {
+	sel, err := selector.New(selector.Options{CachePath: "off", Force: "generic", Reps: 1, RepTime: 100 * time.Microsecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { sel.Close() })
+	r := rand.New(rand.NewPCG(3, 4))
+	seqs := randomSeqs(r, 40, 11, 6)
+	h := tinyConfig().Hidden
+	for _, budget := range []int{1, 6, 13, 64, 1000} {
+		p := tinyPipeline(t, sel, budget)
+		alone := make([][]float32, len(seqs))
+		for i, s := range seqs {
+			out, err := p.Model.Encoder.Forward(&Inputs{Batch: 1, Seq: len(s.ids), IDs: s.ids, TypeIDs: s.types, Mask: slices.Repeat([]int32{1}, len(s.ids))}, false)
+			require.NoError(t, err)
+			alone[i] = out.Last
+		}
+		got := make([][]float32, len(seqs))
+		padded := make([]bool, len(seqs))
+		batches := 0
+		err := p.stream(context.Background(), seqs, func(idx []int, in *Inputs, out *TaskOutput) error {
+			batches++
+			require.LessOrEqual(t, in.Batch*in.Seq, max(budget, in.Seq), "micro-batch over the budget")
+			for r, i := range idx {
+				n := len(seqs[i].ids)
+				got[i] = slices.Clone(out.Last[r*in.Seq*h : (r*in.Seq+n)*h])
+				padded[i] = slices.ContainsFunc(idx, func(j int) bool { return len(seqs[j].ids) != n })
+				// The padding positions are masked.
+				assert.Equal(t, slices.Repeat([]int32{0}, in.Seq-n), in.Mask[r*in.Seq+n:(r+1)*in.Seq])
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		assert.Equal(t, len(planBatches(lensOf(seqs), budget)), batches)
+		for i := range seqs {
+			require.Len(t, got[i], len(alone[i]), "budget %d sequence %d", budget, i)
+			if !padded[i] {
+				assert.Equal(t, alone[i], got[i], "budget %d sequence %d, unpadded", budget, i)
+				continue
+			}
+			assert.InDeltaSlice(t, alone[i], got[i], 1e-5, "budget %d sequence %d, padded", budget, i)
+		}
+	}
+}
+
+func lensOf(seqs []tokens) []int {
+	out := make([]int, len(seqs))
+	for i, s := range seqs {
+		out[i] = len(s.ids)
+	}
+	return out
+}
+
+// TestGateCloseWaits: close waits for the calls admitted, refuses new
+// ones, runs the release once, and a second close returns nil after it.
+func TestGateCloseWaits(t *testing.T) {
+	var g gate
+	require.NoError(t, g.enter())
+	require.NoError(t, g.enter(), "entering is reentrant")
+	released := make(chan struct{})
+	closed := make(chan error, 1)
+	go func() {
+		closed <- g.close(func() error { close(released); return nil })
+	}()
+	// Once close has begun, enter refuses; the release waits for both leaves.
+	for g.enter() == nil {
+		g.leave()
+	}
+	select {
+	case <-released:
+		t.Fatal("released with calls in flight")
+	default:
+	}
+	g.leave()
+	select {
+	case <-released:
+		t.Fatal("released with a call in flight")
+	default:
+	}
+	g.leave()
+	<-released
+	require.NoError(t, <-closed)
+	require.ErrorIs(t, g.enter(), ErrClosed)
+	require.NoError(t, g.close(func() error { t.Fatal("released twice"); return nil }))
+}
