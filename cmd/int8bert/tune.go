@@ -99,14 +99,14 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opsFlag := fs.String("ops", selector.OpU8S8+","+selector.OpF32, "comma-separated operations to tune: u8s8 (INT8 linears), f32 (FP32 linears), f32-kernel (attention's products, MxKxN = seq x d x seq and seq x seq x d; no epilogue)")
 	shapes := fs.String("shapes", "", "comma-separated MxKxN shapes (default: the BERT shapes at M=128 and M=256)")
 	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("tune: unexpected arguments %q", fs.Args())
 	}
-	if *threads < 1 {
-		return fmt.Errorf("tune: -threads must be >= 1, got %d", *threads)
+	if err := checkThreads("tune", *threads); err != nil {
+		return err
 	}
 	ops, err := parseOps(*opsFlag)
 	if err != nil {
