@@ -153,10 +153,10 @@ func outlierStress(t *testing.T, balanced bool) {
 		prec encoder.Precision
 		o    smoothquant.Options
 	}{
-		{"static a=0", encoder.PrecisionInt8Static, smoothquant.Options{Alpha: 0}},
+		{"static a=0", encoder.PrecisionInt8Static, smoothquant.Options{Alpha: 0, AlphaSet: true}},
 		{"static a=0.5", encoder.PrecisionInt8Static, smoothquant.Options{Alpha: 0.5}},
 		{"static auto", encoder.PrecisionInt8Static, smoothquant.Options{Auto: true}},
-		{"dynamic a=0", encoder.PrecisionInt8Dynamic, smoothquant.Options{Alpha: 0}},
+		{"dynamic a=0", encoder.PrecisionInt8Dynamic, smoothquant.Options{Alpha: 0, AlphaSet: true}},
 		{"dynamic a=0.5", encoder.PrecisionInt8Dynamic, smoothquant.Options{Alpha: 0.5}},
 	}
 	// Plain W8A8: s = 1, static per-tensor, per linear on the statistics

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -84,7 +85,7 @@ func Open(dir string) (*Checkpoint, error) {
 		c.Format = FormatPytorch
 		c.add(t)
 	default:
-		return nil, fmt.Errorf("checkpoint: %s: no %s, %s or %s", dir, SafetensorsFile, SafetensorsIndexFile, PytorchFile)
+		return nil, fmt.Errorf("checkpoint: %s: no %s, %s or %s (%w)", dir, SafetensorsFile, SafetensorsIndexFile, PytorchFile, fs.ErrNotExist)
 	}
 	return c, nil
 }

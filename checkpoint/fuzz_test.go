@@ -84,3 +84,60 @@ func FuzzPickle(f *testing.F) {
 		}
 	})
 }
+
+// configSeeds are the config.json files of the repository's testdata and,
+// where present, of the project's shared folder.
+func configSeeds() [][]byte {
+	var out [][]byte
+	paths := []string{filepath.Join("testdata", "distilbert-tiny", ConfigFile)}
+	shared := filepath.Join("..", "..", "shared")
+	if d := os.Getenv("INT8BERT_SHARED"); d != "" {
+		shared = d
+	}
+	for _, pat := range []string{"golden/models/*/config.json", "golden/heads/*/config.json", "models/*/config.json"} {
+		m, _ := filepath.Glob(filepath.Join(shared, pat))
+		paths = append(paths, m...)
+	}
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// FuzzConfig feeds arbitrary bytes to ParseConfig and Validate, the reader
+// of config.json: an error or a config, never a panic; a config that
+// validates has positive, consistent sizes.
+func FuzzConfig(f *testing.F) {
+	for _, b := range configSeeds() {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"model_type":"distilbert","dim":64,"n_layers":2,"n_heads":4,"hidden_dim":128,"activation":"gelu","vocab_size":10,"max_position_embeddings":8}`))
+	f.Add([]byte(`{"model_type":"bert","hidden_size":64,"num_attention_heads":0,"id2label":{"0":"a","1":"b"},"pad_token_id":-1}`))
+	f.Add([]byte(`{"hidden_size":"64"}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`{"layer_norm_eps":-1e309,"num_labels":-3,"label2id":{"a":1e30}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig(data)
+		if err != nil {
+			return
+		}
+		_ = c.IsDistilBERT()
+		hs := c.HeadSize()
+		eps := c.LayerNormEpsilon()
+		if c.Validate() != nil {
+			return
+		}
+		if c.HiddenSize <= 0 || c.NumHiddenLayers <= 0 || c.NumAttentionHeads <= 0 || c.IntermediateSize <= 0 ||
+			c.VocabSize <= 0 || c.MaxPositionEmbeddings <= 0 || c.TypeVocabSize < 0 || c.NumLabels < 0 {
+			t.Fatalf("valid config with a bad size: %+v", c)
+		}
+		if hs*c.NumAttentionHeads != c.HiddenSize || !(eps > 0) {
+			t.Fatalf("valid config: head size %d x %d heads != hidden %d, or epsilon %v", hs, c.NumAttentionHeads, c.HiddenSize, eps)
+		}
+		if c.PadTokenID != nil && (*c.PadTokenID < 0 || *c.PadTokenID >= c.VocabSize) {
+			t.Fatalf("valid config: pad_token_id %d outside the vocabulary of %d", *c.PadTokenID, c.VocabSize)
+		}
+	})
+}

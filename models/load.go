@@ -87,16 +87,20 @@ var families = []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family}
 // DistilBert, XLMRoberta and Roberta ones), checked against the heads the
 // weights hold; a config without architectures gets the task of its
 // weights. An unsupported model_type or architecture is an error wrapping
-// encoder.ErrConfig that lists what is supported. The pipeline is safe for
-// concurrent use; Close releases it.
+// encoder.ErrConfig that lists what is supported; an option outside its
+// domain is an error wrapping encoder.ErrConfig that names the value and
+// the domain (Options.Check); a missing folder or file also wraps
+// fs.ErrNotExist, and a path (encoder.LooksLikePath) is never looked up
+// on the Hugging Face hub. The pipeline is safe for concurrent use; Close
+// releases it.
 func Load(ctx context.Context, pathOrID string, o Options) (*Pipeline, error) {
-	dir, err := encoder.ResolveModel(ctx, pathOrID, o.Revision)
+	dir, err := o.Resolve(ctx, pathOrID)
 	if err != nil {
 		return nil, err
 	}
 	cfg, err := checkpoint.LoadConfig(dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("models: %w: %w", err, encoder.ErrConfig)
 	}
 	fam, err := familyOf(cfg)
 	if err != nil {

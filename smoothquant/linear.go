@@ -230,7 +230,7 @@ func checkFinite(x []float32, rows, k int) error {
 	return nil
 }
 
-// QuantizeLinear quantizes spec under o. It chooses alpha (o.Alpha, or with
+// QuantizeLinear quantizes spec under o. It chooses alpha (o.FixedAlpha(), or with
 // o.Auto the alpha of the grid whose SQNR on the observer's sample is
 // highest, the smaller alpha on a tie; 0 with spec.NoSmooth), computes
 // Smooth, the int8 weights, the static activation parameters (Static mode;

@@ -104,7 +104,7 @@ func TestOutlierAlpha(t *testing.T) {
 		}
 		return q
 	}
-	q0 := run(Options{Mode: Static, Alpha: 0})
+	q0 := run(Options{Mode: Static, Alpha: 0, AlphaSet: true})
 	q5 := run(Options{Mode: Static, Alpha: 0.5})
 	qa := run(Options{Mode: Static, Auto: true, Threads: 2})
 	noSmooth := spec
@@ -147,7 +147,7 @@ func TestOutlierAlpha(t *testing.T) {
 		t.Error("alpha 0.5: missing smooth, act scale, or bias copy")
 	}
 	// dynamic mode: no static parameters, smoothing still helps
-	d0 := run(Options{Mode: Dynamic, Alpha: 0})
+	d0 := run(Options{Mode: Dynamic, Alpha: 0, AlphaSet: true})
 	d5 := run(Options{Mode: Dynamic, Alpha: 0.5})
 	t.Logf("dynamic SQNR: alpha 0: %.2f dB, alpha 0.5: %.2f dB", d0.SQNR, d5.SQNR)
 	if d5.ActScale != 0 || d5.ActZeroPoint != 0 {
@@ -157,7 +157,7 @@ func TestOutlierAlpha(t *testing.T) {
 		t.Errorf("dynamic: alpha 0.5 (%.2f) not above alpha 0 (%.2f)", d5.SQNR, d0.SQNR)
 	}
 	// percentile range clips the outliers: a smaller scale than max
-	qp := run(Options{Mode: Static, Alpha: 0, Range: RangePercentile, Percentile: 99})
+	qp := run(Options{Mode: Static, Alpha: 0, AlphaSet: true, Range: RangePercentile, Percentile: 99})
 	if !(qp.ActScale < q0.ActScale) {
 		t.Errorf("percentile act scale %v not below max's %v", qp.ActScale, q0.ActScale)
 	}
@@ -235,7 +235,7 @@ func TestZeroChannels(t *testing.T) {
 
 func TestFallback(t *testing.T) {
 	spec, x := outlierLayer(9, 16, 32, 20)
-	q, err := QuantizeLinear(spec, Options{Mode: Static, Alpha: 0, FallbackSQNR: 200})
+	q, err := QuantizeLinear(spec, Options{Mode: Static, Alpha: 0, AlphaSet: true, FallbackSQNR: 200})
 	if err != nil {
 		t.Fatal(err)
 	}

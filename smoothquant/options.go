@@ -76,11 +76,21 @@ const (
 // Options.Percentile is 0.
 const DefaultPercentile = 99.99
 
-// Options controls QuantizeLinear.
+// DefaultAlpha is the migration strength of a zero Options.Alpha
+// (docs/DESIGN.md section 3.4).
+const DefaultAlpha = 0.5
+
+// Options controls QuantizeLinear. The zero value is dynamic mode with
+// alpha DefaultAlpha, max ranges and no fallback.
 type Options struct {
 	Mode Mode
 	// Alpha is the fixed migration strength in [0,1], used when !Auto.
+	// 0 means DefaultAlpha unless AlphaSet, so that a zero Options has
+	// the documented default; ParseAlpha's callers set AlphaSet.
 	Alpha float64
+	// AlphaSet takes Alpha as given, 0 included (alpha 0 migrates no
+	// difficulty from the activations: s_j = 1/max|W_j|).
+	AlphaSet bool
 	// Auto searches alpha per linear over Grid.
 	Auto bool
 	// Grid is the candidate alphas of the search (nil: 0, 0.05, ..., 1).
@@ -94,7 +104,8 @@ type Options struct {
 	// FallbackSQNR: a linear whose best SQNR (dB) is below it stays FP32
 	// (0 = never).
 	FallbackSQNR float64
-	// Threads for the alpha search's GEMMs (<=1: one).
+	// Threads for the alpha search's GEMMs (0 or 1: one; negative is an
+	// error).
 	Threads int
 	// Selector chooses the kernels of the calibration's GEMMs (the FP32
 	// reference output and the simulated u8 x s8 ones), as it does the
@@ -122,6 +133,9 @@ func (o Options) Validate() error {
 	if !o.Auto && !(o.Alpha >= 0 && o.Alpha <= 1) {
 		return bad("alpha %v not in [0,1]", o.Alpha)
 	}
+	if o.Threads < 0 {
+		return bad("threads %d is negative (0 or 1: one thread)", o.Threads)
+	}
 	if o.Grid != nil && len(o.Grid) == 0 {
 		return bad("empty alpha grid")
 	}
@@ -145,10 +159,19 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// FixedAlpha is the alpha a fixed-alpha quantization uses: Alpha, or
+// DefaultAlpha for a zero Alpha without AlphaSet.
+func (o Options) FixedAlpha() float64 {
+	if o.Alpha == 0 && !o.AlphaSet {
+		return DefaultAlpha
+	}
+	return o.Alpha
+}
+
 // grid returns the sorted, de-duplicated alphas to try.
 func (o Options) grid() []float64 {
 	if !o.Auto {
-		return []float64{o.Alpha}
+		return []float64{o.FixedAlpha()}
 	}
 	src := o.Grid
 	if src == nil {

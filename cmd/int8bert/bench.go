@@ -31,14 +31,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dtypes := fs.String("dtypes", "int8,fp32", "data types to measure")
 	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
 	shapes := fs.String("shapes", "", "MxKxN,... instead of the BERT shapes")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench gemm: unexpected arguments %q", fs.Args())
 	}
-	if *threads < 1 {
-		return fmt.Errorf("bench gemm: -threads must be >= 1, got %d", *threads)
+	if err := checkThreads("bench gemm", *threads); err != nil {
+		return err
 	}
 	if *reps < 1 || *repTime <= 0 || *peakTime <= 0 {
 		return fmt.Errorf("bench gemm: -reps, -rep-time and -peak-time must be positive")

@@ -31,7 +31,7 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
 	peakTime := fs.Duration("peak-time", 300*time.Millisecond, "time of the peak microbenchmark run before each precision (0: none)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *cpuProfile != "" {
@@ -56,12 +56,15 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return fmt.Errorf("bench model: %w", err)
 	}
-	if *seq < 1 || *batch < 1 || *threads < 1 || *reps < 1 || *minTime < 0 {
-		return fmt.Errorf("bench model: -seq, -batch, -threads and -reps must be positive")
+	if *seq < 1 || *batch < 1 || *reps < 1 || *minTime < 0 {
+		return fmt.Errorf("bench model: -seq, -batch and -reps must be positive")
+	}
+	if err := checkThreads("bench model", *threads); err != nil {
+		return err
 	}
 	o := bench.ModelOptions{Arch: *arch, Seq: *seq, Batch: *batch, Threads: *threads, Precisions: list,
 		MinTime: *minTime, Reps: *reps, PeakTime: *peakTime, Progress: func(s string) { fmt.Fprintln(stderr, s) }}
-	o.Quant.Alpha, o.Quant.Auto = a, auto
+	o.Quant.Alpha, o.Quant.AlphaSet, o.Quant.Auto = a, true, auto
 	if *peakTime <= 0 {
 		o.PeakTime = -1
 	}

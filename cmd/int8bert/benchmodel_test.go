@@ -97,5 +97,6 @@ func TestBenchModelErrors(t *testing.T) {
 	wantCLIError(t, "", "bench", "model", "--arch", arch, "--seq", "8", "--precision", "fp32,,int8-static")
 	wantCLIError(t, "", "bench", "model", "--arch", arch, "--seq", "8", "--alpha", "3")
 	wantCLIError(t, "", "bench", "model", "--arch", arch, "--seq", "8", "--reps", "0")
-	wantCLIError(t, "unexpected", bm("--arch", arch, "--seq", "8", "extra")...)
+	wantCLIError(t, "unexpected", "bench", "model", "--arch", arch, "--seq", "8", "extra")
+	wantCLIError(t, "flags go before the texts", bm("--arch", arch, "--seq", "8", "extra")...)
 }

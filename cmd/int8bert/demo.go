@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,14 +35,30 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	seq := fs.Int("seq", 128, "tokens per sequence in the speed test")
 	minTime := fs.Duration("min-time", time.Second, "least time spent timing each precision")
 	qf := addQuantFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("demo: unexpected arguments %q", fs.Args())
 	}
+	if err := checkThreads("demo", *threads); err != nil {
+		return err
+	}
 	if *qf.calib == "" {
 		*qf.calib = "assets/sst2/calib.tsv"
+	}
+	// The defaults are the files that ship in assets/: paths relative to
+	// the repository root, never Hugging Face model ids.
+	for _, f := range []struct {
+		flag, path string
+	}{{"model", *model}, {"calib", *qf.calib}} {
+		if isSet(fs, f.flag) {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			return fmt.Errorf("demo: no such file or folder %s (the demo's --%s, shipped in the repository's assets/): run the demo from the repository root, or give --%s",
+				f.path, f.flag, f.flag)
+		}
 	}
 	if *threads == 1 {
 		if unpin, _, err := pinThread(); err == nil {
@@ -57,10 +74,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer fp32.Close()
 	m := fp32.Model
 	cfg := m.Encoder.Config()
-	fmt.Fprintf(stdout, "model %s: %s%s, %d layers, hidden %d, %d heads, FFN %d, vocabulary %d (loaded in %v)\n",
-		*model, m.Family.Name, m.Task, cfg.Layers, cfg.Hidden, cfg.Heads, cfg.Intermediate, cfg.Vocab, time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "model %s: %s, %d layers, hidden %d, %d heads, FFN %d, vocabulary %d (loaded in %v)\n",
+		*model, m.Family.Describe(m.Task), cfg.Layers, cfg.Hidden, cfg.Heads, cfg.Intermediate, cfg.Vocab, time.Since(t0).Round(time.Millisecond))
 	if m.Task != encoder.TaskSequenceClassification {
-		return fmt.Errorf("demo: %s is a %s model; the demo needs a sequence classifier", *model, m.Task)
+		return fmt.Errorf("demo: %s is %s; the demo needs a sequence classifier", *model, m.Family.Describe(m.Task))
 	}
 	if m.Encoder.Precision().Int8() {
 		return fmt.Errorf("demo: %s is already an INT8 model; the demo quantizes an FP32 one", *model)
@@ -141,9 +158,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 
-	dir, err := encoder.ResolveModel(ctx, *model, "")
+	dir, err := (&encoder.Options{Logger: newLogger(stderr)}).Resolve(ctx, *model)
 	if err != nil {
-		return err
+		return fmt.Errorf("demo: %w", err)
 	}
 	seqLen := min(*seq, cfg.MaxSeq())
 	fmt.Fprintf(stdout, "\nspeed (seq %d, batch 1, %d thread(s), median of timed passes):\n", seqLen, *threads)

@@ -43,7 +43,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	limit := fs.Int("limit", 0, "evaluate only the first N examples (0: all)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	qf := addQuantFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *model == "" || *data == "" {
@@ -54,6 +54,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *batch < 1 {
 		return fmt.Errorf("eval: --batch must be >= 1")
+	}
+	if err := checkThreads("eval", *threads); err != nil {
+		return err
+	}
+	if err := checkMaxLength(fs, *maxLen); err != nil {
+		return err
 	}
 	list, err := encoder.ParsePrecisions(*precs)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/int8bert/int8bert/models"
@@ -16,8 +17,9 @@ import (
 // openModel opens model (a folder or a Hugging Face model id) through
 // models.Load with o on a new selector (with the default tuning cache),
 // which the caller closes after the pipeline; on failure it is closed.
+// The selector's notes go to o.Logger.
 func openModel(ctx context.Context, model string, o models.Options) (*models.Pipeline, *selector.Selector, error) {
-	sel, err := selector.New(selector.Options{})
+	sel, err := newSelector(o.Logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -28,6 +30,16 @@ func openModel(ctx context.Context, model string, o models.Options) (*models.Pip
 		return nil, nil, err
 	}
 	return p, sel, nil
+}
+
+// newSelector is a selector with the default tuning cache whose notes go
+// to log (nil: discarded).
+func newSelector(log *slog.Logger) (*selector.Selector, error) {
+	return selector.New(selector.Options{Warn: func(msg string) {
+		if log != nil {
+			log.Warn(msg, "component", "selector")
+		}
+	}})
 }
 
 // forwardInputs is the --inputs file: [batch][seq] arrays.
@@ -89,11 +101,17 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	threads := fs.Int("threads", 1, "threads per linear layer")
 	precision := fs.String("precision", "", "fp32, int8-static or int8-dynamic (default: as the model folder holds it; an FP32 model is quantized at load: int8-static needs --calib and a tokenizer in the folder)")
 	qf := addQuantFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("forward: unexpected arguments %q", fs.Args())
 	}
 	if *model == "" || *inputs == "" {
 		return fmt.Errorf("forward: --model and --inputs are required")
+	}
+	if err := checkThreads("forward", *threads); err != nil {
+		return err
 	}
 	prec, err := parsePrecisionFlag(*precision)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -49,16 +50,23 @@ func gatherInfo() infoReport {
 	return r
 }
 
-func runInfo(args []string, stdout, stderr io.Writer) error {
+func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("info", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	withPeak := fs.Bool("peak", false, "also measure the FP32 FMA, VNNI and BF16 peak of one core")
-	if err := fs.Parse(args); err != nil {
+	model := fs.String("model", "", "describe this model (folder or Hugging Face model id) instead of the host: family, task, precision, recipe, tuning state")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("info: unexpected arguments %q", fs.Args())
+	}
+	if *model != "" {
+		if *withPeak {
+			return fmt.Errorf("info: -peak measures the host; it does not go with --model")
+		}
+		return runInfoModel(ctx, *model, *asJSON, stdout, stderr)
 	}
 	r := gatherInfo()
 	if *withPeak {

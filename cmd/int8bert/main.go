@@ -7,7 +7,7 @@
 // JSON files):
 //
 //	int8bert demo [--model MODEL] [--data dev.tsv] [--threads 1] [--seq 128] [--min-time 1s]
-//	int8bert classify --model MODEL [--precision P] [--max-length N] [--batch 32] [text ...]
+//	int8bert classify --model MODEL [--precision P] [--max-length N] [--batch 32] [--lenient] [text ...]
 //	int8bert embed --model MODEL [--precision P] [--pooling mean|cls] [--normalize=true] [text ...]
 //	int8bert qa --model MODEL --question Q [--precision P] [--n-best 1] [--max-answer-length 30] [--doc-stride 128] [context ...]
 //	int8bert forward --model DIR --inputs FILE.json [--out FILE.json] [--precision P]
@@ -21,6 +21,7 @@
 // Measuring the host and the kernels:
 //
 //	int8bert info [-json] [-peak]
+//	int8bert info --model MODEL [-json]
 //	int8bert bench gemm [-json] [-threads 1] [-reps 5] [-rep-time 20ms] [-peak-time 300ms] [-dtypes int8,fp32] [-shapes MxKxN,...] [-pin=true]
 //	int8bert bench model --arch NAME|DIR --seq 256 --batch 1 --threads 1 --precision fp32,int8-static,int8-dynamic [--min-time 2s] [-json] [-cpuprofile F]
 //	int8bert tune [-json] [-threads 1] [-cache PATH] [-ops u8s8,f32] [-shapes MxKxN,...] [-epilogues KIND,...]
@@ -31,7 +32,19 @@
 // load (with --calib for int8-static), an INT8 artifact runs at its own
 // precision; the commands that load a model also take the quantize flags
 // (--calib, --alpha, --range, --fallback-sqnr). "int8bert <command> -h"
-// prints a command's flags. How the figures of info, bench and tune are
+// prints a command's flags.
+//
+// Flags go before the texts: a flag after them is refused (put "--"
+// before texts that start with "-"). classify, embed and qa write one
+// JSON object per input line, in order: a blank line gets
+// {"line": N, "text": "", "error": "blank line"}, and a line the model
+// refuses (invalid UTF-8) is an error naming it, or with --lenient such
+// an object, and the command goes on. --threads takes 1 to the number of
+// CPUs; --max-length, left out, is the model's longest sequence (at most
+// 512), given, 1 to that. A MODEL that looks like a path (./x, ../x, /x,
+// a file or folder that exists) is never looked up on the Hugging Face
+// hub. The library's notes and warnings (downloads, the tuning cache)
+// are logged to stderr. How the figures of info, bench and tune are
 // taken: docs/DESIGN.md section 7.
 package main
 
@@ -51,6 +64,8 @@ usage:
   int8bert demo [--model DIR-or-id]  quantize a small SST-2 model (shipped in assets/) or a hub model, and
                                  compare FP32, INT8-static and INT8-dynamic: predictions, accuracy, speed
   int8bert info [-json] [-peak]  CPU features, AMX permission, oneDNN version and ISA, measured peak
+  int8bert info --model DIR-or-id [-json]
+                                 a model's family, task, precision, INT8 recipe and tuning state
   int8bert bench gemm [flags]    every kernel and oneDNN, INT8 and FP32, on the BERT GEMM shapes
   int8bert tune [flags]          choose and cache the fastest correct kernel per BERT GEMM
   int8bert tune --model DIR      tune a model's own GEMMs (its warm-up) and write its tuning record
@@ -89,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "info":
-		return runInfo(args[1:], stdout, stderr)
+		return runInfo(ctx, args[1:], stdout, stderr)
 	case "classify", "embed", "qa":
 		return runTask(ctx, args[0], args[1:], os.Stdin, stdout, stderr)
 	case "forward":

@@ -47,7 +47,7 @@ func (q *quantFlags) options(stderr io.Writer, threads int) (encoder.QuantizeOpt
 	if err != nil {
 		return encoder.QuantizeOptions{}, err
 	}
-	o := encoder.QuantizeOptions{Options: smoothquant.Options{Alpha: a, Auto: auto, Range: *q.rangeKind,
+	o := encoder.QuantizeOptions{Options: smoothquant.Options{Alpha: a, AlphaSet: true, Auto: auto, Range: *q.rangeKind,
 		FallbackSQNR: *q.fallbackSQNR, Threads: threads}}
 	if *q.rangeKind == smoothquant.RangePercentile {
 		o.Percentile = *q.percentile
@@ -75,7 +75,7 @@ func (q *quantFlags) texts() ([]string, error) {
 // (PrecisionAsStored: as its folder holds it) with these flags; the
 // calibration texts are read for an INT8 precision only.
 func (q *quantFlags) modelOptions(prec encoder.Precision, threads, maxLen int, stderr io.Writer) (models.Options, error) {
-	o := models.Options{Threads: threads, MaxLength: maxLen, Precision: prec}
+	o := models.Options{Threads: threads, MaxLength: maxLen, Precision: prec, Logger: newLogger(stderr)}
 	if !prec.Int8() {
 		return o, nil
 	}
@@ -121,7 +121,7 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	threads := fs.Int("threads", 1, "threads for calibration and the alpha search")
 	asJSON := fs.Bool("json", false, "print the recipe as JSON")
 	qf := addQuantFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *model == "" || *out == "" {
@@ -129,6 +129,9 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("quantize: unexpected arguments %q", fs.Args())
+	}
+	if err := checkThreads("quantize", *threads); err != nil {
+		return err
 	}
 	m, err := smoothquant.ParseMode(*mode)
 	if err != nil {
@@ -141,7 +144,7 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *qf.calib == "" && prec == encoder.PrecisionInt8Static {
 		return fmt.Errorf("quantize: --mode static needs --calib FILE")
 	}
-	dir, err := encoder.ResolveModel(ctx, *model, "")
+	dir, err := (&encoder.Options{Logger: newLogger(stderr)}).Resolve(ctx, *model)
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,28 +13,85 @@ import (
 	"github.com/int8bert/int8bert/models/encoder"
 )
 
-// readLines reads the non-empty lines of r.
+// readLines reads every line of r (a final \r removed), blank ones
+// included, so that the output of classify, embed and qa lines up with
+// their input.
 func readLines(r io.Reader) ([]string, error) {
 	var out []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	for sc.Scan() {
-		if l := strings.TrimRight(sc.Text(), "\r"); strings.TrimSpace(l) != "" {
-			out = append(out, l)
-		}
+		out = append(out, strings.TrimRight(sc.Text(), "\r"))
 	}
 	return out, sc.Err()
 }
 
+// lineError is the output object of an input line without a result: a
+// blank line, or (with --lenient) a text the model refuses as bad input.
+// line is the line of stdin, or the position among the arguments, from 1.
+func lineError(line int, text, msg string) map[string]any {
+	return map[string]any{"line": line, "text": text, "error": msg}
+}
+
+// lineResults runs do on the texts of a chunk that are not blank and
+// returns one output object per text, in order: do's, or a lineError for a
+// blank text and, with lenient, for a text do refuses as bad input
+// (encoder.ErrInput); without lenient such a text is an error naming its
+// line. first is the line of texts[0].
+func lineResults(texts []string, first int, lenient bool, do func([]string) ([]map[string]any, error)) ([]map[string]any, error) {
+	out := make([]map[string]any, len(texts))
+	var idx []int
+	var live []string
+	for k, t := range texts {
+		if strings.TrimSpace(t) == "" {
+			out[k] = lineError(first+k, t, "blank line")
+			continue
+		}
+		idx = append(idx, k)
+		live = append(live, t)
+	}
+	if len(live) == 0 {
+		return out, nil
+	}
+	res, err := do(live)
+	if err == nil {
+		for j, k := range idx {
+			out[k] = res[j]
+		}
+		return out, nil
+	}
+	if !errors.Is(err, encoder.ErrInput) {
+		return nil, err
+	}
+	// Some text is bad input: run them one at a time to find which.
+	for j, k := range idx {
+		r, err := do(live[j : j+1])
+		switch {
+		case err == nil:
+			out[k] = r[0]
+		case !errors.Is(err, encoder.ErrInput):
+			return nil, err
+		case lenient:
+			out[k] = lineError(first+k, texts[k], err.Error())
+		default:
+			return nil, fmt.Errorf("line %d: %w (--lenient reports such lines and goes on)", first+k, err)
+		}
+	}
+	return out, nil
+}
+
 // runTask implements classify, embed and qa: texts from the arguments or,
-// without any, one per line on stdin; one JSON object per line out.
+// without any, one per line on stdin; one JSON object per input line out,
+// in order (a blank or, with --lenient, bad line gets an object with its
+// "line" and an "error").
 func runTask(ctx context.Context, task string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(task, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "model folder or Hugging Face model id")
-	threads := fs.Int("threads", 1, "threads per linear layer")
-	maxLen := fs.Int("max-length", 0, "longest encoding in tokens (default: the model's, at most 512)")
+	threads := fs.Int("threads", 1, "threads per linear layer (1 to the number of CPUs)")
+	maxLen := fs.Int("max-length", 0, "longest encoding in tokens, at most the model's (default: the model's, at most 512)")
 	batch := fs.Int("batch", 32, "texts per forward pass")
+	lenient := fs.Bool("lenient", false, "report a line the model refuses (such as invalid UTF-8) as an error object on its output line and go on (default: an error naming the line)")
 	pooling := fs.String("pooling", "mean", "embed: mean or cls")
 	normalize := fs.Bool("normalize", true, "embed: L2-normalise the vectors")
 	question := fs.String("question", "", "qa: the question (the context comes from the arguments or stdin)")
@@ -43,7 +101,7 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	precision := fs.String("precision", "", "fp32, int8-static or int8-dynamic (default: as the model folder holds it; an FP32 model is quantized at load)")
 	qf := addQuantFlags(fs)
 	cf := addClassifyFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	copts, err := cf.options()
@@ -59,6 +117,23 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	}
 	if *batch < 1 {
 		return fmt.Errorf("%s: --batch must be >= 1", task)
+	}
+	if err := checkThreads(task, *threads); err != nil {
+		return err
+	}
+	if err := checkMaxLength(fs, *maxLen); err != nil {
+		return err
+	}
+	if task == "qa" && *question == "" {
+		return fmt.Errorf("qa: --question is required")
+	}
+	pool := encoder.PoolMean
+	switch *pooling {
+	case "mean":
+	case "cls":
+		pool = encoder.PoolCLS
+	default:
+		return fmt.Errorf("embed: --pooling %q (mean or cls)", *pooling)
 	}
 	texts := fs.Args()
 	if len(texts) == 0 {
@@ -76,50 +151,49 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	defer sel.Close()
 	defer p.Close()
 	enc := json.NewEncoder(stdout)
+	var do func(chunk []string) ([]map[string]any, error)
 	switch task {
 	case "qa":
-		if *question == "" {
-			return fmt.Errorf("qa: --question is required")
-		}
-		for _, c := range texts {
-			ans, err := p.Answer(ctx, *question, c, encoder.QAOptions{NBest: *nbest, MaxAnswerLength: *maxAnswer, DocStride: *stride})
+		do = func(chunk []string) ([]map[string]any, error) {
+			ans, err := p.Answer(ctx, *question, chunk[0], encoder.QAOptions{NBest: *nbest, MaxAnswerLength: *maxAnswer, DocStride: *stride})
 			if err != nil {
-				return fmt.Errorf("qa: %w", err)
+				return nil, err
 			}
-			if err := enc.Encode(map[string]any{"question": *question, "answers": ans}); err != nil {
-				return err
-			}
+			return []map[string]any{{"question": *question, "answers": ans}}, nil
 		}
-		return nil
-	}
-	pool := encoder.PoolMean
-	switch *pooling {
-	case "mean":
-	case "cls":
-		pool = encoder.PoolCLS
-	default:
-		return fmt.Errorf("embed: --pooling %q (mean or cls)", *pooling)
-	}
-	for i := 0; i < len(texts); i += *batch {
-		chunk := texts[i:min(i+*batch, len(texts))]
-		if task == "classify" {
+		*batch = 1 // one context per call
+	case "classify":
+		do = func(chunk []string) ([]map[string]any, error) {
 			res, err := p.Classify(ctx, chunk, copts)
 			if err != nil {
-				return fmt.Errorf("classify: %w", err)
+				return nil, err
 			}
+			out := make([]map[string]any, len(res))
 			for k, r := range res {
-				if err := enc.Encode(cf.record(chunk[k], r)); err != nil {
-					return err
-				}
+				out[k] = cf.record(chunk[k], r)
 			}
-			continue
+			return out, nil
 		}
-		vecs, err := p.Embed(ctx, chunk, encoder.EmbedOptions{Pool: pool, Normalize: *normalize})
+	default:
+		do = func(chunk []string) ([]map[string]any, error) {
+			vecs, err := p.Embed(ctx, chunk, encoder.EmbedOptions{Pool: pool, Normalize: *normalize})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]map[string]any, len(vecs))
+			for k, v := range vecs {
+				out[k] = map[string]any{"text": chunk[k], "embedding": v}
+			}
+			return out, nil
+		}
+	}
+	for i := 0; i < len(texts); i += *batch {
+		objs, err := lineResults(texts[i:min(i+*batch, len(texts))], i+1, *lenient, do)
 		if err != nil {
-			return fmt.Errorf("embed: %w", err)
+			return fmt.Errorf("%s: %w", task, err)
 		}
-		for k, v := range vecs {
-			if err := enc.Encode(map[string]any{"text": chunk[k], "embedding": v}); err != nil {
+		for _, o := range objs {
+			if err := enc.Encode(o); err != nil {
 				return err
 			}
 		}

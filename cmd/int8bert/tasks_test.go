@@ -31,21 +31,26 @@ func TestClassifyCommand(t *testing.T) {
 	if err := runTask(context.Background(), "classify", []string{"--model", dir}, stdin, &out, &errb); err != nil {
 		t.Fatal(err, errb.String())
 	}
+	// The blank line keeps its place, as an error object.
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("%d lines, want 2:\n%s", len(lines), out.String())
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3:\n%s", len(lines), out.String())
 	}
-	want := []string{"positive", "negative"}
+	want := []string{"positive", "", "negative"}
 	for i, l := range lines {
 		var r struct {
 			Label string
 			Score float64
+			Error string
 		}
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.EqualFold(r.Label, want[i]) {
 			t.Errorf("line %d: label %q, want %q", i, r.Label, want[i])
+		}
+		if (want[i] == "") != (r.Error == "blank line") {
+			t.Errorf("line %d: error %q", i, r.Error)
 		}
 	}
 }

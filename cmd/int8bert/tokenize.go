@@ -31,7 +31,7 @@ func runTokenize(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	maxLen := fs.Int("max-length", 0, "truncate (longest first) to at most this many tokens, special tokens included; 0: no limit")
 	pad := fs.Bool("pad", false, "pad every line to -max-length")
 	noSpecial := fs.Bool("no-special", false, "leave out [CLS], [SEP], <s>, </s>...")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -108,14 +108,14 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	maxLength := fs.Int("max-length", 0, "with --model: the longest sequence in tokens (default: the model's, at most 512)")
 	maxTokens := fs.Int("max-tokens", 0, "with --model: the most tokens (batch x length) of one forward pass (default: max-batch x max-length)")
 	record := fs.Bool("record", true, "with --model: write the tuning record ("+encoder.TuningRecordFile+") into the model folder (a local folder only)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("tune: unexpected arguments %q", fs.Args())
 	}
-	if *threads < 1 {
-		return fmt.Errorf("tune: -threads must be >= 1, got %d", *threads)
+	if err := checkThreads("tune", *threads); err != nil {
+		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -16,7 +16,7 @@ import (
 
 // Family describes BERT to the shared loader.
 var Family = &encoder.Family{
-	Name: "bert", ModelTypes: []string{"bert"}, Classes: []string{"Bert"}, Prefix: "bert.",
+	Name: "bert", DisplayName: "BERT", ModelTypes: []string{"bert"}, Classes: []string{"Bert"}, Prefix: "bert.",
 	Config: func(c *checkpoint.Config) (encoder.Config, error) { return encoder.CommonConfig(c) },
 	Names:  encoder.BERTNames,
 	Pooler: &encoder.DenseSpec{Weight: "pooler.dense.weight", Bias: "pooler.dense.bias", Act: encoder.HeadTanh},

@@ -18,7 +18,7 @@ import (
 
 // Family describes DistilBERT to the shared loader.
 var Family = &encoder.Family{
-	Name: "distilbert", ModelTypes: []string{"distilbert"}, Classes: []string{"DistilBert"}, Prefix: "distilbert.",
+	Name: "distilbert", DisplayName: "DistilBERT", ModelTypes: []string{"distilbert"}, Classes: []string{"DistilBert"}, Prefix: "distilbert.",
 	Config: func(c *checkpoint.Config) (encoder.Config, error) {
 		// With sinusoidal_pos_embds the fixed table is still saved in the
 		// checkpoint, so it is read like a learned one.

@@ -23,6 +23,13 @@ func (m *TaskModel) saveArtifact(path string) error {
 	})
 }
 
+// fileMode is the mode of the files Save writes: readable by everyone, as
+// the model folder it copies from usually is (os.CreateTemp alone would
+// leave 0600, which a service running as another user cannot read).
+const fileMode = 0o644
+
+// writeAtomic writes path through a temporary file in the same folder,
+// renamed into place, with mode fileMode.
 func writeAtomic(path string, write func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
@@ -34,6 +41,9 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 			os.Remove(f.Name())
 		}
 	}()
+	if err = f.Chmod(fileMode); err != nil {
+		return err
+	}
 	if err = write(f); err != nil {
 		return fmt.Errorf("encoder: writing %s: %w", path, err)
 	}

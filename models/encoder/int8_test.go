@@ -581,7 +581,7 @@ func TestInt8ZeroChannel(t *testing.T) {
 		}
 	}
 	for _, p := range []encoder.Precision{encoder.PrecisionInt8Static, encoder.PrecisionInt8Dynamic} {
-		for _, o := range []smoothquant.Options{{Alpha: 0.5}, {Alpha: 1}, {Alpha: 0}, {Auto: true}} {
+		for _, o := range []smoothquant.Options{{Alpha: 0.5}, {Alpha: 1}, {Alpha: 0, AlphaSet: true}, {Auto: true}} {
 			name := fmt.Sprintf("%s alpha %v auto %v", p, o.Alpha, o.Auto)
 			q, err := m.Quantize(context.Background(), calibBatches(1000, 2), p, encoder.QuantizeOptions{Options: o})
 			if err != nil {

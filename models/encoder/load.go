@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/selector"
@@ -15,17 +21,23 @@ import (
 // Options control how a model is loaded and run: the one options type of
 // every loader (models.Load, bert.Load, distilbert.Load, xlmr.Load, Load,
 // NewTask). The zero value runs the model as its folder holds it, on the
-// calling goroutine, with the process-wide selector.
+// calling goroutine, with the process-wide selector, logging nothing. A
+// value outside a field's domain is an error (wrapping ErrConfig) that
+// names the value and the domain; zero always means the documented
+// default.
 type Options struct {
 	// Selector runs the linear layers; nil means a process-wide selector
 	// with the default tuning cache (SharedSelector).
 	Selector *selector.Selector
-	// Threads per linear layer (<= 1: the calling goroutine).
+	// Threads per linear layer: 0 is the default (one: the calling
+	// goroutine), else 1 to runtime.NumCPU() (more threads than CPUs
+	// only slow a GEMM down, docs/DESIGN.md section 7.2).
 	Threads int
 	// MaxLength bounds every encoding of the pipeline in tokens (special
 	// tokens included); longer single texts are truncated. 0 means the
-	// model's longest sequence, at most 512; more than the model takes is
-	// an error.
+	// model's longest sequence, at most 512; otherwise it must leave room
+	// for text after the tokenizer's special tokens and be at most the
+	// model's longest sequence.
 	MaxLength int
 	// MaxBatchTokens bounds the work of one forward pass of a pipeline
 	// call (Classify, ClassifyPairs, Embed, Answer) in tokens, rows x
@@ -40,7 +52,8 @@ type Options struct {
 	// folder as it is (FP32 weights, or an INT8 artifact). An INT8
 	// precision on an FP32 model quantizes it at load: int8-static needs
 	// Calib or CalibInputs; int8-dynamic without either quantizes without
-	// smoothing. An INT8 artifact runs only at its own precision.
+	// smoothing. An INT8 artifact runs only at its own precision. A value
+	// other than the four constants is an error.
 	Precision Precision
 	// Calib are the calibration texts of an at-load quantization
 	// (tokenized with the model's tokenizer, truncated to MaxLength).
@@ -49,45 +62,171 @@ type Options struct {
 	// folder without a tokenizer; they are used after Calib's batches.
 	CalibInputs []*Inputs
 	// Quant controls an at-load quantization (alpha, range, fallback,
-	// progress); its Source defaults to the path or id loaded.
+	// progress); its Source defaults to the path or id loaded. Its zero
+	// value is SmoothQuant's defaults (alpha smoothquant.DefaultAlpha).
 	Quant QuantizeOptions
 	// Profile, when set, accumulates where forward passes spend their
 	// time (of the FP32 model; Quant.Profile is the quantized model's).
 	Profile *Profile
+	// Logger receives the library's notes and warnings (downloads from
+	// the Hugging Face hub; the process-wide selector's notes about its
+	// tuning cache and oneDNN). nil discards them: the library never
+	// writes to stderr by itself.
+	Logger *slog.Logger
 }
 
-// check reports a bad option.
-func (o *Options) check() error {
+// discard is the logger of Options without one.
+var discard = slog.New(slog.DiscardHandler)
+
+// logger is o.Logger, or one that discards.
+func (o *Options) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return discard
+}
+
+// Check reports an option outside its domain, naming the value and the
+// domain (Load checks them first).
+func (o *Options) Check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("encoder: options: %s: %w", fmt.Sprintf(format, args...), ErrConfig)
+	}
+	if n := runtime.NumCPU(); o.Threads < 0 || o.Threads > n {
+		return bad("Threads %d: want 0 (the default: one thread) or 1 to %d (the CPUs this process may use)", o.Threads, n)
+	}
 	if o.MaxLength < 0 {
-		return fmt.Errorf("encoder: max length %d is negative: %w", o.MaxLength, ErrConfig)
+		return bad("MaxLength %d: want 0 (the model's longest sequence, at most 512) or a positive number of tokens", o.MaxLength)
+	}
+	if !o.Precision.valid() {
+		return bad("%v: want PrecisionAsStored, PrecisionFP32, PrecisionInt8Static or PrecisionInt8Dynamic", o.Precision)
+	}
+	return o.Quant.check()
+}
+
+// check reports a quantization option outside its domain (the SmoothQuant
+// ones are checked by smoothquant.Options.Validate when they are used).
+func (q *QuantizeOptions) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("encoder: quantize options: %s: %w", fmt.Sprintf(format, args...), ErrConfig)
+	}
+	switch n := runtime.NumCPU(); {
+	case q.Threads < 0 || q.Threads > n:
+		return bad("Threads %d: want 0 (the model's threads) or 1 to %d (the CPUs this process may use)", q.Threads, n)
+	case q.SampleRows < 0:
+		return bad("SampleRows %d: want 0 (256) or a positive number of rows", q.SampleRows)
+	case q.BatchSize < 0:
+		return bad("BatchSize %d: want 0 (8 texts) or a positive number of texts", q.BatchSize)
 	}
 	return nil
 }
 
-// SharedSelector is the process-wide selector the loaders use when
-// Options.Selector is nil: selector.Default, the one a calibration
-// without a selector of its own uses too, so that both share one tuning.
-func SharedSelector() (*selector.Selector, error) { return selector.Default() }
+var (
+	sharedOnce sync.Once
+	sharedSel  *selector.Selector
+	sharedErr  error
+	// sharedLog receives the shared selector's notes: the Logger of the
+	// latest load on the shared selector that gave one.
+	sharedLog atomic.Pointer[slog.Logger]
+)
 
-// selectorOf is o.Selector, or the shared one.
+// SharedSelector is the process-wide selector the loaders use when
+// Options.Selector is nil. Its notes (a stale tuning cache, an unusable
+// oneDNN) go to the Logger of the latest load that used it with one, and
+// are discarded before.
+func SharedSelector() (*selector.Selector, error) {
+	sharedOnce.Do(func() {
+		sharedSel, sharedErr = selector.New(selector.Options{Warn: func(msg string) {
+			if l := sharedLog.Load(); l != nil {
+				l.Warn(msg, "component", "selector")
+			}
+		}})
+	})
+	return sharedSel, sharedErr
+}
+
+// selectorOf is o.Selector, or the shared one (whose notes then go to
+// o.Logger).
 func (o *Options) selectorOf() (*selector.Selector, error) {
 	if o.Selector != nil {
 		return o.Selector, nil
+	}
+	if o.Logger != nil {
+		sharedLog.Store(o.Logger)
 	}
 	return SharedSelector()
 }
 
 // ResolveModel turns a folder or a Hugging Face model id into a local
 // folder holding config.json, the weights and the tokenizer, downloading
-// what the hub cache lacks (never with HF_HUB_OFFLINE=1).
+// what the hub cache lacks (never with HF_HUB_OFFLINE=1). What looks like
+// a path (LooksLikePath) is never looked up on the hub: a missing folder
+// is an error wrapping both ErrConfig and fs.ErrNotExist.
 func ResolveModel(ctx context.Context, pathOrID, revision string) (string, error) {
-	if st, err := os.Stat(pathOrID); err == nil && st.IsDir() {
-		return pathOrID, nil
+	return resolveModel(ctx, pathOrID, revision, discard)
+}
+
+// LooksLikePath reports whether s names a local file or folder rather than
+// a Hugging Face model id ("name" or "org/name"): it exists, it is empty,
+// starts with ".", "/" or "~", holds a backslash or more than one "/",
+// ends with "/", or its first element is an existing folder
+// ("assets/sst2-xlmr-mini" run from elsewhere than the repository root
+// is a missing folder, not a hub id).
+func LooksLikePath(s string) bool {
+	if s == "" || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") ||
+		strings.HasSuffix(s, "/") || strings.Contains(s, "\\") || strings.Count(s, "/") > 1 || filepath.IsAbs(s) {
+		return true
 	}
-	if pathOrID == "" || strings.HasPrefix(pathOrID, ".") || strings.HasPrefix(pathOrID, "/") {
-		return "", fmt.Errorf("encoder: model folder %q does not exist: %w", pathOrID, ErrConfig)
+	if _, err := os.Stat(s); err == nil {
+		return true
+	}
+	if first, _, ok := strings.Cut(s, "/"); ok {
+		if st, err := os.Stat(first); err == nil && st.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// Resolve checks the options and resolves pathOrID as ResolveModel does,
+// at o.Revision, logging downloads to o.Logger.
+func (o *Options) Resolve(ctx context.Context, pathOrID string) (string, error) {
+	if err := o.Check(); err != nil {
+		return "", err
+	}
+	return resolveModel(ctx, pathOrID, o.Revision, o.logger())
+}
+
+// resolveModel is ResolveModel, logging downloads to log.
+func resolveModel(ctx context.Context, pathOrID, revision string, log *slog.Logger) (string, error) {
+	st, err := os.Stat(pathOrID)
+	switch {
+	case err == nil && st.IsDir():
+		return pathOrID, nil
+	case err == nil:
+		return "", fmt.Errorf("encoder: %s is a file, not a model folder; give the folder that holds config.json and the weights: %w",
+			pathOrID, ErrConfig)
+	case LooksLikePath(pathOrID):
+		if pathOrID == "" {
+			return "", fmt.Errorf("encoder: no model folder or Hugging Face model id given: %w", ErrConfig)
+		}
+		return "", fmt.Errorf("encoder: no such model folder %s (%w): %w", pathOrID, fs.ErrNotExist, ErrConfig)
 	}
 	hub := checkpoint.NewHub()
+	hub.Progress = nil // the library writes nothing to stderr
+	started := map[string]bool{}
+	var mu sync.Mutex
+	hub.OnProgress = func(file string, done, total int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !started[file] {
+			started[file] = true
+			log.Info("downloading from the Hugging Face hub", "model", pathOrID, "file", file, "bytes", total)
+		}
+		if total >= 0 && done == total {
+			log.Info("downloaded", "model", pathOrID, "file", file, "bytes", done)
+		}
+	}
 	dir, err := hub.ResolveModel(ctx, pathOrID, revision)
 	if err != nil {
 		return "", fmt.Errorf("encoder: %q is not a folder, and as a Hugging Face model id: %w", pathOrID, err)
@@ -112,10 +251,7 @@ func ResolveModel(ctx context.Context, pathOrID, revision string) (string, error
 // xlmr.Load); callers that do not know the family use models.Load, which
 // reads it from config.json.
 func Load(ctx context.Context, pathOrID string, fam *Family, o Options) (*Pipeline, error) {
-	if err := o.check(); err != nil {
-		return nil, err
-	}
-	dir, err := ResolveModel(ctx, pathOrID, o.Revision)
+	dir, err := o.Resolve(ctx, pathOrID)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package encoder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,7 +58,11 @@ func loadPipeline(dir string, fam *Family, o Options) (*Pipeline, error) {
 func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 	for _, f := range []string{"tokenizer.json", "vocab.txt"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-			return tokenizer.Load(dir)
+			tok, err := tokenizer.Load(dir)
+			if err != nil {
+				return nil, fmt.Errorf("encoder: %w: %w", err, ErrConfig)
+			}
+			return tok, nil
 		}
 	}
 	return nil, nil
@@ -65,9 +70,12 @@ func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 
 // newPipeline pairs a loaded model and tokenizer (nil: none); maxLength 0
 // is the model's longest sequence, at most 512; maxBatchTokens 0 is
-// DefaultMaxBatchTokens.
+// DefaultMaxBatchTokens. The tokenizer must not produce an id outside the
+// model's embedding table, and maxLength must leave room for text after
+// the tokenizer's special tokens.
 func newPipeline(m *TaskModel, tok *tokenizer.Tokenizer, maxLength, maxBatchTokens int) (*Pipeline, error) {
-	most := m.Encoder.Config().MaxSeq()
+	cfg := m.Encoder.Config()
+	most := cfg.MaxSeq()
 	switch {
 	case maxBatchTokens < 0:
 		return nil, fmt.Errorf("encoder: max batch tokens %d is negative (0 means the default, %d): %w", maxBatchTokens, DefaultMaxBatchTokens, ErrConfig)
@@ -76,11 +84,23 @@ func newPipeline(m *TaskModel, tok *tokenizer.Tokenizer, maxLength, maxBatchToke
 	}
 	switch {
 	case maxLength < 0:
-		return nil, fmt.Errorf("encoder: max length %d is negative: %w", maxLength, ErrConfig)
+		return nil, fmt.Errorf("encoder: options: MaxLength %d: want 0 (the model's longest sequence, at most 512) or 1 to %d: %w",
+			maxLength, most, ErrConfig)
 	case maxLength > most:
-		return nil, fmt.Errorf("encoder: max length %d: the model takes at most %d tokens: %w", maxLength, most, ErrConfig)
+		return nil, fmt.Errorf("encoder: options: MaxLength %d: the model takes at most %d tokens (want 0 or up to %d): %w",
+			maxLength, most, most, ErrConfig)
 	case maxLength == 0:
 		maxLength = min(most, 512)
+	}
+	if tok != nil {
+		if n := tok.VocabSize(); n > cfg.Vocab {
+			return nil, fmt.Errorf("encoder: the tokenizer has ids 0 to %d, and the model's embedding table has %d rows (vocab_size %d): they do not belong together: %w",
+				n-1, cfg.Vocab, cfg.Vocab, ErrConfig)
+		}
+		if e, err := tok.Encode(""); err == nil && maxLength <= e.Len() {
+			return nil, fmt.Errorf("encoder: options: MaxLength %d leaves no room for text: the tokenizer adds %d special tokens (want more than %d, up to %d): %w",
+				maxLength, e.Len(), e.Len(), most, ErrConfig)
+		}
 	}
 	return &Pipeline{Model: m, Tok: tok, maxLength: maxLength, maxBatchTokens: maxBatchTokens}, nil
 }
@@ -118,9 +138,19 @@ func (p *Pipeline) encodeTexts(ctx context.Context, what string, texts []string)
 		return nil, err
 	}
 	o := tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst}
-	return encodeAll(ctx, len(texts),
+	encs, err := encodeAll(ctx, len(texts),
 		func(lo, hi int) ([]tokenizer.Encoding, error) { return tok.EncodeBatch(ctx, texts[lo:hi], o) },
 		func(i int) error { _, err := tok.Encode(texts[i], o); return err })
+	return encs, inputError(ctx, what, err)
+}
+
+// inputError marks a tokenizer's error about the texts of a call as bad
+// input (ErrInput); a cancelled context's error is returned as it is.
+func inputError(ctx context.Context, what string, err error) error {
+	if err == nil || (ctx.Err() != nil && errors.Is(err, ctx.Err())) {
+		return err
+	}
+	return fmt.Errorf("encoder: %s: %w: %w", what, err, ErrInput)
 }
 
 // Classification is one text's prediction, as the Hugging Face
@@ -183,14 +213,14 @@ func (p *Pipeline) ClassifyPairs(ctx context.Context, pairs []tokenizer.Pair, o 
 		func(lo, hi int) ([]tokenizer.Encoding, error) { return tok.EncodePairBatch(ctx, pairs[lo:hi], to) },
 		func(i int) error { _, err := tok.EncodePair(pairs[i].A, pairs[i].B, to); return err })
 	if err != nil {
-		return nil, err
+		return nil, inputError(ctx, "classify pairs", err)
 	}
 	return p.classify(ctx, encs, o)
 }
 
 func (p *Pipeline) needClassifier(o ClassifyOptions) error {
 	if p.Model.Task != TaskSequenceClassification {
-		return fmt.Errorf("encoder: classify: the model is %s%s, not a sequence classifier: %w", p.Model.Family.Name, p.Model.Task, ErrConfig)
+		return fmt.Errorf("encoder: classify: the model is %s, not a sequence classifier: %w", p.Model.Family.Describe(p.Model.Task), ErrConfig)
 	}
 	return o.validate()
 }
@@ -219,6 +249,17 @@ const (
 	PoolCLS
 )
 
+// String is "mean", "cls", or "Pooling(N)" for a value other than the two.
+func (p Pooling) String() string {
+	switch p {
+	case PoolMean:
+		return "mean"
+	case PoolCLS:
+		return "cls"
+	}
+	return fmt.Sprintf("Pooling(%d)", int(p))
+}
+
 // EmbedOptions control Embed.
 type EmbedOptions struct {
 	// Pool is how token states become one vector (PoolMean by default).
@@ -235,7 +276,7 @@ func (p *Pipeline) Embed(ctx context.Context, texts []string, o EmbedOptions) ([
 	}
 	defer p.Model.leave()
 	if o.Pool != PoolMean && o.Pool != PoolCLS {
-		return nil, fmt.Errorf("encoder: embed: pooling %d (want PoolMean or PoolCLS): %w", o.Pool, ErrInput)
+		return nil, fmt.Errorf("encoder: embed: %v: want PoolMean (0, the default) or PoolCLS (1): %w", o.Pool, ErrInput)
 	}
 	encs, err := p.encodeTexts(ctx, "embed", texts)
 	if err != nil {
@@ -295,7 +336,7 @@ func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o Q
 	}
 	defer p.Model.leave()
 	if p.Model.Task != TaskQuestionAnswering {
-		return nil, fmt.Errorf("encoder: answer: the model is %s%s, not question answering: %w", p.Model.Family.Name, p.Model.Task, ErrConfig)
+		return nil, fmt.Errorf("encoder: answer: the model is %s, not question answering: %w", p.Model.Family.Describe(p.Model.Task), ErrConfig)
 	}
 	if o.NBest <= 0 {
 		o.NBest = 1
@@ -314,7 +355,7 @@ func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o Q
 	first, err := tok.EncodePair(question, contextText, tokenizer.Options{
 		MaxLength: p.maxLength, Truncation: tokenizer.OnlySecond, Stride: o.DocStride, Overflow: true})
 	if err != nil {
-		return nil, fmt.Errorf("encoder: answer: %w", err)
+		return nil, inputError(ctx, "answer", err)
 	}
 	windows := append([]tokenizer.Encoding{first}, first.Overflowing...)
 	seqs := make([]tokens, len(windows))
@@ -416,6 +457,9 @@ func (p *Pipeline) quantize(ctx context.Context, texts []string, extra []*Inputs
 		return nil, err
 	}
 	defer p.Model.leave()
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	for i, t := range texts {
 		if strings.TrimSpace(t) == "" {
 			return nil, fmt.Errorf("encoder: calibration text %d is empty: %w", i+1, ErrInput)

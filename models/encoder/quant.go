@@ -34,9 +34,12 @@ const (
 	PrecisionInt8Dynamic
 )
 
-// String is the precision's name on the command line.
+// String is the precision's name on the command line; a value other than
+// the four constants is "Precision(N)".
 func (p Precision) String() string {
 	switch p {
+	case PrecisionAsStored:
+		return "as-stored"
 	case PrecisionFP32:
 		return "fp32"
 	case PrecisionInt8Static:
@@ -44,8 +47,11 @@ func (p Precision) String() string {
 	case PrecisionInt8Dynamic:
 		return "int8-dynamic"
 	}
-	return "as-stored"
+	return fmt.Sprintf("Precision(%d)", int(p))
 }
+
+// valid reports whether p is one of the four constants.
+func (p Precision) valid() bool { return p >= PrecisionAsStored && p <= PrecisionInt8Dynamic }
 
 // Int8 reports whether p is an INT8 precision.
 func (p Precision) Int8() bool { return p == PrecisionInt8Static || p == PrecisionInt8Dynamic }
@@ -317,6 +323,9 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	if m.Encoder.prec != PrecisionFP32 {
 		return nil, fmt.Errorf("encoder: the model is already %s: %w", m.Encoder.prec, ErrConfig)
 	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	o.Mode = p.Mode()
 	if o.Threads == 0 {
 		o.Threads = m.Encoder.threads
@@ -338,7 +347,7 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 		return nil, fmt.Errorf("encoder: int8-static needs calibration data: %w", smoothquant.ErrCalibration)
 	default:
 		// Dynamic without data: no smoothing (quantizeLayers).
-		o.Alpha, o.Auto = 0, false
+		o.Alpha, o.AlphaSet, o.Auto = 0, true, false
 		cal = &Calibration{}
 	}
 	tensors, layers, err := m.Encoder.quantizeLayers(ctx, cal, o)
@@ -365,7 +374,7 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 		}
 		tensors[n] = checkpoint.Float32Tensor(shape, v)
 	}
-	alpha := strconv.FormatFloat(o.Alpha, 'g', -1, 64)
+	alpha := strconv.FormatFloat(o.FixedAlpha(), 'g', -1, 64)
 	if o.Auto {
 		alpha = "auto"
 	}
@@ -424,7 +433,7 @@ func buildTaskInt8(st int8Source, closer io.Closer, cfg *checkpoint.Config, ec C
 		return nil, err
 	}
 	if r.Family != "" && r.Family != fam.Name {
-		return nil, fmt.Errorf("encoder: the artifact was made for %s, not %s: %w", r.Family, fam.Name, ErrConfig)
+		return nil, fmt.Errorf("encoder: the artifact was made for the %s family, not %s (%s): %w", r.Family, fam.Display(), fam.Name, ErrConfig)
 	}
 	if want := ec.Layers * numLin; len(r.Layers) != want {
 		return nil, fmt.Errorf("encoder: the artifact's recipe lists %d linears, the config's %d layers have %d: %w",

@@ -37,6 +37,18 @@ func (t Task) String() string {
 	return "Model"
 }
 
+// Head names the task's head in words for messages ("a sequence
+// classification head", "no head").
+func (t Task) Head() string {
+	switch t {
+	case TaskSequenceClassification:
+		return "a sequence classification head"
+	case TaskQuestionAnswering:
+		return "a question answering head"
+	}
+	return "no head"
+}
+
 // DenseSpec names one dense layer of a head.
 type DenseSpec struct {
 	Weight, Bias string
@@ -46,10 +58,14 @@ type DenseSpec struct {
 // Family describes one model family to the shared loader: how its
 // config.json maps onto Config, its tensor names, and its heads.
 type Family struct {
-	// Name is the family ("bert", "distilbert", "xlm-roberta"); ModelTypes
-	// are the config.json model_type values it accepts.
+	// Name is the family ("bert", "distilbert", "xlm-roberta"), as the
+	// INT8 artifact's recipe records it; ModelTypes are the config.json
+	// model_type values it accepts.
 	Name       string
 	ModelTypes []string
+	// DisplayName is the family's name in messages ("BERT", "DistilBERT",
+	// "XLM-RoBERTa"); "" means Name.
+	DisplayName string
 	// Classes are the prefixes of its Hugging Face class names ("Bert" of
 	// BertModel, BertForSequenceClassification, ...), which config.json's
 	// architectures list.
@@ -119,6 +135,20 @@ type TaskOutput struct {
 	StartLogits, EndLogits []float32
 }
 
+// Display is the family's name in messages: DisplayName, else Name.
+func (f *Family) Display() string {
+	if f.DisplayName != "" {
+		return f.DisplayName
+	}
+	return f.Name
+}
+
+// Describe names a model of the family with task t for a user:
+// "XLM-RoBERTa with a sequence classification head (XLMRobertaForSequenceClassification)".
+func (f *Family) Describe(t Task) string {
+	return fmt.Sprintf("%s with %s (%s%s)", f.Display(), t.Head(), f.Classes[0], t)
+}
+
 // tasks are the heads a checkpoint can carry, in Task order.
 var tasks = []Task{TaskBase, TaskSequenceClassification, TaskQuestionAnswering}
 
@@ -170,7 +200,7 @@ func declaredTask(cfg *checkpoint.Config, fam *Family) (t Task, ok bool, err err
 		return t, true, nil
 	}
 	return 0, false, fmt.Errorf("architecture %s (model_type %q) is not supported; %s supports %s: %w",
-		arch, cfg.ModelType, fam.Name, strings.Join(fam.Architectures(), ", "), ErrConfig)
+		arch, cfg.ModelType, fam.Display(), strings.Join(fam.Architectures(), ", "), ErrConfig)
 }
 
 // loadTask opens the checkpoint folder dir (config.json and weights) as a
@@ -181,11 +211,11 @@ func declaredTask(cfg *checkpoint.Config, fam *Family) (t Task, ok bool, err err
 func loadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 	cfg, err := checkpoint.LoadConfig(dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encoder: %w: %w", err, ErrConfig)
 	}
 	// Without a model_type, the architecture must be the family's.
 	if cfg.ModelType != "" && !fam.HasModelType(cfg.ModelType) {
-		return nil, fmt.Errorf("encoder: %s: model_type %q is not %s (%v): %w", dir, cfg.ModelType, fam.Name, fam.ModelTypes, ErrConfig)
+		return nil, fmt.Errorf("encoder: %s: model_type %q is not %s (%v): %w", dir, cfg.ModelType, fam.Display(), fam.ModelTypes, ErrConfig)
 	}
 	want, declared, err := declaredTask(cfg, fam)
 	if err != nil {
@@ -193,7 +223,7 @@ func loadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 	}
 	if cfg.ModelType == "" && !declared {
 		return nil, fmt.Errorf("encoder: %s: config.json names neither a model_type nor architectures (%s takes model_type %v): %w",
-			dir, fam.Name, fam.ModelTypes, ErrConfig)
+			dir, fam.Display(), fam.ModelTypes, ErrConfig)
 	}
 	ec, err := fam.Config(cfg)
 	if err != nil {
@@ -216,7 +246,7 @@ func loadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 	} else {
 		ck, err := checkpoint.Open(dir)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("encoder: %w: %w", err, ErrConfig)
 		}
 		if m, err = buildTask(ck, ck, cfg, ec, fam, sel, o, nil); err != nil {
 			ck.Close()
@@ -237,6 +267,9 @@ func loadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 // architecture); models.Load opens folders and hub ids. Close does not
 // close src.
 func NewTask(src Source, cfg *checkpoint.Config, fam *Family, o Options) (*TaskModel, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
 	ec, err := fam.Config(cfg)
 	if err != nil {
 		return nil, err
@@ -330,7 +363,7 @@ func buildTask(src Source, closer io.Closer, cfg *checkpoint.Config, ec Config, 
 	}
 	if err == nil {
 		if extra := l.Unexpected(); len(extra) > 0 {
-			err = fmt.Errorf("encoder: unexpected tensors for %s%s: %s: %w", fam.Name, m.Task, strings.Join(extra, ", "), ErrConfig)
+			err = fmt.Errorf("encoder: unexpected tensors for %s: %s: %w", fam.Describe(m.Task), strings.Join(extra, ", "), ErrConfig)
 		}
 	}
 	if err != nil {

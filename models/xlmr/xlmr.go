@@ -18,7 +18,7 @@ import (
 
 // Family describes XLM-RoBERTa to the shared loader.
 var Family = &encoder.Family{
-	Name: "xlm-roberta", ModelTypes: []string{"xlm-roberta", "roberta"}, Classes: []string{"XLMRoberta", "Roberta"}, Prefix: "roberta.",
+	Name: "xlm-roberta", DisplayName: "XLM-RoBERTa", ModelTypes: []string{"xlm-roberta", "roberta"}, Classes: []string{"XLMRoberta", "Roberta"}, Prefix: "roberta.",
 	Config: func(c *checkpoint.Config) (encoder.Config, error) {
 		ec, err := encoder.CommonConfig(c)
 		if err != nil {

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/int8bert/int8bert/models"
+	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/smoothquant"
+)
+
+// modelReport is what "int8bert info --model DIR -json" prints.
+type modelReport struct {
+	Model string `json:"model"`
+	// Family is the display name ("XLM-RoBERTa"), FamilyID the recipe's
+	// ("xlm-roberta").
+	Family       string   `json:"family"`
+	FamilyID     string   `json:"family_id"`
+	Architecture string   `json:"architecture"`
+	Task         string   `json:"task"`
+	Labels       []string `json:"labels,omitempty"`
+	Precision    string   `json:"precision"`
+	Layers       int      `json:"layers"`
+	Hidden       int      `json:"hidden"`
+	Heads        int      `json:"heads"`
+	Intermediate int      `json:"intermediate"`
+	Vocab        int      `json:"vocab"`
+	MaxSeq       int      `json:"max_seq"`
+	Tokenizer    bool     `json:"tokenizer"`
+	// Recipe is the INT8 artifact's, nil for FP32 weights.
+	Recipe *recipeSummary `json:"recipe,omitempty"`
+	Tuning tuningState    `json:"tuning"`
+}
+
+// recipeSummary is an artifact's recipe with its per-linear alphas and
+// SQNRs summed up.
+type recipeSummary struct {
+	Mode         string  `json:"mode"`
+	Alpha        string  `json:"alpha"`
+	Range        string  `json:"range"`
+	Percentile   float64 `json:"percentile,omitempty"`
+	FallbackSQNR float64 `json:"fallback_sqnr_db,omitempty"`
+	CalibTexts   int     `json:"calib_texts"`
+	CalibRows    int     `json:"calib_rows"`
+	CalibHash    string  `json:"calib_sha256"`
+	Source       string  `json:"source"`
+	Created      string  `json:"created"`
+	Linears      int     `json:"linears"`
+	// Alphas counts the linears per alpha.
+	Alphas map[string]int `json:"alphas"`
+	// Fallback counts the linears kept in FP32, Folded the O projections
+	// whose smoothing is folded into V.
+	Fallback int `json:"fallback"`
+	Folded   int `json:"folded"`
+	// MinSQNR and MedianSQNR are over the quantized linears (dB; null
+	// when all are exact).
+	MinSQNR    *float64          `json:"min_sqnr_db"`
+	MedianSQNR *float64          `json:"median_sqnr_db"`
+	Versions   map[string]string `json:"versions,omitempty"`
+}
+
+// tuningState says what the tuning cache holds for the model's linear
+// layers.
+type tuningState struct {
+	// Cache is the cache file ("" when the cache is off).
+	Cache string `json:"cache"`
+	// State is "off", "missing", "unreadable", "ignored" or "valid".
+	State string `json:"state"`
+	// Why says why a cache is unreadable or ignored.
+	Why string `json:"why,omitempty"`
+	// Op is the operation of the model's linears (u8s8 or f32), Shapes
+	// their K x N shapes, Entries the cached choices for them, and
+	// MBuckets the row-count buckets they cover.
+	Op       string   `json:"op"`
+	Shapes   []string `json:"shapes"`
+	Entries  int      `json:"entries"`
+	MBuckets []int    `json:"m_buckets,omitempty"`
+}
+
+// runInfoModel implements "int8bert info --model DIR": the model as Load
+// reads it, without running it.
+func runInfoModel(ctx context.Context, model string, asJSON bool, stdout, stderr io.Writer) error {
+	log := newLogger(stderr)
+	p, sel, err := openModel(ctx, model, models.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("info: %w", err)
+	}
+	defer sel.Close()
+	defer p.Close()
+	m := p.Model
+	cfg := m.Encoder.Config()
+	r := modelReport{Model: model, Family: m.Family.Display(), FamilyID: m.Family.Name,
+		Architecture: m.Family.Classes[0] + m.Task.String(), Task: m.Task.Head(), Labels: m.Labels,
+		Precision: m.Encoder.Precision().String(), Layers: cfg.Layers, Hidden: cfg.Hidden, Heads: cfg.Heads,
+		Intermediate: cfg.Intermediate, Vocab: cfg.Vocab, MaxSeq: cfg.MaxSeq(), Tokenizer: p.Tok != nil}
+	if rec := m.Encoder.Recipe(); rec != nil {
+		r.Recipe = summarize(rec)
+	}
+	op := selector.OpF32
+	if m.Encoder.Precision().Int8() {
+		op = selector.OpU8S8
+	}
+	r.Tuning = tuning(sel, op, cfg)
+	if asJSON {
+		return writeJSON(stdout, r)
+	}
+	fmt.Fprintf(stdout, "model:     %s\n", r.Model)
+	fmt.Fprintf(stdout, "family:    %s (%s)\n", r.Family, r.FamilyID)
+	task := fmt.Sprintf("%s: %s", r.Architecture, r.Task)
+	if len(r.Labels) > 0 {
+		task += fmt.Sprintf(", labels %s", strings.Join(r.Labels, ", "))
+	}
+	fmt.Fprintf(stdout, "task:      %s\n", task)
+	fmt.Fprintf(stdout, "precision: %s\n", r.Precision)
+	tok := "tokenizer"
+	if !r.Tokenizer {
+		tok = "no tokenizer (token ids only)"
+	}
+	fmt.Fprintf(stdout, "shape:     %d layers, hidden %d, %d heads, FFN %d, vocabulary %d, at most %d tokens; %s\n",
+		r.Layers, r.Hidden, r.Heads, r.Intermediate, r.Vocab, r.MaxSeq, tok)
+	if s := r.Recipe; s != nil {
+		fmt.Fprintf(stdout, "recipe:    mode %s, alpha %s (%s), range %s\n", s.Mode, s.Alpha, alphaText(s.Alphas), rangeText(s))
+		fmt.Fprintf(stdout, "           %d linears: %d kept in FP32, %d with smoothing folded into V; SQNR min %s, median %s dB\n",
+			s.Linears, s.Fallback, s.Folded, dbText(s.MinSQNR), dbText(s.MedianSQNR))
+		fmt.Fprintf(stdout, "           calibration: %d texts, %d tokens, sha256 %s\n", s.CalibTexts, s.CalibRows, orDash(s.CalibHash))
+		fmt.Fprintf(stdout, "           made from %s on %s\n", orDash(s.Source), s.Created)
+	} else {
+		fmt.Fprintln(stdout, "recipe:    none (FP32 weights; an INT8 precision quantizes them at load)")
+	}
+	t := r.Tuning
+	switch t.State {
+	case "off":
+		fmt.Fprintf(stdout, "tuning:    cache off (%s=off): every process tunes each shape on its first call\n", selector.EnvCache)
+	case "missing":
+		fmt.Fprintf(stdout, "tuning:    no cache yet at %s: each shape is tuned on its first call (int8bert tune fills the cache)\n", t.Cache)
+	case "unreadable", "ignored":
+		fmt.Fprintf(stdout, "tuning:    cache %s %s: %s\n", t.Cache, t.State, t.Why)
+	default:
+		fmt.Fprintf(stdout, "tuning:    cache %s: %d choices for the model's %s linears (%s), row buckets %s\n",
+			t.Cache, t.Entries, t.Op, strings.Join(t.Shapes, ", "), intsText(t.MBuckets))
+	}
+	return nil
+}
+
+// summarize sums up a recipe.
+func summarize(r *smoothquant.Recipe) *recipeSummary {
+	s := &recipeSummary{Mode: r.Mode, Alpha: r.Alpha, Range: r.Range, Percentile: r.Percentile, FallbackSQNR: r.FallbackSQNR,
+		CalibTexts: r.CalibTexts, CalibRows: r.CalibRows, CalibHash: r.CalibHash, Source: r.Source,
+		Created: r.Created.Format("2006-01-02 15:04:05 MST"), Linears: len(r.Layers), Alphas: map[string]int{}, Versions: r.Versions}
+	if s.Range == "" {
+		s.Range = smoothquant.RangeMax
+	}
+	var sqnr []float64
+	for _, l := range r.Layers {
+		s.Alphas[fmt.Sprintf("%g", l.Alpha)]++
+		if l.Fallback {
+			s.Fallback++
+		}
+		if l.Folded {
+			s.Folded++
+		}
+		if !l.Fallback && !math.IsInf(l.SQNR, 1) && !math.IsNaN(l.SQNR) {
+			sqnr = append(sqnr, l.SQNR)
+		}
+	}
+	if len(sqnr) > 0 {
+		sort.Float64s(sqnr)
+		lo, med := sqnr[0], sqnr[len(sqnr)/2]
+		s.MinSQNR, s.MedianSQNR = &lo, &med
+	}
+	return s
+}
+
+// tuning reads the selector's cache file and counts its choices for the
+// linear layers of a model of shape cfg on operation op.
+func tuning(sel *selector.Selector, op string, cfg encoder.Config) tuningState {
+	h, inter := cfg.Hidden, cfg.Intermediate
+	shapes := [][2]int{{h, 3 * h}, {h, h}, {h, inter}, {inter, h}} // K x N: QKV, O, FFN1, FFN2
+	t := tuningState{Cache: sel.CachePath(), Op: op}
+	for _, s := range shapes {
+		t.Shapes = append(t.Shapes, fmt.Sprintf("%dx%d", s[0], s[1]))
+	}
+	if t.Cache == "" {
+		t.State = "off"
+		return t
+	}
+	f, err := selector.LoadCacheFile(t.Cache)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		t.State = "missing"
+		return t
+	case err != nil:
+		t.State, t.Why = "unreadable", err.Error()
+		return t
+	}
+	c, why := f.Section(sel.Header())
+	if c == nil {
+		t.State, t.Why = "ignored", why+" (re-tuned on first use)"
+		return t
+	}
+	t.State = "valid"
+	buckets := map[int]bool{}
+	for key := range c.Entries {
+		var kop string
+		var m, k, n int
+		if _, err := fmt.Sscanf(key, "%s m=%d k=%d n=%d", &kop, &m, &k, &n); err != nil || kop != op {
+			continue
+		}
+		for _, s := range shapes {
+			if s == [2]int{k, n} {
+				t.Entries++
+				buckets[m] = true
+				break
+			}
+		}
+	}
+	for m := range buckets {
+		t.MBuckets = append(t.MBuckets, m)
+	}
+	sort.Ints(t.MBuckets)
+	return t
+}
+
+func alphaText(alphas map[string]int) string {
+	var keys []string
+	for k := range alphas {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s on %d", k, alphas[k]))
+	}
+	return "per linear: " + strings.Join(parts, ", ")
+}
+
+func rangeText(s *recipeSummary) string {
+	out := s.Range
+	if s.Range == smoothquant.RangePercentile {
+		out += fmt.Sprintf(" %g", s.Percentile)
+	}
+	if s.FallbackSQNR != 0 {
+		out += fmt.Sprintf(", FP32 fallback below %g dB", s.FallbackSQNR)
+	}
+	return out
+}
+
+func dbText(v *float64) string {
+	if v == nil {
+		return "exact"
+	}
+	return fmt.Sprintf("%.1f", *v)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func intsText(v []int) string {
+	if len(v) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ", ")
+}
