@@ -234,30 +234,42 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}
-	st := s.Stats()
 	if *asJSON {
-		type jsonChoice struct {
-			selector.Choice
-			FromCache bool `json:"from_cache"`
-		}
-		out := struct {
-			Header  selector.Header `json:"header"`
-			Cache   string          `json:"cache"`
-			Tuned   int             `json:"tuned"`
-			Cached  int             `json:"from_cache"`
-			Choices []jsonChoice    `json:"choices"`
-		}{Header: s.Header(), Cache: s.CachePath(), Tuned: st.Tuned, Cached: st.FromCache}
-		for _, c := range choices {
-			out.Choices = append(out.Choices, jsonChoice{c, c.FromCache})
-		}
-		return writeJSON(stdout, out)
+		return writeTuneJSON(stdout, s, "", choices)
 	}
-	where := s.CachePath()
-	if where == "" {
-		where = "off"
-	}
-	fmt.Fprintf(stdout, "%d keys: %d tuned, %d from the cache; cache: %s\n", len(choices), st.Tuned, st.FromCache, where)
+	st := s.Stats()
+	fmt.Fprintf(stdout, "%d keys: %d tuned, %d from the cache; cache: %s\n", len(choices), st.Tuned, st.FromCache, cacheName(s))
 	return nil
+}
+
+// writeTuneJSON prints tune's JSON report: the selector's header, its
+// cache, the tuning record written (if any) and every choice.
+func writeTuneJSON(stdout io.Writer, s *selector.Selector, record string, choices []selector.Choice) error {
+	type jsonChoice struct {
+		selector.Choice
+		FromCache bool `json:"from_cache"`
+	}
+	st := s.Stats()
+	out := struct {
+		Header  selector.Header `json:"header"`
+		Cache   string          `json:"cache"`
+		Record  string          `json:"record,omitempty"`
+		Tuned   int             `json:"tuned"`
+		Cached  int             `json:"from_cache"`
+		Choices []jsonChoice    `json:"choices"`
+	}{Header: s.Header(), Cache: s.CachePath(), Record: record, Tuned: st.Tuned, Cached: st.FromCache}
+	for _, c := range choices {
+		out.Choices = append(out.Choices, jsonChoice{c, c.FromCache})
+	}
+	return writeJSON(stdout, out)
+}
+
+// cacheName is the selector's cache file, or "off".
+func cacheName(s *selector.Selector) string {
+	if where := s.CachePath(); where != "" {
+		return where
+	}
+	return "off"
 }
 
 // tuneModel warms the model up on s (every key of its forward passes
@@ -296,32 +308,13 @@ func tuneModel(ctx context.Context, s *selector.Selector, model string, threads 
 			fmt.Fprintf(stderr, "note: %s is not a local folder; no tuning record written (the choices are in the cache)\n", model)
 		}
 	}
-	st := s.Stats()
 	if asJSON {
-		type jsonChoice struct {
-			selector.Choice
-			FromCache bool `json:"from_cache"`
-		}
-		out := struct {
-			Header  selector.Header `json:"header"`
-			Cache   string          `json:"cache"`
-			Record  string          `json:"record,omitempty"`
-			Tuned   int             `json:"tuned"`
-			Cached  int             `json:"from_cache"`
-			Choices []jsonChoice    `json:"choices"`
-		}{Header: s.Header(), Cache: s.CachePath(), Record: recPath, Tuned: st.Tuned, Cached: st.FromCache}
-		for _, c := range choices {
-			out.Choices = append(out.Choices, jsonChoice{c, c.FromCache})
-		}
-		return writeJSON(stdout, out)
+		return writeTuneJSON(stdout, s, recPath, choices)
 	}
-	where := s.CachePath()
-	if where == "" {
-		where = "off"
-	}
+	st := s.Stats()
 	if recPath == "" {
 		recPath = "none"
 	}
-	fmt.Fprintf(stdout, "%d keys: %d tuned, %d from the cache or record; cache: %s; record: %s\n", len(choices), st.Tuned, st.FromCache, where, recPath)
+	fmt.Fprintf(stdout, "%d keys: %d tuned, %d from the cache or record; cache: %s; record: %s\n", len(choices), st.Tuned, st.FromCache, cacheName(s), recPath)
 	return nil
 }
