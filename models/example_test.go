@@ -36,6 +36,32 @@ func ExampleLoad() {
 	// negative
 }
 
+// A service warms its model up at load, so that no request pays for
+// kernel tuning: every shape of up to 8 texts of 64 tokens is tuned before
+// Load returns (Save then stores the choices next to an INT8 model, and a
+// later Load on this CPU starts warm). The warm-up takes a while, so this
+// example is compiled but not run by go test; TestLoadWarmupOption runs
+// the same option on a private selector.
+func ExampleLoad_warmup() {
+	ctx := context.Background()
+	p, err := models.Load(ctx, "../assets/sst2-xlmr-mini", models.Options{
+		Precision: models.PrecisionInt8Dynamic,
+		Threads:   1,
+		Warmup:    &models.WarmupOptions{MaxBatch: 8, MaxLength: 64},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	res, err := p.Classify(ctx, []string{"an utterly charming film ."}, models.ClassifyOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res[0].Label)
+}
+
 // Sentence embeddings: mean of the token states, L2-normalised.
 func ExamplePipeline_Embed() {
 	ctx := context.Background()

@@ -73,6 +73,11 @@ type Options struct {
 	// tuning cache and oneDNN). nil discards them: the library never
 	// writes to stderr by itself.
 	Logger *slog.Logger
+	// Warmup, when set, warms the loaded pipeline up before Load returns
+	// (Pipeline.Warmup with these bounds): every shape its calls will meet
+	// is tuned and packed, so that no first call stalls. nil leaves the
+	// tuning to the first calls (or to a tuning record next to the model).
+	Warmup *WarmupOptions
 }
 
 // discard is the logger of Options without one.
@@ -266,7 +271,7 @@ func Load(ctx context.Context, pathOrID string, fam *Family, o Options) (*Pipeli
 	stored := p.Model.Encoder.Precision()
 	switch {
 	case o.Precision == PrecisionAsStored || o.Precision == stored:
-		return p, nil
+		return warmedUp(ctx, p, o.Warmup)
 	case stored.Int8():
 		p.Close()
 		return nil, fmt.Errorf("encoder: %s holds an %s model, which cannot run as %s (load the FP32 model to quantize it differently): %w",
@@ -284,5 +289,18 @@ func Load(ctx context.Context, pathOrID string, fam *Family, o Options) (*Pipeli
 	if err != nil {
 		return nil, err
 	}
-	return q, nil
+	return warmedUp(ctx, q, o.Warmup)
+}
+
+// warmedUp is p after Warmup with wo (nil: p as it is); a failed warm-up
+// closes p.
+func warmedUp(ctx context.Context, p *Pipeline, wo *WarmupOptions) (*Pipeline, error) {
+	if wo == nil {
+		return p, nil
+	}
+	if err := p.Warmup(ctx, *wo); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("encoder: warm-up at load: %w", err)
+	}
+	return p, nil
 }
