@@ -155,6 +155,13 @@ func (f *f32Driver) run(g *GEMMF32) error {
 	if nt < threads {
 		mt = min(threads/nt, max(1, m/(2*f.mr)))
 	}
+	if nt*mt == 1 {
+		// One task runs here, without the closure Parallel takes: that
+		// closure escapes to the heap, and attention's per-head products
+		// are hundreds of thousands of one-thread calls per large call.
+		f.block(g, 0, m, 0, panels)
+		return nil
+	}
 	Parallel(threads, nt*mt, func(t int) {
 		ti, tj := t/nt, t%nt
 		i0, i1 := m*ti/mt, m*(ti+1)/mt

@@ -324,10 +324,21 @@ func runVNNI(g *GEMMU8S8, mr, nr int, micros []vnniMicro, fused vnniMicroE, epi 
 	}
 	rowsPer := (mTiles + mChunks - 1) / mChunks * mr
 	mChunks = (m + rowsPer - 1) / rowsPer
+	if g.Threads <= 1 {
+		// The tasks run here, in order, without the closure Parallel
+		// takes (it escapes to the heap: garbage on every call).
+		for j0 := 0; j0 < n; j0 += nc {
+			for i0 := 0; i0 < m; i0 += rowsPer {
+				vnniBlock(g, &e, mr, nr, micros, fused, epi, i0, min(m, i0+rowsPer), j0, min(n, j0+nc))
+			}
+		}
+		return nil
+	}
+	pe := e // a copy the closure shares, so that e itself stays on the stack
 	Parallel(g.Threads, mChunks*nBlocks, func(t int) {
 		i0 := (t / nBlocks) * rowsPer
 		j0 := (t % nBlocks) * nc
-		vnniBlock(g, &e, mr, nr, micros, fused, epi, i0, min(m, i0+rowsPer), j0, min(n, j0+nc))
+		vnniBlock(g, &pe, mr, nr, micros, fused, epi, i0, min(m, i0+rowsPer), j0, min(n, j0+nc))
 	})
 	return nil
 }

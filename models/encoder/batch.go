@@ -124,11 +124,17 @@ func (p *Pipeline) stream(ctx context.Context, seqs []tokens, each func(idx []in
 	enc := p.Model.Encoder
 	buf := enc.getBuffers(most)
 	defer enc.putBuffers(buf)
+	// One set of input arrays serves every micro-batch, as buf does.
+	ids, mask := make([]int32, most), make([]int32, most)
+	var types []int32
+	if enc.Config().TypeVocab > 0 {
+		types = make([]int32, most)
+	}
 	for _, b := range plan {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		in := p.batchInputs(seqs, b)
+		in := p.batchInputs(seqs, b, ids, mask, types)
 		out, err := p.Model.forward(ctx, in, false, buf)
 		if err != nil {
 			return err
@@ -141,8 +147,10 @@ func (p *Pipeline) stream(ctx context.Context, seqs []tokens, each func(idx []in
 }
 
 // batchInputs pads the sequences of b into model inputs: the tokenizer's
-// padding id, mask 0 and token type 0 after each sequence's end.
-func (p *Pipeline) batchInputs(seqs []tokens, b microBatch) *Inputs {
+// padding id, mask 0 and token type 0 after each sequence's end. The
+// inputs are views of ids, mask and types (nil: the model has no token
+// types), each at least b.tokens() long, which it overwrites.
+func (p *Pipeline) batchInputs(seqs []tokens, b microBatch, ids, mask, types []int32) *Inputs {
 	seq, n := b.seq, b.tokens()
 	pad := int32(0)
 	if p.Tok != nil {
@@ -150,10 +158,11 @@ func (p *Pipeline) batchInputs(seqs []tokens, b microBatch) *Inputs {
 			pad = sp.PAD
 		}
 	}
-	in := &Inputs{Batch: len(b.idx), Seq: seq, IDs: make([]int32, n), Mask: make([]int32, n)}
-	types := p.Model.Encoder.Config().TypeVocab > 0
-	if types {
-		in.TypeIDs = make([]int32, n)
+	in := &Inputs{Batch: len(b.idx), Seq: seq, IDs: ids[:n:n], Mask: mask[:n:n]}
+	clear(in.Mask)
+	if types != nil {
+		in.TypeIDs = types[:n:n]
+		clear(in.TypeIDs)
 	}
 	for r, i := range b.idx {
 		s := seqs[i]
@@ -169,7 +178,7 @@ func (p *Pipeline) batchInputs(seqs []tokens, b microBatch) *Inputs {
 				mask[j] = 1
 			}
 		}
-		if types && s.types != nil {
+		if in.TypeIDs != nil && s.types != nil {
 			copy(in.TypeIDs[r*seq:(r+1)*seq], s.types)
 		}
 	}

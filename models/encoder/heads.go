@@ -46,7 +46,16 @@ func NewDense(l *Loader, sel *selector.Selector, weight, bias string, n, k int, 
 // Apply runs the layer on rows rows of x (row stride ldx) and returns
 // [rows][N].
 func (d *Dense) Apply(rows int, x []float32, ldx, threads int) ([]float32, error) {
-	y := make([]float32, rows*d.N)
+	return d.ApplyTo(nil, rows, x, ldx, threads)
+}
+
+// ApplyTo is Apply writing into y when it holds at least rows x N values
+// (it returns y[:rows*N]), else into a new slice. y must not overlap x.
+func (d *Dense) ApplyTo(y []float32, rows int, x []float32, ldx, threads int) ([]float32, error) {
+	if len(y) < rows*d.N {
+		y = make([]float32, rows*d.N)
+	}
+	y = y[:rows*d.N]
 	ep := &kernels.Epilogue{Bias: d.bias}
 	if d.act == HeadReLU {
 		ep.Act = kernels.ActReLU
@@ -84,8 +93,9 @@ func (o *Output) CLSRows() []float32 {
 func (o *Output) MeanPool(mask []int32) []float32 {
 	h := o.Hidden
 	out := make([]float32, o.Batch*h)
+	acc := make([]float64, h)
 	for b := 0; b < o.Batch; b++ {
-		acc := make([]float64, h)
+		clear(acc)
 		n := 0
 		for s := 0; s < o.Seq; s++ {
 			if mask[b*o.Seq+s] == 0 {

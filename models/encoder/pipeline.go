@@ -438,7 +438,13 @@ func (p *Pipeline) calibBatches(ctx context.Context, texts []string, batch int) 
 	var out []*Inputs
 	for i := 0; i < len(order); i += batch {
 		idx := order[i:min(i+batch, len(order))]
-		out = append(out, p.batchInputs(seqs, microBatch{idx: idx, seq: len(seqs[idx[0]].ids)}))
+		b := microBatch{idx: idx, seq: len(seqs[idx[0]].ids)}
+		n := b.tokens()
+		var types []int32
+		if p.Model.Encoder.Config().TypeVocab > 0 {
+			types = make([]int32, n)
+		}
+		out = append(out, p.batchInputs(seqs, b, make([]int32, n), make([]int32, n), types))
 	}
 	return out, nil
 }

@@ -415,27 +415,36 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 	}
 	r := &TaskOutput{Output: out}
 	th, h := m.Encoder.Threads(), out.Hidden
-	cls := out.CLSRows()
+	// The heads read each sequence's first token in place (row stride
+	// Seq x Hidden). Within a pipeline call their outputs go to the
+	// pass's idle buffers, as Last does, so that a call of many
+	// micro-batches makes no garbage per batch; a lone pass allocates.
+	var spare headSpare
+	if b != nil {
+		spare = headSpare{b.qkv, b.f}
+	}
+	cls, ldc := out.Last, out.Seq*h
 	if m.pooler != nil {
-		if r.PoolerOutput, err = m.pooler.Apply(out.Batch, cls, h, th); err != nil {
+		if r.PoolerOutput, err = m.pooler.ApplyTo(spare.take(out.Batch*h), out.Batch, cls, ldc, th); err != nil {
 			return nil, fmt.Errorf("encoder: pooler: %w", err)
 		}
 	}
 	switch m.Task {
 	case TaskSequenceClassification:
-		x := cls
+		x, ldx := cls, ldc
 		if m.Family.PoolerForClassification {
-			x = r.PoolerOutput
+			x, ldx = r.PoolerOutput, h
 		}
 		for _, d := range m.head {
-			if x, err = d.Apply(out.Batch, x, d.K, th); err != nil {
+			if x, err = d.ApplyTo(spare.take(out.Batch*d.N), out.Batch, x, ldx, th); err != nil {
 				return nil, fmt.Errorf("encoder: classifier: %w", err)
 			}
+			ldx = d.N
 		}
 		r.Logits = x
 	case TaskQuestionAnswering:
 		rows := out.Batch * out.Seq
-		y, err := m.qa.Apply(rows, out.Last, h, th)
+		y, err := m.qa.ApplyTo(spare.take(2*rows), rows, out.Last, h, th)
 		if err != nil {
 			return nil, fmt.Errorf("encoder: qa head: %w", err)
 		}
@@ -445,6 +454,22 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 		}
 	}
 	return r, nil
+}
+
+// headSpare hands out the idle buffers of a pass to its heads: each take
+// is a slice no other take overlaps, or nil (the head allocates) once the
+// buffers run out.
+type headSpare [2][]float32
+
+func (s *headSpare) take(n int) []float32 {
+	for i := range s {
+		if len(s[i]) >= n {
+			y := s[i][:n:n]
+			s[i] = s[i][n:]
+			return y
+		}
+	}
+	return nil
 }
 
 // Close waits for the calls in flight, then releases the model and
