@@ -148,7 +148,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 	sel := o.Selector
 	if sel == nil {
 		var err error
-		if sel, err = encoder.SharedSelector(); err != nil {
+		if sel, err = selector.Default(); err != nil {
 			return nil, err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
+	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/encoder/encodertest"
 	"github.com/int8bert/int8bert/smoothquant"
@@ -260,8 +261,8 @@ func TestSavedFilesAreReadable(t *testing.T) {
 }
 
 // TestLibraryIsSilent: the library writes nothing to stderr; the notes of
-// the shared selector (here: a corrupt tuning cache) go to
-// Options.Logger. It runs in a child process, where the process-wide
+// the process-wide selector (here: a corrupt tuning cache) go to
+// Options.Logger, and a selector made with no Warn discards its own. It runs in a child process, where the process-wide
 // selector is made after the cache is corrupted.
 func TestLibraryIsSilent(t *testing.T) {
 	dir := shared(t, "golden/models/bert-seqcls")
@@ -269,9 +270,17 @@ func TestLibraryIsSilent(t *testing.T) {
 		var logs bytes.Buffer
 		p, err := models.Load(context.Background(), dir, models.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		require.NoError(t, err)
+		// One process-wide selector: the loaders' is selector.Default.
+		def, err := selector.Default()
+		require.NoError(t, err)
+		require.Same(t, def, p.Model.Encoder.Selector())
 		p.Close()
 		require.Contains(t, logs.String(), "level=WARN")
 		require.Contains(t, logs.String(), "component=selector")
+		// A selector made directly, with no Warn, is silent too.
+		sel, err := selector.New(selector.Options{CachePath: os.Getenv("INT8BERT_TUNING_CACHE")})
+		require.NoError(t, err)
+		require.NoError(t, sel.Close())
 		return
 	}
 	cache := filepath.Join(t.TempDir(), "tuning.json")

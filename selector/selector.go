@@ -100,7 +100,8 @@ type Options struct {
 	// on it.
 	Reference func(key Key, d time.Duration) float64
 	// Warn receives notes: a corrupt or stale cache, a failed save, an
-	// unusable oneDNN. nil prints them to os.Stderr.
+	// unusable oneDNN. nil discards them: a library writes nothing to
+	// stderr unless its caller asks (the CLI passes a Warn that prints).
 	Warn func(msg string)
 	// Tuning says when a key is tuned: TuneDefault ($INT8BERT_TUNING,
 	// else synchronously), TuneSync (on its first call, which waits: the
@@ -173,7 +174,7 @@ func (o *Options) defaults() error {
 		o.VerifyMACs = 1 << 24
 	}
 	if o.Warn == nil {
-		o.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "int8bert: selector:", msg) }
+		o.Warn = func(string) {}
 	}
 	return nil
 }
@@ -301,15 +302,36 @@ var process struct {
 	once sync.Once
 	sel  *Selector
 	err  error
+	warn atomic.Pointer[func(msg string)]
 }
 
 // Default returns the process-wide selector of the environment, New with
 // the zero Options (INT8BERT_KERNEL, INT8BERT_CPU_DISABLE through cpu.X86,
-// INT8BERT_TUNING_CACHE), made on first use and never closed: what a
-// caller that was given no selector runs on.
+// INT8BERT_TUNING_CACHE, INT8BERT_TUNING), made on first use and never
+// closed: what every caller that was given no selector runs on (the model
+// loaders, smoothquant, the bench), so that a process tunes each key once.
+// Its notes go to the function SetDefaultWarn gave last, and are
+// discarded before.
 func Default() (*Selector, error) {
-	process.once.Do(func() { process.sel, process.err = New(Options{}) })
+	process.once.Do(func() {
+		process.sel, process.err = New(Options{Warn: func(msg string) {
+			if w := process.warn.Load(); w != nil {
+				(*w)(msg)
+			}
+		}})
+	})
 	return process.sel, process.err
+}
+
+// SetDefaultWarn sends the notes of Default's selector to warn from now on
+// (nil discards them). A loader given a logger calls it, so a process's
+// notes reach the logger of its latest load that had one.
+func SetDefaultWarn(warn func(msg string)) {
+	if warn == nil {
+		process.warn.Store(nil)
+		return
+	}
+	process.warn.Store(&warn)
 }
 
 // applyForce restricts each operation that has a kernel of the forced ISA

@@ -7,7 +7,7 @@
 // JSON files):
 //
 //	int8bert demo [--model MODEL] [--data dev.tsv] [--threads 1] [--seq 128] [--min-time 1s]
-//	int8bert classify --model MODEL [--precision P] [--max-length N] [--batch 32] [--lenient] [text ...]
+//	int8bert classify --model MODEL [--precision P] [--max-length N] [--batch 256] [--max-batch-tokens 2048] [--lenient] [text ...]
 //	int8bert embed --model MODEL [--precision P] [--pooling mean|cls] [--normalize=true] [text ...]
 //	int8bert qa --model MODEL --question Q [--precision P] [--n-best 1] [--max-answer-length 30] [--doc-stride 128] [context ...]
 //	int8bert forward --model DIR --inputs FILE.json [--out FILE.json] [--precision P]
@@ -56,6 +56,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+
+	"github.com/int8bert/int8bert/selector"
 )
 
 const usage = `int8bert: INT8 BERT-family encoders on server CPUs
@@ -89,6 +91,10 @@ Run "int8bert <command> -h" for the flags of a command.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	// The process-wide selector (what bench and smoothquant run on when
+	// given none) is silent in the library; the CLI prints its notes.
+	log := newLogger(os.Stderr)
+	selector.SetDefaultWarn(func(msg string) { log.Warn(msg, "component", "selector") })
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "int8bert:", err)

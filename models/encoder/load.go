@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/selector"
@@ -27,7 +26,7 @@ import (
 // default.
 type Options struct {
 	// Selector runs the linear layers; nil means a process-wide selector
-	// with the default tuning cache (SharedSelector).
+	// with the default tuning cache (selector.Default).
 	Selector *selector.Selector
 	// Threads per linear layer: 0 is the default (one: the calling
 	// goroutine), else 1 to runtime.NumCPU() (more threads than CPUs
@@ -126,40 +125,16 @@ func (q *QuantizeOptions) check() error {
 	return nil
 }
 
-var (
-	sharedOnce sync.Once
-	sharedSel  *selector.Selector
-	sharedErr  error
-	// sharedLog receives the shared selector's notes: the Logger of the
-	// latest load on the shared selector that gave one.
-	sharedLog atomic.Pointer[slog.Logger]
-)
-
-// SharedSelector is the process-wide selector the loaders use when
-// Options.Selector is nil. Its notes (a stale tuning cache, an unusable
-// oneDNN) go to the Logger of the latest load that used it with one, and
-// are discarded before.
-func SharedSelector() (*selector.Selector, error) {
-	sharedOnce.Do(func() {
-		sharedSel, sharedErr = selector.New(selector.Options{Warn: func(msg string) {
-			if l := sharedLog.Load(); l != nil {
-				l.Warn(msg, "component", "selector")
-			}
-		}})
-	})
-	return sharedSel, sharedErr
-}
-
-// selectorOf is o.Selector, or the shared one (whose notes then go to
-// o.Logger).
+// selectorOf is o.Selector, or the process-wide selector.Default (whose
+// notes then go to o.Logger).
 func (o *Options) selectorOf() (*selector.Selector, error) {
 	if o.Selector != nil {
 		return o.Selector, nil
 	}
-	if o.Logger != nil {
-		sharedLog.Store(o.Logger)
+	if l := o.Logger; l != nil {
+		selector.SetDefaultWarn(func(msg string) { l.Warn(msg, "component", "selector") })
 	}
-	return SharedSelector()
+	return selector.Default()
 }
 
 // ResolveModel turns a folder or a Hugging Face model id into a local
