@@ -17,9 +17,9 @@ import (
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/encoder/encodertest"
+	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
 	"github.com/int8bert/int8bert/tokenizer"
 	"github.com/stretchr/testify/assert"
