@@ -38,11 +38,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	data := fs.String("data", "", "the evaluation file")
 	precs := fs.String("precision", "fp32,int8-static,int8-dynamic", "precisions to evaluate (an INT8 artifact: its own only)")
 	threads := fs.Int("threads", 1, "threads per linear layer")
-	batch := fs.Int("batch", 32, "examples per forward pass")
+	batch := fs.Int("batch", 256, "examples per call of the library, with progress after each (the library splits a call into forward passes of at most --max-batch-tokens tokens)")
 	maxLen := fs.Int("max-length", 0, "longest encoding in tokens (default: the model's, at most 512)")
 	limit := fs.Int("limit", 0, "evaluate only the first N examples (0: all)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	qf := addQuantFlags(fs)
+	qf.addBatchTokensFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

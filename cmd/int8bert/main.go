@@ -7,7 +7,7 @@
 // JSON files):
 //
 //	int8bert demo [--model MODEL] [--data dev.tsv] [--threads 1] [--seq 128] [--min-time 1s]
-//	int8bert classify --model MODEL [--precision P] [--max-length N] [--batch 256] [--max-batch-tokens 2048] [--lenient] [text ...]
+//	int8bert classify --model MODEL [--precision P] [--max-length N] [--pairs] [--batch 256] [--max-batch-tokens 2048] [--lenient] [text ...]
 //	int8bert embed --model MODEL [--precision P] [--pooling mean|cls] [--normalize=true] [text ...]
 //	int8bert qa --model MODEL --question Q [--precision P] [--n-best 1] [--max-answer-length 30] [--doc-stride 128] [context ...]
 //	int8bert forward --model DIR --inputs FILE.json [--out FILE.json] [--precision P]

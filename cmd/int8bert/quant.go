@@ -28,6 +28,17 @@ type quantFlags struct {
 	rangeKind    *string
 	percentile   *float64
 	fallbackSQNR *float64
+	// batchTokens is --max-batch-tokens where the command has it
+	// (addBatchTokensFlag), else nil.
+	batchTokens *int
+}
+
+// addBatchTokensFlag gives a command that runs texts through a pipeline
+// its --max-batch-tokens, the library's micro-batch budget.
+func (q *quantFlags) addBatchTokensFlag(fs *flag.FlagSet) {
+	q.batchTokens = fs.Int("max-batch-tokens", 0, fmt.Sprintf(
+		"tokens of one forward pass, padding included: the library groups a call's texts by length into passes of at most this many (default %d)",
+		encoder.DefaultMaxBatchTokens))
 }
 
 func addQuantFlags(fs *flag.FlagSet) *quantFlags {
@@ -76,6 +87,9 @@ func (q *quantFlags) texts() ([]string, error) {
 // calibration texts are read for an INT8 precision only.
 func (q *quantFlags) modelOptions(prec encoder.Precision, threads, maxLen int, stderr io.Writer) (models.Options, error) {
 	o := models.Options{Threads: threads, MaxLength: maxLen, Precision: prec, Logger: newLogger(stderr)}
+	if q.batchTokens != nil {
+		o.MaxBatchTokens = *q.batchTokens
+	}
 	if !prec.Int8() {
 		return o, nil
 	}

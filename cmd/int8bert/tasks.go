@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/tokenizer"
 )
 
 // readLines reads every line of r (a final \r removed), blank ones
@@ -90,7 +91,8 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	model := fs.String("model", "", "model folder or Hugging Face model id")
 	threads := fs.Int("threads", 1, "threads per linear layer (1 to the number of CPUs)")
 	maxLen := fs.Int("max-length", 0, "longest encoding in tokens, at most the model's (default: the model's, at most 512)")
-	batch := fs.Int("batch", 32, "texts per forward pass")
+	batch := fs.Int("batch", 256, "texts per call of the library, whose results are written before the next (the library splits a call into forward passes of at most --max-batch-tokens tokens)")
+	pairs := fs.Bool("pairs", false, "classify: each text is a pair, its two texts separated by a tab (a cross-encoder or an NLI model: text_pair in Hugging Face's pipeline)")
 	lenient := fs.Bool("lenient", false, "report a line the model refuses (such as invalid UTF-8) as an error object on its output line and go on (default: an error naming the line)")
 	pooling := fs.String("pooling", "mean", "embed: mean or cls")
 	normalize := fs.Bool("normalize", true, "embed: L2-normalise the vectors")
@@ -100,6 +102,7 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	stride := fs.Int("doc-stride", 128, "qa: tokens shared by consecutive windows of a long context")
 	precision := fs.String("precision", "", "fp32, int8-static or int8-dynamic (default: as the model folder holds it; an FP32 model is quantized at load)")
 	qf := addQuantFlags(fs)
+	qf.addBatchTokensFlag(fs)
 	cf := addClassifyFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -123,6 +126,9 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	}
 	if err := checkMaxLength(fs, *maxLen); err != nil {
 		return err
+	}
+	if *pairs && task != "classify" {
+		return fmt.Errorf("%s: --pairs is for classify", task)
 	}
 	if task == "qa" && *question == "" {
 		return fmt.Errorf("qa: --question is required")
@@ -164,6 +170,9 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 		*batch = 1 // one context per call
 	case "classify":
 		do = func(chunk []string) ([]map[string]any, error) {
+			if *pairs {
+				return classifyPairs(ctx, p, chunk, copts, cf)
+			}
 			res, err := p.Classify(ctx, chunk, copts)
 			if err != nil {
 				return nil, err
@@ -199,4 +208,28 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 		}
 	}
 	return nil
+}
+
+// classifyPairs classifies lines of two texts separated by a tab; a line
+// without a tab is bad input (encoder.ErrInput), so that lineResults
+// names it.
+func classifyPairs(ctx context.Context, p *encoder.Pipeline, lines []string, o encoder.ClassifyOptions, cf *classifyFlags) ([]map[string]any, error) {
+	ps := make([]tokenizer.Pair, len(lines))
+	for k, l := range lines {
+		a, b, ok := strings.Cut(l, "\t")
+		if !ok {
+			return nil, fmt.Errorf("no tab between the two texts of a pair (--pairs): %w", encoder.ErrInput)
+		}
+		ps[k] = tokenizer.Pair{A: a, B: b}
+	}
+	res, err := p.ClassifyPairs(ctx, ps, o)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, len(res))
+	for k, r := range res {
+		out[k] = cf.record(ps[k].A, r)
+		out[k]["text_pair"] = ps[k].B
+	}
+	return out, nil
 }

@@ -16,6 +16,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/int8bert/int8bert/models"
+	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/tokenizer"
 )
 
 // noHub points the Hugging Face endpoint at a server that fails the test
@@ -257,4 +261,54 @@ func TestLibraryNotesGoToStderrLog(t *testing.T) {
 	assert.Contains(t, errb.String(), "level=WARN")
 	assert.Contains(t, errb.String(), "component=selector")
 	assert.Contains(t, errb.String(), "tuning.json")
+}
+
+// TestMaxBatchTokensFlag: --max-batch-tokens reaches the library's
+// micro-batcher (a budget of one short text per pass gives the results of
+// the default budget, in input order), and a value outside its domain is
+// an error naming it.
+func TestMaxBatchTokensFlag(t *testing.T) {
+	fastKernels(t)
+	model := tinyModel(t, "distilbert-seqcls")
+	in := "a long sentence about a cat that sat on a mat all day\nshort\nthe dog ran far away\n"
+	want, err := taskCLI(t, in, "classify", "--model", model, "--logits")
+	require.NoError(t, err)
+	got, err := taskCLI(t, in, "classify", "--model", model, "--logits", "--max-batch-tokens", "8", "--batch", "2")
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	for i := range want {
+		var w, g map[string]any
+		require.NoError(t, json.Unmarshal([]byte(want[i]), &w))
+		require.NoError(t, json.Unmarshal([]byte(got[i]), &g))
+		assert.Equal(t, w["text"], g["text"], "line %d", i+1)
+		assert.InDeltaSlice(t, w["logits"], g["logits"], 1e-4, "line %d", i+1)
+	}
+	wantCLIError(t, "max batch tokens -1", "classify", "--model", model, "--max-batch-tokens", "-1", "x")
+}
+
+// TestClassifyPairsFlag: classify --pairs reads "A<tab>B" lines and gives
+// the library's ClassifyPairs result for each, with both texts; a line
+// without a tab is bad input (an error object with --lenient, else an
+// error naming the line).
+func TestClassifyPairsFlag(t *testing.T) {
+	fastKernels(t)
+	model := tinyModel(t, "distilbert-seqcls")
+	lines, err := taskCLI(t, "the cat sat\ton the mat\nno tab here\n", "classify", "--model", model, "--pairs", "--logits", "--lenient", "--precision", "fp32")
+	require.NoError(t, err)
+	require.Len(t, lines, 2)
+	var o map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &o))
+	assert.Equal(t, "the cat sat", o["text"])
+	assert.Equal(t, "on the mat", o["text_pair"])
+	p, err := models.Load(context.Background(), model, models.Options{Precision: encoder.PrecisionFP32})
+	require.NoError(t, err)
+	defer p.Close()
+	want, err := p.ClassifyPairs(context.Background(), []tokenizer.Pair{{A: "the cat sat", B: "on the mat"}}, models.ClassifyOptions{})
+	require.NoError(t, err)
+	assert.InDeltaSlice(t, want[0].Logits, o["logits"], 1e-4)
+	assert.Contains(t, lines[1], `"line":2`)
+	assert.Contains(t, lines[1], "no tab")
+	_, err = taskCLI(t, "no tab here\n", "classify", "--model", model, "--pairs")
+	require.ErrorContains(t, err, "line 1")
+	wantCLIError(t, "--pairs is for classify", "embed", "--model", model, "--pairs", "x")
 }
