@@ -3,6 +3,7 @@ package encoder
 import (
 	"context"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -243,4 +244,35 @@ func TestGateCloseWaits(t *testing.T) {
 	require.NoError(t, <-closed)
 	require.ErrorIs(t, g.enter(), ErrClosed)
 	require.NoError(t, g.close(func() error { t.Fatal("released twice"); return nil }))
+}
+
+// TestWarmupKeepsBuffers: after Warmup the model holds one set of pass
+// buffers for the warm-up's largest pass, which survives garbage
+// collections and serves every pass within the bounds (one at a time);
+// a concurrent second pass gets a set of its own, and Close lets it go.
+func TestWarmupKeepsBuffers(t *testing.T) {
+	p := tinyPipeline(t, nil, 64)
+	m := p.Model.Encoder
+	require.NoError(t, p.Warmup(context.Background(), WarmupOptions{MaxBatch: 4, MaxLength: 6}))
+	kept := m.scratchPool.kept
+	require.NotNil(t, kept)
+	assert.Equal(t, 24, kept.rows, "MaxBatch x MaxLength, under the budget")
+	runtime.GC()
+	runtime.GC()
+	b := m.getBuffers(24)
+	assert.Same(t, kept, b, "the kept set, after two collections")
+	other := m.getBuffers(5)
+	assert.NotSame(t, kept, other, "a second pass while the first holds the kept set")
+	m.putBuffers(other)
+	m.putBuffers(b)
+	assert.Same(t, kept, m.getBuffers(3), "a smaller pass takes the kept set too")
+	m.putBuffers(kept)
+	big := m.getBuffers(25)
+	assert.NotSame(t, kept, big, "a pass past the bounds")
+	m.putBuffers(big)
+	// A pipeline's warm-up is bounded by its token budget.
+	require.NoError(t, p.Warmup(context.Background(), WarmupOptions{MaxBatch: 100, MaxLength: 6}))
+	assert.Equal(t, 64, m.scratchPool.kept.rows)
+	require.NoError(t, p.Close())
+	assert.Nil(t, m.scratchPool.kept, "Close lets the kept set go")
 }

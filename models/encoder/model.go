@@ -203,6 +203,7 @@ func (m *Model) Close() error {
 			q.close()
 		}
 		m.qlayers = nil
+		m.scratchPool.keep(nil)
 		return nil
 	})
 }
@@ -446,17 +447,26 @@ const maxIdleBuffers = 8
 // any get may take any idle set, where a sync.Pool's get looks first in
 // its own P's slot and often misses a set another P left: back-to-back
 // calls of a service then held two or three sets of a budget's size
-// where one serves.
+// where one serves. One set may be kept strongly (keep: a warmed-up
+// model's, sized to its warm-up's largest pass), so that a call after a
+// collection does not allocate and clear tens of megabytes again.
 type bufferPool struct {
 	mu   sync.Mutex
 	idle []weak.Pointer[buffers]
+	// kept is held until the model closes; keptIdle says no pass has it.
+	kept     *buffers
+	keptIdle bool
 }
 
-// get takes an idle set of at least rows tokens, the most recently put
-// first; nil when there is none.
+// get takes an idle set of at least rows tokens (the kept one first, then
+// the most recently put); nil when there is none.
 func (p *bufferPool) get(rows int) *buffers {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.kept != nil && p.keptIdle && p.kept.rows >= rows {
+		p.keptIdle = false
+		return p.kept
+	}
 	for i := len(p.idle) - 1; i >= 0; i-- {
 		b := p.idle[i].Value()
 		if b != nil && b.rows < rows {
@@ -475,10 +485,34 @@ func (p *bufferPool) get(rows int) *buffers {
 func (p *bufferPool) put(b *buffers) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if b == p.kept {
+		p.keptIdle = true
+		return
+	}
 	if len(p.idle) == maxIdleBuffers {
 		p.idle = slices.Delete(p.idle, 0, 1)
 	}
 	p.idle = append(p.idle, weak.Make(b))
+}
+
+// keep holds b strongly from now on, in place of the kept set (nil: none,
+// as Close does). A kept set that a pass holds is simply forgotten: its
+// put then makes it an ordinary idle set.
+func (p *bufferPool) keep(b *buffers) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.kept, p.keptIdle = b, b != nil
+}
+
+// keepBuffers makes the model hold one set of buffers for passes of up to
+// rows tokens until it closes (unless it holds one at least that large).
+func (m *Model) keepBuffers(rows int) {
+	m.scratchPool.mu.Lock()
+	have := m.scratchPool.kept != nil && m.scratchPool.kept.rows >= rows
+	m.scratchPool.mu.Unlock()
+	if !have && rows > 0 {
+		m.scratchPool.keep(m.newBuffers(rows))
+	}
 }
 
 // view is the scratch of one pass of rows tokens (rows <= b.rows). Every
