@@ -63,6 +63,7 @@ func TestDroppedObjectsAreReleased(t *testing.T) {
 		eng, err := dnnl.NewEngine()
 		require.NoError(t, err)
 		for i, cfg := range cfgs {
+			fit(t, &cfg, uint64(7+i))
 			p := makeProblem(t, cfg, cfg.M, uint64(7+i))
 			mm, err := eng.NewMatMul(cfg)
 			require.NoError(t, err)

@@ -20,6 +20,12 @@
 // user-managed scratchpad mode) and its own stream, so no state is tied to the
 // OS thread that created the primitive. Close waits for calls in flight.
 //
+// INT8 where oneDNN has no VNNI: there its u8 x s8 products are summed in
+// pairs in int16 with saturation, so NewMatMul refuses a u8 x s8 or s8 x s8
+// matmul with ErrSaturation unless MatMulConfig declares ranges that cannot
+// saturate (Src7Bit, Weights7Bit), which PackWeights and Execute then hold
+// the data to (docs/DESIGN.md section 5.1; ISA.ExactInt8).
+//
 // Built with CGO_ENABLED=0 or -tags nodnnl, the package compiles and every
 // call returns ErrUnavailable; Available reports which build this is.
 //

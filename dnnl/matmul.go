@@ -1,6 +1,7 @@
 package dnnl
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -117,6 +118,9 @@ func (e *Engine) NewMatMul(cfg MatMulConfig) (*MatMul, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := refuseSaturating(&cfg); err != nil {
+		return nil, err
+	}
 	cfg.PostOps = append([]PostOp(nil), cfg.PostOps...)
 	for i := range cfg.PostOps {
 		if cfg.PostOps[i].Kind == Sum && cfg.PostOps[i].Scale == 0 {
@@ -140,6 +144,34 @@ func (e *Engine) NewMatMul(cfg MatMulConfig) (*MatMul, error) {
 	mm := &MatMul{cfg: cfg, eng: e, impl: impl, scratch: new(scratchPool)}
 	mm.cleanup = runtime.AddCleanup(mm, releaseMatMul, mm.res())
 	return mm, nil
+}
+
+// refuseSaturating returns ErrSaturation for an INT8 configuration whose
+// products oneDNN could saturate on this CPU: its effective ISA has no
+// VNNI and the configuration declares no range that keeps VPMADDUBSW's
+// int16 pair sums exact (docs/DESIGN.md section 5.1). A u8 x s8 pair sum is
+// at most 2 x 127 x 128 = 32512 with a 7-bit source and 2 x 255 x 64 =
+// 32640 with 7-bit weights. oneDNN runs s8 x s8 as u8 x s8 with one operand
+// shifted by 128, the source or the weights depending on the shape (its
+// matrix-vector kernels swap them), so there both must be 7-bit:
+// 2 x 191 x 64 = 24448.
+func refuseSaturating(c *MatMulConfig) error {
+	if !c.isInt8() || (c.Src == U8 && (c.Src7Bit || c.Weights7Bit)) || (c.Src == S8 && c.Src7Bit && c.Weights7Bit) {
+		return nil
+	}
+	info, err := GetInfo()
+	if err != nil {
+		return fmt.Errorf("dnnl: matmul: %w", err)
+	}
+	if info.ISA.ExactInt8() {
+		return nil
+	}
+	declare := "declare Src7Bit (every source value in [0, 127]) or Weights7Bit (every weight in [-64, 63])"
+	if c.Src == S8 {
+		declare = "declare both Src7Bit and Weights7Bit (every source value and weight in [-64, 63]): oneDNN shifts one s8 operand to u8, the source or the weights depending on the shape"
+	}
+	return fmt.Errorf("dnnl: %v x %v matmul refused: oneDNN's effective ISA %v has no VNNI and sums pairs of u8 x s8 products in int16 (VPMADDUBSW), which saturates on full-range data; %s: %w",
+		c.Src, c.Weights, info.ISA, declare, ErrSaturation)
 }
 
 // Config returns the configuration the primitive was made with.
@@ -192,6 +224,7 @@ type Weights struct {
 	layout  layoutImpl
 	k, n    int
 	typ     DataType
+	narrow  bool            // s8 weights, all in [-64, 63] (what Weights7Bit declares)
 	cleanup runtime.Cleanup // releases weightsRes if w is dropped unclosed
 }
 
@@ -246,6 +279,16 @@ func (mm *MatMul) PackWeights(w any, scales []float32, threads int) (*Weights, e
 			return fail("weight %d (row %d, column %d) is %v", i, i/c.K, i%c.K, w.([]float32)[i])
 		}
 	}
+	// Whether every weight is in [-64, 63], for this primitive's
+	// Weights7Bit and for the primitives that may share the weights.
+	narrow := false
+	if srcType == S8 {
+		i := firstOutside7Bit(w.([]int8))
+		if i >= 0 && c.Weights7Bit {
+			return fail("weight %d (row %d, column %d) is %d, outside the [-64, 63] the config declares (Weights7Bit)", i, i/c.K, i%c.K, w.([]int8)[i])
+		}
+		narrow = i < 0
+	}
 	if c.WeightScales {
 		if len(scales) != c.N {
 			return fail("got %d weight scales, want n = %d", len(scales), c.N)
@@ -278,7 +321,7 @@ func (mm *MatMul) PackWeights(w any, scales []float32, threads int) (*Weights, e
 		freeC(packed)
 		return nil, fmt.Errorf("dnnl: pack weights: %w", err)
 	}
-	wt := &Weights{packed: packed, size: size, layout: layout, k: c.K, n: c.N, typ: c.Weights}
+	wt := &Weights{packed: packed, size: size, layout: layout, k: c.K, n: c.N, typ: c.Weights, narrow: narrow}
 	if scales != nil {
 		wt.scales = append([]float32(nil), scales...)
 	}
@@ -307,7 +350,9 @@ func (w *Weights) Close() error {
 	return nil
 }
 
-// Accepts reports whether w, packed by any primitive, can be used with mm.
+// Accepts reports whether w, packed by any primitive, can be used with mm:
+// the same layout, and weights in [-64, 63] for a primitive that declares
+// Weights7Bit.
 func (mm *MatMul) Accepts(w *Weights) bool {
 	if w == nil {
 		return false
@@ -321,7 +366,8 @@ func (mm *MatMul) Accepts(w *Weights) bool {
 
 func (mm *MatMul) accepts(w *Weights) bool {
 	return w.k == mm.cfg.K && w.n == mm.cfg.N && w.typ == mm.cfg.Weights &&
-		(w.scales != nil) == mm.cfg.WeightScales && mm.impl.accepts(w.layout)
+		(w.scales != nil) == mm.cfg.WeightScales && (w.narrow || !mm.cfg.Weights7Bit) &&
+		mm.impl.accepts(w.layout)
 }
 
 // Args are the per-call operands of MatMul.Execute.
@@ -364,6 +410,45 @@ func sliceData[T any](s []T) unsafe.Pointer {
 		return nil
 	}
 	return unsafe.Pointer(&s[0])
+}
+
+// firstAbove127 is the index of the first value of v above 127, or -1. It
+// runs on every call of a Src7Bit primitive, so it tests 8 bytes at a time.
+func firstAbove127(v []uint8) int {
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		if binary.LittleEndian.Uint64(v[i:])&0x8080808080808080 != 0 {
+			break
+		}
+	}
+	for ; i < len(v); i++ {
+		if v[i] > 127 {
+			return i
+		}
+	}
+	return -1
+}
+
+// firstOutside7Bit is the index of the first value of v outside [-64, 63],
+// or -1: one whose bits 7 and 6 differ. It runs on every call of an s8
+// Src7Bit primitive, so it tests 8 bytes at a time.
+func firstOutside7Bit(v []int8) int {
+	i := 0
+	if len(v) >= 8 {
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v))
+		for ; i+8 <= len(b); i += 8 {
+			x := binary.LittleEndian.Uint64(b[i:])
+			if (x^x<<1)&0x8080808080808080 != 0 {
+				break
+			}
+		}
+	}
+	for ; i < len(v); i++ {
+		if v[i] < -64 || v[i] > 63 {
+			return i
+		}
+	}
+	return -1
 }
 
 func firstNonFinite(v []float32) int {
@@ -435,6 +520,18 @@ func (mm *MatMul) Execute(w *Weights, a *Args) error {
 	if c.SrcScale && (math.IsNaN(float64(a.SrcScale)) || math.IsInf(float64(a.SrcScale), 0)) {
 		return fail("src scale is %v", a.SrcScale)
 	}
+	if c.Src7Bit {
+		switch s := a.Src.(type) {
+		case []uint8:
+			if i := firstAbove127(s[:m*c.K]); i >= 0 {
+				return fail("src value %d (row %d, column %d) is %d, outside the [0, 127] the config declares (Src7Bit)", i, i/c.K, i%c.K, s[i])
+			}
+		case []int8:
+			if i := firstOutside7Bit(s[:m*c.K]); i >= 0 {
+				return fail("src value %d (row %d, column %d) is %d, outside the [-64, 63] the config declares (Src7Bit)", i, i/c.K, i%c.K, s[i])
+			}
+		}
+	}
 	var ea execArgs
 	nb := 0
 	for i, p := range c.PostOps {
@@ -464,6 +561,9 @@ func (mm *MatMul) Execute(w *Weights, a *Args) error {
 	defer w.mu.RUnlock()
 	if w.closed {
 		return fmt.Errorf("dnnl: execute: weights: %w", ErrClosed)
+	}
+	if c.Weights7Bit && !w.narrow {
+		return fail("the weights hold values outside the [-64, 63] the config declares (Weights7Bit)")
 	}
 	if !mm.accepts(w) {
 		return fail("weights were packed for another layout (k=%d n=%d %v)", w.k, w.n, w.typ)

@@ -5,7 +5,6 @@ package dnnl_test
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ func TestConcurrentExecute(t *testing.T) {
 	eng := engine(t)
 	cfg := dnnl.MatMulConfig{M: dnnl.RuntimeM, K: 96, N: 80, Src: dnnl.U8, Weights: dnnl.S8, Dst: dnnl.F32,
 		SrcScale: true, WeightScales: true, Bias: true, PostOps: []dnnl.PostOp{{Kind: dnnl.GELUErf}}}
+	fit(t, &cfg, 0)
 	const goroutines, rounds = 32, 8
 	problems := make([]*problem, goroutines)
 	for g := range problems {
@@ -90,6 +90,7 @@ func TestNoLeak(t *testing.T) {
 	eng := engine(t)
 	cfg := dnnl.MatMulConfig{M: 4, K: 48, N: 32, Src: dnnl.U8, Weights: dnnl.S8, Dst: dnnl.F32,
 		SrcScale: true, WeightScales: true, Bias: true, PostOps: []dnnl.PostOp{{Kind: dnnl.GELUErf}}}
+	fit(t, &cfg, 42)
 	p := makeProblem(t, cfg, 4, 42)
 	cycle := func() {
 		mm, err := eng.NewMatMul(cfg)
@@ -137,6 +138,7 @@ func TestMisuse(t *testing.T) {
 	cfg := dnnl.MatMulConfig{M: 4, K: 10, N: 6, Src: dnnl.U8, Weights: dnnl.S8, Dst: dnnl.F32,
 		SrcScale: true, WeightScales: true, Bias: true,
 		PostOps: []dnnl.PostOp{{Kind: dnnl.Add, Shape: dnnl.PerRow}}}
+	fit(t, &cfg, 0)
 	mm, err := eng.NewMatMul(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +210,9 @@ func TestMisuse(t *testing.T) {
 		}
 	}
 	// Weights of another shape.
-	other, err := eng.NewMatMul(dnnl.MatMulConfig{M: 4, K: 12, N: 6, Src: dnnl.U8, Weights: dnnl.S8, Dst: dnnl.F32, SrcScale: true, WeightScales: true})
+	otherCfg := dnnl.MatMulConfig{M: 4, K: 12, N: 6, Src: dnnl.U8, Weights: dnnl.S8, Dst: dnnl.F32, SrcScale: true, WeightScales: true}
+	fit(t, &otherCfg, 0)
+	other, err := eng.NewMatMul(otherCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,61 +305,6 @@ func TestUnsupportedConfigs(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrInvalidArgument", name, err)
 			if mm != nil {
 				mm.Close()
-			}
-		}
-	}
-}
-
-// TestMaxISA runs this package's tests again in a child process with
-// oneDNN capped at AVX2 (and at AVX-512 without VNNI), checking that the cap
-// takes effect and results stay correct on the lower ISA.
-func TestMaxISA(t *testing.T) {
-	if isa := os.Getenv("INT8BERT_TEST_MAX_ISA"); isa != "" {
-		want, err := dnnl.ParseISA(isa)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := dnnl.SetMaxISA(want); err != nil {
-			t.Fatalf("SetMaxISA before any primitive: %v", err)
-		}
-		info, _ := dnnl.GetInfo()
-		if info.ISA > want {
-			t.Fatalf("effective ISA %v above the cap %v", info.ISA, want)
-		}
-		t.Logf("capped at %v: effective %v", want, info.ISA)
-		narrowInt8 = info.ISA < dnnl.ISAAVX512CoreVNNI
-		eng := engine(t)
-		for i, tc := range combos {
-			if tc.src == dnnl.BF16 && info.ISA < dnnl.ISAAVX512Core {
-				continue // no bf16 matmul below AVX-512 in oneDNN 2.x
-			}
-			cfg := dnnl.MatMulConfig{M: 17, K: 67, N: 33, Src: tc.src, Weights: tc.wei, Dst: tc.dst, Bias: true,
-				PostOps: []dnnl.PostOp{{Kind: dnnl.GELUErf}}}
-			if tc.src == dnnl.U8 || tc.src == dnnl.S8 {
-				cfg.SrcScale, cfg.WeightScales = true, true
-			}
-			makeProblem(t, cfg, 17, uint64(900+i)).run(t, eng)
-		}
-		if err := dnnl.SetMaxISA(dnnl.ISAAll); err == nil {
-			t.Error("SetMaxISA after primitives were created succeeded; oneDNN should refuse")
-		}
-		return
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, isa := range []string{"avx2", "avx512_core"} {
-		cmd := exec.Command(exe, "-test.run=^TestMaxISA$", "-test.v")
-		cmd.Env = append(os.Environ(), "INT8BERT_TEST_MAX_ISA="+isa, "OMP_NUM_THREADS=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Errorf("child capped at %s failed: %v\n%s", isa, err, out)
-			continue
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, "capped at") {
-				t.Log(strings.TrimSpace(line))
 			}
 		}
 	}

@@ -25,6 +25,15 @@ var (
 	ErrRuntime = errors.New("dnnl: runtime error")
 	// ErrInUse: Close of an engine that still has open primitives.
 	ErrInUse = errors.New("dnnl: engine still has open primitives")
+	// ErrSaturation: NewMatMul refused a u8 x s8 or s8 x s8 matmul because
+	// oneDNN's effective ISA has no VNNI (ISA.ExactInt8 is false), where its
+	// INT8 kernels sum pairs of u8 x s8 products in int16 (VPMADDUBSW),
+	// which saturates on full-range data, and the configuration does not
+	// declare ranges that cannot saturate (MatMulConfig.Src7Bit,
+	// Weights7Bit). It wraps ErrUnimplemented: oneDNN has no exact
+	// implementation of the configuration on this CPU. See docs/DESIGN.md
+	// section 5.1.
+	ErrSaturation = fmt.Errorf("dnnl: INT8 products could saturate in this CPU's oneDNN: %w", ErrUnimplemented)
 )
 
 // DataType is an element type of a matmul operand.
@@ -163,6 +172,18 @@ type MatMulConfig struct {
 	DstZeroPoint int32
 	// PostOps run in order after scaling and bias.
 	PostOps []PostOp
+	// Src7Bit declares that every source value fits in 7 bits of its type
+	// ([0, 127] for u8, [-64, 63] for s8), Weights7Bit that every weight is
+	// in [-64, 63]. Where oneDNN has no VNNI (ISA.ExactInt8) it sums pairs
+	// of u8 x s8 products in int16, which saturates on full-range data:
+	// there NewMatMul refuses, with ErrSaturation, a u8 x s8 matmul that
+	// declares neither and an s8 x s8 one that does not declare both
+	// (oneDNN shifts one s8 operand to u8, the source or the weights
+	// depending on the shape). A declaration is held on every CPU:
+	// PackWeights refuses a weight outside [-64, 63] and Execute a source
+	// value outside the declared range, with ErrInvalidArgument. See
+	// docs/DESIGN.md section 5.1.
+	Src7Bit, Weights7Bit bool
 }
 
 func (c *MatMulConfig) isInt8() bool { return c.Src == U8 || c.Src == S8 }
@@ -190,6 +211,12 @@ func (c *MatMulConfig) Validate() error {
 	}
 	if !c.isInt8() && (c.SrcScale || c.WeightScales || c.SrcZeroPoint) {
 		return bad("scales and zero points need an INT8 source, not %v", c.Src)
+	}
+	if c.Src7Bit && !c.isInt8() {
+		return bad("Src7Bit declares a u8 or s8 source, not a %v one", c.Src)
+	}
+	if c.Weights7Bit && c.Weights != S8 {
+		return bad("Weights7Bit declares s8 weights in [-64, 63], not %v weights", c.Weights)
 	}
 	quant := c.Dst == S8 || c.Dst == U8
 	if quant && !(c.DstScale > 0) {
@@ -248,6 +275,23 @@ var isaNames = map[ISA]string{
 	ISAAVX2VNNI: "avx2_vnni", ISAAVX512Core: "avx512_core",
 	ISAAVX512CoreVNNI: "avx512_core_vnni", ISAAVX512CoreBF16: "avx512_core_bf16",
 	ISAAVX512CoreAMX: "avx512_core_amx", ISAOther: "other",
+}
+
+// ExactInt8 reports whether oneDNN's INT8 matmul at this effective ISA
+// level is exact on full-range u8 x s8 and s8 x s8 data: the levels with
+// VNNI (avx2_vnni, avx512_core_vnni, avx512_core_bf16, avx512_core_amx),
+// whose VPDPBUSD adds each product to an int32. Below them (sse41, avx,
+// avx2, avx512_core) oneDNN multiplies with VPMADDUBSW, whose int16 sum of
+// two u8 x s8 products saturates (2 x 255 x 127 > 32767). "all" and "other"
+// are levels this binding cannot vouch for and count as not exact.
+// NewMatMul refuses what could saturate (ErrSaturation; docs/DESIGN.md
+// section 5.1).
+func (i ISA) ExactInt8() bool {
+	switch i {
+	case ISAAVX2VNNI, ISAAVX512CoreVNNI, ISAAVX512CoreBF16, ISAAVX512CoreAMX:
+		return true
+	}
+	return false
 }
 
 // String returns oneDNN's name of the ISA level.

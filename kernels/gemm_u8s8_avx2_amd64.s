@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func gemmAVX2_1x16(a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int)
-// Requires: AVX, AVX2, SSE2
+// Requires: AVX, AVX2
 TEXT ·gemmAVX2_1x16(SB), NOSPLIT, $0-48
 	MOVQ  a+0(FP), AX
 	MOVQ  lda+8(FP), CX
@@ -25,8 +25,7 @@ gemmAVX2_1x16_loop:
 	VPMOVSXBW    16(CX), Y5
 	VPMOVSXBW    32(CX), Y6
 	VPMOVSXBW    48(CX), Y7
-	MOVL         (AX), DI
-	MOVD         DI, X8
+	VMOVD        (AX), X8
 	VPMOVZXBW    X8, X8
 	VPBROADCASTQ X8, Y8
 	VPMADDWD     Y4, Y8, Y4
@@ -54,7 +53,7 @@ gemmAVX2_1x16_done:
 	RET
 
 // func gemmAVX2_2x16(a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int)
-// Requires: AVX, AVX2, SSE2
+// Requires: AVX, AVX2
 TEXT ·gemmAVX2_2x16(SB), NOSPLIT, $0-48
 	MOVQ  a+0(FP), AX
 	MOVQ  lda+8(FP), CX
@@ -79,8 +78,7 @@ gemmAVX2_2x16_loop:
 	VPMOVSXBW    16(DX), Y9
 	VPMOVSXBW    32(DX), Y10
 	VPMOVSXBW    48(DX), Y11
-	MOVL         (AX), R8
-	MOVD         R8, X12
+	VMOVD        (AX), X12
 	VPMOVZXBW    X12, X12
 	VPBROADCASTQ X12, Y12
 	VPMADDWD     Y8, Y12, Y13
@@ -92,8 +90,7 @@ gemmAVX2_2x16_loop:
 	VPMADDWD     Y11, Y12, Y13
 	VPADDD       Y13, Y3, Y3
 	ADDQ         $0x04, AX
-	MOVL         (CX), R8
-	MOVD         R8, X12
+	VMOVD        (CX), X12
 	VPMOVZXBW    X12, X12
 	VPBROADCASTQ X12, Y12
 	VPMADDWD     Y8, Y12, Y13

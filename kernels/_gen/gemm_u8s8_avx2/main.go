@@ -72,7 +72,6 @@ func kernel(mr int) {
 	x := XMM()
 	ab := YMM()
 	prod := YMM()
-	t := GP32()
 
 	Label(name + "_loop")
 	TESTQ(n, n)
@@ -81,8 +80,12 @@ func kernel(mr int) {
 		VPMOVSXBW(Mem{Base: b, Disp: 16 * v}, w[v])
 	}
 	for i, r := range rows {
-		MOVL(Mem{Base: r}, t)
-		MOVD(t, x)
+		// VMOVD, never the legacy-SSE MOVD: an SSE instruction while the
+		// upper halves of the YMM registers are dirty costs AMD Zen 2 and
+		// Zen 3 a micro-fault of about 100 cycles in each direction (AMD's
+		// optimization guide, "Mixing AVX and SSE"), which made this loop
+		// some 90 times slower there than on Zen 4 and 5.
+		VMOVD(Mem{Base: r}, x)
 		VPMOVZXBW(x, x)
 		VPBROADCASTQ(x, ab)
 		for v := 0; v < 4; v++ {
