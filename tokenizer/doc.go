@@ -38,5 +38,16 @@
 // bytes, Encode refuses them with an *InvalidUTF8Error that gives the byte
 // offset, unless Options.Lenient asks for replacement by U+FFFD.
 //
+// # Memory
+//
+// Encoding works in memory that is reused from one input to the next (each
+// worker of EncodeBatch and EncodePairBatch keeps its own; Encode and
+// EncodePair take it from a pool), so what an input allocates is what its
+// Encoding holds: one array for the int32 fields, and one each for Tokens,
+// Offsets and SequenceIDs. The fields never share memory with each other,
+// with another Encoding or with the tokenizer: appending to one changes no
+// other. Options.InputsOnly leaves out what a model does not read, for a
+// caller that keeps only the ids.
+//
 // Package tokenizer must not import any other int8bert package.
 package tokenizer

@@ -19,7 +19,7 @@ func TestNormalForms(t *testing.T) {
 	for _, c := range cases {
 		want := []string{c.nfd, c.nfkd, c.nfc, c.nfkc}
 		for k, f := range forms {
-			n := f.normalize(fromOriginal(c.in, 0, len(c.in)))
+			n := f.normalize(fromOriginal(c.in), new(scratch))
 			if string(n.s) != want[k] {
 				t.Errorf("%s(%+q) = %+q, want %+q", names[k], c.in, n.s, want[k])
 			}

@@ -215,7 +215,7 @@ func (t *Tokenizer) buildMatchers() {
 	for _, a := range t.added {
 		t.special[a.Content] = a.ID
 		if a.Normalized && t.norm != nil {
-			n := t.norm.normalize(fromOriginal(a.Content, 0, len(a.Content)))
+			n := t.norm.normalize(fromOriginal(a.Content), new(scratch))
 			normed = append(normed, a)
 			normP = append(normP, string(n.s))
 		} else if a.Normalized {

@@ -11,9 +11,10 @@ type piece struct {
 	i, j int32
 }
 
-// model turns one pre-tokenized word into pieces, appended to out.
+// model turns one pre-tokenized word into pieces, appended to out; its
+// working memory is in sc.
 type model interface {
-	tokenize(word []byte, out []piece) []piece
+	tokenize(word []byte, out []piece, sc *scratch) []piece
 }
 
 // byteTrie is a static trie over byte strings with sorted child arrays; the
@@ -125,7 +126,7 @@ type wordPiece struct {
 	maxChars int
 }
 
-func (w *wordPiece) tokenize(word []byte, out []piece) []piece {
+func (w *wordPiece) tokenize(word []byte, out []piece, _ *scratch) []piece {
 	if w.maxChars > 0 && len(word) > w.maxChars && utf8.RuneCount(word) > w.maxChars {
 		return append(out, piece{id: w.unk, i: 0, j: int32(len(word))})
 	}
@@ -162,18 +163,15 @@ type viterbiNode struct {
 	id    int32
 }
 
-func (u *unigram) tokenize(word []byte, out []piece) []piece {
+func (u *unigram) tokenize(word []byte, out []piece, sc *scratch) []piece {
 	n := len(word)
 	if n == 0 {
 		return out
 	}
-	var stack [64]viterbiNode
-	var best []viterbiNode
-	if n+1 <= len(stack) {
-		best = stack[:n+1]
-	} else {
-		best = make([]viterbiNode, n+1)
+	if cap(sc.viterbi) < n+1 {
+		sc.viterbi = make([]viterbiNode, n+1, max(n+1, 64))
 	}
+	best := sc.viterbi[:n+1]
 	for i := range best {
 		best[i] = viterbiNode{from: -1}
 	}
@@ -241,7 +239,8 @@ func (u *unigram) tokenize(word []byte, out []piece) []piece {
 	}
 	// Byte fallback: an unknown span becomes its bytes' <0xXX> pieces.
 	res := out[:base]
-	tail := append([]piece(nil), out[base:]...)
+	tail := append(sc.tail[:0], out[base:]...)
+	sc.tail = tail
 	for _, p := range tail {
 		if p.id >= 0 {
 			res = append(res, p)

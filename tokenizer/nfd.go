@@ -100,7 +100,15 @@ type formNormalizer struct {
 	compat, composed bool
 }
 
-func (f formNormalizer) normalize(in nstr) nstr {
+// formRune is a character of formNormalizer's work: the character, its
+// original span and its canonical combining class.
+type formRune struct {
+	r    rune
+	a, e int32
+	ccc  uint8
+}
+
+func (f formNormalizer) normalize(in nstr, sc *scratch) nstr {
 	ascii := true
 	for _, c := range in.s {
 		if c >= utf8.RuneSelf {
@@ -111,13 +119,8 @@ func (f formNormalizer) normalize(in nstr) nstr {
 	if ascii {
 		return in
 	}
-	type ar struct {
-		r    rune
-		a, e int32
-		ccc  uint8
-	}
-	var buf []ar
-	var dec []rune
+	buf := sc.forms[:0]
+	dec := sc.dec
 	for i := 0; i < len(in.s); {
 		r, size := utf8.DecodeRune(in.s[i:])
 		a, e := in.start[i], in.end[i+size-1]
@@ -128,9 +131,10 @@ func (f formNormalizer) normalize(in nstr) nstr {
 			dec = appendNFD(dec[:0], r)
 		}
 		for _, c := range dec {
-			buf = append(buf, ar{c, a, e, combiningClass(c)})
+			buf = append(buf, formRune{c, a, e, combiningClass(c)})
 		}
 	}
+	sc.forms, sc.dec = buf, dec
 	// Canonical ordering: stable sort of every run of non-starters.
 	for i := 1; i < len(buf); i++ {
 		for j := i; j > 0 && buf[j].ccc != 0 && buf[j-1].ccc > buf[j].ccc; j-- {
@@ -163,9 +167,9 @@ func (f formNormalizer) normalize(in nstr) nstr {
 		}
 		buf = out
 	}
-	res := newNstr(len(in.s) + 8)
+	res := sc.str(len(in.s) + 8)
 	for _, c := range buf {
 		res.appendRune(c.r, c.a, c.e)
 	}
-	return res
+	return *res
 }

@@ -1,8 +1,8 @@
 package tokenizer
 
 import (
+	"bytes"
 	"regexp"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -38,6 +38,14 @@ func (n *nstr) appendString(s string, a, b int32) {
 	}
 }
 
+func (n *nstr) appendBytes(s []byte, a, b int32) {
+	n.s = append(n.s, s...)
+	for range len(s) {
+		n.start = append(n.start, a)
+		n.end = append(n.end, b)
+	}
+}
+
 // slice returns the bytes [i, j) of n, sharing memory.
 func (n nstr) slice(i, j int) nstr {
 	return nstr{s: n.s[i:j:j], start: n.start[i:j:j], end: n.end[i:j:j]}
@@ -48,11 +56,24 @@ func newNstr(capacity int) nstr {
 	return nstr{s: make([]byte, 0, capacity), start: al[0:0:capacity], end: al[capacity:capacity]}
 }
 
-// fromOriginal makes the identity nstr of text[from:to], aligned to absolute offsets.
-func fromOriginal(text string, from, to int) nstr {
-	n := newNstr(to - from)
-	n.s = append(n.s, text[from:to]...)
-	for i := from; i < to; {
+// fromOriginal makes the identity nstr of text.
+func fromOriginal(text string) nstr {
+	n := newNstr(len(text))
+	n.setOriginal(text)
+	return n
+}
+
+// setOriginal makes n, which must be empty, the identity nstr of text:
+// every byte maps to the byte range of its character.
+func (n *nstr) setOriginal(text string) {
+	n.s = append(n.s, text...)
+	for i := 0; i < len(text); {
+		if text[i] < utf8.RuneSelf {
+			n.start = append(n.start, int32(i))
+			n.end = append(n.end, int32(i+1))
+			i++
+			continue
+		}
 		_, size := utf8.DecodeRuneInString(text[i:])
 		for k := 0; k < size; k++ {
 			n.start = append(n.start, int32(i))
@@ -60,12 +81,12 @@ func fromOriginal(text string, from, to int) nstr {
 		}
 		i += size
 	}
-	return n
 }
 
-// normalizer rewrites a normalized string; it may return its input unchanged.
+// normalizer rewrites a normalized string; it may return its input
+// unchanged. What it returns anew lives in sc (see scratch.str).
 type normalizer interface {
-	normalize(in nstr) nstr
+	normalize(in nstr, sc *scratch) nstr
 }
 
 // bertNormalizer is Hugging Face's BertNormalizer.
@@ -112,9 +133,9 @@ func isChineseChar(r rune) bool {
 		(r >= 0x2F800 && r <= 0x2FA1F)
 }
 
-func (b *bertNormalizer) normalize(in nstr) nstr {
-	out := newNstr(len(in.s) + len(in.s)/4)
-	var dec []rune
+func (b *bertNormalizer) normalize(in nstr, sc *scratch) nstr {
+	out := sc.str(len(in.s) + len(in.s)/4)
+	dec := &sc.dec
 	for i := 0; i < len(in.s); {
 		r, size := rune(in.s[i]), 1
 		if r >= utf8.RuneSelf {
@@ -142,13 +163,13 @@ func (b *bertNormalizer) normalize(in nstr) nstr {
 		}
 		if b.chineseChars && isChineseChar(r) {
 			out.appendRune(' ', a, e)
-			b.emit(&out, r, a, e, &dec)
+			b.emit(out, r, a, e, dec)
 			out.appendRune(' ', a, e)
 			continue
 		}
-		b.emit(&out, r, a, e, &dec)
+		b.emit(out, r, a, e, dec)
 	}
-	return out
+	return *out
 }
 
 func (b *bertNormalizer) emit(out *nstr, r rune, a, e int32, dec *[]rune) {
@@ -182,24 +203,23 @@ func (b *bertNormalizer) emit(out *nstr, r rune, a, e int32, dec *[]rune) {
 // lowercaseNormalizer is Hugging Face's Lowercase.
 type lowercaseNormalizer struct{}
 
-func (lowercaseNormalizer) normalize(in nstr) nstr {
+func (lowercaseNormalizer) normalize(in nstr, sc *scratch) nstr {
 	b := bertNormalizer{lowercase: true}
-	out := newNstr(len(in.s))
-	var dec []rune
+	out := sc.str(len(in.s))
 	for i := 0; i < len(in.s); {
 		r, size := utf8.DecodeRune(in.s[i:])
-		b.emit(&out, r, in.start[i], in.end[i+size-1], &dec)
+		b.emit(out, r, in.start[i], in.end[i+size-1], &sc.dec)
 		i += size
 	}
-	return out
+	return *out
 }
 
 // sequenceNormalizer applies its members in order.
 type sequenceNormalizer []normalizer
 
-func (s sequenceNormalizer) normalize(in nstr) nstr {
+func (s sequenceNormalizer) normalize(in nstr, sc *scratch) nstr {
 	for _, n := range s {
-		in = n.normalize(in)
+		in = n.normalize(in, sc)
 	}
 	return in
 }
@@ -213,25 +233,28 @@ type replaceNormalizer struct {
 	content string
 }
 
-func (p *replaceNormalizer) normalize(in nstr) nstr {
-	var locs [][]int
+func (p *replaceNormalizer) normalize(in nstr, sc *scratch) nstr {
+	locs := sc.locs[:0]
 	if p.re != nil {
-		locs = p.re.FindAllIndex(in.s, -1)
+		for _, l := range p.re.FindAllIndex(in.s, -1) {
+			locs = append(locs, [2]int{l[0], l[1]})
+		}
 	} else {
 		s := in.s
 		for off := 0; ; {
-			k := strings.Index(string(s[off:]), p.literal)
+			k := bytes.Index(s[off:], []byte(p.literal))
 			if k < 0 || p.literal == "" {
 				break
 			}
-			locs = append(locs, []int{off + k, off + k + len(p.literal)})
+			locs = append(locs, [2]int{off + k, off + k + len(p.literal)})
 			off += k + len(p.literal)
 		}
 	}
+	sc.locs = locs
 	if len(locs) == 0 {
 		return in
 	}
-	out := newNstr(len(in.s))
+	out := sc.str(len(in.s))
 	prev := 0
 	for _, l := range locs {
 		out.s = append(out.s, in.s[prev:l[0]]...)
@@ -253,14 +276,14 @@ func (p *replaceNormalizer) normalize(in nstr) nstr {
 	out.s = append(out.s, in.s[prev:]...)
 	out.start = append(out.start, in.start[prev:]...)
 	out.end = append(out.end, in.end[prev:]...)
-	return out
+	return *out
 }
 
 // stripNormalizer is Hugging Face's Strip: it removes leading and/or trailing
 // whitespace.
 type stripNormalizer struct{ left, right bool }
 
-func (p stripNormalizer) normalize(in nstr) nstr {
+func (p stripNormalizer) normalize(in nstr, _ *scratch) nstr {
 	i, j := 0, len(in.s)
 	if p.left {
 		for i < j {
@@ -287,8 +310,8 @@ func (p stripNormalizer) normalize(in nstr) nstr {
 // input): it drops nonspacing marks.
 type stripAccentsNormalizer struct{}
 
-func (stripAccentsNormalizer) normalize(in nstr) nstr {
-	out := newNstr(len(in.s))
+func (stripAccentsNormalizer) normalize(in nstr, sc *scratch) nstr {
+	out := sc.str(len(in.s))
 	for i := 0; i < len(in.s); {
 		r, size := utf8.DecodeRune(in.s[i:])
 		if !unicode.Is(unicode.Mn, r) {
@@ -298,5 +321,5 @@ func (stripAccentsNormalizer) normalize(in nstr) nstr {
 		}
 		i += size
 	}
-	return out
+	return *out
 }

@@ -4,7 +4,8 @@ package tokenizer
 type postProcessor interface {
 	// added returns the number of tokens it adds to a single text or a pair.
 	added(pair bool) int
-	apply(e *Encoding, a seq, b *seq)
+	// apply appends a, and b when pair is set, with its tokens around them.
+	apply(e *assembler, a, b seq, pair bool)
 	// secondTypeID is the type id of the second text's tokens.
 	secondTypeID() int32
 }
@@ -50,21 +51,21 @@ func (p *templateProcessor) secondTypeID() int32 {
 	return 1
 }
 
-func (p *templateProcessor) apply(e *Encoding, a seq, b *seq) {
+func (p *templateProcessor) apply(e *assembler, a, b seq, pair bool) {
 	items := p.single
-	if b != nil {
+	if pair {
 		items = p.pair
 	}
 	for _, it := range items {
 		switch {
 		case it.special:
 			for k, id := range it.ids {
-				e.appendSpecial(id, it.tokens[k], it.typeID)
+				e.special(id, it.tokens[k], it.typeID)
 			}
 		case it.seq == 0:
-			e.appendSeq(a, it.typeID, 0)
-		case b != nil:
-			e.appendSeq(*b, it.typeID, 1)
+			e.seq(a, it.typeID, 0)
+		case pair:
+			e.seq(b, it.typeID, 1)
 		}
 	}
 }
@@ -84,13 +85,13 @@ func (p *bertProcessor) added(pair bool) int {
 
 func (p *bertProcessor) secondTypeID() int32 { return 1 }
 
-func (p *bertProcessor) apply(e *Encoding, a seq, b *seq) {
-	e.appendSpecial(p.cls, p.clsTok, 0)
-	e.appendSeq(a, 0, 0)
-	e.appendSpecial(p.sep, p.sepTok, 0)
-	if b != nil {
-		e.appendSeq(*b, 1, 1)
-		e.appendSpecial(p.sep, p.sepTok, 1)
+func (p *bertProcessor) apply(e *assembler, a, b seq, pair bool) {
+	e.special(p.cls, p.clsTok, 0)
+	e.seq(a, 0, 0)
+	e.special(p.sep, p.sepTok, 0)
+	if pair {
+		e.seq(b, 1, 1)
+		e.special(p.sep, p.sepTok, 1)
 	}
 }
 
@@ -110,13 +111,13 @@ func (p *robertaProcessor) added(pair bool) int {
 
 func (p *robertaProcessor) secondTypeID() int32 { return 0 }
 
-func (p *robertaProcessor) apply(e *Encoding, a seq, b *seq) {
-	e.appendSpecial(p.cls, p.clsTok, 0)
-	e.appendSeq(a, 0, 0)
-	e.appendSpecial(p.sep, p.sepTok, 0)
-	if b != nil {
-		e.appendSpecial(p.sep, p.sepTok, 0)
-		e.appendSeq(*b, 0, 1)
-		e.appendSpecial(p.sep, p.sepTok, 0)
+func (p *robertaProcessor) apply(e *assembler, a, b seq, pair bool) {
+	e.special(p.cls, p.clsTok, 0)
+	e.seq(a, 0, 0)
+	e.special(p.sep, p.sepTok, 0)
+	if pair {
+		e.special(p.sep, p.sepTok, 0)
+		e.seq(b, 0, 1)
+		e.special(p.sep, p.sepTok, 0)
 	}
 }

@@ -42,7 +42,7 @@ func newPrecompiled(blob []byte) (*precompiledNormalizer, error) {
 	}
 	for c := 0; c < 128; c++ {
 		if s, ok := p.transform([]byte{byte(c)}); ok {
-			p.ascii[c] = s
+			p.ascii[c] = string(s)
 		} else {
 			p.ascii[c] = "\x00"
 		}
@@ -51,11 +51,12 @@ func newPrecompiled(blob []byte) (*precompiledNormalizer, error) {
 }
 
 // transform returns the replacement of the shortest trie key that is a prefix
-// of key. It never panics on a corrupt trie: bad indices mean "no match".
-func (p *precompiledNormalizer) transform(key []byte) (string, bool) {
+// of key (inside p's strings: not to be written to). It never panics on a
+// corrupt trie: bad indices mean "no match".
+func (p *precompiledNormalizer) transform(key []byte) ([]byte, bool) {
 	units := p.units
 	if len(units) == 0 {
-		return "", false
+		return nil, false
 	}
 	offset := func(u uint32) uint32 { return (u >> 10) << ((u & (1 << 9)) >> 6) }
 	pos := offset(units[0])
@@ -65,32 +66,32 @@ func (p *precompiledNormalizer) transform(key []byte) (string, bool) {
 		}
 		pos ^= uint32(c)
 		if int(pos) >= len(units) {
-			return "", false
+			return nil, false
 		}
 		u := units[pos]
 		if u&((1<<31)|0xff) != uint32(c) {
-			return "", false
+			return nil, false
 		}
 		pos ^= offset(u)
 		if (u>>8)&1 == 1 {
 			if int(pos) >= len(units) {
-				return "", false
+				return nil, false
 			}
 			v := int(units[pos] & ((1 << 31) - 1))
 			if v > len(p.normalized) {
-				return "", false
+				return nil, false
 			}
 			end := v
 			for end < len(p.normalized) && p.normalized[end] != 0 {
 				end++
 			}
-			return string(p.normalized[v:end]), true
+			return p.normalized[v:end:end], true
 		}
 	}
-	return "", false
+	return nil, false
 }
 
-func (p *precompiledNormalizer) normalize(in nstr) nstr {
+func (p *precompiledNormalizer) normalize(in nstr, sc *scratch) nstr {
 	// Fast check: ASCII text that no entry rewrites stays as it is.
 	changed := false
 	for _, c := range in.s {
@@ -102,7 +103,7 @@ func (p *precompiledNormalizer) normalize(in nstr) nstr {
 	if !changed {
 		return in
 	}
-	out := newNstr(len(in.s) + 8)
+	out := sc.str(len(in.s) + 8)
 	for i := 0; i < len(in.s); {
 		j := graphemeEnd(in.s, i)
 		a, e := in.start[i], in.end[j-1]
@@ -120,7 +121,7 @@ func (p *precompiledNormalizer) normalize(in nstr) nstr {
 		}
 		if j-i < 6 {
 			if r, ok := p.transform(in.s[i:j]); ok {
-				out.appendString(r, a, e)
+				out.appendBytes(r, a, e)
 				i = j
 				continue
 			}
@@ -129,7 +130,7 @@ func (p *precompiledNormalizer) normalize(in nstr) nstr {
 			_, size := utf8.DecodeRune(in.s[i:j])
 			ca, ce := in.start[i], in.end[i+size-1]
 			if r, ok := p.transform(in.s[i : i+size]); ok {
-				out.appendString(r, ca, ce)
+				out.appendBytes(r, ca, ce)
 			} else {
 				out.s = append(out.s, in.s[i:i+size]...)
 				out.start = append(out.start, in.start[i:i+size]...)
@@ -138,7 +139,7 @@ func (p *precompiledNormalizer) normalize(in nstr) nstr {
 			i += size
 		}
 	}
-	return out
+	return *out
 }
 
 // graphemeEnd returns the end of the extended grapheme cluster that starts at

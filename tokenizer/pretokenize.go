@@ -6,9 +6,10 @@ import (
 )
 
 // preTokenizer cuts normalized pieces into words; each word is given to the
-// model on its own. Words share memory with their input where they can.
+// model on its own. Words share memory with their input where they can; the
+// word list, and any new string, live in sc (see scratch.list).
 type preTokenizer interface {
-	split(in []nstr) []nstr
+	split(in []nstr, sc *scratch) []nstr
 }
 
 func isBertPunct(r rune) bool {
@@ -29,12 +30,13 @@ func isSpace(r rune) bool {
 // punctuation character.
 type bertPreTokenizer struct{}
 
-func (bertPreTokenizer) split(in []nstr) []nstr {
+func (bertPreTokenizer) split(in []nstr, sc *scratch) []nstr {
 	total := 0
 	for _, n := range in {
 		total += len(n.s)
 	}
-	out := make([]nstr, 0, total/4+2)
+	list := sc.list(total/4 + 2)
+	out := *list
 	for _, n := range in {
 		s := n.s
 		wordStart := -1
@@ -70,14 +72,16 @@ func (bertPreTokenizer) split(in []nstr) []nstr {
 			out = append(out, n.slice(wordStart, len(s)))
 		}
 	}
+	*list = out
 	return out
 }
 
 // whitespaceSplit splits on whitespace, dropping it.
 type whitespaceSplit struct{}
 
-func (whitespaceSplit) split(in []nstr) []nstr {
-	out := make([]nstr, 0, len(in)*4)
+func (whitespaceSplit) split(in []nstr, sc *scratch) []nstr {
+	list := sc.list(len(in) * 4)
+	out := *list
 	for _, n := range in {
 		wordStart := -1
 		for i := 0; i < len(n.s); {
@@ -96,6 +100,7 @@ func (whitespaceSplit) split(in []nstr) []nstr {
 			out = append(out, n.slice(wordStart, len(n.s)))
 		}
 	}
+	*list = out
 	return out
 }
 
@@ -107,8 +112,9 @@ func isWordChar(r rune) bool {
 	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.In(r, unicode.N, unicode.Mn, unicode.Mc, unicode.Pc)
 }
 
-func (whitespacePreTokenizer) split(in []nstr) []nstr {
-	out := make([]nstr, 0, len(in)*4)
+func (whitespacePreTokenizer) split(in []nstr, sc *scratch) []nstr {
+	list := sc.list(len(in) * 4)
+	out := *list
 	for _, n := range in {
 		start, kind := -1, 0
 		for i := 0; i < len(n.s); {
@@ -135,6 +141,7 @@ func (whitespacePreTokenizer) split(in []nstr) []nstr {
 			out = append(out, n.slice(start, len(n.s)))
 		}
 	}
+	*list = out
 	return out
 }
 
@@ -155,13 +162,21 @@ type metaspace struct {
 	split_      bool
 }
 
-func (m *metaspace) split(in []nstr) []nstr {
-	out := make([]nstr, 0, len(in)*4)
+func (m *metaspace) split(in []nstr, sc *scratch) []nstr {
+	list := sc.list(len(in) * 4)
+	out := *list
+	// The rewritten text of every input goes into one string, each input's
+	// part of it sliced off (capacity capped) when it is complete.
+	total := 0
+	for _, n := range in {
+		total += len(n.s) + 3*8
+	}
+	buf := sc.str(total)
 	for _, n := range in {
 		if len(n.s) == 0 {
 			continue
 		}
-		w := newNstr(len(n.s) + 3*8)
+		base := len(buf.s)
 		first, _ := utf8.DecodeRune(n.s)
 		add := false
 		switch m.prepend {
@@ -171,17 +186,18 @@ func (m *metaspace) split(in []nstr) []nstr {
 			add = first != m.replacement && first != ' ' && n.start[0] == 0
 		}
 		if add {
-			w.appendString(m.rep, n.start[0], n.start[0])
+			buf.appendString(m.rep, n.start[0], n.start[0])
 		}
 		for i := 0; i < len(n.s); i++ {
 			if n.s[i] == ' ' {
-				w.appendString(m.rep, n.start[i], n.end[i])
+				buf.appendString(m.rep, n.start[i], n.end[i])
 				continue
 			}
-			w.s = append(w.s, n.s[i])
-			w.start = append(w.start, n.start[i])
-			w.end = append(w.end, n.end[i])
+			buf.s = append(buf.s, n.s[i])
+			buf.start = append(buf.start, n.start[i])
+			buf.end = append(buf.end, n.end[i])
 		}
+		w := buf.slice(base, len(buf.s))
 		if !m.split_ {
 			out = append(out, w)
 			continue
@@ -199,15 +215,16 @@ func (m *metaspace) split(in []nstr) []nstr {
 			out = append(out, w.slice(start, len(w.s)))
 		}
 	}
+	*list = out
 	return out
 }
 
 // sequencePreTokenizer applies its members in order.
 type sequencePreTokenizer []preTokenizer
 
-func (s sequencePreTokenizer) split(in []nstr) []nstr {
+func (s sequencePreTokenizer) split(in []nstr, sc *scratch) []nstr {
 	for _, p := range s {
-		in = p.split(in)
+		in = p.split(in, sc)
 	}
 	return in
 }

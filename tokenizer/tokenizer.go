@@ -73,6 +73,12 @@ type Options struct {
 	TruncateLeft bool
 	// Lenient replaces invalid UTF-8 by U+FFFD instead of failing.
 	Lenient bool
+	// InputsOnly fills only what a model reads: IDs, TypeIDs and
+	// AttentionMask, the same as without it. Tokens, Offsets,
+	// SpecialTokensMask and SequenceIDs are left nil, in overflowing
+	// windows and padding too: an Encoding then holds 12 bytes a token
+	// instead of about 50, and encoding skips the offsets' work.
+	InputsOnly bool
 }
 
 // Encoding is the result of encoding one input (a text or a pair of texts).
@@ -218,61 +224,80 @@ func validate(text string, lenient bool) (string, error) {
 	return "", &InvalidUTF8Error{}
 }
 
-// encodeSeq runs added tokens, normalizer, pre-tokenizer and model over text.
-func (t *Tokenizer) encodeSeq(text string) seq {
-	est := len(text)/3 + 2
-	sq := seq{ids: make([]int32, 0, est), tokens: make([]string, 0, est), offs: make([][2]int, 0, est)}
-	whole := fromOriginal(text, 0, len(text))
-	var sbuf [8]span
-	spans := t.raw.find(whole.s, sbuf[:0])
-	var pbuf [64]piece
-	pieces := pbuf[:0]
+// encodeSeq runs added tokens, normalizer, pre-tokenizer and model over
+// text, into sq (emptied first: its slices are sc's, reused), and returns
+// what it filled: with full unset, the ids only. Everything else it works
+// with lives in sc too.
+func (t *Tokenizer) encodeSeq(text string, sq *seq, full bool, sc *scratch) seq {
+	sq.ids, sq.tokens, sq.offs = sq.ids[:0], sq.tokens[:0], sq.offs[:0]
+	whole := sc.str(len(text))
+	whole.setOriginal(text)
+	spanMark := sc.mark()
+	spans := t.raw.find(whole.s, sc.spans[:0])
+	sc.spans = spans
+	pieces := sc.pieces[:0]
 	for _, sp := range spans {
 		if sp.tok >= 0 {
 			at := &t.raw.tokens[sp.tok]
 			sq.ids = append(sq.ids, at.ID)
-			sq.tokens = append(sq.tokens, at.Content)
-			sq.offs = append(sq.offs, [2]int{sp.i, sp.j})
+			if full {
+				sq.tokens = append(sq.tokens, at.Content)
+				sq.offs = append(sq.offs, [2]int{sp.i, sp.j})
+			}
 			continue
 		}
+		// What a span is normalized to is released when its words are done.
 		n := whole.slice(sp.i, sp.j)
 		if t.norm != nil {
-			n = t.norm.normalize(n)
+			n = t.norm.normalize(n, sc)
 		}
 		var nspans []span
-		var nbuf [4]span
 		if t.normed != nil {
-			nspans = t.normed.find(n.s, nbuf[:0])
+			nspans = t.normed.find(n.s, sc.nspans[:0])
 		} else if len(n.s) > 0 {
-			nspans = append(nbuf[:0], span{0, len(n.s), -1})
+			nspans = append(sc.nspans[:0], span{0, len(n.s), -1})
 		}
+		sc.nspans = nspans
 		for _, ns := range nspans {
 			part := n.slice(ns.i, ns.j)
 			if ns.tok >= 0 {
 				at := &t.normed.tokens[ns.tok]
 				sq.ids = append(sq.ids, at.ID)
-				sq.tokens = append(sq.tokens, at.Content)
-				sq.offs = append(sq.offs, [2]int{int(part.start[0]), int(part.end[len(part.s)-1])})
+				if full {
+					sq.tokens = append(sq.tokens, at.Content)
+					sq.offs = append(sq.offs, [2]int{int(part.start[0]), int(part.end[len(part.s)-1])})
+				}
 				continue
 			}
-			words := []nstr{part}
+			partMark := sc.mark()
+			wl := sc.list(1)
+			*wl = append(*wl, part)
+			words := *wl
 			if t.pre != nil {
-				words = t.pre.split(words)
+				words = t.pre.split(words, sc)
 			}
 			for _, w := range words {
 				if len(w.s) == 0 {
 					continue
 				}
-				pieces = t.model.tokenize(w.s, pieces[:0])
+				pieces = t.model.tokenize(w.s, pieces[:0], sc)
 				for _, p := range pieces {
 					sq.ids = append(sq.ids, p.id)
-					sq.tokens = append(sq.tokens, t.vocab[p.id])
-					sq.offs = append(sq.offs, [2]int{int(w.start[p.i]), int(w.end[p.j-1])})
+					if full {
+						sq.tokens = append(sq.tokens, t.vocab[p.id])
+						sq.offs = append(sq.offs, [2]int{int(w.start[p.i]), int(w.end[p.j-1])})
+					}
 				}
 			}
+			sc.release(partMark)
 		}
+		sc.release(spanMark)
 	}
-	return sq
+	sc.pieces = pieces
+	if !full {
+		return seq{ids: sq.ids}
+	}
+	return *sq
 }
 
 // Encode encodes one text. With no options it adds special tokens and
@@ -296,7 +321,9 @@ func (t *Tokenizer) EncodePair(a, b string, opts ...Options) (Encoding, error) {
 }
 
 func (t *Tokenizer) encode(a string, b *string, o Options) (Encoding, error) {
-	enc, err := t.encodeUnpadded(a, b, o)
+	sc := getScratch()
+	enc, err := t.encodeUnpadded(a, b, o, sc)
+	putScratch(sc)
 	if err != nil {
 		return Encoding{}, err
 	}
@@ -310,7 +337,9 @@ func (t *Tokenizer) encode(a string, b *string, o Options) (Encoding, error) {
 	return enc, nil
 }
 
-func (t *Tokenizer) encodeUnpadded(a string, b *string, o Options) (Encoding, error) {
+// encodeUnpadded encodes a (and b) with sc's memory, which it leaves
+// released; the Encoding shares none of it.
+func (t *Tokenizer) encodeUnpadded(a string, b *string, o Options, sc *scratch) (Encoding, error) {
 	if o.MaxLength < 0 || o.Stride < 0 {
 		return Encoding{}, fmt.Errorf("tokenizer: negative max length %d or stride %d", o.MaxLength, o.Stride)
 	}
@@ -318,7 +347,10 @@ func (t *Tokenizer) encodeUnpadded(a string, b *string, o Options) (Encoding, er
 	if err != nil {
 		return Encoding{}, err
 	}
-	sa := t.encodeSeq(a)
+	m := sc.mark()
+	defer sc.release(m)
+	full := !o.InputsOnly
+	sa := t.encodeSeq(a, &sc.seqs[0], full, sc)
 	var sb *seq
 	var bt string
 	if b != nil {
@@ -326,59 +358,63 @@ func (t *Tokenizer) encodeUnpadded(a string, b *string, o Options) (Encoding, er
 		if err != nil {
 			return Encoding{}, fmt.Errorf("second text: %w", err)
 		}
-		s := t.encodeSeq(bt)
+		s := t.encodeSeq(bt, &sc.seqs[1], full, sc)
 		sb = &s
 	}
 	// Byte offsets to rune offsets.
-	toRunes(&sa, a)
-	if sb != nil {
-		toRunes(sb, bt)
+	if full {
+		toRunes(&sa, a, sc)
+		if sb != nil {
+			toRunes(sb, bt, sc)
+		}
 	}
 	added := 0
 	if !o.SkipSpecialTokens && t.post != nil {
 		added = t.post.added(sb != nil)
 	}
-	winA, winB := []seq{sa}, []seq(nil)
+	total := len(sa.ids) + added
 	if sb != nil {
-		winB = []seq{*sb}
+		total += len(sb.ids)
 	}
-	if o.MaxLength > 0 {
-		total := len(sa.ids) + added
-		if sb != nil {
-			total += len(sb.ids)
+	if o.MaxLength == 0 || total <= o.MaxLength {
+		return t.assemble(sa, sb, o, sc), nil
+	}
+	if o.Truncation == NoTruncation {
+		return Encoding{}, &TooLongError{Length: total, MaxLength: o.MaxLength}
+	}
+	if o.MaxLength < added {
+		return Encoding{}, fmt.Errorf("tokenizer: max length %d is shorter than the %d special tokens", o.MaxLength, added)
+	}
+	winA, winB, err := truncate(sa, sb, o.MaxLength-added, o)
+	if err != nil {
+		return Encoding{}, err
+	}
+	if !o.Overflow {
+		// Only the kept window: the first of each text.
+		if sb == nil {
+			return t.assemble(winA[0], nil, o, sc), nil
 		}
-		if total > o.MaxLength {
-			if o.Truncation == NoTruncation {
-				return Encoding{}, &TooLongError{Length: total, MaxLength: o.MaxLength}
-			}
-			if o.MaxLength < added {
-				return Encoding{}, fmt.Errorf("tokenizer: max length %d is shorter than the %d special tokens", o.MaxLength, added)
-			}
-			winA, winB, err = truncate(sa, sb, o.MaxLength-added, o)
-			if err != nil {
-				return Encoding{}, err
-			}
-		}
+		return t.assemble(winA[0], &winB[0], o, sc), nil
 	}
 	var encs []Encoding
 	for _, wa := range winA {
 		if sb == nil {
-			encs = append(encs, t.assemble(wa, nil, o))
+			encs = append(encs, t.assemble(wa, nil, o, sc))
 			continue
 		}
 		for _, wb := range winB {
-			encs = append(encs, t.assemble(wa, &wb, o))
+			encs = append(encs, t.assemble(wa, &wb, o, sc))
 		}
 	}
 	enc := encs[0]
-	if o.Overflow && len(encs) > 1 {
+	if len(encs) > 1 {
 		enc.Overflowing = encs[1:]
 	}
 	return enc, nil
 }
 
-// toRunes rewrites byte offsets as rune offsets.
-func toRunes(s *seq, text string) {
+// toRunes rewrites byte offsets as rune offsets, with an index in sc.
+func toRunes(s *seq, text string, sc *scratch) {
 	ascii := true
 	for i := 0; i < len(text); i++ {
 		if text[i] >= utf8.RuneSelf {
@@ -389,7 +425,10 @@ func toRunes(s *seq, text string) {
 	if ascii {
 		return
 	}
-	idx := make([]int32, len(text)+1)
+	if cap(sc.runeIdx) < len(text)+1 {
+		sc.runeIdx = make([]int32, len(text)+1)
+	}
+	idx := sc.runeIdx[:len(text)+1]
 	n := int32(0)
 	for i := range text {
 		idx[i] = n
@@ -472,6 +511,9 @@ func windows(s seq, n int, o Options) ([]seq, error) {
 		return []seq{s}, nil
 	}
 	cut := func(i, j int) seq {
+		if o.InputsOnly {
+			return seq{ids: s.ids[i:j:j]}
+		}
 		return seq{ids: s.ids[i:j:j], tokens: s.tokens[i:j:j], offs: s.offs[i:j:j]}
 	}
 	if n == 0 {
@@ -502,73 +544,105 @@ func windows(s seq, n int, o Options) ([]seq, error) {
 	return out, nil
 }
 
-// assemble applies the post-processor and builds an Encoding.
-func (t *Tokenizer) assemble(a seq, b *seq, o Options) Encoding {
-	var e Encoding
-	n := len(a.ids) + 4
+// assemble applies the post-processor and builds an Encoding, all of it
+// new memory: with o.InputsOnly, its IDs, TypeIDs and AttentionMask only.
+func (t *Tokenizer) assemble(a seq, b *seq, o Options, sc *scratch) Encoding {
+	n := len(a.ids)
 	if b != nil {
 		n += len(b.ids)
 	}
 	if t.post != nil && !o.SkipSpecialTokens {
-		n = len(a.ids) + t.post.added(b != nil)
-		if b != nil {
-			n += len(b.ids)
-		}
+		n += t.post.added(b != nil)
 	}
-	// One backing array for the four int32 fields; each is capped so that
-	// appending (padding) moves it out rather than overwriting its neighbour.
-	back := make([]int32, 4*n)
+	asm := &sc.asm
+	*asm = assembler{full: !o.InputsOnly}
+	e := &asm.e
+	// One backing array for the int32 fields; each is capped so that
+	// appending (padding, or a caller) moves it out rather than overwriting
+	// its neighbour.
+	fields := 3
+	if asm.full {
+		fields = 4
+	}
+	back := make([]int32, fields*n)
 	e.IDs = back[0:0:n]
 	e.TypeIDs = back[n : n : 2*n]
-	e.SpecialTokensMask = back[2*n : 2*n : 3*n]
-	mask := back[3*n : 3*n : 4*n]
-	e.Tokens = make([]string, 0, n)
-	e.Offsets = make([][2]int, 0, n)
-	e.SequenceIDs = make([]int8, 0, n)
+	mask := back[2*n : 3*n : 3*n]
+	if asm.full {
+		e.SpecialTokensMask = back[3*n : 3*n : 4*n]
+		e.Tokens = make([]string, 0, n)
+		e.Offsets = make([][2]int, 0, n)
+		e.SequenceIDs = make([]int8, 0, n)
+	}
 	if o.SkipSpecialTokens || t.post == nil {
-		e.appendSeq(a, 0, 0)
+		asm.seq(a, 0, 0)
 		if b != nil {
 			tid := int32(1)
 			if t.post != nil {
 				tid = t.post.secondTypeID()
 			}
-			e.appendSeq(*b, tid, 1)
+			asm.seq(*b, tid, 1)
 		}
+	} else if b != nil {
+		t.post.apply(asm, a, *b, true)
 	} else {
-		t.post.apply(&e, a, b)
+		t.post.apply(asm, a, seq{}, false)
 	}
-	if len(e.IDs) > cap(mask) {
-		mask = make([]int32, 0, len(e.IDs))
+	// A template may use a text twice: then IDs has outgrown n.
+	if len(e.IDs) > len(mask) {
+		mask = make([]int32, len(e.IDs))
 	}
-	e.AttentionMask = mask[:len(e.IDs)]
+	e.AttentionMask = mask[:len(e.IDs):len(e.IDs)]
 	for i := range e.AttentionMask {
 		e.AttentionMask[i] = 1
 	}
-	return e
+	enc := *e
+	*asm = assembler{}
+	return enc
 }
 
-func (e *Encoding) appendSeq(s seq, typeID int32, seqID int8) {
+// assembler appends the tokens of an Encoding in the making; with full
+// unset only to IDs and TypeIDs (Options.InputsOnly).
+type assembler struct {
+	e    Encoding
+	full bool
+}
+
+// seq appends the tokens of s, of type typeID, from text seqID.
+func (b *assembler) seq(s seq, typeID int32, seqID int8) {
+	e := &b.e
 	e.IDs = append(e.IDs, s.ids...)
+	for range s.ids {
+		e.TypeIDs = append(e.TypeIDs, typeID)
+	}
+	if !b.full {
+		return
+	}
 	e.Tokens = append(e.Tokens, s.tokens...)
 	e.Offsets = append(e.Offsets, s.offs...)
 	for range s.ids {
-		e.TypeIDs = append(e.TypeIDs, typeID)
 		e.SpecialTokensMask = append(e.SpecialTokensMask, 0)
 		e.SequenceIDs = append(e.SequenceIDs, seqID)
 	}
 }
 
-func (e *Encoding) appendSpecial(id int32, token string, typeID int32) {
+// special appends a post-processor's token.
+func (b *assembler) special(id int32, token string, typeID int32) {
+	e := &b.e
 	e.IDs = append(e.IDs, id)
+	e.TypeIDs = append(e.TypeIDs, typeID)
+	if !b.full {
+		return
+	}
 	e.Tokens = append(e.Tokens, token)
 	e.Offsets = append(e.Offsets, [2]int{})
-	e.TypeIDs = append(e.TypeIDs, typeID)
 	e.SpecialTokensMask = append(e.SpecialTokensMask, 1)
 	e.SequenceIDs = append(e.SequenceIDs, -1)
 }
 
 // pad pads e (and its overflowing windows) to length n, rounded up to
-// PadToMultipleOf.
+// PadToMultipleOf, into new memory: one backing array for the int32 fields
+// again, and, without o.InputsOnly, one array each for the others.
 func (t *Tokenizer) pad(e *Encoding, n int, o Options) {
 	if m := o.PadToMultipleOf; m > 0 && n%m != 0 {
 		n += m - n%m
@@ -576,40 +650,50 @@ func (t *Tokenizer) pad(e *Encoding, n int, o Options) {
 	for i := range e.Overflowing {
 		t.pad(&e.Overflowing[i], n, o)
 	}
-	k := n - len(e.IDs)
+	l := len(e.IDs)
+	k := n - l
 	if k <= 0 {
 		return
 	}
-	grow := func(ids []int32, v int32) []int32 {
-		p := make([]int32, k)
-		for i := range p {
-			p[i] = v
+	// The old tokens go to [at, at+l) of the new arrays, the padding to the rest.
+	at := 0
+	if o.PadLeft {
+		at = k
+	}
+	full := !o.InputsOnly
+	fields := 3
+	if full {
+		fields = 4
+	}
+	back := make([]int32, fields*n)
+	next := 0
+	grow := func(old []int32, v int32) []int32 {
+		dst := back[next : next+n : next+n]
+		next += n
+		for i := range dst {
+			dst[i] = v
 		}
-		if o.PadLeft {
-			return append(p, ids...)
-		}
-		return append(ids, p...)
+		copy(dst[at:at+l], old)
+		return dst
 	}
 	e.IDs = grow(e.IDs, t.padID)
 	e.TypeIDs = grow(e.TypeIDs, t.padTypeID)
 	e.AttentionMask = grow(e.AttentionMask, 0)
+	if !full {
+		return
+	}
 	e.SpecialTokensMask = grow(e.SpecialTokensMask, 1)
-	toks := make([]string, k)
-	offs := make([][2]int, k)
-	sids := make([]int8, k)
+	toks := make([]string, n)
+	offs := make([][2]int, n)
+	sids := make([]int8, n)
 	for i := range toks {
 		toks[i] = t.padToken
 		sids[i] = -1
 	}
-	if o.PadLeft {
-		e.Tokens = append(toks, e.Tokens...)
-		e.Offsets = append(offs, e.Offsets...)
-		e.SequenceIDs = append(sids, e.SequenceIDs...)
-	} else {
-		e.Tokens = append(e.Tokens, toks...)
-		e.Offsets = append(e.Offsets, offs...)
-		e.SequenceIDs = append(e.SequenceIDs, sids...)
-	}
+	copy(toks[at:at+l], e.Tokens)
+	copy(offs[at:at+l], e.Offsets)
+	copy(sids[at:at+l], e.SequenceIDs)
+	e.Tokens, e.Offsets, e.SequenceIDs = toks, offs, sids
 }
 
 // Pair is one input of EncodePairBatch.
@@ -622,8 +706,8 @@ func (t *Tokenizer) EncodeBatch(ctx context.Context, texts []string, opts ...Opt
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	return t.batch(ctx, len(texts), o, func(i int) (Encoding, error) {
-		return t.encodeUnpadded(texts[i], nil, o)
+	return t.batch(ctx, len(texts), o, func(i int, sc *scratch) (Encoding, error) {
+		return t.encodeUnpadded(texts[i], nil, o, sc)
 	})
 }
 
@@ -633,23 +717,31 @@ func (t *Tokenizer) EncodePairBatch(ctx context.Context, pairs []Pair, opts ...O
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	return t.batch(ctx, len(pairs), o, func(i int) (Encoding, error) {
-		return t.encodeUnpadded(pairs[i].A, &pairs[i].B, o)
+	return t.batch(ctx, len(pairs), o, func(i int, sc *scratch) (Encoding, error) {
+		return t.encodeUnpadded(pairs[i].A, &pairs[i].B, o, sc)
 	})
 }
 
-func (t *Tokenizer) batch(ctx context.Context, n int, o Options, enc func(int) (Encoding, error)) ([]Encoding, error) {
+// batch runs enc over the items [0, n) on one worker per CPU, each with a
+// scratch of its own for all the items it encodes, then pads as o says. The
+// error is that of the first item that fails.
+func (t *Tokenizer) batch(ctx context.Context, n int, o Options, enc func(i int, sc *scratch) (Encoding, error)) ([]Encoding, error) {
 	out := make([]Encoding, n)
-	errs := make([]error, n)
 	workers := min(runtime.GOMAXPROCS(0), n)
 	const chunk = 16
-	var next int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	var (
+		mu      sync.Mutex
+		next    int
+		failed  = n // the first item that failed, n while none has
+		failure error
+		wg      sync.WaitGroup
+	)
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sc := getScratch()
+			defer putScratch(sc)
 			for {
 				if ctx.Err() != nil {
 					return
@@ -657,12 +749,22 @@ func (t *Tokenizer) batch(ctx context.Context, n int, o Options, enc func(int) (
 				mu.Lock()
 				i := next
 				next += chunk
+				stop := i >= failed // items are handed out in order: none after a failure matters
 				mu.Unlock()
-				if i >= n {
+				if i >= n || stop {
 					return
 				}
 				for k := i; k < min(i+chunk, n); k++ {
-					out[k], errs[k] = enc(k)
+					e, err := enc(k, sc)
+					if err != nil {
+						mu.Lock()
+						if k < failed {
+							failed, failure = k, err
+						}
+						mu.Unlock()
+						break
+					}
+					out[k] = e
 				}
 			}
 		}()
@@ -671,10 +773,8 @@ func (t *Tokenizer) batch(ctx context.Context, n int, o Options, enc func(int) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("batch item %d: %w", i, err)
-		}
+	if failure != nil {
+		return nil, fmt.Errorf("batch item %d: %w", failed, failure)
 	}
 	switch o.Padding {
 	case PadLongest:

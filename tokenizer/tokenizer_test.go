@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -319,7 +320,7 @@ func TestOffsetsBERT(t *testing.T) {
 				}
 				continue
 			}
-			n := norm.normalize(fromOriginal(sub, 0, len(sub)))
+			n := norm.normalize(fromOriginal(sub), new(scratch))
 			if got := strings.TrimSpace(string(n.s)); got != strings.TrimPrefix(tok, "##") {
 				t.Errorf("%q: token %q at %v maps back to %q (normalized %q)", text, tok, enc.Offsets[k], sub, got)
 			}
@@ -500,6 +501,26 @@ func FuzzEncode(f *testing.F) {
 				}
 				checkInvariants(t, tk, text, n, w)
 			}
+			// A batch (one worker's reused memory for every item) gives
+			// what Encode does, and InputsOnly the same model inputs.
+			o := Options{MaxLength: 8, Truncation: LongestFirst, Stride: 2, Overflow: true, Padding: PadFixed}
+			batch := []string{text, "x " + text, text + " é"}
+			encs, err := tk.EncodeBatch(context.Background(), batch, o)
+			if err != nil {
+				t.Fatalf("%q: batch: %v", text, err)
+			}
+			lo := o
+			lo.InputsOnly = true
+			for i, s := range batch {
+				want, err := tk.Encode(s, o)
+				if err != nil || !reflect.DeepEqual(encs[i], want) {
+					t.Fatalf("%q: batch item %d differs from Encode (%v)", s, i, err)
+				}
+				lean, err := tk.Encode(s, lo)
+				if err != nil || !sameInputs(lean, want) {
+					t.Fatalf("%q: InputsOnly differs from the full encoding (%v)", s, err)
+				}
+			}
 		}
 	})
 }
@@ -514,7 +535,7 @@ func FuzzPrecompiled(f *testing.F) {
 		if err != nil || !utf8.ValidString(text) {
 			return
 		}
-		n := p.normalize(fromOriginal(text, 0, len(text)))
+		n := p.normalize(fromOriginal(text), new(scratch))
 		if len(n.start) != len(n.s) || len(n.end) != len(n.s) {
 			t.Fatalf("ragged alignment")
 		}
