@@ -17,8 +17,8 @@ import (
 const DefaultMaxBatchTokens = 2048
 
 // encodeChunk is how many inputs a call tokenizes at a time: the
-// tokenizer's Encodings of one chunk (tokens, offsets, masks: ~50 bytes a
-// token) are garbage once its tokens are kept.
+// tokenizer's Encodings of one chunk (Options.InputsOnly: ids, types and
+// mask, 12 bytes a token) are garbage once its tokens are kept.
 const encodeChunk = 1024
 
 // tokens is one sequence of a call as the model reads it: ids, token

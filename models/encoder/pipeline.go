@@ -137,7 +137,7 @@ func (p *Pipeline) encodeTexts(ctx context.Context, what string, texts []string)
 	if err != nil {
 		return nil, err
 	}
-	o := tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst}
+	o := tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst, InputsOnly: true}
 	encs, err := encodeAll(ctx, len(texts),
 		func(lo, hi int) ([]tokenizer.Encoding, error) { return tok.EncodeBatch(ctx, texts[lo:hi], o) },
 		func(i int) error { _, err := tok.Encode(texts[i], o); return err })
@@ -208,7 +208,7 @@ func (p *Pipeline) ClassifyPairs(ctx context.Context, pairs []tokenizer.Pair, o 
 	if err != nil {
 		return nil, err
 	}
-	to := tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst}
+	to := tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst, InputsOnly: true}
 	encs, err := encodeAll(ctx, len(pairs),
 		func(lo, hi int) ([]tokenizer.Encoding, error) { return tok.EncodePairBatch(ctx, pairs[lo:hi], to) },
 		func(i int) error { _, err := tok.EncodePair(pairs[i].A, pairs[i].B, to); return err })
