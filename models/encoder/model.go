@@ -507,12 +507,16 @@ func (p *bufferPool) keep(b *buffers) {
 // keepBuffers makes the model hold one set of buffers for passes of up to
 // rows tokens until it closes (unless it holds one at least that large).
 func (m *Model) keepBuffers(rows int) {
-	m.scratchPool.mu.Lock()
-	have := m.scratchPool.kept != nil && m.scratchPool.kept.rows >= rows
-	m.scratchPool.mu.Unlock()
-	if !have && rows > 0 {
+	if rows > 0 && !m.scratchPool.keeps(rows) {
 		m.scratchPool.keep(m.newBuffers(rows))
 	}
+}
+
+// keeps reports whether the kept set serves passes of rows tokens.
+func (p *bufferPool) keeps(rows int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.kept != nil && p.kept.rows >= rows
 }
 
 // view is the scratch of one pass of rows tokens (rows <= b.rows). Every
