@@ -77,6 +77,11 @@ type ModelReport struct {
 	Batch   int           `json:"batch"`
 	Threads int           `json:"threads"`
 	Results []ModelResult `json:"results"`
+	// Int8 is this CPU's INT8 tier (selector.DescribeInt8), and
+	// Int8Kernels the u8 x s8 kernels the selector chose for the keys of
+	// the run, with how many keys each ("gemmVNNI_8x48 x30, ...").
+	Int8        selector.Int8Tier `json:"int8"`
+	Int8Kernels string            `json:"int8_kernels,omitempty"`
 }
 
 // loadFP32 opens the architecture or folder o.Arch (a folder as it holds
@@ -164,7 +169,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		return nil, fmt.Errorf("bench: seq %d: %s takes at most %d tokens: %w", o.Seq, o.Arch, cfg.MaxSeq(), encoder.ErrConfig)
 	}
 	in := randomInputs(cfg, o.Batch, o.Seq, 7)
-	rep := &ModelReport{Arch: o.Arch, Seq: o.Seq, Batch: o.Batch, Threads: o.Threads}
+	rep := &ModelReport{Arch: o.Arch, Seq: o.Seq, Batch: o.Batch, Threads: o.Threads, Int8: selector.DescribeInt8(sel.Features())}
 	var fp32Res *ModelResult
 	for _, p := range o.Precisions {
 		m, prof := fp32, fp32Prof
@@ -203,6 +208,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 			fp32Res = &rep.Results[len(rep.Results)-1]
 		}
 	}
+	rep.Int8Kernels = sel.ChosenU8S8()
 	if fp32Res != nil {
 		for i := range rep.Results {
 			r := &rep.Results[i]

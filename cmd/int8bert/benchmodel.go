@@ -13,6 +13,7 @@ import (
 
 	"github.com/int8bert/int8bert/bench"
 	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
 )
 
@@ -93,6 +94,41 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(stdout, "linear % peak: over the FMA (FP32) or VNNI (INT8) peak measured on one core right before each precision, times the threads")
+	if _, err := fmt.Fprintln(stdout, "linear % peak: over the FMA (FP32) or INT8 (VNNI, else VPMADDWD) peak measured on one core right before each precision, times the threads"); err != nil {
+		return err
+	}
+	return printInt8Tier(stdout, r.Int8, r.Int8Kernels, peakRatio(r.Results))
+}
+
+// peakRatio is the measured INT8 peak over the FP32 one of a run's
+// results (0 where either was not measured).
+func peakRatio(rs []bench.ModelResult) float64 {
+	var f32, i8 float64
+	for _, x := range rs {
+		switch {
+		case x.Precision == encoder.PrecisionFP32.String():
+			f32 = x.PeakGOPS
+		case x.PeakGOPS > 0:
+			i8 = x.PeakGOPS
+		}
+	}
+	if f32 == 0 || i8 == 0 {
+		return 0
+	}
+	return i8 / f32
+}
+
+// printInt8Tier says what INT8 this CPU gives next to a speed-up: the
+// tier and its scheme, the kernels that ran, and the ceiling (the
+// measured peak ratio where there is one).
+func printInt8Tier(w io.Writer, t selector.Int8Tier, chosen string, measured float64) error {
+	ceiling := fmt.Sprintf("at most %.4gx FP32 per instruction", t.Ceiling)
+	if measured > 0 {
+		ceiling += fmt.Sprintf(" (peak loops measured here: %.2fx)", measured)
+	}
+	if chosen == "" {
+		chosen = "none ran"
+	}
+	_, err := fmt.Fprintf(w, "int8 tier: %s: %s\nint8 kernels chosen: %s; INT8 linears can reach %s\n", t.Tier, t.Scheme, chosen, ceiling)
 	return err
 }

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels/peak"
+	"github.com/int8bert/int8bert/selector"
 )
 
 // benchModelOutput is bench model -json's output.
@@ -80,6 +82,18 @@ func TestBenchModelJSON(t *testing.T) {
 	out = mustCLI(t, "bench", "model", "--arch", arch, "--seq", "4", "--batch", "2", "--precision", "int8-dynamic", "--min-time", "1ms", "--reps", "1")
 	if !strings.Contains(out, "int8-dynamic") || !strings.Contains(out, "batch 2") {
 		t.Errorf("bench model text output:\n%s", out)
+	}
+	// It names the INT8 tier and the kernels that ran, next to the speed-up.
+	tier := selector.DescribeInt8(cpu.X86)
+	if !strings.Contains(out, "int8 tier: "+tier.Tier+": "+tier.Scheme) || !strings.Contains(out, "int8 kernels chosen: ") {
+		t.Errorf("bench model does not name the INT8 tier %q and the kernels chosen:\n%s", tier.Tier, out)
+	}
+	chosen := false
+	for _, k := range tier.Kernels {
+		chosen = chosen || strings.Contains(out, k+" x")
+	}
+	if !chosen && !strings.Contains(out, "onednn x") {
+		t.Errorf("no kernel of %v (nor onednn) among the chosen ones:\n%s", tier.Kernels, out)
 	}
 }
 

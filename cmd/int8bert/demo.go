@@ -177,6 +177,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := printInt8Tier(stdout, rep.Int8, rep.Int8Kernels, peakRatio(rep.Results)); err != nil {
+		return err
+	}
 	fmt.Fprintln(stdout, "\nlarger models: int8bert bench model --arch bert-large --seq 256 (random weights of the real shapes)")
 	return nil
 }

@@ -5,20 +5,23 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/dnnl"
 	"github.com/int8bert/int8bert/kernels/peak"
+	"github.com/int8bert/int8bert/selector"
 )
 
 // infoReport is what "int8bert info -json" prints.
 type infoReport struct {
-	CPU      cpu.Features  `json:"cpu"`
-	Override string        `json:"override_error,omitempty"`
-	Paths    paths         `json:"paths"`
-	DNNL     dnnlReport    `json:"onednn"`
-	Peak     *peak.Figures `json:"peak,omitempty"`
+	CPU      cpu.Features      `json:"cpu"`
+	Override string            `json:"override_error,omitempty"`
+	Paths    paths             `json:"paths"`
+	Int8     selector.Int8Tier `json:"int8"`
+	DNNL     dnnlReport        `json:"onednn"`
+	Peak     *peak.Figures     `json:"peak,omitempty"`
 }
 
 type paths struct {
@@ -37,7 +40,7 @@ type dnnlReport struct {
 
 func gatherInfo() infoReport {
 	f := cpu.X86
-	r := infoReport{CPU: f, Paths: paths{f.Int8Path(), f.FP32Path(), f.BF16Path()}}
+	r := infoReport{CPU: f, Paths: paths{f.Int8Path(), f.FP32Path(), f.BF16Path()}, Int8: selector.DescribeInt8(f)}
 	if err := cpu.OverrideError(); err != nil {
 		r.Override = err.Error()
 	}
@@ -94,6 +97,9 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "amx:      %s\n", f.AMX)
 	fmt.Fprintf(stdout, "paths:    int8 %s, fp32 %s, bf16 %s\n", r.Paths.Int8, r.Paths.FP32, r.Paths.BF16)
+	fmt.Fprintf(stdout, "int8:     %s tier: %s\n", r.Int8.Tier, r.Int8.Scheme)
+	fmt.Fprintf(stdout, "          kernels %s; oneDNN's INT8 %s\n", strings.Join(r.Int8.Kernels, ", "), r.Int8.OneDNN)
+	fmt.Fprintf(stdout, "          INT8 linears can reach at most %.4gx FP32 per instruction on this tier\n", r.Int8.Ceiling)
 	if r.DNNL.Available {
 		fmt.Fprintf(stdout, "oneDNN:   %s (%s runtime), ISA %s\n", r.DNNL.Version, r.DNNL.Runtime, r.DNNL.ISA)
 	} else {

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/dnnl"
+	"github.com/int8bert/int8bert/selector"
 )
 
 func TestInfoJSON(t *testing.T) {
@@ -29,6 +32,10 @@ func TestInfoJSON(t *testing.T) {
 	if !r.DNNL.Available && !strings.Contains(r.DNNL.Reason, "not available") {
 		t.Errorf("no reason given for oneDNN being unavailable: %q", r.DNNL.Reason)
 	}
+	want := selector.DescribeInt8(cpu.X86)
+	if r.Int8.Tier != want.Tier || r.Int8.Scheme != want.Scheme || !slices.Contains(r.Int8.Kernels, "gemmGeneric_1x16") || r.Int8.OneDNN == "" {
+		t.Errorf("int8 tier %+v, want %+v", r.Int8, want)
+	}
 }
 
 func TestInfoText(t *testing.T) {
@@ -36,7 +43,8 @@ func TestInfoText(t *testing.T) {
 	if err := run(context.Background(), []string{"info"}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"cpu:", "amx:", "paths:", "oneDNN:"} {
+	tier := selector.DescribeInt8(cpu.X86)
+	for _, want := range []string{"cpu:", "amx:", "paths:", "oneDNN:", "int8:     " + tier.Tier + " tier: " + tier.Scheme, "gemmGeneric_1x16", "INT8 linears can reach at most"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("info output lacks %q:\n%s", want, out.String())
 		}
