@@ -167,15 +167,14 @@ DATA eltAVX2Const<>+636(SB)/4, $0x00000007
 GLOBL eltAVX2Const<>(SB), RODATA|NOPTR, $640
 
 // func eltMaxMaskScaleA(dst *float32, x *float32, mask *float32, groups int, s float32, acc *float32)
-// Requires: AVX, AVX2, SSE
+// Requires: AVX
 TEXT ·eltMaxMaskScaleA(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         mask+16(FP), DX
 	MOVQ         groups+24(FP), BX
 	MOVQ         acc+40(FP), SI
-	MOVSS        s+32(FP), X0
-	VBROADCASTSS X0, Y0
+	VBROADCASTSS s+32(FP), Y0
 	VMOVUPS      (SI), Y1
 	VMOVUPS      32(SI), Y2
 	TESTQ        BX, BX
@@ -218,14 +217,13 @@ mms_done:
 	RET
 
 // func eltExpSumA(dst *float32, x *float32, groups int, m float32, acc *float32)
-// Requires: AVX, AVX2, FMA3, SSE
+// Requires: AVX, AVX2, FMA3
 TEXT ·eltExpSumA(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         groups+16(FP), DX
 	MOVQ         acc+32(FP), BX
-	MOVSS        m+24(FP), X0
-	VBROADCASTSS X0, Y0
+	VBROADCASTSS m+24(FP), Y0
 	VMOVUPS      (BX), Y1
 	VMOVUPS      32(BX), Y2
 	TESTQ        DX, DX
@@ -304,12 +302,11 @@ es_done:
 	RET
 
 // func eltScaleA(x *float32, groups8 int, s float32)
-// Requires: AVX, AVX2, SSE
+// Requires: AVX
 TEXT ·eltScaleA(SB), NOSPLIT, $0-20
 	MOVQ         x+0(FP), AX
 	MOVQ         groups8+8(FP), CX
-	MOVSS        s+16(FP), X0
-	VBROADCASTSS X0, Y0
+	VBROADCASTSS s+16(FP), Y0
 	TESTQ        CX, CX
 	JZ           sc_done
 
@@ -362,14 +359,13 @@ am_done:
 	RET
 
 // func eltQuantRowA(dst *uint8, x *float32, pre *float32, groups32 int, inv float32)
-// Requires: AVX, AVX2, SSE
+// Requires: AVX, AVX2
 TEXT ·eltQuantRowA(SB), NOSPLIT, $0-36
 	MOVQ         dst+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         pre+16(FP), DX
 	MOVQ         groups32+24(FP), BX
-	MOVSS        inv+32(FP), X0
-	VBROADCASTSS X0, Y0
+	VBROADCASTSS inv+32(FP), Y0
 	TESTQ        BX, BX
 	JZ           qr_done
 
@@ -481,13 +477,12 @@ su_done:
 	RET
 
 // func eltSumSqDevA(x *float32, groups int, mean float32, acc *float32)
-// Requires: AVX, AVX2, SSE
+// Requires: AVX
 TEXT ·eltSumSqDevA(SB), NOSPLIT, $0-32
 	MOVQ         x+0(FP), AX
 	MOVQ         groups+8(FP), CX
 	MOVQ         acc+24(FP), DX
-	MOVSS        mean+16(FP), X0
-	VBROADCASTSS X0, Y0
+	VBROADCASTSS mean+16(FP), Y0
 	VMOVUPS      (DX), Y1
 	VMOVUPS      32(DX), Y2
 	TESTQ        CX, CX
@@ -513,17 +508,15 @@ sq_done:
 	RET
 
 // func eltNormA(dst *float32, x *float32, gamma *float32, beta *float32, groups8 int, mean float32, rstd float32)
-// Requires: AVX, AVX2, SSE
+// Requires: AVX
 TEXT ·eltNormA(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         gamma+16(FP), DX
 	MOVQ         beta+24(FP), BX
 	MOVQ         groups8+32(FP), SI
-	MOVSS        mean+40(FP), X0
-	VBROADCASTSS X0, Y0
-	MOVSS        rstd+44(FP), X1
-	VBROADCASTSS X1, Y1
+	VBROADCASTSS mean+40(FP), Y0
+	VBROADCASTSS rstd+44(FP), Y1
 	TESTQ        SI, SI
 	JZ           nm_done
 
@@ -546,7 +539,7 @@ nm_done:
 	RET
 
 // func eltNormQA(dst *float32, q *uint8, x *float32, gamma *float32, beta *float32, pre *float32, groups32 int, mean float32, rstd float32, inv float32, zp float32)
-// Requires: AVX, AVX2, SSE
+// Requires: AVX, AVX2
 TEXT ·eltNormQA(SB), NOSPLIT, $0-72
 	MOVQ         dst+0(FP), AX
 	MOVQ         q+8(FP), CX
@@ -555,14 +548,10 @@ TEXT ·eltNormQA(SB), NOSPLIT, $0-72
 	MOVQ         beta+32(FP), SI
 	MOVQ         pre+40(FP), DI
 	MOVQ         groups32+48(FP), R8
-	MOVSS        mean+56(FP), X0
-	VBROADCASTSS X0, Y0
-	MOVSS        rstd+60(FP), X1
-	VBROADCASTSS X1, Y1
-	MOVSS        inv+64(FP), X2
-	VBROADCASTSS X2, Y2
-	MOVSS        zp+68(FP), X3
-	VBROADCASTSS X3, Y3
+	VBROADCASTSS mean+56(FP), Y0
+	VBROADCASTSS rstd+60(FP), Y1
+	VBROADCASTSS inv+64(FP), Y2
+	VBROADCASTSS zp+68(FP), Y3
 	TESTQ        R8, R8
 	JZ           nq_done
 
@@ -639,16 +628,14 @@ nq_done:
 	RET
 
 // func eltQuantU8A(dst *uint8, x *float32, groups32 int, inv float32, zp float32, acc *uint32)
-// Requires: AVX, AVX2, SSE
+// Requires: AVX, AVX2
 TEXT ·eltQuantU8A(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         groups32+16(FP), DX
 	MOVQ         acc+32(FP), BX
-	MOVSS        inv+24(FP), X0
-	VBROADCASTSS X0, Y0
-	MOVSS        zp+28(FP), X1
-	VBROADCASTSS X1, Y1
+	VBROADCASTSS inv+24(FP), Y0
+	VBROADCASTSS zp+28(FP), Y1
 	VMOVDQU      (BX), Y2
 	VMOVDQU      eltAVX2Const<>+416(SB), Y3
 	TESTQ        DX, DX

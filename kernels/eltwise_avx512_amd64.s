@@ -40,7 +40,7 @@ DATA eltconst<>+128(SB)/4, $0x3f8000c7
 GLOBL eltconst<>(SB), RODATA|NOPTR, $132
 
 // func eltAddSum(dst []float32, x []float32, r []float32) float32
-// Requires: AVX, AVX512DQ, AVX512F, SSE
+// Requires: AVX, AVX512DQ, AVX512F
 TEXT ·eltAddSum(SB), NOSPLIT, $0-76
 	MOVQ   dst_len+8(FP), CX
 	MOVQ   dst_base+0(FP), AX
@@ -84,11 +84,12 @@ done_ab:
 	VADDPS        X1, X0, X0
 	VMOVSHDUP     X0, X1
 	VADDSS        X1, X0, X0
-	MOVSS         X0, ret+72(FP)
+	VMOVSS        X0, ret+72(FP)
+	VZEROUPPER
 	RET
 
 // func eltSum(x []float32) float32
-// Requires: AVX, AVX512DQ, AVX512F, SSE
+// Requires: AVX, AVX512DQ, AVX512F
 TEXT ·eltSum(SB), NOSPLIT, $0-28
 	MOVQ   x_len+8(FP), CX
 	MOVQ   x_base+0(FP), AX
@@ -124,16 +125,16 @@ done_ac:
 	VADDPS        X1, X0, X0
 	VMOVSHDUP     X0, X1
 	VADDSS        X1, X0, X0
-	MOVSS         X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
+	VZEROUPPER
 	RET
 
 // func eltSumSqDev(x []float32, mean float32) float32
-// Requires: AVX, AVX512DQ, AVX512F, SSE
+// Requires: AVX, AVX512DQ, AVX512F
 TEXT ·eltSumSqDev(SB), NOSPLIT, $0-36
 	MOVQ         x_len+8(FP), CX
 	MOVQ         x_base+0(FP), AX
-	MOVSS        mean+24(FP), X0
-	VBROADCASTSS X0, Z0
+	VBROADCASTSS mean+24(FP), Z0
 	VXORPS       Z1, Z1, Z1
 	XORQ         DX, DX
 	MOVQ         CX, BX
@@ -170,21 +171,20 @@ done_ad:
 	VADDPS        X0, X1, X1
 	VMOVSHDUP     X1, X0
 	VADDSS        X0, X1, X1
-	MOVSS         X1, ret+32(FP)
+	VMOVSS        X1, ret+32(FP)
+	VZEROUPPER
 	RET
 
 // func eltNorm(dst []float32, x []float32, gamma []float32, beta []float32, mean float32, rstd float32)
-// Requires: AVX512F, SSE
+// Requires: AVX, AVX512F
 TEXT ·eltNorm(SB), NOSPLIT, $0-104
 	MOVQ         dst_len+8(FP), CX
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
 	MOVQ         gamma_base+48(FP), BX
 	MOVQ         beta_base+72(FP), SI
-	MOVSS        mean+96(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVSS        rstd+100(FP), X1
-	VBROADCASTSS X1, Z1
+	VBROADCASTSS mean+96(FP), Z0
+	VBROADCASTSS rstd+100(FP), Z1
 	XORQ         DI, DI
 	MOVQ         CX, R8
 	ANDQ         $-16, R8
@@ -220,10 +220,11 @@ tail_ae:
 	VMOVUPS   Z2, K1, (AX)(DI*4)
 
 done_ae:
+	VZEROUPPER
 	RET
 
 // func eltNormQ(dst []float32, q []uint8, x []float32, gamma []float32, beta []float32, pre []float32, mean float32, rstd float32, inv float32, zp float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, SSE
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
 TEXT ·eltNormQ(SB), NOSPLIT, $0-160
 	MOVQ         dst_len+8(FP), CX
 	MOVQ         dst_base+0(FP), AX
@@ -233,14 +234,10 @@ TEXT ·eltNormQ(SB), NOSPLIT, $0-160
 	MOVQ         beta_base+96(FP), DI
 	MOVQ         pre_base+120(FP), R8
 	MOVQ         pre_len+128(FP), R9
-	MOVSS        mean+144(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVSS        rstd+148(FP), X1
-	VBROADCASTSS X1, Z1
-	MOVSS        inv+152(FP), X2
-	VBROADCASTSS X2, Z2
-	MOVSS        zp+156(FP), X3
-	VBROADCASTSS X3, Z3
+	VBROADCASTSS mean+144(FP), Z0
+	VBROADCASTSS rstd+148(FP), Z1
+	VBROADCASTSS inv+152(FP), Z2
+	VBROADCASTSS zp+156(FP), Z3
 	TESTQ        R9, R9
 	JZ           nopre
 	XORQ         R9, R9
@@ -296,6 +293,7 @@ tail_af:
 	VMOVDQU8    X0, K1, (DX)(R9*1)
 
 done_af:
+	VZEROUPPER
 	RET
 
 nopre:
@@ -348,10 +346,11 @@ tail_ag:
 	VMOVDQU8    X0, K1, (DX)(R8*1)
 
 done_ag:
+	VZEROUPPER
 	RET
 
 // func eltMaxMask(dst []float32, x []float32, mask []float32) float32
-// Requires: AVX, AVX512F, SSE
+// Requires: AVX, AVX512F
 TEXT ·eltMaxMask(SB), NOSPLIT, $0-76
 	MOVQ         dst_len+8(FP), CX
 	MOVQ         dst_base+0(FP), AX
@@ -396,19 +395,19 @@ done_ah:
 	VMAXPS        X1, X0, X0
 	VMOVSHDUP     X0, X1
 	VMAXSS        X1, X0, X0
-	MOVSS         X0, ret+72(FP)
+	VMOVSS        X0, ret+72(FP)
+	VZEROUPPER
 	RET
 
 // func eltMaxMaskScale(dst []float32, x []float32, mask []float32, s float32) float32
-// Requires: AVX, AVX512F, SSE
+// Requires: AVX, AVX512F
 TEXT ·eltMaxMaskScale(SB), NOSPLIT, $0-84
 	MOVQ         dst_len+8(FP), CX
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
 	MOVQ         mask_base+48(FP), BX
 	MOVQ         mask_len+56(FP), SI
-	MOVSS        s+72(FP), X0
-	VBROADCASTSS X0, Z0
+	VBROADCASTSS s+72(FP), Z0
 	MOVL         $0xff800000, DI
 	VPBROADCASTD DI, Z1
 	TESTQ        SI, SI
@@ -452,7 +451,8 @@ done_ai:
 	VMAXPS        X0, X1, X1
 	VMOVSHDUP     X1, X0
 	VMAXSS        X0, X1, X1
-	MOVSS         X1, ret+80(FP)
+	VMOVSS        X1, ret+80(FP)
+	VZEROUPPER
 	RET
 
 nomask:
@@ -491,11 +491,12 @@ done_aj:
 	VMAXPS        X0, X1, X1
 	VMOVSHDUP     X1, X0
 	VMAXSS        X0, X1, X1
-	MOVSS         X1, ret+80(FP)
+	VMOVSS        X1, ret+80(FP)
+	VZEROUPPER
 	RET
 
 // func eltMax(x []float32) float32
-// Requires: AVX, AVX512F, SSE
+// Requires: AVX, AVX512F
 TEXT ·eltMax(SB), NOSPLIT, $0-28
 	MOVQ         x_len+8(FP), CX
 	MOVQ         x_base+0(FP), AX
@@ -532,17 +533,17 @@ done_ak:
 	VMAXPS        X1, X0, X0
 	VMOVSHDUP     X0, X1
 	VMAXSS        X1, X0, X0
-	MOVSS         X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
+	VZEROUPPER
 	RET
 
 // func eltExpSum(dst []float32, x []float32, m float32) float32
-// Requires: AVX, AVX512DQ, AVX512F, SSE
+// Requires: AVX, AVX512DQ, AVX512F
 TEXT ·eltExpSum(SB), NOSPLIT, $0-60
 	MOVQ         dst_len+8(FP), CX
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
-	MOVSS        m+48(FP), X0
-	VBROADCASTSS X0, Z0
+	VBROADCASTSS m+48(FP), Z0
 	VBROADCASTSS eltconst<>+12(SB), Z1
 	VXORPS       Z2, Z2, Z2
 	XORQ         BX, BX
@@ -696,11 +697,12 @@ done_am:
 	VADDPS        X0, X1, X1
 	VMOVSHDUP     X1, X0
 	VADDSS        X0, X1, X1
-	MOVSS         X1, ret+56(FP)
+	VMOVSS        X1, ret+56(FP)
+	VZEROUPPER
 	RET
 
 // func eltSoftmaxRows(dst []float32, x []float32, mask []float32, rows int, n int, s float32) (i int, m float32, sum float32)
-// Requires: AVX, AVX512DQ, AVX512F, SSE
+// Requires: AVX, AVX512DQ, AVX512F
 TEXT ·eltSoftmaxRows(SB), NOSPLIT, $0-112
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
@@ -708,8 +710,7 @@ TEXT ·eltSoftmaxRows(SB), NOSPLIT, $0-112
 	MOVQ         mask_len+56(FP), CX
 	MOVQ         rows+72(FP), SI
 	MOVQ         n+80(FP), DI
-	MOVSS        s+88(FP), X0
-	VBROADCASTSS X0, Z0
+	VBROADCASTSS s+88(FP), Z0
 	VBROADCASTSS eltconst<>+12(SB), Z1
 	MOVQ         DI, R8
 	SHLQ         $0x02, R8
@@ -984,11 +985,12 @@ done_aq:
 	JMP           ok_an0
 
 bad_an0:
-	MOVQ  rows+72(FP), AX
-	SUBQ  SI, AX
-	MOVQ  AX, i+96(FP)
-	MOVSS X2, m+104(FP)
-	MOVSS X5, sum+108(FP)
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	MOVQ   AX, i+96(FP)
+	VMOVSS X2, m+104(FP)
+	VMOVSS X5, sum+108(FP)
+	VZEROUPPER
 	RET
 
 ok_an0:
@@ -1036,12 +1038,13 @@ done_ar:
 	JMP           ok_an1
 
 bad_an1:
-	MOVQ  rows+72(FP), AX
-	SUBQ  SI, AX
-	ADDQ  $0x01, AX
-	MOVQ  AX, i+96(FP)
-	MOVSS X3, m+104(FP)
-	MOVSS X4, sum+108(FP)
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	ADDQ   $0x01, AX
+	MOVQ   AX, i+96(FP)
+	VMOVSS X3, m+104(FP)
+	VMOVSS X4, sum+108(FP)
+	VZEROUPPER
 	RET
 
 ok_an1:
@@ -1138,8 +1141,9 @@ nan_an0:
 	MOVQ   rows+72(FP), AX
 	SUBQ   SI, AX
 	MOVQ   AX, i+96(FP)
-	MOVSS  X2, m+104(FP)
-	MOVSS  X0, sum+108(FP)
+	VMOVSS X2, m+104(FP)
+	VMOVSS X0, sum+108(FP)
+	VZEROUPPER
 	RET
 
 fin_an0:
@@ -1333,11 +1337,12 @@ done_ax:
 	JMP next_an0
 
 sbad_an0:
-	MOVQ  rows+72(FP), AX
-	SUBQ  SI, AX
-	MOVQ  AX, i+96(FP)
-	MOVSS X2, m+104(FP)
-	MOVSS X5, sum+108(FP)
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	MOVQ   AX, i+96(FP)
+	VMOVSS X2, m+104(FP)
+	VMOVSS X5, sum+108(FP)
+	VZEROUPPER
 	RET
 
 next_an0:
@@ -1403,8 +1408,9 @@ nan_an1:
 	SUBQ   SI, AX
 	ADDQ   $0x01, AX
 	MOVQ   AX, i+96(FP)
-	MOVSS  X3, m+104(FP)
-	MOVSS  X0, sum+108(FP)
+	VMOVSS X3, m+104(FP)
+	VMOVSS X0, sum+108(FP)
+	VZEROUPPER
 	RET
 
 fin_an1:
@@ -1598,12 +1604,13 @@ done_bc:
 	JMP next_an1
 
 sbad_an1:
-	MOVQ  rows+72(FP), AX
-	SUBQ  SI, AX
-	ADDQ  $0x01, AX
-	MOVQ  AX, i+96(FP)
-	MOVSS X3, m+104(FP)
-	MOVSS X4, sum+108(FP)
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	ADDQ   $0x01, AX
+	MOVQ   AX, i+96(FP)
+	VMOVSS X3, m+104(FP)
+	VMOVSS X4, sum+108(FP)
+	VZEROUPPER
 	RET
 
 next_an1:
@@ -1818,11 +1825,12 @@ done_bg:
 	JMP           ok_bd0
 
 bad_bd0:
-	MOVQ  rows+72(FP), AX
-	SUBQ  SI, AX
-	MOVQ  AX, i+96(FP)
-	MOVSS X2, m+104(FP)
-	MOVSS X1, sum+108(FP)
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	MOVQ   AX, i+96(FP)
+	VMOVSS X2, m+104(FP)
+	VMOVSS X1, sum+108(FP)
+	VZEROUPPER
 	RET
 
 ok_bd0:
@@ -1919,8 +1927,9 @@ nan_bd0:
 	MOVQ   rows+72(FP), AX
 	SUBQ   SI, AX
 	MOVQ   AX, i+96(FP)
-	MOVSS  X2, m+104(FP)
-	MOVSS  X0, sum+108(FP)
+	VMOVSS X2, m+104(FP)
+	VMOVSS X0, sum+108(FP)
+	VZEROUPPER
 	RET
 
 fin_bd0:
@@ -2114,11 +2123,12 @@ done_bm:
 	JMP next_bd0
 
 sbad_bd0:
-	MOVQ  rows+72(FP), AX
-	SUBQ  SI, AX
-	MOVQ  AX, i+96(FP)
-	MOVSS X2, m+104(FP)
-	MOVSS X1, sum+108(FP)
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	MOVQ   AX, i+96(FP)
+	VMOVSS X2, m+104(FP)
+	VMOVSS X1, sum+108(FP)
+	VZEROUPPER
 	RET
 
 next_bd0:
@@ -2399,11 +2409,12 @@ done_bq:
 	JMP           ok_bn0
 
 bad_bn0:
-	MOVQ  rows+72(FP), AX
-	SUBQ  SI, AX
-	MOVQ  AX, i+96(FP)
-	MOVSS X2, m+104(FP)
-	MOVSS X5, sum+108(FP)
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	MOVQ   AX, i+96(FP)
+	VMOVSS X2, m+104(FP)
+	VMOVSS X5, sum+108(FP)
+	VZEROUPPER
 	RET
 
 ok_bn0:
@@ -2451,12 +2462,13 @@ done_br:
 	JMP           ok_bn1
 
 bad_bn1:
-	MOVQ  rows+72(FP), AX
-	SUBQ  SI, AX
-	ADDQ  $0x01, AX
-	MOVQ  AX, i+96(FP)
-	MOVSS X3, m+104(FP)
-	MOVSS X4, sum+108(FP)
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	ADDQ   $0x01, AX
+	MOVQ   AX, i+96(FP)
+	VMOVSS X3, m+104(FP)
+	VMOVSS X4, sum+108(FP)
+	VZEROUPPER
 	RET
 
 ok_bn1:
@@ -2553,8 +2565,9 @@ nan_bn0:
 	MOVQ   rows+72(FP), AX
 	SUBQ   SI, AX
 	MOVQ   AX, i+96(FP)
-	MOVSS  X2, m+104(FP)
-	MOVSS  X0, sum+108(FP)
+	VMOVSS X2, m+104(FP)
+	VMOVSS X0, sum+108(FP)
+	VZEROUPPER
 	RET
 
 fin_bn0:
@@ -2748,11 +2761,12 @@ done_bx:
 	JMP next_bn0
 
 sbad_bn0:
-	MOVQ  rows+72(FP), AX
-	SUBQ  SI, AX
-	MOVQ  AX, i+96(FP)
-	MOVSS X2, m+104(FP)
-	MOVSS X5, sum+108(FP)
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	MOVQ   AX, i+96(FP)
+	VMOVSS X2, m+104(FP)
+	VMOVSS X5, sum+108(FP)
+	VZEROUPPER
 	RET
 
 next_bn0:
@@ -2818,8 +2832,9 @@ nan_bn1:
 	SUBQ   SI, AX
 	ADDQ   $0x01, AX
 	MOVQ   AX, i+96(FP)
-	MOVSS  X3, m+104(FP)
-	MOVSS  X0, sum+108(FP)
+	VMOVSS X3, m+104(FP)
+	VMOVSS X0, sum+108(FP)
+	VZEROUPPER
 	RET
 
 fin_bn1:
@@ -3013,12 +3028,13 @@ done_cc:
 	JMP next_bn1
 
 sbad_bn1:
-	MOVQ  rows+72(FP), AX
-	SUBQ  SI, AX
-	ADDQ  $0x01, AX
-	MOVQ  AX, i+96(FP)
-	MOVSS X3, m+104(FP)
-	MOVSS X4, sum+108(FP)
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	ADDQ   $0x01, AX
+	MOVQ   AX, i+96(FP)
+	VMOVSS X3, m+104(FP)
+	VMOVSS X4, sum+108(FP)
+	VZEROUPPER
 	RET
 
 next_bn1:
@@ -3237,11 +3253,12 @@ done_cg:
 	JMP           ok_cd0
 
 bad_cd0:
-	MOVQ  rows+72(FP), AX
-	SUBQ  SI, AX
-	MOVQ  AX, i+96(FP)
-	MOVSS X2, m+104(FP)
-	MOVSS X1, sum+108(FP)
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	MOVQ   AX, i+96(FP)
+	VMOVSS X2, m+104(FP)
+	VMOVSS X1, sum+108(FP)
+	VZEROUPPER
 	RET
 
 ok_cd0:
@@ -3338,8 +3355,9 @@ nan_cd0:
 	MOVQ   rows+72(FP), AX
 	SUBQ   SI, AX
 	MOVQ   AX, i+96(FP)
-	MOVSS  X2, m+104(FP)
-	MOVSS  X0, sum+108(FP)
+	VMOVSS X2, m+104(FP)
+	VMOVSS X0, sum+108(FP)
+	VZEROUPPER
 	RET
 
 fin_cd0:
@@ -3533,11 +3551,12 @@ done_cm:
 	JMP next_cd0
 
 sbad_cd0:
-	MOVQ  rows+72(FP), AX
-	SUBQ  SI, AX
-	MOVQ  AX, i+96(FP)
-	MOVSS X2, m+104(FP)
-	MOVSS X1, sum+108(FP)
+	MOVQ   rows+72(FP), AX
+	SUBQ   SI, AX
+	MOVQ   AX, i+96(FP)
+	VMOVSS X2, m+104(FP)
+	VMOVSS X1, sum+108(FP)
+	VZEROUPPER
 	RET
 
 next_cd0:
@@ -3546,17 +3565,17 @@ sm_done:
 	MOVQ   rows+72(FP), AX
 	MOVQ   AX, i+96(FP)
 	VXORPS X0, X0, X0
-	MOVSS  X0, m+104(FP)
-	MOVSS  X0, sum+108(FP)
+	VMOVSS X0, m+104(FP)
+	VMOVSS X0, sum+108(FP)
+	VZEROUPPER
 	RET
 
 // func eltScale(x []float32, s float32)
-// Requires: AVX512F, SSE
+// Requires: AVX, AVX512F
 TEXT ·eltScale(SB), NOSPLIT, $0-28
 	MOVQ         x_len+8(FP), CX
 	MOVQ         x_base+0(FP), AX
-	MOVSS        s+24(FP), X0
-	VBROADCASTSS X0, Z0
+	VBROADCASTSS s+24(FP), Z0
 	XORQ         DX, DX
 	MOVQ         CX, BX
 	ANDQ         $-16, BX
@@ -3582,10 +3601,11 @@ tail_cn:
 	VMOVUPS   Z1, K1, (AX)(DX*4)
 
 done_cn:
+	VZEROUPPER
 	RET
 
 // func eltGELU(dst []float32, x []float32)
-// Requires: AVX512DQ, AVX512F
+// Requires: AVX, AVX512DQ, AVX512F
 TEXT ·eltGELU(SB), NOSPLIT, $0-48
 	MOVQ         x_len+32(FP), CX
 	MOVQ         dst_base+0(FP), AX
@@ -4018,6 +4038,7 @@ tail_co:
 	VMOVUPS      Z0, K1, (AX)(BX*4)
 
 done_co:
+	VZEROUPPER
 	RET
 
 // func eltAbsMax(x []float32) uint32
@@ -4061,16 +4082,16 @@ done_cp:
 	VPMAXUD       X1, X0, X0
 	VMOVD         X0, AX
 	MOVL          AX, ret+24(FP)
+	VZEROUPPER
 	RET
 
 // func eltQuantRow(dst []uint8, x []float32, inv float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, SSE
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
 TEXT ·eltQuantRow(SB), NOSPLIT, $0-52
 	MOVQ         dst_len+8(FP), CX
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
-	MOVSS        inv+48(FP), X0
-	VBROADCASTSS X0, Z0
+	VBROADCASTSS inv+48(FP), Z0
 	XORQ         BX, BX
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
@@ -4106,6 +4127,7 @@ tail_cq:
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
 done_cq:
+	VZEROUPPER
 	RET
 
 // func eltAbsMaxPre(x []float32, pre []float32) uint32
@@ -4154,17 +4176,17 @@ done_cr:
 	VPMAXUD       X1, X0, X0
 	VMOVD         X0, AX
 	MOVL          AX, ret+48(FP)
+	VZEROUPPER
 	RET
 
 // func eltQuantRowPre(dst []uint8, x []float32, pre []float32, inv float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, SSE
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
 TEXT ·eltQuantRowPre(SB), NOSPLIT, $0-76
 	MOVQ         dst_len+8(FP), CX
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
 	MOVQ         pre_base+48(FP), BX
-	MOVSS        inv+72(FP), X0
-	VBROADCASTSS X0, Z0
+	VBROADCASTSS inv+72(FP), Z0
 	XORQ         SI, SI
 	MOVQ         CX, DI
 	ANDQ         $-16, DI
@@ -4204,19 +4226,18 @@ tail_cs:
 	VMOVDQU8    X0, K1, (AX)(SI*1)
 
 done_cs:
+	VZEROUPPER
 	RET
 
 // func eltQuantU8(dst []uint8, x []float32, inv float32, zp float32) uint32
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, SSE
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL
 TEXT ·eltQuantU8(SB), NOSPLIT, $0-60
 	MOVQ         dst_len+8(FP), CX
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
-	MOVSS        inv+48(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVSS        zp+52(FP), X2
-	VBROADCASTSS X2, Z2
-	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS inv+48(FP), Z0
+	VBROADCASTSS zp+52(FP), Z1
+	VPXORD       Z2, Z2, Z2
 	XORQ         BX, BX
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
@@ -4226,9 +4247,9 @@ full_ct:
 	JAE         tail_ct
 	VMOVUPS     (DX)(BX*4), Z3
 	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
-	VPMAXUD     Z4, Z1, Z1
+	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
-	VADDPS      Z2, Z3, Z3
+	VADDPS      Z1, Z3, Z3
 	VMAXPS.BCST eltconst<>+52(SB), Z3, Z3
 	VMINPS.BCST eltconst<>+56(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
@@ -4246,9 +4267,9 @@ tail_ct:
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z3
 	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
-	VPMAXUD     Z4, Z1, Z1
+	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
-	VADDPS      Z2, Z3, Z3
+	VADDPS      Z1, Z3, Z3
 	VMAXPS.BCST eltconst<>+52(SB), Z3, Z3
 	VMINPS.BCST eltconst<>+56(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
@@ -4256,8 +4277,8 @@ tail_ct:
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
 done_ct:
-	VEXTRACTI64X4 $0x01, Z1, Y0
-	VPMAXUD       Y0, Y1, Y0
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPMAXUD       Y0, Y2, Y0
 	VEXTRACTI128  $0x01, Y0, X1
 	VPMAXUD       X1, X0, X1
 	VPSHUFD       $0x4e, X1, X0
@@ -4266,19 +4287,18 @@ done_ct:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, AX
 	MOVL          AX, ret+56(FP)
+	VZEROUPPER
 	RET
 
 // func eltQuantS8(dst []int8, x []float32, inv float32, zp float32) uint32
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, SSE
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL
 TEXT ·eltQuantS8(SB), NOSPLIT, $0-60
 	MOVQ         dst_len+8(FP), CX
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
-	MOVSS        inv+48(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVSS        zp+52(FP), X2
-	VBROADCASTSS X2, Z2
-	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS inv+48(FP), Z0
+	VBROADCASTSS zp+52(FP), Z1
+	VPXORD       Z2, Z2, Z2
 	XORQ         BX, BX
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
@@ -4288,9 +4308,9 @@ full_cu:
 	JAE         tail_cu
 	VMOVUPS     (DX)(BX*4), Z3
 	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
-	VPMAXUD     Z4, Z1, Z1
+	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
-	VADDPS      Z2, Z3, Z3
+	VADDPS      Z1, Z3, Z3
 	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
 	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
@@ -4308,9 +4328,9 @@ tail_cu:
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z3
 	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
-	VPMAXUD     Z4, Z1, Z1
+	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
-	VADDPS      Z2, Z3, Z3
+	VADDPS      Z1, Z3, Z3
 	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
 	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
@@ -4318,8 +4338,8 @@ tail_cu:
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
 done_cu:
-	VEXTRACTI64X4 $0x01, Z1, Y0
-	VPMAXUD       Y0, Y1, Y0
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPMAXUD       Y0, Y2, Y0
 	VEXTRACTI128  $0x01, Y0, X1
 	VPMAXUD       X1, X0, X1
 	VPSHUFD       $0x4e, X1, X0
@@ -4328,18 +4348,17 @@ done_cu:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, AX
 	MOVL          AX, ret+56(FP)
+	VZEROUPPER
 	RET
 
 // func eltDequantU8(dst []float32, q []uint8, scale float32, zp float32)
-// Requires: AVX512BW, AVX512F, AVX512VL, SSE
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
 TEXT ·eltDequantU8(SB), NOSPLIT, $0-56
 	MOVQ         dst_len+8(FP), CX
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         q_base+24(FP), DX
-	MOVSS        scale+48(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVSS        zp+52(FP), X1
-	VBROADCASTSS X1, Z1
+	VBROADCASTSS scale+48(FP), Z0
+	VBROADCASTSS zp+52(FP), Z1
 	XORQ         BX, BX
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
@@ -4370,18 +4389,18 @@ tail_cv:
 	VMOVUPS    Z2, K1, (AX)(BX*4)
 
 done_cv:
+	VZEROUPPER
 	RET
 
 // func eltDequantS32(dst []float32, acc []int32, rs float32, cs []float32)
-// Requires: AVX512F, SSE
+// Requires: AVX, AVX512F
 TEXT ·eltDequantS32(SB), NOSPLIT, $0-80
 	MOVQ         dst_len+8(FP), CX
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         acc_base+24(FP), DX
 	MOVQ         cs_base+56(FP), BX
 	MOVQ         cs_len+64(FP), SI
-	MOVSS        rs+48(FP), X0
-	VBROADCASTSS X0, Z0
+	VBROADCASTSS rs+48(FP), Z0
 	TESTQ        SI, SI
 	JZ           nocs
 	XORQ         SI, SI
@@ -4415,6 +4434,7 @@ tail_cw:
 	VMOVUPS   Z1, K1, (AX)(SI*4)
 
 done_cw:
+	VZEROUPPER
 	RET
 
 nocs:
@@ -4445,10 +4465,11 @@ tail_cx:
 	VMOVUPS   Z1, K1, (AX)(BX*4)
 
 done_cx:
+	VZEROUPPER
 	RET
 
 // func packT16(dst []float32, w []float32, nblk int, ldw int, ldd int)
-// Requires: AVX512F
+// Requires: AVX, AVX512F
 TEXT ·packT16(SB), NOSPLIT, $0-72
 	MOVQ  dst_base+0(FP), AX
 	MOVQ  w_base+24(FP), CX
@@ -4572,4 +4593,5 @@ t16_blk:
 	JNZ        t16_blk
 
 t16_done:
+	VZEROUPPER
 	RET

@@ -19,6 +19,18 @@ import (
 	"github.com/mmcloughlin/avo/reg"
 )
 
+// paramMem is the memory operand of the float32 parameter name, for a
+// VEX instruction to read it: avo's Load would emit a legacy-SSE MOVSS,
+// which after 256-bit code costs a state transition or a false
+// dependency on Intel cores.
+func paramMem(name string) Op {
+	b, err := Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
+}
+
 // Constants of eltExp (eltwise_generic.go), each as 8 equal lanes.
 var (
 	expMin = float32(-104)
@@ -107,7 +119,7 @@ func maxMaskScale() {
 	n := Load(Param("groups"), GP64())
 	accp := Load(Param("acc"), GP64())
 	s := YMM()
-	VBROADCASTSS(Load(Param("s"), XMM()), s)
+	VBROADCASTSS(paramMem("s"), s)
 	acc := loadLanes(accp)
 	TESTQ(n, n)
 	JZ(LabelRef("mms_done"))
@@ -190,7 +202,7 @@ func expSum() {
 	n := Load(Param("groups"), GP64())
 	accp := Load(Param("acc"), GP64())
 	m := YMM()
-	VBROADCASTSS(Load(Param("m"), XMM()), m)
+	VBROADCASTSS(paramMem("m"), m)
 	acc := loadLanes(accp)
 	TESTQ(n, n)
 	JZ(LabelRef("es_done"))
@@ -221,7 +233,7 @@ func scale() {
 	x := Load(Param("x"), GP64())
 	n := Load(Param("groups8"), GP64())
 	s := YMM()
-	VBROADCASTSS(Load(Param("s"), XMM()), s)
+	VBROADCASTSS(paramMem("s"), s)
 	TESTQ(n, n)
 	JZ(LabelRef("sc_done"))
 	Label("sc_loop")
@@ -330,7 +342,7 @@ func quantRow() {
 	pre := Load(Param("pre"), GP64())
 	n := Load(Param("groups32"), GP64())
 	inv := YMM()
-	VBROADCASTSS(Load(Param("inv"), XMM()), inv)
+	VBROADCASTSS(paramMem("inv"), inv)
 	TESTQ(n, n)
 	JZ(LabelRef("qr_done"))
 	Label("qr_loop")
@@ -428,7 +440,7 @@ func sums() {
 		n := Load(Param("groups"), GP64())
 		accp := Load(Param("acc"), GP64())
 		mean := YMM()
-		VBROADCASTSS(Load(Param("mean"), XMM()), mean)
+		VBROADCASTSS(paramMem("mean"), mean)
 		acc := loadLanes(accp)
 		TESTQ(n, n)
 		JZ(LabelRef("sq_done"))
@@ -471,8 +483,8 @@ func norm() {
 	beta := Load(Param("beta"), GP64())
 	n := Load(Param("groups8"), GP64())
 	mean, rstd := YMM(), YMM()
-	VBROADCASTSS(Load(Param("mean"), XMM()), mean)
-	VBROADCASTSS(Load(Param("rstd"), XMM()), rstd)
+	VBROADCASTSS(paramMem("mean"), mean)
+	VBROADCASTSS(paramMem("rstd"), rstd)
 	TESTQ(n, n)
 	JZ(LabelRef("nm_done"))
 	Label("nm_loop")
@@ -507,10 +519,10 @@ func normQ() {
 	pre := Load(Param("pre"), GP64())
 	n := Load(Param("groups32"), GP64())
 	mean, rstd, inv, zp := YMM(), YMM(), YMM(), YMM()
-	VBROADCASTSS(Load(Param("mean"), XMM()), mean)
-	VBROADCASTSS(Load(Param("rstd"), XMM()), rstd)
-	VBROADCASTSS(Load(Param("inv"), XMM()), inv)
-	VBROADCASTSS(Load(Param("zp"), XMM()), zp)
+	VBROADCASTSS(paramMem("mean"), mean)
+	VBROADCASTSS(paramMem("rstd"), rstd)
+	VBROADCASTSS(paramMem("inv"), inv)
+	VBROADCASTSS(paramMem("zp"), zp)
 	TESTQ(n, n)
 	JZ(LabelRef("nq_done"))
 	Label("nq_loop")
@@ -558,8 +570,8 @@ func quantU8() {
 	n := Load(Param("groups32"), GP64())
 	accp := Load(Param("acc"), GP64())
 	inv, zp, a, mask := YMM(), YMM(), YMM(), YMM()
-	VBROADCASTSS(Load(Param("inv"), XMM()), inv)
-	VBROADCASTSS(Load(Param("zp"), XMM()), zp)
+	VBROADCASTSS(paramMem("inv"), inv)
+	VBROADCASTSS(paramMem("zp"), zp)
 	VMOVDQU(Mem{Base: accp}, a)
 	VMOVDQU(cst("absmask"), mask)
 	TESTQ(n, n)

@@ -17,6 +17,7 @@ import (
 	"math"
 
 	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/gotypes"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 )
@@ -82,11 +83,27 @@ func bcast(name string) reg.VecVirtual {
 	return z
 }
 
+// storeF32 stores the float32 in x's low lane to the result c with a VEX
+// VMOVSS: avo's Store would emit a legacy-SSE MOVSS, which with the upper
+// halves of the registers dirty costs a state transition (Haswell) or a
+// false dependency (later Intel cores).
+func storeF32(x reg.VecVirtual, c gotypes.Component) {
+	b, err := c.Resolve()
+	if err != nil {
+		panic(err)
+	}
+	VMOVSS(x, b.Addr)
+}
+
 // scalar broadcasts the float32 parameter name into a new ZMM register.
 func scalar(name string) reg.VecVirtual {
-	x := Load(Param(name), XMM())
+	b, err := Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	// Broadcast from memory: avo's Load would emit a legacy-SSE MOVSS.
 	z := ZMM()
-	VBROADCASTSS(x, z)
+	VBROADCASTSS(b.Addr, z)
 	return z
 }
 
@@ -279,7 +296,8 @@ func addSum() {
 		store(v, f32At(d, i), k)
 		accAdd(v, acc, k)
 	})
-	Store(reduceSum(acc), ReturnIndex(0))
+	storeF32(reduceSum(acc), ReturnIndex(0))
+	VZEROUPPER()
 	RET()
 }
 
@@ -293,7 +311,8 @@ func sum() {
 	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
 		accAdd(load(f32At(xp, i), k), acc, k)
 	})
-	Store(reduceSum(acc), ReturnIndex(0))
+	storeF32(reduceSum(acc), ReturnIndex(0))
+	VZEROUPPER()
 	RET()
 }
 
@@ -312,7 +331,8 @@ func sumSqDev() {
 		VMULPS(v, v, v)
 		accAdd(v, acc, k)
 	})
-	Store(reduceSum(acc), ReturnIndex(0))
+	storeF32(reduceSum(acc), ReturnIndex(0))
+	VZEROUPPER()
 	RET()
 }
 
@@ -342,6 +362,7 @@ func norm() {
 	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
 		store(normVec(xp, g, b, i, k, mean, rstd), f32At(d, i), k)
 	})
+	VZEROUPPER()
 	RET()
 }
 
@@ -392,9 +413,11 @@ func normQ() {
 	TESTQ(npre, npre)
 	JZ(LabelRef("nopre"))
 	rowLoop(n, body(true))
+	VZEROUPPER()
 	RET()
 	Label("nopre")
 	rowLoop(n, body(false))
+	VZEROUPPER()
 	RET()
 }
 
@@ -414,7 +437,8 @@ func maxMask() {
 		store(v, f32At(d, i), k)
 		accMax(v, acc, k)
 	})
-	Store(reduceMax(acc), ReturnIndex(0))
+	storeF32(reduceMax(acc), ReturnIndex(0))
+	VZEROUPPER()
 	RET()
 }
 
@@ -445,11 +469,13 @@ func maxMaskScale() {
 	TESTQ(nm, nm)
 	JZ(LabelRef("nomask"))
 	rowLoop(n, body(true))
-	Store(reduceMax(acc), ReturnIndex(0))
+	storeF32(reduceMax(acc), ReturnIndex(0))
+	VZEROUPPER()
 	RET()
 	Label("nomask")
 	rowLoop(n, body(false))
-	Store(reduceMax(acc), ReturnIndex(0))
+	storeF32(reduceMax(acc), ReturnIndex(0))
+	VZEROUPPER()
 	RET()
 }
 
@@ -471,7 +497,8 @@ func maxRow() {
 	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
 		accMax(load(f32At(xp, i), k), acc, k)
 	})
-	Store(reduceMax(acc), ReturnIndex(0))
+	storeF32(reduceMax(acc), ReturnIndex(0))
+	VZEROUPPER()
 	RET()
 }
 
@@ -567,7 +594,8 @@ func expSum() {
 	xp := Load(Param("x").Base(), GP64())
 	m := scalar("m")
 	lo := bcast("expmin")
-	Store(reduceSum(expSumRow(d, xp, n, m, lo)), ReturnIndex(0))
+	storeF32(reduceSum(expSumRow(d, xp, n, m, lo)), ReturnIndex(0))
+	VZEROUPPER()
 	RET()
 }
 
@@ -655,8 +683,9 @@ func smRet(left reg.Register, r int, m, sum reg.VecVirtual) {
 		ADDQ(U8(r), idx)
 	}
 	Store(idx, ReturnIndex(0))
-	Store(m, ReturnIndex(1))
-	Store(sum, ReturnIndex(2))
+	storeF32(m, ReturnIndex(1))
+	storeF32(sum, ReturnIndex(2))
+	VZEROUPPER()
 	RET()
 }
 
@@ -822,8 +851,9 @@ func softmaxRows() {
 	Store(idx, ReturnIndex(0))
 	z := XMM()
 	VXORPS(z, z, z)
-	Store(z, ReturnIndex(1))
-	Store(z, ReturnIndex(2))
+	storeF32(z, ReturnIndex(1))
+	storeF32(z, ReturnIndex(2))
+	VZEROUPPER()
 	RET()
 }
 
@@ -838,6 +868,7 @@ func scale() {
 		VMULPS(s, v, v)
 		store(v, f32At(xp, i), k)
 	})
+	VZEROUPPER()
 	RET()
 }
 
@@ -939,6 +970,7 @@ func gelu() {
 	rowLoopFrom(i, n, func(i reg.GPVirtual, k reg.Register) {
 		store(geluVecs([]reg.VecVirtual{load(f32At(xp, i), k)}, ones, zero, m14)[0], f32At(d, i), k)
 	})
+	VZEROUPPER()
 	RET()
 }
 
@@ -956,6 +988,7 @@ func absMax() {
 		VPMAXUD(v, acc, acc)
 	})
 	Store(reduceMaxU32(acc), ReturnIndex(0))
+	VZEROUPPER()
 	RET()
 }
 
@@ -976,6 +1009,7 @@ func quantRow() {
 		VPADDD_BCST(c("i128"), v, v)
 		storeBytes(v, u8At(d, i), k)
 	})
+	VZEROUPPER()
 	RET()
 }
 
@@ -996,6 +1030,7 @@ func absMaxPre() {
 		VPMAXUD(v, acc, acc)
 	})
 	Store(reduceMaxU32(acc), ReturnIndex(0))
+	VZEROUPPER()
 	RET()
 }
 
@@ -1018,6 +1053,7 @@ func quantRowPre() {
 		VPADDD_BCST(c("i128"), v, v)
 		storeBytes(v, u8At(d, i), k)
 	})
+	VZEROUPPER()
 	RET()
 }
 
@@ -1045,6 +1081,7 @@ func quantStatic(name, sig, lo, hi, typ string) {
 		storeBytes(v, u8At(d, i), k)
 	})
 	Store(reduceMaxU32(acc), ReturnIndex(0))
+	VZEROUPPER()
 	RET()
 }
 
@@ -1069,6 +1106,7 @@ func dequantU8() {
 		VMULPS(s, v, v)
 		store(v, f32At(d, i), k)
 	})
+	VZEROUPPER()
 	RET()
 }
 
@@ -1099,9 +1137,11 @@ func dequantS32() {
 	TESTQ(ncs, ncs)
 	JZ(LabelRef("nocs"))
 	rowLoop(n, body(true))
+	VZEROUPPER()
 	RET()
 	Label("nocs")
 	rowLoop(n, body(false))
+	VZEROUPPER()
 	RET()
 }
 
@@ -1212,5 +1252,6 @@ func transpose16() {
 	DECQ(nblk)
 	JNZ(LabelRef("t16_blk"))
 	Label("t16_done")
+	VZEROUPPER()
 	RET()
 }
