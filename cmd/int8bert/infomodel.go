@@ -37,6 +37,9 @@ type modelReport struct {
 	// Recipe is the INT8 artifact's, nil for FP32 weights.
 	Recipe *recipeSummary `json:"recipe,omitempty"`
 	Tuning tuningState    `json:"tuning"`
+	// Int8Here is the INT8 tier of this host: what an INT8 precision of
+	// this model runs on here. The artifact is the same on every tier.
+	Int8Here selector.Int8Tier `json:"int8_here"`
 }
 
 // recipeSummary is an artifact's recipe with its per-linear alphas and
@@ -108,6 +111,7 @@ func runInfoModel(ctx context.Context, model string, asJSON bool, stdout, stderr
 		op = selector.OpU8S8
 	}
 	r.Tuning = tuning(sel, op, cfg)
+	r.Int8Here = selector.DescribeInt8(sel.Features())
 	if asJSON {
 		return writeJSON(stdout, r)
 	}
@@ -134,6 +138,8 @@ func runInfoModel(ctx context.Context, model string, asJSON bool, stdout, stderr
 	} else {
 		fmt.Fprintln(stdout, "recipe:    none (FP32 weights; an INT8 precision quantizes them at load)")
 	}
+	fmt.Fprintf(stdout, "int8 here: %s tier: %s (one INT8 artifact serves every tier: it holds full-range u8 x s8 and each tier's kernels are exact on it)\n",
+		r.Int8Here.Tier, r.Int8Here.Scheme)
 	t := r.Tuning
 	switch t.State {
 	case "off":

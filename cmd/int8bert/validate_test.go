@@ -17,8 +17,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/tokenizer"
 )
 
@@ -188,6 +190,9 @@ func TestInfoModel(t *testing.T) {
 	assert.Equal(t, 8, r.Recipe.Linears)
 	assert.Len(t, r.Recipe.CalibHash, 64)
 	assert.Equal(t, "off", r.Tuning.State)
+	here := selector.DescribeInt8(cpu.X86)
+	assert.Equal(t, here.Tier, r.Int8Here.Tier)
+	assert.Contains(t, out, "int8 here: "+here.Tier+" tier: "+here.Scheme)
 
 	t.Setenv("INT8BERT_KERNEL", "")
 	cache := filepath.Join(t.TempDir(), "tuning.json")
