@@ -37,6 +37,9 @@ CGO_ENABLED=0 go test -timeout 30m ./...
 # stage runs on what it has; a test that cannot run says so by name.
 echo "== go test ./kernels/... ./dnnl ./selector with the AVX2 tier forced (INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2)"
 INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 -timeout 30m ./kernels/... ./dnnl ./selector
+echo "== go test -short ./smoothquant ./models/... ./bench and the CLI's bench, tune, info and demo tests with the AVX2 tier forced"
+INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 -short -timeout 30m ./smoothquant ./models/... ./bench
+INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 -short -timeout 30m -run 'Bench|Tune|Info|Demo' ./cmd/int8bert
 echo "== go test ./kernels/... ./dnnl ./selector with VNNI off (INT8BERT_CPU_DISABLE=avx512vnni,avxvnni DNNL_MAX_CPU_ISA=AVX512_CORE)"
 INT8BERT_CPU_DISABLE=avx512vnni,avxvnni DNNL_MAX_CPU_ISA=AVX512_CORE go test -count=1 -timeout 30m ./kernels/... ./dnnl ./selector
 echo "== CGO_ENABLED=0 go vet ./... for linux/arm64, darwin/arm64 and windows/amd64 (the plain-Go twins build everywhere)"
