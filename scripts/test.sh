@@ -40,6 +40,16 @@ INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 -time
 echo "== go test -short ./smoothquant ./models/... ./bench and the CLI's bench, tune, info and demo tests with the AVX2 tier forced"
 INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 -short -timeout 30m ./smoothquant ./models/... ./bench
 INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 -short -timeout 30m -run 'Bench|Tune|Info|Demo' ./cmd/int8bert
+echo "== the INT8 accuracy runs (SST-2 dev, the outlier stress test) with the AVX2 tier forced (exact kernels: the figures match the best tier's run above)"
+tierlog=$(mktemp)
+if ! INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 -timeout 30m -run 'TestSST2Int8$|TestOutlierStress' -v \
+	./models/bert ./models/distilbert ./models/xlmr ./bench >"$tierlog" 2>&1; then
+	cat "$tierlog"
+	rm -f "$tierlog"
+	exit 1
+fi
+grep -E '^(--- |ok|FAIL)|accuracy|e2e SQNR dB' "$tierlog" || true
+rm -f "$tierlog"
 echo "== go test ./kernels/... ./dnnl ./selector with VNNI off (INT8BERT_CPU_DISABLE=avx512vnni,avxvnni DNNL_MAX_CPU_ISA=AVX512_CORE)"
 INT8BERT_CPU_DISABLE=avx512vnni,avxvnni DNNL_MAX_CPU_ISA=AVX512_CORE go test -count=1 -timeout 30m ./kernels/... ./dnnl ./selector
 echo "== CGO_ENABLED=0 go vet ./... for linux/arm64, darwin/arm64 and windows/amd64 (the plain-Go twins build everywhere)"
