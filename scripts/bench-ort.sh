@@ -53,12 +53,11 @@ die() { echo "bench-ort.sh: $*" >&2; exit 1; }
 command -v node >/dev/null || die "node is missing (apt-get install -y nodejs npm)"
 command -v taskset >/dev/null || die "taskset is missing (apt-get install -y util-linux)"
 command -v go >/dev/null || die "go is missing"
-PYTHON=${PYTHON:-}
-if [ -z "$PYTHON" ]; then
-  for p in /usr/bin/python3 python3; do
-    if command -v "$p" >/dev/null && "$p" -c 'import torch, onnx' 2>/dev/null; then PYTHON=$p; break; fi
-  done
-fi
+PYTHON_CANDIDATES=${PYTHON:-/usr/bin/python3 python3}
+PYTHON=
+for p in $PYTHON_CANDIDATES; do
+  if command -v "$p" >/dev/null && "$p" -c 'import torch, onnx' 2>/dev/null; then PYTHON=$p; break; fi
+done
 need_graphs=0
 [ -f "$CACHE/fp32.onnx" ] && [ -f "$CACHE/int8.onnx" ] && [ -f "$CACHE/check.json" ] || need_graphs=1
 if [ "$need_graphs" = 1 ] && [ -z "$PYTHON" ]; then
