@@ -456,15 +456,21 @@ func wideKernelZ(mr int) {
 	for i := 0; i < 2*mr; i++ {
 		VPXORD(z(i), z(i), z(i))
 	}
+	// Registers past the accumulators: 2 B, then broadcasts and
+	// products sharing what is left (at least one each).
+	free := 32 - 2*zmmRows - 2
+	nbc := max(1, free/3)
+	bq, bcq, pq := 2*zmmRows, 2*zmmRows+2, 2*zmmRows+2+nbc
+	np := 32 - pq
 	group := func(g int) {
-		VMOVDQU64(Mem{Base: b, Disp: 128 * g}, z(24))
-		VMOVDQU64(Mem{Base: b, Disp: 128*g + 64}, z(25))
+		VMOVDQU64(Mem{Base: b, Disp: 128 * g}, z(bq))
+		VMOVDQU64(Mem{Base: b, Disp: 128*g + 64}, z(bq+1))
 		for i := 0; i < mr; i++ {
-			bc := z(26 + i%2)
+			bc := z(bcq + i%nbc)
 			VPBROADCASTQ(row(i, 8*g), bc)
 			for v := 0; v < 2; v++ {
-				p := z(28 + (2*i+v)%4)
-				VPMADDWD(z(24+v), bc, p)
+				p := z(pq + (2*i+v)%np)
+				VPMADDWD(z(bq+v), bc, p)
 				VPADDD(p, z(2*i+v), z(2*i+v))
 			}
 		}
