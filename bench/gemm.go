@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/int8bert/int8bert/cpu"
@@ -119,8 +120,11 @@ type GEMMReport struct {
 	CPU     string       `json:"cpu"`
 	Threads int          `json:"threads"`
 	Peak    peak.Figures `json:"peak"`
-	Results []GEMMResult `json:"results"`
-	Skipped []Skipped    `json:"skipped,omitempty"`
+	// Schemes are the exact and range-limited INT8 schemes without VNNI
+	// (peak.Schemes), measured where int8 is among the types.
+	Schemes []peak.SchemeRate `json:"schemes,omitempty"`
+	Results []GEMMResult      `json:"results"`
+	Skipped []Skipped         `json:"skipped,omitempty"`
 }
 
 // measurePeak measures the peak of a precision's arithmetic on the calling
@@ -174,6 +178,9 @@ func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 	}
 	progress("peak microbenchmarks")
 	r := &GEMMReport{CPU: cpu.X86.Brand, Threads: o.Threads, Peak: peak.Measure(o.PeakTime)}
+	if slices.Contains(o.DTypes, "int8") {
+		r.Schemes = peak.Schemes(o.PeakTime)
+	}
 	// Each timed repetition is paired with a run of the peak loop of its
 	// precision right before it.
 	ref := func(key selector.Key, d time.Duration) float64 {

@@ -59,7 +59,8 @@
 //	gemm_u8s8_vnni*.go/.s    AVX512-VNNI u8 x s8: tile driver runVNNI, micro-kernels
 //	                         (fused epilogue included), their twins (_noasm, generated)
 //	gemm_u8s8_avx2*.go/.s    AVX2 u8 x s8: drivers runAVX2U8S8 and runAVX2WideU8S8,
-//	                         micro-kernels, epilogue, twins
+//	                         micro-kernels, epilogue, twins; the int16 zmm kernels
+//	                         gemmAVX512w (AVX-512 without VNNI, runAVX512WideU8S8)
 //	gemm_u8s8_amx*.go/.s     AMX u8 x s8: driver runAMXU8S8, the hand-written tile
 //	                         kernel, its twin amxTileGo
 //	gemm_f32.go              PackedF32, GEMMF32, KernelF32, F32Kernels; GenericF32

@@ -131,6 +131,41 @@ func avx2WideBuf(n int) *[]int16 {
 // large enough to amortize the panel's widening (the selector times both
 // per shape). Outputs as runAVX2U8S8.
 func runAVX2WideU8S8(g *GEMMU8S8) error {
+	return runWideU8S8(g, 6, func(rows int, a *int16, kp int, w []int16, tile *[avx512WideRows * 16]int32) {
+		micro := avx2WideMicros[rows]
+		micro(a, kp, &w[0], kp/4, &tile[0], 16)
+		micro(a, kp, &w[32], kp/4, &tile[8], 16)
+	})
+}
+
+// avx512WideRows is the MR of gemmAVX512w: 12 rows x 16 columns.
+const avx512WideRows = 12
+
+// avx512WideMicros are gemmAVX512w_<MR>x16 by MR (1 ... 12).
+var avx512WideMicros = [...]func(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int){
+	nil, gemmAVX512w_1x16, gemmAVX512w_2x16, gemmAVX512w_3x16, gemmAVX512w_4x16, gemmAVX512w_5x16,
+	gemmAVX512w_6x16, gemmAVX512w_7x16, gemmAVX512w_8x16, gemmAVX512w_9x16, gemmAVX512w_10x16,
+	gemmAVX512w_11x16, gemmAVX512w_12x16,
+}
+
+// runAVX512WideU8S8 is runAVX2WideU8S8 with gemmAVX512w_12x16 (and its 1-
+// to 11-row twins), one call per 12 x 16 tile: the exact int16 scheme on
+// zmm, for AVX-512 CPUs without VNNI (Skylake-SP, Cascade Lake with VNNI
+// disabled), where the ymm kernel leaves half of each vector idle. The
+// same widened operands and epilogue (avx2TileOut).
+func runAVX512WideU8S8(g *GEMMU8S8) error {
+	return runWideU8S8(g, avx512WideRows, func(rows int, a *int16, kp int, w []int16, tile *[avx512WideRows * 16]int32) {
+		avx512WideMicros[rows](a, kp, &w[0], kp/4, &tile[0], 16)
+	})
+}
+
+// runWideU8S8 is the driver of the int16 kernels: A's rows widened to
+// int16 once per call (zero-padded to Kp, so the K%4 tail needs no special
+// case), each task widening one weight panel at a time (16 x Kp int16: 32
+// KiB at K = 1024) and running tiles of up to mr rows against it (tile:
+// rows x 16 sums, row stride 16) before the next panel, each tile's
+// epilogue while it is in L1.
+func runWideU8S8(g *GEMMU8S8, mr int, tile func(rows int, a *int16, kp int, w []int16, t *[avx512WideRows * 16]int32)) error {
 	if err := g.Check(); err != nil {
 		return err
 	}
@@ -166,7 +201,7 @@ func runAVX2WideU8S8(g *GEMMU8S8) error {
 	panels := g.B.Np / 16
 	tasks := min(panels, max(g.Threads, 1))
 	Parallel(g.Threads, tasks, func(t int) {
-		var tile [6 * 16]int32
+		var sums [avx512WideRows * 16]int32
 		var w []int16
 		if kp > 0 {
 			wb := avx2WideBuf(16 * kp)
@@ -179,16 +214,14 @@ func runAVX2WideU8S8(g *GEMMU8S8) error {
 			if kp > 0 {
 				widenS8AVX2(&w[0], &g.B.Data[p*16*kp], 16*kp)
 			}
-			for i0 := 0; i0 < m; i0 += 6 {
-				rows := min(6, m-i0)
+			for i0 := 0; i0 < m; i0 += mr {
+				rows := min(mr, m-i0)
 				if kp > 0 {
-					micro := avx2WideMicros[rows]
-					micro(&a16[i0*kp], kp, &w[0], kp/4, &tile[0], 16)
-					micro(&a16[i0*kp], kp, &w[32], kp/4, &tile[8], 16)
+					tile(rows, &a16[i0*kp], kp, w, &sums)
 				} else {
-					clear(tile[:])
+					clear(sums[:])
 				}
-				avx2TileOut(g, x, tile[:], i0, j0, rows, cols)
+				avx2TileOut(g, x, sums[:], i0, j0, rows, cols)
 			}
 		}
 	})

@@ -15,5 +15,13 @@ func init() {
 		Available: func(f cpu.Features) bool { return f.AVX2 },
 		Accepts:   func(m, n, k int) bool { return true },
 		RunU8S8:   runAVX2WideU8S8,
+	}, &Kernel{
+		// The exact int16 scheme on zmm, for AVX-512 without VNNI; the
+		// selector times it against the ymm kernels wherever it runs.
+		// AVX2 for the widening and the epilogue it shares with them.
+		Name: "gemmAVX512w_12x16", ISA: cpu.ISAAVX512, MR: avx512WideRows, NR: 16, KB: 4,
+		Available: func(f cpu.Features) bool { return f.AVX512F && f.AVX512BW && f.AVX2 },
+		Accepts:   func(m, n, k int) bool { return true },
+		RunU8S8:   runAVX512WideU8S8,
 	})
 }

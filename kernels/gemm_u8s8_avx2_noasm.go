@@ -101,3 +101,70 @@ func avx2Wide8Twin(mr int, a *int16, lda int, b *int16, kgroups int, c *int32, l
 		}
 	}
 }
+
+// gemmAVX512w_1x16 is the Go twin of the assembly kernel of that name.
+func gemmAVX512w_1x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx512Wide16Twin(1, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX512w_2x16 is the Go twin of the assembly kernel of that name.
+func gemmAVX512w_2x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx512Wide16Twin(2, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX512w_3x16 is the Go twin of the assembly kernel of that name.
+func gemmAVX512w_3x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx512Wide16Twin(3, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX512w_4x16 is the Go twin of the assembly kernel of that name.
+func gemmAVX512w_4x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx512Wide16Twin(4, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX512w_5x16 is the Go twin of the assembly kernel of that name.
+func gemmAVX512w_5x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx512Wide16Twin(5, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX512w_6x16 is the Go twin of the assembly kernel of that name.
+func gemmAVX512w_6x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx512Wide16Twin(6, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX512w_7x16 is the Go twin of the assembly kernel of that name.
+func gemmAVX512w_7x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx512Wide16Twin(7, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX512w_8x16 is the Go twin of the assembly kernel of that name.
+func gemmAVX512w_8x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx512Wide16Twin(8, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX512w_9x16 is the Go twin of the assembly kernel of that name.
+func gemmAVX512w_9x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx512Wide16Twin(9, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX512w_10x16 is the Go twin of the assembly kernel of that name.
+func gemmAVX512w_10x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx512Wide16Twin(10, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX512w_11x16 is the Go twin of the assembly kernel of that name.
+func gemmAVX512w_11x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx512Wide16Twin(11, a, lda, b, kgroups, c, ldc)
+}
+
+// gemmAVX512w_12x16 is the Go twin of the assembly kernel of that name.
+func gemmAVX512w_12x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx512Wide16Twin(12, a, lda, b, kgroups, c, ldc)
+}
+
+// avx512Wide16Twin is gemmAVX512w's 16 columns as the two halves of
+// avx2Wide8Twin.
+func avx512Wide16Twin(mr int, a *int16, lda int, b *int16, kgroups int, c *int32, ldc int) {
+	avx2Wide8Twin(mr, a, lda, b, kgroups, c, ldc)
+	avx2Wide8Twin(mr, a, lda, (*int16)(unsafe.Add(unsafe.Pointer(b), 64)), kgroups, (*int32)(unsafe.Add(unsafe.Pointer(c), 32)), ldc)
+}

@@ -72,6 +72,114 @@ func gemmAVX2w_5x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
 // groups of 4 k 64 elements apart.
 func gemmAVX2w_6x8(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
 
+// gemmAVX512w_1x16 computes, for i < 1 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b a
+// 16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and
+// AVX512BW.
+func gemmAVX512w_1x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX512w_2x16 computes, for i < 2 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b a
+// 16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and
+// AVX512BW.
+func gemmAVX512w_2x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX512w_3x16 computes, for i < 3 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b a
+// 16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and
+// AVX512BW.
+func gemmAVX512w_3x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX512w_4x16 computes, for i < 4 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b a
+// 16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and
+// AVX512BW.
+func gemmAVX512w_4x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX512w_5x16 computes, for i < 5 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b a
+// 16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and
+// AVX512BW.
+func gemmAVX512w_5x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX512w_6x16 computes, for i < 6 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b a
+// 16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and
+// AVX512BW.
+func gemmAVX512w_6x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX512w_7x16 computes, for i < 7 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b a
+// 16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and
+// AVX512BW.
+func gemmAVX512w_7x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX512w_8x16 computes, for i < 8 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b a
+// 16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and
+// AVX512BW.
+func gemmAVX512w_8x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX512w_9x16 computes, for i < 9 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b a
+// 16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and
+// AVX512BW.
+func gemmAVX512w_9x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX512w_10x16 computes, for i < 10 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b a
+// 16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and
+// AVX512BW.
+func gemmAVX512w_10x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX512w_11x16 computes, for i < 11 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b a
+// 16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and
+// AVX512BW.
+func gemmAVX512w_11x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
+// gemmAVX512w_12x16 computes, for i < 12 and j < 16,
+//
+//	c[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]
+//
+// a holds rows of u8 values widened to int16 (lda in elements), b a
+// 16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and
+// AVX512BW.
+func gemmAVX512w_12x16(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)
+
 // widenU8AVX2 sets dst[i] = int16(src[i]) (zero-extended) for i < n; n must be
 // a multiple of 16.
 func widenU8AVX2(dst *int16, src *uint8, n int)

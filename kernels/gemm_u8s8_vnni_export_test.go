@@ -38,5 +38,8 @@ func AVX2DriverKernels() []*Kernel {
 			Accepts: func(m, n, k int) bool { return true }, RunU8S8: runAVX2U8S8},
 		{Name: "avx2WideDriver_6x16", ISA: "avx2", MR: 6, NR: 16, KB: 4, Available: avail,
 			Accepts: func(m, n, k int) bool { return true }, RunU8S8: runAVX2WideU8S8},
+		{Name: "avx512WideDriver_12x16", ISA: "avx512", MR: avx512WideRows, NR: 16, KB: 4,
+			Available: func(f cpu.Features) bool { return f.AVX512F && f.AVX512BW && f.AVX2 || !vnniAsm },
+			Accepts:   func(m, n, k int) bool { return true }, RunU8S8: runAVX512WideU8S8},
 	}
 }

@@ -215,16 +215,22 @@ var isaRank = map[cpu.ISA]int{
 }
 
 // rankCandidates orders cs for a default of key: by ISA rank (unknown
-// ISAs, the test extras, between AVX2 and oneDNN), then, within an ISA,
+// ISAs, the test extras, between AVX2 and oneDNN; an avx512 u8 x s8
+// kernel, the int16 scheme without VNNI, between AVX-VNNI and AVX2, since
+// VPDPBUSD does 32 multiply-adds per ymm instruction as VPMADDWD does per
+// zmm one, without the VPADDD), then, within an ISA,
 // the kernel whose row tile wastes the least of the key's M, then the
 // larger tile; ties keep the candidates' order.
 func rankCandidates(cs []candidate, key Key) []candidate {
 	out := append([]candidate(nil), cs...)
 	rank := func(c candidate) int {
-		if r, ok := isaRank[c.isa()]; ok {
-			return r
+		if c.isa() == cpu.ISAAVX512 && key.Op == OpU8S8 {
+			return 2*isaRank[cpu.ISAAVX2] + 1
 		}
-		return 3
+		if r, ok := isaRank[c.isa()]; ok {
+			return 2 * r
+		}
+		return 7
 	}
 	waste := func(c candidate) float64 {
 		mr, _ := tileOf(c)

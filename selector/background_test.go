@@ -250,6 +250,10 @@ func TestRankCandidates(t *testing.T) {
 	}
 	assert.Equal(t, []string{"vnni", "avx2-2", "avx2-6", "gen"}, names(rankCandidates(cs, Key{M: 4})))
 	assert.Equal(t, []string{"vnni", "avx2-6", "avx2-2", "gen"}, names(rankCandidates(cs, Key{M: 12})))
+	// The int16 zmm kernel: below VNNI and AVX-VNNI even where it wastes
+	// less of M, above AVX2.
+	cs = append(cs, mk("avx512w", cpu.ISAAVX512, 12), mk("avxvnni", cpu.ISAAVXVNNI, 8))
+	assert.Equal(t, []string{"vnni", "avxvnni", "avx512w", "avx2-6", "avx2-2", "gen"}, names(rankCandidates(cs, Key{Op: OpU8S8, M: 12})))
 }
 
 // TestBuildsKeepTheirSections checks that two builds (here: two feature

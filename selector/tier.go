@@ -13,7 +13,7 @@ import (
 // Int8Tier is what a CPU gives INT8 inference: the tier its instructions
 // put it in, how the u8 x s8 products are computed there, the native
 // kernels that can run, and whether oneDNN's INT8 matmul is a candidate
-// (docs/DESIGN.md section 4.9). `int8bert info`, the demo and
+// (docs/DESIGN.md section 4.10). `int8bert info`, the demo and
 // `bench model` print it, so that a user on any CPU knows what to expect
 // of INT8 and why.
 type Int8Tier struct {

@@ -65,9 +65,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return writeJSON(stdout, r)
 	}
 	fmt.Fprintf(stdout, "GEMMs on %s, %d thread(s); GOP/s = 2*M*K*N per second\n", r.CPU, r.Threads)
-	fmt.Fprintf(stdout, "measured peak: FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s, AVX2 VPMADDWD %.1f GOP/s (%% peak: the median over the timed repetitions of each one's rate over the FMA, VNNI (else VPMADDWD) peak loop run next to it; - without one)\n",
-		r.Peak.FP32GFLOPS, r.Peak.VNNIGOPS, r.Peak.BF16GFLOPS, r.Peak.AVX2Int8GOPS)
+	fmt.Fprintf(stdout, "measured peak: FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s, AVX2 VPMADDWD %.1f GOP/s, AVX-512 VPMADDWD %.1f GOP/s (%% peak: the median over the timed repetitions of each one's rate over the FMA, VNNI (else VPMADDWD zmm, else ymm) peak loop run next to it; - without one)\n",
+		r.Peak.FP32GFLOPS, r.Peak.VNNIGOPS, r.Peak.BF16GFLOPS, r.Peak.AVX2Int8GOPS, r.Peak.AVX512Int16GOPS)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if len(r.Schemes) > 0 {
+		fmt.Fprintln(stdout, "INT8 schemes without VNNI (inner-loop instruction mix; GOP/s = 2 ops per multiply-add):")
+		fmt.Fprintln(tw, "scheme	bits	GOP/s	vs int16	exact on	")
+		for _, x := range r.Schemes {
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2fx\t%s\t\n", x.Scheme, x.Bits, x.GOPS, x.VsInt16, x.Range)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(tw, "shape\tM\tK\tN\tdtype\tepilogue\tkernel\tms\tGOP/s\t% peak\tvs oneDNN\tchosen\t")
 	for _, x := range r.Results {
 		vs := "-"

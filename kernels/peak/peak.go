@@ -32,13 +32,21 @@ type Figures struct {
 	// of int16 pairs): the ceiling of the exact AVX2 u8 x s8 kernels, on
 	// any CPU with AVX2 (their VPADDD aside).
 	AVX2Int8GOPS float64 `json:"avx2_int8_gops"`
+	// AVX512Int16GOPS counts VPMADDWD zmm as 2*32 = 64 ops: the ceiling of
+	// the exact AVX-512 u8 x s8 kernels without VNNI (gemmAVX512w), on any
+	// CPU with AVX512BW.
+	AVX512Int16GOPS float64 `json:"avx512_int16_gops"`
 }
 
 // Int8 returns the INT8 peak a u8 x s8 GEMM is judged against: VNNI's
-// where the CPU has it, else the AVX2 one.
+// where the CPU has it, else VPMADDWD zmm's where it has AVX512BW, else
+// the AVX2 one.
 func (p Figures) Int8() float64 {
 	if p.VNNIGOPS > 0 {
 		return p.VNNIGOPS
+	}
+	if p.AVX512Int16GOPS > 0 {
+		return p.AVX512Int16GOPS
 	}
 	return p.AVX2Int8GOPS
 }
@@ -51,8 +59,9 @@ func (p Figures) String() string {
 		}
 		return fmt.Sprintf("%.1f %s", v, unit)
 	}
-	return fmt.Sprintf("fp32 fma %s, int8 vnni %s, bf16 %s, int8 avx2 vpmaddwd %s",
-		f(p.FP32GFLOPS, "GFLOP/s"), f(p.VNNIGOPS, "GOP/s"), f(p.BF16GFLOPS, "GFLOP/s"), f(p.AVX2Int8GOPS, "GOP/s"))
+	return fmt.Sprintf("fp32 fma %s, int8 vnni %s, bf16 %s, int8 avx2 vpmaddwd %s, int8 avx512 vpmaddwd %s",
+		f(p.FP32GFLOPS, "GFLOP/s"), f(p.VNNIGOPS, "GOP/s"), f(p.BF16GFLOPS, "GFLOP/s"), f(p.AVX2Int8GOPS, "GOP/s"),
+		f(p.AVX512Int16GOPS, "GOP/s"))
 }
 
 // peakOps is the work of one loop iteration of each peak loop: 24
@@ -63,6 +72,7 @@ const (
 	peakBF16Ops      = 24 * 64
 	peakFMA256Ops    = 24 * 16
 	peakMADDWD256Ops = 24 * 32
+	peakMADDWD512Ops = 24 * 64
 )
 
 // peakRuns returns the loop of each figure, on when this CPU runs it.
@@ -76,6 +86,7 @@ func peakRuns(f cpu.Features, p *Figures) []peakRun {
 		{f.AVX512F && f.AVX512VNNI, peakVNNI, peakVNNIOps, &p.VNNIGOPS},
 		{f.AVX512F && f.AVX512BF16, peakBF16, peakBF16Ops, &p.BF16GFLOPS},
 		{f.AVX2, peakMADDWD256, peakMADDWD256Ops, &p.AVX2Int8GOPS},
+		{f.AVX512F && f.AVX512BW, peakMADDWD512, peakMADDWD512Ops, &p.AVX512Int16GOPS},
 	}
 }
 
@@ -154,11 +165,12 @@ func measureLoop(loop func(int), opsPerIter float64, d time.Duration) float64 {
 type Kind int
 
 const (
-	FP32     Kind = iota // VFMADD231PS (zmm, else ymm): FP32GFLOPS
-	VNNI                 // VPDPBUSD zmm: VNNIGOPS
-	BF16                 // VDPBF16PS zmm: BF16GFLOPS
-	AVX2Int8             // VPMADDWD ymm: AVX2Int8GOPS
-	Int8                 // VNNI where the CPU has VNNI, else AVX2Int8
+	FP32        Kind = iota // VFMADD231PS (zmm, else ymm): FP32GFLOPS
+	VNNI                    // VPDPBUSD zmm: VNNIGOPS
+	BF16                    // VDPBF16PS zmm: BF16GFLOPS
+	AVX2Int8                // VPMADDWD ymm: AVX2Int8GOPS
+	AVX512Int16             // VPMADDWD zmm: AVX512Int16GOPS
+	Int8                    // VNNI where the CPU has VNNI, else AVX512Int16 with AVX512BW, else AVX2Int8
 )
 
 // Rate runs one figure's peak loop once for about d on the calling
@@ -199,16 +211,18 @@ func Rate(kind Kind, d time.Duration) float64 {
 
 // peakNsPerIter caches Rate's calibration: nanoseconds per 1024 loop
 // iterations, by Kind.
-var peakNsPerIter [4]atomic.Uint64
+var peakNsPerIter [Int8]atomic.Uint64
 
-// run returns kind's loop (Int8 resolved to VNNI or AVX2Int8), and whether
-// this CPU and build run it.
+// run returns kind's loop (Int8 resolved to VNNI, AVX512Int16 or
+// AVX2Int8), and whether this CPU and build run it.
 func run(kind Kind) (peakRun, Kind, bool) {
 	runs := peakRuns(cpu.X86, new(Figures))
 	if kind == Int8 {
 		kind = AVX2Int8
 		if runs[VNNI].on {
 			kind = VNNI
+		} else if runs[AVX512Int16].on {
+			kind = AVX512Int16
 		}
 	}
 	if kind < 0 || int(kind) >= len(runs) || !haveAsm || !runs[kind].on {
@@ -230,4 +244,85 @@ func Run(kind Kind, ops float64) float64 {
 	n := max(1, int(ops/r.ops))
 	r.loop(n)
 	return float64(n) * r.ops
+}
+
+// SchemeRate is one line of Schemes: the measured rate of one exact or
+// range-limited u8 x s8 scheme's inner-loop instruction mix on one vector
+// width, for CPUs without VNNI (docs/DESIGN.md section 5.1).
+type SchemeRate struct {
+	// Scheme is "int16" (VPMADDWD + VPADDD on operands widened to int16),
+	// "u7s8" (VPMADDUBSW + VPMADDWD by ones + VPADDD), "sign" (s8 x s8 as
+	// |a| times sign(b, a), then as u7s8) or "u7s7" (two VPMADDUBSW summed
+	// by VPADDW before one VPMADDWD by ones + VPADDD).
+	Scheme string `json:"scheme"`
+	// Bits is the vector width: 256 (ymm, AVX2) or 512 (zmm, AVX512BW).
+	Bits int `json:"bits"`
+	// GOPS counts 2 ops per multiply-add, like Figures.
+	GOPS float64 `json:"gops"`
+	// VsInt16 is GOPS over the int16 scheme's at the same width.
+	VsInt16 float64 `json:"vs_int16"`
+	// Range says on which data the scheme is exact.
+	Range string `json:"range"`
+}
+
+// schemeDefs are the scheme loops: name, width, multiply-adds per loop
+// iteration, the loop, and its exact range.
+var schemeDefs = []struct {
+	name  string
+	bits  int
+	macs  float64
+	loop  func(int)
+	exact string
+}{
+	{"int16", 256, 24 * 16, schemeInt16Y, "full range u8 x s8"},
+	{"u7s8", 256, 24 * 32, schemeU7S8Y, "a in [0,127]"},
+	{"sign", 256, 24 * 32, schemeSignY, "b in [-127,127], a-128 + 128*colsum"},
+	{"u7s7", 256, 24 * 64, schemeU7S7Y, "a in [0,127], b in [-64,63]"},
+	{"int16", 512, 24 * 32, schemeInt16Z, "full range u8 x s8"},
+	{"u7s8", 512, 24 * 64, schemeU7S8Z, "a in [0,127]"},
+	{"sign", 512, 24 * 64, schemeSignZ, "b in [-127,127], a-128 + 128*colsum"},
+	{"u7s7", 512, 24 * 128, schemeU7S7Z, "a in [0,127], b in [-64,63]"},
+}
+
+// Schemes measures each scheme loop this CPU runs (ymm with AVX2, zmm
+// with AVX512BW) on the calling thread, spending about d in all, like
+// Measure. It returns nil without assembly.
+func Schemes(d time.Duration) []SchemeRate {
+	if !haveAsm {
+		return nil
+	}
+	f := cpu.X86
+	on := func(bits int) bool {
+		if bits == 512 {
+			return f.AVX512F && f.AVX512BW
+		}
+		return f.AVX2
+	}
+	count := 0
+	for _, s := range schemeDefs {
+		if on(s.bits) {
+			count++
+		}
+	}
+	if count == 0 {
+		return nil
+	}
+	each := d / time.Duration(count)
+	var out []SchemeRate
+	base := map[int]float64{}
+	for _, s := range schemeDefs {
+		if !on(s.bits) {
+			continue
+		}
+		r := SchemeRate{Scheme: s.name, Bits: s.bits, Range: s.exact,
+			GOPS: 2 * measureLoop(s.loop, s.macs, each) / 1e9}
+		if s.name == "int16" {
+			base[s.bits] = r.GOPS
+		}
+		if b := base[s.bits]; b > 0 {
+			r.VsInt16 = r.GOPS / b
+		}
+		out = append(out, r)
+	}
+	return out
 }

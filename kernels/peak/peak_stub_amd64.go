@@ -25,6 +25,46 @@ func peakFMA256(n int)
 // AVX2 u8 x s8 kernels count them. It needs AVX2.
 func peakMADDWD256(n int)
 
+// schemeInt16Y runs n iterations of 24 VPMADDWD + VPADDD ymm: 24*16
+// multiply-adds per iteration. It needs AVX2.
+func schemeInt16Y(n int)
+
+// schemeU7S8Y runs n iterations of 24 VPMADDUBSW + VPMADDWD(ones) + VPADDD
+// ymm: 24*32 multiply-adds per iteration. It needs AVX2.
+func schemeU7S8Y(n int)
+
+// schemeSignY runs n iterations of 24 products of the sign trick on ymm: VPABSB
+// per two products, then VPSIGNB + VPMADDUBSW + VPMADDWD(ones) + VPADDD:
+// 24*32 multiply-adds per iteration. It needs AVX2.
+func schemeSignY(n int)
+
+// schemeU7S7Y runs n iterations of 24 units of two VPMADDUBSW + VPADDW +
+// VPMADDWD(ones) + VPADDD ymm: 24*64 multiply-adds per iteration. It needs AVX2.
+func schemeU7S7Y(n int)
+
+// schemeInt16Z runs n iterations of 24 VPMADDWD + VPADDD zmm: 24*32
+// multiply-adds per iteration. It needs AVX512BW.
+func schemeInt16Z(n int)
+
+// schemeU7S8Z runs n iterations of 24 VPMADDUBSW + VPMADDWD(ones) + VPADDD
+// zmm: 24*64 multiply-adds per iteration. It needs AVX512BW.
+func schemeU7S8Z(n int)
+
+// schemeSignZ runs n iterations of 24 products of the sign trick on zmm: VPABSB +
+// VPMOVB2M per two products, VPSUBB (-b) per B vector per 12 broadcasts, then
+// VPBLENDMB(b, -b) + VPMADDUBSW + VPMADDWD(ones) + VPADDD per product:
+// 24*64 multiply-adds per iteration. It needs AVX512BW.
+func schemeSignZ(n int)
+
+// schemeU7S7Z runs n iterations of 24 units of two VPMADDUBSW + VPADDW +
+// VPMADDWD(ones) + VPADDD zmm: 24*128 multiply-adds per iteration. It needs AVX512BW.
+func schemeU7S7Z(n int)
+
+// peakMADDWD512 runs n iterations of 24 independent VPMADDWD zmm (Z0...Z23 = Z24.Z25 in
+// int16 pairs): 24*64 ops per iteration, 32 multiply-adds each as the exact
+// AVX-512 u8 x s8 kernels without VNNI count them. It needs AVX512BW.
+func peakMADDWD512(n int)
+
 // dpbf16psHigh computes, as VDPBF16PS does (byte-encoded), for i in 0...15:
 //
 //	acc[i] += float32(a[2i+1])*float32(b[2i+1]) + float32(a[2i])*float32(b[2i])

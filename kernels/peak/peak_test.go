@@ -106,9 +106,13 @@ func TestMeasure(t *testing.T) {
 	check("vnni", f.AVX512F && f.AVX512VNNI, p.VNNIGOPS)
 	check("bf16", f.AVX512F && f.AVX512BF16, p.BF16GFLOPS)
 	check("avx2 int8", f.AVX2, p.AVX2Int8GOPS)
-	if p.VNNIGOPS == 0 {
+	check("avx512 int16", f.AVX512F && f.AVX512BW, p.AVX512Int16GOPS)
+	switch {
+	case p.VNNIGOPS == 0 && p.AVX512Int16GOPS > 0:
+		assert.Equal(t, p.AVX512Int16GOPS, p.Int8(), "no VNNI, AVX512BW: Int8 is the VPMADDWD zmm figure")
+	case p.VNNIGOPS == 0:
 		assert.Equal(t, p.AVX2Int8GOPS, p.Int8(), "no VNNI: Int8 is the AVX2 figure")
-	} else {
+	default:
 		assert.Equal(t, p.VNNIGOPS, p.Int8(), "Int8 is the VNNI figure")
 	}
 }
@@ -128,6 +132,8 @@ func TestMeasureFeatureOff(t *testing.T) {
 	assert.Zero(t, p.BF16GFLOPS, "avx512f disabled")
 	assert.Equal(t, haveAsm && saved.AVX2 && saved.FMA, p.FP32GFLOPS > 0, "avx512f disabled: ymm FMA figure %v", p.FP32GFLOPS)
 	assert.Equal(t, haveAsm && saved.AVX2, p.AVX2Int8GOPS > 0, "avx512f disabled: VPMADDWD figure %v", p.AVX2Int8GOPS)
+	assert.Zero(t, p.AVX512Int16GOPS, "avx512f disabled: no VPMADDWD zmm figure")
+	assert.Equal(t, p.AVX2Int8GOPS, p.Int8(), "avx512f disabled: Int8 is the AVX2 figure")
 	cpu.X86, _ = saved.Apply("avx512f,avx2")
 	assert.Equal(t, Figures{}, Measure(time.Millisecond), "avx512f and avx2 disabled")
 }
@@ -140,7 +146,7 @@ func TestRate(t *testing.T) {
 		kind Kind
 		on   bool
 	}{{FP32, f.AVX512F || f.AVX2 && f.FMA}, {VNNI, f.AVX512F && f.AVX512VNNI}, {BF16, f.AVX512F && f.AVX512BF16},
-		{AVX2Int8, f.AVX2}, {Int8, f.AVX2 || f.AVX512F && f.AVX512VNNI}} {
+		{AVX2Int8, f.AVX2}, {AVX512Int16, f.AVX512F && f.AVX512BW}, {Int8, f.AVX2 || f.AVX512F && f.AVX512VNNI}} {
 		r := Rate(c.kind, 5*time.Millisecond)
 		if Available() && c.on {
 			assert.Positive(t, r, "kind %d", c.kind)
@@ -196,7 +202,46 @@ func TestRun(t *testing.T) {
 // TestFiguresJSON pins the JSON names of the figures, which bench gemm
 // -json and info -json print.
 func TestFiguresJSON(t *testing.T) {
-	b, err := json.Marshal(Figures{FP32GFLOPS: 1, VNNIGOPS: 2, BF16GFLOPS: 3, AVX2Int8GOPS: 4})
+	b, err := json.Marshal(Figures{FP32GFLOPS: 1, VNNIGOPS: 2, BF16GFLOPS: 3, AVX2Int8GOPS: 4, AVX512Int16GOPS: 5})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"fp32_gflops":1,"vnni_gops":2,"bf16_gflops":3,"avx2_int8_gops":4}`, string(b))
+	assert.JSONEq(t, `{"fp32_gflops":1,"vnni_gops":2,"bf16_gflops":3,"avx2_int8_gops":4,"avx512_int16_gops":5}`, string(b))
+}
+
+// TestSchemes checks that every scheme loop this CPU runs gives a rate,
+// the int16 one a ratio of 1, and that disabling AVX-512 leaves the ymm
+// lines only.
+func TestSchemes(t *testing.T) {
+	if !Available() {
+		t.Skipf("TestSchemes: peak not measurable here (assembly=%v, %s)", haveAsm, cpu.X86)
+	}
+	saved := cpu.X86
+	defer func() { cpu.X86 = saved }()
+	s := Schemes(16 * time.Millisecond)
+	want := 0
+	if saved.AVX2 {
+		want += 4
+	}
+	if saved.AVX512F && saved.AVX512BW {
+		want += 4
+	}
+	require.Len(t, s, want)
+	for _, r := range s {
+		assert.Positive(t, r.GOPS, "%s %d", r.Scheme, r.Bits)
+		assert.Positive(t, r.VsInt16, "%s %d", r.Scheme, r.Bits)
+		if r.Scheme == "int16" {
+			assert.Equal(t, 1.0, r.VsInt16)
+		}
+	}
+	cpu.X86, _ = saved.Apply("avx512f")
+	for _, r := range Schemes(8 * time.Millisecond) {
+		assert.Equal(t, 256, r.Bits, "avx512f disabled: ymm only")
+	}
+}
+
+// TestSchemesNoAsm: without assembly there is nothing to measure.
+func TestSchemesNoAsm(t *testing.T) {
+	if haveAsm {
+		t.Skip("TestSchemesNoAsm: this build has the assembly loops")
+	}
+	assert.Nil(t, Schemes(time.Millisecond))
 }

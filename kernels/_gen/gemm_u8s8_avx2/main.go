@@ -27,6 +27,9 @@ func main() {
 	for mr := 1; mr <= 6; mr++ {
 		wideKernel8(mr)
 	}
+	for mr := 1; mr <= zmmRows; mr++ {
+		wideKernelZ(mr)
+	}
 	widen("widenU8AVX2", "uint8", "zero", VPMOVZXBW)
 	widen("widenS8AVX2", "int8", "sign", VPMOVSXBW)
 	epilogue()
@@ -388,6 +391,119 @@ func wideKernel8(mr int) {
 		VPHADDD(acc[i][1], acc[i][0], s)
 		VPERMQ(U8(0xD8), s, s)
 		VMOVDQU(s, Mem{Base: c})
+		if i+1 < mr {
+			ADDQ(ldc, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// zmmRows is the most rows of gemmAVX512w: 2 accumulators a row, 24 in
+// all, with 2 B vectors, 2 broadcasts and 4 products in the other 8 of
+// the 32 zmm registers.
+const zmmRows = 12
+
+// wideKernelZ emits gemmAVX512w_{mr}x16: the int16 scheme of
+// gemmAVX2w_{mr}x8 on zmm, for AVX-512 CPUs without VNNI, whose ymm
+// kernels use half the vector width. A group of 4 k of the widened panel
+// (16 columns x 4 int16, 128 bytes) is two zmm; a row's 4 widened
+// activations are broadcast as one qword (VPBROADCASTQ), so that VPMADDWD
+// leaves in dword 2j and 2j+1 of a row's accumulator the two pair sums of
+// column j (8 columns per register), added at the end by a shift, an add
+// and a truncating store (VPMOVQD). Per group: 2 B loads, mr broadcast
+// loads, 2*mr VPMADDWD and 2*mr VPADDD. Physical registers: Z0...Z23
+// accumulators (row i: Z2i, Z2i+1), Z24, Z25 B, Z26, Z27 broadcasts,
+// Z28...Z31 products. Rows are addressed from one base per 3 rows plus
+// lda and 2*lda, the bases advanced per two groups.
+func wideKernelZ(mr int) {
+	name := fmt.Sprintf("gemmAVX512w_%dx16", mr)
+	TEXT(name, NOSPLIT, "func(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)")
+	Doc(
+		fmt.Sprintf("%s computes, for i < %d and j < 16,", name, mr),
+		"",
+		"\tc[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]",
+		"",
+		"a holds rows of u8 values widened to int16 (lda in elements), b a",
+		"16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and",
+		"AVX512BW.",
+	)
+	a := Load(Param("a"), GP64())
+	lda := Load(Param("lda"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("kgroups"), GP64())
+	SHLQ(U8(1), lda)
+	bases := []reg.Register{a}
+	for q := 1; q*3 < mr; q++ {
+		r := GP64()
+		LEAQ(Mem{Base: bases[q-1], Index: lda, Scale: 2}, r)
+		ADDQ(lda, r)
+		bases = append(bases, r)
+	}
+	row := func(i, disp int) Mem {
+		m := Mem{Base: bases[i/3], Disp: disp}
+		if k := i % 3; k > 0 {
+			m.Index, m.Scale = lda, uint8(k)
+		}
+		return m
+	}
+	z := func(i int) reg.VecPhysical {
+		return []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7,
+			reg.Z8, reg.Z9, reg.Z10, reg.Z11, reg.Z12, reg.Z13, reg.Z14, reg.Z15,
+			reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23,
+			reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}[i]
+	}
+	for i := 0; i < 2*mr; i++ {
+		VPXORD(z(i), z(i), z(i))
+	}
+	// Registers past the accumulators: 2 B, then broadcasts and
+	// products sharing what is left (at least one each).
+	free := 32 - 2*zmmRows - 2
+	nbc := max(1, free/3)
+	bq, bcq, pq := 2*zmmRows, 2*zmmRows+2, 2*zmmRows+2+nbc
+	np := 32 - pq
+	group := func(g int) {
+		VMOVDQU64(Mem{Base: b, Disp: 128 * g}, z(bq))
+		VMOVDQU64(Mem{Base: b, Disp: 128*g + 64}, z(bq+1))
+		for i := 0; i < mr; i++ {
+			bc := z(bcq + i%nbc)
+			VPBROADCASTQ(row(i, 8*g), bc)
+			for v := 0; v < 2; v++ {
+				p := z(pq + (2*i+v)%np)
+				VPMADDWD(z(bq+v), bc, p)
+				VPADDD(p, z(2*i+v), z(2*i+v))
+			}
+		}
+	}
+	pairs := GP64()
+	MOVQ(n, pairs)
+	SHRQ(U8(1), pairs)
+	JZ(LabelRef(name + "_odd"))
+	Label(name + "_loop")
+	group(0)
+	group(1)
+	for _, r := range bases {
+		ADDQ(U8(16), r)
+	}
+	ADDQ(U32(256), b)
+	DECQ(pairs)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_odd")
+	TESTQ(U32(1), n)
+	JZ(LabelRef(name + "_done"))
+	group(0)
+
+	Label(name + "_done")
+	c := Load(Param("c"), GP64())
+	ldc := Load(Param("ldc"), GP64())
+	SHLQ(U8(2), ldc)
+	for i := 0; i < mr; i++ {
+		for v := 0; v < 2; v++ {
+			acc, t := z(2*i+v), z(28+v)
+			VPSRLQ(U8(32), acc, t)
+			VPADDD(t, acc, acc)
+			VPMOVQD(acc, Mem{Base: c, Disp: 32 * v})
+		}
 		if i+1 < mr {
 			ADDQ(ldc, c)
 		}

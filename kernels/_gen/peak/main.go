@@ -128,6 +128,14 @@ func main() {
 		"\nAVX2 u8 x s8 kernels count them. It needs AVX2.",
 		func(a int) { VPMADDWD(reg.Y15, reg.Y14, ymm(a%12)) })
 
+	schemes()
+
+	peakLoop("peakMADDWD512", fmt.Sprintf(
+		"peakMADDWD512 runs n iterations of %d independent VPMADDWD zmm (Z0...Z%d = Z24.Z25 in", accs, accs-1)+
+		"\n"+fmt.Sprintf("int16 pairs): %d*64 ops per iteration, 32 multiply-adds each as the exact", accs)+
+		"\nAVX-512 u8 x s8 kernels without VNNI count them. It needs AVX512BW.",
+		func(a int) { VPMADDWD(reg.Z25, reg.Z24, zmm(a)) })
+
 	// One VDPBF16PS each through two register assignments, so that the
 	// test covers the high-register bits (R', V', X) and the low ones.
 	dp := func(name string, d, s1, s2 int) {
@@ -152,4 +160,148 @@ func main() {
 	dp("dpbf16psLow", 2, 5, 6)
 
 	Generate()
+}
+
+// schemeUnits is the number of units (products) per iteration of a
+// scheme loop: enough independent chains to fill the vector pipes.
+const schemeUnits = 24
+
+// schemeLoop emits a loop of schemeUnits units of body, registers
+// zeroed first (ymm loops need only AVX2; zmm ones AVX512F).
+func schemeLoop(name string, doc []string, zmmRegs bool, body func(u int)) {
+	TEXT(name, NOSPLIT, "func(n int)")
+	Doc(doc...)
+	n := Load(Param("n"), reg.RCX)
+	if zmmRegs {
+		for i := 0; i < 32; i++ {
+			VPXORD(zmm(i), zmm(i), zmm(i))
+		}
+	} else {
+		for i := 0; i < 16; i++ {
+			VPXOR(ymm(i), ymm(i), ymm(i))
+		}
+	}
+	TESTQ(n, n)
+	JLE(LabelRef(name + "_done"))
+	Label(name + "_loop")
+	for u := 0; u < schemeUnits; u++ {
+		body(u)
+	}
+	DECQ(n)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// schemes emits the inner-loop instruction mixes of the exact or
+// range-limited u8 x s8 schemes for CPUs without VNNI, each on ymm (AVX2)
+// and zmm (AVX512BW), so that their multiply-add rates can be compared on
+// one CPU (peak.Schemes). A unit is one product vector of a GEMM tile:
+//
+//	int16 VPMADDWD + VPADDD on int16-widened operands (exact)
+//	u7s8  VPMADDUBSW + VPMADDWD(ones) + VPADDD (exact for a in [0,127])
+//	sign  s8 x s8 by |a| and sign(b, a): VPABSB per broadcast (two
+//	      products share one), VPSIGNB per product on ymm, VPBLENDMB of b
+//	      and -b under a VPMOVB2M mask on zmm (no EVEX VPSIGNB; -b once
+//	      per B vector per 12 broadcasts), then as u7s8 (exact for b in
+//	      [-127,127], activations shifted by 128)
+//	u7s7  two VPMADDUBSW added by VPADDW, then VPMADDWD(ones) + VPADDD
+//	      (a in [0,127], b in [-64,63])
+func schemes() {
+	// ymm: accumulators Y0..Y5, temporaries Y6..Y10, ones Y13, sources
+	// Y11, Y12, Y14, Y15.
+	y := ymm
+	yacc := func(u int) reg.VecPhysical { return y(u % 6) }
+	ytmp := func(u int) reg.VecPhysical { return y(6 + u%5) }
+	schemeLoop("schemeInt16Y", []string{
+		fmt.Sprintf("schemeInt16Y runs n iterations of %d VPMADDWD + VPADDD ymm: %d*16", schemeUnits, schemeUnits),
+		"multiply-adds per iteration. It needs AVX2."}, false,
+		func(u int) {
+			VPMADDWD(y(15), y(14), ytmp(u))
+			VPADDD(ytmp(u), yacc(u), yacc(u))
+		})
+	schemeLoop("schemeU7S8Y", []string{
+		fmt.Sprintf("schemeU7S8Y runs n iterations of %d VPMADDUBSW + VPMADDWD(ones) + VPADDD", schemeUnits),
+		fmt.Sprintf("ymm: %d*32 multiply-adds per iteration. It needs AVX2.", schemeUnits)}, false,
+		func(u int) {
+			VPMADDUBSW(y(15), y(14), ytmp(u))
+			VPMADDWD(y(13), ytmp(u), ytmp(u))
+			VPADDD(ytmp(u), yacc(u), yacc(u))
+		})
+	schemeLoop("schemeSignY", []string{
+		fmt.Sprintf("schemeSignY runs n iterations of %d products of the sign trick on ymm: VPABSB", schemeUnits),
+		"per two products, then VPSIGNB + VPMADDUBSW + VPMADDWD(ones) + VPADDD:",
+		fmt.Sprintf("%d*32 multiply-adds per iteration. It needs AVX2.", schemeUnits)}, false,
+		func(u int) {
+			if u%2 == 0 {
+				VPABSB(y(12), y(11))
+			}
+			VPSIGNB(y(12), y(14+u%2), ytmp(u))
+			VPMADDUBSW(ytmp(u), y(11), ytmp(u))
+			VPMADDWD(y(13), ytmp(u), ytmp(u))
+			VPADDD(ytmp(u), yacc(u), yacc(u))
+		})
+	schemeLoop("schemeU7S7Y", []string{
+		fmt.Sprintf("schemeU7S7Y runs n iterations of %d units of two VPMADDUBSW + VPADDW +", schemeUnits),
+		fmt.Sprintf("VPMADDWD(ones) + VPADDD ymm: %d*64 multiply-adds per iteration. It needs AVX2.", schemeUnits)}, false,
+		func(u int) {
+			t1, t2 := y(6+u%3), y(9+u%2)
+			VPMADDUBSW(y(15), y(14), t1)
+			VPMADDUBSW(y(12), y(11), t2)
+			VPADDW(t2, t1, t1)
+			VPMADDWD(y(13), t1, t1)
+			VPADDD(t1, yacc(u), yacc(u))
+		})
+
+	// zmm: accumulators Z0..Z11, temporaries Z12..Z23, -b Z24, Z25,
+	// |a| Z26, ones Z27, sources Z28..Z31.
+	z := zmm
+	zacc := func(u int) reg.VecPhysical { return z(u % 12) }
+	ztmp := func(u int) reg.VecPhysical { return z(12 + u%12) }
+	schemeLoop("schemeInt16Z", []string{
+		fmt.Sprintf("schemeInt16Z runs n iterations of %d VPMADDWD + VPADDD zmm: %d*32", schemeUnits, schemeUnits),
+		"multiply-adds per iteration. It needs AVX512BW."}, true,
+		func(u int) {
+			VPMADDWD(z(31), z(30), ztmp(u))
+			VPADDD(ztmp(u), zacc(u), zacc(u))
+		})
+	schemeLoop("schemeU7S8Z", []string{
+		fmt.Sprintf("schemeU7S8Z runs n iterations of %d VPMADDUBSW + VPMADDWD(ones) + VPADDD", schemeUnits),
+		fmt.Sprintf("zmm: %d*64 multiply-adds per iteration. It needs AVX512BW.", schemeUnits)}, true,
+		func(u int) {
+			VPMADDUBSW(z(31), z(30), ztmp(u))
+			VPMADDWD(z(27), ztmp(u), ztmp(u))
+			VPADDD(ztmp(u), zacc(u), zacc(u))
+		})
+	schemeLoop("schemeSignZ", []string{
+		fmt.Sprintf("schemeSignZ runs n iterations of %d products of the sign trick on zmm: VPABSB +", schemeUnits),
+		"VPMOVB2M per two products, VPSUBB (-b) per B vector per 12 broadcasts, then",
+		"VPBLENDMB(b, -b) + VPMADDUBSW + VPMADDWD(ones) + VPADDD per product:",
+		fmt.Sprintf("%d*64 multiply-adds per iteration. It needs AVX512BW.", schemeUnits)}, true,
+		func(u int) {
+			if u == 0 {
+				VPSUBB(z(28), z(31), z(24)) // 0 - b: z(31) is zero
+				VPSUBB(z(29), z(31), z(25))
+			}
+			if u%2 == 0 {
+				VPABSB(z(30), z(26))
+				VPMOVB2M(z(30), reg.K1)
+			}
+			VPBLENDMB(z(24+u%2), z(28+u%2), reg.K1, ztmp(u))
+			VPMADDUBSW(ztmp(u), z(26), ztmp(u))
+			VPMADDWD(z(27), ztmp(u), ztmp(u))
+			VPADDD(ztmp(u), zacc(u), zacc(u))
+		})
+	schemeLoop("schemeU7S7Z", []string{
+		fmt.Sprintf("schemeU7S7Z runs n iterations of %d units of two VPMADDUBSW + VPADDW +", schemeUnits),
+		fmt.Sprintf("VPMADDWD(ones) + VPADDD zmm: %d*128 multiply-adds per iteration. It needs AVX512BW.", schemeUnits)}, true,
+		func(u int) {
+			t1, t2 := z(12+u%6), z(18+u%6)
+			VPMADDUBSW(z(31), z(30), t1)
+			VPMADDUBSW(z(29), z(28), t2)
+			VPADDW(t2, t1, t1)
+			VPMADDWD(z(27), t1, t1)
+			VPADDD(t1, zacc(u), zacc(u))
+		})
 }
