@@ -103,8 +103,8 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if !peak.Available() {
 			fmt.Fprintln(stdout, "peak:     not measured: no assembly peak loops in this build, or neither AVX-512 nor AVX2")
 		} else {
-			fmt.Fprintf(stdout, "peak:     FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s, AVX2 VPMADDWD %.1f GOP/s (one core)\n",
-				r.Peak.FP32GFLOPS, r.Peak.VNNIGOPS, r.Peak.BF16GFLOPS, r.Peak.AVX2Int8GOPS)
+			fmt.Fprintf(stdout, "peak:     FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s, AVX2 VPMADDWD %.1f GOP/s, AVX-VNNI %.1f GOP/s (one core)\n",
+				r.Peak.FP32GFLOPS, r.Peak.VNNIGOPS, r.Peak.BF16GFLOPS, r.Peak.AVX2Int8GOPS, r.Peak.AVXVNNIGOPS)
 		}
 	}
 	return nil
