@@ -93,6 +93,6 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(stdout, "linear % peak: over the FMA (FP32) or VNNI (INT8) peak measured on one core right before each precision, times the threads")
+	_, err = fmt.Fprintln(stdout, "linear % peak: over the FMA (FP32) or INT8 (VNNI, else AVX-VNNI, else VPMADDWD) peak measured on one core right before each precision, times the threads")
 	return err
 }
