@@ -44,7 +44,8 @@
 // Every file is named <op>[_<isa>][_<part>][_<goarch>|_noasm][_test]: op
 // is gemm_u8s8, gemm_f32, eltwise or another operation (twin_arith holds
 // what the twins share); isa is one of
-// generic, avx2, avx512, vnni (AVX512-VNNI) and amx, left out where a file
+// generic, avx2, avxvnni (VEX AVX-VNNI), avx512, vnni (AVX512-VNNI) and
+// amx, left out where a file
 // serves every ISA of its op; part names a piece (stub: the generated Go
 // declarations of an .s file; table, epi, export, bench ...); _amd64 files
 // hold or need assembly, _noasm ones hold the twins of builds without it.
@@ -61,6 +62,8 @@
 //	gemm_u8s8_avx2*.go/.s    AVX2 u8 x s8: drivers runAVX2U8S8 and runAVX2WideU8S8,
 //	                         micro-kernels, epilogue, twins; the int16 zmm kernels
 //	                         gemmAVX512w (AVX-512 without VNNI, runAVX512WideU8S8)
+//	gemm_u8s8_avxvnni*.go/.s AVX-VNNI u8 x s8 (VEX VPDPBUSD ymm): driver runAVXVNNIU8S8
+//	                         (the AVX2 epilogue), micro-kernels, twins
 //	gemm_u8s8_amx*.go/.s     AMX u8 x s8: driver runAMXU8S8, the hand-written tile
 //	                         kernel, its twin amxTileGo
 //	gemm_f32.go              PackedF32, GEMMF32, KernelF32, F32Kernels; GenericF32

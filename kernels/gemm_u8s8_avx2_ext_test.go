@@ -27,7 +27,7 @@ func TestAVX2Drivers(t *testing.T) {
 // generic kernel, which reads any) and operands too short for the shape:
 // each must return ErrShape, not panic or write.
 func TestU8S8KernelsRefuseBadInput(t *testing.T) {
-	ks := append(kernels.U8S8Kernels(), kernels.AVX2DriverKernels()...)
+	ks := append(kernels.U8S8Kernels(), append(kernels.AVX2DriverKernels(), kernels.AVXVNNIDriverKernel())...)
 	for _, k := range ks {
 		if !k.Available(cpu.X86) {
 			continue
@@ -64,4 +64,15 @@ func TestU8S8KernelsRefuseBadInput(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAVXVNNIDriver runs the GEMM suite (every epilogue, tails in each
+// dimension, K%4 != 0, padded strides, threads) on the AVX-VNNI driver,
+// over the assembly or, in builds without it, over the Go twins.
+func TestAVXVNNIDriver(t *testing.T) {
+	k := kernels.AVXVNNIDriverKernel()
+	if !k.Available(cpu.X86) {
+		t.Skipf("this CPU has no AVX-VNNI (or AVX2), or it is disabled: %s", cpu.X86)
+	}
+	kernelstest.GEMM(t, k)
 }

@@ -43,3 +43,13 @@ func AVX2DriverKernels() []*Kernel {
 			Accepts:   func(m, n, k int) bool { return true }, RunU8S8: runAVX512WideU8S8},
 	}
 }
+
+// AVXVNNIDriverKernel returns the AVX-VNNI driver (runAVXVNNIU8S8) on every
+// build: over the assembly where it is built in (available with AVX2 and
+// AVX-VNNI), else over the Go twins of its micro-kernels (always
+// available).
+func AVXVNNIDriverKernel() *Kernel {
+	return &Kernel{Name: "avxvnniDriver_6x16", ISA: cpu.ISAAVXVNNI, MR: 6, NR: 16, KB: 4,
+		Available: func(f cpu.Features) bool { return f.AVX2 && f.AVXVNNI || !vnniAsm },
+		Accepts:   func(m, n, k int) bool { return true }, RunU8S8: runAVXVNNIU8S8}
+}

@@ -33,8 +33,9 @@ CGO_ENABLED=0 go test -timeout 30m ./...
 # The lower CPU tiers, forced, so that a tier no machine here has today
 # stays tested (docs/DESIGN.md section 5.1): AVX2 only (AVX-512 and
 # AVX-VNNI off, oneDNN capped at AVX2, where its INT8 would saturate and
-# is refused), then AVX-512 without VNNI. On a CPU that lacks a tier the
-# stage runs on what it has; a test that cannot run says so by name.
+# is refused), then AVX-VNNI without AVX-512, then AVX-512 without VNNI.
+# On a CPU that lacks a tier the stage runs on what it has; a test that
+# cannot run says so by name.
 echo "== go test ./kernels/... ./dnnl ./selector with the AVX2 tier forced (INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2)"
 INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 -timeout 30m ./kernels/... ./dnnl ./selector
 echo "== go test -short ./smoothquant ./models/... ./bench and the CLI's bench, tune, info and demo tests with the AVX2 tier forced"
@@ -50,6 +51,10 @@ if ! INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 
 fi
 grep -E '^(--- |ok|FAIL)|accuracy|e2e SQNR dB' "$tierlog" || true
 rm -f "$tierlog"
+# The AVX-VNNI tier (Alder Lake, Sierra Forest; Zen 5 with AVX-512 off):
+# the VEX VPDPBUSD ymm kernel, oneDNN capped at avx2_vnni (exact INT8).
+echo "== go test ./kernels/... ./selector with the AVX-VNNI tier forced (INT8BERT_CPU_DISABLE=avx512 DNNL_MAX_CPU_ISA=AVX2_VNNI)"
+INT8BERT_CPU_DISABLE=avx512 DNNL_MAX_CPU_ISA=AVX2_VNNI go test -count=1 -timeout 30m ./kernels/... ./selector
 echo "== go test ./kernels/... ./dnnl ./selector with VNNI off (INT8BERT_CPU_DISABLE=avx512vnni,avxvnni DNNL_MAX_CPU_ISA=AVX512_CORE)"
 INT8BERT_CPU_DISABLE=avx512vnni,avxvnni DNNL_MAX_CPU_ISA=AVX512_CORE go test -count=1 -timeout 30m ./kernels/... ./dnnl ./selector
 echo "== CGO_ENABLED=0 go vet ./... for linux/arm64, darwin/arm64 and windows/amd64 (the plain-Go twins build everywhere)"

@@ -65,8 +65,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return writeJSON(stdout, r)
 	}
 	fmt.Fprintf(stdout, "GEMMs on %s, %d thread(s); GOP/s = 2*M*K*N per second\n", r.CPU, r.Threads)
-	fmt.Fprintf(stdout, "measured peak: FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s, AVX2 VPMADDWD %.1f GOP/s, AVX-512 VPMADDWD %.1f GOP/s (%% peak: the median over the timed repetitions of each one's rate over the FMA, VNNI (else VPMADDWD zmm, else ymm) peak loop run next to it; - without one)\n",
-		r.Peak.FP32GFLOPS, r.Peak.VNNIGOPS, r.Peak.BF16GFLOPS, r.Peak.AVX2Int8GOPS, r.Peak.AVX512Int16GOPS)
+	fmt.Fprintf(stdout, "measured peak: FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s, AVX-VNNI %.1f GOP/s, AVX-512 VPMADDWD %.1f GOP/s, AVX2 VPMADDWD %.1f GOP/s (%% peak: the median over the timed repetitions of each one's rate over the FMA, VNNI (else AVX-VNNI, else VPMADDWD zmm, else ymm) peak loop run next to it; - without one)\n",
+		r.Peak.FP32GFLOPS, r.Peak.VNNIGOPS, r.Peak.BF16GFLOPS, r.Peak.AVXVNNIGOPS, r.Peak.AVX512Int16GOPS, r.Peak.AVX2Int8GOPS)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if len(r.Schemes) > 0 {
 		fmt.Fprintln(stdout, "INT8 schemes without VNNI (inner-loop instruction mix; GOP/s = 2 ops per multiply-add):")

@@ -94,7 +94,7 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintln(stdout, "linear % peak: over the FMA (FP32) or INT8 (VNNI, else VPMADDWD zmm, else ymm) peak measured on one core right before each precision, times the threads"); err != nil {
+	if _, err := fmt.Fprintln(stdout, "linear % peak: over the FMA (FP32) or INT8 (VNNI, else AVX-VNNI, else VPMADDWD zmm, else ymm) peak measured on one core right before each precision, times the threads"); err != nil {
 		return err
 	}
 	return printInt8Tier(stdout, r.Int8, r.Int8Kernels, peakRatio(r.Results))

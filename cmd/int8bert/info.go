@@ -109,8 +109,8 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if !peak.Available() {
 			fmt.Fprintln(stdout, "peak:     not measured: no assembly peak loops in this build, or neither AVX-512 nor AVX2")
 		} else {
-			fmt.Fprintf(stdout, "peak:     FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s, AVX2 VPMADDWD %.1f GOP/s, AVX-512 VPMADDWD %.1f GOP/s (one core)\n",
-				r.Peak.FP32GFLOPS, r.Peak.VNNIGOPS, r.Peak.BF16GFLOPS, r.Peak.AVX2Int8GOPS, r.Peak.AVX512Int16GOPS)
+			fmt.Fprintf(stdout, "peak:     FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s, AVX-VNNI %.1f GOP/s, AVX-512 VPMADDWD %.1f GOP/s, AVX2 VPMADDWD %.1f GOP/s (one core)\n",
+				r.Peak.FP32GFLOPS, r.Peak.VNNIGOPS, r.Peak.BF16GFLOPS, r.Peak.AVXVNNIGOPS, r.Peak.AVX512Int16GOPS, r.Peak.AVX2Int8GOPS)
 		}
 	}
 	return nil

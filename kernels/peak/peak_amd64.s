@@ -476,6 +476,204 @@ peakMADDWD256_done:
 	VZEROUPPER
 	RET
 
+// func peakAVXVNNI256(n int)
+// Requires: AVX, AVX2
+TEXT ·peakAVXVNNI256(SB), NOSPLIT, $0-8
+	MOVQ  n+0(FP), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	VPXOR Y12, Y12, Y12
+	VPXOR Y13, Y13, Y13
+	VPXOR Y14, Y14, Y14
+	VPXOR Y15, Y15, Y15
+	TESTQ CX, CX
+	JLE   peakAVXVNNI256_done
+
+peakAVXVNNI256_loop:
+	// {vex} VPDPBUSD Y0, Y14, Y15 (Intel order: Y0 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xc7
+
+	// {vex} VPDPBUSD Y1, Y14, Y15 (Intel order: Y1 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xcf
+
+	// {vex} VPDPBUSD Y2, Y14, Y15 (Intel order: Y2 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xd7
+
+	// {vex} VPDPBUSD Y3, Y14, Y15 (Intel order: Y3 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xdf
+
+	// {vex} VPDPBUSD Y4, Y14, Y15 (Intel order: Y4 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xe7
+
+	// {vex} VPDPBUSD Y5, Y14, Y15 (Intel order: Y5 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xef
+
+	// {vex} VPDPBUSD Y6, Y14, Y15 (Intel order: Y6 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xf7
+
+	// {vex} VPDPBUSD Y7, Y14, Y15 (Intel order: Y7 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xff
+
+	// {vex} VPDPBUSD Y8, Y14, Y15 (Intel order: Y8 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0x42
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xc7
+
+	// {vex} VPDPBUSD Y9, Y14, Y15 (Intel order: Y9 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0x42
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xcf
+
+	// {vex} VPDPBUSD Y10, Y14, Y15 (Intel order: Y10 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0x42
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xd7
+
+	// {vex} VPDPBUSD Y11, Y14, Y15 (Intel order: Y11 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0x42
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xdf
+
+	// {vex} VPDPBUSD Y0, Y14, Y15 (Intel order: Y0 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xc7
+
+	// {vex} VPDPBUSD Y1, Y14, Y15 (Intel order: Y1 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xcf
+
+	// {vex} VPDPBUSD Y2, Y14, Y15 (Intel order: Y2 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xd7
+
+	// {vex} VPDPBUSD Y3, Y14, Y15 (Intel order: Y3 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xdf
+
+	// {vex} VPDPBUSD Y4, Y14, Y15 (Intel order: Y4 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xe7
+
+	// {vex} VPDPBUSD Y5, Y14, Y15 (Intel order: Y5 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xef
+
+	// {vex} VPDPBUSD Y6, Y14, Y15 (Intel order: Y6 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xf7
+
+	// {vex} VPDPBUSD Y7, Y14, Y15 (Intel order: Y7 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0xc2
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xff
+
+	// {vex} VPDPBUSD Y8, Y14, Y15 (Intel order: Y8 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0x42
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xc7
+
+	// {vex} VPDPBUSD Y9, Y14, Y15 (Intel order: Y9 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0x42
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xcf
+
+	// {vex} VPDPBUSD Y10, Y14, Y15 (Intel order: Y10 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0x42
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xd7
+
+	// {vex} VPDPBUSD Y11, Y14, Y15 (Intel order: Y11 += u8(Y14).s8(Y15))
+	BYTE $0xc4
+	BYTE $0x42
+	BYTE $0x0d
+	BYTE $0x50
+	BYTE $0xdf
+	DECQ CX
+	JNZ  peakAVXVNNI256_loop
+
+peakAVXVNNI256_done:
+	VZEROUPPER
+	RET
+
 // func schemeInt16Y(n int)
 // Requires: AVX, AVX2
 TEXT ·schemeInt16Y(SB), NOSPLIT, $0-8

@@ -25,6 +25,11 @@ func peakFMA256(n int)
 // AVX2 u8 x s8 kernels count them. It needs AVX2.
 func peakMADDWD256(n int)
 
+// peakAVXVNNI256 runs n iterations of 24 VEX VPDPBUSD ymm (AVX-VNNI, byte-encoded) on 12
+// accumulators (Y0...Y11 += u8(Y14).s8(Y15)): 24*64 ops per iteration. It needs
+// AVX2 and AVX-VNNI.
+func peakAVXVNNI256(n int)
+
 // schemeInt16Y runs n iterations of 24 VPMADDWD + VPADDD ymm: 24*16
 // multiply-adds per iteration. It needs AVX2.
 func schemeInt16Y(n int)

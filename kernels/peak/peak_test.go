@@ -107,14 +107,26 @@ func TestMeasure(t *testing.T) {
 	check("bf16", f.AVX512F && f.AVX512BF16, p.BF16GFLOPS)
 	check("avx2 int8", f.AVX2, p.AVX2Int8GOPS)
 	check("avx512 int16", f.AVX512F && f.AVX512BW, p.AVX512Int16GOPS)
+	check("avx-vnni", f.AVX2 && f.AVXVNNI, p.AVXVNNIGOPS)
 	switch {
-	case p.VNNIGOPS == 0 && p.AVX512Int16GOPS > 0:
-		assert.Equal(t, p.AVX512Int16GOPS, p.Int8(), "no VNNI, AVX512BW: Int8 is the VPMADDWD zmm figure")
-	case p.VNNIGOPS == 0:
-		assert.Equal(t, p.AVX2Int8GOPS, p.Int8(), "no VNNI: Int8 is the AVX2 figure")
-	default:
+	case p.VNNIGOPS > 0:
 		assert.Equal(t, p.VNNIGOPS, p.Int8(), "Int8 is the VNNI figure")
+	case p.AVXVNNIGOPS > 0:
+		assert.Equal(t, p.AVXVNNIGOPS, p.Int8(), "no VNNI: Int8 is the AVX-VNNI figure")
+	case p.AVX512Int16GOPS > 0:
+		assert.Equal(t, p.AVX512Int16GOPS, p.Int8(), "no VNNI nor AVX-VNNI, AVX512BW: Int8 is the VPMADDWD zmm figure")
+	default:
+		assert.Equal(t, p.AVX2Int8GOPS, p.Int8(), "no VNNI nor AVX-VNNI: Int8 is the AVX2 figure")
 	}
+}
+
+// TestFiguresInt8Order pins Int8's preference: VNNI zmm, else AVX-VNNI,
+// else AVX2 VPMADDWD.
+func TestFiguresInt8Order(t *testing.T) {
+	assert.Equal(t, 4.0, Figures{VNNIGOPS: 4, AVXVNNIGOPS: 2, AVX2Int8GOPS: 1}.Int8())
+	assert.Equal(t, 2.0, Figures{AVXVNNIGOPS: 2, AVX2Int8GOPS: 1}.Int8())
+	assert.Equal(t, 1.0, Figures{AVX2Int8GOPS: 1}.Int8())
+	assert.Contains(t, Figures{AVXVNNIGOPS: 2}.String(), "int8 avx-vnni 2.0 GOP/s")
 }
 
 func TestMeasureFeatureOff(t *testing.T) {
@@ -133,7 +145,9 @@ func TestMeasureFeatureOff(t *testing.T) {
 	assert.Equal(t, haveAsm && saved.AVX2 && saved.FMA, p.FP32GFLOPS > 0, "avx512f disabled: ymm FMA figure %v", p.FP32GFLOPS)
 	assert.Equal(t, haveAsm && saved.AVX2, p.AVX2Int8GOPS > 0, "avx512f disabled: VPMADDWD figure %v", p.AVX2Int8GOPS)
 	assert.Zero(t, p.AVX512Int16GOPS, "avx512f disabled: no VPMADDWD zmm figure")
-	assert.Equal(t, p.AVX2Int8GOPS, p.Int8(), "avx512f disabled: Int8 is the AVX2 figure")
+	assert.Equal(t, haveAsm && saved.AVX2 && saved.AVXVNNI, p.AVXVNNIGOPS > 0, "avx512f disabled: AVX-VNNI figure %v", p.AVXVNNIGOPS)
+	cpu.X86, _ = saved.Apply("avxvnni")
+	assert.Zero(t, Measure(time.Millisecond).AVXVNNIGOPS, "avxvnni disabled")
 	cpu.X86, _ = saved.Apply("avx512f,avx2")
 	assert.Equal(t, Figures{}, Measure(time.Millisecond), "avx512f and avx2 disabled")
 }
@@ -146,7 +160,7 @@ func TestRate(t *testing.T) {
 		kind Kind
 		on   bool
 	}{{FP32, f.AVX512F || f.AVX2 && f.FMA}, {VNNI, f.AVX512F && f.AVX512VNNI}, {BF16, f.AVX512F && f.AVX512BF16},
-		{AVX2Int8, f.AVX2}, {AVX512Int16, f.AVX512F && f.AVX512BW}, {Int8, f.AVX2 || f.AVX512F && f.AVX512VNNI}} {
+		{AVX2Int8, f.AVX2}, {AVX512Int16, f.AVX512F && f.AVX512BW}, {AVXVNNI, f.AVX2 && f.AVXVNNI}, {Int8, f.AVX2 || f.AVX512F && f.AVX512VNNI}} {
 		r := Rate(c.kind, 5*time.Millisecond)
 		if Available() && c.on {
 			assert.Positive(t, r, "kind %d", c.kind)
@@ -156,7 +170,9 @@ func TestRate(t *testing.T) {
 	}
 	cpu.X86, _ = saved.Apply("avx512vnni")
 	assert.Zero(t, Rate(VNNI, time.Millisecond), "vnni disabled")
-	assert.Equal(t, haveAsm && saved.AVX2, Rate(Int8, time.Millisecond) > 0, "vnni disabled: Int8 is the AVX2 loop where AVX2 is")
+	assert.Equal(t, haveAsm && saved.AVX2, Rate(Int8, time.Millisecond) > 0, "vnni disabled: Int8 is the AVX-VNNI or AVX2 loop where AVX2 is")
+	cpu.X86, _ = saved.Apply("avxvnni")
+	assert.Zero(t, Rate(AVXVNNI, time.Millisecond), "avxvnni disabled")
 	assert.Zero(t, Rate(Kind(-1), time.Millisecond), "kind -1")
 	assert.Zero(t, Rate(Kind(9), time.Millisecond), "unknown kind")
 }
@@ -202,9 +218,9 @@ func TestRun(t *testing.T) {
 // TestFiguresJSON pins the JSON names of the figures, which bench gemm
 // -json and info -json print.
 func TestFiguresJSON(t *testing.T) {
-	b, err := json.Marshal(Figures{FP32GFLOPS: 1, VNNIGOPS: 2, BF16GFLOPS: 3, AVX2Int8GOPS: 4, AVX512Int16GOPS: 5})
+	b, err := json.Marshal(Figures{FP32GFLOPS: 1, VNNIGOPS: 2, BF16GFLOPS: 3, AVX2Int8GOPS: 4, AVX512Int16GOPS: 5, AVXVNNIGOPS: 6})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"fp32_gflops":1,"vnni_gops":2,"bf16_gflops":3,"avx2_int8_gops":4,"avx512_int16_gops":5}`, string(b))
+	assert.JSONEq(t, `{"fp32_gflops":1,"vnni_gops":2,"bf16_gflops":3,"avx2_int8_gops":4,"avx512_int16_gops":5,"avxvnni_gops":6}`, string(b))
 }
 
 // TestSchemes checks that every scheme loop this CPU runs gives a rate,

@@ -1,5 +1,6 @@
 // Command peak generates kernels/peak/peak_amd64.s: long unrolled loops of
-// independent VFMADD231PS, VPDPBUSD and VDPBF16PS on zmm registers, used to
+// independent VFMADD231PS, VPDPBUSD and VDPBF16PS on zmm registers (and
+// VFMADD231PS, VPMADDWD and the VEX VPDPBUSD of AVX-VNNI on ymm), used to
 // measure one core's arithmetic peak, and a one-shot VDPBF16PS for testing
 // its byte encoding.
 //
@@ -16,6 +17,8 @@ import (
 	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/int8bert/int8bert/kernels/_gen/shared"
 )
 
 // accs is the number of independent accumulators per loop iteration: enough
@@ -127,6 +130,11 @@ func main() {
 		"\n"+fmt.Sprintf("int16 pairs): %d*32 ops per iteration, 16 multiply-adds each as the exact", accs)+
 		"\nAVX2 u8 x s8 kernels count them. It needs AVX2.",
 		func(a int) { VPMADDWD(reg.Y15, reg.Y14, ymm(a%12)) })
+	peakLoop256("peakAVXVNNI256", fmt.Sprintf(
+		"peakAVXVNNI256 runs n iterations of %d VEX VPDPBUSD ymm (AVX-VNNI, byte-encoded) on 12", accs)+
+		"\n"+fmt.Sprintf("accumulators (Y0...Y11 += u8(Y14).s8(Y15)): %d*64 ops per iteration. It needs", accs)+
+		"\nAVX2 and AVX-VNNI.",
+		func(a int) { shared.VPDPBUSDY(a%12, 14, 15) })
 
 	schemes()
 
