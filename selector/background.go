@@ -214,6 +214,20 @@ var isaRank = map[cpu.ISA]int{
 	cpu.ISAGeneric:    0,
 }
 
+// rankISA is the rank of a candidate of ISA isa for operation op, higher
+// first (isaRank, with the avx512 u8 x s8 kernel between AVX-VNNI and
+// AVX2, and unknown ISAs between AVX2 and oneDNN): the order of defaults,
+// and of the INT8 tiers' kernels (DescribeInt8).
+func rankISA(isa cpu.ISA, op string) int {
+	if isa == cpu.ISAAVX512 && op == OpU8S8 {
+		return 2*isaRank[cpu.ISAAVX2] + 1
+	}
+	if r, ok := isaRank[isa]; ok {
+		return 2 * r
+	}
+	return 7
+}
+
 // rankCandidates orders cs for a default of key: by ISA rank (unknown
 // ISAs, the test extras, between AVX2 and oneDNN; an avx512 u8 x s8
 // kernel, the int16 scheme without VNNI, between AVX-VNNI and AVX2, since
@@ -223,15 +237,7 @@ var isaRank = map[cpu.ISA]int{
 // larger tile; ties keep the candidates' order.
 func rankCandidates(cs []candidate, key Key) []candidate {
 	out := append([]candidate(nil), cs...)
-	rank := func(c candidate) int {
-		if c.isa() == cpu.ISAAVX512 && key.Op == OpU8S8 {
-			return 2*isaRank[cpu.ISAAVX2] + 1
-		}
-		if r, ok := isaRank[c.isa()]; ok {
-			return 2 * r
-		}
-		return 7
-	}
+	rank := func(c candidate) int { return rankISA(c.isa(), key.Op) }
 	waste := func(c candidate) float64 {
 		mr, _ := tileOf(c)
 		if mr <= 0 {

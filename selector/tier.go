@@ -59,31 +59,32 @@ func DescribeInt8(f cpu.Features) Int8Tier {
 	default:
 		t.Tier = "generic"
 	}
-	best := len(int8Rank)
+	var best cpu.ISA
 	for _, k := range kernels.U8S8Kernels() {
 		if !k.Available(f) {
 			continue
 		}
 		t.Kernels = append(t.Kernels, k.Name)
-		best = min(best, rankOf(k.ISA))
+		if best == "" || rankISA(k.ISA, OpU8S8) > rankISA(best, OpU8S8) {
+			best = k.ISA
+		}
 	}
 	sort.SliceStable(t.Kernels, func(i, j int) bool {
-		return rankOf(kernelISA(t.Kernels[i])) < rankOf(kernelISA(t.Kernels[j]))
+		return rankISA(kernelISA(t.Kernels[i]), OpU8S8) > rankISA(kernelISA(t.Kernels[j]), OpU8S8)
 	})
 	fmaLanes := 8.0 // FP32 lanes of one FMA: ymm
 	if f.AVX512F {
 		fmaLanes = 16
 	}
-	if best < len(int8Rank) {
-		r := int8Rank[best]
+	if r, ok := int8Schemes[best]; ok {
 		t.Scheme = r.scheme
 		t.Ceiling = max(1, r.macs/fmaLanes)
 	}
 	if t.Scheme == "" || t.Kernels == nil {
 		t.Scheme, t.Ceiling = "no kernels in this build", 0
 	}
-	if r := int8Rank[rankOf(t.ISA)]; t.ISA != cpu.ISAGeneric && best > rankOf(t.ISA) && rankOf(t.ISA) < len(int8Rank) {
-		t.Scheme += " (this build has no " + string(r.isa) + " kernel)"
+	if t.ISA != cpu.ISAGeneric && best != t.ISA && rankISA(best, OpU8S8) < rankISA(t.ISA, OpU8S8) {
+		t.Scheme += " (this build has no " + string(t.ISA) + " kernel)"
 	}
 	info, err := dnnl.GetInfo()
 	switch {
@@ -98,32 +99,23 @@ func DescribeInt8(f cpu.Features) Int8Tier {
 	return t
 }
 
-// int8Rank orders the u8 x s8 kernel ISAs, best first, with how each
-// computes and the multiply-adds of one of its multiply instructions (for
-// AMX, a cycle of TDPBUSD's throughput: 16x64 by 64x16 every 16 cycles,
-// against one FMA on each of two pipes, hence the halving).
-var int8Rank = []struct {
-	isa    cpu.ISA
+// int8Schemes says, per u8 x s8 kernel ISA, how its kernels compute and
+// the multiply-adds of one of their multiply instructions (for AMX, a
+// cycle of TDPBUSD's throughput: 16x64 by 64x16 every 16 cycles, against
+// one FMA on each of two pipes, hence the halving). Their order is
+// rankISA's.
+var int8Schemes = map[cpu.ISA]struct {
 	scheme string
 	macs   float64
 }{
-	{cpu.ISAAMX, "u8 x s8 tile products (TDPBUSD) summed in int32: exact", 16384 / 16 / 2},
-	{cpu.ISAAVX512VNNI, "u8 x s8 with VPDPBUSD on zmm, four products a lane summed in int32: exact", 64},
-	{cpu.ISAAVXVNNI, "u8 x s8 with VEX VPDPBUSD on ymm, four products a lane summed in int32: exact", 32},
-	{cpu.ISAAVX512, "u8 and s8 widened to int16, pairs summed by VPMADDWD on zmm into int32: exact " +
+	cpu.ISAAMX:        {"u8 x s8 tile products (TDPBUSD) summed in int32: exact", 16384 / 16 / 2},
+	cpu.ISAAVX512VNNI: {"u8 x s8 with VPDPBUSD on zmm, four products a lane summed in int32: exact", 64},
+	cpu.ISAAVXVNNI:    {"u8 x s8 with VEX VPDPBUSD on ymm, four products a lane summed in int32: exact", 32},
+	cpu.ISAAVX512: {"u8 and s8 widened to int16, pairs summed by VPMADDWD on zmm into int32: exact " +
 		"(VPMADDUBSW's int16 pair sums would saturate on full-range data)", 32},
-	{cpu.ISAAVX2, "u8 and s8 widened to int16, pairs summed by VPMADDWD on ymm into int32: exact " +
+	cpu.ISAAVX2: {"u8 and s8 widened to int16, pairs summed by VPMADDWD on ymm into int32: exact " +
 		"(VPMADDUBSW's int16 pair sums would saturate on full-range data)", 16},
-	{cpu.ISAGeneric, "plain Go int32 products: exact, and no faster than FP32", 0},
-}
-
-func rankOf(isa cpu.ISA) int {
-	for i, r := range int8Rank {
-		if r.isa == isa {
-			return i
-		}
-	}
-	return len(int8Rank)
+	cpu.ISAGeneric: {"plain Go int32 products: exact, and no faster than FP32", 0},
 }
 
 func kernelISA(name string) cpu.ISA {

@@ -38,11 +38,13 @@ func TestDescribeInt8(t *testing.T) {
 				t.Errorf("tier %q isa %s, want %q %s", d.Tier, d.ISA, c.tier, c.f.Int8Path())
 			}
 			var want []string
-			best := len(int8Rank)
+			var best cpu.ISA
 			for _, k := range kernels.U8S8Kernels() {
 				if k.Available(c.f) {
 					want = append(want, k.Name)
-					best = min(best, rankOf(k.ISA))
+					if best == "" || rankISA(k.ISA, OpU8S8) > rankISA(best, OpU8S8) {
+						best = k.ISA
+					}
 				}
 			}
 			got := slices.Clone(d.Kernels)
@@ -54,8 +56,8 @@ func TestDescribeInt8(t *testing.T) {
 			if d.Kernels[len(d.Kernels)-1] != kernels.GenericU8S8.Name {
 				t.Errorf("kernels %v: the generic one is not last", d.Kernels)
 			}
-			if r := int8Rank[best]; !strings.HasPrefix(d.Scheme, r.scheme) {
-				t.Errorf("scheme %q, want the best kernel's (%s): %q", d.Scheme, r.isa, r.scheme)
+			if r := int8Schemes[best]; !strings.HasPrefix(d.Scheme, r.scheme) {
+				t.Errorf("scheme %q, want the best kernel's (%s): %q", d.Scheme, best, r.scheme)
 			}
 			if d.Ceiling < 1 {
 				t.Errorf("ceiling %v below 1", d.Ceiling)
