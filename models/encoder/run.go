@@ -1,0 +1,163 @@
+package encoder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/int8bert/int8bert/tokenizer"
+)
+
+// Sequence is one tokenized input, as the model reads it: what
+// Pipeline.Encode returns and Pipeline.Run takes. It lets a caller (the
+// HTTP server's batcher, docs/DESIGN.md section 2.2) tokenize on its own
+// goroutines, gather the sequences of many requests, and run them in
+// passes of its own choosing.
+type Sequence struct {
+	t tokens
+}
+
+// Len is the sequence's length in tokens, special tokens included.
+func (s Sequence) Len() int { return len(s.t.ids) }
+
+// IDs are the token ids (shared: do not modify).
+func (s Sequence) IDs() []int32 { return s.t.ids }
+
+// ErrTooLong is wrapped (with ErrInput) by Encode when a text is longer
+// than the pipeline's MaxLength and truncation was not asked for.
+var ErrTooLong = errors.New("input longer than the model's maximum length")
+
+// EncodeOptions control Pipeline.Encode.
+type EncodeOptions struct {
+	// Truncate cuts an input longer than MaxLength (the second text of a
+	// pair first, then the longer, as Hugging Face's longest_first);
+	// without it such an input is an error wrapping ErrTooLong and ErrInput.
+	Truncate bool
+}
+
+// Encode tokenizes a text, or the pair (text, *pair) when pair is set, for
+// Run. A text the tokenizer refuses (invalid UTF-8) or one too long
+// without o.Truncate is an error wrapping ErrInput.
+func (p *Pipeline) Encode(text string, pair *string, o EncodeOptions) (Sequence, error) {
+	tok, err := p.tokenizer("encode")
+	if err != nil {
+		return Sequence{}, err
+	}
+	to := tokenizer.Options{InputsOnly: true}
+	if o.Truncate {
+		to.MaxLength, to.Truncation = p.maxLength, tokenizer.LongestFirst
+	}
+	var e tokenizer.Encoding
+	if pair != nil {
+		e, err = tok.EncodePair(text, *pair, to)
+	} else {
+		e, err = tok.Encode(text, to)
+	}
+	if err != nil {
+		return Sequence{}, fmt.Errorf("encoder: encode: %w: %w", err, ErrInput)
+	}
+	if e.Len() > p.maxLength {
+		return Sequence{}, fmt.Errorf("encoder: encode: %d tokens, the model takes at most %d: %w: %w", e.Len(), p.maxLength, ErrTooLong, ErrInput)
+	}
+	return Sequence{t: compact(&e)}, nil
+}
+
+// Batch is one forward pass of a Run: the rows it computed and their
+// outputs, valid only while Run's callback runs.
+type Batch struct {
+	idx []int
+	in  *Inputs
+	out *TaskOutput
+	m   *TaskModel
+}
+
+// Rows are the indices, into Run's sequences, of the pass's rows: row r
+// of the accessors is sequence Rows()[r].
+func (b *Batch) Rows() []int { return b.idx }
+
+// Tokens are the real tokens of the pass and the tokens it computed
+// (padding included): their difference is the padding.
+func (b *Batch) Tokens() (real, computed int) {
+	for _, v := range b.in.Mask {
+		real += int(v)
+	}
+	return real, len(b.in.IDs)
+}
+
+// Embedding is row r's pooled last hidden state (a new slice of Hidden
+// floats), L2-normalised when normalize is set.
+func (b *Batch) Embedding(r int, pool Pooling, normalize bool) ([]float32, error) {
+	if r < 0 || r >= len(b.idx) {
+		return nil, fmt.Errorf("encoder: batch row %d of %d: %w", r, len(b.idx), ErrInput)
+	}
+	o := b.out.Output
+	h, seq := o.Hidden, o.Seq
+	v := make([]float32, h)
+	switch pool {
+	case PoolCLS:
+		copy(v, o.Last[r*seq*h:])
+	case PoolMean:
+		acc := make([]float64, h)
+		n := 0
+		for s := 0; s < seq; s++ {
+			if b.in.Mask[r*seq+s] == 0 {
+				continue
+			}
+			n++
+			for j, x := range o.Last[(r*seq+s)*h : (r*seq+s+1)*h] {
+				acc[j] += float64(x)
+			}
+		}
+		for j := range acc {
+			if n > 0 {
+				v[j] = float32(acc[j] / float64(n))
+			}
+		}
+	default:
+		return nil, fmt.Errorf("encoder: %v: want PoolMean or PoolCLS: %w", pool, ErrInput)
+	}
+	if normalize {
+		Normalize(v, 1, h)
+	}
+	return v, nil
+}
+
+// Classification is row r's prediction, scored as o says (as
+// Pipeline.Classify); the model must be a sequence classifier.
+func (b *Batch) Classification(r int, o ClassifyOptions) (Classification, error) {
+	if r < 0 || r >= len(b.idx) {
+		return Classification{}, fmt.Errorf("encoder: batch row %d of %d: %w", r, len(b.idx), ErrInput)
+	}
+	if b.m.Task != TaskSequenceClassification {
+		return Classification{}, fmt.Errorf("encoder: the model is %s, not a sequence classifier: %w", b.m.Family.Describe(b.m.Task), ErrConfig)
+	}
+	n := len(b.m.Labels)
+	if len(b.out.Logits) < (r+1)*n {
+		return Classification{}, fmt.Errorf("encoder: internal error: %d logits for row %d of %d labels", len(b.out.Logits), r, n)
+	}
+	return b.m.postprocess(b.out.Logits[r*n:(r+1)*n], o), nil
+}
+
+// Run runs seqs through the model in passes under MaxBatchTokens, as the
+// pipeline's own calls do (sorted by length, so that little padding is
+// computed), and calls each with every pass; an error from each ends the
+// call. ctx is checked between passes and layers. Sequences for a
+// classifier's head and plain embeddings may be mixed: every pass has
+// both the head's outputs (when the model has a head) and the last hidden
+// states.
+func (p *Pipeline) Run(ctx context.Context, seqs []Sequence, each func(b *Batch) error) error {
+	if err := p.Model.enter(); err != nil {
+		return err
+	}
+	defer p.Model.leave()
+	ts := make([]tokens, len(seqs))
+	for i, s := range seqs {
+		if len(s.t.ids) == 0 {
+			return fmt.Errorf("encoder: run: sequence %d is empty (not made by Encode): %w", i, ErrInput)
+		}
+		ts[i] = s.t
+	}
+	return p.stream(ctx, ts, func(idx []int, in *Inputs, out *TaskOutput) error {
+		return each(&Batch{idx: idx, in: in, out: out, m: p.Model})
+	})
+}
