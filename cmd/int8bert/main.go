@@ -13,6 +13,11 @@
 //	int8bert forward --model DIR --inputs FILE.json [--out FILE.json] [--precision P]
 //	int8bert tokenize --tokenizer FILE [--pair] [--max-length N] [--pad] [--no-special]
 //
+// Serving (docs/DESIGN.md section 9):
+//
+//	int8bert serve --model [NAME=]MODEL ... [--precision P] [--addr :8080] [--instances N] [--threads-per-instance T] [--pin] [--max-batch-tokens 4096] [--max-concurrent-requests 512]
+//	int8bert bench serve --model MODEL [--clients 1,8,64] [--requests N] [--duration 20s] [--data dev.tsv]
+//
 // Quantizing and evaluating:
 //
 //	int8bert quantize --model MODEL --calib FILE --mode static|dynamic --alpha 0.5|auto -o DIR [--range max|percentile] [--fallback-sqnr DB] [-json]
@@ -83,6 +88,9 @@ usage:
                                  accuracy (EM/F1 for squad) per precision and agreement with FP32
   int8bert bench model --arch bert-large|bert-base|distilbert|xlmr-base|DIR --seq 256 [flags]
                                  sequences/s per precision, linear-block time, INT8/FP32 speed-up
+  int8bert serve --model [NAME=]DIR-or-id [--precision P] [--addr :8080] [--instances N --threads-per-instance T]
+                                 HTTP server, drop-in for text-embeddings-inference: /embed /predict /rerank
+                                 /tokenize /v1/embeddings /qa /health /info /metrics, dynamic batching
   int8bert help                  this text
 
 Run "int8bert <command> -h" for the flags of a command.
@@ -127,6 +135,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runTune(ctx, args[1:], stdout, stderr)
 	case "tokenize":
 		return runTokenize(ctx, args[1:], os.Stdin, stdout, stderr)
+	case "serve":
+		return runServe(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

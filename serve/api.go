@@ -1,0 +1,282 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Error types, as TEI names them in "error_type".
+const (
+	errValidation = "Validation"
+	errOverloaded = "Overloaded"
+	errUnhealthy  = "Unhealthy"
+	errBackend    = "Backend"
+	errTokenizer  = "Tokenizer"
+)
+
+// apiError is an error answered to the client: its status and TEI's
+// error type.
+type apiError struct {
+	status int
+	typ    string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func invalid(format string, args ...any) *apiError {
+	return &apiError{http.StatusUnprocessableEntity, errValidation, fmt.Sprintf(format, args...)}
+}
+
+// errorBody is TEI's error response.
+type errorBody struct {
+	Error     string `json:"error"`
+	ErrorType string `json:"error_type"`
+}
+
+// openAIError is the error shape of the OpenAI-compatible route (TEI's
+// OpenAICompatErrorResponse).
+type openAIError struct {
+	Message string `json:"message"`
+	Code    int    `json:"code"`
+	Type    string `json:"type"`
+}
+
+// decodeBody reads a JSON object of at most limit bytes into v: an
+// oversize body is 413, anything but one JSON value of v's shape is 422.
+// Unknown fields are ignored, as TEI does.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiError {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &apiError{http.StatusRequestEntityTooLarge, errValidation,
+				fmt.Sprintf("request body larger than %d bytes (--max-body-bytes)", limit)}
+		}
+		return invalid("reading the request body: %v", err)
+	}
+	return decodeJSON(data, v)
+}
+
+// decodeJSON parses data as one JSON value into v.
+func decodeJSON(data []byte, v any) *apiError {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return invalid("empty request body: want a JSON object")
+		}
+		return invalid("invalid JSON: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalid("invalid JSON: more than one value in the request body")
+	}
+	return nil
+}
+
+// texts is TEI's Input: a string or a list of strings.
+type texts struct {
+	list   []string
+	single bool
+	set    bool
+}
+
+func (t *texts) UnmarshalJSON(b []byte) error {
+	t.set = true
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		t.set = false
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		t.list, t.single = []string{s}, true
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(b, &l); err != nil {
+		return errors.New("want a string or a list of strings")
+	}
+	t.list = l
+	return nil
+}
+
+// check reports an absent or empty input, or more than most texts.
+func (t *texts) check(field string, most int) *apiError {
+	switch {
+	case !t.set:
+		return invalid("`%s` is required: a string or a list of strings", field)
+	case len(t.list) == 0:
+		return invalid("`%s` cannot be empty", field)
+	case len(t.list) > most:
+		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", len(t.list), most)
+	}
+	return nil
+}
+
+// sequence is one input of /predict: a text, or a pair of texts.
+type sequence struct {
+	a string
+	b *string
+}
+
+// predictInputs is TEI's PredictInput: "text", ["a", "b"] (one pair), or
+// a batch [["text"], ["a", "b"], ...] of single texts and pairs.
+type predictInputs struct {
+	list   []sequence
+	single bool
+	set    bool
+}
+
+func (p *predictInputs) UnmarshalJSON(b []byte) error {
+	p.set = true
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		p.set = false
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		p.list, p.single = []sequence{{a: s}}, true
+		return nil
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return errors.New("want a string, a pair of strings [string, string] or a batch of single strings and pairs [[string], [string, string], ...]")
+	}
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw[0], &s); err == nil {
+		// ["a"] or ["a", "b"]: one input.
+		var l []string
+		if err := json.Unmarshal(b, &l); err != nil || len(l) > 2 {
+			return errors.New("a list of strings is one input: a text [string] or a pair [string, string]; a batch is a list of such lists")
+		}
+		seq := sequence{a: l[0]}
+		if len(l) == 2 {
+			seq.b = &l[1]
+		}
+		p.list, p.single = []sequence{seq}, true
+		return nil
+	}
+	for i, r := range raw {
+		var l []string
+		if err := json.Unmarshal(r, &l); err != nil || len(l) < 1 || len(l) > 2 {
+			return fmt.Errorf("batch item %d: want [string] or [string, string]", i)
+		}
+		seq := sequence{a: l[0]}
+		if len(l) == 2 {
+			seq.b = &l[1]
+		}
+		p.list = append(p.list, seq)
+	}
+	return nil
+}
+
+// Requests of the TEI routes. Model picks one of the server's models by
+// name (empty: the first); Truncate cuts inputs longer than the model's
+// limit instead of refusing them.
+type embedRequest struct {
+	Inputs    texts  `json:"inputs"`
+	Normalize *bool  `json:"normalize"`
+	Truncate  *bool  `json:"truncate"`
+	Model     string `json:"model"`
+}
+
+type predictRequest struct {
+	Inputs    predictInputs `json:"inputs"`
+	Truncate  *bool         `json:"truncate"`
+	RawScores bool          `json:"raw_scores"`
+	Model     string        `json:"model"`
+}
+
+type rerankRequest struct {
+	Query      *string `json:"query"`
+	Texts      texts   `json:"texts"`
+	Truncate   *bool   `json:"truncate"`
+	RawScores  bool    `json:"raw_scores"`
+	ReturnText bool    `json:"return_text"`
+	Model      string  `json:"model"`
+}
+
+type tokenizeRequest struct {
+	Inputs           texts  `json:"inputs"`
+	AddSpecialTokens *bool  `json:"add_special_tokens"`
+	Model            string `json:"model"`
+}
+
+type openAIRequest struct {
+	Input          texts  `json:"input"`
+	Model          string `json:"model"`
+	EncodingFormat string `json:"encoding_format"`
+	Dimensions     *int   `json:"dimensions"`
+	User           string `json:"user"`
+}
+
+type qaRequest struct {
+	Question     *string `json:"question"`
+	Context      *string `json:"context"`
+	TopK         int     `json:"top_k"`
+	MaxAnswerLen int     `json:"max_answer_len"`
+	DocStride    int     `json:"doc_stride"`
+	Model        string  `json:"model"`
+}
+
+// Responses.
+type prediction struct {
+	Score float32 `json:"score"`
+	Label string  `json:"label"`
+}
+
+type rank struct {
+	Index int     `json:"index"`
+	Text  *string `json:"text,omitempty"`
+	Score float32 `json:"score"`
+}
+
+type simpleToken struct {
+	ID      int32  `json:"id"`
+	Text    string `json:"text"`
+	Special bool   `json:"special"`
+	Start   *int   `json:"start"`
+	Stop    *int   `json:"stop"`
+}
+
+type openAIEmbedding struct {
+	Object    string `json:"object"`
+	Embedding any    `json:"embedding"`
+	Index     int    `json:"index"`
+}
+
+type openAIUsage struct {
+	PromptTokens int `json:"prompt_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+type openAIResponse struct {
+	Object string            `json:"object"`
+	Data   []openAIEmbedding `json:"data"`
+	Model  string            `json:"model"`
+	Usage  openAIUsage       `json:"usage"`
+}
+
+// boolOr is *b, or def when the field was absent.
+func boolOr(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
+}
+
+// quoted lists names for a message.
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}

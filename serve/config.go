@@ -1,0 +1,190 @@
+package serve
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/int8bert/int8bert/models"
+)
+
+// ModelSpec names one model of the server.
+type ModelSpec struct {
+	// Name is what requests' "model" field says; "" means the source's
+	// last path element.
+	Name string
+	// Source is a folder or a Hugging Face model id (models.Load).
+	Source string
+}
+
+// ParseModelSpec reads the command line's [NAME=]DIR-or-id.
+func ParseModelSpec(s string) (ModelSpec, error) {
+	name, src, ok := strings.Cut(s, "=")
+	if !ok {
+		src, name = s, ""
+	}
+	name, src = strings.TrimSpace(name), strings.TrimSpace(src)
+	switch {
+	case src == "":
+		return ModelSpec{}, fmt.Errorf("model %q: want DIR-or-hub-id or NAME=DIR-or-hub-id", s)
+	case ok && name == "":
+		return ModelSpec{}, fmt.Errorf("model %q: the name before '=' is empty", s)
+	case strings.ContainsAny(name, " \t\"/"):
+		return ModelSpec{}, fmt.Errorf("model %q: a name has no spaces, quotes or slashes", s)
+	}
+	if name == "" {
+		name = src[strings.LastIndex(strings.TrimRight(src, "/"), "/")+1:]
+		name = strings.TrimRight(name, "/")
+	}
+	return ModelSpec{Name: name, Source: src}, nil
+}
+
+// Config is a server's settings; the zero value of a field is its
+// documented default. The defaults follow TEI's where TEI has the
+// setting.
+type Config struct {
+	// Models served; the first is the default of a request without a
+	// "model" field.
+	Models []ModelSpec
+	// Load are the options every model is loaded with (precision,
+	// calibration, max length, selector, logger). Threads is replaced by
+	// ThreadsPerInstance and MaxBatchTokens by the batcher's.
+	Load models.Options
+	// AutoTruncate cuts inputs longer than a model's maximum input length
+	// when a request does not say "truncate" (and on /v1/embeddings,
+	// which has no such field); without it they get 422.
+	AutoTruncate bool
+	// Pooling of /embed for models whose folder has no sentence-transformers
+	// pooling configuration: "mean" (the default) or "cls".
+	Pooling string
+
+	// Instances is the number of workers sharing the models' weights;
+	// 0 means one per ThreadsPerInstance physical cores.
+	Instances int
+	// ThreadsPerInstance is each instance's threads per GEMM (0: 1).
+	ThreadsPerInstance int
+	// Pin binds each instance to its own cores (Linux).
+	Pin bool
+
+	// MaxBatchTokens bounds the tokens of one batch (and of one forward
+	// pass): 0 means 4096.
+	MaxBatchTokens int
+	// MaxBatchRequests bounds the requests of one batch: 0 means 256.
+	MaxBatchRequests int
+	// MaxClientBatchSize bounds the inputs of one request: 0 means 32.
+	MaxClientBatchSize int
+	// MaxConcurrentRequests bounds the requests admitted at once; the
+	// next gets 429. 0 means 512.
+	MaxConcurrentRequests int
+	// BatchWindow is how long an idle instance waits for requests still
+	// being tokenized to join its batch (never when none is): 0 means
+	// 2ms, negative means never wait.
+	BatchWindow time.Duration
+	// TokenizationWorkers bounds the requests tokenized at once: 0 means
+	// runtime.NumCPU().
+	TokenizationWorkers int
+	// MaxBodyBytes bounds a request body: 0 means 2,000,000 (TEI's
+	// payload limit); a larger body gets 413.
+	MaxBodyBytes int64
+
+	// Timeouts against slow clients (0: ReadHeader 10s, Read 30s,
+	// Write 120s, Idle 120s) and the most Shutdown waits for the requests
+	// in flight (0: 30s); DrainDelay is how long Shutdown keeps answering
+	// 503 with "Connection: close" before it closes the listeners, so
+	// that load balancers and keep-alive clients see the drain (0: 1s,
+	// negative: none).
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	ShutdownTimeout, DrainDelay                               time.Duration
+
+	// Warmup tunes every GEMM shape of the batches before serving.
+	Warmup bool
+	// Logger receives the server's and the library's notes (nil: none).
+	Logger *slog.Logger
+}
+
+// withDefaults fills the zero fields and checks the others.
+func (c Config) withDefaults() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return c, fmt.Errorf("serve: %s", fmt.Sprintf(format, args...))
+	}
+	if len(c.Models) == 0 {
+		return bad("no model: give at least one (--model [NAME=]DIR-or-hub-id)")
+	}
+	seen := map[string]bool{}
+	for _, m := range c.Models {
+		if m.Name == "" || m.Source == "" {
+			return bad("model %+v: name and source must be set", m)
+		}
+		if seen[m.Name] {
+			return bad("two models are named %q: name them apart with NAME=DIR", m.Name)
+		}
+		seen[m.Name] = true
+	}
+	switch c.Pooling {
+	case "":
+		c.Pooling = "mean"
+	case "mean", "cls":
+	default:
+		return bad("pooling %q: want mean or cls", c.Pooling)
+	}
+	def := func(v *int, d int, name string) error {
+		if *v < 0 {
+			return fmt.Errorf("serve: %s %d: want 0 (the default, %d) or more", name, *v, d)
+		}
+		if *v == 0 {
+			*v = d
+		}
+		return nil
+	}
+	for _, f := range []struct {
+		v    *int
+		d    int
+		name string
+	}{
+		{&c.MaxBatchTokens, 4096, "max batch tokens"},
+		{&c.MaxBatchRequests, 256, "max batch requests"},
+		{&c.MaxClientBatchSize, 32, "max client batch size"},
+		{&c.MaxConcurrentRequests, 512, "max concurrent requests"},
+		{&c.TokenizationWorkers, runtime.NumCPU(), "tokenization workers"},
+	} {
+		if err := def(f.v, f.d, f.name); err != nil {
+			return c, err
+		}
+	}
+	if c.MaxBodyBytes < 0 {
+		return bad("max body bytes %d: want 0 (2,000,000) or more", c.MaxBodyBytes)
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 2_000_000
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&c.BatchWindow, 2 * time.Millisecond}, {&c.ReadHeaderTimeout, 10 * time.Second},
+		{&c.ReadTimeout, 30 * time.Second}, {&c.WriteTimeout, 120 * time.Second},
+		{&c.IdleTimeout, 120 * time.Second}, {&c.ShutdownTimeout, 30 * time.Second},
+		{&c.DrainDelay, time.Second},
+	} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.BatchWindow < 0 {
+		c.BatchWindow = 0
+	}
+	if c.DrainDelay < 0 {
+		c.DrainDelay = 0
+	}
+	for _, d := range []time.Duration{c.ReadHeaderTimeout, c.ReadTimeout, c.WriteTimeout, c.IdleTimeout, c.ShutdownTimeout} {
+		if d < 0 {
+			return bad("timeout %v: want 0 (the default) or a positive duration", d)
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}

@@ -1,0 +1,361 @@
+package serve
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"time"
+	"unicode/utf8"
+
+	"github.com/int8bert/int8bert/models"
+	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/tokenizer"
+)
+
+// pick is the model a request names ("" is the first), able to serve
+// route when need is set.
+func (s *Server) pick(name, route string, need func(*model) string) (*model, error) {
+	m := s.models[0]
+	if name != "" {
+		var ok bool
+		if m, ok = s.byName[name]; !ok {
+			return nil, invalid("model %q is not served here; the models are %s", name, quoted(modelNames(s.models)))
+		}
+	}
+	if need != nil {
+		if why := need(m); why != "" {
+			return nil, &apiError{http.StatusBadRequest, errValidation, fmt.Sprintf("%s: model %q is %s: %s", route, m.name, m.p.Model.Family.Describe(m.p.Model.Task), why)}
+		}
+	}
+	return m, nil
+}
+
+func needClassifier(m *model) string {
+	if m.p.Model.Task != models.TaskSequenceClassification {
+		return "this route needs a sequence classification model"
+	}
+	return ""
+}
+
+func needReranker(m *model) string {
+	if m.p.Model.Task != models.TaskSequenceClassification || len(m.p.Model.Labels) != 1 {
+		return "this route needs a reranker (a sequence classifier with one label, a cross-encoder)"
+	}
+	return ""
+}
+
+func needQA(m *model) string {
+	if m.p.Model.Task != models.TaskQuestionAnswering {
+		return "this route needs a question answering model"
+	}
+	return ""
+}
+
+// batched tokenizes a request's inputs on the calling goroutine (at most
+// TokenizationWorkers requests at once), queues them as one job, and
+// waits for the instance that runs it; fill gets each row.
+func (s *Server) batched(ctx context.Context, m *model, inputs []sequence, truncate bool,
+	fill func(i int, b *encoder.Batch, r int) error) (tokens int, err error) {
+	s.sched.expect()
+	seqs, err := s.encode(ctx, m, inputs, truncate)
+	if err != nil {
+		s.sched.drop()
+		return 0, err
+	}
+	for _, q := range seqs {
+		tokens += q.Len()
+	}
+	return tokens, s.sched.submit(&job{ctx: ctx, m: m, seqs: seqs, fill: fill}, true)
+}
+
+// encode tokenizes inputs for m.
+func (s *Server) encode(ctx context.Context, m *model, inputs []sequence, truncate bool) ([]encoder.Sequence, error) {
+	select {
+	case s.tokens <- struct{}{}:
+		defer func() { <-s.tokens }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	start := time.Now()
+	defer func() { s.met.tokenize.Observe(time.Since(start).Seconds()) }()
+	seqs := make([]encoder.Sequence, len(inputs))
+	for i, in := range inputs {
+		q, err := m.p.Encode(in.a, in.b, encoder.EncodeOptions{Truncate: truncate})
+		if err != nil {
+			what := "input"
+			if len(inputs) > 1 {
+				what = fmt.Sprintf("input %d", i)
+			}
+			if errors.Is(err, encoder.ErrTooLong) {
+				return nil, invalid("%s must have at most %d tokens (the model's maximum input length), it has more; set \"truncate\": true to cut it", what, m.p.MaxLength())
+			}
+			if errors.Is(err, encoder.ErrInput) {
+				return nil, &apiError{http.StatusUnprocessableEntity, errTokenizer, fmt.Sprintf("%s: %v", what, err)}
+			}
+			return nil, err
+		}
+		s.met.inputsTokens.Observe(float64(q.Len()))
+		seqs[i] = q
+	}
+	return seqs, nil
+}
+
+func singles(l []string) []sequence {
+	out := make([]sequence, len(l))
+	for i, t := range l {
+		out[i] = sequence{a: t}
+	}
+	return out
+}
+
+func (s *Server) embed(w http.ResponseWriter, r *http.Request) error {
+	var req embedRequest
+	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		return e
+	}
+	m, err := s.pick(req.Model, "/embed", nil)
+	if err != nil {
+		return err
+	}
+	if e := req.Inputs.check("inputs", s.cfg.MaxClientBatchSize); e != nil {
+		return e
+	}
+	norm := boolOr(req.Normalize, true)
+	vecs := make([][]float32, len(req.Inputs.list))
+	_, err = s.batched(r.Context(), m, singles(req.Inputs.list), boolOr(req.Truncate, s.cfg.AutoTruncate),
+		func(i int, b *encoder.Batch, row int) (err error) {
+			vecs[i], err = b.Embedding(row, m.pool, norm)
+			return err
+		})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, vecs)
+}
+
+func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error {
+	var req openAIRequest
+	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		return e
+	}
+	m, err := s.pick(req.Model, "/v1/embeddings", nil)
+	if err != nil {
+		return err
+	}
+	if e := req.Input.check("input", s.cfg.MaxClientBatchSize); e != nil {
+		return e
+	}
+	switch req.EncodingFormat {
+	case "", "float", "base64":
+	default:
+		return invalid("encoding_format %q: want \"float\" or \"base64\"", req.EncodingFormat)
+	}
+	hidden := m.p.Model.Encoder.Config().Hidden
+	if req.Dimensions != nil && *req.Dimensions != hidden {
+		return invalid("dimensions %d: the model's embeddings have %d", *req.Dimensions, hidden)
+	}
+	vecs := make([][]float32, len(req.Input.list))
+	tokens, err := s.batched(r.Context(), m, singles(req.Input.list), s.cfg.AutoTruncate,
+		func(i int, b *encoder.Batch, row int) (err error) {
+			vecs[i], err = b.Embedding(row, m.pool, true)
+			return err
+		})
+	if err != nil {
+		return err
+	}
+	resp := openAIResponse{Object: "list", Model: m.name, Usage: openAIUsage{PromptTokens: tokens, TotalTokens: tokens}}
+	for i, v := range vecs {
+		var e any = v
+		if req.EncodingFormat == "base64" {
+			buf := make([]byte, 4*len(v))
+			for k, x := range v {
+				binary.LittleEndian.PutUint32(buf[4*k:], math.Float32bits(x))
+			}
+			e = base64.StdEncoding.EncodeToString(buf)
+		}
+		resp.Data = append(resp.Data, openAIEmbedding{Object: "embedding", Embedding: e, Index: i})
+	}
+	return writeJSON(w, resp)
+}
+
+// predictions are c's labels, best first, as TEI's /predict lists them.
+func predictions(m *model, c encoder.Classification) []prediction {
+	out := make([]prediction, len(c.Scores))
+	for k, v := range c.Scores {
+		out[k] = prediction{Score: v, Label: m.p.Model.Labels[k]}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Score > out[b].Score })
+	return out
+}
+
+func (s *Server) predict(w http.ResponseWriter, r *http.Request) error {
+	var req predictRequest
+	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		return e
+	}
+	m, err := s.pick(req.Model, "/predict", needClassifier)
+	if err != nil {
+		return err
+	}
+	switch in := req.Inputs; {
+	case !in.set:
+		return invalid("`inputs` is required: a string, a pair [string, string] or a batch [[string], [string, string], ...]")
+	case len(in.list) == 0:
+		return invalid("`inputs` cannot be empty")
+	case len(in.list) > s.cfg.MaxClientBatchSize:
+		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", len(in.list), s.cfg.MaxClientBatchSize)
+	}
+	o := models.ClassifyOptions{}
+	if req.RawScores {
+		o.FunctionToApply = models.FunctionNone
+	}
+	out := make([][]prediction, len(req.Inputs.list))
+	_, err = s.batched(r.Context(), m, req.Inputs.list, boolOr(req.Truncate, s.cfg.AutoTruncate),
+		func(i int, b *encoder.Batch, row int) error {
+			c, err := b.Classification(row, o)
+			out[i] = predictions(m, c)
+			return err
+		})
+	if err != nil {
+		return err
+	}
+	if req.Inputs.single {
+		return writeJSON(w, out[0])
+	}
+	return writeJSON(w, out)
+}
+
+func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
+	var req rerankRequest
+	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		return e
+	}
+	m, err := s.pick(req.Model, "/rerank", needReranker)
+	if err != nil {
+		return err
+	}
+	if req.Query == nil {
+		return invalid("`query` is required")
+	}
+	if e := req.Texts.check("texts", s.cfg.MaxClientBatchSize); e != nil {
+		return e
+	}
+	pairs := make([]sequence, len(req.Texts.list))
+	for i := range req.Texts.list {
+		pairs[i] = sequence{a: *req.Query, b: &req.Texts.list[i]}
+	}
+	o := models.ClassifyOptions{FunctionToApply: models.FunctionSigmoid}
+	if req.RawScores {
+		o.FunctionToApply = models.FunctionNone
+	}
+	ranks := make([]rank, len(pairs))
+	_, err = s.batched(r.Context(), m, pairs, boolOr(req.Truncate, s.cfg.AutoTruncate),
+		func(i int, b *encoder.Batch, row int) error {
+			c, err := b.Classification(row, o)
+			if err != nil {
+				return err
+			}
+			ranks[i] = rank{Index: i, Score: c.Scores[0]}
+			if req.ReturnText {
+				ranks[i].Text = &req.Texts.list[i]
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	sort.SliceStable(ranks, func(a, b int) bool { return ranks[a].Score > ranks[b].Score })
+	return writeJSON(w, ranks)
+}
+
+func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
+	var req tokenizeRequest
+	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		return e
+	}
+	m, err := s.pick(req.Model, "/tokenize", nil)
+	if err != nil {
+		return err
+	}
+	if e := req.Inputs.check("inputs", s.cfg.MaxClientBatchSize); e != nil {
+		return e
+	}
+	select {
+	case s.tokens <- struct{}{}:
+		defer func() { <-s.tokens }()
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
+	add := boolOr(req.AddSpecialTokens, true)
+	out := make([][]simpleToken, len(req.Inputs.list))
+	for i, text := range req.Inputs.list {
+		e, err := m.p.Tok.Encode(text, tokenizer.Options{SkipSpecialTokens: !add})
+		if err != nil {
+			return &apiError{http.StatusUnprocessableEntity, errTokenizer, fmt.Sprintf("input %d: %v", i, err)}
+		}
+		bytesAt := runeOffsets(text)
+		toks := make([]simpleToken, e.Len())
+		for k := range toks {
+			t := simpleToken{ID: e.IDs[k], Special: e.SpecialTokensMask[k] == 1, Text: e.Tokens[k]}
+			if !t.Special {
+				lo, hi := bytesAt[e.Offsets[k][0]], bytesAt[e.Offsets[k][1]]
+				t.Start, t.Stop = &lo, &hi
+				t.Text = text[lo:hi]
+			}
+			toks[k] = t
+		}
+		out[i] = toks
+	}
+	return writeJSON(w, out)
+}
+
+// runeOffsets maps rune offsets of text to byte offsets (one past the end
+// included).
+func runeOffsets(text string) []int {
+	at := make([]int, 0, utf8.RuneCountInString(text)+1)
+	for i := range text {
+		at = append(at, i)
+	}
+	return append(at, len(text))
+}
+
+func (s *Server) qa(w http.ResponseWriter, r *http.Request) error {
+	var req qaRequest
+	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		return e
+	}
+	m, err := s.pick(req.Model, "/qa", needQA)
+	if err != nil {
+		return err
+	}
+	switch {
+	case req.Question == nil || *req.Question == "":
+		return invalid("`question` is required and cannot be empty")
+	case req.Context == nil || *req.Context == "":
+		return invalid("`context` is required and cannot be empty")
+	case req.TopK < 0 || req.TopK > 100:
+		return invalid("top_k %d: want 1 to 100 (0 or absent: 1)", req.TopK)
+	case req.MaxAnswerLen < 0 || req.DocStride < 0:
+		return invalid("max_answer_len and doc_stride cannot be negative")
+	}
+	var answers []encoder.Answer
+	ctx := r.Context()
+	err = s.sched.submit(&job{ctx: ctx, m: m, run: func() error {
+		var err error
+		answers, err = m.p.Answer(ctx, *req.Question, *req.Context,
+			models.QAOptions{NBest: req.TopK, MaxAnswerLength: req.MaxAnswerLen, DocStride: req.DocStride})
+		if errors.Is(err, encoder.ErrInput) {
+			return invalid("%v", err)
+		}
+		return err
+	}}, false)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, answers)
+}

@@ -1,0 +1,114 @@
+package serve
+
+import (
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/int8bert/int8bert/selector"
+)
+
+// modelInfo is one model in /info.
+type modelInfo struct {
+	Name           string            `json:"name"`
+	Source         string            `json:"source"`
+	Family         string            `json:"family"`
+	Task           string            `json:"task"`
+	Precision      string            `json:"precision"`
+	MaxInputLength int               `json:"max_input_length"`
+	Hidden         int               `json:"hidden_size"`
+	Pooling        string            `json:"pooling"`
+	PoolingFrom    string            `json:"pooling_from"`
+	ID2Label       map[string]string `json:"id2label,omitempty"`
+	Label2ID       map[string]int    `json:"label2id,omitempty"`
+	Kernels        string            `json:"kernels"`
+}
+
+// infoBody is /info: TEI's fields for the default model first, then
+// ours.
+type infoBody struct {
+	ModelID               string         `json:"model_id"`
+	ModelDType            string         `json:"model_dtype"`
+	ModelType             map[string]any `json:"model_type"`
+	MaxConcurrentRequests int            `json:"max_concurrent_requests"`
+	MaxInputLength        int            `json:"max_input_length"`
+	MaxBatchTokens        int            `json:"max_batch_tokens"`
+	MaxBatchRequests      int            `json:"max_batch_requests"`
+	MaxClientBatchSize    int            `json:"max_client_batch_size"`
+	AutoTruncate          bool           `json:"auto_truncate"`
+	TokenizationWorkers   int            `json:"tokenization_workers"`
+	Version               string         `json:"version"`
+	SHA                   string         `json:"sha,omitempty"`
+
+	Models             []modelInfo       `json:"models"`
+	Instances          int               `json:"instances"`
+	ThreadsPerInstance int               `json:"threads_per_instance"`
+	Pinned             [][]int           `json:"pinned_cpus,omitempty"`
+	BatchWindow        string            `json:"batch_window"`
+	CPU                selector.Int8Tier `json:"int8_tier"`
+	NumCPU             int               `json:"num_cpu"`
+	GoVersion          string            `json:"go_version"`
+	Uptime             string            `json:"uptime"`
+	Draining           bool              `json:"draining"`
+}
+
+// Version is the module version and VCS revision of the running binary.
+func Version() (version, revision string) {
+	version = "devel"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version, ""
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		version = v
+	}
+	for _, st := range bi.Settings {
+		if st.Key == "vcs.revision" {
+			revision = st.Value
+		}
+	}
+	return version, revision
+}
+
+func (s *Server) infoBody() infoBody {
+	def := s.models[0]
+	ver, rev := Version()
+	b := infoBody{ModelID: def.source, ModelDType: def.p.Model.Encoder.Precision().String(),
+		MaxConcurrentRequests: s.cfg.MaxConcurrentRequests, MaxInputLength: def.p.MaxLength(),
+		MaxBatchTokens: s.cfg.MaxBatchTokens, MaxBatchRequests: s.cfg.MaxBatchRequests,
+		MaxClientBatchSize: s.cfg.MaxClientBatchSize, AutoTruncate: s.cfg.AutoTruncate,
+		TokenizationWorkers: s.cfg.TokenizationWorkers, Version: ver, SHA: rev,
+		Instances: s.inst.Len(), ThreadsPerInstance: s.inst.Threads(), BatchWindow: s.cfg.BatchWindow.String(),
+		NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Uptime: time.Since(s.started).Round(time.Second).String(),
+		Draining: s.draining.Load()}
+	for i := 0; i < s.inst.Len(); i++ {
+		if c := s.inst.Pinned(i); c != nil {
+			b.Pinned = append(b.Pinned, c)
+		}
+	}
+	switch id, label := def.id2label(); def.task() {
+	case "classifier":
+		b.ModelType = map[string]any{"classifier": map[string]any{"id2label": id, "label2id": label}}
+	case "reranker":
+		b.ModelType = map[string]any{"reranker": map[string]any{"id2label": id, "label2id": label}}
+	case "question-answering":
+		b.ModelType = map[string]any{"question_answering": map[string]any{}}
+	default:
+		b.ModelType = map[string]any{"embedding": map[string]any{"pooling": def.pool.String()}}
+	}
+	for _, m := range s.models {
+		id, label := m.id2label()
+		sel := m.p.Model.Encoder.Selector()
+		b.CPU = selector.DescribeInt8(sel.Features())
+		b.Models = append(b.Models, modelInfo{Name: m.name, Source: m.source, Family: m.p.Model.Family.Display(),
+			Task: m.task(), Precision: m.p.Model.Encoder.Precision().String(), MaxInputLength: m.p.MaxLength(),
+			Hidden: m.p.Model.Encoder.Config().Hidden, Pooling: m.pool.String(), PoolingFrom: m.poolFrom,
+			ID2Label: id, Label2ID: label, Kernels: sel.ChosenU8S8()})
+	}
+	return b
+}
+
+func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, s.infoBody())
+}

@@ -1,0 +1,265 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/int8bert/int8bert/models/encoder"
+)
+
+// job is one request's work for an instance: its sequences, batched with
+// other jobs of the same model, or (run set) a call that runs alone on an
+// instance (question answering, which windows its own context).
+type job struct {
+	ctx    context.Context
+	m      *model
+	seqs   []encoder.Sequence
+	tokens int
+	// fill receives row i of the job's sequences from pass b (row r);
+	// it runs on the instance, so it only copies and post-processes.
+	fill func(i int, b *encoder.Batch, r int) error
+	// run is the whole job when it is not batched.
+	run  func() error
+	enq  time.Time
+	done chan error // buffered: the instance never blocks on it
+}
+
+// scheduler queues jobs and hands them to the instances in batches
+// (docs/DESIGN.md section 9.1).
+type scheduler struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	queue    []*job
+	closed   bool
+	arriving int // requests admitted and not yet queued (being tokenized)
+	maxTok   int
+	maxReq   int
+	window   time.Duration
+	met      *metrics
+	log      func(msg string, args ...any)
+}
+
+func newScheduler(c *Config, met *metrics) *scheduler {
+	s := &scheduler{maxTok: c.MaxBatchTokens, maxReq: c.MaxBatchRequests, window: c.BatchWindow, met: met,
+		log: c.Logger.Error}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// expect counts a request that will queue a job soon (or call drop).
+func (s *scheduler) expect() {
+	s.mu.Lock()
+	s.arriving++
+	s.mu.Unlock()
+}
+
+// drop undoes expect for a request that queues nothing.
+func (s *scheduler) drop() {
+	s.mu.Lock()
+	s.arriving--
+	s.mu.Unlock()
+	s.cond.Broadcast()
+}
+
+// submit queues j (for a request counted by expect when counted) and waits for its
+// end. A request whose context ends first returns the context's error;
+// its job is dropped unrun, or its result discarded.
+func (s *scheduler) submit(j *job, counted bool) error {
+	j.enq, j.done = time.Now(), make(chan error, 1)
+	for _, q := range j.seqs {
+		j.tokens += q.Len()
+	}
+	s.mu.Lock()
+	if counted {
+		s.arriving--
+	}
+	if s.closed {
+		s.mu.Unlock()
+		return &apiError{503, errUnhealthy, "the server is shutting down"}
+	}
+	s.queue = append(s.queue, j)
+	s.met.queueLength.Set(float64(len(s.queue)))
+	s.mu.Unlock()
+	s.cond.Broadcast()
+	select {
+	case err := <-j.done:
+		return err
+	case <-j.ctx.Done():
+		return j.ctx.Err()
+	}
+}
+
+// close lets the instances return once the queue is empty.
+func (s *scheduler) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cond.Broadcast()
+}
+
+// take waits for work and returns the next batch: the oldest job, and
+// when it is batched, the later jobs of its model that fit the limits.
+// While requests are being tokenized and the batch has room, it waits up
+// to the window for them. It returns nil once closed and empty.
+func (s *scheduler) take() []*job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		s.dropCancelled()
+		if len(s.queue) == 0 {
+			if s.closed {
+				return nil
+			}
+			s.cond.Wait()
+			continue
+		}
+		if head := s.queue[0]; head.run != nil {
+			s.queue = s.queue[1:]
+			s.met.queueLength.Set(float64(len(s.queue)))
+			return []*job{head}
+		}
+		if s.window > 0 && s.arriving > 0 && !s.full() && !s.closed {
+			deadline := time.Now().Add(s.window)
+			t := time.AfterFunc(s.window, s.cond.Broadcast)
+			for s.arriving > 0 && len(s.queue) > 0 && !s.full() && time.Now().Before(deadline) && !s.closed {
+				s.cond.Wait()
+			}
+			t.Stop()
+			s.dropCancelled()
+			if len(s.queue) == 0 {
+				continue
+			}
+		}
+		return s.gather()
+	}
+}
+
+// gather removes the head job and the later jobs of its model that fit
+// the batch limits, in arrival order.
+func (s *scheduler) gather() []*job {
+	head := s.queue[0]
+	batch := []*job{head}
+	tokens := head.tokens
+	rest := s.queue[:0]
+	for _, j := range s.queue[1:] {
+		if j.m == head.m && j.run == nil && len(batch) < s.maxReq && tokens+j.tokens <= s.maxTok {
+			batch = append(batch, j)
+			tokens += j.tokens
+			continue
+		}
+		rest = append(rest, j)
+	}
+	clear(s.queue[len(rest):])
+	s.queue = rest
+	s.met.queueLength.Set(float64(len(s.queue)))
+	return batch
+}
+
+// full reports whether the head's model has a batch's worth queued.
+func (s *scheduler) full() bool {
+	head := s.queue[0]
+	n, tokens := 0, 0
+	for _, j := range s.queue {
+		if j.m == head.m && j.run == nil {
+			n++
+			tokens += j.tokens
+		}
+	}
+	return n >= s.maxReq || tokens >= s.maxTok
+}
+
+// dropCancelled removes the jobs whose requests have gone.
+func (s *scheduler) dropCancelled() {
+	kept := s.queue[:0]
+	for _, j := range s.queue {
+		if err := j.ctx.Err(); err != nil {
+			j.done <- err
+			continue
+		}
+		kept = append(kept, j)
+	}
+	clear(s.queue[len(kept):])
+	s.queue = kept
+	s.met.queueLength.Set(float64(len(s.queue)))
+}
+
+// loop is one instance: it runs batches until the scheduler closes.
+func (s *scheduler) loop(ctx context.Context, _ int) error {
+	for {
+		batch := s.take()
+		if batch == nil {
+			return nil
+		}
+		s.runBatch(batch)
+	}
+}
+
+// runBatch runs one batch and answers its jobs; a panic fails the
+// batch's jobs, never the instance.
+func (s *scheduler) runBatch(batch []*job) {
+	now := time.Now()
+	for _, j := range batch {
+		s.met.queue.Observe(now.Sub(j.enq).Seconds())
+	}
+	errs := make([]error, len(batch))
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				s.met.panics.Inc()
+				s.log("serve: panic in a batch", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				for i := range errs {
+					errs[i] = &apiError{500, errBackend, fmt.Sprintf("internal error: %v", r)}
+				}
+			}
+		}()
+		if batch[0].run != nil {
+			errs[0] = batch[0].run()
+			return
+		}
+		s.runSeqs(batch, errs)
+	}()
+	s.met.inference.Observe(time.Since(now).Seconds())
+	for i, j := range batch {
+		j.done <- errs[i]
+	}
+}
+
+// runSeqs runs the sequences of batched jobs in one Pipeline.Run.
+func (s *scheduler) runSeqs(batch []*job, errs []error) {
+	var seqs []encoder.Sequence
+	owner := []int{} // job of each sequence
+	first := []int{} // first sequence of each job
+	for k, j := range batch {
+		first = append(first, len(seqs))
+		seqs = append(seqs, j.seqs...)
+		for range j.seqs {
+			owner = append(owner, k)
+		}
+	}
+	s.met.batchSize.Observe(float64(len(seqs)))
+	p := batch[0].m.p
+	err := p.Run(context.Background(), seqs, func(b *encoder.Batch) error {
+		real, computed := b.Tokens()
+		s.met.realTokens.Add(float64(real))
+		s.met.computed.Add(float64(computed))
+		s.met.batchTokens.Observe(float64(computed))
+		for r, g := range b.Rows() {
+			k := owner[g]
+			if errs[k] != nil {
+				continue
+			}
+			errs[k] = batch[k].fill(g-first[k], b, r)
+		}
+		return nil
+	})
+	if err != nil {
+		for k := range errs {
+			if errs[k] == nil {
+				errs[k] = err
+			}
+		}
+	}
+}

@@ -1,0 +1,265 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/int8bert/int8bert/models"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Server serves the models of a Config over HTTP.
+type Server struct {
+	cfg      Config
+	models   []*model
+	byName   map[string]*model
+	inst     *models.Instances
+	sched    *scheduler
+	met      *metrics
+	admit    chan struct{} // MaxConcurrentRequests tokens
+	tokens   chan struct{} // TokenizationWorkers tokens
+	draining atomic.Bool
+	hs       *http.Server
+	started  time.Time
+
+	instDone chan error
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New loads the models (one copy of each model's weights, shared by the
+// instances), warms them up when asked, and starts the instances. Close
+// or Shutdown releases them.
+func New(ctx context.Context, c Config) (*Server, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	inst, err := models.NewInstances(models.InstanceOptions{Instances: c.Instances, Threads: c.ThreadsPerInstance, Pin: c.Pin})
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	s := &Server{cfg: c, byName: map[string]*model{}, inst: inst, met: newMetrics(),
+		admit: make(chan struct{}, c.MaxConcurrentRequests), tokens: make(chan struct{}, c.TokenizationWorkers),
+		started: time.Now(), instDone: make(chan error, 1)}
+	lo := c.Load
+	lo.Threads, lo.MaxBatchTokens = inst.Threads(), c.MaxBatchTokens
+	if lo.Logger == nil {
+		lo.Logger = c.Logger
+	}
+	for _, spec := range c.Models {
+		m, err := loadModel(ctx, spec, lo, c.Pooling)
+		if err != nil {
+			s.closeModels()
+			return nil, err
+		}
+		s.models = append(s.models, m)
+		s.byName[m.name] = m
+		if c.Warmup {
+			c.Logger.Info("serve: warming up", "model", m.name)
+			if err := m.p.Warmup(ctx, models.WarmupOptions{MaxBatch: 64, MaxLength: m.p.MaxLength(), MaxTokens: c.MaxBatchTokens}); err != nil {
+				s.closeModels()
+				return nil, fmt.Errorf("serve: model %s: warm-up: %w", m.name, err)
+			}
+		}
+	}
+	s.sched = newScheduler(&s.cfg, s.met)
+	go func() { s.instDone <- inst.Run(context.Background(), s.sched.loop) }()
+	s.hs = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout,
+		WriteTimeout: c.WriteTimeout, IdleTimeout: c.IdleTimeout, ErrorLog: nil}
+	return s, nil
+}
+
+func (s *Server) closeModels() {
+	for _, m := range s.models {
+		m.p.Close()
+	}
+}
+
+// Serve accepts connections on l until Shutdown; it returns
+// http.ErrServerClosed after a Shutdown.
+func (s *Server) Serve(l net.Listener) error { return s.hs.Serve(l) }
+
+// Shutdown drains the server: /health and new requests answer 503 with
+// "Connection: close" for DrainDelay, then the listeners close and every
+// request already admitted runs to its end (until ctx is done or
+// ShutdownTimeout passes), then the instances stop and the models close.
+// It returns nil when nothing was cut short.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.draining.Store(true)
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+		defer cancel()
+		select {
+		case <-time.After(s.cfg.DrainDelay):
+		case <-ctx.Done():
+		}
+		err := s.hs.Shutdown(ctx)
+		s.sched.close()
+		select {
+		case ierr := <-s.instDone:
+			err = errors.Join(err, ierr)
+		case <-ctx.Done():
+			err = errors.Join(err, fmt.Errorf("serve: instances still busy: %w", ctx.Err()))
+		}
+		s.closeModels()
+		s.stopErr = err
+	})
+	return s.stopErr
+}
+
+// Close stops at once: Shutdown without the drain delay and with a
+// context already done for whatever is still running.
+func (s *Server) Close() error {
+	s.cfg.DrainDelay = 0
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return s.Shutdown(ctx)
+}
+
+// Handler is the server's routes, for tests and for embedding the server
+// in another mux.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	route := func(pattern, name string, admitted bool, h func(w http.ResponseWriter, r *http.Request) error) {
+		mux.Handle(pattern, s.wrap(name, admitted, h))
+	}
+	route("POST /embed", "/embed", true, s.embed)
+	route("POST /predict", "/predict", true, s.predict)
+	route("POST /rerank", "/rerank", true, s.rerank)
+	route("POST /tokenize", "/tokenize", true, s.tokenize)
+	route("POST /v1/embeddings", "/v1/embeddings", true, s.openAIEmbeddings)
+	route("POST /qa", "/qa", true, s.qa)
+	route("GET /health", "/health", false, s.health)
+	route("GET /info", "/info", false, s.info)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/", s.wrap("other", false, func(w http.ResponseWriter, r *http.Request) error {
+		return &apiError{http.StatusNotFound, errValidation, fmt.Sprintf("no route %s %s: the routes are POST /embed, /predict, /rerank, /tokenize, /v1/embeddings, /qa and GET /health, /info, /metrics", r.Method, r.URL.Path)}
+	}))
+	return mux
+}
+
+// statusWriter records the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// wrap adds what every route has: admission (draining, the concurrency
+// bound) for the inference routes, panic recovery, the JSON error
+// response, and the request metrics.
+func (s *Server) wrap(name string, admitted bool, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		w := &statusWriter{ResponseWriter: rw}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.met.panics.Inc()
+				s.cfg.Logger.Error("serve: panic in a handler", "route", name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				if w.status == 0 {
+					s.writeError(w, name, &apiError{500, errBackend, fmt.Sprintf("internal error: %v", p)})
+				}
+			}
+			s.met.requests.WithLabelValues(name, strconv.Itoa(max(w.status, 200))).Inc()
+			s.met.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
+		}()
+		if s.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		if admitted {
+			if s.draining.Load() {
+				s.writeError(w, name, &apiError{503, errUnhealthy, "the server is shutting down"})
+				return
+			}
+			select {
+			case s.admit <- struct{}{}:
+				defer func() { <-s.admit }()
+			default:
+				s.writeError(w, name, &apiError{429, errOverloaded, fmt.Sprintf("model is overloaded: %d requests in flight (--max-concurrent-requests)", s.cfg.MaxConcurrentRequests)})
+				return
+			}
+			s.met.inFlight.Inc()
+			defer s.met.inFlight.Dec()
+		}
+		if err := h(w, r); err != nil {
+			s.writeError(w, name, err)
+		}
+	})
+}
+
+// writeError answers err as JSON: an apiError with its status, a
+// client's gone context as 499 (no one reads it), anything else as 500.
+func (s *Server) writeError(w http.ResponseWriter, route string, err error) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		ae = &apiError{499, errBackend, "the request was cancelled: " + err.Error()}
+	case errors.Is(err, models.ErrClosed):
+		ae = &apiError{503, errUnhealthy, "the model is closed: the server is shutting down"}
+	default:
+		ae = &apiError{500, errBackend, err.Error()}
+	}
+	if ae.status >= 500 && ae.status != 503 {
+		s.cfg.Logger.Error("serve: request failed", "route", route, "status", ae.status, "error", ae.msg)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(ae.status)
+	var body any = errorBody{Error: ae.msg, ErrorType: ae.typ}
+	if route == "/v1/embeddings" {
+		body = openAIError{Message: ae.msg, Code: ae.status, Type: ae.typ}
+	}
+	json.NewEncoder(w).Encode(body)
+}
+
+// writeJSON answers v with 200.
+func writeJSON(w http.ResponseWriter, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding the response: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.Write(append(b, '\n'))
+	return nil
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	if s.draining.Load() {
+		return &apiError{503, errUnhealthy, "the server is shutting down"}
+	}
+	return writeJSON(w, map[string]string{"status": "ok"})
+}
+
+// Instances is the number of instances.
+func (s *Server) Instances() int { return s.inst.Len() }
+
+// Addr-free helpers for tests and embedding: Metrics is the server's
+// Prometheus registry handler.
+func (s *Server) Metrics() http.Handler { return promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}) }
