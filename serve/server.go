@@ -262,4 +262,6 @@ func (s *Server) Instances() int { return s.inst.Len() }
 
 // Addr-free helpers for tests and embedding: Metrics is the server's
 // Prometheus registry handler.
-func (s *Server) Metrics() http.Handler { return promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}) }
+func (s *Server) Metrics() http.Handler {
+	return promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{})
+}
