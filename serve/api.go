@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error types, as TEI names them in "error_type".
@@ -66,6 +67,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 
 // decodeJSON parses data as one JSON value into v.
 func decodeJSON(data []byte, v any) *apiError {
+	if !utf8.Valid(data) {
+		// encoding/json would turn each bad byte into U+FFFD.
+		return invalid("the request body is not valid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, io.EOF) {

@@ -143,10 +143,19 @@ func (s *Server) Handler() http.Handler {
 	route("GET /info", "/info", false, s.info)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
 	mux.Handle("/", s.wrap("other", false, func(w http.ResponseWriter, r *http.Request) error {
-		return &apiError{http.StatusNotFound, errValidation, fmt.Sprintf("no route %s %s: the routes are POST /embed, /predict, /rerank, /tokenize, /v1/embeddings, /qa and GET /health, /info, /metrics", r.Method, r.URL.Path)}
+		const routes = "the routes are POST /embed, /predict, /rerank, /tokenize, /v1/embeddings, /qa and GET /health, /info, /metrics"
+		if m, ok := routeMethods[r.URL.Path]; ok {
+			w.Header().Set("Allow", m)
+			return &apiError{http.StatusMethodNotAllowed, errValidation, fmt.Sprintf("%s %s: use %s (%s)", r.Method, r.URL.Path, m, routes)}
+		}
+		return &apiError{http.StatusNotFound, errValidation, fmt.Sprintf("no route %s %s: %s", r.Method, r.URL.Path, routes)}
 	}))
 	return mux
 }
+
+// routeMethods is the method of each route, for 405's Allow.
+var routeMethods = map[string]string{"/embed": "POST", "/predict": "POST", "/rerank": "POST", "/tokenize": "POST",
+	"/v1/embeddings": "POST", "/qa": "POST", "/health": "GET", "/info": "GET", "/metrics": "GET"}
 
 // statusWriter records the status a handler wrote.
 type statusWriter struct {

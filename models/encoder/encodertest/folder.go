@@ -1,0 +1,59 @@
+package encodertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// WordFolder is a model folder for a tiny golden checkpoint of 1000 ids
+// (../shared/golden): dir's config.json and model.safetensors, linked,
+// and a tokenizer whose word "wN" is id N. XLM-R layout (xlmr: <s> 0,
+// <pad> 1, </s> 2, <unk> 3, a tokenizer.json) or BERT's (a vocab.txt
+// with [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103). So a test
+// can give such a model texts: "w5 w17" is ids 5 and 17.
+func WordFolder(tb testing.TB, dir string, xlmr bool) string {
+	tb.Helper()
+	out := tb.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		abs, err := filepath.Abs(filepath.Join(dir, f))
+		require.NoError(tb, err)
+		require.NoError(tb, os.Symlink(abs, filepath.Join(out, f)))
+	}
+	if xlmr {
+		vocab := map[string]int32{"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+		for i := int32(4); i < 1000; i++ {
+			vocab[fmt.Sprintf("w%d", i)] = i
+		}
+		var added []map[string]any
+		for _, s := range []string{"<s>", "<pad>", "</s>", "<unk>"} {
+			added = append(added, map[string]any{"id": vocab[s], "content": s, "special": true})
+		}
+		js, err := json.Marshal(map[string]any{
+			"added_tokens":   added,
+			"normalizer":     nil,
+			"pre_tokenizer":  map[string]any{"type": "WhitespaceSplit"},
+			"post_processor": map[string]any{"type": "RobertaProcessing", "sep": []any{"</s>", 2}, "cls": []any{"<s>", 0}},
+			"model":          map[string]any{"type": "WordPiece", "vocab": vocab, "unk_token": "<unk>"},
+		})
+		require.NoError(tb, err)
+		require.NoError(tb, os.WriteFile(filepath.Join(out, "tokenizer.json"), js, 0o644))
+		return out
+	}
+	special := map[int]string{0: "[PAD]", 100: "[UNK]", 101: "[CLS]", 102: "[SEP]", 103: "[MASK]"}
+	var b strings.Builder
+	for i := 0; i < 1000; i++ {
+		s, ok := special[i]
+		if !ok {
+			s = fmt.Sprintf("w%d", i)
+		}
+		b.WriteString(s + "\n")
+	}
+	require.NoError(tb, os.WriteFile(filepath.Join(out, "vocab.txt"), []byte(b.String()), 0o644))
+	return out
+}
