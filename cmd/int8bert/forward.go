@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
@@ -36,6 +37,22 @@ func openModel(ctx context.Context, model string, o models.Options) (*models.Pip
 // to log (nil: discarded).
 func newSelector(log *slog.Logger) (*selector.Selector, error) {
 	return selector.New(selector.Options{Warn: func(msg string) {
+		if log != nil {
+			log.Warn(msg, "component", "selector")
+		}
+	}})
+}
+
+// newServeSelector is serve's selector: as newSelector, but a shape not
+// yet tuned runs a default kernel at once and is tuned in the background
+// (selector.TuneBackground), so that no request waits for tuning;
+// INT8BERT_TUNING=sync keeps tuning on the request path.
+func newServeSelector(log *slog.Logger) (*selector.Selector, error) {
+	mode := selector.TuneBackground
+	if strings.TrimSpace(os.Getenv(selector.EnvTuning)) == "sync" {
+		mode = selector.TuneSync
+	}
+	return selector.New(selector.Options{Tuning: mode, Warn: func(msg string) {
 		if log != nil {
 			log.Warn(msg, "component", "selector")
 		}

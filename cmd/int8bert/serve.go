@@ -132,7 +132,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	sel, err := newSelector(c.Logger)
+	sel, err := newServeSelector(c.Logger)
 	if err != nil {
 		return err
 	}
