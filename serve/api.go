@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -59,6 +60,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 		if errors.As(err, &tooBig) {
 			return &apiError{http.StatusRequestEntityTooLarge, errValidation,
 				fmt.Sprintf("request body larger than %d bytes (--max-body-bytes)", limit)}
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return &apiError{http.StatusRequestTimeout, errValidation, "the request body was not received in time (--read-timeout)"}
 		}
 		return invalid("reading the request body: %v", err)
 	}

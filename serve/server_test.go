@@ -53,7 +53,7 @@ func sharedModel(t *testing.T, rel string) string {
 func newServer(t *testing.T, c Config) (*Server, *httptest.Server) {
 	t.Helper()
 	if c.Load.Selector == nil {
-		c.Load.Selector = encodertest.Selector(t)
+		c.Load = loadOptions(t)
 	}
 	if c.Instances == 0 {
 		c.Instances = 1
@@ -66,6 +66,11 @@ func newServer(t *testing.T, c Config) (*Server, *httptest.Server) {
 		s.Close()
 	})
 	return s, ts
+}
+
+// loadOptions load the test models on a quick-tuning selector.
+func loadOptions(t *testing.T) models.Options {
+	return models.Options{Selector: encodertest.Selector(t)}
 }
 
 // post sends body to route and returns the status and the body.

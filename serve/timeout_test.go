@@ -1,0 +1,140 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSlowClients: a client that stalls in its headers is disconnected
+// after ReadHeaderTimeout, one that stalls in its body gets 408 after
+// ReadTimeout, an idle keep-alive connection is closed after
+// IdleTimeout, and the server answers the next client.
+func TestSlowClients(t *testing.T) {
+	s, err := New(context.Background(), Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, Instances: 1,
+		Load: loadOptions(t), ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond,
+		IdleTimeout: 300 * time.Millisecond, DrainDelay: -1})
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go s.Serve(l)
+	defer s.Close()
+	addr := l.Addr().String()
+
+	// Headers never finished: the connection is closed.
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	_, err = io.WriteString(c, "POST /embed HTTP/1.1\r\nHost: x\r\n")
+	require.NoError(t, err)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	b, _ := io.ReadAll(c)
+	c.Close()
+	assert.Less(t, time.Since(start), 4*time.Second, "closed by the server, not by the deadline")
+	assert.NotContains(t, string(b), "200 OK")
+
+	// A body that stops: 408.
+	c, err = net.Dial("tcp", addr)
+	require.NoError(t, err)
+	_, err = io.WriteString(c, "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"inputs\": ")
+	require.NoError(t, err)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	c.Close()
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), "not received in time")
+
+	// An idle keep-alive connection is closed.
+	c, err = net.Dial("tcp", addr)
+	require.NoError(t, err)
+	_, err = io.WriteString(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	br := bufio.NewReader(c)
+	resp, err = http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	io.ReadAll(resp.Body)
+	assert.Equal(t, 200, resp.StatusCode)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start = time.Now()
+	_, err = br.ReadByte()
+	assert.ErrorIs(t, err, io.EOF, "the server closes the idle connection")
+	assert.Less(t, time.Since(start), 4*time.Second)
+	c.Close()
+
+	r, err := http.Post("http://"+addr+"/predict", "application/json", strings.NewReader(`{"inputs": "fine"}`))
+	require.NoError(t, err)
+	r.Body.Close()
+	assert.Equal(t, 200, r.StatusCode)
+}
+
+// TestShutdownAnswersAdmitted: requests admitted before Shutdown (here
+// queued behind a held instance) are all answered 200 after the
+// listener has closed, new connections are refused meanwhile, and
+// Shutdown returns nil once they are done.
+func TestShutdownAnswersAdmitted(t *testing.T) {
+	s, err := New(context.Background(), Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, Instances: 1,
+		Load: loadOptions(t), DrainDelay: -1})
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	url := "http://" + l.Addr().String()
+	release, held := make(chan struct{}), make(chan struct{})
+	go s.sched.submit(&job{ctx: context.Background(), m: s.models[0], run: func() error { close(held); <-release; return nil }}, false)
+	<-held
+	const n = 6
+	codes := make(chan int, n)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := 0; i < n; i++ {
+		go func() {
+			r, err := client.Post(url+"/predict", "application/json", strings.NewReader(`{"inputs": "held up"}`))
+			if err != nil {
+				codes <- -1
+				return
+			}
+			b, err := io.ReadAll(r.Body)
+			r.Body.Close()
+			if err != nil || !strings.Contains(string(b), "label") {
+				codes <- -2
+				return
+			}
+			codes <- r.StatusCode
+		}()
+	}
+	require.Eventually(t, func() bool {
+		s.sched.mu.Lock()
+		defer s.sched.mu.Unlock()
+		return len(s.sched.queue) == n
+	}, 10*time.Second, time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}, 10*time.Second, time.Millisecond, "the listener closes")
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned (%v) with requests in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	for i := 0; i < n; i++ {
+		assert.Equal(t, 200, <-codes, "admitted request %d", i)
+	}
+	assert.NoError(t, <-done)
+	assert.ErrorIs(t, <-served, http.ErrServerClosed)
+}
