@@ -59,7 +59,8 @@ var rules = []rule{
 	{pkg: "models/...", may: append([]string{"models/..."}, encoderMay...)},
 	{pkg: "models/encoder/encodertest", may: append([]string{"models/..."}, encoderMay...)},
 	{pkg: "bench", may: belowCmd},
-	{pkg: "cmd/...", may: append([]string{"bench"}, belowCmd...)},
+	{pkg: "serve", may: belowCmd},
+	{pkg: "cmd/...", may: append([]string{"bench", "serve"}, belowCmd...)},
 	{pkg: "internal/layout"},
 }
 

@@ -10,7 +10,7 @@ import (
 
 // Sequence is one tokenized input, as the model reads it: what
 // Pipeline.Encode returns and Pipeline.Run takes. It lets a caller (the
-// HTTP server's batcher, docs/DESIGN.md section 2.2) tokenize on its own
+// HTTP server's batcher, docs/DESIGN.md section 9.1) tokenize on its own
 // goroutines, gather the sequences of many requests, and run them in
 // passes of its own choosing.
 type Sequence struct {
