@@ -91,8 +91,9 @@ func (s *Server) encode(ctx context.Context, m *model, inputs []sequence, trunca
 			if len(inputs) > 1 {
 				what = fmt.Sprintf("input %d", i)
 			}
-			if errors.Is(err, encoder.ErrTooLong) {
-				return nil, invalid("%s must have at most %d tokens (the model's maximum input length), it has more; set \"truncate\": true to cut it", what, m.p.MaxLength())
+			var long *encoder.TooLongError
+			if errors.As(err, &long) {
+				return nil, invalid("%s must have at most %d tokens (the model's maximum input length); given: %d; set \"truncate\": true to cut it", what, long.Max, long.Tokens)
 			}
 			if errors.Is(err, encoder.ErrInput) {
 				return nil, &apiError{http.StatusUnprocessableEntity, errTokenizer, fmt.Sprintf("%s: %v", what, err)}

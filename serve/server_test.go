@@ -234,7 +234,7 @@ func TestErrorsAreJSON(t *testing.T) {
 		{"/embed", `{"inputs": []}`, 422, "cannot be empty"},
 		{"/embed", `{"inputs": 7}`, 422, "a string or a list of strings"},
 		{"/embed", `{"inputs": ["a", "b", "c"]}`, 422, "maximum allowed batch size 2"},
-		{"/embed", `{"inputs": "` + long[:3000] + `"}`, 422, "at most 512 tokens"},
+		{"/embed", `{"inputs": "` + long[:3000] + `"}`, 422, "at most 512 tokens (the model's maximum input length); given: 603"},
 		{"/embed", `{"inputs": "a", "model": "nope"}`, 422, `model "nope" is not served here`},
 		{"/embed", `{"inputs": "` + strings.Repeat("x", 5000) + `"}`, 413, "larger than 4000 bytes"},
 		{"/embed", "{\"inputs\": \"bad \xff utf-8\"}", 422, "not valid UTF-8"},

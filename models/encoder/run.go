@@ -27,6 +27,20 @@ func (s Sequence) IDs() []int32 { return s.t.ids }
 // than the pipeline's MaxLength and truncation was not asked for.
 var ErrTooLong = errors.New("input longer than the model's maximum length")
 
+// TooLongError is Encode's error for an input longer than MaxLength
+// without truncation; errors.Is finds ErrTooLong and ErrInput in it.
+type TooLongError struct {
+	// Tokens is the input's length, Max the pipeline's MaxLength.
+	Tokens, Max int
+}
+
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("encoder: encode: %d tokens, the model takes at most %d: %v", e.Tokens, e.Max, ErrTooLong)
+}
+
+// Is makes errors.Is(err, ErrTooLong) and errors.Is(err, ErrInput) hold.
+func (e *TooLongError) Is(target error) bool { return target == ErrTooLong || target == ErrInput }
+
 // EncodeOptions control Pipeline.Encode.
 type EncodeOptions struct {
 	// Truncate cuts an input longer than MaxLength (the second text of a
@@ -57,7 +71,7 @@ func (p *Pipeline) Encode(text string, pair *string, o EncodeOptions) (Sequence,
 		return Sequence{}, fmt.Errorf("encoder: encode: %w: %w", err, ErrInput)
 	}
 	if e.Len() > p.maxLength {
-		return Sequence{}, fmt.Errorf("encoder: encode: %d tokens, the model takes at most %d: %w: %w", e.Len(), p.maxLength, ErrTooLong, ErrInput)
+		return Sequence{}, &TooLongError{Tokens: e.Len(), Max: p.maxLength}
 	}
 	return Sequence{t: compact(&e)}, nil
 }
