@@ -20,8 +20,8 @@ import (
 // text methods say that the tokenizer is missing.
 //
 // Every text method tokenizes its inputs, sorts them by length and runs
-// them in micro-batches of at most MaxBatchTokens tokens (rows x padded
-// length), streaming: the memory of a call is bounded by that budget, not
+// them in packed passes of at most MaxBatchTokens real tokens (no padding
+// computed, docs/DESIGN.md section 2.3), streaming: the memory of a call is bounded by that budget, not
 // by the number of inputs, and results come back in the caller's order.
 // A done context stops a call between micro-batches and between layers
 // with ctx.Err(). Close waits for the calls in flight; any call after it
