@@ -51,19 +51,25 @@ type attnQuant struct {
 }
 
 // attentionQ is attention that also writes the context in u8 when q is
-// set.
+// set. It runs per (sequence, head) over the sequence's own rows
+// (s.spans): Seq rows each in the padded layout, each sequence's length
+// in the packed one (docs/DESIGN.md section 2.3), so that no padding is
+// computed there.
 func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
-	heads := m.cfg.Heads
-	tasks := in.Batch * heads
-	kr, err := m.attnKernels(in.Seq)
-	if err != nil {
-		return err
+	if s.spans == nil { // a scratch not made by forward
+		sp, err := m.spans(in, nil)
+		if err != nil {
+			return err
+		}
+		s.spans = sp
 	}
+	heads := m.cfg.Heads
+	tasks := len(s.spans) * heads
 	if m.threads <= 1 || tasks == 1 {
 		b := attnPool.Get().(*attnBuf)
 		defer attnPool.Put(b)
 		for t := 0; t < tasks; t++ {
-			if err := m.attentionHead(in, s, b, kr, t/heads, t%heads, q); err != nil {
+			if err := m.attentionHead(in, s, b, t/heads, t%heads, q); err != nil {
 				return err
 			}
 		}
@@ -74,7 +80,7 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 	firstAt := tasks
 	kernels.Parallel(m.threads, tasks, func(t int) {
 		b := attnPool.Get().(*attnBuf)
-		err := m.attentionHead(in, s, b, kr, t/heads, t%heads, q)
+		err := m.attentionHead(in, s, b, t/heads, t%heads, q)
 		attnPool.Put(b)
 		if err != nil {
 			mu.Lock()
@@ -87,23 +93,28 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 	return first
 }
 
-// attentionHead computes head hd of sequence bi into s.ctx with the
-// kernels kr.
-func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, kr attnPair, bi, hd int, q *attnQuant) error {
-	h, heads, seq := m.cfg.Hidden, m.cfg.Heads, in.Seq
+// attentionHead computes head hd of sequence bi (s.spans[bi]) into s.ctx
+// with the span's kernels.
+func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *attnQuant) error {
+	sp := &s.spans[bi]
+	h, heads, seq, off := m.cfg.Hidden, m.cfg.Heads, sp.n, sp.off
 	d := h / heads
 	scale := float32(1 / math.Sqrt(float64(d)))
 	ld := 3 * h
-	qk, pv := kr.qk, kr.pv
+	qk, pv := sp.kr.qk, sp.kr.pv
 	b.scores = growF32(b.scores, seq*seq)
 	b.mask = growF32(b.mask, seq)
-	for j, mk := range in.Mask[bi*seq : bi*seq+seq] {
-		b.mask[j] = 0
-		if mk == 0 {
-			b.mask[j] = maskValue
+	if in.Mask == nil {
+		clear(b.mask)
+	} else {
+		for j, mk := range in.Mask[off : off+seq] {
+			b.mask[j] = 0
+			if mk == 0 {
+				b.mask[j] = maskValue
+			}
 		}
 	}
-	rows := s.qkv[bi*seq*ld : (bi+1)*seq*ld]
+	rows := s.qkv[off*ld : (off+seq)*ld]
 	qo, ko, vo := hd*d, h+hd*d, 2*h+hd*d
 	if err := kernels.PackF32Into(&b.k, seq, d, rows[ko:], ld, qk.NR); err != nil {
 		return err
@@ -119,12 +130,12 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, kr attnPair, b
 	if err := kernels.PackF32TInto(&b.vt, d, seq, rows[vo:], ld, pv.NR); err != nil {
 		return err
 	}
-	b.g = kernels.GEMMF32{M: seq, N: d, K: seq, A: b.scores, Lda: seq, B: &b.vt, C: s.ctx[bi*seq*h+hd*d:], Ldc: h}
+	o := off*h + hd*d
+	b.g = kernels.GEMMF32{M: seq, N: d, K: seq, A: b.scores, Lda: seq, B: &b.vt, C: s.ctx[o:], Ldc: h}
 	if err := pv.Run(&b.g); err != nil {
 		return fmt.Errorf("attention context (sequence %d, head %d): %w", bi, hd, err)
 	}
 	if q != nil {
-		o := bi*seq*h + hd*d
 		if err := kernels.QuantizeBlockU8(q.dst[o:], h, s.ctx[o:], h, seq, d, q.scale, q.zp); err != nil {
 			return fmt.Errorf("attention context (sequence %d, head %d): %w", bi, hd, err)
 		}

@@ -10,7 +10,8 @@ import (
 )
 
 // DefaultMaxBatchTokens is the token budget of one forward pass of a
-// Pipeline call (rows x padded length) when Options.MaxBatchTokens is 0.
+// Pipeline call (the real tokens of a packed pass, docs/DESIGN.md section
+// 2.3) when Options.MaxBatchTokens is 0.
 // Its buffers take about 20 MB on a 4-layer, 256-wide model and 60 MB
 // (FP32) to 95 MB (INT8) on BERT-base; 2048 rows is past the size where
 // the GEMMs stop getting faster per row.
@@ -71,20 +72,24 @@ func encodeAll(ctx context.Context, n int, chunk func(lo, hi int) ([]tokenizer.E
 }
 
 // microBatch is one forward pass of a call: indices into the call's
-// sequences, longest first, and the length they are padded to.
+// sequences, longest first, the longest length and the sum of the
+// lengths (the pass's tokens, packed: docs/DESIGN.md section 2.3).
 type microBatch struct {
 	idx []int
 	seq int
+	n   int
 }
 
-// tokens is the pass's size in tokens, padding included.
-func (b microBatch) tokens() int { return len(b.idx) * b.seq }
+// tokens is the pass's size in tokens: packed, the sequences' own tokens.
+func (b microBatch) tokens() int { return b.n }
 
-// planBatches groups sequences of lengths lens into micro-batches of at
-// most budget tokens each (rows x padded length): sorted longest first
-// (stable), neighbours batched, so that each batch's rows have about the
-// same length and little padding is computed. A sequence longer than
-// budget is a batch alone. Every index appears in exactly one batch.
+// planBatches groups sequences of lengths lens into packed passes of at
+// most budget tokens each (the sum of their lengths: nothing is padded),
+// sorted longest first (stable) and cut greedily. The sort is kept
+// though packing does not need it: neighbours of equal length share
+// attention's kernels (asked once per run of a length) and a pass's
+// sequences about the same work. A sequence longer than budget is a pass
+// alone. Every index appears in exactly one pass.
 func planBatches(lens []int, budget int) []microBatch {
 	order := make([]int, len(lens))
 	for i := range order {
@@ -93,21 +98,26 @@ func planBatches(lens []int, budget int) []microBatch {
 	sort.SliceStable(order, func(a, b int) bool { return lens[order[a]] > lens[order[b]] })
 	var out []microBatch
 	for i := 0; i < len(order); {
-		seq := lens[order[i]]
-		j := min(i+max(budget/max(seq, 1), 1), len(order))
-		out = append(out, microBatch{idx: order[i:j:j], seq: seq})
+		b := microBatch{seq: lens[order[i]]}
+		j := i
+		for j < len(order) && (j == i || b.n+lens[order[j]] <= budget) {
+			b.n += lens[order[j]]
+			j++
+		}
+		b.idx = order[i:j:j]
+		out = append(out, b)
 		i = j
 	}
 	return out
 }
 
-// stream runs seqs through the model in micro-batches (planBatches under
-// p.maxBatchTokens), all on one set of buffers sized to the largest, so
-// that a call's memory is bounded by the budget, not by len(seqs). ctx is
-// checked between micro-batches and, by the model, between layers. each
-// sees a batch's indices into seqs, its inputs and its outputs, which are
-// valid only until it returns; an error from it ends the call. The caller
-// has entered p.Model.
+// stream runs seqs through the model in packed passes (planBatches under
+// p.maxBatchTokens: no padding computed), all on one set of buffers sized
+// to the largest, so that a call's memory is bounded by the budget, not
+// by len(seqs). ctx is checked between passes and, by the model, between
+// layers. each sees a pass's indices into seqs, its inputs and its
+// outputs, which are valid only until it returns; an error from it ends
+// the call. The caller has entered p.Model.
 func (p *Pipeline) stream(ctx context.Context, seqs []tokens, each func(idx []int, in *Inputs, out *TaskOutput) error) error {
 	if len(seqs) == 0 {
 		return fmt.Errorf("encoder: empty batch: %w", ErrInput)
@@ -117,24 +127,23 @@ func (p *Pipeline) stream(ctx context.Context, seqs []tokens, each func(idx []in
 		lens[i] = len(s.ids)
 	}
 	plan := planBatches(lens, p.maxBatchTokens)
-	most := 0
+	most, mostSeqs := 0, 0
 	for _, b := range plan {
-		most = max(most, b.tokens())
+		most, mostSeqs = max(most, b.tokens()), max(mostSeqs, len(b.idx))
 	}
 	enc := p.Model.Encoder
 	buf := enc.getBuffers(most)
 	defer enc.putBuffers(buf)
-	// One set of input arrays serves every micro-batch, as buf does.
-	ids, mask := make([]int32, most), make([]int32, most)
-	var types []int32
+	// One set of input arrays serves every pass, as buf does.
+	ar := packArrays{ids: make([]int32, most), lens: make([]int, mostSeqs)}
 	if enc.Config().TypeVocab > 0 {
-		types = make([]int32, most)
+		ar.types = make([]int32, most)
 	}
 	for _, b := range plan {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		in := p.batchInputs(seqs, b, ids, mask, types)
+		in := packInputs(seqs, b, &ar)
 		out, err := p.Model.forward(ctx, in, false, buf)
 		if err != nil {
 			return err
@@ -146,25 +155,79 @@ func (p *Pipeline) stream(ctx context.Context, seqs []tokens, each func(idx []in
 	return nil
 }
 
-// batchInputs pads the sequences of b into model inputs: the tokenizer's
-// padding id, mask 0 and token type 0 after each sequence's end. The
-// inputs are views of ids, mask and types (nil: the model has no token
-// types), each at least b.tokens() long, which it overwrites.
-func (p *Pipeline) batchInputs(seqs []tokens, b microBatch, ids, mask, types []int32) *Inputs {
-	seq, n := b.seq, b.tokens()
+// packArrays are the input arrays of a call's packed passes, each at
+// least as long as its largest pass needs; mask is made on the first
+// pass holding a sequence with a mask of its own.
+type packArrays struct {
+	ids, types, mask []int32
+	lens             []int
+}
+
+// packInputs packs the sequences of b back to back into model inputs
+// (docs/DESIGN.md section 2.3), views of ar's arrays, which it
+// overwrites. TypeIDs are nil when the model has no token types; Mask is
+// nil unless a sequence of b has a mask (the tokenizer's are all 1 and
+// are not kept).
+func packInputs(seqs []tokens, b microBatch, ar *packArrays) *Inputs {
+	n := b.tokens()
+	in := &Inputs{Batch: len(b.idx), Seq: b.seq, IDs: ar.ids[:n:n], Lens: ar.lens[:len(b.idx):len(b.idx)]}
+	masked := slices.ContainsFunc(b.idx, func(i int) bool { return seqs[i].mask != nil })
+	if masked {
+		if len(ar.mask) < n {
+			ar.mask = make([]int32, len(ar.ids))
+		}
+		in.Mask = ar.mask[:n:n]
+	}
+	if ar.types != nil {
+		in.TypeIDs = ar.types[:n:n]
+	}
+	off := 0
+	for r, i := range b.idx {
+		s := seqs[i]
+		k := len(s.ids)
+		in.Lens[r] = k
+		copy(in.IDs[off:off+k], s.ids)
+		if in.TypeIDs != nil {
+			if s.types != nil {
+				copy(in.TypeIDs[off:off+k], s.types)
+			} else {
+				clear(in.TypeIDs[off : off+k])
+			}
+		}
+		if masked {
+			if s.mask != nil {
+				copy(in.Mask[off:off+k], s.mask)
+			} else {
+				for j := off; j < off+k; j++ {
+					in.Mask[j] = 1
+				}
+			}
+		}
+		off += k
+	}
+	return in
+}
+
+// padInputs pads the sequences idx of seqs to the longest of them, seq
+// tokens, into padded model inputs (calibration's batches): the
+// tokenizer's padding id, mask 0 and token type 0 after each sequence's
+// end. The inputs are views of ids, mask and types (nil: the model has no
+// token types), each at least len(idx) x seq long, which it overwrites.
+func (p *Pipeline) padInputs(seqs []tokens, idx []int, seq int, ids, mask, types []int32) *Inputs {
+	n := len(idx) * seq
 	pad := int32(0)
 	if p.Tok != nil {
 		if sp := p.Tok.Special(); sp.PAD >= 0 {
 			pad = sp.PAD
 		}
 	}
-	in := &Inputs{Batch: len(b.idx), Seq: seq, IDs: ids[:n:n], Mask: mask[:n:n]}
+	in := &Inputs{Batch: len(idx), Seq: seq, IDs: ids[:n:n], Mask: mask[:n:n]}
 	clear(in.Mask)
 	if types != nil {
 		in.TypeIDs = types[:n:n]
 		clear(in.TypeIDs)
 	}
-	for r, i := range b.idx {
+	for r, i := range idx {
 		s := seqs[i]
 		ids, mask := in.IDs[r*seq:(r+1)*seq], in.Mask[r*seq:(r+1)*seq]
 		k := copy(ids, s.ids)

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestPlanBatches: every sequence is in exactly one micro-batch, each
-// batch is padded to its longest row, holds at most the budget in tokens
-// (a longer sequence alone), and batches neighbours in length, longest
-// first.
+// TestPlanBatches: every sequence is in exactly one packed pass, each
+// pass holds at most the budget in real tokens (a longer sequence alone)
+// and stops only where the next sequence would go over, records its
+// longest length and its token count, and passes run longest first.
 func TestPlanBatches(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for trial := 0; trial < 200; trial++ {
@@ -32,22 +32,24 @@ func TestPlanBatches(t *testing.T) {
 		prev := -1
 		for bi, b := range plan {
 			require.NotEmpty(t, b.idx, "batch %d", bi)
-			longest := 0
+			longest, sum := 0, 0
 			for k, i := range b.idx {
 				require.False(t, seen[i], "index %d in two batches", i)
 				seen[i] = true
 				longest = max(longest, lens[i])
+				sum += lens[i]
 				if k > 0 {
 					require.LessOrEqual(t, lens[i], lens[b.idx[k-1]], "batch %d is not sorted longest first", bi)
 				}
 			}
-			require.Equal(t, longest, b.seq, "batch %d is padded to %d, its longest row has %d", bi, b.seq, longest)
+			require.Equal(t, longest, b.seq, "batch %d: longest %d, recorded %d", bi, longest, b.seq)
+			require.Equal(t, sum, b.tokens(), "batch %d: its tokens are the sum of its lengths", bi)
 			if len(b.idx) > 1 {
-				require.LessOrEqual(t, b.tokens(), budget, "batch %d: %d rows x %d tokens over the budget %d", bi, len(b.idx), b.seq, budget)
+				require.LessOrEqual(t, b.tokens(), budget, "batch %d: %d tokens over the budget %d", bi, b.tokens(), budget)
 			}
-			// Greedy: one more row of this length would have been over.
+			// Greedy: the next sequence would have been over.
 			if bi+1 < len(plan) {
-				require.Greater(t, (len(b.idx)+1)*b.seq, budget, "batch %d stopped short of the budget", bi)
+				require.Greater(t, b.tokens()+lens[plan[bi+1].idx[0]], budget, "batch %d stopped short of the budget", bi)
 			}
 			if prev >= 0 {
 				require.LessOrEqual(t, b.seq, prev, "batches are not longest first")
@@ -59,11 +61,13 @@ func TestPlanBatches(t *testing.T) {
 		}
 	}
 	assert.Empty(t, planBatches(nil, 10))
-	// A sequence longer than the budget runs alone.
-	plan := planBatches([]int{50, 3, 3}, 10)
-	require.Len(t, plan, 2)
+	// A sequence longer than the budget runs alone; packing fills a pass
+	// with whatever fits (7 + 3 = 10).
+	plan := planBatches([]int{50, 3, 3, 7, 2}, 10)
+	require.Len(t, plan, 3)
 	assert.Equal(t, []int{0}, plan[0].idx)
-	assert.Equal(t, []int{1, 2}, plan[1].idx)
+	assert.Equal(t, []int{3, 1}, plan[1].idx)
+	assert.Equal(t, []int{2, 4}, plan[2].idx)
 }
 
 // tinyModel is a random 3-layer tinyConfig model on sel (nil: a test
@@ -156,12 +160,12 @@ func TestStreamStopsBetweenBatches(t *testing.T) {
 }
 
 // TestStreamMatchesOneByOne: the hidden states stream gives each
-// sequence, in micro-batches of several budgets, are those of the
-// sequence run alone: bit for bit when its micro-batch holds sequences
-// of its own length only (no padding), within float rounding otherwise
-// (padding adds exact zeros to attention's sums, in another order). The
-// kernels are forced to the generic ones, so that the number of rows of a
-// pass does not change which kernel runs.
+// sequence, in packed passes of several budgets, are those of the
+// sequence run alone (padded layout, batch 1) bit for bit: a packed pass
+// computes no padding, attention runs on each sequence's own rows, and
+// the kernels are forced to the generic ones, so that the number of rows
+// of a pass does not change which kernel runs (the linears' rows are
+// independent). Every pass is packed: real tokens = computed tokens.
 func TestStreamMatchesOneByOne(t *testing.T) {
 	sel, err := selector.New(selector.Options{CachePath: "off", Force: "generic", Reps: 1, RepTime: 100 * time.Microsecond})
 	require.NoError(t, err)
@@ -178,29 +182,24 @@ func TestStreamMatchesOneByOne(t *testing.T) {
 			alone[i] = out.Last
 		}
 		got := make([][]float32, len(seqs))
-		padded := make([]bool, len(seqs))
 		batches := 0
 		err := p.stream(context.Background(), seqs, func(idx []int, in *Inputs, out *TaskOutput) error {
 			batches++
-			require.LessOrEqual(t, in.Batch*in.Seq, max(budget, in.Seq), "micro-batch over the budget")
+			require.NotNil(t, in.Lens, "a pipeline pass is packed")
+			require.Len(t, in.IDs, in.Tokens())
+			require.LessOrEqual(t, in.Tokens(), max(budget, in.Seq), "pass over the budget")
+			require.Len(t, out.Last, in.Tokens()*h, "no padding computed")
 			for r, i := range idx {
-				n := len(seqs[i].ids)
-				got[i] = slices.Clone(out.Last[r*in.Seq*h : (r*in.Seq+n)*h])
-				padded[i] = slices.ContainsFunc(idx, func(j int) bool { return len(seqs[j].ids) != n })
-				// The padding positions are masked.
-				assert.Equal(t, slices.Repeat([]int32{0}, in.Seq-n), in.Mask[r*in.Seq+n:(r+1)*in.Seq])
+				start, end := out.Rows(r)
+				require.Equal(t, len(seqs[i].ids), end-start)
+				got[i] = slices.Clone(out.Last[start*h : end*h])
 			}
 			return nil
 		})
 		require.NoError(t, err)
 		assert.Equal(t, len(planBatches(lensOf(seqs), budget)), batches)
 		for i := range seqs {
-			require.Len(t, got[i], len(alone[i]), "budget %d sequence %d", budget, i)
-			if !padded[i] {
-				assert.Equal(t, alone[i], got[i], "budget %d sequence %d, unpadded", budget, i)
-				continue
-			}
-			assert.InDeltaSlice(t, alone[i], got[i], 1e-5, "budget %d sequence %d, padded", budget, i)
+			require.Equal(t, alone[i], got[i], "budget %d sequence %d", budget, i)
 		}
 	}
 }

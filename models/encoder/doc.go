@@ -34,9 +34,9 @@
 //
 // Serving (docs/DESIGN.md section 2): the Pipeline's text methods
 // (Classify, ClassifyPairs, Embed, Answer) sort a call's inputs by length
-// and stream them through the model in micro-batches of at most
-// Options.MaxBatchTokens tokens (rows x padded length,
-// DefaultMaxBatchTokens by default), keeping only each input's token ids
+// and stream them through the model in packed passes of at most
+// Options.MaxBatchTokens real tokens (DefaultMaxBatchTokens by default;
+// no padding computed: Inputs.Lens, docs/DESIGN.md section 2.3), keeping only each input's token ids
 // and result, so a call's memory is bounded by the budget rather than by
 // its number of inputs; results come back in the caller's order. The
 // context of a call is checked while tokenizing, between micro-batches and

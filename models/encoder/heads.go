@@ -79,41 +79,53 @@ func (d *Dense) Close() error {
 	return d.lin.Close()
 }
 
-// CLSRows gathers the first token of every sequence: [Batch][Hidden].
+// CLSRows gathers the first token of every sequence: [Batch][Hidden]
+// (at each sequence's first row, Output.Rows, in either layout).
 func (o *Output) CLSRows() []float32 {
 	out := make([]float32, o.Batch*o.Hidden)
 	for b := 0; b < o.Batch; b++ {
-		copy(out[b*o.Hidden:(b+1)*o.Hidden], o.Last[b*o.Seq*o.Hidden:])
+		r, _ := o.Rows(b)
+		copy(out[b*o.Hidden:(b+1)*o.Hidden], o.Last[r*o.Hidden:])
 	}
 	return out
 }
 
 // MeanPool averages each sequence's hidden states over its unmasked
-// tokens: [Batch][Hidden]. A sequence with no token gives zeros.
+// tokens: [Batch][Hidden]. mask is the inputs' (one value per row of
+// Last); nil counts every row of a sequence, as packed inputs without a
+// mask mean. A sequence with no token gives zeros.
 func (o *Output) MeanPool(mask []int32) []float32 {
 	h := o.Hidden
 	out := make([]float32, o.Batch*h)
 	acc := make([]float64, h)
 	for b := 0; b < o.Batch; b++ {
-		clear(acc)
-		n := 0
-		for s := 0; s < o.Seq; s++ {
-			if mask[b*o.Seq+s] == 0 {
-				continue
-			}
-			n++
-			row := o.Last[(b*o.Seq+s)*h:]
-			for j := range acc {
-				acc[j] += float64(row[j])
-			}
-		}
-		for j := range acc {
-			if n > 0 {
-				out[b*h+j] = float32(acc[j] / float64(n))
-			}
-		}
+		meanRows(out[b*h:(b+1)*h], acc, o, b, mask)
 	}
 	return out
+}
+
+// meanRows writes into v the mean of sequence b's unmasked rows of o
+// (zeros for none); acc is Hidden values of scratch.
+func meanRows(v []float32, acc []float64, o *Output, b int, mask []int32) {
+	h := o.Hidden
+	clear(acc)
+	n := 0
+	start, end := o.Rows(b)
+	for i := start; i < end; i++ {
+		if mask != nil && mask[i] == 0 {
+			continue
+		}
+		n++
+		for j, x := range o.Last[i*h : (i+1)*h] {
+			acc[j] += float64(x)
+		}
+	}
+	for j := range acc {
+		v[j] = 0
+		if n > 0 {
+			v[j] = float32(acc[j] / float64(n))
+		}
+	}
 }
 
 // Normalize scales each of the rows of x ([rows][dim]) to unit L2 norm

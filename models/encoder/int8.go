@@ -59,8 +59,9 @@ func qlinPrefix(li, which int) string {
 	return fmt.Sprintf("int8.layer.%d.%s.", li, linNames[which])
 }
 
-// observeFunc sees the input x ([rows][k], rows = len(mask)) of linear
-// which of layer li during calibration.
+// observeFunc sees the input x ([rows][k]) of linear which of layer li
+// during calibration, with the pass's mask (rows values; nil: every row
+// is a real token, as in packed inputs).
 type observeFunc func(li, which int, x []float32, k int, mask []int32) error
 
 // qlin is one linear of an INT8 model: int8 weights on the selector, or
@@ -212,7 +213,7 @@ type qscratch struct {
 // same of the next layer.
 func (m *Model) qlayer(li int, x []float32, in *Inputs, s *qscratch, xqReady bool) (bool, error) {
 	ly := &m.qlayers[li]
-	h, rows, inter := m.cfg.Hidden, in.Batch*in.Seq, m.cfg.Intermediate
+	h, rows, inter := m.cfg.Hidden, s.rows, m.cfg.Intermediate
 	static := m.prec == PrecisionInt8Static
 	p := m.prof
 	fl := func(n, k int) float64 { return 2 * float64(rows) * float64(n) * float64(k) }

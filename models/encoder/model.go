@@ -208,43 +208,150 @@ func (m *Model) Close() error {
 	})
 }
 
-// Inputs is a padded batch: Batch sequences of Seq tokens, row-major.
-// TypeIDs may be nil (all 0); Mask is 1 for tokens and 0 for padding.
+// Inputs are the token ids of one forward pass, in one of two layouts
+// (docs/DESIGN.md section 2.3). TypeIDs may be nil (all 0) in either.
+//
+// Padded (Lens nil): Batch sequences of Seq tokens each, row-major
+// ([Batch][Seq]); Mask is 1 for tokens and 0 for padding, and every
+// linear computes the padding too.
+//
+// Packed (Lens set): len(Lens) sequences of Lens[b] tokens each (1 to the
+// model's MaxSeq), back to back: IDs (and TypeIDs) hold sum(Lens) tokens,
+// sequence b's from sum(Lens[:b]) on. Batch must be len(Lens), and Seq 0
+// or the longest of Lens. Mask may be nil (every token is real); when set
+// (sum(Lens) values) it masks keys within each sequence as the padded
+// layout's does. No padding is computed: the embeddings, linears and
+// LayerNorms run on sum(Lens) rows, attention on each sequence's own
+// tokens, and positions restart with every sequence.
 type Inputs struct {
 	Batch, Seq int
 	IDs        []int32
 	TypeIDs    []int32
 	Mask       []int32
+	Lens       []int
 }
 
-// Output is the last hidden state [Batch][Seq][Hidden] and, when asked for,
-// the embeddings' and every layer's output (named for per-layer diffs
-// against the reference: HiddenStates[0] is the embeddings).
+// Tokens is the number of tokens (rows) the pass computes: Batch x Seq
+// padded, sum(Lens) packed.
+func (in *Inputs) Tokens() int {
+	if in.Lens == nil {
+		return in.Batch * in.Seq
+	}
+	n := 0
+	for _, l := range in.Lens {
+		n += l
+	}
+	return n
+}
+
+// RealTokens is the number of tokens the mask marks as real (all of them
+// when Mask is nil).
+func (in *Inputs) RealTokens() int {
+	if in.Mask == nil {
+		return in.Tokens()
+	}
+	n := 0
+	for _, v := range in.Mask {
+		n += int(v)
+	}
+	return n
+}
+
+// Output is the last hidden state and, when asked for, the embeddings' and
+// every layer's output (named for per-layer diffs against the reference:
+// HiddenStates[0] is the embeddings), in the layout of the inputs: Last is
+// [Batch][Seq][Hidden] for padded inputs, [sum(Lens)][Hidden] for packed
+// ones (Seq is then the longest sequence). Rows says where a sequence's
+// rows are in either layout.
 type Output struct {
 	Batch, Seq, Hidden int
 	Last               []float32
 	HiddenStates       [][]float32
+	// Offsets are, for packed inputs, the first row of every sequence and
+	// the end of the last ([Batch+1]; sequence b is rows Offsets[b] to
+	// Offsets[b+1]); nil for padded inputs.
+	Offsets []int
+}
+
+// Rows returns the rows [start, end) of Last (and of the per-token head
+// outputs) that hold sequence b: its Seq rows, padding included, in the
+// padded layout; its own tokens in the packed one.
+func (o *Output) Rows(b int) (start, end int) {
+	if o.Offsets != nil {
+		return o.Offsets[b], o.Offsets[b+1]
+	}
+	return b * o.Seq, (b + 1) * o.Seq
+}
+
+// rows is the number of rows of Last.
+func (o *Output) rows() int {
+	if o.Offsets != nil {
+		return o.Offsets[len(o.Offsets)-1]
+	}
+	return o.Batch * o.Seq
 }
 
 func (m *Model) check(in *Inputs) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("encoder: inputs: %s: %w", fmt.Sprintf(format, args...), ErrInput)
 	}
-	n := in.Batch * in.Seq
-	switch {
-	case in.Batch <= 0 || in.Seq <= 0:
-		return bad("batch %d x seq %d", in.Batch, in.Seq)
-	case in.Seq > m.cfg.MaxSeq():
-		return bad("sequence of %d tokens, the model takes at most %d", in.Seq, m.cfg.MaxSeq())
-	case len(in.IDs) != n || len(in.Mask) != n || (in.TypeIDs != nil && len(in.TypeIDs) != n):
-		return bad("want %d ids, mask values and type ids, have %d, %d, %d", n, len(in.IDs), len(in.Mask), len(in.TypeIDs))
+	most := m.cfg.MaxSeq()
+	var n int
+	if in.Lens == nil {
+		n = in.Batch * in.Seq
+		switch {
+		case in.Batch <= 0 || in.Seq <= 0:
+			return bad("batch %d x seq %d", in.Batch, in.Seq)
+		case in.Seq > most:
+			return bad("sequence of %d tokens, the model takes at most %d", in.Seq, most)
+		case len(in.IDs) != n || len(in.Mask) != n || (in.TypeIDs != nil && len(in.TypeIDs) != n):
+			return bad("want %d ids, mask values and type ids, have %d, %d, %d", n, len(in.IDs), len(in.Mask), len(in.TypeIDs))
+		}
+	} else {
+		// Packed (docs/DESIGN.md section 2.3).
+		if len(in.Lens) == 0 || in.Batch != len(in.Lens) {
+			return bad("packed inputs of %d lengths with batch %d (want batch = the number of lengths, at least 1)", len(in.Lens), in.Batch)
+		}
+		longest := 0
+		for b, l := range in.Lens {
+			if l < 1 || l > most {
+				return bad("packed sequence %d has %d tokens (want 1 to %d)", b, l, most)
+			}
+			n += l
+			longest = max(longest, l)
+		}
+		switch {
+		case in.Seq != 0 && in.Seq != longest:
+			return bad("packed inputs with seq %d, the longest sequence has %d tokens (want 0 or %d)", in.Seq, longest, longest)
+		case len(in.IDs) != n:
+			return bad("packed lengths sum to %d tokens, have %d ids", n, len(in.IDs))
+		case in.Mask != nil && len(in.Mask) != n:
+			return bad("packed lengths sum to %d tokens, have %d mask values (or leave the mask nil)", n, len(in.Mask))
+		case in.TypeIDs != nil && len(in.TypeIDs) != n:
+			return bad("packed lengths sum to %d tokens, have %d type ids", n, len(in.TypeIDs))
+		}
+	}
+	seqOf := func(i int) (b, t int) {
+		if in.Lens == nil {
+			return i / in.Seq, i % in.Seq
+		}
+		for b, l := range in.Lens {
+			if i < l {
+				return b, i
+			}
+			i -= l
+		}
+		return len(in.Lens), i
 	}
 	for i := 0; i < n; i++ {
 		if id := in.IDs[i]; id < 0 || int(id) >= m.cfg.Vocab {
-			return bad("token %d of sequence %d: id %d outside the vocabulary of %d", i%in.Seq, i/in.Seq, id, m.cfg.Vocab)
+			b, t := seqOf(i)
+			return bad("token %d of sequence %d: id %d outside the vocabulary of %d", t, b, id, m.cfg.Vocab)
 		}
-		if mk := in.Mask[i]; mk != 0 && mk != 1 {
-			return bad("attention mask value %d at %d (want 0 or 1)", mk, i)
+		if in.Mask != nil {
+			if mk := in.Mask[i]; mk != 0 && mk != 1 {
+				return bad("attention mask value %d at %d (want 0 or 1)", mk, i)
+			}
 		}
 		if in.TypeIDs != nil {
 			if t := in.TypeIDs[i]; t < 0 || int(t) >= max(m.cfg.TypeVocab, 1) {
@@ -255,27 +362,35 @@ func (m *Model) check(in *Inputs) error {
 	return nil
 }
 
-// positions returns the position ids of the batch.
-func (m *Model) positions(in *Inputs) []int {
-	pos := make([]int, in.Batch*in.Seq)
+// span is one sequence of a pass: its first row, its length in rows
+// (Seq in the padded layout) and attention's kernels for that length.
+type span struct {
+	off, n int
+	kr     attnPair
+}
+
+// spans lists the sequences of in into dst (reused), with attention's
+// kernels asked once per run of equal lengths.
+func (m *Model) spans(in *Inputs, dst []span) ([]span, error) {
+	dst = dst[:0]
+	var kr attnPair
+	last, off := -1, 0
 	for b := 0; b < in.Batch; b++ {
-		c := 0
-		for s := 0; s < in.Seq; s++ {
-			i := b*in.Seq + s
-			if !m.cfg.PositionsFromPadding {
-				pos[i] = s
-				continue
-			}
-			// XLM-R: count the non-padding tokens, offset by the padding index.
-			if int(in.IDs[i]) != m.cfg.PaddingIdx {
-				c++
-				pos[i] = c + m.cfg.PaddingIdx
-			} else {
-				pos[i] = m.cfg.PaddingIdx
-			}
+		n := in.Seq
+		if in.Lens != nil {
+			n = in.Lens[b]
 		}
+		if n != last {
+			var err error
+			if kr, err = m.attnKernels(n); err != nil {
+				return nil, err
+			}
+			last = n
+		}
+		dst = append(dst, span{off: off, n: n, kr: kr})
+		off += n
 	}
-	return pos
+	return dst, nil
 }
 
 // Forward runs the encoder on a batch. keepHidden also returns every
@@ -310,10 +425,11 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	h, rows := m.cfg.Hidden, in.Batch*in.Seq
+	h, rows := m.cfg.Hidden, in.Tokens()
 	t0 := time.Now()
 	var x []float32
-	if b == nil {
+	lone := b == nil
+	if lone {
 		b = m.getBuffers(rows)
 		defer m.putBuffers(b)
 		x = make([]float32, rows*h)
@@ -324,7 +440,12 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 		x = b.x[:rows*h]
 	}
 	qs := b.view(m.cfg, rows)
-	m.embed(in, x)
+	spans, err := m.spans(in, b.spans)
+	if err != nil {
+		return nil, err
+	}
+	b.spans, qs.spans = spans, spans
+	m.embed(in, spans, x)
 	// In static mode the embeddings' LayerNorm also quantizes the first
 	// layer's input.
 	var qp *kernels.QuantParams
@@ -339,6 +460,23 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 	}
 	m.prof.add(partEmbeddings, t0, 0)
 	out := &Output{Batch: in.Batch, Seq: in.Seq, Hidden: h}
+	if in.Lens != nil {
+		// Packed: Offsets are the pipeline buffers' own (valid as long as
+		// Last), or the lone pass's.
+		offs := b.offs[:0]
+		if lone {
+			offs = make([]int, 0, len(spans)+1)
+		}
+		out.Seq = 0
+		for _, sp := range spans {
+			offs = append(offs, sp.off)
+			out.Seq = max(out.Seq, sp.n)
+		}
+		out.Offsets = append(offs, rows)
+		if !lone {
+			b.offs = out.Offsets
+		}
+	}
 	if keepHidden {
 		out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
 	}
@@ -367,26 +505,50 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 }
 
 // embed writes the sum of the word, position and token type embeddings
-// of every token into x ([rows][Hidden]).
-func (m *Model) embed(in *Inputs, x []float32) {
-	h, rows := m.cfg.Hidden, in.Batch*in.Seq
-	pos := m.positions(in)
-	for i := 0; i < rows; i++ {
-		row := x[i*h : (i+1)*h]
-		w := m.wordEmb[int(in.IDs[i])*h:]
-		p := m.posEmb[pos[i]*h:]
-		for j := range row {
-			row[j] = w[j] + p[j]
+// of every token into x ([rows][Hidden]). Positions restart at every
+// sequence of spans: 0, 1, ... (BERT, DistilBERT), or for XLM-R counted
+// over the sequence's non-padding tokens from PaddingIdx+1 (padding
+// tokens get PaddingIdx), as Hugging Face's
+// create_position_ids_from_input_ids does per row.
+func (m *Model) embed(in *Inputs, spans []span, x []float32) {
+	for _, sp := range spans {
+		c := 0
+		for s := 0; s < sp.n; s++ {
+			m.embedToken(in, sp.off+s, m.position(in, sp.off+s, s, &c), x)
 		}
-		if m.typeEmb != nil {
-			t := 0
-			if in.TypeIDs != nil {
-				t = int(in.TypeIDs[i])
-			}
-			te := m.typeEmb[t*h:]
-			for j := range row {
-				row[j] += te[j]
-			}
+	}
+}
+
+// position is the position id of token i, the s-th of its sequence; c
+// counts the sequence's non-padding tokens so far (XLM-R).
+func (m *Model) position(in *Inputs, i, s int, c *int) int {
+	if !m.cfg.PositionsFromPadding {
+		return s
+	}
+	if int(in.IDs[i]) == m.cfg.PaddingIdx {
+		return m.cfg.PaddingIdx
+	}
+	*c++
+	return *c + m.cfg.PaddingIdx
+}
+
+// embedToken writes token i's embeddings at position pos into its row of x.
+func (m *Model) embedToken(in *Inputs, i, pos int, x []float32) {
+	h := m.cfg.Hidden
+	row := x[i*h : (i+1)*h]
+	w := m.wordEmb[int(in.IDs[i])*h:]
+	p := m.posEmb[pos*h:]
+	for j := range row {
+		row[j] = w[j] + p[j]
+	}
+	if m.typeEmb != nil {
+		t := 0
+		if in.TypeIDs != nil {
+			t = int(in.TypeIDs[i])
+		}
+		te := m.typeEmb[t*h:]
+		for j := range row {
+			row[j] += te[j]
 		}
 	}
 }
@@ -395,6 +557,9 @@ func (m *Model) embed(in *Inputs, x []float32) {
 // pass's size (a view of buffers).
 type scratch struct {
 	qkv, ctx, t, f []float32
+	// rows is the pass's tokens; spans its sequences (forward).
+	rows  int
+	spans []span
 }
 
 // buffers hold the scratch of forward passes of up to rows tokens (rows x
@@ -409,6 +574,10 @@ type buffers struct {
 	x, qkv, ctx, t, f []float32
 	xq, ctxq, fq      qin
 	tmp               []float32
+	// spans and offs are a pass's sequences and a packed pass's Offsets,
+	// grown as needed and reused.
+	spans []span
+	offs  []int
 }
 
 // newBuffers makes buffers for passes of up to rows tokens of m.
@@ -524,7 +693,7 @@ func (p *bufferPool) keeps(rows int) bool {
 // no clearing.
 func (b *buffers) view(c Config, rows int) *qscratch {
 	h, in := c.Hidden, c.Intermediate
-	s := &qscratch{scratch: &scratch{qkv: b.qkv[:rows*3*h], ctx: b.ctx[:rows*h], t: b.t[:rows*h], f: b.f[:rows*in]}}
+	s := &qscratch{scratch: &scratch{qkv: b.qkv[:rows*3*h], ctx: b.ctx[:rows*h], t: b.t[:rows*h], f: b.f[:rows*in], rows: rows}}
 	if b.int8 {
 		v := func(q qin, k int) qin { return qin{u8: q.u8[:rows*k], scales: q.scales[:rows]} }
 		s.xq, s.ctxq, s.fq = v(b.xq, h), v(b.ctxq, h), v(b.fq, in)
@@ -536,14 +705,14 @@ func (b *buffers) view(c Config, rows int) *qscratch {
 // layer runs one post-LayerNorm layer in place on x.
 func (m *Model) layer(li int, x []float32, in *Inputs, s *scratch, obs observeFunc) error {
 	ly := &m.layers[li]
-	h, rows, th, inter := m.cfg.Hidden, in.Batch*in.Seq, m.threads, m.cfg.Intermediate
+	h, rows, th, inter := m.cfg.Hidden, s.rows, m.threads, m.cfg.Intermediate
 	p := m.prof
 	fl := func(n, k int) float64 { return 2 * float64(rows) * float64(n) * float64(k) }
 	see := func(which int, x []float32, k int) error {
 		if obs == nil {
 			return nil
 		}
-		return obs(li, which, x, k, in.Mask)
+		return obs(li, which, x[:rows*k], k, in.Mask)
 	}
 	if err := see(linQKV, x, h); err != nil {
 		return err

@@ -20,8 +20,8 @@ import (
 // text methods say that the tokenizer is missing.
 //
 // Every text method tokenizes its inputs, sorts them by length and runs
-// them in micro-batches of at most MaxBatchTokens tokens (rows x padded
-// length), streaming: the memory of a call is bounded by that budget, not
+// them in packed passes of at most MaxBatchTokens real tokens (no padding
+// computed, docs/DESIGN.md section 2.3), streaming: the memory of a call is bounded by that budget, not
 // by the number of inputs, and results come back in the caller's order.
 // A done context stops a call between micro-batches and between layers
 // with ctx.Err(). Close waits for the calls in flight; any call after it
@@ -366,7 +366,7 @@ func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o Q
 	starts, ends := make([][]float32, len(windows)), make([][]float32, len(windows))
 	err = p.stream(ctx, seqs, func(idx []int, in *Inputs, out *TaskOutput) error {
 		for r, w := range idx {
-			base := r * in.Seq
+			base, _ := out.Rows(r)
 			starts[w] = slices.Clone(out.StartLogits[base : base+windows[w].Len()])
 			ends[w] = slices.Clone(out.EndLogits[base : base+windows[w].Len()])
 		}
@@ -438,13 +438,13 @@ func (p *Pipeline) calibBatches(ctx context.Context, texts []string, batch int) 
 	var out []*Inputs
 	for i := 0; i < len(order); i += batch {
 		idx := order[i:min(i+batch, len(order))]
-		b := microBatch{idx: idx, seq: len(seqs[idx[0]].ids)}
-		n := b.tokens()
+		seq := len(seqs[idx[0]].ids)
+		n := len(idx) * seq
 		var types []int32
 		if p.Model.Encoder.Config().TypeVocab > 0 {
 			types = make([]int32, n)
 		}
-		out = append(out, p.batchInputs(seqs, b, make([]int32, n), make([]int32, n), types))
+		out = append(out, p.padInputs(seqs, idx, seq, make([]int32, n), make([]int32, n), types))
 	}
 	return out, nil
 }

@@ -159,16 +159,20 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 	}
 	var buf []float32
 	obs := func(li, which int, x []float32, k int, mask []int32) error {
-		buf = buf[:0]
-		for i, mk := range mask {
-			if mk != 0 {
-				buf = append(buf, x[i*k:(i+1)*k]...)
+		rows := x
+		if mask != nil {
+			buf = buf[:0]
+			for i, mk := range mask {
+				if mk != 0 {
+					buf = append(buf, x[i*k:(i+1)*k]...)
+				}
 			}
+			rows = buf
 		}
-		if len(buf) == 0 {
+		if len(rows) == 0 {
 			return nil
 		}
-		if err := c.Obs[li][which].Observe(buf, len(buf)/k, k); err != nil {
+		if err := c.Obs[li][which].Observe(rows, len(rows)/k, k); err != nil {
 			return fmt.Errorf("layer %d %s input: %w", li, linNames[which], err)
 		}
 		return nil
@@ -188,9 +192,7 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 			}
 			return nil, fmt.Errorf("encoder: calibration batch %d: %w", bi, err)
 		}
-		for _, mk := range in.Mask {
-			c.Rows += int(mk)
-		}
+		c.Rows += in.RealTokens()
 		if progress != nil {
 			progress("calibrate", bi+1, len(batches))
 		}

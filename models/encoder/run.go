@@ -89,13 +89,11 @@ type Batch struct {
 // of the accessors is sequence Rows()[r].
 func (b *Batch) Rows() []int { return b.idx }
 
-// Tokens are the real tokens of the pass and the tokens it computed
-// (padding included): their difference is the padding.
+// Tokens are the real tokens of the pass and the tokens it computed: the
+// pipeline's passes are packed (docs/DESIGN.md section 2.3), so the two
+// are equal and no padding is computed.
 func (b *Batch) Tokens() (real, computed int) {
-	for _, v := range b.in.Mask {
-		real += int(v)
-	}
-	return real, len(b.in.IDs)
+	return b.in.RealTokens(), len(b.in.IDs)
 }
 
 // Embedding is row r's pooled last hidden state (a new slice of Hidden
@@ -105,28 +103,14 @@ func (b *Batch) Embedding(r int, pool Pooling, normalize bool) ([]float32, error
 		return nil, fmt.Errorf("encoder: batch row %d of %d: %w", r, len(b.idx), ErrInput)
 	}
 	o := b.out.Output
-	h, seq := o.Hidden, o.Seq
+	h := o.Hidden
 	v := make([]float32, h)
 	switch pool {
 	case PoolCLS:
-		copy(v, o.Last[r*seq*h:])
+		start, _ := o.Rows(r)
+		copy(v, o.Last[start*h:])
 	case PoolMean:
-		acc := make([]float64, h)
-		n := 0
-		for s := 0; s < seq; s++ {
-			if b.in.Mask[r*seq+s] == 0 {
-				continue
-			}
-			n++
-			for j, x := range o.Last[(r*seq+s)*h : (r*seq+s+1)*h] {
-				acc[j] += float64(x)
-			}
-		}
-		for j := range acc {
-			if n > 0 {
-				v[j] = float32(acc[j] / float64(n))
-			}
-		}
+		meanRows(v, make([]float64, h), o, r, b.in.Mask)
 	default:
 		return nil, fmt.Errorf("encoder: %v: want PoolMean or PoolCLS: %w", pool, ErrInput)
 	}
@@ -152,9 +136,10 @@ func (b *Batch) Classification(r int, o ClassifyOptions) (Classification, error)
 	return b.m.postprocess(b.out.Logits[r*n:(r+1)*n], o), nil
 }
 
-// Run runs seqs through the model in passes under MaxBatchTokens, as the
-// pipeline's own calls do (sorted by length, so that little padding is
-// computed), and calls each with every pass; an error from each ends the
+// Run runs seqs through the model in packed passes of at most
+// MaxBatchTokens real tokens, as the pipeline's own calls do (sorted by
+// length, no padding computed: docs/DESIGN.md section 2.3), and calls
+// each with every pass; an error from each ends the
 // call. ctx is checked between passes and layers. Sequences for a
 // classifier's head and plain embeddings may be mixed: every pass has
 // both the head's outputs (when the model has a head) and the last hidden

@@ -131,7 +131,8 @@ type TaskOutput struct {
 	PoolerOutput []float32
 	// Logits is [Batch][labels].
 	Logits []float32
-	// StartLogits and EndLogits are [Batch][Seq].
+	// StartLogits and EndLogits are one per row of Last ([Batch][Seq]
+	// padded, [sum(Lens)] packed: Output.Rows finds a sequence's).
 	StartLogits, EndLogits []float32
 }
 
@@ -416,7 +417,7 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 	r := &TaskOutput{Output: out}
 	th, h := m.Encoder.Threads(), out.Hidden
 	// The heads read each sequence's first token in place (row stride
-	// Seq x Hidden). Within a pipeline call their outputs go to the
+	// Seq x Hidden; packed passes gather them first). Within a pipeline call their outputs go to the
 	// pass's idle buffers, as Last does, so that a call of many
 	// micro-batches makes no garbage per batch; a lone pass allocates.
 	var spare headSpare
@@ -424,6 +425,18 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 		spare = headSpare{b.qkv, b.f}
 	}
 	cls, ldc := out.Last, out.Seq*h
+	if out.Offsets != nil && (m.pooler != nil || m.Task == TaskSequenceClassification) {
+		// Packed (docs/DESIGN.md section 2.3): the first tokens are at
+		// the sequences' offsets, no constant stride apart; gather them.
+		g := spare.take(out.Batch * h)
+		if g == nil {
+			g = make([]float32, out.Batch*h)
+		}
+		for b := 0; b < out.Batch; b++ {
+			copy(g[b*h:(b+1)*h], out.Last[out.Offsets[b]*h:])
+		}
+		cls, ldc = g, h
+	}
 	if m.pooler != nil {
 		if r.PoolerOutput, err = m.pooler.ApplyTo(spare.take(out.Batch*h), out.Batch, cls, ldc, th); err != nil {
 			return nil, fmt.Errorf("encoder: pooler: %w", err)
@@ -443,7 +456,7 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 		}
 		r.Logits = x
 	case TaskQuestionAnswering:
-		rows := out.Batch * out.Seq
+		rows := out.rows()
 		y, err := m.qa.ApplyTo(spare.take(2*rows), rows, out.Last, h, th)
 		if err != nil {
 			return nil, fmt.Errorf("encoder: qa head: %w", err)

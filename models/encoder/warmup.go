@@ -143,17 +143,20 @@ func (m *TaskModel) warmupKeys(o WarmupOptions) ([]*warmKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A pass's keys depend on its rows (batch x length), its batch and
-	// its length only through their M buckets.
+	// A pass's keys depend on its rows, its batch and its length only
+	// through their M buckets. A packed pass (docs/DESIGN.md section 2.3)
+	// of up to MaxBatch sequences of up to MaxLength tokens has any number
+	// of rows up to MaxBatch x MaxLength (and MaxTokens), not only
+	// products batch x length.
 	rows, batches, seqs := map[int]int{}, map[int]int{}, map[int]int{}
 	for b := 1; b <= o.MaxBatch && b <= o.MaxTokens; b++ {
 		batches[selector.BucketM(b)] = b
-		for s := 1; s <= o.MaxLength && b*s <= o.MaxTokens; s++ {
-			rows[selector.BucketM(b*s)] = b * s
-			if b == 1 {
-				seqs[selector.BucketM(s)] = s
-			}
-		}
+	}
+	for r := 1; r <= min(o.MaxTokens, o.MaxBatch*o.MaxLength); r++ {
+		rows[selector.BucketM(r)] = r
+	}
+	for s := 1; s <= min(o.MaxLength, o.MaxTokens); s++ {
+		seqs[selector.BucketM(s)] = s
 	}
 	byKey := map[string]*warmKey{}
 	var keys []*warmKey
