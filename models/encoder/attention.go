@@ -53,7 +53,7 @@ type attnQuant struct {
 // attentionQ is attention that also writes the context in u8 when q is
 // set. It runs per (sequence, head) over the sequence's own rows
 // (s.spans): Seq rows each in the padded layout, each sequence's length
-// in the packed one (docs/DESIGN.md section 2.3), so that no padding is
+// in the packed one (docs/DESIGN.md section 2.2), so that no padding is
 // computed there.
 func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 	if s.spans == nil { // a scratch not made by forward

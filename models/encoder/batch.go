@@ -73,7 +73,7 @@ func encodeAll(ctx context.Context, n int, chunk func(lo, hi int) ([]tokenizer.E
 
 // microBatch is one forward pass of a call: indices into the call's
 // sequences, longest first, the longest length and the sum of the
-// lengths (the pass's tokens, packed: docs/DESIGN.md section 2.3).
+// lengths (the pass's tokens, packed: docs/DESIGN.md section 2.2).
 type microBatch struct {
 	idx []int
 	seq int
@@ -164,7 +164,7 @@ type packArrays struct {
 }
 
 // packInputs packs the sequences of b back to back into model inputs
-// (docs/DESIGN.md section 2.3), views of ar's arrays, which it
+// (docs/DESIGN.md section 2.2), views of ar's arrays, which it
 // overwrites. TypeIDs are nil when the model has no token types; Mask is
 // nil unless a sequence of b has a mask (the tokenizer's are all 1 and
 // are not kept).

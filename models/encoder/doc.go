@@ -36,7 +36,7 @@
 // (Classify, ClassifyPairs, Embed, Answer) sort a call's inputs by length
 // and stream them through the model in packed passes of at most
 // Options.MaxBatchTokens real tokens (DefaultMaxBatchTokens by default;
-// no padding computed: Inputs.Lens, docs/DESIGN.md section 2.3), keeping only each input's token ids
+// no padding computed: Inputs.Lens, docs/DESIGN.md section 2.2), keeping only each input's token ids
 // and result, so a call's memory is bounded by the budget rather than by
 // its number of inputs; results come back in the caller's order. The
 // context of a call is checked while tokenizing, between micro-batches and

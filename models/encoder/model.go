@@ -209,7 +209,7 @@ func (m *Model) Close() error {
 }
 
 // Inputs are the token ids of one forward pass, in one of two layouts
-// (docs/DESIGN.md section 2.3). TypeIDs may be nil (all 0) in either.
+// (docs/DESIGN.md section 2.2). TypeIDs may be nil (all 0) in either.
 //
 // Padded (Lens nil): Batch sequences of Seq tokens each, row-major
 // ([Batch][Seq]); Mask is 1 for tokens and 0 for padding, and every
@@ -308,7 +308,7 @@ func (m *Model) check(in *Inputs) error {
 			return bad("want %d ids, mask values and type ids, have %d, %d, %d", n, len(in.IDs), len(in.Mask), len(in.TypeIDs))
 		}
 	} else {
-		// Packed (docs/DESIGN.md section 2.3).
+		// Packed (docs/DESIGN.md section 2.2).
 		if len(in.Lens) == 0 || in.Batch != len(in.Lens) {
 			return bad("packed inputs of %d lengths with batch %d (want batch = the number of lengths, at least 1)", len(in.Lens), in.Batch)
 		}

@@ -21,7 +21,7 @@ import (
 //
 // Every text method tokenizes its inputs, sorts them by length and runs
 // them in packed passes of at most MaxBatchTokens real tokens (no padding
-// computed, docs/DESIGN.md section 2.3), streaming: the memory of a call is bounded by that budget, not
+// computed, docs/DESIGN.md section 2.2), streaming: the memory of a call is bounded by that budget, not
 // by the number of inputs, and results come back in the caller's order.
 // A done context stops a call between micro-batches and between layers
 // with ctx.Err(). Close waits for the calls in flight; any call after it

@@ -90,7 +90,7 @@ type Batch struct {
 func (b *Batch) Rows() []int { return b.idx }
 
 // Tokens are the real tokens of the pass and the tokens it computed: the
-// pipeline's passes are packed (docs/DESIGN.md section 2.3), so the two
+// pipeline's passes are packed (docs/DESIGN.md section 2.2), so the two
 // are equal and no padding is computed.
 func (b *Batch) Tokens() (real, computed int) {
 	return b.in.RealTokens(), len(b.in.IDs)
@@ -138,7 +138,7 @@ func (b *Batch) Classification(r int, o ClassifyOptions) (Classification, error)
 
 // Run runs seqs through the model in packed passes of at most
 // MaxBatchTokens real tokens, as the pipeline's own calls do (sorted by
-// length, no padding computed: docs/DESIGN.md section 2.3), and calls
+// length, no padding computed: docs/DESIGN.md section 2.2), and calls
 // each with every pass; an error from each ends the
 // call. ctx is checked between passes and layers. Sequences for a
 // classifier's head and plain embeddings may be mixed: every pass has

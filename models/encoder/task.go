@@ -426,7 +426,7 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 	}
 	cls, ldc := out.Last, out.Seq*h
 	if out.Offsets != nil && (m.pooler != nil || m.Task == TaskSequenceClassification) {
-		// Packed (docs/DESIGN.md section 2.3): the first tokens are at
+		// Packed (docs/DESIGN.md section 2.2): the first tokens are at
 		// the sequences' offsets, no constant stride apart; gather them.
 		g := spare.take(out.Batch * h)
 		if g == nil {

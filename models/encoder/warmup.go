@@ -144,7 +144,7 @@ func (m *TaskModel) warmupKeys(o WarmupOptions) ([]*warmKey, error) {
 		return nil, err
 	}
 	// A pass's keys depend on its rows, its batch and its length only
-	// through their M buckets. A packed pass (docs/DESIGN.md section 2.3)
+	// through their M buckets. A packed pass (docs/DESIGN.md section 2.2)
 	// of up to MaxBatch sequences of up to MaxLength tokens has any number
 	// of rows up to MaxBatch x MaxLength (and MaxTokens), not only
 	// products batch x length.
