@@ -112,15 +112,15 @@ type ModelResult struct {
 
 // ModelReport is the result of Model.
 type ModelReport struct {
-	Arch    string        `json:"arch"`
-	Seq     int           `json:"seq"`
-	Batch   int           `json:"batch"`
-	Threads int           `json:"threads"`
+	Arch    string `json:"arch"`
+	Seq     int    `json:"seq"`
+	Batch   int    `json:"batch"`
+	Threads int    `json:"threads"`
 	// Instances is ModelOptions.Instances (at least 1), Loads the number
 	// of times the model was loaded (once, whatever the instances).
 	Instances int           `json:"instances"`
 	Loads     int           `json:"loads"`
-	Results []ModelResult `json:"results"`
+	Results   []ModelResult `json:"results"`
 	// Int8 is this CPU's INT8 tier (selector.DescribeInt8), and
 	// Int8Kernels the u8 x s8 kernels the selector chose for the keys of
 	// the run, with how many keys each ("gemmVNNI_8x48 x30, ...").
