@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/int8bert/int8bert/models"
@@ -40,6 +44,39 @@ type ModelOptions struct {
 	Selector *selector.Selector
 	// Progress, when set, hears what is being done.
 	Progress func(msg string)
+	// Instances > 1 also runs that many instances (models.Instances) of
+	// the model loaded once, each making forward passes of the batch
+	// concurrently on Threads threads, after the one-instance measurement
+	// (also on a pool, of one); 0 or 1: the one-instance measurement only.
+	// Pin binds each instance to its own Threads CPUs (Linux).
+	Instances int
+	Pin       bool
+}
+
+// InstancesResult is one precision's multi-instance measurement.
+type InstancesResult struct {
+	Instances int  `json:"instances"`
+	Pinned    bool `json:"pinned"`
+	// SeqPerS is the aggregate throughput of the N instances (all passes'
+	// sequences over the wall time of the window), OneSeqPerS that of one
+	// instance measured the same way right before, Scaling their ratio.
+	SeqPerS    float64 `json:"seq_per_s"`
+	OneSeqPerS float64 `json:"one_instance_seq_per_s"`
+	Scaling    float64 `json:"scaling"`
+	// MsPerBatch is each instance's median pass, Passes its timed passes.
+	MsPerBatch []float64 `json:"ms_per_batch"`
+	Passes     []int     `json:"passes"`
+	// RSS is the process's resident memory (VmRSS, bytes) after one
+	// instance ran (load and warm pass included), RSSAfter after all N
+	// ran; 0 where it is not known (not Linux). ExtraPerInstance is
+	// (RSSAfter-RSS)/(N-1), WeightBytes the model's weights
+	// ((*TaskModel).WeightBytes, packed forms included) and
+	// ExtraPctWeights ExtraPerInstance over it, in percent.
+	RSS              int64   `json:"rss_bytes,omitempty"`
+	RSSAfter         int64   `json:"rss_after_bytes,omitempty"`
+	ExtraPerInstance int64   `json:"extra_rss_per_instance_bytes,omitempty"`
+	WeightBytes      int64   `json:"weight_bytes"`
+	ExtraPctWeights  float64 `json:"extra_rss_pct_weights,omitempty"`
 }
 
 // ModelResult is one precision's measurement.
@@ -68,15 +105,22 @@ type ModelResult struct {
 	SpeedupVsFP32       float64 `json:"speedup_vs_fp32"`
 	LinearSpeedupVsFP32 float64 `json:"linear_speedup_vs_fp32"`
 	Passes              int     `json:"passes"`
+	// Instances is the multi-instance measurement (ModelOptions.Instances
+	// > 1), nil otherwise.
+	Instances *InstancesResult `json:"instances,omitempty"`
 }
 
 // ModelReport is the result of Model.
 type ModelReport struct {
-	Arch    string        `json:"arch"`
-	Seq     int           `json:"seq"`
-	Batch   int           `json:"batch"`
-	Threads int           `json:"threads"`
-	Results []ModelResult `json:"results"`
+	Arch    string `json:"arch"`
+	Seq     int    `json:"seq"`
+	Batch   int    `json:"batch"`
+	Threads int    `json:"threads"`
+	// Instances is ModelOptions.Instances (at least 1), Loads the number
+	// of times the model was loaded (once, whatever the instances).
+	Instances int           `json:"instances"`
+	Loads     int           `json:"loads"`
+	Results   []ModelResult `json:"results"`
 	// Int8 is this CPU's INT8 tier (selector.DescribeInt8), and
 	// Int8Kernels the u8 x s8 kernels the selector chose for the keys of
 	// the run, with how many keys each ("gemmVNNI_8x48 x30, ...").
@@ -142,8 +186,11 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 	if o.Reps == 0 {
 		o.Reps = 3
 	}
-	if o.Seq < 1 || o.Batch < 1 || o.Threads < 1 {
-		return nil, fmt.Errorf("bench: seq %d, batch %d, threads %d must be positive: %w", o.Seq, o.Batch, o.Threads, encoder.ErrConfig)
+	if o.Instances == 0 {
+		o.Instances = 1
+	}
+	if o.Seq < 1 || o.Batch < 1 || o.Threads < 1 || o.Instances < 1 {
+		return nil, fmt.Errorf("bench: seq %d, batch %d, threads %d must be positive (instances %d): %w", o.Seq, o.Batch, o.Threads, o.Instances, encoder.ErrConfig)
 	}
 	say := func(format string, args ...any) {
 		if o.Progress != nil {
@@ -158,18 +205,29 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		}
 	}
 	fp32Prof := &encoder.Profile{}
+	var one, many *models.Instances
+	if o.Instances > 1 {
+		var err error
+		if one, err = models.NewInstances(models.InstanceOptions{Instances: 1, Threads: o.Threads, Pin: o.Pin}); err != nil {
+			return nil, err
+		}
+		if many, err = models.NewInstances(models.InstanceOptions{Instances: o.Instances, Threads: o.Threads, Pin: o.Pin}); err != nil {
+			return nil, err
+		}
+	}
 	say("loading %s", o.Arch)
 	fp32, err := loadFP32(ctx, &o, sel, fp32Prof)
 	if err != nil {
 		return nil, err
 	}
+	loads := 1
 	defer fp32.Close()
 	cfg := fp32.Encoder.Config()
 	if o.Seq > cfg.MaxSeq() {
 		return nil, fmt.Errorf("bench: seq %d: %s takes at most %d tokens: %w", o.Seq, o.Arch, cfg.MaxSeq(), encoder.ErrConfig)
 	}
 	in := randomInputs(cfg, o.Batch, o.Seq, 7)
-	rep := &ModelReport{Arch: o.Arch, Seq: o.Seq, Batch: o.Batch, Threads: o.Threads, Int8: selector.DescribeInt8(sel.Features())}
+	rep := &ModelReport{Arch: o.Arch, Seq: o.Seq, Batch: o.Batch, Threads: o.Threads, Instances: o.Instances, Loads: loads, Int8: selector.DescribeInt8(sel.Features())}
 	var fp32Res *ModelResult
 	for _, p := range o.Precisions {
 		m, prof := fp32, fp32Prof
@@ -192,7 +250,12 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 			peak = measurePeak(cmp.Or(o.PeakTime, 300*time.Millisecond), p.Int8(), o.Threads)
 		}
 		say("timing %s", p)
-		r, err := timeModel(ctx, m, in, prof, &o)
+		var r ModelResult
+		if one == nil {
+			r, err = timeModel(ctx, m, in, prof, &o)
+		} else {
+			r, err = timeInstances(ctx, m, in, prof, &o, one, many, say)
+		}
 		if m != fp32 {
 			m.Close()
 		}
@@ -225,29 +288,40 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 // until both o.Reps and o.MinTime are reached, and reports the median
 // pass with its parts from the profile.
 func timeModel(ctx context.Context, m *encoder.TaskModel, in *encoder.Inputs, prof *encoder.Profile, o *ModelOptions) (ModelResult, error) {
-	if _, err := m.Forward(in, false); err != nil {
-		return ModelResult{}, err
+	r, _, err := timePasses(ctx, m, in, prof, o, time.Time{})
+	return r, err
+}
+
+// timePasses is timeModel; with a non-zero start (a window shared by
+// instances) it skips the untimed pass and times from start. It also
+// returns the time from start to the end of the last pass.
+func timePasses(ctx context.Context, m *encoder.TaskModel, in *encoder.Inputs, prof *encoder.Profile, o *ModelOptions, start time.Time) (ModelResult, time.Duration, error) {
+	if start.IsZero() {
+		if _, err := m.Forward(in, false); err != nil {
+			return ModelResult{}, 0, err
+		}
+		start = time.Now()
 	}
 	type pass struct {
 		total, linear, attention time.Duration
 		flops                    float64
 	}
 	var passes []pass
-	start := time.Now()
 	for len(passes) < o.Reps || time.Since(start) < o.MinTime {
 		if err := ctx.Err(); err != nil {
-			return ModelResult{}, err
+			return ModelResult{}, 0, err
 		}
 		before := prof.Snapshot()
 		t := time.Now()
 		if _, err := m.Forward(in, false); err != nil {
-			return ModelResult{}, err
+			return ModelResult{}, 0, err
 		}
 		el := time.Since(t)
 		after := prof.Snapshot()
 		passes = append(passes, pass{el, after.Linear - before.Linear, after.Attention - before.Attention,
 			after.LinearFLOPs - before.LinearFLOPs})
 	}
+	window := time.Since(start)
 	sort.Slice(passes, func(i, j int) bool { return passes[i].total < passes[j].total })
 	med := passes[len(passes)/2]
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -258,5 +332,86 @@ func timeModel(ctx context.Context, m *encoder.TaskModel, in *encoder.Inputs, pr
 	if med.linear > 0 {
 		r.LinearGOPS = med.flops / med.linear.Seconds() / 1e9
 	}
+	return r, window, nil
+}
+
+// timeInstances measures m on the pool one (the result, with its profile
+// parts), then on many at once, and the resident memory around it.
+func timeInstances(ctx context.Context, m *encoder.TaskModel, in *encoder.Inputs, prof *encoder.Profile, o *ModelOptions,
+	one, many *models.Instances, say func(string, ...any)) (ModelResult, error) {
+	var r ModelResult
+	var oneWindow time.Duration
+	err := one.Run(ctx, func(ctx context.Context, _ int) error {
+		var err error
+		r, oneWindow, err = timePasses(ctx, m, in, prof, o, time.Time{})
+		return err
+	})
+	if err != nil {
+		return r, err
+	}
+	n := many.Len()
+	ir := &InstancesResult{Instances: n, Pinned: many.Pinned(0) != nil, MsPerBatch: make([]float64, n), Passes: make([]int, n),
+		OneSeqPerS: float64(r.Passes*in.Batch) / oneWindow.Seconds(), WeightBytes: int64(m.WeightBytes())}
+	ir.RSS = residentBytes()
+	say("timing %d instances", n)
+	// Each instance makes one untimed pass (its own scratch), then all
+	// start the window together.
+	var ready sync.WaitGroup
+	ready.Add(n)
+	var start time.Time
+	gate := make(chan struct{})
+	go func() {
+		ready.Wait()
+		start = time.Now()
+		close(gate)
+	}()
+	windows := make([]time.Duration, n)
+	err = many.Run(ctx, func(ctx context.Context, i int) error {
+		_, err := m.Forward(in, false)
+		ready.Done()
+		<-gate
+		if err != nil {
+			return err
+		}
+		x, w, err := timePasses(ctx, m, in, &encoder.Profile{}, o, start)
+		ir.MsPerBatch[i], ir.Passes[i], windows[i] = x.MsPerBatch, x.Passes, w
+		return err
+	})
+	if err != nil {
+		return r, err
+	}
+	total, wall := 0, time.Duration(0)
+	for i := range n {
+		total += ir.Passes[i]
+		wall = max(wall, windows[i])
+	}
+	ir.SeqPerS = float64(total*in.Batch) / wall.Seconds()
+	ir.Scaling = ir.SeqPerS / ir.OneSeqPerS
+	if ir.RSS > 0 {
+		ir.RSSAfter = residentBytes()
+		ir.ExtraPerInstance = (ir.RSSAfter - ir.RSS) / int64(n-1)
+		ir.ExtraPctWeights = 100 * float64(ir.ExtraPerInstance) / float64(ir.WeightBytes)
+	}
+	r.Instances = ir
 	return r, nil
+}
+
+// residentBytes is the process's VmRSS after a collection that returns
+// freed memory to the OS; 0 where /proc/self/status does not say.
+func residentBytes() int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }

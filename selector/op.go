@@ -477,3 +477,30 @@ func compareRows(rows []int, n int, ok func(g, w int) bool, show func(g, w int) 
 	}
 	return nil
 }
+
+// Bytes is the memory the Linear's weights take: the compact copy, the
+// column sums, every packed form made so far (native panels and oneDNN's
+// reordered copies).
+func (l *Linear[G]) Bytes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 4 * len(l.colSum)
+	switch w := l.w.(type) {
+	case []int8:
+		n += len(w)
+	case []float32:
+		n += 4 * len(w)
+	}
+	for _, p := range l.packs {
+		switch p := p.(type) {
+		case *kernels.PackedS8:
+			n += len(p.Data) + 4*len(p.ColSum)
+		case *kernels.PackedF32:
+			n += 4 * len(p.Data)
+		}
+	}
+	for _, d := range l.dw {
+		n += d.w.Size() + 4*len(d.scales)
+	}
+	return n
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
@@ -29,7 +30,8 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	minTime := fs.Duration("min-time", 2*time.Second, "least time spent timing each precision")
 	reps := fs.Int("reps", 3, "least number of timed passes per precision (the median is reported)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
+	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU; with --instances N > 1, pin each instance to its own --threads CPUs")
+	instances := fs.Int("instances", 1, "also run N instances of the model loaded once, concurrently, and report the aggregate seq/s, the scaling over one instance and the memory per extra instance (--threads per instance)")
 	peakTime := fs.Duration("peak-time", 300*time.Millisecond, "time of the peak microbenchmark run before each precision (0: none)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	if err := parseFlags(fs, args); err != nil {
@@ -63,13 +65,16 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := checkThreads("bench model", *threads); err != nil {
 		return err
 	}
+	if most := runtime.NumCPU(); *instances < 1 || *instances**threads > most {
+		return fmt.Errorf("bench model: --instances %d x --threads %d: want at least one instance and at most %d CPUs in all (the CPUs this process may use)", *instances, *threads, most)
+	}
 	o := bench.ModelOptions{Arch: *arch, Seq: *seq, Batch: *batch, Threads: *threads, Precisions: list,
-		MinTime: *minTime, Reps: *reps, PeakTime: *peakTime, Progress: func(s string) { fmt.Fprintln(stderr, s) }}
+		MinTime: *minTime, Reps: *reps, Instances: *instances, Pin: *pin && *instances > 1, PeakTime: *peakTime, Progress: func(s string) { fmt.Fprintln(stderr, s) }}
 	o.Quant.Alpha, o.Quant.AlphaSet, o.Quant.Auto = a, true, auto
 	if *peakTime <= 0 {
 		o.PeakTime = -1
 	}
-	defer measureSetup(stderr, *threads == 1 && *pin, true)()
+	defer measureSetup(stderr, *threads == 1 && *pin && *instances == 1, true)()
 	r, err := bench.Model(ctx, o)
 	if err != nil {
 		return err
@@ -77,7 +82,7 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *asJSON {
 		return writeJSON(stdout, r)
 	}
-	fmt.Fprintf(stdout, "%s, seq %d, batch %d, %d thread(s); median of timed passes\n", r.Arch, r.Seq, r.Batch, r.Threads)
+	fmt.Fprintf(stdout, "%s, seq %d, batch %d, %d thread(s), %d instance(s); median of timed passes\n", r.Arch, r.Seq, r.Batch, r.Threads, r.Instances)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "precision\tseq/s\tms/batch\tlinear ms\tlinear GOP/s\tlinear % peak\tattention ms\tother ms\tspeed-up vs fp32\tlinear speed-up\t")
 	for _, x := range r.Results {
@@ -94,10 +99,40 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, x := range r.Results {
+		if err := printInstances(stdout, x); err != nil {
+			return err
+		}
+	}
 	if _, err := fmt.Fprintln(stdout, "linear % peak: over the FMA (FP32) or INT8 (VNNI, else AVX-VNNI, else VPMADDWD zmm, else ymm) peak measured on one core right before each precision, times the threads"); err != nil {
 		return err
 	}
 	return printInt8Tier(stdout, r.Int8, r.Int8Kernels, peakRatio(r.Results))
+}
+
+// printInstances prints a precision's multi-instance figures, if any.
+func printInstances(w io.Writer, x bench.ModelResult) error {
+	ir := x.Instances
+	if ir == nil {
+		return nil
+	}
+	pin := "not pinned"
+	if ir.Pinned {
+		pin = "pinned"
+	}
+	ms := make([]string, len(ir.MsPerBatch))
+	for i, m := range ir.MsPerBatch {
+		ms[i] = fmt.Sprintf("%.1f", m)
+	}
+	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+	rss := "RSS n/a"
+	if ir.RSS > 0 {
+		rss = fmt.Sprintf("RSS after 1 instance %s, after %d %s: %s per extra instance = %.1f%% of the weights (%s)",
+			mib(ir.RSS), ir.Instances, mib(ir.RSSAfter), mib(ir.ExtraPerInstance), ir.ExtraPctWeights, mib(ir.WeightBytes))
+	}
+	_, err := fmt.Fprintf(w, "%s: %d instances (%s): %.2f seq/s vs %.2f for one: %d instances: %.2fx one instance; ms/batch per instance %s\n  %s\n",
+		x.Precision, ir.Instances, pin, ir.SeqPerS, ir.OneSeqPerS, ir.Instances, ir.Scaling, strings.Join(ms, ", "), rss)
+	return err
 }
 
 // peakRatio is the measured INT8 peak over the FP32 one of a run's

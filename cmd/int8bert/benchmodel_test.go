@@ -114,3 +114,15 @@ func TestBenchModelErrors(t *testing.T) {
 	wantCLIError(t, "unexpected", "bench", "model", "--arch", arch, "--seq", "8", "extra")
 	wantCLIError(t, "flags go before the texts", bm("--arch", arch, "--seq", "8", "extra")...)
 }
+
+func TestBenchModelInstances(t *testing.T) {
+	fastKernels(t)
+	arch := sharedPath(t, "golden/models/bert-base")
+	fast := []string{"--arch", arch, "--seq", "4", "--precision", "int8-static", "--min-time", "1ms", "--reps", "1", "--peak-time", "0"}
+	out := mustCLI(t, append([]string{"bench", "model", "--instances", "2", "--pin=false"}, fast...)...)
+	if !strings.Contains(out, "2 instance(s)") || !strings.Contains(out, "2 instances: ") || !strings.Contains(out, "x one instance") || !strings.Contains(out, "RSS ") {
+		t.Errorf("bench model --instances 2:\n%s", out)
+	}
+	wantCLIError(t, "--instances 0", append([]string{"bench", "model", "--instances", "0"}, fast...)...)
+	wantCLIError(t, "CPUs in all", append([]string{"bench", "model", "--instances", "1000"}, fast...)...)
+}
