@@ -26,6 +26,7 @@
 //	int8bert bench model --arch NAME|DIR --seq 256 --batch 1 --threads 1 --precision fp32,int8-static,int8-dynamic [--min-time 2s] [-json] [-cpuprofile F]
 //	int8bert tune [-json] [-threads 1] [-cache PATH] [-ops u8s8,f32] [-shapes MxKxN,...] [-epilogues KIND,...]
 //	int8bert tune --model MODEL [--max-batch 1] [--max-length N] [--max-tokens N] [--record=true] [-json] [-threads 1] [-cache PATH]
+//	int8bert health [--addr HOST:PORT] [--timeout 3s]
 //	int8bert help
 //
 // P is fp32, int8-static or int8-dynamic: an FP32 model is quantized at
@@ -83,6 +84,7 @@ usage:
                                  accuracy (EM/F1 for squad) per precision and agreement with FP32
   int8bert bench model --arch bert-large|bert-base|distilbert|xlmr-base|DIR --seq 256 [flags]
                                  sequences/s per precision, linear-block time, INT8/FP32 speed-up
+  int8bert health [--addr A]     GET http://A/health: exit 0 on 200, else 1 (a container's HEALTHCHECK)
   int8bert help                  this text
 
 Run "int8bert <command> -h" for the flags of a command.
@@ -127,6 +129,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runTune(ctx, args[1:], stdout, stderr)
 	case "tokenize":
 		return runTokenize(ctx, args[1:], os.Stdin, stdout, stderr)
+	case "health":
+		return runHealth(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
