@@ -66,4 +66,13 @@ echo "== go build -tags nodnnl ./... and -tags noasm ./... (plain-Go kernel twin
 go build -tags nodnnl ./...
 go build -tags noasm ./...
 go test -tags noasm ./kernels/...
+# The container image (docker/Dockerfile) built with podman and run: info,
+# quantize, classify, health, serve over loopback. It says SKIP by name on a
+# machine that cannot run podman (scripts/docker-test.sh).
+if [ "${INT8BERT_SKIP_DOCKER:-}" = 1 ]; then
+	echo "== docker image test (scripts/docker-test.sh): SKIPPED (INT8BERT_SKIP_DOCKER=1)"
+else
+	echo "== docker image test (scripts/docker-test.sh: podman build -f docker/Dockerfile, then info, quantize, serve in the image)"
+	scripts/docker-test.sh
+fi
 echo "== all tests passed"

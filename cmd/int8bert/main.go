@@ -31,6 +31,7 @@
 //	int8bert bench model --arch NAME|DIR --seq 256 --batch 1 --threads 1 --precision fp32,int8-static,int8-dynamic [--min-time 2s] [-json] [-cpuprofile F]
 //	int8bert tune [-json] [-threads 1] [-cache PATH] [-ops u8s8,f32] [-shapes MxKxN,...] [-epilogues KIND,...]
 //	int8bert tune --model MODEL [--max-batch 1] [--max-length N] [--max-tokens N] [--record=true] [-json] [-threads 1] [-cache PATH]
+//	int8bert health [--addr HOST:PORT] [--timeout 3s]
 //	int8bert help
 //
 // P is fp32, int8-static or int8-dynamic: an FP32 model is quantized at
@@ -91,6 +92,7 @@ usage:
   int8bert serve --model [NAME=]DIR-or-id [--precision P] [--addr :8080] [--instances N --threads-per-instance T]
                                  HTTP server, drop-in for text-embeddings-inference: /embed /predict /rerank
                                  /tokenize /v1/embeddings /qa /health /info /metrics, dynamic batching
+  int8bert health [--addr A]     GET http://A/health: exit 0 on 200, else 1 (a container's HEALTHCHECK)
   int8bert help                  this text
 
 Run "int8bert <command> -h" for the flags of a command.
@@ -137,6 +139,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runTokenize(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "serve":
 		return runServe(ctx, args[1:], stdout, stderr)
+	case "health":
+		return runHealth(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
