@@ -136,8 +136,12 @@ func runBenchServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 		rep.Server = target
 	}
 	if !*asJSON {
-		fmt.Fprintf(stdout, "bench serve: %s\nroute %s, %d texts from %s, at most %d requests or %v per level; cpu %s; %s\n",
-			rep.Server, *route, len(texts), *data, *requests, *duration, rep.CPU, rep.Date)
+		bound := fmt.Sprintf("at most %d requests or %v per level", *requests, *duration)
+		if *requests == 0 {
+			bound = fmt.Sprintf("%v per level", *duration)
+		}
+		fmt.Fprintf(stdout, "bench serve: %s\nroute %s, %d texts from %s, %s; cpu %s; %s\n",
+			rep.Server, *route, len(texts), *data, bound, rep.CPU, rep.Date)
 		fmt.Fprintf(stdout, "%-8s %8s %7s %7s %6s %10s %8s %8s %8s %8s %8s %8s %8s\n",
 			"clients", "requests", "ok", "429/503", "failed", "sent/s", "vs first", "p50 ms", "p95 ms", "p99 ms", "p99/p50₁", "batch", "padding")
 	}

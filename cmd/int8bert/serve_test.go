@@ -191,3 +191,45 @@ func TestServeFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchServe: bench serve starts a server on loopback, runs each
+// client level within its bounds, and prints a row per level with no
+// failure and no padding computed; -json carries the same levels.
+func TestBenchServe(t *testing.T) {
+	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"bench", "serve", "--model", "../../assets/sst2-xlmr-mini",
+		"--data", "../../assets/sst2/dev.tsv", "--clients", "1,4", "--requests", "40", "--duration", "30s", "--instances", "1"}, &out, io.Discard)
+	require.NoError(t, err, "%s", &out)
+	text := out.String()
+	assert.Contains(t, text, "1 instances x 1 threads")
+	for _, level := range []string{"1 ", "4 "} {
+		found := false
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, level) {
+				found = true
+				f := strings.Fields(line)
+				require.GreaterOrEqual(t, len(f), 13, "%q", line)
+				assert.Equal(t, []string{"40", "40", "0", "0"}, f[1:5], "requests, ok, refused, failed: %q", line)
+				assert.Equal(t, "0.00%", f[12], "no padding computed: %q", line)
+			}
+		}
+		assert.True(t, found, "no row for %s clients in\n%s", level, text)
+	}
+	out.Reset()
+	err = run(context.Background(), []string{"bench", "serve", "--model", "../../assets/sst2-xlmr-mini", "--data", "../../assets/sst2/dev.tsv",
+		"--clients", "2", "--requests", "10", "--instances", "1", "-json"}, &out, io.Discard)
+	require.NoError(t, err)
+	var rep benchServeReport
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), "%s", &out)
+	require.Len(t, rep.Levels, 1)
+	assert.Equal(t, 10, rep.Levels[0].OK)
+	assert.Positive(t, rep.Levels[0].Batches)
+
+	for _, args := range [][]string{
+		{"--clients", "0"}, {"--route", "/qa"}, {"--duration", "0s"}, {"--arch", "bert-base", "--model", "x"},
+	} {
+		err := run(context.Background(), append([]string{"bench", "serve", "--data", "../../assets/sst2/dev.tsv"}, args...), io.Discard, io.Discard)
+		assert.Error(t, err, "%v", args)
+	}
+}
