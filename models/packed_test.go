@@ -43,10 +43,9 @@ func packedSeqs(t *testing.T, p *models.Pipeline, most int) [][]int32 {
 
 // checkPackedMatchesAlone runs seqs as one packed pass and each alone
 // (padded layout, batch 1) and requires every sequence's hidden states
-// and head outputs to agree within the parity tolerance of
-// TestMicroBatchesMatchOneByOne (1e-5 relative to the largest value): a
-// packed sequence sees only its own tokens.
-func checkPackedMatchesAlone(t *testing.T, m *encoder.TaskModel, seqs [][]int32, what string) {
+// and head outputs to agree within tol relative to the largest value:
+// a packed sequence sees only its own tokens.
+func checkPackedMatchesAlone(t *testing.T, m *encoder.TaskModel, seqs [][]int32, what string, tol float64) {
 	t.Helper()
 	in := &encoder.Inputs{Batch: len(seqs)}
 	for _, s := range seqs {
@@ -63,16 +62,16 @@ func checkPackedMatchesAlone(t *testing.T, m *encoder.TaskModel, seqs [][]int32,
 		require.NoError(t, err)
 		start, end := packed.Rows(b)
 		require.Equal(t, len(s), end-start, "%s: sequence %d rows", what, b)
-		require.LessOrEqual(t, relDiff(alone.Last, packed.Last[start*h:end*h]), 1e-5, "%s: sequence %d (%d tokens) hidden states", what, b, len(s))
+		require.LessOrEqual(t, relDiff(alone.Last, packed.Last[start*h:end*h]), tol, "%s: sequence %d (%d tokens) hidden states", what, b, len(s))
 		if alone.Logits != nil {
-			require.LessOrEqual(t, relDiff(alone.Logits, packed.Logits[b*nl:(b+1)*nl]), 1e-5, "%s: sequence %d logits", what, b)
+			require.LessOrEqual(t, relDiff(alone.Logits, packed.Logits[b*nl:(b+1)*nl]), tol, "%s: sequence %d logits", what, b)
 		}
 		if alone.PoolerOutput != nil {
-			require.LessOrEqual(t, relDiff(alone.PoolerOutput, packed.PoolerOutput[b*h:(b+1)*h]), 1e-5, "%s: sequence %d pooler", what, b)
+			require.LessOrEqual(t, relDiff(alone.PoolerOutput, packed.PoolerOutput[b*h:(b+1)*h]), tol, "%s: sequence %d pooler", what, b)
 		}
 		if alone.StartLogits != nil {
-			require.LessOrEqual(t, relDiff(alone.StartLogits, packed.StartLogits[start:end]), 1e-5, "%s: sequence %d start logits", what, b)
-			require.LessOrEqual(t, relDiff(alone.EndLogits, packed.EndLogits[start:end]), 1e-5, "%s: sequence %d end logits", what, b)
+			require.LessOrEqual(t, relDiff(alone.StartLogits, packed.StartLogits[start:end]), tol, "%s: sequence %d start logits", what, b)
+			require.LessOrEqual(t, relDiff(alone.EndLogits, packed.EndLogits[start:end]), tol, "%s: sequence %d end logits", what, b)
 		}
 	}
 }
@@ -89,7 +88,19 @@ func TestPackedMatchesOneByOne(t *testing.T) {
 				o.Calib = calib
 			}
 			p := sst2Model(t, name, o)
-			checkPackedMatchesAlone(t, p.Model, packedSeqs(t, p, 40), name+" "+prec.String())
+			// FP32: the parity tolerance of TestMicroBatchesMatchOneByOne.
+			// INT8: the pass and the lone sequence have different M, so the
+			// selector may choose kernels that sum in another order (which
+			// depends on timing: -race changes it); an FP32 value at a
+			// rounding boundary then takes the neighbouring u8 code, one
+			// quantization step (~0.4% of a tensor's range), measured up to
+			// 2.8e-3 here. A layout fault (positions, attention across
+			// sequences) shows at FP32's 1e-5.
+			tol := 1e-5
+			if prec != models.PrecisionFP32 {
+				tol = 2e-2
+			}
+			checkPackedMatchesAlone(t, p.Model, packedSeqs(t, p, 40), name+" "+prec.String(), tol)
 		}
 	}
 }
@@ -114,7 +125,7 @@ func TestPackedQA(t *testing.T) {
 			}
 			seqs = append(seqs, ids)
 		}
-		checkPackedMatchesAlone(t, p.Model, seqs, name)
+		checkPackedMatchesAlone(t, p.Model, seqs, name, 1e-5)
 		p.Close()
 	}
 }
