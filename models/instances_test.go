@@ -1,3 +1,8 @@
+//go:build linux
+
+// The instances tests read thread ids and affinity masks, which are
+// Linux system calls (Pin is implemented on Linux only).
+
 package models_test
 
 import (
