@@ -4,15 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/models/encoder/encodertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,22 +22,7 @@ import (
 func multilabelFolder(t *testing.T) (string, [][]float64) {
 	t.Helper()
 	src := sharedPath(t, "golden/heads/bert-multilabel")
-	dir := t.TempDir()
-	for _, f := range []string{"config.json", "model.safetensors"} {
-		abs, err := filepath.Abs(filepath.Join(src, f))
-		require.NoError(t, err)
-		require.NoError(t, os.Symlink(abs, filepath.Join(dir, f)))
-	}
-	special := map[int]string{0: "[PAD]", 100: "[UNK]", 101: "[CLS]", 102: "[SEP]", 103: "[MASK]"}
-	var b strings.Builder
-	for i := 0; i < 1000; i++ {
-		s, ok := special[i]
-		if !ok {
-			s = fmt.Sprintf("w%d", i)
-		}
-		b.WriteString(s + "\n")
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "vocab.txt"), []byte(b.String()), 0o644))
+	dir := encodertest.WordFolder(t, src, false)
 	raw, err := os.ReadFile(filepath.Join(src, "golden.json"))
 	require.NoError(t, err)
 	var g struct {
