@@ -20,8 +20,9 @@ type (
 	// Pipeline is a loaded model with its tokenizer: Classify,
 	// ClassifyPairs, Embed, Answer, and Model.Forward on token ids.
 	Pipeline = encoder.Pipeline
-	// Precision is what a model runs at (PrecisionFP32, PrecisionInt8Static,
-	// PrecisionInt8Dynamic; PrecisionAsStored loads the folder as it is).
+	// Precision is what a model runs at (PrecisionFP32, PrecisionBF16,
+	// PrecisionInt8Static, PrecisionInt8Dynamic; PrecisionAsStored loads
+	// the folder as it is).
 	Precision = encoder.Precision
 	// QuantizeOptions are SmoothQuant's settings of an at-load quantization.
 	QuantizeOptions = encoder.QuantizeOptions
@@ -60,6 +61,7 @@ const (
 	PrecisionFP32        = encoder.PrecisionFP32
 	PrecisionInt8Static  = encoder.PrecisionInt8Static
 	PrecisionInt8Dynamic = encoder.PrecisionInt8Dynamic
+	PrecisionBF16        = encoder.PrecisionBF16
 
 	TaskBase                   = encoder.TaskBase
 	TaskSequenceClassification = encoder.TaskSequenceClassification

@@ -1,10 +1,5 @@
 package encoder
 
-import (
-	"github.com/int8bert/int8bert/kernels"
-	"github.com/int8bert/int8bert/selector"
-)
-
 // WeightBytes is the memory of the model's weights: the embeddings, the
 // LayerNorms and biases, and every linear's weights with the packed forms
 // made so far (so it grows on the first pass as the kernels pack theirs).
@@ -30,7 +25,7 @@ func (m *Model) WeightBytes() int {
 	n := f(m.wordEmb, m.posEmb, m.typeEmb, m.embLN, m.embLNBias)
 	for _, ly := range m.layers {
 		n += f(ly.qkvBias, ly.oBias, ly.attnLN, ly.attnLNBias, ly.ffn1Bias, ly.ffn2Bias, ly.outLN, ly.outLNBias)
-		for _, l := range []*selector.Linear[kernels.GEMMF32]{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
+		for _, l := range []linear{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
 			if l != nil {
 				n += l.Bytes()
 			}

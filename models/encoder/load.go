@@ -51,8 +51,10 @@ type Options struct {
 	// folder as it is (FP32 weights, or an INT8 artifact). An INT8
 	// precision on an FP32 model quantizes it at load: int8-static needs
 	// Calib or CalibInputs; int8-dynamic without either quantizes without
-	// smoothing. An INT8 artifact runs only at its own precision. A value
-	// other than the four constants is an error.
+	// smoothing. PrecisionBF16 on an FP32 model rounds its linears'
+	// weights to bfloat16 at load (a CPU with AVX512-BF16 or AMX-BF16
+	// only). An INT8 artifact runs only at its own precision. A value
+	// other than the five constants is an error.
 	Precision Precision
 	// Calib are the calibration texts of an at-load quantization
 	// (tokenized with the model's tokenizer, truncated to MaxLength).
@@ -103,7 +105,7 @@ func (o *Options) Check() error {
 		return bad("MaxLength %d: want 0 (the model's longest sequence, at most 512) or a positive number of tokens", o.MaxLength)
 	}
 	if !o.Precision.valid() {
-		return bad("%v: want PrecisionAsStored, PrecisionFP32, PrecisionInt8Static or PrecisionInt8Dynamic", o.Precision)
+		return bad("%v: want PrecisionAsStored, PrecisionFP32, PrecisionBF16, PrecisionInt8Static or PrecisionInt8Dynamic", o.Precision)
 	}
 	return o.Quant.check()
 }

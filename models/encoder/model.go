@@ -31,7 +31,7 @@ type Model struct {
 	src   Source
 	names Names
 	// prec is the precision of the linears; qlayers hold the INT8 ones
-	// (prec != PrecisionFP32), layers the FP32 ones.
+	// (prec.Int8()), layers the FP32 and BF16 ones.
 	prec    Precision
 	qlayers []qlayer
 	// recipe is how an INT8 model was quantized.
@@ -42,15 +42,16 @@ type Model struct {
 	g gate
 }
 
+// layer is an FP32 or BF16 layer (linear.go).
 type layer struct {
-	qkv                *selector.Linear[kernels.GEMMF32] // [3H, H]: Q, K, V rows
+	qkv                linear // [3H, H]: Q, K, V rows
 	qkvBias            []float32
-	o                  *selector.Linear[kernels.GEMMF32]
+	o                  linear
 	oBias              []float32
 	attnLN, attnLNBias []float32
-	ffn1               *selector.Linear[kernels.GEMMF32]
+	ffn1               linear
 	ffn1Bias           []float32
-	ffn2               *selector.Linear[kernels.GEMMF32]
+	ffn2               linear
 	ffn2Bias           []float32
 	outLN, outLNBias   []float32
 }
@@ -115,6 +116,15 @@ func newModel(cfg Config, l *Loader, names Names, sel *selector.Selector, o Opti
 			*dst, err = l.Get(name, shape...)
 		}
 	}
+	prec := PrecisionFP32
+	if o.Precision == PrecisionBF16 {
+		if err := checkBF16(sel); err != nil {
+			m.Close()
+			return nil, err
+		}
+		prec = PrecisionBF16
+	}
+	m.prec = prec
 	dims := linDims(cfg)
 	for i := 0; i < cfg.Layers; i++ {
 		n := names.Layer(i)
@@ -130,10 +140,10 @@ func newModel(cfg Config, l *Loader, names Names, sel *selector.Selector, o Opti
 			return nil, err
 		}
 		ly.qkvBias, ly.oBias, ly.ffn1Bias, ly.ffn2Bias = b[linQKV], b[linO], b[linFFN1], b[linFFN2]
-		var lins [numLin]*selector.Linear[kernels.GEMMF32]
+		var lins [numLin]linear
 		for which := range lins {
 			if err == nil {
-				lins[which], err = sel.NewLinearF32(dims[which][0], dims[which][1], w[which], dims[which][1])
+				lins[which], err = newLinear(sel, prec, dims[which][0], dims[which][1], w[which])
 			}
 		}
 		ly.qkv, ly.o, ly.ffn1, ly.ffn2 = lins[linQKV], lins[linO], lins[linFFN1], lins[linFFN2]
@@ -192,7 +202,7 @@ func (m *Model) Threads() int { return m.threads }
 func (m *Model) Close() error {
 	return m.g.close(func() error {
 		for _, ly := range m.layers {
-			for _, l := range []*selector.Linear[kernels.GEMMF32]{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
+			for _, l := range []linear{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
 				if l != nil {
 					l.Close()
 				}
@@ -415,8 +425,8 @@ func (m *Model) ForwardContext(ctx context.Context, in *Inputs, keepHidden bool)
 // output's Last then aliases them and is valid until their next pass.
 // With b nil the pass takes buffers from the pool and Last is its own.
 func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs observeFunc, b *buffers) (*Output, error) {
-	int8 := m.prec != PrecisionFP32
-	if int8 && obs != nil {
+	int8 := m.prec.Int8()
+	if m.prec != PrecisionFP32 && obs != nil {
 		return nil, fmt.Errorf("encoder: calibration needs an FP32 model: %w", ErrConfig)
 	}
 	if err := m.check(in); err != nil {
@@ -583,7 +593,7 @@ type buffers struct {
 // newBuffers makes buffers for passes of up to rows tokens of m.
 func (m *Model) newBuffers(rows int) *buffers {
 	h, in := m.cfg.Hidden, m.cfg.Intermediate
-	b := &buffers{rows: rows, int8: m.prec != PrecisionFP32,
+	b := &buffers{rows: rows, int8: m.prec.Int8(),
 		x: make([]float32, rows*h), qkv: make([]float32, rows*3*h), ctx: make([]float32, rows*h),
 		t: make([]float32, rows*h), f: make([]float32, rows*in)}
 	if b.int8 {

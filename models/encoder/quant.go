@@ -32,10 +32,15 @@ const (
 	// PrecisionInt8Dynamic: SmoothQuant W8A8 with per-token activation
 	// scales computed at run time.
 	PrecisionInt8Dynamic
+	// PrecisionBF16: the linear layers' weights and inputs rounded to
+	// bfloat16, products accumulated in float32; embeddings, LayerNorm,
+	// softmax and the heads stay FP32 (docs/DESIGN.md section 3.9). It
+	// needs a CPU with AVX512-BF16 or AMX-BF16.
+	PrecisionBF16
 )
 
 // String is the precision's name on the command line; a value other than
-// the four constants is "Precision(N)".
+// the five constants is "Precision(N)".
 func (p Precision) String() string {
 	switch p {
 	case PrecisionAsStored:
@@ -46,12 +51,14 @@ func (p Precision) String() string {
 		return "int8-static"
 	case PrecisionInt8Dynamic:
 		return "int8-dynamic"
+	case PrecisionBF16:
+		return "bf16"
 	}
 	return fmt.Sprintf("Precision(%d)", int(p))
 }
 
-// valid reports whether p is one of the four constants.
-func (p Precision) valid() bool { return p >= PrecisionAsStored && p <= PrecisionInt8Dynamic }
+// valid reports whether p is one of the five constants.
+func (p Precision) valid() bool { return p >= PrecisionAsStored && p <= PrecisionBF16 }
 
 // Int8 reports whether p is an INT8 precision.
 func (p Precision) Int8() bool { return p == PrecisionInt8Static || p == PrecisionInt8Dynamic }
@@ -64,8 +71,8 @@ func (p Precision) Mode() smoothquant.Mode {
 	return smoothquant.Dynamic
 }
 
-// ParsePrecision reads "fp32", "int8-static" or "int8-dynamic" ("static"
-// and "dynamic" are accepted too).
+// ParsePrecision reads "fp32", "bf16", "int8-static" or "int8-dynamic"
+// ("static", "dynamic" and "bfloat16" are accepted too).
 func ParsePrecision(s string) (Precision, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "fp32", "float32", "f32":
@@ -74,8 +81,10 @@ func ParsePrecision(s string) (Precision, error) {
 		return PrecisionInt8Static, nil
 	case "int8-dynamic", "dynamic":
 		return PrecisionInt8Dynamic, nil
+	case "bf16", "bfloat16":
+		return PrecisionBF16, nil
 	}
-	return 0, fmt.Errorf("encoder: precision %q: want fp32, int8-static or int8-dynamic: %w", s, ErrConfig)
+	return 0, fmt.Errorf("encoder: precision %q: want fp32, bf16, int8-static or int8-dynamic: %w", s, ErrConfig)
 }
 
 // ParsePrecisions reads a comma-separated list of precisions.
@@ -321,6 +330,9 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	defer m.leave()
 	if !p.Int8() {
 		return nil, fmt.Errorf("encoder: quantize to %s: want int8-static or int8-dynamic: %w", p, ErrConfig)
+	}
+	if m.Encoder.prec == PrecisionBF16 {
+		return nil, fmt.Errorf("encoder: a bf16 model cannot be quantized (its weights are rounded): quantize the FP32 model: %w", ErrConfig)
 	}
 	if m.Encoder.prec != PrecisionFP32 {
 		return nil, fmt.Errorf("encoder: the model is already %s: %w", m.Encoder.prec, ErrConfig)

@@ -212,14 +212,13 @@ type linKey struct {
 func (m *TaskModel) rowKeys(rows int) ([]linKey, error) {
 	e := m.Encoder
 	th, c := e.threads, e.cfg
-	h, inter := c.Hidden, c.Intermediate
 	var keys []linKey
 	for _, ly := range e.layers {
 		keys = append(keys,
-			linKey{selector.F32Key(rows, h, 3*h, &kernels.Epilogue{Bias: ly.qkvBias}, th), ly.qkv.Prepare},
-			linKey{selector.F32Key(rows, h, h, &kernels.Epilogue{Bias: ly.oBias, Residual: placeholder}, th), ly.o.Prepare},
-			linKey{selector.F32Key(rows, h, inter, &kernels.Epilogue{Bias: ly.ffn1Bias, Act: c.Activation}, th), ly.ffn1.Prepare},
-			linKey{selector.F32Key(rows, inter, h, &kernels.Epilogue{Bias: ly.ffn2Bias, Residual: placeholder}, th), ly.ffn2.Prepare})
+			linKey{ly.qkv.key(rows, &kernels.Epilogue{Bias: ly.qkvBias}, th), ly.qkv.Prepare},
+			linKey{ly.o.key(rows, &kernels.Epilogue{Bias: ly.oBias, Residual: placeholder}, th), ly.o.Prepare},
+			linKey{ly.ffn1.key(rows, &kernels.Epilogue{Bias: ly.ffn1Bias, Act: c.Activation}, th), ly.ffn1.Prepare},
+			linKey{ly.ffn2.key(rows, &kernels.Epilogue{Bias: ly.ffn2Bias, Residual: placeholder}, th), ly.ffn2.Prepare})
 	}
 	static := e.prec == PrecisionInt8Static
 	mode := e.mode()
