@@ -131,7 +131,13 @@ type ModelReport struct {
 // loadFP32 opens the architecture or folder o.Arch (a folder as it holds
 // the model: FP32, or an INT8 artifact).
 func loadFP32(ctx context.Context, o *ModelOptions, sel *selector.Selector, prof *encoder.Profile) (*encoder.TaskModel, error) {
-	opts := encoder.Options{Selector: sel, Threads: o.Threads, Profile: prof}
+	return loadAt(ctx, o, sel, prof, encoder.PrecisionAsStored)
+}
+
+// loadAt is loadFP32 at precision prec (PrecisionBF16 rounds the FP32
+// weights to bfloat16 at load).
+func loadAt(ctx context.Context, o *ModelOptions, sel *selector.Selector, prof *encoder.Profile, prec encoder.Precision) (*encoder.TaskModel, error) {
+	opts := encoder.Options{Selector: sel, Threads: o.Threads, Profile: prof, Precision: prec}
 	if st, err := os.Stat(o.Arch); err == nil && st.IsDir() {
 		p, err := models.Load(ctx, o.Arch, opts)
 		if err != nil {
@@ -231,6 +237,13 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 	var fp32Res *ModelResult
 	for _, p := range o.Precisions {
 		m, prof := fp32, fp32Prof
+		if p == encoder.PrecisionBF16 {
+			say("loading %s at bf16", o.Arch)
+			prof = &encoder.Profile{}
+			if m, err = loadAt(ctx, &o, sel, prof, p); err != nil {
+				return nil, err
+			}
+		}
 		if p.Int8() {
 			var calib []*encoder.Inputs
 			for i := 0; i < o.CalibBatches; i++ {
@@ -247,7 +260,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		var peak float64
 		if o.PeakTime >= 0 {
 			say("peak microbenchmark")
-			peak = measurePeak(cmp.Or(o.PeakTime, 300*time.Millisecond), p.Int8(), o.Threads)
+			peak = measurePeak(cmp.Or(o.PeakTime, 300*time.Millisecond), p, o.Threads)
 		}
 		say("timing %s", p)
 		var r ModelResult

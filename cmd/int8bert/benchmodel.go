@@ -25,7 +25,7 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	seq := fs.Int("seq", 128, "tokens per sequence")
 	batch := fs.Int("batch", 1, "sequences per forward pass")
 	threads := fs.Int("threads", 1, "threads per linear layer")
-	precs := fs.String("precision", "fp32,int8-static,int8-dynamic", "precisions to measure")
+	precs := fs.String("precision", "fp32,int8-static,int8-dynamic", "precisions to measure (fp32, bf16, int8-static, int8-dynamic)")
 	alpha := fs.String("alpha", "0.5", "SmoothQuant alpha, or auto")
 	minTime := fs.Duration("min-time", 2*time.Second, "least time spent timing each precision")
 	reps := fs.Int("reps", 3, "least number of timed passes per precision (the median is reported)")
@@ -104,7 +104,7 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return err
 		}
 	}
-	if _, err := fmt.Fprintln(stdout, "linear % peak: over the FMA (FP32) or INT8 (VNNI, else AVX-VNNI, else VPMADDWD zmm, else ymm) peak measured on one core right before each precision, times the threads"); err != nil {
+	if _, err := fmt.Fprintln(stdout, "linear % peak: over the FMA (FP32), VDPBF16PS (BF16) or INT8 (VNNI, else AVX-VNNI, else VPMADDWD zmm, else ymm) peak measured on one core right before each precision, times the threads"); err != nil {
 		return err
 	}
 	return printInt8Tier(stdout, r.Int8, r.Int8Kernels, peakRatio(r.Results))

@@ -116,7 +116,7 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	inputs := fs.String("inputs", "", "JSON file with input_ids, attention_mask, token_type_ids as [batch][seq]")
 	outPath := fs.String("out", "", "write the outputs here (default: stdout)")
 	threads := fs.Int("threads", 1, "threads per linear layer")
-	precision := fs.String("precision", "", "fp32, int8-static or int8-dynamic (default: as the model folder holds it; an FP32 model is quantized at load: int8-static needs --calib and a tokenizer in the folder)")
+	precision := fs.String("precision", "", "fp32, bf16, int8-static or int8-dynamic (default: as the model folder holds it; an FP32 model is rounded to bf16 or quantized at load: int8-static needs --calib and a tokenizer in the folder; bf16 needs AVX512-BF16)")
 	qf := addQuantFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -34,7 +34,8 @@
 //	int8bert health [--addr HOST:PORT] [--timeout 3s]
 //	int8bert help
 //
-// P is fp32, int8-static or int8-dynamic: an FP32 model is quantized at
+// P is fp32, bf16, int8-static or int8-dynamic: an FP32 model is rounded
+// to bf16 (a CPU with AVX512-BF16) or quantized at
 // load (with --calib for int8-static), an INT8 artifact runs at its own
 // precision; the commands that load a model also take the quantize flags
 // (--calib, --alpha, --range, --fallback-sqnr). "int8bert <command> -h"

@@ -60,7 +60,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	c := &f.cfg
 	fs.Var(&f.models, "model", "[NAME=]DIR-or-hub-id, repeatable: the models to serve (the first is the default of a request without \"model\")")
 	f.addr = fs.String("addr", ":8080", "listen address, HOST:PORT (\":8080\": every interface; 127.0.0.1:PORT: loopback only)")
-	f.precision = fs.String("precision", "", "fp32, int8-static or int8-dynamic (default: as each folder is stored); an FP32 model is quantized at load")
+	f.precision = fs.String("precision", "", "fp32, bf16, int8-static or int8-dynamic (default: as each folder is stored); an FP32 model is rounded to bf16 or quantized at load (bf16 needs AVX512-BF16)")
 	f.maxLength = fs.Int("max-length", 0, "longest input in tokens (default: the model's longest, at most 512)")
 	f.quant = addQuantFlags(fs)
 	fs.IntVar(&c.Instances, "instances", 0, "workers sharing one copy of the weights (default: physical cores / threads-per-instance)")

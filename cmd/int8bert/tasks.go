@@ -100,7 +100,7 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	nbest := fs.Int("n-best", 1, "qa: answers to return")
 	maxAnswer := fs.Int("max-answer-length", 30, "qa: longest answer in tokens")
 	stride := fs.Int("doc-stride", 128, "qa: tokens shared by consecutive windows of a long context")
-	precision := fs.String("precision", "", "fp32, int8-static or int8-dynamic (default: as the model folder holds it; an FP32 model is quantized at load)")
+	precision := fs.String("precision", "", "fp32, bf16, int8-static or int8-dynamic (default: as the model folder holds it; an FP32 model is rounded to bf16 or quantized at load; bf16 needs AVX512-BF16)")
 	qf := addQuantFlags(fs)
 	qf.addBatchTokensFlag(fs)
 	cf := addClassifyFlags(fs)
