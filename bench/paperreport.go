@@ -1,0 +1,264 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/int8bert/int8bert/bench/chart"
+)
+
+// The paper's own figures, for the report's side-by-side columns where a
+// table matches ours (docs/DESIGN.md section 7.7): Table 3's FP32 and BF16
+// hotspot shares (BERT-large), Table 14's gap and the INT8-over-BF16
+// range on Granite Rapids with AMX.
+const (
+	paperFP32Linear  = "86.9-88.5"
+	paperFP32Attn    = "10.4-11.8"
+	paperFP32LN      = "0.6-0.8"
+	paperBF16Linear  = "72.7"
+	paperBF16Attn    = "19.75"
+	paperBF16LN      = "5.99"
+	paperGap         = "18-30 (BERT-large 18)"
+	paperInt8OverBF6 = "1.24-1.59 (Granite Rapids, AMX)"
+)
+
+// label is the line above every table: where and how it was measured.
+func (r *PaperReport) label() string {
+	m := r.Meta
+	keys := make([]string, 0, len(m.Settings))
+	for k := range m.Settings {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	var set []string
+	for _, k := range keys {
+		set = append(set, k+"="+m.Settings[k])
+	}
+	return fmt.Sprintf("_%s (%d CPUs), %s, commit %s, %s; %s._\n_Reproduce: `%s`_\n",
+		m.CPU, m.Cores, m.Date.UTC().Format("2006-01-02 15:04 UTC"), m.Commit, m.Go, strings.Join(set, ", "), m.Command)
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// WriteMarkdown writes the report as Markdown, one section per table.
+func (r *PaperReport) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	f := func(v float64, prec int) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.*f", prec, v)
+	}
+	m := r.Meta
+	p("# int8bert: the paper's tables on %s\n\n", m.CPU)
+	p("Measured %s in %.0f s; features: %s; oneDNN %s.\n\n", m.Date.UTC().Format("2006-01-02 15:04 UTC"), m.Seconds, m.Features, m.OneDNN)
+	for _, n := range r.Notes {
+		p("- %s\n", n)
+	}
+	p("\n## Table 3: where a pass spends its time\n\n%s\n", r.label())
+	p("| model | precision | ms/batch | linear %% | attention %% | LayerNorm %% | other %% | paper (BERT-large): linear / attention / LN %% |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+	for _, h := range r.Hotspots {
+		ref := ""
+		switch h.Precision {
+		case "fp32":
+			ref = paperFP32Linear + " / " + paperFP32Attn + " / " + paperFP32LN
+		case "bf16":
+			ref = paperBF16Linear + " / " + paperBF16Attn + " / " + paperBF16LN
+		}
+		p("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n", h.Model, h.Precision, h.MsPerBatch, h.LinearPct, h.AttentionPct, h.LayerNormPct, h.OtherPct, ref)
+	}
+	pk := r.Peaks
+	p("\n## Table 4: peaks, memory bandwidth and balance points\n\n%s\n", r.label())
+	p("| figure | one core | %d core(s) |\n|---|---:|---:|\n", pk.Threads)
+	p("| FP32 FMA GFLOP/s | %s | %s |\n", f(pk.OneCore.FP32GFLOPS, 1), f(pk.AllCores.FP32GFLOPS, 1))
+	p("| BF16 VDPBF16PS GFLOP/s | %s | %s |\n", f(pk.OneCore.BF16GFLOPS, 1), f(pk.AllCores.BF16GFLOPS, 1))
+	p("| INT8 GOP/s (%s) | %s | %s |\n", pk.Int8Kind, f(pk.OneCore.Int8(), 1), f(pk.AllCores.Int8(), 1))
+	p("| triad GB/s (best; median) | %.1f; %.1f | %.1f; %.1f |\n", pk.TriadOne.BestGBps, pk.TriadOne.MedianGBps, pk.TriadAll.BestGBps, pk.TriadAll.MedianGBps)
+	for _, d := range PaperDTypes {
+		p("| balance point %s (ops/byte) | %s | %s |\n", d, f(pk.BalanceOne[d], 1), f(pk.Balance[d], 1))
+	}
+	p("\nThe triad counts 24 bytes per element (STREAM's convention); a balance point is peak / bandwidth: a GEMM whose arithmetic intensity is below it is bound by memory.\n")
+
+	p("\n## Table 5: the GEMMs of %s at seq %d (batch %s)\n\n%s\n", r.Model, r.ModelSeq, m.Settings["batch"], r.label())
+	p("| GEMM | M x K x N | per pass | AI fp32 | AI bf16 | AI int8 |\n|---|---|---:|---:|---:|---:|\n")
+	for _, s := range r.Shapes {
+		p("| %s | %dx%dx%d | %d | %.1f | %.1f | %.1f |\n", s.Name, s.M, s.K, s.N, s.Count, s.AI["fp32"], s.AI["bf16"], s.AI["int8"])
+	}
+	p("\nAI (arithmetic intensity) is 2MNK over the bytes of A, B and C read or written once (u8 x s8 -> f32 for int8, bf16 x bf16 -> f32, f32). The QKV projections are one fused GEMM here; the paper counts Q, K, V and the output as four 1024 x 1024 GEMMs per layer (96 per pass of BERT-large).\n")
+
+	p("\n## Tables 6-7: effective bandwidth, throughput and the roofline estimate\n\n%s\n", r.label())
+	p("| GEMM | dtype | kernel | GOP/s | effective GB/s | roofline GOP/s | bound | %% of roofline |\n|---|---|---|---:|---:|---:|---|---:|\n")
+	for _, g := range r.GEMMs {
+		p("| %s | %s | %s | %.1f | %.1f | %.1f | %s | %.1f |\n", g.Shape, g.DType, g.Kernel, g.GOPS, g.EffGBps, g.Roofline, g.Bound, g.PctRoof)
+	}
+	p("\nThe roofline estimate is min(peak, AI x triad bandwidth) on the threads used; effective bandwidth is the GEMM's bytes (as counted for AI) over its time.\n")
+
+	p("\n## Tables 11-13: speed-ups\n\n%s\n", r.label())
+	p("| model | seq | precision | seq/s | ms/batch | linear ms | vs fp32 | vs bf16 | linear vs fp32 | linear vs bf16 |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.Speedups {
+		p("| %s | %d | %s | %.2f | %.1f | %.1f | %s | %s | %s | %s |\n", s.Model, s.Seq, s.Precision, s.SeqPerS, s.MsPerBatch, s.LinearMs,
+			fx(s.VsFP32), fx(s.VsBF16), fx(s.LinearVsFP32), fx(s.LinearVsBF16))
+	}
+	p("\nThe paper: INT8 up to 5.8x FP32 end to end; %s over BF16.\n", paperInt8OverBF6)
+
+	p("\n## Table 14: realized against the estimated ceiling\n\n%s\n", r.label())
+	p("| model | precision | seq/s | ceiling seq/s | gap %% | linear ms | linear at roofline ms | lost in linears ms | attention ms | other ms |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range r.Ceilings {
+		p("| %s | %s | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", c.Model, c.Precision, c.SeqPerS, c.CeilSeqPerS, c.GapPct,
+			c.LinearMs, c.RoofMs, c.LinearLossMs, c.AttentionMs, c.OtherMs)
+	}
+	p("\nThe ceiling runs every linear at its roofline estimate and the rest of the pass (attention, LayerNorm, embeddings) as measured: the gap is all in the linears. The paper's gap: %s%%.\n", paperGap)
+
+	p("\n## Table 15: accuracy\n\n%s\n", r.label())
+	if len(r.Accuracy) == 0 {
+		p("Not measured in this run (no --eval-models, or --quick without them).\n")
+	} else {
+		p("| model | task | precision | examples | accuracy | agreement with fp32 | F1 | EM |\n|---|---|---|---:|---:|---:|---:|---:|\n")
+		for _, a := range r.Accuracy {
+			p("| %s | %s | %s | %d | %s | %s | %s | %s |\n", a.Model, a.Task, a.Precision, a.N, pctp(a.Accuracy), pctp(a.Agreement), pctp(a.F1), pctp(a.EM))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func fx(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+func pctp(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100**v)
+}
+
+// WriteFiles writes report.md, report.json and the charts (roofline,
+// speedups, hotspots; .svg and .png) into dir, which it creates. It
+// returns the files written.
+func (r *PaperReport) WriteFiles(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: paper: %w", err)
+	}
+	var files []string
+	write := func(name string, fn func(io.Writer) error) error {
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		files = append(files, p)
+		return nil
+	}
+	if err := write("report.md", r.WriteMarkdown); err != nil {
+		return files, fmt.Errorf("bench: paper: %w", err)
+	}
+	if err := write("report.json", func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}); err != nil {
+		return files, fmt.Errorf("bench: paper: %w", err)
+	}
+	charts, err := r.writeCharts(dir)
+	files = append(files, charts...)
+	return files, err
+}
+
+// writeCharts draws the roofline (Tables 5-7), the speed-ups (Tables
+// 11-13) and the hotspots (Table 3).
+func (r *PaperReport) writeCharts(dir string) ([]string, error) {
+	var files []string
+	both := func(base string) { files = append(files, base+".svg", base+".png") }
+	pk := r.Peaks
+	if len(r.GEMMs) > 0 && pk.TriadAll.BestGBps > 0 {
+		rl := chart.Roofline{Title: fmt.Sprintf("%s seq %d GEMMs on %s (%d thread(s))", r.Model, r.ModelSeq, r.Meta.CPU, pk.Threads),
+			Bandwidth: pk.TriadAll.BestGBps}
+		for _, d := range PaperDTypes {
+			if v := pk.PeakByDType[d]; v > 0 {
+				rl.Ceilings = append(rl.Ceilings, chart.Ceiling{Name: d + " peak", Peak: v})
+			}
+		}
+		for _, g := range r.GEMMs {
+			if g.GOPS > 0 && g.AI > 0 {
+				rl.Points = append(rl.Points, chart.Point{Label: strings.Fields(g.Shape)[0], AI: g.AI, GOPS: g.GOPS, Series: g.DType})
+			}
+		}
+		base := filepath.Join(dir, "roofline")
+		if err := chart.WriteRoofline(base, rl); err != nil {
+			return files, fmt.Errorf("bench: paper: roofline chart: %w", err)
+		}
+		both(base)
+	}
+	if len(r.Speedups) > 0 {
+		var groups []string
+		series := map[string][]float64{}
+		var names []string
+		for _, s := range r.Speedups {
+			g := fmt.Sprintf("%s/%d", s.Model, s.Seq)
+			if len(groups) == 0 || groups[len(groups)-1] != g {
+				groups = append(groups, g)
+			}
+			if s.Precision == "fp32" {
+				continue
+			}
+			if _, ok := series[s.Precision]; !ok {
+				names = append(names, s.Precision)
+			}
+			series[s.Precision] = append(series[s.Precision], s.VsFP32)
+		}
+		b := chart.Bars{Title: "throughput speed-up over fp32", YLabel: "x fp32", Groups: groups, RefLine: 1}
+		for _, n := range names {
+			if len(series[n]) == len(groups) {
+				b.Series = append(b.Series, chart.Series{Name: n, Values: series[n]})
+			}
+		}
+		if len(b.Series) > 0 {
+			base := filepath.Join(dir, "speedups")
+			if err := chart.WriteBars(base, b); err != nil {
+				return files, fmt.Errorf("bench: paper: speed-up chart: %w", err)
+			}
+			both(base)
+		}
+	}
+	if len(r.Hotspots) > 0 {
+		s := chart.Stacked{Title: "where a pass spends its time", YLabel: "% of the pass"}
+		parts := [4][]float64{}
+		for _, h := range r.Hotspots {
+			s.Groups = append(s.Groups, h.Model+" "+h.Precision)
+			for i, v := range []float64{h.LinearPct, h.AttentionPct, h.LayerNormPct, h.OtherPct} {
+				parts[i] = append(parts[i], max(v, 0))
+			}
+		}
+		for i, n := range []string{"linear", "attention", "LayerNorm", "other"} {
+			s.Parts = append(s.Parts, chart.Series{Name: n, Values: parts[i]})
+		}
+		base := filepath.Join(dir, "hotspots")
+		if err := chart.WriteStacked(base, s); err != nil {
+			return files, fmt.Errorf("bench: paper: hotspot chart: %w", err)
+		}
+		both(base)
+	}
+	return files, nil
+}
