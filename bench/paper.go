@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -60,6 +59,55 @@ type PaperOptions struct {
 	// Progress hears each step: its number (from 1), the number of steps
 	// and what it does.
 	Progress func(step, steps int, what string)
+	// Estimate, when set, hears the expected time of the rest of the run
+	// once the peaks are measured (EstimatePaper).
+	Estimate func(rest time.Duration)
+}
+
+// EstimatePaper is the expected time of the model passes of a run of o
+// (the GEMM step and the passes of every model at every precision) on a
+// CPU of one core's FP32 peak fp32GFLOPS: each pass costs its FLOPs at a
+// third of the peak times the threads (FP32; faster precisions count the
+// same, which covers their loading and quantizing), each precision runs
+// max(MinTime, Reps+1 passes) and each model loads and calibrates with
+// six more FP32 passes. Models given as folders are not counted.
+func EstimatePaper(o PaperOptions, fp32GFLOPS float64) time.Duration {
+	if fp32GFLOPS <= 0 {
+		return 0
+	}
+	ms := o.Models
+	if ms == nil {
+		ms = PaperModels
+	}
+	precs := max(len(o.Precisions), 1)
+	minTime := o.MinTime
+	if minTime == 0 {
+		minTime = 2 * time.Second
+	}
+	reps := o.Reps
+	if reps == 0 {
+		reps = 3
+	}
+	rate := fp32GFLOPS * 1e9 / 3 * float64(max(o.Threads, 1))
+	total := 10 * time.Second // the GEMM step
+	for _, m := range ms {
+		a, err := LookupArch(m.Arch)
+		if err != nil {
+			continue // a folder: not loaded just to estimate
+		}
+		cfg, err := a.EncoderConfig()
+		if err != nil {
+			continue
+		}
+		flops := 0.0
+		for _, s := range ModelShapes(cfg, m.Seq, max(o.Batch, 1)) {
+			flops += float64(s.Count) * s.Ops()
+		}
+		flops += float64(cfg.Layers) * 4 * float64(m.Seq*m.Seq*cfg.Hidden*max(o.Batch, 1))
+		pass := time.Duration(flops / rate * 1e9)
+		total += time.Duration(precs)*max(minTime, time.Duration(reps+1)*pass) + 6*pass
+	}
+	return total
 }
 
 // PaperMeta says where and how a report was measured.
@@ -330,7 +378,12 @@ func DefaultPaperPrecisions(f cpu.Features) []encoder.Precision {
 
 // PaperSteps is the number of steps Paper reports for o's models: the
 // peaks, the triad, the GEMMs, then one per model.
-func PaperSteps(o PaperOptions) int { return 3 + len(cmp.Or(o.Models, PaperModels)) }
+func PaperSteps(o PaperOptions) int {
+	if o.Models == nil {
+		return 3 + len(PaperModels)
+	}
+	return 3 + len(o.Models)
+}
 
 // Paper measures Tables 3-14 (Table 15, the accuracy, is the caller's:
 // cmd/int8bert runs eval for it) in one run.
@@ -397,6 +450,9 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 	}
 	rep.Peaks = pk
 	bw := pk.TriadAll.BestGBps
+	if o.Estimate != nil {
+		o.Estimate(EstimatePaper(o, one.FP32GFLOPS))
+	}
 
 	// Tables 5-7: the first model's shapes.
 	say(fmt.Sprintf("GEMM shapes of %s at seq %d", o.Models[0].Arch, o.Models[0].Seq))
@@ -446,7 +502,7 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 // configOf is the encoder configuration of an architecture or folder.
 func configOf(ctx context.Context, arch string, sel *selector.Selector) (encoder.Config, error) {
 	if a, err := LookupArch(arch); err == nil {
-		return a.Config, nil
+		return a.EncoderConfig()
 	}
 	m, err := loadFP32(ctx, &ModelOptions{Arch: arch, Threads: 1}, sel, nil)
 	if err != nil {

@@ -18,11 +18,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && args[0] == "model" {
 		return runBenchModel(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "paper" {
+		return runBenchPaper(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "serve" {
 		return runBenchServe(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "gemm" {
-		return fmt.Errorf("bench: want a target: gemm, model or serve")
+		return fmt.Errorf("bench: want a target: gemm, model, paper or serve")
 	}
 	fs := flag.NewFlagSet("bench gemm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
