@@ -65,7 +65,7 @@ func PackBF16(n, k int, w []float32, ldw, nr int) (*PackedBF16, error) {
 		off = int(64-a) / 2
 	}
 	p := &PackedBF16{N: n, K: k, NR: nr, Data: buf[off : off+size : off+size]}
-	for j := 0; j < n; j++ {
+	for j := 0; j < n && k > 0; j++ {
 		base := (j/nr)*nr*kp + 2*(j%nr)
 		for q, x := range w[j*ldw : j*ldw+k] {
 			p.Data[base+(q>>1)*2*nr+q&1] = bf16DAZ(x)
