@@ -70,6 +70,11 @@
 //	gemm_f32_amd64.go        the FP32 tile driver f32Driver (AVX-512 and AVX2 tiles)
 //	gemm_f32_avx512*.go/.s   AVX-512 FP32 micro-kernels, epilogue and their table
 //	gemm_f32_avx2*.go/.s     AVX2 + FMA3 FP32 micro-kernels and epilogue
+//	gemm_bf16.go             PackedBF16, GEMMBF16, KernelBF16, BF16Kernels; GenericBF16,
+//	                         GemmBF16Ref, the row packer's twin packBF16Row
+//	gemm_bf16_amd64.go       the AVX512-BF16 tile driver bf16Driver (the FP32 epilogue)
+//	gemm_bf16_avx512*.go/.s  AVX512-BF16 (VDPBF16PS, byte-encoded) micro-kernels, the
+//	                         row packer cvtBF16Row and their table
 //	pack_f32_into.go         PackF32Into, the allocation-free repack (attention's K)
 //	eltwise.go               the element-wise API (LayerNorm, Softmax, GELU, Quantize*,
 //	                         Dequantize*) and its per-call dispatch

@@ -176,21 +176,10 @@ func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 	K, nr := g.K, f.nr
 	KC, MC := f.blocking(i1-i0, K)
 	ep := g.Ep
-	var act, ldr int
-	var actGo bool
+	var ldr int
+	act, actGo := f32EpiAct(ep)
 	if ep != nil {
 		ldr = ep.ldr(g.N)
-		switch ep.Act {
-		case ActGELU:
-			act = 3 // the rational GELU (geluQ8F32)
-			if ep.PreciseGELU {
-				act = 1
-			}
-		case ActReLU:
-			act = 2
-		case ActGELUTanh:
-			actGo = true
-		}
 	}
 	// An A block is copied into a scratch buffer with a padded stride when
 	// A's own stride makes the rows of a tile fight over a few L1 sets (a
@@ -275,6 +264,27 @@ func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 			}
 		}
 	}
+}
+
+// f32EpiAct returns the act code of epiF32 and epiF32a for ep's
+// activation (1 the erfc GELU, 2 ReLU, 3 the rational GELU, 0 none), and
+// whether the activation runs in Go instead (the tanh GELU).
+func f32EpiAct(ep *Epilogue) (act int, actGo bool) {
+	if ep == nil {
+		return 0, false
+	}
+	switch ep.Act {
+	case ActGELU:
+		act = 3 // the rational GELU (geluQ8F32)
+		if ep.PreciseGELU {
+			act = 1
+		}
+	case ActReLU:
+		act = 2
+	case ActGELUTanh:
+		actGo = true
+	}
+	return act, actGo
 }
 
 // epilogue applies g.Ep to the tile of rows i...i+mr-1, columns j...j+nv-1

@@ -206,7 +206,9 @@ func (s *Selector) quickCheck(o operation, ck, key Key) (candidate, error) {
 // every shape measured (docs/PERFORMANCE.md).
 var isaRank = map[cpu.ISA]int{
 	cpu.ISAAMX:        7,
+	cpu.ISAAMXBF16:    7,
 	cpu.ISAAVX512VNNI: 6,
+	cpu.ISAAVX512BF16: 6,
 	cpu.ISAAVX512:     6,
 	cpu.ISAAVXVNNI:    5,
 	cpu.ISAAVX2:       4,

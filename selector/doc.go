@@ -7,14 +7,17 @@
 //   - the candidates, per operation: for u8s8, every kernel of
 //     kernels.U8S8Kernels() this CPU runs (Kernel.Available on cpu.X86) and
 //     that accepts the shape; for f32, every kernel of kernels.F32Kernels()
-//     likewise; for both, oneDNN when dnnl.Available; for f32-kernel
+//     likewise; for bf16, every kernel of kernels.BF16Kernels() likewise;
+//     for all three, oneDNN when dnnl.Available; for f32-kernel
 //     (attention's products, run by the caller on the kernel chosen) the
 //     FP32 kernels alone; for all, test-only extras (Options.Extra);
 //   - the key a choice is made for (Key: operation, M bucket, K, N, epilogue
 //     kind, threads);
 //   - benchmark-once tuning: every candidate is first checked against the
 //     reference (kernels.GenericU8S8; kernels.GemmF32Ref for f32, within
-//     1e-5 of sum_k |a||w| + |bias| + |residual|) on random data of the
+//     1e-5 of sum_k |a||w| + |bias| + |residual|; kernels.GemmBF16Ref, the
+//     bf16-rounded operands in float64, for bf16, with the same bound on
+//     the rounded operands) on random data of the
 //     key's shape and excluded, with the reason recorded, when it differs;
 //     the rest are timed a few times each (median) and the fastest is kept;
 //   - the persistent JSON tuning cache (CacheFile: one section, Cache, per
@@ -31,7 +34,8 @@
 //   - Linear[G]: one weight matrix prepared once, whose Run(*G) is what the
 //     encoders call for every linear layer, G being the kernels descriptor
 //     of the operation's calls (kernels.GEMMU8S8 from NewLinear for int8,
-//     kernels.GEMMF32 from NewLinearF32 for float32); and
+//     kernels.GEMMF32 from NewLinearF32 for float32, kernels.GEMMBF16 from
+//     NewLinearBF16 for bfloat16); and
 //     Selector.KernelF32, the kernel of an f32-kernel product.
 //
 // Nothing else in the module picks a kernel: the encoders' linears and
@@ -40,13 +44,15 @@
 //
 // Concurrent first calls for one key run the tuning once. The environment
 // variable INT8BERT_KERNEL (or Options.Force) forces a kernel ISA (a
-// cpu.ISA: "avx512-vnni", "amx", "avx2", "avx512", "generic", or "onednn")
+// cpu.ISA: "avx512-vnni", "amx", "avx2", "avx512", "avx512-bf16",
+// "generic", or "onednn")
 // or one kernel by name; a forced ISA this CPU or build lacks is an error,
 // never a fallback. Forcing applies to the operations that have a kernel
 // of that ISA (or that kernel): "avx512-vnni" or "amx" force the u8s8
 // GEMMs and leave the f32 ones to their usual choice, "avx512" the
-// reverse, "avx2" and "generic" force all, "onednn" forces u8s8 and f32
-// (f32-kernel has no oneDNN candidate). An ISA no operation has is an
+// reverse, "avx512-bf16" the bf16 ones only, "avx2" the u8s8, f32 and
+// f32-kernel ones, "generic" all, "onednn" u8s8, f32 and bf16 (f32-kernel
+// has no oneDNN candidate). An ISA no operation has is an
 // error, and so is "onednn" without oneDNN.
 //
 // Operations are generic (op.go): an operation is an opSet[G] over the
@@ -55,9 +61,10 @@
 // call, and a trial's random problem and reference check. "u8s8" (u8
 // activations x s8 weights, Key from U8S8Key; u8s8.go), "f32" (f32 x f32
 // -> f32 with bias, activation and residual, Key from F32Key; f32.go) and
-// "f32-kernel" (the f32 spec without oneDNN, Key from F32KernelKey).
-// Another (BF16, s8 x s8) costs a Key.Op, an opSpec and its line in New
-// with a constructor of its Linear.
+// "f32-kernel" (the f32 spec without oneDNN, Key from F32KernelKey) and
+// "bf16" (f32 activations and weights rounded to bfloat16, float32 sums,
+// the f32 epilogue, Key from BF16Key; bf16.go). Another (s8 x s8) costs a
+// Key.Op, an opSpec and its line in New with a constructor of its Linear.
 //
 // selector imports cpu, kernels and dnnl. It must not import models/,
 // bench/ or anything else above it.

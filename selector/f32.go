@@ -171,28 +171,42 @@ func (f32Spec) prepare(l *Linear[kernels.GEMMF32], g *kernels.GEMMF32) (*kernels
 	}
 	run := *g
 	run.N, run.K = l.n, l.k
-	m, ep := run.M, run.Ep
-	if err := checkF32(l.n, l.k, m, run.A, run.Lda, ep, run.C, run.Ldc); err != nil {
-		return nil, 0, Key{}, fmt.Errorf("selector: f32 linear run: %w", err)
+	ep, err := prepareFloat(OpF32, l.n, l.k, run.M, run.A, run.Lda, run.Ep, run.C, run.Ldc)
+	if err != nil {
+		return nil, 0, Key{}, err
 	}
-	if m == 0 {
+	if run.M == 0 {
 		return &run, 0, Key{}, nil
 	}
-	cs := spanOf(run.C, m, l.n, run.Ldc)
-	if spanOf(run.A, m, l.k, run.Lda).overlaps(cs) {
-		return nil, 0, Key{}, fmt.Errorf("selector: f32 linear run: a and c overlap: %w", kernels.ErrShape)
+	run.Ep = ep
+	return &run, run.M, F32Key(run.M, l.k, l.n, run.Ep, run.Threads), nil
+}
+
+// prepareFloat checks the operands of a call of an operation on float32
+// activations (OpF32, OpBF16) and returns the epilogue to run: ep, or a
+// copy whose residual no longer shares memory with c.
+func prepareFloat(op string, n, k, m int, a []float32, lda int, ep *kernels.Epilogue, c []float32, ldc int) (*kernels.Epilogue, error) {
+	if err := checkF32(n, k, m, a, lda, ep, c, ldc); err != nil {
+		return nil, fmt.Errorf("selector: %s linear run: %w", op, err)
+	}
+	if m == 0 {
+		return ep, nil
+	}
+	cs := spanOf(c, m, n, ldc)
+	if spanOf(a, m, k, lda).overlaps(cs) {
+		return nil, fmt.Errorf("selector: %s linear run: a and c overlap: %w", op, kernels.ErrShape)
 	}
 	if ep != nil && ep.Residual != nil {
-		if lr := ldr(ep, l.n); spanOf(ep.Residual, m, l.n, lr).overlaps(cs) {
+		if lr := ldr(ep, n); spanOf(ep.Residual, m, n, lr).overlaps(cs) {
 			e := *ep
-			e.Residual, e.LdResidual = make([]float32, m*l.n), 0
+			e.Residual, e.LdResidual = make([]float32, m*n), 0
 			for i := 0; i < m; i++ {
-				copy(e.Residual[i*l.n:(i+1)*l.n], ep.Residual[i*lr:i*lr+l.n])
+				copy(e.Residual[i*n:(i+1)*n], ep.Residual[i*lr:i*lr+n])
 			}
-			run.Ep = &e
+			return &e, nil
 		}
 	}
-	return &run, m, F32Key(m, l.k, l.n, run.Ep, run.Threads), nil
+	return ep, nil
 }
 
 // f32Data is a random FP32 problem of a key's shape with its reference

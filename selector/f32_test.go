@@ -268,8 +268,8 @@ func TestOneDNNF32Candidate(t *testing.T) {
 		return
 	}
 	s := newSelector(t, o)
-	if ops := s.ForcedOps(); !slices.Equal(ops, []string{OpU8S8, OpF32}) {
-		t.Errorf("forcing onednn applies to %v, want both operations", ops)
+	if ops := s.ForcedOps(); !slices.Equal(ops, []string{OpU8S8, OpF32, OpBF16}) {
+		t.Errorf("forcing onednn applies to %v, want the operations with a oneDNN candidate (u8s8, f32, bf16)", ops)
 	}
 	for i, kind := range f32Kinds {
 		for _, m := range []int{1, 6, 19} {
@@ -392,7 +392,7 @@ func TestForcedF32(t *testing.T) {
 		want  want
 	}{
 		// An ISA every operation has.
-		{"generic", want{[]string{OpU8S8, OpF32, OpF32Kernel}, kernels.GenericF32.Name, kernels.GenericU8S8.Name}},
+		{"generic", want{[]string{OpU8S8, OpF32, OpF32Kernel, OpBF16}, kernels.GenericF32.Name, kernels.GenericU8S8.Name}},
 		// One kernel by name: the operations of its type only (an FP32
 		// kernel serves f32 and f32-kernel).
 		{kernels.GenericF32.Name, want{[]string{OpF32, OpF32Kernel}, kernels.GenericF32.Name, ""}},

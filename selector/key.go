@@ -21,6 +21,12 @@ const OpU8S8 = "u8s8"
 // "bias+residual/f32", ...).
 const OpF32 = "f32"
 
+// OpBF16 is the operation of f32 activations rounded to bfloat16 in the
+// call times weights rounded to bfloat16 and packed once
+// (kernels.GEMMBF16), float32 sums, with an f32 destination. Its epilogue
+// kinds are OpF32's (bias, an activation, a residual; "bias+gelu/f32").
+const OpBF16 = "bf16"
+
 // OpF32Kernel is the operation of an FP32 product the caller runs itself
 // on the native kernel the selector chose (Selector.KernelF32), B packed by
 // the caller with that kernel's NR, no epilogue: attention's Q K^T and
@@ -211,7 +217,7 @@ func KindOf(ep *kernels.Epilogue, out kernels.Out) (EpilogueKind, error) {
 
 // Key is what one choice is made for.
 type Key struct {
-	// Op is the operation: OpU8S8, OpF32 or OpF32Kernel.
+	// Op is the operation: OpU8S8, OpF32, OpBF16 or OpF32Kernel.
 	Op string
 	// M is the bucketed row count (BucketM), K the input features, N the
 	// output features.
@@ -253,6 +259,12 @@ func F32Key(m, k, n int, ep *kernels.Epilogue, threads int) Key {
 	return Key{Op: OpF32, M: BucketM(m), K: k, N: n, Epilogue: F32Kind(ep), Threads: max(threads, 1)}
 }
 
+// BF16Key returns the key of a BF16 GEMM (OpBF16) of m rows with epilogue
+// ep (F32Kind) on threads threads (<= 1 means 1). M is bucketed.
+func BF16Key(m, k, n int, ep *kernels.Epilogue, threads int) Key {
+	return Key{Op: OpBF16, M: BucketM(m), K: k, N: n, Epilogue: F32Kind(ep), Threads: max(threads, 1)}
+}
+
 // F32KernelKey returns the key of an OpF32Kernel product of m x k by k x n
 // on threads threads (<= 1 means 1). M, K and N are all bucketed
 // (BucketM): attention's sizes are sequence lengths, tuned once per bucket.
@@ -270,10 +282,10 @@ func NewKey(op string, m, k, n int, kind EpilogueKind, threads int) (Key, error)
 func (k Key) Validate() error {
 	switch k.Op {
 	case OpU8S8:
-	case OpF32:
+	case OpF32, OpBF16:
 		e := k.Epilogue
 		if e.Out != F32 || e.ZeroPoint || e.ActScale || e.RowScale || e.ColScale {
-			return fmt.Errorf("selector: key %v: an f32 GEMM takes only bias, an activation and a residual, to f32: %w", k, ErrKey)
+			return fmt.Errorf("selector: key %v: an %s GEMM takes only bias, an activation and a residual, to f32: %w", k, k.Op, ErrKey)
 		}
 	case OpF32Kernel:
 		if k.Epilogue != (EpilogueKind{Out: F32}) {

@@ -11,9 +11,10 @@ import (
 
 // This file is the selector's generic half: what every operation shares.
 // An operation (a Key.Op) is an *opSet[G], G being the kernels GEMM
-// descriptor its calls are made of (kernels.GEMMU8S8, kernels.GEMMF32);
-// what differs between operations is an opSpec[G], one page per operation
-// (u8s8.go, f32.go). Adding an operation (BF16, s8 x s8) costs
+// descriptor its calls are made of (kernels.GEMMU8S8, kernels.GEMMF32,
+// kernels.GEMMBF16); what differs between operations is an opSpec[G], one
+// page per operation (u8s8.go, f32.go, bf16.go). Adding an operation
+// (s8 x s8) costs
 //
 //  1. a Key.Op constant and its case in Key.Validate (key.go);
 //  2. an opSpec[G] (its kernels, its oneDNN candidate if any, the check of
@@ -214,7 +215,7 @@ type native[G any] struct {
 	available func(cpu.Features) bool
 	accepter  func(m, n, k int) bool // nil: every shape
 	exec      func(g *G) error
-	src       any // the *kernels.Kernel or *kernels.KernelF32
+	src       any // the *kernels.Kernel, *kernels.KernelF32 or *kernels.KernelBF16
 }
 
 // nativesOf lists the kernels ks, then those of extra of their type, as
@@ -248,6 +249,8 @@ func (c *native[G]) tile() (mr, nr int) {
 	case *kernels.Kernel:
 		return k.MR, k.NR
 	case *kernels.KernelF32:
+		return k.MR, k.NR
+	case *kernels.KernelBF16:
 		return k.MR, k.NR
 	}
 	return 0, c.nr
@@ -313,7 +316,7 @@ func (l *Linear[G]) N() int { return l.n }
 // K is the number of input features.
 func (l *Linear[G]) K() int { return l.k }
 
-// Op is the operation (OpU8S8, OpF32) the Linear's calls are.
+// Op is the operation (OpU8S8, OpF32, OpBF16) the Linear's calls are.
 func (l *Linear[G]) Op() string { return l.op.op }
 
 // Key returns the key Run uses for the call g (its M, epilogue and
@@ -497,6 +500,8 @@ func (l *Linear[G]) Bytes() int {
 			n += len(p.Data) + 4*len(p.ColSum)
 		case *kernels.PackedF32:
 			n += 4 * len(p.Data)
+		case *kernels.PackedBF16:
+			n += 2 * len(p.Data)
 		}
 	}
 	for _, d := range l.dw {

@@ -72,7 +72,8 @@ type Options struct {
 	NoOneDNN bool
 	// Extra are more kernels to consider (for tests and experiments), each
 	// by the operations of its type after their own: a *kernels.Kernel is a
-	// u8s8 candidate, a *kernels.KernelF32 an f32 and f32-kernel one. New
+	// u8s8 candidate, a *kernels.KernelF32 an f32 and f32-kernel one, a
+	// *kernels.KernelBF16 a bf16 one. New
 	// fails on any other type.
 	Extra []any
 	// Reps is the number of timed repetitions per candidate (median); 5 by
@@ -193,6 +194,7 @@ type Selector struct {
 	u8s8      *opSet[kernels.GEMMU8S8]
 	f32       *opSet[kernels.GEMMF32]
 	f32Kernel *opSet[kernels.GEMMF32]
+	bf16      *opSet[kernels.GEMMBF16]
 	eng       *dnnl.Engine // nil without oneDNN
 	prims     *dnnlPrims   // nil without oneDNN
 
@@ -235,9 +237,9 @@ func New(opts Options) (*Selector, error) {
 	s.bg.init()
 	for i, e := range opts.Extra {
 		switch e.(type) {
-		case *kernels.Kernel, *kernels.KernelF32:
+		case *kernels.Kernel, *kernels.KernelF32, *kernels.KernelBF16:
 		default:
-			return nil, fmt.Errorf("selector: Options.Extra[%d] is a %T, not a *kernels.Kernel or *kernels.KernelF32", i, e)
+			return nil, fmt.Errorf("selector: Options.Extra[%d] is a %T, not a *kernels.Kernel, *kernels.KernelF32 or *kernels.KernelBF16", i, e)
 		}
 	}
 	if opts.Features != nil {
@@ -272,9 +274,11 @@ func New(opts Options) (*Selector, error) {
 	s.u8s8 = newOpSet(s, OpU8S8, opSpec[kernels.GEMMU8S8](u8s8Spec{}), s.prims)
 	s.f32 = newOpSet(s, OpF32, opSpec[kernels.GEMMF32](f32Spec{}), s.prims)
 	s.f32Kernel = newOpSet(s, OpF32Kernel, opSpec[kernels.GEMMF32](f32Spec{kernelOnly: true}), s.prims)
-	s.ops = []string{OpU8S8, OpF32, OpF32Kernel}
+	s.bf16 = newOpSet(s, OpBF16, opSpec[kernels.GEMMBF16](bf16Spec{}), s.prims)
+	s.ops = []string{OpU8S8, OpF32, OpF32Kernel, OpBF16}
 	s.byOp[OpU8S8] = s.u8s8
 	s.byOp[OpF32] = s.f32
+	s.byOp[OpBF16] = s.bf16
 	s.byOp[OpF32Kernel] = s.f32Kernel
 	// The header names every usable candidate of every operation ("op:name"),
 	// forced or not: a forced run reads the same cache and uses the entries

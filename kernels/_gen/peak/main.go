@@ -32,23 +32,9 @@ func zmm(i int) reg.VecPhysical {
 		reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}[i]
 }
 
-// vdpbf16ps returns the EVEX encoding of VDPBF16PS zmm(dst), zmm(src1),
-// zmm(src2) (Intel operand order: dst += dot(src1, src2)), which is
-// EVEX.512.F3.0F38.W0 52 /r with register operands only:
-//
-//	62 | R X B R' 0 m m m | W v v v v 1 p p | z L'L b V' a a a | 52 | 11 reg rm
-//
-// R, X, B, R', vvvv and V' are stored inverted; reg = dst, vvvv = src1,
-// rm = src2 (X extends rm to 32 registers); mmm = 010 (0F38), pp = 10 (F3),
-// W = 0, L'L = 10 (512 bits), z = b = 0, aaa = 000 (no mask).
-func vdpbf16ps(dst, src1, src2 int) []byte {
-	inv := func(v, bit int) byte { return byte(^(v >> bit) & 1) }
-	p0 := inv(dst, 3)<<7 | inv(src2, 4)<<6 | inv(src2, 3)<<5 | inv(dst, 4)<<4 | 0b010
-	p1 := byte(0)<<7 | byte(^src1&15)<<3 | 1<<2 | 0b10
-	p2 := byte(0)<<7 | 0b10<<5 | 0<<4 | inv(src1, 4)<<3 | 0b000
-	modrm := byte(0b11<<6) | byte(dst&7)<<3 | byte(src2&7)
-	return []byte{0x62, p0, p1, p2, 0x52, modrm}
-}
+// vdpbf16ps is VDPBF16PS zmm(dst), zmm(src1), zmm(src2) (Intel order) as
+// bytes: shared.VDPBF16PSZ.
+func vdpbf16ps(dst, src1, src2 int) []byte { return shared.VDPBF16PSZ(dst, src1, src2) }
 
 func emitBytes(comment string, bs []byte) {
 	Comment(comment)
