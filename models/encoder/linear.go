@@ -2,7 +2,6 @@ package encoder
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels"
@@ -55,56 +54,30 @@ func checkBF16(sel *selector.Selector) error {
 	return nil
 }
 
-// bf16Linear is a BF16 linear: its weights are rounded to bfloat16 once,
-// and every call rounds its input to bfloat16 before the product, which
-// accumulates in float32 (docs/DESIGN.md section 3.9).
+// bf16Linear is a BF16 linear: its weights are rounded to bfloat16 and
+// packed once, every call's input is rounded to bfloat16 inside the
+// product, which accumulates in float32 (docs/DESIGN.md sections 3.9 and
+// 4.11), on the BF16 kernel the selector chose for the call.
 type bf16Linear struct {
-	*selector.Linear[kernels.GEMMF32]
-	// a holds rounded inputs between calls.
-	a sync.Pool
+	*selector.Linear[kernels.GEMMBF16]
 }
 
-func newBF16Linear(sel *selector.Selector, n, k int, w []float32) (*bf16Linear, error) {
+func newBF16Linear(sel *selector.Selector, n, k int, w []float32) (bf16Linear, error) {
 	if err := checkBF16(sel); err != nil {
-		return nil, err
+		return bf16Linear{}, err
 	}
-	r := make([]float32, len(w))
-	for i, v := range w {
-		r[i] = kernels.FromBF16(kernels.ToBF16(v))
-	}
-	l, err := sel.NewLinearF32(n, k, r, k)
+	l, err := sel.NewLinearBF16(n, k, w, k)
 	if err != nil {
-		return nil, err
+		return bf16Linear{}, err
 	}
-	return &bf16Linear{Linear: l}, nil
+	return bf16Linear{l}, nil
 }
 
-func (l *bf16Linear) key(rows int, ep *kernels.Epilogue, th int) selector.Key {
-	return selector.F32Key(rows, l.K(), l.N(), ep, th)
+func (l bf16Linear) key(rows int, ep *kernels.Epilogue, th int) selector.Key {
+	return selector.BF16Key(rows, l.K(), l.N(), ep, th)
 }
 
-// Run rounds g's input to bfloat16 and runs the product.
-func (l *bf16Linear) Run(g *kernels.GEMMF32) error {
-	k := l.K()
-	if g.M <= 0 || g.Lda < k || len(g.A) < (g.M-1)*g.Lda+k {
-		return l.Linear.Run(g) // the linear's own checks say what is wrong
-	}
-	n := g.M * k
-	p, _ := l.a.Get().(*[]float32)
-	if p == nil || cap(*p) < n {
-		b := make([]float32, n)
-		p = &b
-	}
-	a := (*p)[:n]
-	for i := 0; i < g.M; i++ {
-		src, dst := g.A[i*g.Lda:i*g.Lda+k], a[i*k:(i+1)*k]
-		for j, v := range src {
-			dst[j] = kernels.FromBF16(kernels.ToBF16(v))
-		}
-	}
-	c := *g
-	c.A, c.Lda = a, k
-	err := l.Linear.Run(&c)
-	l.a.Put(p)
-	return err
+// Run runs g's product in bf16.
+func (l bf16Linear) Run(g *kernels.GEMMF32) error {
+	return l.Linear.Run(&kernels.GEMMBF16{M: g.M, N: g.N, K: g.K, A: g.A, Lda: g.Lda, Ep: g.Ep, C: g.C, Ldc: g.Ldc, Threads: g.Threads})
 }

@@ -95,15 +95,23 @@ func TestWarmupCoversForward(t *testing.T) {
 		{"bert-int8-dynamic", "bert-seqcls", bert.Family, encoder.PrecisionInt8Dynamic, 1},
 		{"bert-qa", "bert-qa", bert.Family, encoder.PrecisionFP32, 1},
 		{"distilbert", "distilbert-seqcls", distilbert.Family, encoder.PrecisionFP32, 1},
+		{"bert-bf16", "bert-seqcls", bert.Family, encoder.PrecisionBF16, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.prec == encoder.PrecisionBF16 && cpu.X86.BF16Path() == cpu.ISANone {
+				t.Skipf("%s: this CPU has no bf16 path (AVX512-BF16 or AMX-BF16)", t.Name())
+			}
 			dir := goldenDir(t, c.dir)
 			if c.prec.Int8() {
 				dir = savedInt8(t, warmSelector(t, nil, nil), c.prec)
 			}
 			sel := warmSelector(t, nil, nil)
-			p, err := encoder.Load(context.Background(), dir, c.fam, encoder.Options{Selector: sel, Threads: c.threads})
+			lo := encoder.Options{Selector: sel, Threads: c.threads}
+			if c.prec == encoder.PrecisionBF16 {
+				lo.Precision = c.prec // rounded at load
+			}
+			p, err := encoder.Load(context.Background(), dir, c.fam, lo)
 			require.NoError(t, err)
 			defer p.Close()
 			m := p.Model
