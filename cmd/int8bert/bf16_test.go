@@ -67,3 +67,26 @@ func TestForwardBF16(t *testing.T) {
 		t.Errorf("classify --precision bf16 printed no logits:\n%s", out)
 	}
 }
+
+// TestTuneModelBF16: tune --model --precision bf16 tunes the bf16
+// operation's keys (or, without a bf16 path, fails naming AVX512-BF16).
+func TestTuneModelBF16(t *testing.T) {
+	fastKernels(t)
+	t.Setenv("INT8BERT_KERNEL", "")
+	cls := tinyModel(t, "bert-seqcls")
+	out, errb, err := cli(t, "tune", "--model", cls, "--precision", "bf16", "--record=false", "--max-length", "8", "--cache", "off", "--reps", "1", "--rep-time", "1ms")
+	out += errb // the keys are listed as they are tuned, on stderr
+	if cpu.X86.BF16Path() == cpu.ISANone {
+		if err == nil || !strings.Contains(err.Error(), "AVX512-BF16") {
+			t.Fatalf("tune --precision bf16 on a CPU without bf16: %v, want an error naming AVX512-BF16", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "bf16 m=") {
+		t.Errorf("tune --precision bf16 tuned no bf16 key:\n%s", out)
+	}
+	wantCLIError(t, "calibration", "tune", "--model", cls, "--precision", "int8-static", "--cache", "off")
+}

@@ -107,8 +107,11 @@ func runInfoModel(ctx context.Context, model string, asJSON bool, stdout, stderr
 		r.Recipe = summarize(rec)
 	}
 	op := selector.OpF32
-	if m.Encoder.Precision().Int8() {
+	switch {
+	case m.Encoder.Precision().Int8():
 		op = selector.OpU8S8
+	case m.Encoder.Precision() == encoder.PrecisionBF16:
+		op = selector.OpBF16
 	}
 	r.Tuning = tuning(sel, op, cfg)
 	r.Int8Here = selector.DescribeInt8(sel.Features())

@@ -107,6 +107,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	maxBatch := fs.Int("max-batch", 1, "with --model: the most sequences of one forward pass")
 	maxLength := fs.Int("max-length", 0, "with --model: the longest sequence in tokens (default: the model's, at most 512)")
 	maxTokens := fs.Int("max-tokens", 0, "with --model: the most tokens (batch x length) of one forward pass (default: max-batch x max-length)")
+	precision := fs.String("precision", "", "with --model: fp32, bf16 or int8-dynamic, the precision to tune the model's keys at (default: as the folder holds it; int8-static: quantize an artifact first and tune it)")
 	record := fs.Bool("record", true, "with --model: write the tuning record ("+encoder.TuningRecordFile+") into the model folder (a local folder only)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -129,7 +130,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("tune: --max-batch must be >= 1 (got %d), --max-length and --max-tokens >= 0 (got %d, %d)", *maxBatch, *maxLength, *maxTokens)
 		}
 	} else {
-		for _, f := range []string{"max-batch", "max-length", "max-tokens", "record"} {
+		for _, f := range []string{"max-batch", "max-length", "max-tokens", "record", "precision"} {
 			if set[f] {
 				return fmt.Errorf("tune: --%s needs --model", f)
 			}
@@ -169,7 +170,14 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *model != "" {
 		wo := encoder.WarmupOptions{MaxBatch: *maxBatch, MaxLength: *maxLength, MaxTokens: *maxTokens}
-		return tuneModel(ctx, s, *model, *threads, wo, *record, *asJSON, stdout, stderr)
+		prec, err := parsePrecisionFlag(*precision)
+		if err != nil {
+			return fmt.Errorf("tune: %w", err)
+		}
+		if prec == encoder.PrecisionInt8Static {
+			return fmt.Errorf("tune: --precision int8-static needs calibration: quantize the model (int8bert quantize --mode static) and tune the artifact")
+		}
+		return tuneModel(ctx, s, *model, prec, *threads, wo, *record, *asJSON, stdout, stderr)
 	}
 	var choices []selector.Choice
 	type opKind struct {
@@ -275,9 +283,9 @@ func cacheName(s *selector.Selector) string {
 // tuneModel warms the model up on s (every key of its forward passes
 // within wo's bounds) and writes its tuning record into its folder when
 // record is set and the model is a local folder.
-func tuneModel(ctx context.Context, s *selector.Selector, model string, threads int, wo encoder.WarmupOptions, record, asJSON bool,
+func tuneModel(ctx context.Context, s *selector.Selector, model string, prec encoder.Precision, threads int, wo encoder.WarmupOptions, record, asJSON bool,
 	stdout, stderr io.Writer) error {
-	p, err := models.Load(ctx, model, models.Options{Selector: s, Threads: threads})
+	p, err := models.Load(ctx, model, models.Options{Selector: s, Threads: threads, Precision: prec})
 	if err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
