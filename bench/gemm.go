@@ -71,7 +71,8 @@ type GEMMOptions struct {
 	// Shapes default to BERTShapes, Epilogues to GEMMEpilogues.
 	Shapes    []Shape
 	Epilogues []Epilogue
-	// DTypes are "int8" and/or "fp32"; both by default.
+	// DTypes are "int8", "fp32" and/or "bf16" (the epilogues' FP32 form);
+	// int8 and fp32 by default.
 	DTypes []string
 	// Progress, when set, is told what is being measured.
 	Progress func(what string)
@@ -171,8 +172,8 @@ func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 		o.DTypes = []string{"int8", "fp32"}
 	}
 	for _, d := range o.DTypes {
-		if d != "int8" && d != "fp32" {
-			return nil, fmt.Errorf("bench: unknown dtype %q (int8, fp32)", d)
+		if d != "int8" && d != "fp32" && d != "bf16" {
+			return nil, fmt.Errorf("bench: unknown dtype %q (int8, fp32, bf16)", d)
 		}
 	}
 	progress := func(format string, args ...any) {
@@ -189,8 +190,11 @@ func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 	// precision right before it.
 	ref := func(key selector.Key, d time.Duration) float64 {
 		kind := peak.FP32
-		if key.Op == selector.OpU8S8 {
+		switch key.Op {
+		case selector.OpU8S8:
 			kind = peak.Int8
+		case selector.OpBF16:
+			kind = peak.BF16
 		}
 		return peak.Rate(kind, d) * float64(o.Threads)
 	}
@@ -206,8 +210,11 @@ func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 					return r, err
 				}
 				kindName, op := e.Int8, selector.OpU8S8
-				if dt == "fp32" {
+				switch dt {
+				case "fp32":
 					kindName, op = e.F32, selector.OpF32
+				case "bf16":
+					kindName, op = e.F32, selector.OpBF16
 				}
 				if kindName == "" {
 					continue

@@ -141,9 +141,10 @@ type Hotspot struct {
 }
 
 // Peaks is Table 4: the measured peaks of one core and of Threads cores
-// (GOP/s), the memory bandwidth of the triad on one and on Threads
-// cores (GB/s), and the balance points (ops per byte at which a GEMM
-// stops being bound by memory) of each arithmetic on Threads cores.
+// (all the cores used: threads x instances; GOP/s), the memory bandwidth
+// of the triad on one and on Threads cores (GB/s), and the balance points
+// (ops per byte at which a GEMM stops being bound by memory) of each
+// arithmetic.
 type Peaks struct {
 	OneCore  peak.Figures `json:"one_core"`
 	Threads  int          `json:"threads"`
@@ -152,10 +153,15 @@ type Peaks struct {
 	Int8Kind     string             `json:"int8_kind"`
 	TriadOne     TriadResult        `json:"triad_one_core"`
 	TriadAll     TriadResult        `json:"triad_all_cores"`
+	// Balance is the all-core peaks over the all-core triad.
 	Balance      map[string]float64 `json:"balance_ops_per_byte"`
 	BalanceOne   map[string]float64 `json:"balance_one_core_ops_per_byte"`
+	// PeakByDType and PassGBps are the roofline of one pass: the peaks
+	// and bandwidth of one instance's Threads (the all-core figures over
+	// the instances); PeakByDType1 one core's peaks.
 	PeakByDType  map[string]float64 `json:"peak_gops"`
 	PeakByDType1 map[string]float64 `json:"peak_one_core_gops"`
+	PassGBps     float64            `json:"pass_gb_per_s"`
 }
 
 // PaperShape is one GEMM shape of a model's pass (Table 5): its count per
@@ -422,8 +428,9 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 
 	// Table 4.
 	say("peaks of one core and of all used cores")
-	one, all := measurePeaks(o.PeakTime, o.Threads)
-	pk := Peaks{OneCore: one, AllCores: all, Threads: o.Threads, Int8Kind: int8Kind(one),
+	used := o.Threads * o.Instances
+	one, all := measurePeaks(o.PeakTime, used)
+	pk := Peaks{OneCore: one, AllCores: all, Threads: used, Int8Kind: int8Kind(one),
 		Balance: map[string]float64{}, BalanceOne: map[string]float64{}, PeakByDType: map[string]float64{}, PeakByDType1: map[string]float64{}}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -434,22 +441,26 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 		return nil, err
 	}
 	pk.TriadAll = pk.TriadOne
-	if o.Threads > 1 {
-		if pk.TriadAll, err = Triad(ctx, TriadOptions{Bytes: o.TriadBytes, Threads: o.Threads}); err != nil {
+	if used > 1 {
+		if pk.TriadAll, err = Triad(ctx, TriadOptions{Bytes: o.TriadBytes, Threads: used}); err != nil {
 			return nil, err
 		}
 	}
 	for _, d := range PaperDTypes {
-		pk.PeakByDType[d], pk.PeakByDType1[d] = peakOf(all, d), peakOf(one, d)
+		// The roofline of one pass (one instance's threads): the
+		// all-core figure's share of them.
+		pk.PeakByDType[d], pk.PeakByDType1[d] = peakOf(all, d)/float64(used)*float64(o.Threads), peakOf(one, d)
 		if pk.TriadAll.BestGBps > 0 {
-			pk.Balance[d] = pk.PeakByDType[d] / pk.TriadAll.BestGBps
+			pk.Balance[d] = peakOf(all, d) / pk.TriadAll.BestGBps
 		}
 		if pk.TriadOne.BestGBps > 0 {
 			pk.BalanceOne[d] = pk.PeakByDType1[d] / pk.TriadOne.BestGBps
 		}
 	}
 	rep.Peaks = pk
-	bw := pk.TriadAll.BestGBps
+	// One instance's share of the bandwidth.
+	bw := pk.TriadAll.BestGBps / float64(o.Instances)
+	pk.PassGBps, rep.Peaks.PassGBps = bw, bw
 	if o.Estimate != nil {
 		o.Estimate(EstimatePaper(o, one.FP32GFLOPS))
 	}
@@ -467,6 +478,9 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 		shapes = append(shapes, Shape{Name: s.Name, M: s.M, K: s.K, N: s.N})
 	}
 	dts := []string{"int8", "fp32"}
+	if slices.Contains(o.Precisions, encoder.PrecisionBF16) {
+		dts = append(dts, "bf16")
+	}
 	gr, err := GEMM(ctx, GEMMOptions{Threads: o.Threads, RepTime: o.GEMMRepTime, Reps: o.GEMMReps, PeakTime: o.PeakTime,
 		Shapes: shapes, Epilogues: GEMMEpilogues[:1], DTypes: dts})
 	if err != nil {
@@ -479,7 +493,6 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 			}
 		}
 	}
-	rep.Notes = append(rep.Notes, "Tables 6-7 measure int8 and fp32 GEMMs (the plain product, no epilogue); bf16's linears are measured in the model passes (Tables 11-14).")
 
 	// Tables 3 and 11-14.
 	for _, pm := range o.Models {

@@ -34,7 +34,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	repTime := fs.Duration("rep-time", 20*time.Millisecond, "least time of one timed repetition")
 	reps := fs.Int("reps", 5, "timed repetitions per candidate (median)")
 	peakTime := fs.Duration("peak-time", 300*time.Millisecond, "time of the peak microbenchmarks")
-	dtypes := fs.String("dtypes", "int8,fp32", "data types to measure")
+	dtypes := fs.String("dtypes", "int8,fp32", "data types to measure: int8, fp32, bf16")
 	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
 	shapes := fs.String("shapes", "", "MxKxN,... instead of the BERT shapes")
 	if err := parseFlags(fs, args[1:]); err != nil {
