@@ -150,12 +150,12 @@ type Peaks struct {
 	Threads  int          `json:"threads"`
 	AllCores peak.Figures `json:"all_cores"`
 	// Int8Kind names the INT8 figure used (the tier that runs).
-	Int8Kind     string             `json:"int8_kind"`
-	TriadOne     TriadResult        `json:"triad_one_core"`
-	TriadAll     TriadResult        `json:"triad_all_cores"`
+	Int8Kind string      `json:"int8_kind"`
+	TriadOne TriadResult `json:"triad_one_core"`
+	TriadAll TriadResult `json:"triad_all_cores"`
 	// Balance is the all-core peaks over the all-core triad.
-	Balance      map[string]float64 `json:"balance_ops_per_byte"`
-	BalanceOne   map[string]float64 `json:"balance_one_core_ops_per_byte"`
+	Balance    map[string]float64 `json:"balance_ops_per_byte"`
+	BalanceOne map[string]float64 `json:"balance_one_core_ops_per_byte"`
 	// PeakByDType and PassGBps are the roofline of one pass: the peaks
 	// and bandwidth of one instance's Threads (the all-core figures over
 	// the instances); PeakByDType1 one core's peaks.
