@@ -40,7 +40,7 @@ func runBenchPaper(ctx context.Context, args []string, stdout, stderr io.Writer)
 	evalTask := fs.String("eval-task", "sst2", "Table 15's task: sst2, mnli or squad (eval --task)")
 	evalData := fs.String("eval-data", "", "Table 15's labelled data (eval --data)")
 	evalLimit := fs.Int("eval-limit", 0, "evaluate only the first N examples (0: all; --quick: 128)")
-	calib := fs.String("calib", "", "calibration texts for int8-static in Table 15, one per line (default: the first 256 sentences of train.tsv beside --eval-data, when it is there)")
+	calib := fs.String("calib", "", "calibration texts for int8-static in Table 15, one per line or a GLUE TSV; the first 256 are used (--quick: 64) (default: train.tsv beside --eval-data, when it is there)")
 	quick := fs.Bool("quick", false, "small models, short timings: the whole run in under two minutes")
 	asJSON := fs.Bool("json", false, "also print the report's JSON on stdout")
 	pin := fs.Bool("pin", true, "with one thread and one instance, pin the run to one CPU")
@@ -128,7 +128,11 @@ func runBenchPaper(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("bench paper: %w", err)
 	}
 	if len(evals) > 0 {
-		acc, notes, err := paperAccuracy(ctx, evals, *evalTask, *evalData, *evalLimit, *calib, o.Precisions, *threads, bar, stderr)
+		calibN := 256
+		if *quick {
+			calibN = 64
+		}
+		acc, notes, err := paperAccuracy(ctx, evals, *evalTask, *evalData, *evalLimit, *calib, calibN, o.Precisions, *threads, bar, stderr)
 		if err != nil {
 			bar.done()
 			return fmt.Errorf("bench paper: Table 15: %w", err)
@@ -195,10 +199,10 @@ func parsePaperModels(s string) ([]bench.PaperModel, error) {
 }
 
 // paperAccuracy evaluates each model at each precision (Table 15), as
-// eval does; int8-static is calibrated on calibFile or the first 256
-// sentences of train.tsv beside data, and left out with a note when
-// neither exists.
-func paperAccuracy(ctx context.Context, dirs []string, task, data string, limit int, calibFile string, precs []encoder.Precision,
+// eval does; int8-static is calibrated on the first calibN texts of
+// calibFile or sentences of train.tsv beside data, and left out with a
+// note when neither exists.
+func paperAccuracy(ctx context.Context, dirs []string, task, data string, limit int, calibFile string, calibN int, precs []encoder.Precision,
 	threads int, bar *stepBar, stderr io.Writer) ([]bench.AccuracyRow, []string, error) {
 	var notes []string
 	ev, err := newEvaluator(task, data, limit)
@@ -207,7 +211,7 @@ func paperAccuracy(ctx context.Context, dirs []string, task, data string, limit 
 	}
 	var calib []string
 	if calibFile != "" {
-		if calib, err = bench.ReadTexts(calibFile, 0); err != nil {
+		if calib, err = bench.ReadTexts(calibFile, calibN); err != nil {
 			return nil, nil, err
 		}
 	} else if tr := filepath.Join(filepath.Dir(data), "train.tsv"); task == "sst2" && fileExists(tr) {
@@ -215,7 +219,7 @@ func paperAccuracy(ctx context.Context, dirs []string, task, data string, limit 
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, x := range ex[:min(256, len(ex))] {
+		for _, x := range ex[:min(calibN, len(ex))] {
 			calib = append(calib, x.Text)
 		}
 	}
