@@ -133,11 +133,7 @@ func PackQuantS8Into(dst *PackedS8, scales []float32, n, k int, w []float32, ldw
 		scales[j] = s
 		t := tmp[:k]
 		f.qS8(t, row, 1/s, 0)
-		var sum int32
-		for _, v := range t {
-			sum += int32(v)
-		}
-		dst.ColSum[j] = sum
+		dst.ColSum[j] = sumS8(t)
 		// Each group of 4 features of column j is one 4-byte word of
 		// the panel: g*nr*4 + (j%nr)*4 from the panel's start.
 		base := unsafe.Pointer(&data[(j/nr)*nr*kp+(j%nr)*4])
@@ -217,19 +213,19 @@ func PackQuantS8TInto(dst *PackedS8, n, k int, wt []float32, ldwt, nr int) (floa
 }
 
 // SoftmaxU8 is the masked softmax of x ([rows][n]) quantized to u8 with one
-// scale per row: for each row,
+// scale per row (docs/DESIGN.md section 3.10): for each row,
 //
 //	s[j] = x[i][j] + mask[j]                     (mask nil: 0)
 //	e[j] = exp(s[j] - max_j s[j])                (the exp of Softmax)
 //	dst[i][j] = roundHalfEven(e[j]*255)           (e in [0, 1], the max 1)
-//	rowScale[i] = 1 / (255 * sum_j e[j])
+//	rowScale[i] = 1 / sum_j dst[i][j]
 //
-// so that dst[i][j]*rowScale[i] is the softmax within half a step of
-// 1/(255*sum) (per-row scaling: the largest probability of every row
-// gets the whole u8 range). x is overwritten with e (dst has row stride
-// ldd). A row whose maximum is -Inf (all -Inf) is zero, with scale 0; a
-// NaN or +Inf score is an error wrapping ErrNonFinite naming the row and
-// column.
+// so that dst[i][j]*rowScale[i] is the softmax with the largest
+// probability of every row on the whole u8 range, and every row's
+// dequantized probabilities sum to 1 (the rounding's bias does not scale
+// the context). x is overwritten with e (dst has row stride ldd). A row
+// whose maximum is -Inf (all -Inf) is zero, with scale 0; a NaN or +Inf
+// score is an error wrapping ErrNonFinite naming the row and column.
 func SoftmaxU8(dst []uint8, ldd int, rowScale []float32, x []float32, rows, n int, mask []float32) error {
 	const op = "softmax u8"
 	if err := checkBlock(op, rows, n, len(dst), ldd, len(x), n); err != nil {
@@ -272,7 +268,51 @@ func SoftmaxU8(dst []uint8, ldd int, rowScale []float32, x []float32, rows, n in
 			return fmt.Errorf("kernels: %s rows=%d n=%d: row %d col %d: %v: %w", op, rows, n, i, j, d[j], ErrNonFinite)
 		}
 		f.qU8(q, d, 255, 0)
-		rowScale[i] = 1 / (255 * s)
+		rowScale[i] = 1 / float32(sumU8(q))
 	}
 	return nil
+}
+
+// sumS8 returns the sum of x, eight bytes at a time: each byte biased to
+// unsigned (x+128), pairs added into 16-bit lanes (at most 510 a word, 64
+// words a batch: no lane overflows), the lanes then summed in 32 bits.
+func sumS8(x []int8) int32 {
+	const lo = 0x00ff00ff00ff00ff
+	var sum int32
+	w := len(x) / 8
+	p := unsafe.Pointer(unsafe.SliceData(x))
+	for b := 0; b < w; b += 64 {
+		var acc uint64
+		for i := b; i < min(w, b+64); i++ {
+			u := *(*uint64)(unsafe.Add(p, 8*i)) ^ 0x8080808080808080
+			acc += u&lo + (u>>8)&lo
+		}
+		acc = acc&0x0000ffff0000ffff + (acc>>16)&0x0000ffff0000ffff
+		sum += int32(acc&0xffffffff+acc>>32) - 128*8*int32(min(w, b+64)-b)
+	}
+	for _, v := range x[8*w:] {
+		sum += int32(v)
+	}
+	return sum
+}
+
+// sumU8 returns the sum of x, eight bytes at a time as sumS8.
+func sumU8(x []uint8) int32 {
+	const lo = 0x00ff00ff00ff00ff
+	var sum int32
+	w := len(x) / 8
+	p := unsafe.Pointer(unsafe.SliceData(x))
+	for b := 0; b < w; b += 64 {
+		var acc uint64
+		for i := b; i < min(w, b+64); i++ {
+			u := *(*uint64)(unsafe.Add(p, 8*i))
+			acc += u&lo + (u>>8)&lo
+		}
+		acc = acc&0x0000ffff0000ffff + (acc>>16)&0x0000ffff0000ffff
+		sum += int32(acc&0xffffffff + acc>>32)
+	}
+	for _, v := range x[8*w:] {
+		sum += int32(v)
+	}
+	return sum
 }
