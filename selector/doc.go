@@ -32,7 +32,8 @@
 //     encoders call for every linear layer, G being the kernels descriptor
 //     of the operation's calls (kernels.GEMMU8S8 from NewLinear for int8,
 //     kernels.GEMMF32 from NewLinearF32 for float32); and
-//     Selector.KernelF32, the kernel of an f32-kernel product.
+//     Selector.KernelF32 and Selector.KernelU8S8, the kernel of an
+//     f32-kernel or u8s8-kernel product (attention's, FP32 and INT8).
 //
 // Nothing else in the module picks a kernel: the encoders' linears and
 // attention and the calibration all ask a Selector, so INT8BERT_KERNEL,
@@ -46,7 +47,7 @@
 // of that ISA (or that kernel): "avx512-vnni" or "amx" force the u8s8
 // GEMMs and leave the f32 ones to their usual choice, "avx512" the
 // reverse, "avx2" and "generic" force all, "onednn" forces u8s8 and f32
-// (f32-kernel has no oneDNN candidate). An ISA no operation has is an
+// (f32-kernel and u8s8-kernel have no oneDNN candidate). An ISA no operation has is an
 // error, and so is "onednn" without oneDNN.
 //
 // Operations are generic (op.go): an operation is an opSet[G] over the
@@ -55,7 +56,8 @@
 // call, and a trial's random problem and reference check. "u8s8" (u8
 // activations x s8 weights, Key from U8S8Key; u8s8.go), "f32" (f32 x f32
 // -> f32 with bias, activation and residual, Key from F32Key; f32.go) and
-// "f32-kernel" (the f32 spec without oneDNN, Key from F32KernelKey).
+// "f32-kernel" (the f32 spec without oneDNN, Key from F32KernelKey) and
+// "u8s8-kernel" (the u8s8 spec without oneDNN, Key from U8S8KernelKey).
 // Another (BF16, s8 x s8) costs a Key.Op, an opSpec and its line in New
 // with a constructor of its Linear.
 //
