@@ -86,7 +86,7 @@ func TestForcedGenericEverywhere(t *testing.T) {
 		assert.Equal(t, cpu.ISAGeneric, ch.ISA, "%s ran %s", ch.Key, ch.Kernel)
 		assert.Equal(t, "generic", ch.Forced, ch.Key)
 	}
-	assert.Equal(t, []string{selector.OpF32, selector.OpF32Kernel, selector.OpU8S8}, opsOf(choices))
+	assert.Equal(t, []string{selector.OpF32, selector.OpF32Kernel, selector.OpU8S8, selector.OpU8S8Kernel}, opsOf(choices))
 	requireCalibrationChoices(t, choices)
 }
 
@@ -140,6 +140,6 @@ func requireGenericOnly(t *testing.T, features *cpu.Features) {
 			}
 		}
 	}
-	assert.Equal(t, []string{selector.OpF32, selector.OpF32Kernel, selector.OpU8S8}, opsOf(choices))
+	assert.Equal(t, []string{selector.OpF32, selector.OpF32Kernel, selector.OpU8S8, selector.OpU8S8Kernel}, opsOf(choices))
 	requireCalibrationChoices(t, choices)
 }

@@ -79,6 +79,8 @@
 //	eltwise.go               the element-wise API (LayerNorm, Softmax, GELU, Quantize*,
 //	                         Dequantize*) and its per-call dispatch
 //	eltwise_quant.go         the quantize and dequantize steps (QuantizeRowsU8 ...)
+//	eltwise_attn.go          INT8 attention's steps: Q rows to u8, K and V^T quantized
+//	                         into PackedS8 panels, softmax to u8 P (DESIGN 3.10)
 //	eltwise_generic.go       the element-wise twins, which are the generic path
 //	eltwise_avx512*.go/.s    the AVX-512 element-wise kernels
 //	eltwise_avx2*.go/.s      the AVX2 passes (softmax, LayerNorm sums, quantizers)

@@ -218,3 +218,27 @@ func TestSoftmaxScaledRows(t *testing.T) {
 		}
 	}
 }
+
+// TestSumS8 checks the eight-bytes-at-a-time sum against a plain loop.
+func TestSumS8(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	for _, n := range []int{0, 1, 7, 8, 9, 64, 511, 512, 513, 1024, 4099} {
+		x := make([]int8, n)
+		for i := range x {
+			x[i] = int8(r.IntN(256) - 128)
+			if n == 1024 {
+				x[i] = -128
+			}
+			if n == 4099 {
+				x[i] = 127
+			}
+		}
+		var want int32
+		for _, v := range x {
+			want += int32(v)
+		}
+		if got := sumS8(x); got != want {
+			t.Fatalf("n=%d: sumS8 = %d, want %d", n, got, want)
+		}
+	}
+}

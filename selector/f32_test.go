@@ -392,17 +392,18 @@ func TestForcedF32(t *testing.T) {
 		want  want
 	}{
 		// An ISA every operation has.
-		{"generic", want{[]string{OpU8S8, OpF32, OpF32Kernel, OpBF16}, kernels.GenericF32.Name, kernels.GenericU8S8.Name}},
+		{"generic", want{[]string{OpU8S8, OpF32, OpF32Kernel, OpBF16, OpU8S8Kernel}, kernels.GenericF32.Name, kernels.GenericU8S8.Name}},
 		// One kernel by name: the operations of its type only (an FP32
-		// kernel serves f32 and f32-kernel).
+		// kernel serves f32 and f32-kernel, a u8s8 one u8s8 and
+		// u8s8-kernel).
 		{kernels.GenericF32.Name, want{[]string{OpF32, OpF32Kernel}, kernels.GenericF32.Name, ""}},
-		{kernels.GenericU8S8.Name, want{[]string{OpU8S8}, "", kernels.GenericU8S8.Name}},
+		{kernels.GenericU8S8.Name, want{[]string{OpU8S8, OpU8S8Kernel}, "", kernels.GenericU8S8.Name}},
 		// An ISA only some operations have.
 		{"test-f32", want{[]string{OpF32, OpF32Kernel}, "gemmF32Fake_1x32", ""}},
-		{"test-isa", want{[]string{OpU8S8}, "", "gemmFake_1x32"}},
+		{"test-isa", want{[]string{OpU8S8, OpU8S8Kernel}, "", "gemmFake_1x32"}},
 	}
 	// Real ISAs this CPU runs, forcing the operations that have a kernel
-	// of theirs (avx512-vnni: u8s8 only; avx512: f32 and f32-kernel only;
+	// of theirs (avx512-vnni: u8s8 and u8s8-kernel only; avx512: all;
 	// avx2: all).
 	has := func(ks []cpu.ISA, isa cpu.ISA) bool { return slices.Contains(ks, isa) }
 	var u8s8ISAs, f32ISAs []cpu.ISA
@@ -423,6 +424,9 @@ func TestForcedF32(t *testing.T) {
 		}
 		if has(f32ISAs, isa) {
 			w.ops, w.f32 = append(w.ops, OpF32, OpF32Kernel), "*"
+		}
+		if has(u8s8ISAs, isa) {
+			w.ops = append(w.ops, OpU8S8Kernel)
 		}
 		cases = append(cases, struct {
 			force string

@@ -34,6 +34,14 @@ const OpBF16 = "bf16"
 // OpF32 but oneDNN, its keys come from F32KernelKey.
 const OpF32Kernel = "f32-kernel"
 
+// OpU8S8Kernel is the operation of a u8 x s8 product the caller runs
+// itself on the native kernel the selector chose (Selector.KernelU8S8),
+// B packed by the caller with that kernel's NR: INT8 attention's Q K^T
+// and P V (docs/DESIGN.md section 3.10), whose B is an activation. Its
+// candidates are those of OpU8S8 but oneDNN, its epilogue kinds those of
+// OpU8S8, its keys come from U8S8KernelKey (every dimension bucketed).
+const OpU8S8Kernel = "u8s8-kernel"
+
 // MaxExactM is the largest M that is its own bucket; above it M is rounded
 // up to the next power of two (see BucketM).
 const MaxExactM = 16
@@ -217,7 +225,8 @@ func KindOf(ep *kernels.Epilogue, out kernels.Out) (EpilogueKind, error) {
 
 // Key is what one choice is made for.
 type Key struct {
-	// Op is the operation: OpU8S8, OpF32, OpBF16 or OpF32Kernel.
+	// Op is the operation: OpU8S8, OpF32, OpBF16, OpF32Kernel or
+	// OpU8S8Kernel.
 	Op string
 	// M is the bucketed row count (BucketM), K the input features, N the
 	// output features.
@@ -272,6 +281,14 @@ func F32KernelKey(m, k, n, threads int) Key {
 	return Key{Op: OpF32Kernel, M: BucketM(m), K: BucketM(k), N: BucketM(n), Epilogue: EpilogueKind{Out: F32}, Threads: max(threads, 1)}
 }
 
+// U8S8KernelKey returns the key of an OpU8S8Kernel product of m x k by
+// k x n with epilogue kind kind (KindOf) on threads threads (<= 1 means
+// 1). M, K and N are all bucketed (BucketM), as F32KernelKey's.
+func U8S8KernelKey(m, k, n int, kind EpilogueKind, threads int) (Key, error) {
+	key := Key{Op: OpU8S8Kernel, M: BucketM(m), K: BucketM(k), N: BucketM(n), Epilogue: kind, Threads: max(threads, 1)}
+	return key, key.Validate()
+}
+
 // NewKey returns a validated key with M bucketed and threads >= 1.
 func NewKey(op string, m, k, n int, kind EpilogueKind, threads int) (Key, error) {
 	key := Key{Op: op, M: BucketM(m), K: k, N: n, Epilogue: kind, Threads: max(threads, 1)}
@@ -286,6 +303,10 @@ func (k Key) Validate() error {
 		e := k.Epilogue
 		if e.Out != F32 || e.ZeroPoint || e.ActScale || e.RowScale || e.ColScale {
 			return fmt.Errorf("selector: key %v: an %s GEMM takes only bias, an activation and a residual, to f32: %w", k, k.Op, ErrKey)
+		}
+	case OpU8S8Kernel:
+		if k.K != BucketM(k.K) || k.N != BucketM(k.N) {
+			return fmt.Errorf("selector: key %v: a u8s8-kernel key's k and n are buckets (BucketM): %w", k, ErrKey)
 		}
 	case OpF32Kernel:
 		if k.Epilogue != (EpilogueKind{Out: F32}) {

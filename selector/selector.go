@@ -195,6 +195,7 @@ type Selector struct {
 	f32       *opSet[kernels.GEMMF32]
 	f32Kernel *opSet[kernels.GEMMF32]
 	bf16      *opSet[kernels.GEMMBF16]
+	u8s8Kern  *opSet[kernels.GEMMU8S8]
 	eng       *dnnl.Engine // nil without oneDNN
 	prims     *dnnlPrims   // nil without oneDNN
 
@@ -275,11 +276,13 @@ func New(opts Options) (*Selector, error) {
 	s.f32 = newOpSet(s, OpF32, opSpec[kernels.GEMMF32](f32Spec{}), s.prims)
 	s.f32Kernel = newOpSet(s, OpF32Kernel, opSpec[kernels.GEMMF32](f32Spec{kernelOnly: true}), s.prims)
 	s.bf16 = newOpSet(s, OpBF16, opSpec[kernels.GEMMBF16](bf16Spec{}), s.prims)
-	s.ops = []string{OpU8S8, OpF32, OpF32Kernel, OpBF16}
+	s.u8s8Kern = newOpSet(s, OpU8S8Kernel, opSpec[kernels.GEMMU8S8](u8s8Spec{kernelOnly: true}), s.prims)
+	s.ops = []string{OpU8S8, OpF32, OpF32Kernel, OpBF16, OpU8S8Kernel}
 	s.byOp[OpU8S8] = s.u8s8
 	s.byOp[OpF32] = s.f32
 	s.byOp[OpBF16] = s.bf16
 	s.byOp[OpF32Kernel] = s.f32Kernel
+	s.byOp[OpU8S8Kernel] = s.u8s8Kern
 	// The header names every usable candidate of every operation ("op:name"),
 	// forced or not: a forced run reads the same cache and uses the entries
 	// of its ISA.
@@ -443,7 +446,7 @@ func (s *Selector) Header() Header { return s.header }
 // Forced returns the forced ISA or kernel, or "".
 func (s *Selector) Forced() string { return s.force }
 
-// ForcedOps returns the operations (OpU8S8, OpF32, OpF32Kernel) the forced
+// ForcedOps returns the operations (OpU8S8, OpF32, OpF32Kernel, OpU8S8Kernel) the forced
 // ISA or kernel applies to, or nil when nothing is forced.
 func (s *Selector) ForcedOps() []string {
 	var ops []string
@@ -919,6 +922,31 @@ func (s *Selector) KernelF32(m, k, n, threads int) (*kernels.KernelF32, error) {
 		c, ok := s.f32Kernel.byName[name].(*native[kernels.GEMMF32])
 		if ok && c.accepts(m, n, k) {
 			return c.src.(*kernels.KernelF32), nil
+		}
+	}
+	return nil, fmt.Errorf("selector: %v: no candidate takes m=%d k=%d n=%d: %w", key, m, k, n, ErrNoCandidate)
+}
+
+// KernelU8S8 returns the native u8 x s8 kernel chosen for an m x k x n
+// product with an epilogue of kind kind (KindOf), on threads threads, whose B the
+// caller packs itself with the kernel's NR (OpU8S8Kernel, key
+// U8S8KernelKey): INT8 attention's Q K^T and P V (docs/DESIGN.md section
+// 3.10). Like KernelF32 it honours INT8BERT_KERNEL, INT8BERT_CPU_DISABLE
+// and the tuning cache, and returns a kernel that takes the exact m, n
+// and k.
+func (s *Selector) KernelU8S8(m, k, n int, kind EpilogueKind, threads int) (*kernels.Kernel, error) {
+	key, err := U8S8KernelKey(m, k, n, kind, threads)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := s.choose(key)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range ch.runOrder() {
+		c, ok := s.u8s8Kern.byName[name].(*native[kernels.GEMMU8S8])
+		if ok && c.accepts(m, n, k) {
+			return c.src.(*kernels.Kernel), nil
 		}
 	}
 	return nil, fmt.Errorf("selector: %v: no candidate takes m=%d k=%d n=%d: %w", key, m, k, n, ErrNoCandidate)

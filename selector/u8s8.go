@@ -12,8 +12,9 @@ import (
 
 // u8s8Spec is the operation OpU8S8: u8 activations times packed s8
 // weights (kernels.GEMMU8S8), on the kernels of kernels.U8S8Kernels() and
-// oneDNN's int8 matmul.
-type u8s8Spec struct{}
+// oneDNN's int8 matmul; without oneDNN (kernelOnly) it is OpU8S8Kernel,
+// whose calls the caller runs itself on the kernel chosen.
+type u8s8Spec struct{ kernelOnly bool }
 
 func (u8s8Spec) natives(extra []any) []*native[kernels.GEMMU8S8] {
 	return nativesOf(kernels.U8S8Kernels(), extra, func(k *kernels.Kernel) *native[kernels.GEMMU8S8] {
@@ -23,7 +24,12 @@ func (u8s8Spec) natives(extra []any) []*native[kernels.GEMMU8S8] {
 
 func (u8s8Spec) withB(g *kernels.GEMMU8S8, packed any) { g.B = packed.(*kernels.PackedS8) }
 
-func (u8s8Spec) oneDNN(p *dnnlPrims) cand[kernels.GEMMU8S8] { return &dnnlU8S8{p} }
+func (u u8s8Spec) oneDNN(p *dnnlPrims) cand[kernels.GEMMU8S8] {
+	if u.kernelOnly {
+		return nil
+	}
+	return &dnnlU8S8{p}
+}
 
 func (u8s8Spec) pack(w any, n, k, nr int) (any, error) {
 	return kernels.PackS8(n, k, w.([]int8), k, nr)

@@ -24,3 +24,13 @@ func TestGoldenInt8(t *testing.T) {
 		t.Run(name, func(t *testing.T) { encodertest.GoldenInt8(t, sel, name, bert.Family, 0.99) })
 	}
 }
+
+// TestGoldenInt8Attention: INT8 attention against FP32 attention in the
+// same INT8 model, both modes: cosine >= 0.999 and the same argmax
+// (docs/DESIGN.md section 3.10).
+func TestGoldenInt8Attention(t *testing.T) {
+	sel := encodertest.Selector(t)
+	for _, name := range []string{"bert-base", "bert-seqcls", "bert-qa"} {
+		t.Run(name, func(t *testing.T) { encodertest.GoldenInt8Attention(t, sel, name, bert.Family, 0.999) })
+	}
+}

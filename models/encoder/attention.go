@@ -20,6 +20,7 @@ type attnBuf struct {
 	scores, mask []float32
 	k, vt        kernels.PackedF32
 	g            kernels.GEMMF32
+	i8           attnBuf8 // INT8 attention's (attention8.go)
 }
 
 var attnPool = sync.Pool{New: func() any { return new(attnBuf) }}
@@ -65,11 +66,15 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 	}
 	heads := m.cfg.Heads
 	tasks := len(s.spans) * heads
+	head := m.attentionHead
+	if m.Attention() == AttentionInt8 {
+		head = m.attentionHead8
+	}
 	if m.threads <= 1 || tasks == 1 {
 		b := attnPool.Get().(*attnBuf)
 		defer attnPool.Put(b)
 		for t := 0; t < tasks; t++ {
-			if err := m.attentionHead(in, s, b, t/heads, t%heads, q); err != nil {
+			if err := head(in, s, b, t/heads, t%heads, q); err != nil {
 				return err
 			}
 		}
@@ -80,7 +85,7 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 	firstAt := tasks
 	kernels.Parallel(m.threads, tasks, func(t int) {
 		b := attnPool.Get().(*attnBuf)
-		err := m.attentionHead(in, s, b, t/heads, t%heads, q)
+		err := head(in, s, b, t/heads, t%heads, q)
 		attnPool.Put(b)
 		if err != nil {
 			mu.Lock()
@@ -143,8 +148,12 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q 
 	return nil
 }
 
-// attnPair is the FP32 kernels of attention's two products.
-type attnPair struct{ qk, pv *kernels.KernelF32 }
+// attnPair is the kernels of attention's two products: FP32, or u8 x s8
+// for INT8 attention (the others nil).
+type attnPair struct {
+	qk, pv   *kernels.KernelF32
+	qk8, pv8 *kernels.Kernel
+}
 
 // attnKernels asks the selector for the kernels of Q K^T (seq x d by
 // d x seq) and P V (seq x seq by seq x d) for sequences of seq tokens,
@@ -153,6 +162,10 @@ type attnPair struct{ qk, pv *kernels.KernelF32 }
 func (m *Model) attnKernels(seq int) (attnPair, error) {
 	if m.sel == nil {
 		return attnPair{}, fmt.Errorf("encoder: attention: nil selector: %w", ErrConfig)
+	}
+	if m.Attention() == AttentionInt8 {
+		qk8, pv8, err := m.attnKernels8(seq)
+		return attnPair{qk8: qk8, pv8: pv8}, err
 	}
 	d := m.cfg.Hidden / m.cfg.Heads
 	qk, err := m.sel.KernelF32(seq, d, seq, 1)
@@ -163,5 +176,5 @@ func (m *Model) attnKernels(seq int) (attnPair, error) {
 	if err != nil {
 		return attnPair{}, fmt.Errorf("encoder: attention context: %w", err)
 	}
-	return attnPair{qk, pv}, nil
+	return attnPair{qk: qk, pv: pv}, nil
 }

@@ -74,6 +74,12 @@ type Options struct {
 	// tuning cache and oneDNN). nil discards them: the library never
 	// writes to stderr by itself.
 	Logger *slog.Logger
+	// Attention is the arithmetic of an INT8 model's attention
+	// (docs/DESIGN.md section 3.10): AttentionAuto (the zero value) is
+	// $INT8BERT_ATTENTION ("f32" or "int8") when set, else INT8;
+	// AttentionF32 keeps both products and the softmax in FP32, as an FP32
+	// model always runs them. It does not change an FP32 model.
+	Attention AttentionMode
 	// Warmup, when set, warms the loaded pipeline up before Load returns
 	// (Pipeline.Warmup with these bounds): every shape its calls will meet
 	// is tuned and packed, so that no first call stalls. nil leaves the
@@ -106,6 +112,9 @@ func (o *Options) Check() error {
 	}
 	if !o.Precision.valid() {
 		return bad("%v: want PrecisionAsStored, PrecisionFP32, PrecisionBF16, PrecisionInt8Static or PrecisionInt8Dynamic", o.Precision)
+	}
+	if !o.Attention.valid() {
+		return bad("%v: want AttentionAuto, AttentionF32 or AttentionInt8", o.Attention)
 	}
 	return o.Quant.check()
 }

@@ -34,6 +34,10 @@ type Model struct {
 	// (prec.Int8()), layers the FP32 and BF16 ones.
 	prec    Precision
 	qlayers []qlayer
+	// attnInt8 runs an INT8 model's attention in INT8 (attention8.go);
+	// attnMode is the mode asked for (Options.Attention, resolved).
+	attnInt8 bool
+	attnMode AttentionMode
 	// recipe is how an INT8 model was quantized.
 	recipe *smoothquant.Recipe
 	// scratchPool keeps forward passes' buffers between passes.
@@ -168,6 +172,9 @@ func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Optio
 	m := &Model{cfg: cfg, sel: sel, threads: o.Threads, prof: o.Profile,
 		src: l.src, names: names, prec: PrecisionFP32}
 	var err error
+	if m.attnMode, err = o.Attention.resolve(); err != nil {
+		return nil, err
+	}
 	get := func(dst *[]float32, name string, shape ...int) {
 		if err == nil {
 			*dst, err = l.Get(name, shape...)

@@ -416,7 +416,7 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 		return nil, err
 	}
 	ec := m.Encoder.cfg
-	q, err := buildTaskInt8(st, nil, m.cfg, ec, m.Family, m.Encoder.sel, Options{Threads: m.Encoder.threads, Profile: o.Profile})
+	q, err := buildTaskInt8(st, nil, m.cfg, ec, m.Family, m.Encoder.sel, Options{Threads: m.Encoder.threads, Profile: o.Profile, Attention: m.Encoder.attnMode})
 	if err != nil {
 		return nil, err
 	}
@@ -463,6 +463,7 @@ func buildTaskInt8(st int8Source, closer io.Closer, cfg *checkpoint.Config, ec C
 		if mode == smoothquant.Static {
 			m.prec = PrecisionInt8Static
 		}
+		m.attnInt8 = m.attnMode == AttentionInt8
 		h, dims := ec.Hidden, linDims(ec)
 		for li := 0; li < ec.Layers; li++ {
 			n := names.Layer(li)

@@ -186,6 +186,19 @@ func (m *TaskModel) warmupKeys(o WarmupOptions) ([]*warmKey, error) {
 	}
 	d := m.Encoder.cfg.Hidden / m.Encoder.cfg.Heads
 	for _, s := range seqs {
+		if m.Encoder.Attention() == AttentionInt8 {
+			kinds := m.Encoder.attnKinds()
+			qk, err := selector.U8S8KernelKey(s, d, s, kinds[0], 1)
+			if err != nil {
+				return nil, err
+			}
+			pv, err := selector.U8S8KernelKey(s, s, d, kinds[1], 1)
+			if err != nil {
+				return nil, err
+			}
+			add([]linKey{{key: qk}, {key: pv}})
+			continue
+		}
 		add([]linKey{{key: selector.F32KernelKey(s, d, s, 1)}, {key: selector.F32KernelKey(s, s, d, 1)}})
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -307,8 +320,14 @@ func (d *Dense) linKey(rows, threads int) linKey {
 // ownsKey reports whether key is one of the model's: a key of a forward
 // pass of some batch and length (any M).
 func (m *TaskModel) ownsKey(key selector.Key) bool {
-	if key.Op == selector.OpF32Kernel {
+	if key.Op == selector.OpF32Kernel || key.Op == selector.OpU8S8Kernel {
 		d := selector.BucketM(m.Encoder.cfg.Hidden / m.Encoder.cfg.Heads)
+		if key.Op == selector.OpU8S8Kernel {
+			kinds := m.Encoder.attnKinds()
+			if m.Encoder.Attention() != AttentionInt8 || (key.Epilogue != kinds[0] && key.Epilogue != kinds[1]) {
+				return false
+			}
+		}
 		return key.Threads == 1 && ((key.K == d && key.N == key.M) || (key.N == d && key.K == key.M))
 	}
 	rk, err := m.rowKeys(1)

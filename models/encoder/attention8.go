@@ -1,0 +1,207 @@
+package encoder
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/selector"
+)
+
+// AttentionMode is the arithmetic of an INT8 model's attention
+// (Options.Attention; docs/DESIGN.md section 3.10).
+type AttentionMode int
+
+const (
+	// AttentionAuto is $INT8BERT_ATTENTION when set, else AttentionInt8.
+	AttentionAuto AttentionMode = iota
+	// AttentionF32 runs Q K^T, the softmax and P V in FP32 (what an FP32
+	// model always runs).
+	AttentionF32
+	// AttentionInt8 runs Q K^T and P V on the u8 x s8 kernels: Q per row
+	// and K per key quantized dynamically, P to u8 per row, V per head.
+	AttentionInt8
+)
+
+// EnvAttention names the environment variable AttentionAuto reads: "f32"
+// or "int8" ("" or unset: int8).
+const EnvAttention = "INT8BERT_ATTENTION"
+
+// String is the mode as EnvAttention spells it ("auto" for AttentionAuto).
+func (a AttentionMode) String() string {
+	switch a {
+	case AttentionAuto:
+		return "auto"
+	case AttentionF32:
+		return "f32"
+	case AttentionInt8:
+		return "int8"
+	}
+	return fmt.Sprintf("AttentionMode(%d)", int(a))
+}
+
+func (a AttentionMode) valid() bool { return a >= AttentionAuto && a <= AttentionInt8 }
+
+// resolve returns the mode a model runs: a set mode as it is, AttentionAuto
+// as EnvAttention says (an unknown value is an error wrapping ErrConfig).
+func (a AttentionMode) resolve() (AttentionMode, error) {
+	if !a.valid() {
+		return 0, fmt.Errorf("encoder: options: %v: want AttentionAuto, AttentionF32 or AttentionInt8: %w", a, ErrConfig)
+	}
+	if a != AttentionAuto {
+		return a, nil
+	}
+	switch v := strings.TrimSpace(os.Getenv(EnvAttention)); strings.ToLower(v) {
+	case "", "int8":
+		return AttentionInt8, nil
+	case "f32", "fp32":
+		return AttentionF32, nil
+	default:
+		return 0, fmt.Errorf("encoder: %s=%q: want f32 or int8: %w", EnvAttention, v, ErrConfig)
+	}
+}
+
+// Attention returns the arithmetic this model's attention runs in:
+// AttentionF32 for FP32 models and for INT8 ones loaded with it,
+// AttentionInt8 otherwise.
+func (m *Model) Attention() AttentionMode {
+	if m.attnInt8 && m.prec != PrecisionFP32 {
+		return AttentionInt8
+	}
+	return AttentionF32
+}
+
+// attnBuf8 is the INT8 half of an attnBuf: Q quantized with its row
+// scales, K and V^T quantized and packed as s8 "weights" (K with one scale
+// per key, V with one per head), P in u8 with its row scales, and the two
+// epilogues.
+type attnBuf8 struct {
+	q        []uint8
+	qs, ks   []float32
+	p        []uint8
+	ps       []float32
+	k, vt    kernels.PackedS8
+	g        kernels.GEMMU8S8
+	epS, epC kernels.Epilogue
+}
+
+// The epilogue kinds of INT8 attention's products: the scores
+// (dequantized, f32) and the context (f32, or u8 for the O projection in
+// static mode).
+var (
+	kindScores  = selector.EpilogueKind{ZeroPoint: true, RowScale: true, ColScale: true, Out: selector.F32}
+	kindCtxF32  = selector.EpilogueKind{RowScale: true, Out: selector.F32}
+	kindCtxU8   = selector.EpilogueKind{RowScale: true, Out: selector.U8}
+	kindsStatic = [2]selector.EpilogueKind{kindScores, kindCtxU8}
+	kindsDyn    = [2]selector.EpilogueKind{kindScores, kindCtxF32}
+)
+
+// attnKinds are the epilogue kinds of m's INT8 attention products.
+func (m *Model) attnKinds() [2]selector.EpilogueKind {
+	if m.prec == PrecisionInt8Static {
+		return kindsStatic
+	}
+	return kindsDyn
+}
+
+// attnKernels8 asks the selector for the u8 x s8 kernels of Q K^T
+// (seq x d by d x seq) and P V (seq x seq by seq x d), each on one
+// goroutine (selector.OpU8S8Kernel).
+func (m *Model) attnKernels8(seq int) (qk, pv *kernels.Kernel, err error) {
+	d := m.cfg.Hidden / m.cfg.Heads
+	kinds := m.attnKinds()
+	if qk, err = m.sel.KernelU8S8(seq, d, seq, kinds[0], 1); err != nil {
+		return nil, nil, fmt.Errorf("encoder: int8 attention scores: %w", err)
+	}
+	if pv, err = m.sel.KernelU8S8(seq, seq, d, kinds[1], 1); err != nil {
+		return nil, nil, fmt.Errorf("encoder: int8 attention context: %w", err)
+	}
+	return qk, pv, nil
+}
+
+func growU8(b []uint8, n int) []uint8 {
+	if cap(b) < n {
+		return make([]uint8, n)
+	}
+	return b[:n]
+}
+
+// attentionHead8 is attentionHead in INT8 (docs/DESIGN.md section 3.10):
+//
+//	Q rows -> u8 (symmetric s8 + 128, one scale per row, times 1/sqrt(d))
+//	K rows -> s8 packed as the weights of Q K^T, one scale per key
+//	S = (acc - 128*colsum(K)) * qscale[i] * kscale[j]   (the kernel's epilogue)
+//	e = exp(S + mask - max), P = round(255*e) in u8, pscale[i] = 1/(255*sum e)
+//	V -> s8 packed as V^T, one scale for the head
+//	ctx = acc * pscale[i] * vscale   (f32, or requantized to u8 for O)
+//
+// on the kernels the selector chose for the span (sp.kr.qk8, sp.kr.pv8).
+func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *attnQuant) error {
+	sp := &s.spans[bi]
+	h, heads, seq, off := m.cfg.Hidden, m.cfg.Heads, sp.n, sp.off
+	d := h / heads
+	scale := float32(1 / math.Sqrt(float64(d)))
+	ld := 3 * h
+	qk, pv := sp.kr.qk8, sp.kr.pv8
+	e := &b.i8
+	b.scores = growF32(b.scores, seq*seq)
+	var mask []float32
+	if in.Mask != nil {
+		b.mask = growF32(b.mask, seq)
+		for j, mk := range in.Mask[off : off+seq] {
+			b.mask[j] = 0
+			if mk == 0 {
+				b.mask[j] = maskValue
+			}
+		}
+		mask = b.mask
+	}
+	e.q = growU8(e.q, seq*d)
+	e.qs = growF32(e.qs, seq)
+	e.ks = growF32(e.ks, seq)
+	e.p = growU8(e.p, seq*seq)
+	e.ps = growF32(e.ps, seq)
+	rows := s.qkv[off*ld : (off+seq)*ld]
+	qo, ko, vo := hd*d, h+hd*d, 2*h+hd*d
+	fail := func(what string, err error) error {
+		return fmt.Errorf("int8 attention %s (sequence %d, head %d): %w", what, bi, hd, err)
+	}
+	if err := kernels.QuantizeRowsU8Block(e.q, d, e.qs, rows[qo:], ld, seq, d); err != nil {
+		return fail("q", err)
+	}
+	for i := range e.qs {
+		e.qs[i] *= scale
+	}
+	if err := kernels.PackQuantS8Into(&e.k, e.ks, seq, d, rows[ko:], ld, qk.NR); err != nil {
+		return fail("k", err)
+	}
+	e.epS = kernels.Epilogue{ZeroPoint: 128, ColSum: e.k.ColSum, RowScale: e.qs, ColScale: e.ks}
+	e.g = kernels.GEMMU8S8{M: seq, N: seq, K: d, A: e.q, Lda: d, B: &e.k, Ep: &e.epS, Out: kernels.Out{F32: b.scores, Ldc: seq}}
+	if err := qk.RunU8S8(&e.g); err != nil {
+		return fail("scores", err)
+	}
+	if err := kernels.SoftmaxU8(e.p, seq, e.ps, b.scores, seq, seq, mask); err != nil {
+		return fail("softmax", err)
+	}
+	vs, err := kernels.PackQuantS8TInto(&e.vt, d, seq, rows[vo:], ld, pv.NR)
+	if err != nil {
+		return fail("v", err)
+	}
+	for i := range e.ps {
+		e.ps[i] *= vs
+	}
+	o := off*h + hd*d
+	e.epC = kernels.Epilogue{RowScale: e.ps}
+	out := kernels.Out{F32: s.ctx[o:], Ldc: h}
+	if q != nil {
+		e.epC.OutScale, e.epC.OutZeroPoint = q.scale, q.zp
+		out = kernels.Out{U8: q.dst[o:], Ldc: h}
+	}
+	e.g = kernels.GEMMU8S8{M: seq, N: d, K: seq, A: e.p, Lda: seq, B: &e.vt, Ep: &e.epC, Out: out}
+	if err := pv.RunU8S8(&e.g); err != nil {
+		return fail("context", err)
+	}
+	return nil
+}

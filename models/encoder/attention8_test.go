@@ -1,0 +1,167 @@
+package encoder
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/selector"
+	"github.com/stretchr/testify/require"
+)
+
+// attn8Case is one INT8 attention problem: padded (lens nil) or packed.
+type attn8Case struct {
+	lens          []int // packed lengths; nil: batch x seq padded
+	batch, seq    int
+	h, heads      int
+	masked        bool // some keys masked (never a sequence's first)
+	static        bool // the context requantized to u8 (attnQuant)
+	name          string
+	scaleV, scale float64
+}
+
+// attn8Ref is attentionRef over each sequence of c (padded or packed).
+func attn8Ref(qkv []float32, mask []int32, c attn8Case) []float64 {
+	if c.lens == nil {
+		if mask == nil {
+			mask = make([]int32, c.batch*c.seq)
+			for i := range mask {
+				mask[i] = 1
+			}
+		}
+		return attentionRef(qkv, mask, c.batch, c.seq, c.h, c.heads)
+	}
+	var out []float64
+	off := 0
+	for _, n := range c.lens {
+		mk := make([]int32, n)
+		for i := range mk {
+			mk[i] = 1
+		}
+		if mask != nil {
+			copy(mk, mask[off:off+n])
+		}
+		out = append(out, attentionRef(qkv[off*3*c.h:(off+n)*3*c.h], mk, 1, n, c.h, c.heads)...)
+		off += n
+	}
+	return out
+}
+
+// TestAttentionInt8 checks INT8 attention (attentionHead8) against the
+// float64 reference on every u8s8 kernel this CPU runs, forced: seq 1, odd
+// lengths, masks, packed spans of several lengths, and the static u8
+// context. The error is INT8's (docs/DESIGN.md section 3.10): relative RMS
+// under 4% (6% with the static u8 context) and every value within 2% of max|V|; threads do not change a
+// bit (integer products, per-head work).
+func TestAttentionInt8(t *testing.T) {
+	cases := []attn8Case{
+		{name: "seq1", batch: 1, seq: 1, h: 8, heads: 2},
+		{name: "odd", batch: 2, seq: 37, h: 192, heads: 3, masked: true},
+		{name: "base128", batch: 1, seq: 128, h: 768, heads: 12, masked: true},
+		{name: "static", batch: 3, seq: 20, h: 96, heads: 2, masked: true, static: true},
+		{name: "packed", lens: []int{33, 1, 7, 64, 7}, h: 128, heads: 2},
+		{name: "packed-masked-static", lens: []int{5, 19, 19, 2}, h: 64, heads: 4, masked: true, static: true},
+	}
+	for _, kern := range kernels.U8S8Kernels() {
+		if !kern.Available(cpu.X86) {
+			t.Logf("%s: CPU lacks %s: skipped", kern.Name, kern.ISA)
+			continue
+		}
+		sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, Force: kern.Name})
+		require.NoError(t, err)
+		t.Cleanup(func() { sel.Close() })
+		for _, c := range cases {
+			r := rand.New(rand.NewPCG(uint64(c.h), 8))
+			in := &Inputs{Batch: c.batch, Seq: c.seq}
+			rows := c.batch * c.seq
+			if c.lens != nil {
+				in = &Inputs{Batch: len(c.lens), Lens: c.lens}
+				rows = 0
+				for _, n := range c.lens {
+					rows += n
+				}
+			}
+			qkv := make([]float32, rows*3*c.h)
+			for i := range qkv {
+				qkv[i] = float32(r.NormFloat64() * (1 + float64(i%7/6)))
+			}
+			if c.masked {
+				in.Mask = make([]int32, rows)
+				for i := range in.Mask {
+					in.Mask[i] = 1
+					if i > 0 && r.IntN(4) == 0 {
+						in.Mask[i] = 0
+					}
+				}
+				// never a sequence's first key
+				off := 0
+				for b := 0; b < in.Batch; b++ {
+					n := c.seq
+					if c.lens != nil {
+						n = c.lens[b]
+					}
+					in.Mask[off] = 1
+					off += n
+				}
+			}
+			ref := attn8Ref(qkv, in.Mask, c)
+			var vmax float64
+			for i := 0; i < rows; i++ {
+				for _, v := range qkv[i*3*c.h+2*c.h : (i+1)*3*c.h] {
+					vmax = max(vmax, math.Abs(float64(v)))
+				}
+			}
+			prec := PrecisionInt8Dynamic
+			if c.static {
+				prec = PrecisionInt8Static
+			}
+			var first []float32
+			var firstQ []uint8
+			for _, threads := range []int{1, 3} {
+				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel, prec: prec, attnInt8: true}
+				require.Equal(t, AttentionInt8, m.Attention())
+				s := &scratch{qkv: slices.Clone(qkv), ctx: make([]float32, rows*c.h)}
+				var q *attnQuant
+				if c.static {
+					q = &attnQuant{dst: make([]uint8, rows*c.h), scale: float32(vmax / 100), zp: 128}
+				}
+				require.NoError(t, m.attentionQ(in, s, q))
+				require.Equal(t, qkv, s.qkv, "%s %s: qkv changed", kern.Name, c.name)
+				got := s.ctx
+				if c.static {
+					got = make([]float32, len(q.dst))
+					for i, u := range q.dst {
+						got[i] = (float32(u) - float32(q.zp)) * q.scale
+					}
+				}
+				var se, sr, worst float64
+				for k, v := range got {
+					e := float64(v) - ref[k]
+					se += e * e
+					sr += ref[k] * ref[k]
+					worst = max(worst, math.Abs(e))
+				}
+				rel := math.Sqrt(se / max(sr, 1e-30))
+				t.Logf("%s %s threads %d: rel rms %.4f, max err %.4f of max|V| %.2f", kern.Name, c.name, threads, rel, worst, vmax)
+				// The static context adds its own u8 step (max|V|/100).
+				if lim := map[bool]float64{false: 0.04, true: 0.06}[c.static]; rel > lim || worst > 0.02*vmax {
+					t.Fatalf("%s %s threads %d: relative RMS error %.4f, max error %.4f (max|V| %.3f)", kern.Name, c.name, threads, rel, worst, vmax)
+				}
+				if first == nil {
+					first, firstQ = slices.Clone(s.ctx), nil
+					if q != nil {
+						firstQ = slices.Clone(q.dst)
+					}
+				} else {
+					require.Equal(t, first, s.ctx, "%s %s: threads %d differs from 1", kern.Name, c.name, threads)
+					if q != nil {
+						require.Equal(t, firstQ, q.dst, "%s %s: threads %d differs from 1", kern.Name, c.name, threads)
+					}
+				}
+			}
+		}
+	}
+}
