@@ -67,7 +67,7 @@ func (a AttentionMode) resolve() (AttentionMode, error) {
 // AttentionF32 for FP32 models and for INT8 ones loaded with it,
 // AttentionInt8 otherwise.
 func (m *Model) Attention() AttentionMode {
-	if m.attnInt8 && m.prec != PrecisionFP32 {
+	if m.attnInt8 && m.prec.Int8() {
 		return AttentionInt8
 	}
 	return AttentionF32
