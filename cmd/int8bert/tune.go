@@ -61,10 +61,12 @@ func parseOps(s string) ([]string, error) {
 	var ops []string
 	for _, f := range strings.Split(s, ",") {
 		switch op := strings.TrimSpace(f); op {
-		case selector.OpU8S8, selector.OpF32, selector.OpF32Kernel:
+		case selector.OpU8S8, selector.OpF32, selector.OpBF16, selector.OpF32Kernel:
 			ops = append(ops, op)
+		case selector.OpU8S8Kernel:
+			return nil, fmt.Errorf("tune: -ops: %s (INT8 attention's products) is tuned through the model's warm-up: tune --model MODEL", op)
 		default:
-			return nil, fmt.Errorf("tune: -ops: unknown operation %q (have %s, %s, %s)", op, selector.OpU8S8, selector.OpF32, selector.OpF32Kernel)
+			return nil, fmt.Errorf("tune: -ops: unknown operation %q (have %s, %s, %s, %s)", op, selector.OpU8S8, selector.OpF32, selector.OpBF16, selector.OpF32Kernel)
 		}
 	}
 	return ops, nil
@@ -100,7 +102,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	reps := fs.Int("reps", 5, "timed repetitions per candidate (median)")
 	repTime := fs.Duration("rep-time", 20*time.Millisecond, "least time of one repetition")
 	epilogues := fs.String("epilogues", "", "comma-separated epilogue kinds, e.g. none/s32,zp+scale+colscale+bias+gelu/u8 (default: per layer and operation; f32 uses those with an FP32 form: none, bias, gelu, residual)")
-	opsFlag := fs.String("ops", selector.OpU8S8+","+selector.OpF32, "comma-separated operations to tune: u8s8 (INT8 linears), f32 (FP32 linears), f32-kernel (attention's products, MxKxN = seq x d x seq and seq x seq x d; no epilogue)")
+	opsFlag := fs.String("ops", selector.OpU8S8+","+selector.OpF32, "comma-separated operations to tune: u8s8 (INT8 linears), f32 (FP32 linears), bf16 (BF16 linears), f32-kernel (attention's products, MxKxN = seq x d x seq and seq x seq x d; no epilogue)")
 	shapes := fs.String("shapes", "", "comma-separated MxKxN shapes (default: the BERT shapes at M=128 and M=256)")
 	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
 	model := fs.String("model", "", "tune this model's own keys (a folder or a Hugging Face model id) through its warm-up, instead of the BERT shapes")
@@ -193,7 +195,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 			if kinds != nil {
 				for _, k := range kinds {
-					if op == selector.OpF32 {
+					if op == selector.OpF32 || op == selector.OpBF16 {
 						var ok bool
 						if k, ok = f32Kind(k); !ok {
 							if !*asJSON {
@@ -207,7 +209,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				continue
 			}
 			names := tuneEpilogues(sh.Name)
-			if op == selector.OpF32 {
+			if op == selector.OpF32 || op == selector.OpBF16 {
 				names = tuneF32Epilogues(sh.Name)
 			}
 			for _, e := range names {
