@@ -121,7 +121,7 @@ func TestPaperWriteFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	files, err := rep.WriteFiles(dir)
 	require.NoError(t, err)
-	for _, n := range []string{"report.md", "report.json", "roofline.svg", "roofline.png", "speedups.svg", "speedups.png", "hotspots.svg", "hotspots.png"} {
+	for _, n := range []string{"report.md", "report.json", "roofline.svg", "roofline.png", "speedups.svg", "speedups.png", "hotspots-tiny.svg", "hotspots-tiny.png"} {
 		p := filepath.Join(dir, n)
 		assert.Contains(t, files, p)
 		st, err := os.Stat(p)

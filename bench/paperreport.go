@@ -148,7 +148,7 @@ func pctp(v *float64) string {
 }
 
 // WriteFiles writes report.md, report.json and the charts (roofline,
-// speedups, hotspots; .svg and .png) into dir, which it creates. It
+// speedups, one hotspots-MODEL per model; .svg and .png) into dir, which it creates. It
 // returns the files written.
 func (r *PaperReport) WriteFiles(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -242,11 +242,21 @@ func (r *PaperReport) writeCharts(dir string) ([]string, error) {
 			both(base)
 		}
 	}
-	if len(r.Hotspots) > 0 {
-		s := chart.Stacked{Title: "where a pass spends its time", YLabel: "% of the pass"}
+	// One hotspot chart per model (the paper's Table 3 is BERT-large's):
+	// its precisions side by side.
+	var order []string
+	byModel := map[string][]Hotspot{}
+	for _, h := range r.Hotspots {
+		if _, ok := byModel[h.Model]; !ok {
+			order = append(order, h.Model)
+		}
+		byModel[h.Model] = append(byModel[h.Model], h)
+	}
+	for _, m := range order {
+		s := chart.Stacked{Title: "where a pass of " + filepath.Base(m) + " spends its time", YLabel: "% of the pass"}
 		parts := [4][]float64{}
-		for _, h := range r.Hotspots {
-			s.Groups = append(s.Groups, h.Model+" "+h.Precision)
+		for _, h := range byModel[m] {
+			s.Groups = append(s.Groups, h.Precision)
 			for i, v := range []float64{h.LinearPct, h.AttentionPct, h.LayerNormPct, h.OtherPct} {
 				parts[i] = append(parts[i], max(v, 0))
 			}
@@ -254,11 +264,22 @@ func (r *PaperReport) writeCharts(dir string) ([]string, error) {
 		for i, n := range []string{"linear", "attention", "LayerNorm", "other"} {
 			s.Parts = append(s.Parts, chart.Series{Name: n, Values: parts[i]})
 		}
-		base := filepath.Join(dir, "hotspots")
+		base := filepath.Join(dir, "hotspots-"+fileSafe(m))
 		if err := chart.WriteStacked(base, s); err != nil {
 			return files, fmt.Errorf("bench: paper: hotspot chart: %w", err)
 		}
 		both(base)
 	}
 	return files, nil
+}
+
+// fileSafe is a model name (an architecture, or a folder's base name)
+// made safe for a file name.
+func fileSafe(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, filepath.Base(name))
 }

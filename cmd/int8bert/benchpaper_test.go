@@ -27,7 +27,7 @@ func TestBenchPaperTiny(t *testing.T) {
 	if !strings.Contains(md, "_Reproduce: `int8bert bench paper --models") {
 		t.Errorf("the report does not print its command:\n%s", md[:min(len(md), 800)])
 	}
-	for _, f := range []string{"report.md", "report.json", "roofline.svg", "roofline.png", "speedups.png", "hotspots.svg"} {
+	for _, f := range []string{"report.md", "report.json", "roofline.svg", "roofline.png", "speedups.png", "hotspots-" + filepath.Base(cls) + ".svg"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
