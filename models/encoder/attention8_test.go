@@ -14,13 +14,12 @@ import (
 
 // attn8Case is one INT8 attention problem: padded (lens nil) or packed.
 type attn8Case struct {
-	lens          []int // packed lengths; nil: batch x seq padded
-	batch, seq    int
-	h, heads      int
-	masked        bool // some keys masked (never a sequence's first)
-	static        bool // the context requantized to u8 (attnQuant)
-	name          string
-	scaleV, scale float64
+	lens       []int // packed lengths; nil: batch x seq padded
+	batch, seq int
+	h, heads   int
+	masked     bool // some keys masked (never a sequence's first)
+	static     bool // the context requantized to u8 (attnQuant)
+	name       string
 }
 
 // attn8Ref is attentionRef over each sequence of c (padded or packed).
