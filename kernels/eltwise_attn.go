@@ -262,6 +262,16 @@ func SoftmaxU8(dst []uint8, ldd int, rowScale []float32, x []float32, rows, n in
 			rowScale[i] = 0
 			continue
 		}
+		if f.expQU8 != nil {
+			// One pass: exp, u8 and the row sum (docs/DESIGN.md 3.10).
+			sum, bits := f.expQU8(q, d, m)
+			if bits >= absMaxBitsLimit {
+				j := max(findNaNOrPosInf(d), 0)
+				return fmt.Errorf("kernels: %s rows=%d n=%d: row %d col %d: %v: %w", op, rows, n, i, j, d[j], ErrNonFinite)
+			}
+			rowScale[i] = 1 / float32(sum)
+			continue
+		}
 		s := f.expSum(d, d, m)
 		if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
 			j := max(findNaNOrPosInf(d), 0)

@@ -242,3 +242,43 @@ func TestSumS8(t *testing.T) {
 		}
 	}
 }
+
+// TestExpQuantU8Twin holds the fused AVX-512 pass of SoftmaxU8 to its twin
+// (the three passes it replaces) bit for bit: the bytes, their sum and the
+// bits of the largest exponential, over lengths with and without tails,
+// rows whose maximum is m and rows with masked (-MaxFloat32) and
+// non-finite values.
+func TestExpQuantU8Twin(t *testing.T) {
+	if !eltwiseAVX512() {
+		t.Skipf("%s: the fused pass is AVX-512 only and this CPU (or build) runs without it: the three passes run instead", t.Name())
+	}
+	r := rand.New(rand.NewPCG(3, 10))
+	for n := 0; n <= 140; n++ {
+		for trial := 0; trial < 4; trial++ {
+			x := make([]float32, n)
+			m := float32(math.Inf(-1))
+			for j := range x {
+				x[j] = float32(r.NormFloat64() * 4)
+				if trial == 1 && j%5 == 2 {
+					x[j] = -math.MaxFloat32
+				}
+				m = max(m, x[j])
+			}
+			if trial == 2 && n > 0 {
+				x[r.IntN(n)] = float32(math.NaN())
+			}
+			if trial == 3 {
+				m -= 30 // exponentials above 1: clamped to 255
+			}
+			if n == 0 {
+				m = 0
+			}
+			got, want := make([]uint8, n), make([]uint8, n)
+			gs, gb := eltExpQuantU8(got, x, m)
+			ws, wb := eltExpQuantU8Generic(want, x, m)
+			if gs != ws || gb != wb || string(got) != string(want) {
+				t.Fatalf("n=%d trial %d: asm (sum %d, bits %#x) %v, twin (sum %d, bits %#x) %v", n, trial, gs, gb, got, ws, wb, want)
+			}
+		}
+	}
+}

@@ -4290,6 +4290,224 @@ done_ct:
 	VZEROUPPER
 	RET
 
+// func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum uint32, bits uint32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL
+TEXT ·eltExpQuantU8(SB), NOSPLIT, $0-64
+	MOVQ         dst_len+8(FP), CX
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         x_base+24(FP), DX
+	VBROADCASTSS m+48(FP), Z0
+	VBROADCASTSS eltconst<>+12(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	XORQ         BX, BX
+	MOVQ         CX, SI
+	ANDQ         $-64, SI
+
+unrolled_cu:
+	CMPQ              BX, SI
+	JAE               rest_cu
+	VMOVUPS           (DX)(BX*4), Z4
+	VMOVUPS           64(DX)(BX*4), Z5
+	VMOVUPS           128(DX)(BX*4), Z6
+	VMOVUPS           192(DX)(BX*4), Z7
+	VSUBPS            Z0, Z4, Z4
+	VSUBPS            Z0, Z5, Z5
+	VSUBPS            Z0, Z6, Z6
+	VSUBPS            Z0, Z7, Z7
+	VMAXPS            Z4, Z1, Z4
+	VMAXPS            Z5, Z1, Z5
+	VMAXPS            Z6, Z1, Z6
+	VMAXPS            Z7, Z1, Z7
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z8
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z11
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z14
+	VMULPS.BCST       eltconst<>+0(SB), Z7, Z17
+	VRNDSCALEPS       $0x00, Z8, Z8
+	VRNDSCALEPS       $0x00, Z11, Z11
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VRNDSCALEPS       $0x00, Z17, Z17
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z8, Z4
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z11, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z14, Z6
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z17, Z7
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z8, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z11, Z5
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z14, Z6
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z17, Z7
+	VBROADCASTSS      eltconst<>+20(SB), Z9
+	VBROADCASTSS      eltconst<>+20(SB), Z12
+	VBROADCASTSS      eltconst<>+20(SB), Z15
+	VBROADCASTSS      eltconst<>+20(SB), Z18
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z7, Z18
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z12
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z15
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z7, Z18
+	VMULPS            Z4, Z4, Z10
+	VMULPS            Z5, Z5, Z13
+	VMULPS            Z6, Z6, Z16
+	VMULPS            Z7, Z7, Z19
+	VFMADD213PS       Z4, Z10, Z9
+	VFMADD213PS       Z5, Z13, Z12
+	VFMADD213PS       Z6, Z16, Z15
+	VFMADD213PS       Z7, Z19, Z18
+	VADDPS.BCST       eltconst<>+44(SB), Z9, Z9
+	VADDPS.BCST       eltconst<>+44(SB), Z12, Z12
+	VADDPS.BCST       eltconst<>+44(SB), Z15, Z15
+	VADDPS.BCST       eltconst<>+44(SB), Z18, Z18
+	VSCALEFPS         Z8, Z9, Z4
+	VSCALEFPS         Z11, Z12, Z5
+	VSCALEFPS         Z14, Z15, Z6
+	VSCALEFPS         Z17, Z18, Z7
+	VPANDD.BCST       eltconst<>+72(SB), Z4, Z8
+	VPMAXUD           Z8, Z3, Z3
+	VMULPS.BCST       eltconst<>+56(SB), Z4, Z4
+	VMAXPS.BCST       eltconst<>+52(SB), Z4, Z4
+	VMINPS.BCST       eltconst<>+56(SB), Z4, Z4
+	VCVTPS2DQ         Z4, Z4
+	VPADDD            Z4, Z2, Z2
+	VPMOVDB           Z4, X4
+	VMOVDQU           X4, (AX)(BX*1)
+	VPANDD.BCST       eltconst<>+72(SB), Z5, Z4
+	VPMAXUD           Z4, Z3, Z3
+	VMULPS.BCST       eltconst<>+56(SB), Z5, Z5
+	VMAXPS.BCST       eltconst<>+52(SB), Z5, Z5
+	VMINPS.BCST       eltconst<>+56(SB), Z5, Z5
+	VCVTPS2DQ         Z5, Z5
+	VPADDD            Z5, Z2, Z2
+	VPMOVDB           Z5, X4
+	VMOVDQU           X4, 16(AX)(BX*1)
+	VPANDD.BCST       eltconst<>+72(SB), Z6, Z4
+	VPMAXUD           Z4, Z3, Z3
+	VMULPS.BCST       eltconst<>+56(SB), Z6, Z6
+	VMAXPS.BCST       eltconst<>+52(SB), Z6, Z6
+	VMINPS.BCST       eltconst<>+56(SB), Z6, Z6
+	VCVTPS2DQ         Z6, Z6
+	VPADDD            Z6, Z2, Z2
+	VPMOVDB           Z6, X4
+	VMOVDQU           X4, 32(AX)(BX*1)
+	VPANDD.BCST       eltconst<>+72(SB), Z7, Z4
+	VPMAXUD           Z4, Z3, Z3
+	VMULPS.BCST       eltconst<>+56(SB), Z7, Z7
+	VMAXPS.BCST       eltconst<>+52(SB), Z7, Z7
+	VMINPS.BCST       eltconst<>+56(SB), Z7, Z7
+	VCVTPS2DQ         Z7, Z7
+	VPADDD            Z7, Z2, Z2
+	VPMOVDB           Z7, X4
+	VMOVDQU           X4, 48(AX)(BX*1)
+	ADDQ              $0x00000040, BX
+	JMP               unrolled_cu
+
+rest_cu:
+	MOVQ CX, SI
+	ANDQ $-16, SI
+
+full_cv:
+	CMPQ              BX, SI
+	JAE               tail_cv
+	VMOVUPS           (DX)(BX*4), Z4
+	VSUBPS            Z0, Z4, Z4
+	VMAXPS            Z4, Z1, Z4
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z5, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z5, Z4
+	VBROADCASTSS      eltconst<>+20(SB), Z6
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z6
+	VMULPS            Z4, Z4, Z7
+	VFMADD213PS       Z4, Z7, Z6
+	VADDPS.BCST       eltconst<>+44(SB), Z6, Z6
+	VSCALEFPS         Z5, Z6, Z4
+	VPANDD.BCST       eltconst<>+72(SB), Z4, Z5
+	VPMAXUD           Z5, Z3, Z3
+	VMULPS.BCST       eltconst<>+56(SB), Z4, Z4
+	VMAXPS.BCST       eltconst<>+52(SB), Z4, Z4
+	VMINPS.BCST       eltconst<>+56(SB), Z4, Z4
+	VCVTPS2DQ         Z4, Z4
+	VPADDD            Z4, Z2, Z2
+	VPMOVDB           Z4, X4
+	VMOVDQU           X4, (AX)(BX*1)
+	ADDQ              $+16, BX
+	JMP               full_cv
+
+tail_cv:
+	SUBQ              BX, CX
+	JZ                done_cv
+	MOVL              $0x00000001, SI
+	SHLL              CL, SI
+	DECL              SI
+	KMOVW             SI, K1
+	VMOVUPS.Z         (DX)(BX*4), K1, Z4
+	VSUBPS            Z0, Z4, Z4
+	VMAXPS            Z4, Z1, Z4
+	VMULPS.BCST       eltconst<>+0(SB), Z4, Z0
+	VRNDSCALEPS       $0x00, Z0, Z0
+	VFNMADD231PS.BCST eltconst<>+4(SB), Z0, Z4
+	VFNMADD231PS.BCST eltconst<>+8(SB), Z0, Z4
+	VBROADCASTSS      eltconst<>+20(SB), Z1
+	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z1
+	VMULPS            Z4, Z4, Z5
+	VFMADD213PS       Z4, Z5, Z1
+	VADDPS.BCST       eltconst<>+44(SB), Z1, Z1
+	VSCALEFPS         Z0, Z1, Z4
+	VPANDD.BCST       eltconst<>+72(SB), Z4, Z0
+	VPMAXUD           Z0, Z3, K1, Z3
+	VMULPS.BCST       eltconst<>+56(SB), Z4, Z4
+	VMAXPS.BCST       eltconst<>+52(SB), Z4, Z4
+	VMINPS.BCST       eltconst<>+56(SB), Z4, Z4
+	VCVTPS2DQ         Z4, Z4
+	VPADDD            Z4, Z2, K1, Z2
+	VPMOVDB           Z4, X0
+	VMOVDQU8          X0, K1, (AX)(BX*1)
+
+done_cv:
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y0, Y2, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, AX
+	MOVL          AX, sum+56(FP)
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPMAXUD       Y0, Y3, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPMAXUD       X1, X0, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPMAXUD       X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPMAXUD       X0, X1, X1
+	VMOVD         X1, AX
+	MOVL          AX, bits+60(FP)
+	VZEROUPPER
+	RET
+
 // func eltQuantS8(dst []int8, x []float32, inv float32, zp float32) uint32
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL
 TEXT ·eltQuantS8(SB), NOSPLIT, $0-60
@@ -4303,9 +4521,9 @@ TEXT ·eltQuantS8(SB), NOSPLIT, $0-60
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_cu:
+full_cw:
 	CMPQ        BX, SI
-	JAE         tail_cu
+	JAE         tail_cw
 	VMOVUPS     (DX)(BX*4), Z3
 	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
@@ -4317,11 +4535,11 @@ full_cu:
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
 	ADDQ        $+16, BX
-	JMP         full_cu
+	JMP         full_cw
 
-tail_cu:
+tail_cw:
 	SUBQ        BX, CX
-	JZ          done_cu
+	JZ          done_cw
 	MOVL        $0x00000001, SI
 	SHLL        CL, SI
 	DECL        SI
@@ -4337,7 +4555,7 @@ tail_cu:
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
-done_cu:
+done_cw:
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPMAXUD       Y0, Y2, Y0
 	VEXTRACTI128  $0x01, Y0, X1
@@ -4363,20 +4581,20 @@ TEXT ·eltDequantU8(SB), NOSPLIT, $0-56
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_cv:
+full_cx:
 	CMPQ      BX, SI
-	JAE       tail_cv
+	JAE       tail_cx
 	VPMOVZXBD (DX)(BX*1), Z2
 	VCVTDQ2PS Z2, Z2
 	VSUBPS    Z1, Z2, Z2
 	VMULPS    Z0, Z2, Z2
 	VMOVUPS   Z2, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_cv
+	JMP       full_cx
 
-tail_cv:
+tail_cx:
 	SUBQ       BX, CX
-	JZ         done_cv
+	JZ         done_cx
 	MOVL       $0x00000001, SI
 	SHLL       CL, SI
 	DECL       SI
@@ -4388,7 +4606,7 @@ tail_cv:
 	VMULPS     Z0, Z2, Z2
 	VMOVUPS    Z2, K1, (AX)(BX*4)
 
-done_cv:
+done_cx:
 	VZEROUPPER
 	RET
 
@@ -4407,9 +4625,9 @@ TEXT ·eltDequantS32(SB), NOSPLIT, $0-80
 	MOVQ         CX, DI
 	ANDQ         $-16, DI
 
-full_cw:
+full_cy:
 	CMPQ      SI, DI
-	JAE       tail_cw
+	JAE       tail_cy
 	VMOVUPS   (DX)(SI*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
@@ -4417,11 +4635,11 @@ full_cw:
 	VMULPS    Z2, Z1, Z1
 	VMOVUPS   Z1, (AX)(SI*4)
 	ADDQ      $+16, SI
-	JMP       full_cw
+	JMP       full_cy
 
-tail_cw:
+tail_cy:
 	SUBQ      SI, CX
-	JZ        done_cw
+	JZ        done_cy
 	MOVL      $0x00000001, DI
 	SHLL      CL, DI
 	DECL      DI
@@ -4433,7 +4651,7 @@ tail_cw:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(SI*4)
 
-done_cw:
+done_cy:
 	VZEROUPPER
 	RET
 
@@ -4442,19 +4660,19 @@ nocs:
 	MOVQ CX, SI
 	ANDQ $-16, SI
 
-full_cx:
+full_cz:
 	CMPQ      BX, SI
-	JAE       tail_cx
+	JAE       tail_cz
 	VMOVUPS   (DX)(BX*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_cx
+	JMP       full_cz
 
-tail_cx:
+tail_cz:
 	SUBQ      BX, CX
-	JZ        done_cx
+	JZ        done_cz
 	MOVL      $0x00000001, SI
 	SHLL      CL, SI
 	DECL      SI
@@ -4464,7 +4682,7 @@ tail_cx:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(BX*4)
 
-done_cx:
+done_cz:
 	VZEROUPPER
 	RET
 

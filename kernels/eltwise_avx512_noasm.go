@@ -36,6 +36,9 @@ func eltQuantRowPre(dst []uint8, x, pre []float32, inv float32) {
 func eltQuantU8(dst []uint8, x []float32, inv, zp float32) uint32 {
 	return eltQuantU8Generic(dst, x, inv, zp)
 }
+func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum, bits uint32) {
+	return eltExpQuantU8Generic(dst, x, m)
+}
 func eltQuantS8(dst []int8, x []float32, inv, zp float32) uint32 {
 	return eltQuantS8Generic(dst, x, inv, zp)
 }

@@ -91,6 +91,16 @@ func eltQuantRowPre(dst []uint8, x []float32, pre []float32, inv float32)
 // and returns the bits of max|x[j]| as eltAbsMax (NaN/Inf check).
 func eltQuantU8(dst []uint8, x []float32, inv float32, zp float32) uint32
 
+// eltExpQuantU8 stores, for j < len(dst),
+//
+//	dst[j] = uint8(roundHalfEven(clamp(exp(x[j] - m)*255, 0, 255)))
+//
+// with the vector exp of eltExp, and returns the sum of dst and the bits
+// of max|exp(x[j] - m)| as eltAbsMax does (NaN/Inf check): what
+// eltExpSum(e, x, m), eltQuantU8(dst, e, 255, 0) and sumU8(dst) give,
+// bit for bit (see eltExpQuantU8Generic).
+func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum uint32, bits uint32)
+
 // eltQuantS8 stores, for j < len(dst),
 //
 //	dst[j] = int8(roundHalfEven(clamp(x[j]*inv + zp, -128, 127)))

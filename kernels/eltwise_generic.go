@@ -434,6 +434,15 @@ func eltQuantU8Generic(dst []uint8, x []float32, inv, zp float32) uint32 {
 	return m
 }
 
+// eltExpQuantU8Generic is eltExpQuantU8's twin: the three passes it fuses,
+// on a scratch row of exponentials.
+func eltExpQuantU8Generic(dst []uint8, x []float32, m float32) (sum, bits uint32) {
+	e := make([]float32, len(dst))
+	eltExpSumGeneric(e, x, m)
+	bits = eltQuantU8Generic(dst, e, 255, 0)
+	return uint32(sumU8(dst)), bits
+}
+
 func eltQuantS8Generic(dst []int8, x []float32, inv, zp float32) uint32 {
 	x = x[:len(dst)]
 	var m uint32

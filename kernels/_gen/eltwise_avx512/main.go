@@ -131,6 +131,7 @@ func main() {
 	absMaxPre()
 	quantRowPre()
 	quantStatic("eltQuantU8", "func(dst []uint8, x []float32, inv, zp float32) uint32", "zero", "u8max", "uint8")
+	expQuantU8()
 	quantStatic("eltQuantS8", "func(dst []int8, x []float32, inv, zp float32) uint32", "s8min", "s8max", "int8")
 	dequantU8()
 	dequantS32()
@@ -1081,6 +1082,95 @@ func quantStatic(name, sig, lo, hi, typ string) {
 		storeBytes(v, u8At(d, i), k)
 	})
 	Store(reduceMaxU32(acc), ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+// expQuantU8 is INT8 attention's softmax numerator in one pass
+// (docs/DESIGN.md section 3.10): exp, the scaling to u8, the rounding and
+// the row sum without writing the exponentials out.
+func expQuantU8() {
+	TEXT("eltExpQuantU8", NOSPLIT, "func(dst []uint8, x []float32, m float32) (sum, bits uint32)")
+	Doc("eltExpQuantU8 stores, for j < len(dst),",
+		"",
+		"\tdst[j] = uint8(roundHalfEven(clamp(exp(x[j] - m)*255, 0, 255)))",
+		"",
+		"with the vector exp of eltExp, and returns the sum of dst and the bits",
+		"of max|exp(x[j] - m)| as eltAbsMax does (NaN/Inf check): what",
+		"eltExpSum(e, x, m), eltQuantU8(dst, e, 255, 0) and sumU8(dst) give,",
+		"bit for bit (see eltExpQuantU8Generic).")
+	n := Load(Param("dst").Len(), GP64())
+	d := Load(Param("dst").Base(), GP64())
+	xp := Load(Param("x").Base(), GP64())
+	m := scalar("m")
+	lo := bcast("expmin")
+	acc, bits := ZMM(), ZMM()
+	VPXORD(acc, acc, acc)
+	VPXORD(bits, bits, bits)
+	// finish takes exponentials to u8 under k (nil: all lanes): their bits,
+	// the scaling and rounding, the sum and the store.
+	finish := func(v reg.VecVirtual, at Mem, k reg.Register) {
+		a := ZMM()
+		VPANDD_BCST(c("absmask"), v, a)
+		if k == nil {
+			VPMAXUD(a, bits, bits)
+		} else {
+			VPMAXUD(a, bits, k, bits)
+		}
+		VMULPS_BCST(c("u8max"), v, v)
+		clampRound(v, "zero", "u8max")
+		if k == nil {
+			VPADDD(v, acc, acc)
+		} else {
+			VPADDD(v, acc, k, acc)
+		}
+		storeBytes(v, at, k)
+	}
+	id := newID()
+	i := GP64()
+	XORQ(i, i)
+	big := GP64()
+	MOVQ(n, big)
+	ANDQ(I32(-16*expUnroll), big)
+	Label("unrolled_" + id)
+	CMPQ(i, big)
+	JAE(LabelRef("rest_" + id))
+	xs := make([]reg.VecVirtual, expUnroll)
+	for j := range xs {
+		xs[j] = ZMM()
+		VMOVUPS(f32At(xp, i).Offset(64*j), xs[j])
+	}
+	for j := range xs {
+		VSUBPS(m, xs[j], xs[j])
+	}
+	expVecs(xs, lo)
+	for j := range xs {
+		finish(xs[j], u8At(d, i).Offset(16*j), nil)
+	}
+	ADDQ(U32(16*expUnroll), i)
+	JMP(LabelRef("unrolled_" + id))
+	Label("rest_" + id)
+	rowLoopFrom(i, n, func(i reg.GPVirtual, k reg.Register) {
+		v := load(f32At(xp, i), k)
+		VSUBPS(m, v, v)
+		expVecs([]reg.VecVirtual{v}, lo)
+		finish(v, u8At(d, i), k)
+	})
+	y := YMM()
+	VEXTRACTI64X4(U8(1), acc, y)
+	VPADDD(y, acc.AsY(), y)
+	x := XMM()
+	VEXTRACTI128(U8(1), y, x)
+	VPADDD(x, y.AsX(), x)
+	x2 := XMM()
+	VPSHUFD(U8(0x4e), x, x2)
+	VPADDD(x2, x, x)
+	VPSHUFD(U8(0xb1), x, x2)
+	VPADDD(x2, x, x)
+	r := GP32()
+	VMOVD(x, r)
+	Store(r, ReturnIndex(0))
+	Store(reduceMaxU32(bits), ReturnIndex(1))
 	VZEROUPPER()
 	RET()
 }
