@@ -76,6 +76,9 @@ type eltFuncs struct {
 	// expQU8 is expSum, qU8 at 255 and sumU8 fused (SoftmaxU8); nil where
 	// the three separate passes are the faster (they are what it equals).
 	expQU8 func(dst []uint8, x []float32, m float32) (sum, bits uint32)
+	// packK quantizes and packs one key of K (PackQuantS8Into); nil where
+	// the separate passes run.
+	packK func(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32)
 	qS8      func(dst []int8, x []float32, inv, zp float32) uint32
 	dqU8     func(dst []float32, q []uint8, scale, zp float32)
 	dqS32    func(dst []float32, acc []int32, rs float32, cs []float32)
@@ -100,7 +103,7 @@ var eltAsm = eltFuncs{
 	gelu:   eltGELU,
 	absMax: eltAbsMax, qRow: eltQuantRow,
 	absMaxP: eltAbsMaxPre, qRowP: eltQuantRowPre, qU8: eltQuantU8, qS8: eltQuantS8,
-	dqU8: eltDequantU8, dqS32: eltDequantS32, expQU8: eltExpQuantU8,
+	dqU8: eltDequantU8, dqS32: eltDequantS32, expQU8: eltExpQuantU8, packK: eltPackQuantKRow,
 }
 
 func eltImpl() *eltFuncs {

@@ -116,8 +116,20 @@ func PackQuantS8Into(dst *PackedS8, scales []float32, n, k int, w []float32, ldw
 		return nil
 	}
 	f := eltImpl()
-	var tmp [attnTmp]int8
 	kp := dst.Kp
+	if f.packK != nil {
+		// One call a key: its scale, its s8 words in the panel, its sum.
+		for j := 0; j < n; j++ {
+			row := w[j*ldw : j*ldw+k]
+			s, cs, b := f.packK(data[(j/nr)*nr*kp+(j%nr)*4:], row, nr*4)
+			if b >= absMaxBitsLimit {
+				return blockNonFinite(op, n, k, j, row)
+			}
+			scales[j], dst.ColSum[j] = s, cs
+		}
+		return nil
+	}
+	var tmp [attnTmp]int8
 	clear(tmp[k:kp])
 	groups := kp / 4
 	for j := 0; j < n; j++ {
@@ -143,6 +155,28 @@ func PackQuantS8Into(dst *PackedS8, scales []float32, n, k int, w []float32, ldw
 		}
 	}
 	return nil
+}
+
+// eltPackQuantKRowGeneric is eltPackQuantKRow's twin: PackQuantS8Into's
+// steps for one key, its words stored at dst[g*stride:].
+func eltPackQuantKRowGeneric(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32) {
+	k := len(x)
+	b := eltAbsMaxGeneric(x)
+	if b >= absMaxBitsLimit {
+		return 0, 0, b
+	}
+	s := math.Float32frombits(b) / 127
+	if s == 0 {
+		s = 1
+	}
+	var tmp [attnTmp]int8
+	kp := (k + 3) &^ 3
+	t := tmp[:k]
+	eltQuantS8Generic(t, x, 1/s, 0)
+	for g := 0; g < kp/4; g++ {
+		copy(dst[g*stride:g*stride+4], tmp[g*4:g*4+4])
+	}
+	return s, sumS8(t), b
 }
 
 // PackQuantS8TInto quantizes W ([n][k]), given as its transpose wt ([k][ldwt],

@@ -282,3 +282,54 @@ func TestExpQuantU8Twin(t *testing.T) {
 		}
 	}
 }
+
+// TestPackQuantKRowTwin holds the one-call AVX-512 key pack to its twin
+// bit for bit: the scale, the column sum, the bits and every byte of the
+// panel (bytes it must not write are checked against a sentinel), over
+// lengths with and without tails, all-zero and subnormal rows, and NaN.
+func TestPackQuantKRowTwin(t *testing.T) {
+	if !eltwiseAVX512() {
+		t.Skipf("%s: the one-call key pack is AVX-512 only and this CPU (or build) runs without it: the separate passes run instead", t.Name())
+	}
+	r := rand.New(rand.NewPCG(9, 4))
+	for k := 0; k <= 100; k++ {
+		for trial := 0; trial < 5; trial++ {
+			x := make([]float32, k)
+			for j := range x {
+				switch trial {
+				case 1:
+					x[j] = 0
+				case 2:
+					x[j] = math.Float32frombits(uint32(1 + r.IntN(50))) // subnormal: scale 0 -> 1
+				default:
+					x[j] = float32(r.NormFloat64() * 3)
+				}
+			}
+			if trial == 3 && k > 0 {
+				x[r.IntN(k)] = float32(math.NaN())
+			}
+			if trial == 4 && k > 0 {
+				x[r.IntN(k)] = float32(math.Inf(-1))
+			}
+			stride := 64 + 16*(trial%3)
+			size := ((k+3)/4+1)*stride + 8
+			got, want := make([]int8, size), make([]int8, size)
+			for i := range got {
+				got[i], want[i] = 0x55, 0x55
+			}
+			gs, gc, gb := eltPackQuantKRow(got, x, stride)
+			ws, wc, wb := eltPackQuantKRowGeneric(want, x, stride)
+			if gb != wb || (wb < absMaxBitsLimit && (math.Float32bits(gs) != math.Float32bits(ws) || gc != wc)) {
+				t.Fatalf("k=%d trial %d: asm (%v, %d, %#x), twin (%v, %d, %#x)", k, trial, gs, gc, gb, ws, wc, wb)
+			}
+			if wb >= absMaxBitsLimit {
+				continue
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("k=%d trial %d stride %d: byte %d: asm %d, twin %d", k, trial, stride, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -4508,6 +4508,138 @@ done_cv:
 	VZEROUPPER
 	RET
 
+// func eltPackQuantKRow(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32)
+// Requires: AVX, AVX2, AVX512F
+TEXT ·eltPackQuantKRow(SB), NOSPLIT, $0-68
+	MOVQ   x_len+32(FP), AX
+	MOVQ   dst_base+0(FP), DX
+	MOVQ   x_base+24(FP), BX
+	MOVQ   stride+48(FP), SI
+	VPXORD Z0, Z0, Z0
+	XORQ   DI, DI
+	MOVQ   AX, CX
+	ANDQ   $-16, CX
+
+full_cx:
+	CMPQ        DI, CX
+	JAE         tail_cx
+	VMOVUPS     (BX)(DI*4), Z1
+	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
+	VPMAXUD     Z1, Z0, Z0
+	ADDQ        $+16, DI
+	JMP         full_cx
+
+tail_cx:
+	MOVQ        AX, CX
+	SUBQ        DI, CX
+	JZ          done_cx
+	MOVL        $0x00000001, R8
+	SHLL        CL, R8
+	DECL        R8
+	KMOVW       R8, K1
+	VMOVUPS.Z   (BX)(DI*4), K1, Z1
+	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
+	VPMAXUD     Z1, Z0, Z0
+
+done_cx:
+	VEXTRACTI64X4 $0x01, Z0, Y1
+	VPMAXUD       Y1, Y0, Y1
+	VEXTRACTI128  $0x01, Y1, X0
+	VPMAXUD       X0, X1, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPMAXUD       X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPMAXUD       X1, X0, X0
+	VMOVD         X0, CX
+	MOVL          CX, bits+64(FP)
+	CMPL          CX, $0x7f800000
+	JAE           nonfinite_cw
+	VMOVD         CX, X0
+	VDIVSS        eltconst<>+64(SB), X0, X0
+	VXORPS        X1, X1, X1
+	VUCOMISS      X1, X0
+	JNE           scaled_cw
+	VMOVSS        eltconst<>+44(SB), X0
+
+scaled_cw:
+	VMOVSS       X0, scale+56(FP)
+	VMOVSS       eltconst<>+44(SB), X1
+	VDIVSS       X0, X1, X1
+	VBROADCASTSS X1, Z0
+	VPXORD       Z2, Z2, Z2
+	LEAQ         (SI)(SI*2), DI
+	MOVQ         SI, CX
+	SHLQ         $0x02, CX
+	XORQ         R8, R8
+	MOVQ         AX, R9
+	ANDQ         $-16, R9
+
+full_cw:
+	CMPQ        R8, R9
+	JAE         tail_cw
+	VMOVUPS     (BX)(R8*4), Z1
+	VMULPS      Z0, Z1, Z1
+	VMAXPS.BCST eltconst<>+60(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+64(SB), Z1, Z1
+	VCVTPS2DQ   Z1, Z1
+	VPADDD      Z1, Z2, Z2
+	VPMOVDB     Z1, X1
+	VMOVD       X1, (DX)
+	VPEXTRD     $0x01, X1, (DX)(SI*1)
+	VPEXTRD     $0x02, X1, (DX)(SI*2)
+	VPEXTRD     $0x03, X1, (DX)(DI*1)
+	ADDQ        CX, DX
+	ADDQ        $0x10, R8
+	JMP         full_cw
+
+tail_cw:
+	SUBQ        R8, AX
+	JZ          sum_cw
+	MOVQ        AX, CX
+	MOVL        $0x00000001, R9
+	SHLL        CL, R9
+	DECL        R9
+	KMOVW       R9, K1
+	VMOVUPS.Z   (BX)(R8*4), K1, Z1
+	VMULPS      Z0, Z1, Z1
+	VMAXPS.BCST eltconst<>+60(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+64(SB), Z1, Z1
+	VCVTPS2DQ   Z1, Z1
+	VPADDD      Z1, Z2, Z2
+	VPMOVDB     Z1, X0
+	VMOVD       X0, (DX)
+	CMPQ        AX, $+4
+	JBE         sum_cw
+	VPEXTRD     $0x01, X0, (DX)(SI*1)
+	CMPQ        AX, $+8
+	JBE         sum_cw
+	VPEXTRD     $0x02, X0, (DX)(SI*2)
+	CMPQ        AX, $+12
+	JBE         sum_cw
+	VPEXTRD     $0x03, X0, (DX)(DI*1)
+
+sum_cw:
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y0, Y2, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, AX
+	MOVL          AX, colsum+60(FP)
+	VZEROUPPER
+	RET
+
+nonfinite_cw:
+	VXORPS X0, X0, X0
+	VMOVSS X0, scale+56(FP)
+	XORL   AX, AX
+	MOVL   AX, colsum+60(FP)
+	VZEROUPPER
+	RET
+
 // func eltQuantS8(dst []int8, x []float32, inv float32, zp float32) uint32
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL
 TEXT ·eltQuantS8(SB), NOSPLIT, $0-60
@@ -4521,9 +4653,9 @@ TEXT ·eltQuantS8(SB), NOSPLIT, $0-60
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_cw:
+full_cy:
 	CMPQ        BX, SI
-	JAE         tail_cw
+	JAE         tail_cy
 	VMOVUPS     (DX)(BX*4), Z3
 	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
@@ -4535,11 +4667,11 @@ full_cw:
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
 	ADDQ        $+16, BX
-	JMP         full_cw
+	JMP         full_cy
 
-tail_cw:
+tail_cy:
 	SUBQ        BX, CX
-	JZ          done_cw
+	JZ          done_cy
 	MOVL        $0x00000001, SI
 	SHLL        CL, SI
 	DECL        SI
@@ -4555,7 +4687,7 @@ tail_cw:
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
-done_cw:
+done_cy:
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPMAXUD       Y0, Y2, Y0
 	VEXTRACTI128  $0x01, Y0, X1
@@ -4581,20 +4713,20 @@ TEXT ·eltDequantU8(SB), NOSPLIT, $0-56
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_cx:
+full_cz:
 	CMPQ      BX, SI
-	JAE       tail_cx
+	JAE       tail_cz
 	VPMOVZXBD (DX)(BX*1), Z2
 	VCVTDQ2PS Z2, Z2
 	VSUBPS    Z1, Z2, Z2
 	VMULPS    Z0, Z2, Z2
 	VMOVUPS   Z2, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_cx
+	JMP       full_cz
 
-tail_cx:
+tail_cz:
 	SUBQ       BX, CX
-	JZ         done_cx
+	JZ         done_cz
 	MOVL       $0x00000001, SI
 	SHLL       CL, SI
 	DECL       SI
@@ -4606,7 +4738,7 @@ tail_cx:
 	VMULPS     Z0, Z2, Z2
 	VMOVUPS    Z2, K1, (AX)(BX*4)
 
-done_cx:
+done_cz:
 	VZEROUPPER
 	RET
 
@@ -4625,9 +4757,9 @@ TEXT ·eltDequantS32(SB), NOSPLIT, $0-80
 	MOVQ         CX, DI
 	ANDQ         $-16, DI
 
-full_cy:
+full_da:
 	CMPQ      SI, DI
-	JAE       tail_cy
+	JAE       tail_da
 	VMOVUPS   (DX)(SI*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
@@ -4635,11 +4767,11 @@ full_cy:
 	VMULPS    Z2, Z1, Z1
 	VMOVUPS   Z1, (AX)(SI*4)
 	ADDQ      $+16, SI
-	JMP       full_cy
+	JMP       full_da
 
-tail_cy:
+tail_da:
 	SUBQ      SI, CX
-	JZ        done_cy
+	JZ        done_da
 	MOVL      $0x00000001, DI
 	SHLL      CL, DI
 	DECL      DI
@@ -4651,7 +4783,7 @@ tail_cy:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(SI*4)
 
-done_cy:
+done_da:
 	VZEROUPPER
 	RET
 
@@ -4660,19 +4792,19 @@ nocs:
 	MOVQ CX, SI
 	ANDQ $-16, SI
 
-full_cz:
+full_db:
 	CMPQ      BX, SI
-	JAE       tail_cz
+	JAE       tail_db
 	VMOVUPS   (DX)(BX*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_cz
+	JMP       full_db
 
-tail_cz:
+tail_db:
 	SUBQ      BX, CX
-	JZ        done_cz
+	JZ        done_db
 	MOVL      $0x00000001, SI
 	SHLL      CL, SI
 	DECL      SI
@@ -4682,7 +4814,7 @@ tail_cz:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(BX*4)
 
-done_cz:
+done_db:
 	VZEROUPPER
 	RET
 

@@ -101,6 +101,18 @@ func eltQuantU8(dst []uint8, x []float32, inv float32, zp float32) uint32
 // bit for bit (see eltExpQuantU8Generic).
 func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum uint32, bits uint32)
 
+// eltPackQuantKRow quantizes x (k = len(x) values) to s8 with one scale,
+//
+//	bits = max_j math.Float32bits(x[j]) & 0x7fffffff (as eltAbsMax)
+//	scale = math.Float32frombits(bits) / 127, or 1 where that is 0
+//	q[j] = int8(roundHalfEven(clamp(x[j]*(1/scale), -128, 127)))
+//
+// and stores q in words of 4 (zero past k) at dst[g*stride:] for g <
+// (k+3)/4; colsum is the sum of q. With bits >= 0x7f800000 (a NaN or an
+// infinity) it stores nothing and returns bits alone. Its twin is
+// eltPackQuantKRowGeneric.
+func eltPackQuantKRow(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32)
+
 // eltQuantS8 stores, for j < len(dst),
 //
 //	dst[j] = int8(roundHalfEven(clamp(x[j]*inv + zp, -128, 127)))
