@@ -79,6 +79,9 @@ type eltFuncs struct {
 	// packK quantizes and packs one key of K (PackQuantS8Into); nil where
 	// the separate passes run.
 	packK func(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32)
+	// packVT4 quantizes four keys of V into a group of Vᵀ's words
+	// (PackQuantS8TInto); nil where the Go loop runs.
+	packVT4 func(dst []int8, r0, r1, r2, r3 []float32, inv float32, nr, panel int)
 	qS8      func(dst []int8, x []float32, inv, zp float32) uint32
 	dqU8     func(dst []float32, q []uint8, scale, zp float32)
 	dqS32    func(dst []float32, acc []int32, rs float32, cs []float32)
@@ -103,7 +106,7 @@ var eltAsm = eltFuncs{
 	gelu:   eltGELU,
 	absMax: eltAbsMax, qRow: eltQuantRow,
 	absMaxP: eltAbsMaxPre, qRowP: eltQuantRowPre, qU8: eltQuantU8, qS8: eltQuantS8,
-	dqU8: eltDequantU8, dqS32: eltDequantS32, expQU8: eltExpQuantU8, packK: eltPackQuantKRow,
+	dqU8: eltDequantU8, dqS32: eltDequantS32, expQU8: eltExpQuantU8, packK: eltPackQuantKRow, packVT4: eltPackQuantVT4,
 }
 
 func eltImpl() *eltFuncs {

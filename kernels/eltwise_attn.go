@@ -179,6 +179,23 @@ func eltPackQuantKRowGeneric(dst []int8, x []float32, stride int) (scale float32
 	return s, sumS8(t), b
 }
 
+// attnZeros is the zero row of a last group of keys past k.
+var attnZeros [attnTmp / 4]float32
+
+// eltPackQuantVT4Generic is eltPackQuantVT4's twin: PackQuantS8TInto's
+// loop for one group of four keys.
+func eltPackQuantVT4Generic(dst []int8, r0, r1, r2, r3 []float32, inv float32, nr, panel int) {
+	n := len(r0)
+	var tmp [attnTmp]int8
+	for r, row := range [4][]float32{r0, r1, r2, r3} {
+		eltQuantS8Generic(tmp[r*n:r*n+n], row[:n], inv, 0)
+	}
+	for j := 0; j < n; j++ {
+		o := (j/nr)*panel + (j%nr)*4
+		dst[o], dst[o+1], dst[o+2], dst[o+3] = tmp[j], tmp[n+j], tmp[2*n+j], tmp[3*n+j]
+	}
+}
+
 // PackQuantS8TInto quantizes W ([n][k]), given as its transpose wt ([k][ldwt],
 // n used: attention's V, one row per key, whose transpose is the "weights" of
 // P V), to symmetric s8 with one scale for the whole matrix,
@@ -219,8 +236,23 @@ func PackQuantS8TInto(dst *PackedS8, n, k int, wt []float32, ldwt, nr int) (floa
 		s = 1
 	}
 	inv := 1 / s
-	var tmp [attnTmp]int8
 	kp := dst.Kp
+	if f.packVT4 != nil {
+		// One call per four keys: quantized and interleaved in registers.
+		zero := attnZeros[:n]
+		for q0 := 0; q0 < kp; q0 += 4 {
+			var r [4][]float32
+			for i := range r {
+				r[i] = zero
+				if q0+i < k {
+					r[i] = wt[(q0+i)*ldwt : (q0+i)*ldwt+n]
+				}
+			}
+			f.packVT4(data[q0/4*nr*4:], r[0], r[1], r[2], r[3], inv, nr, nr*kp)
+		}
+		return s, nil
+	}
+	var tmp [attnTmp]int8
 	for q0 := 0; q0 < kp; q0 += 4 {
 		// Four keys' rows quantized, then interleaved: column j's four
 		// values are one word at g*nr*4 + (j%nr)*4 of its panel.

@@ -333,3 +333,38 @@ func TestPackQuantKRowTwin(t *testing.T) {
 		}
 	}
 }
+
+// TestPackQuantVT4Twin holds the AVX-512 four-key Vᵀ pack to its twin bit
+// for bit, every byte of the destination included (the words of other
+// groups and panels hold a sentinel and must keep it), over channel
+// counts with and without tails and every panel width.
+func TestPackQuantVT4Twin(t *testing.T) {
+	if !eltwiseAVX512() {
+		t.Skipf("%s: the four-key Vᵀ pack is AVX-512 only and this CPU (or build) runs without it: the Go loop runs instead", t.Name())
+	}
+	r := rand.New(rand.NewPCG(2, 8))
+	for _, nr := range []int{16, 32, 48, 64} {
+		for n := 1; n <= 130; n++ {
+			var rows [4][]float32
+			for i := range rows {
+				rows[i] = make([]float32, n)
+				for j := range rows[i] {
+					rows[i][j] = float32(r.NormFloat64() * 40)
+				}
+			}
+			panel := nr * 12 // a panel of 12 keys' words
+			size := ((n+nr-1)/nr)*panel + 64
+			got, want := make([]int8, size), make([]int8, size)
+			for i := range got {
+				got[i], want[i] = 0x55, 0x55
+			}
+			eltPackQuantVT4(got, rows[0], rows[1], rows[2], rows[3], 1.7, nr, panel)
+			eltPackQuantVT4Generic(want, rows[0], rows[1], rows[2], rows[3], 1.7, nr, panel)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("nr %d n %d: byte %d: asm %d, twin %d", nr, n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -23,21 +23,22 @@ DATA eltconst<>+60(SB)/4, $0xc3000000
 DATA eltconst<>+64(SB)/4, $0x42fe0000
 DATA eltconst<>+68(SB)/4, $0x00000080
 DATA eltconst<>+72(SB)/4, $0x7fffffff
-DATA eltconst<>+76(SB)/4, $0x80000000
-DATA eltconst<>+80(SB)/4, $0x3f3504f3
-DATA eltconst<>+84(SB)/4, $0x41680000
-DATA eltconst<>+88(SB)/4, $0xc1600000
-DATA eltconst<>+92(SB)/4, $0xbfa1fc4e
-DATA eltconst<>+96(SB)/4, $0x3e2ef945
-DATA eltconst<>+100(SB)/4, $0xbf527892
-DATA eltconst<>+104(SB)/4, $0x3fbe87b0
-DATA eltconst<>+108(SB)/4, $0xbf914e5d
-DATA eltconst<>+112(SB)/4, $0x3e8ec7cc
-DATA eltconst<>+116(SB)/4, $0xbe3ec24c
-DATA eltconst<>+120(SB)/4, $0x3dc636c9
-DATA eltconst<>+124(SB)/4, $0x3ebf88fb
-DATA eltconst<>+128(SB)/4, $0x3f8000c7
-GLOBL eltconst<>(SB), RODATA|NOPTR, $132
+DATA eltconst<>+76(SB)/4, $0x000000ff
+DATA eltconst<>+80(SB)/4, $0x80000000
+DATA eltconst<>+84(SB)/4, $0x3f3504f3
+DATA eltconst<>+88(SB)/4, $0x41680000
+DATA eltconst<>+92(SB)/4, $0xc1600000
+DATA eltconst<>+96(SB)/4, $0xbfa1fc4e
+DATA eltconst<>+100(SB)/4, $0x3e2ef945
+DATA eltconst<>+104(SB)/4, $0xbf527892
+DATA eltconst<>+108(SB)/4, $0x3fbe87b0
+DATA eltconst<>+112(SB)/4, $0xbf914e5d
+DATA eltconst<>+116(SB)/4, $0x3e8ec7cc
+DATA eltconst<>+120(SB)/4, $0xbe3ec24c
+DATA eltconst<>+124(SB)/4, $0x3dc636c9
+DATA eltconst<>+128(SB)/4, $0x3ebf88fb
+DATA eltconst<>+132(SB)/4, $0x3f8000c7
+GLOBL eltconst<>(SB), RODATA|NOPTR, $136
 
 // func eltAddSum(dst []float32, x []float32, r []float32) float32
 // Requires: AVX, AVX512DQ, AVX512F
@@ -3611,7 +3612,7 @@ TEXT ·eltGELU(SB), NOSPLIT, $0-48
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
 	VBROADCASTSS eltconst<>+44(SB), Z0
-	VBROADCASTSS eltconst<>+88(SB), Z1
+	VBROADCASTSS eltconst<>+92(SB), Z1
 	VXORPS       Z2, Z2, Z2
 	XORQ         BX, BX
 	MOVQ         CX, SI
@@ -3628,14 +3629,14 @@ unrolled:
 	VPANDD.BCST  eltconst<>+72(SB), Z4, Z8
 	VPANDD.BCST  eltconst<>+72(SB), Z5, Z9
 	VPANDD.BCST  eltconst<>+72(SB), Z6, Z10
-	VMINPS.BCST  eltconst<>+84(SB), Z7, Z7
-	VMINPS.BCST  eltconst<>+84(SB), Z8, Z8
-	VMINPS.BCST  eltconst<>+84(SB), Z9, Z9
-	VMINPS.BCST  eltconst<>+84(SB), Z10, Z10
-	VMULPS.BCST  eltconst<>+80(SB), Z7, Z11
-	VMULPS.BCST  eltconst<>+80(SB), Z8, Z12
-	VMULPS.BCST  eltconst<>+80(SB), Z9, Z13
-	VMULPS.BCST  eltconst<>+80(SB), Z10, Z14
+	VMINPS.BCST  eltconst<>+88(SB), Z7, Z7
+	VMINPS.BCST  eltconst<>+88(SB), Z8, Z8
+	VMINPS.BCST  eltconst<>+88(SB), Z9, Z9
+	VMINPS.BCST  eltconst<>+88(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+84(SB), Z7, Z11
+	VMULPS.BCST  eltconst<>+84(SB), Z8, Z12
+	VMULPS.BCST  eltconst<>+84(SB), Z9, Z13
+	VMULPS.BCST  eltconst<>+84(SB), Z10, Z14
 	VMULPS.BCST  eltconst<>+48(SB), Z11, Z11
 	VMULPS.BCST  eltconst<>+48(SB), Z12, Z12
 	VMULPS.BCST  eltconst<>+48(SB), Z13, Z13
@@ -3648,18 +3649,10 @@ unrolled:
 	VDIVPS       Z12, Z0, Z12
 	VDIVPS       Z13, Z0, Z13
 	VDIVPS       Z14, Z0, Z14
-	VBROADCASTSS eltconst<>+96(SB), Z15
-	VBROADCASTSS eltconst<>+96(SB), Z16
-	VBROADCASTSS eltconst<>+96(SB), Z17
-	VBROADCASTSS eltconst<>+96(SB), Z18
-	VMULPS       Z11, Z15, Z15
-	VMULPS       Z12, Z16, Z16
-	VMULPS       Z13, Z17, Z17
-	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+100(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+100(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+100(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+100(SB), Z18, Z18
+	VBROADCASTSS eltconst<>+100(SB), Z15
+	VBROADCASTSS eltconst<>+100(SB), Z16
+	VBROADCASTSS eltconst<>+100(SB), Z17
+	VBROADCASTSS eltconst<>+100(SB), Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
@@ -3720,10 +3713,18 @@ unrolled:
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+92(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+92(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+92(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+92(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+132(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+132(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+132(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+132(SB), Z18, Z18
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  eltconst<>+96(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+96(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+96(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+96(SB), Z18, Z18
 	VMULPS       Z7, Z7, Z19
 	VMULPS       Z8, Z8, Z20
 	VMULPS       Z9, Z9, Z21
@@ -3748,10 +3749,10 @@ unrolled:
 	VMULPS.BCST  eltconst<>+48(SB), Z20, Z8
 	VMULPS.BCST  eltconst<>+48(SB), Z21, Z9
 	VMULPS.BCST  eltconst<>+48(SB), Z22, Z10
-	VPXORD.BCST  eltconst<>+76(SB), Z7, Z7
-	VPXORD.BCST  eltconst<>+76(SB), Z8, Z8
-	VPXORD.BCST  eltconst<>+76(SB), Z9, Z9
-	VPXORD.BCST  eltconst<>+76(SB), Z10, Z10
+	VPXORD.BCST  eltconst<>+80(SB), Z7, Z7
+	VPXORD.BCST  eltconst<>+80(SB), Z8, Z8
+	VPXORD.BCST  eltconst<>+80(SB), Z9, Z9
+	VPXORD.BCST  eltconst<>+80(SB), Z10, Z10
 	VADDPS       Z15, Z7, Z19
 	VADDPS       Z16, Z8, Z20
 	VADDPS       Z17, Z9, Z21
@@ -3896,14 +3897,12 @@ full_co:
 	JAE          tail_co
 	VMOVUPS      (DX)(BX*4), Z3
 	VPANDD.BCST  eltconst<>+72(SB), Z3, Z4
-	VMINPS.BCST  eltconst<>+84(SB), Z4, Z4
-	VMULPS.BCST  eltconst<>+80(SB), Z4, Z5
+	VMINPS.BCST  eltconst<>+88(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+84(SB), Z4, Z5
 	VMULPS.BCST  eltconst<>+48(SB), Z5, Z5
 	VADDPS       Z0, Z5, Z5
 	VDIVPS       Z5, Z0, Z5
-	VBROADCASTSS eltconst<>+96(SB), Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+100(SB), Z6, Z6
+	VBROADCASTSS eltconst<>+100(SB), Z6
 	VMULPS       Z5, Z6, Z6
 	VADDPS.BCST  eltconst<>+104(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
@@ -3919,14 +3918,16 @@ full_co:
 	VMULPS       Z5, Z6, Z6
 	VADDPS.BCST  eltconst<>+128(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+92(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+132(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+96(SB), Z6, Z6
 	VMULPS       Z4, Z4, Z7
 	VMOVAPS      Z7, Z8
 	VFMSUB231PS  Z4, Z4, Z8
 	VMULPS.BCST  eltconst<>+48(SB), Z8, Z8
 	VSUBPS       Z8, Z6, Z6
 	VMULPS.BCST  eltconst<>+48(SB), Z7, Z4
-	VPXORD.BCST  eltconst<>+76(SB), Z4, Z4
+	VPXORD.BCST  eltconst<>+80(SB), Z4, Z4
 	VADDPS       Z6, Z4, Z7
 	VMULPS.BCST  eltconst<>+0(SB), Z7, Z8
 	VRNDSCALEPS  $0x00, Z8, Z8
@@ -3972,14 +3973,12 @@ tail_co:
 	KMOVW        SI, K1
 	VMOVUPS.Z    (DX)(BX*4), K1, Z3
 	VPANDD.BCST  eltconst<>+72(SB), Z3, Z4
-	VMINPS.BCST  eltconst<>+84(SB), Z4, Z4
-	VMULPS.BCST  eltconst<>+80(SB), Z4, Z5
+	VMINPS.BCST  eltconst<>+88(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+84(SB), Z4, Z5
 	VMULPS.BCST  eltconst<>+48(SB), Z5, Z5
 	VADDPS       Z0, Z5, Z5
 	VDIVPS       Z5, Z0, Z5
-	VBROADCASTSS eltconst<>+96(SB), Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+100(SB), Z6, Z6
+	VBROADCASTSS eltconst<>+100(SB), Z6
 	VMULPS       Z5, Z6, Z6
 	VADDPS.BCST  eltconst<>+104(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
@@ -3995,14 +3994,16 @@ tail_co:
 	VMULPS       Z5, Z6, Z6
 	VADDPS.BCST  eltconst<>+128(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+92(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+132(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+96(SB), Z6, Z6
 	VMULPS       Z4, Z4, Z7
 	VMOVAPS      Z7, Z8
 	VFMSUB231PS  Z4, Z4, Z8
 	VMULPS.BCST  eltconst<>+48(SB), Z8, Z8
 	VSUBPS       Z8, Z6, Z6
 	VMULPS.BCST  eltconst<>+48(SB), Z7, Z4
-	VPXORD.BCST  eltconst<>+76(SB), Z4, Z4
+	VPXORD.BCST  eltconst<>+80(SB), Z4, Z4
 	VADDPS       Z6, Z4, Z7
 	VMULPS.BCST  eltconst<>+0(SB), Z7, Z8
 	VRNDSCALEPS  $0x00, Z8, Z8
@@ -4640,6 +4641,116 @@ nonfinite_cw:
 	VZEROUPPER
 	RET
 
+// func eltPackQuantVT4(dst []int8, r0 []float32, r1 []float32, r2 []float32, r3 []float32, inv float32, nr int, panel int)
+// Requires: AVX, AVX512F
+TEXT ·eltPackQuantVT4(SB), NOSPLIT, $0-144
+	MOVQ         r0_len+32(FP), CX
+	MOVQ         dst_base+0(FP), R9
+	MOVQ         r0_base+24(FP), AX
+	MOVQ         r1_base+48(FP), DX
+	MOVQ         r2_base+72(FP), BX
+	MOVQ         r3_base+96(FP), SI
+	MOVQ         nr+128(FP), DI
+	MOVQ         panel+136(FP), R8
+	VBROADCASTSS inv+120(FP), Z0
+	VBROADCASTSS eltconst<>+76(SB), Z1
+	XORQ         R10, R10
+	XORQ         R11, R11
+	MOVQ         CX, R12
+	ANDQ         $-16, R12
+
+full_cy:
+	CMPQ        R11, R12
+	JAE         tail_cy
+	VMOVUPS     (AX)(R11*4), Z2
+	VMULPS      Z0, Z2, Z2
+	VMAXPS.BCST eltconst<>+60(SB), Z2, Z2
+	VMINPS.BCST eltconst<>+64(SB), Z2, Z2
+	VCVTPS2DQ   Z2, Z2
+	VPANDD      Z1, Z2, Z2
+	VMOVUPS     (DX)(R11*4), Z3
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPANDD      Z1, Z3, Z3
+	VPSLLD      $0x08, Z3, Z3
+	VPORD       Z3, Z2, Z2
+	VMOVUPS     (BX)(R11*4), Z3
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPANDD      Z1, Z3, Z3
+	VPSLLD      $0x10, Z3, Z3
+	VPORD       Z3, Z2, Z2
+	VMOVUPS     (SI)(R11*4), Z3
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPANDD      Z1, Z3, Z3
+	VPSLLD      $0x18, Z3, Z3
+	VPORD       Z3, Z2, Z2
+	VMOVDQU32   Z2, (R9)(R10*4)
+	ADDQ        $0x10, R10
+	CMPQ        R10, DI
+	JB          fnext_cy
+	XORQ        R10, R10
+	ADDQ        R8, R9
+
+fnext_cy:
+	ADDQ $0x10, R11
+	JMP  full_cy
+
+tail_cy:
+	SUBQ        R11, CX
+	JZ          done_cy
+	MOVL        $0x00000001, R12
+	SHLL        CL, R12
+	DECL        R12
+	KMOVW       R12, K1
+	VMOVUPS.Z   (AX)(R11*4), K1, Z2
+	VMULPS      Z0, Z2, Z2
+	VMAXPS.BCST eltconst<>+60(SB), Z2, Z2
+	VMINPS.BCST eltconst<>+64(SB), Z2, Z2
+	VCVTPS2DQ   Z2, Z2
+	VPANDD      Z1, Z2, Z2
+	VMOVUPS.Z   (DX)(R11*4), K1, Z3
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPANDD      Z1, Z3, Z3
+	VPSLLD      $0x08, Z3, Z3
+	VPORD       Z3, Z2, Z2
+	VMOVUPS.Z   (BX)(R11*4), K1, Z3
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPANDD      Z1, Z3, Z3
+	VPSLLD      $0x10, Z3, Z3
+	VPORD       Z3, Z2, Z2
+	VMOVUPS.Z   (SI)(R11*4), K1, Z3
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPANDD      Z1, Z3, Z3
+	VPSLLD      $0x18, Z3, Z3
+	VPORD       Z3, Z2, Z2
+	VMOVDQU32   Z2, K1, (R9)(R10*4)
+	ADDQ        $0x10, R10
+	CMPQ        R10, DI
+	JB          done_cy
+	XORQ        R10, R10
+	ADDQ        R8, R9
+
+done_cy:
+	VZEROUPPER
+	RET
+
 // func eltQuantS8(dst []int8, x []float32, inv float32, zp float32) uint32
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL
 TEXT ·eltQuantS8(SB), NOSPLIT, $0-60
@@ -4653,9 +4764,9 @@ TEXT ·eltQuantS8(SB), NOSPLIT, $0-60
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_cy:
+full_cz:
 	CMPQ        BX, SI
-	JAE         tail_cy
+	JAE         tail_cz
 	VMOVUPS     (DX)(BX*4), Z3
 	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
@@ -4667,11 +4778,11 @@ full_cy:
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
 	ADDQ        $+16, BX
-	JMP         full_cy
+	JMP         full_cz
 
-tail_cy:
+tail_cz:
 	SUBQ        BX, CX
-	JZ          done_cy
+	JZ          done_cz
 	MOVL        $0x00000001, SI
 	SHLL        CL, SI
 	DECL        SI
@@ -4687,7 +4798,7 @@ tail_cy:
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
-done_cy:
+done_cz:
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPMAXUD       Y0, Y2, Y0
 	VEXTRACTI128  $0x01, Y0, X1
@@ -4713,20 +4824,20 @@ TEXT ·eltDequantU8(SB), NOSPLIT, $0-56
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_cz:
+full_da:
 	CMPQ      BX, SI
-	JAE       tail_cz
+	JAE       tail_da
 	VPMOVZXBD (DX)(BX*1), Z2
 	VCVTDQ2PS Z2, Z2
 	VSUBPS    Z1, Z2, Z2
 	VMULPS    Z0, Z2, Z2
 	VMOVUPS   Z2, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_cz
+	JMP       full_da
 
-tail_cz:
+tail_da:
 	SUBQ       BX, CX
-	JZ         done_cz
+	JZ         done_da
 	MOVL       $0x00000001, SI
 	SHLL       CL, SI
 	DECL       SI
@@ -4738,7 +4849,7 @@ tail_cz:
 	VMULPS     Z0, Z2, Z2
 	VMOVUPS    Z2, K1, (AX)(BX*4)
 
-done_cz:
+done_da:
 	VZEROUPPER
 	RET
 
@@ -4757,9 +4868,9 @@ TEXT ·eltDequantS32(SB), NOSPLIT, $0-80
 	MOVQ         CX, DI
 	ANDQ         $-16, DI
 
-full_da:
+full_db:
 	CMPQ      SI, DI
-	JAE       tail_da
+	JAE       tail_db
 	VMOVUPS   (DX)(SI*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
@@ -4767,11 +4878,11 @@ full_da:
 	VMULPS    Z2, Z1, Z1
 	VMOVUPS   Z1, (AX)(SI*4)
 	ADDQ      $+16, SI
-	JMP       full_da
+	JMP       full_db
 
-tail_da:
+tail_db:
 	SUBQ      SI, CX
-	JZ        done_da
+	JZ        done_db
 	MOVL      $0x00000001, DI
 	SHLL      CL, DI
 	DECL      DI
@@ -4783,7 +4894,7 @@ tail_da:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(SI*4)
 
-done_da:
+done_db:
 	VZEROUPPER
 	RET
 
@@ -4792,19 +4903,19 @@ nocs:
 	MOVQ CX, SI
 	ANDQ $-16, SI
 
-full_db:
+full_dc:
 	CMPQ      BX, SI
-	JAE       tail_db
+	JAE       tail_dc
 	VMOVUPS   (DX)(BX*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_db
+	JMP       full_dc
 
-tail_db:
+tail_dc:
 	SUBQ      BX, CX
-	JZ        done_db
+	JZ        done_dc
 	MOVL      $0x00000001, SI
 	SHLL      CL, SI
 	DECL      SI
@@ -4814,7 +4925,7 @@ tail_db:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(BX*4)
 
-done_db:
+done_dc:
 	VZEROUPPER
 	RET
 

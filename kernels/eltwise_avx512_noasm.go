@@ -42,6 +42,9 @@ func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum, bits uint32) {
 func eltPackQuantKRow(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32) {
 	return eltPackQuantKRowGeneric(dst, x, stride)
 }
+func eltPackQuantVT4(dst []int8, r0, r1, r2, r3 []float32, inv float32, nr, panel int) {
+	eltPackQuantVT4Generic(dst, r0, r1, r2, r3, inv, nr, panel)
+}
 func eltQuantS8(dst []int8, x []float32, inv, zp float32) uint32 {
 	return eltQuantS8Generic(dst, x, inv, zp)
 }

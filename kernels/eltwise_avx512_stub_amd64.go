@@ -113,6 +113,13 @@ func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum uint32, bits uint32
 // eltPackQuantKRowGeneric.
 func eltPackQuantKRow(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32)
 
+// eltPackQuantVT4 quantizes the four rows r0...r3 (n = len(r0) channels
+// each) to s8, q = int8(roundHalfEven(clamp(r*inv, -128, 127))), and
+// stores channel j's four bytes (r0's lowest) as one word at
+// dst[(j/nr)*panel + (j%nr)*4:]; nr is a multiple of 16. Its twin is
+// eltPackQuantVT4Generic.
+func eltPackQuantVT4(dst []int8, r0 []float32, r1 []float32, r2 []float32, r3 []float32, inv float32, nr int, panel int)
+
 // eltQuantS8 stores, for j < len(dst),
 //
 //	dst[j] = int8(roundHalfEven(clamp(x[j]*inv + zp, -128, 127)))

@@ -46,6 +46,7 @@ var consts = []struct {
 	{"s8max", f(127)},
 	{"i128", 128},
 	{"absmask", 0x7fffffff},
+	{"u8mask", 0xff},
 	{"signmask", 0x80000000},
 	{"invsqrt2", f(0.70710678118654752440)},
 	{"geluabsmax", f(14.5)},
@@ -133,6 +134,7 @@ func main() {
 	quantStatic("eltQuantU8", "func(dst []uint8, x []float32, inv, zp float32) uint32", "zero", "u8max", "uint8")
 	expQuantU8()
 	packQuantKRow()
+	packQuantVT4()
 	quantStatic("eltQuantS8", "func(dst []int8, x []float32, inv, zp float32) uint32", "s8min", "s8max", "int8")
 	dequantU8()
 	dequantS32()
@@ -1309,6 +1311,88 @@ func packQuantKRow() {
 	zr := GP32()
 	XORL(zr, zr)
 	Store(zr, ReturnIndex(1))
+	VZEROUPPER()
+	RET()
+}
+
+// packQuantVT4 quantizes four keys of INT8 attention's V into one group
+// of words of the packed Vᵀ (docs/DESIGN.md section 3.10,
+// kernels.PackQuantS8TInto).
+func packQuantVT4() {
+	TEXT("eltPackQuantVT4", NOSPLIT, "func(dst []int8, r0, r1, r2, r3 []float32, inv float32, nr, panel int)")
+	Doc("eltPackQuantVT4 quantizes the four rows r0...r3 (n = len(r0) channels",
+		"each) to s8, q = int8(roundHalfEven(clamp(r*inv, -128, 127))), and",
+		"stores channel j's four bytes (r0's lowest) as one word at",
+		"dst[(j/nr)*panel + (j%nr)*4:]; nr is a multiple of 16. Its twin is",
+		"eltPackQuantVT4Generic.")
+	n := Load(Param("r0").Len(), GP64())
+	d := Load(Param("dst").Base(), GP64())
+	rs := []reg.Register{
+		Load(Param("r0").Base(), GP64()), Load(Param("r1").Base(), GP64()),
+		Load(Param("r2").Base(), GP64()), Load(Param("r3").Base(), GP64()),
+	}
+	nrr := Load(Param("nr"), GP64())
+	pan := Load(Param("panel"), GP64())
+	inv := scalar("inv")
+	mask := bcast("u8mask")
+	id := newID()
+	// base is the panel's words, jj the channel within it.
+	base := GP64()
+	MOVQ(d, base)
+	jj := GP64()
+	XORQ(jj, jj)
+	i := GP64()
+	XORQ(i, i)
+	full := GP64()
+	MOVQ(n, full)
+	ANDQ(I32(-16), full)
+	body := func(k reg.Register, next string) {
+		var acc reg.VecVirtual
+		for r, rp := range rs {
+			v := load(f32At(rp, i), k)
+			VMULPS(inv, v, v)
+			clampRound(v, "s8min", "s8max")
+			VPANDD(mask, v, v)
+			if r > 0 {
+				VPSLLD(U8(8*r), v, v)
+				VPORD(v, acc, acc)
+			} else {
+				acc = v
+			}
+		}
+		at := Mem{Base: base, Index: jj, Scale: 4}
+		if k == nil {
+			VMOVDQU32(acc, at)
+		} else {
+			VMOVDQU32(acc, k, at)
+		}
+		ADDQ(U8(16), jj)
+		CMPQ(jj, nrr)
+		JB(LabelRef(next))
+		XORQ(jj, jj)
+		ADDQ(pan, base)
+	}
+	Label("full_" + id)
+	CMPQ(i, full)
+	JAE(LabelRef("tail_" + id))
+	body(nil, "fnext_"+id)
+	Label("fnext_" + id)
+	ADDQ(U8(16), i)
+	JMP(LabelRef("full_" + id))
+	Label("tail_" + id)
+	rem := GP64()
+	MOVQ(n, rem)
+	SUBQ(i, rem)
+	JZ(LabelRef("done_" + id))
+	MOVQ(rem, reg.RCX)
+	m := GP32()
+	MOVL(U32(1), m)
+	SHLL(reg.CL, m)
+	DECL(m)
+	k := K()
+	KMOVW(m, k)
+	body(k, "done_"+id)
+	Label("done_" + id)
 	VZEROUPPER()
 	RET()
 }
