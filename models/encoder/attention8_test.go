@@ -9,6 +9,7 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -163,4 +164,38 @@ func TestAttentionInt8(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAttentionAuto: AttentionAuto runs INT8 attention on the AVX-512 VNNI
+// tier and FP32 attention on the tiers where INT8's is slower, unless
+// INT8BERT_ATTENTION says otherwise; a set mode is kept, a bad one refused.
+func TestAttentionAuto(t *testing.T) {
+	vnni := cpu.Features{AVX2: true, FMA: true, AVX512F: true, AVX512BW: true, AVX512VL: true, AVX512VNNI: true}
+	avx2 := cpu.Features{AVX2: true, FMA: true}
+	if vnni.Int8Path() != cpu.ISAAVX512VNNI || avx2.Int8Path() != cpu.ISAAVX2 {
+		t.Fatalf("test features: int8 paths %s and %s", vnni.Int8Path(), avx2.Int8Path())
+	}
+	t.Setenv(EnvAttention, "")
+	for _, c := range []struct {
+		f    cpu.Features
+		env  string
+		in   AttentionMode
+		want AttentionMode
+	}{
+		{vnni, "", AttentionAuto, AttentionInt8},
+		{avx2, "", AttentionAuto, AttentionF32},
+		{avx2, "int8", AttentionAuto, AttentionInt8},
+		{vnni, "f32", AttentionAuto, AttentionF32},
+		{avx2, "f32", AttentionInt8, AttentionInt8},
+	} {
+		t.Setenv(EnvAttention, c.env)
+		got, err := c.in.resolve(c.f)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, got, "%s=%q, %v on int8 path %s", EnvAttention, c.env, c.in, c.f.Int8Path())
+	}
+	t.Setenv(EnvAttention, "fp16")
+	_, err := AttentionAuto.resolve(vnni)
+	assert.ErrorIs(t, err, ErrConfig)
+	_, err = AttentionMode(9).resolve(vnni)
+	assert.ErrorIs(t, err, ErrConfig)
 }

@@ -76,7 +76,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Attention is the arithmetic of an INT8 model's attention
 	// (docs/DESIGN.md section 3.10): AttentionAuto (the zero value) is
-	// $INT8BERT_ATTENTION ("f32" or "int8") when set, else INT8;
+	// $INT8BERT_ATTENTION ("f32" or "int8") when set, else INT8 on CPUs
+	// with AVX-512 VNNI or AMX and FP32 elsewhere (where INT8 attention
+	// is slower);
 	// AttentionF32 keeps both products and the softmax in FP32, as an FP32
 	// model always runs them. It does not change an FP32 model.
 	Attention AttentionMode

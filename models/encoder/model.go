@@ -172,7 +172,7 @@ func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Optio
 	m := &Model{cfg: cfg, sel: sel, threads: o.Threads, prof: o.Profile,
 		src: l.src, names: names, prec: PrecisionFP32}
 	var err error
-	if m.attnMode, err = o.Attention.resolve(); err != nil {
+	if m.attnMode, err = o.Attention.resolve(sel.Features()); err != nil {
 		return nil, err
 	}
 	get := func(dst *[]float32, name string, shape ...int) {
