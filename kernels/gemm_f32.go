@@ -39,7 +39,7 @@ func PackF32(n, k int, w []float32, ldw, nr int) (*PackedF32, error) {
 		off = int(64-a) / 4
 	}
 	p := &PackedF32{N: n, K: k, NR: nr, Data: buf[off : off+size : off+size]}
-	for j := 0; j < n; j++ {
+	for j := 0; j < n && k > 0; j++ { // k = 0: nothing to read (w may be empty)
 		base := (j / nr) * nr * k
 		jj := j % nr
 		for q, x := range w[j*ldw : j*ldw+k] {

@@ -399,3 +399,17 @@ func BenchmarkF32(b *testing.B) {
 		}
 	}
 }
+
+// TestPackF32ZeroK: weights of no inputs (k = 0) pack to an empty panel
+// without reading w, however many outputs there are, as PackBF16 does.
+func TestPackF32ZeroK(t *testing.T) {
+	for _, n := range []int{0, 1, 5, 40} {
+		p, err := PackF32(n, 0, nil, 1, 16)
+		if err != nil {
+			t.Fatalf("n=%d k=0: %v", n, err)
+		}
+		if p.N != n || p.K != 0 || len(p.Data) != 0 {
+			t.Errorf("n=%d k=0: packed N=%d K=%d, %d values", n, p.N, p.K, len(p.Data))
+		}
+	}
+}
