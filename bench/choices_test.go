@@ -22,6 +22,9 @@ import (
 // those too: every GEMM a forward pass and a calibration make.
 func forwardEveryPrecision(t *testing.T, sel *selector.Selector) {
 	t.Helper()
+	// INT8 attention's products too, on every tier: where it does not pay
+	// the default keeps attention in FP32 (docs/DESIGN.md section 3.10).
+	t.Setenv(encoder.EnvAttention, "int8")
 	a := tinyArchOf(t, "bert-base")
 	a.Config.NumHiddenLayers = 1
 	m, err := encoder.NewTask(RandomWeights(a, encoder.TaskSequenceClassification, 5), a.Config, a.Family, encoder.Options{Selector: sel, Threads: 1})

@@ -41,7 +41,7 @@ INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 -time
 echo "== go test -short ./smoothquant ./models/... ./bench and the CLI's bench, tune, info and demo tests with the AVX2 tier forced"
 INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 -short -timeout 30m ./smoothquant ./models/... ./bench
 INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 -short -timeout 30m -run 'Bench|Tune|Info|Demo' ./cmd/int8bert
-echo "== the INT8 accuracy runs (SST-2 dev, the outlier stress test) with the AVX2 tier forced (its kernels are exact, so the figures are every tier's)"
+echo "== the INT8 accuracy runs (SST-2 dev, the outlier stress test) with the AVX2 tier forced (its linears are exact, so these figures are every tier's with FP32 attention; the AVX-512 VNNI runs above add INT8 attention)"
 tierlog=$(mktemp)
 if ! INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2 go test -count=1 -timeout 30m -run 'TestSST2Int8$|TestOutlierStress' -v \
 	./models/bert ./models/distilbert ./models/xlmr ./bench >"$tierlog" 2>&1; then
