@@ -6,7 +6,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -611,12 +610,4 @@ func (rep *PaperReport) addModel(pm PaperModel, mr *ModelReport, shapes []PaperS
 		c.GapPct = 100 * (1 - c.SeqPerS/c.CeilSeqPerS)
 		rep.Ceilings = append(rep.Ceilings, c)
 	}
-}
-
-// SortedPrecisions orders precision names as the tables print them.
-func SortedPrecisions(names []string) []string {
-	order := map[string]int{"fp32": 0, "bf16": 1, "int8-static": 2, "int8-dynamic": 3}
-	out := slices.Clone(names)
-	sort.SliceStable(out, func(i, j int) bool { return order[out[i]] < order[out[j]] })
-	return out
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/int8bert/int8bert/bench/chart"
@@ -33,21 +34,13 @@ func (r *PaperReport) label() string {
 	for k := range m.Settings {
 		keys = append(keys, k)
 	}
-	sortStrings(keys)
+	slices.Sort(keys)
 	var set []string
 	for _, k := range keys {
 		set = append(set, k+"="+m.Settings[k])
 	}
 	return fmt.Sprintf("_%s (%d CPUs), %s, commit %s, %s; %s._\n_Reproduce: `%s`_\n",
 		m.CPU, m.Cores, m.Date.UTC().Format("2006-01-02 15:04 UTC"), m.Commit, m.Go, strings.Join(set, ", "), m.Command)
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 // WriteMarkdown writes the report as Markdown, one section per table.
