@@ -82,9 +82,9 @@ type eltFuncs struct {
 	// packVT4 quantizes four keys of V into a group of Vᵀ's words
 	// (PackQuantS8TInto); nil where the Go loop runs.
 	packVT4 func(dst []int8, r0, r1, r2, r3 []float32, inv float32, nr, panel int)
-	qS8      func(dst []int8, x []float32, inv, zp float32) uint32
-	dqU8     func(dst []float32, q []uint8, scale, zp float32)
-	dqS32    func(dst []float32, acc []int32, rs float32, cs []float32)
+	qS8     func(dst []int8, x []float32, inv, zp float32) uint32
+	dqU8    func(dst []float32, q []uint8, scale, zp float32)
+	dqS32   func(dst []float32, acc []int32, rs float32, cs []float32)
 }
 
 var eltGeneric = eltFuncs{
