@@ -190,22 +190,7 @@ func tailMask(n, i reg.Register, done string) (reg.GPVirtual, reg.Register) {
 }
 
 // reduceAddI32 returns the sum of z's 16 int32 lanes in a GP register.
-func reduceAddI32(z reg.VecVirtual) reg.GPVirtual {
-	y := YMM()
-	VEXTRACTI64X4(U8(1), z, y)
-	VPADDD(y, z.AsY(), y)
-	x := XMM()
-	VEXTRACTI128(U8(1), y, x)
-	VPADDD(x, y.AsX(), x)
-	x2 := XMM()
-	VPSHUFD(U8(0x4e), x, x2)
-	VPADDD(x2, x, x)
-	VPSHUFD(U8(0xb1), x, x2)
-	VPADDD(x2, x, x)
-	r := GP32()
-	VMOVD(x, r)
-	return r
-}
+func reduceAddI32(z reg.VecVirtual) reg.GPVirtual { return reduceLanes32(z, VPADDD) }
 
 func f32At(base reg.Register, i reg.GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: 4} }
 func u8At(base reg.Register, i reg.GPVirtual) Mem  { return Mem{Base: base, Index: i, Scale: 1} }
@@ -291,18 +276,22 @@ func reduceMax(z reg.VecVirtual) reg.VecVirtual {
 	return x
 }
 
-func reduceMaxU32(z reg.VecVirtual) reg.GPVirtual {
+func reduceMaxU32(z reg.VecVirtual) reg.GPVirtual { return reduceLanes32(z, VPMAXUD) }
+
+// reduceLanes32 folds z's 16 32-bit lanes with op (VPADDD, VPMAXUD) as a
+// tree and returns the result in a GP register.
+func reduceLanes32(z reg.VecVirtual, op func(...Op)) reg.GPVirtual {
 	y := YMM()
 	VEXTRACTI64X4(U8(1), z, y)
-	VPMAXUD(y, z.AsY(), y)
+	op(y, z.AsY(), y)
 	x := XMM()
 	VEXTRACTI128(U8(1), y, x)
-	VPMAXUD(x, y.AsX(), x)
+	op(x, y.AsX(), x)
 	x2 := XMM()
 	VPSHUFD(U8(0x4e), x, x2)
-	VPMAXUD(x2, x, x)
+	op(x2, x, x)
 	VPSHUFD(U8(0xb1), x, x2)
-	VPMAXUD(x2, x, x)
+	op(x2, x, x)
 	r := GP32()
 	VMOVD(x, r)
 	return r
