@@ -89,4 +89,6 @@ func TestTuneModelBF16(t *testing.T) {
 		t.Errorf("tune --precision bf16 tuned no bf16 key:\n%s", out)
 	}
 	wantCLIError(t, "calibration", "tune", "--model", cls, "--precision", "int8-static", "--cache", "off")
+	wantCLIError(t, "tune --model", "tune", "--ops", "u8s8-kernel", "--cache", "off")
+	wantCLIError(t, "unknown operation", "tune", "--ops", "bf17", "--cache", "off")
 }
