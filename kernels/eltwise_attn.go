@@ -106,7 +106,7 @@ func PackQuantS8Into(dst *PackedS8, scales []float32, n, k int, w []float32, ldw
 	if len(scales) < n {
 		return fmt.Errorf("kernels: %s n=%d: len(scales)=%d: %w", op, n, len(scales), ErrShape)
 	}
-	data := dst.reserveS8(n, k, nr)
+	dst.reserveS8(n, k, nr)
 	if cap(dst.ColSum) < n {
 		dst.ColSum = make([]int32, n)
 	}
@@ -116,43 +116,14 @@ func PackQuantS8Into(dst *PackedS8, scales []float32, n, k int, w []float32, ldw
 		return nil
 	}
 	f := eltImpl()
-	kp := dst.Kp
-	if f.packK != nil {
-		// One call a key: its scale, its s8 words in the panel, its sum.
-		for j := 0; j < n; j++ {
-			row := w[j*ldw : j*ldw+k]
-			s, cs, b := f.packK(data[(j/nr)*nr*kp+(j%nr)*4:], row, nr*4)
-			if b >= absMaxBitsLimit {
-				return blockNonFinite(op, n, k, j, row)
-			}
-			scales[j], dst.ColSum[j] = s, cs
-		}
-		return nil
-	}
-	var tmp [attnTmp]int8
-	clear(tmp[k:kp])
-	groups := kp / 4
+	var tmp [attnTmp]int8 // packKey's, zero past k
 	for j := 0; j < n; j++ {
 		row := w[j*ldw : j*ldw+k]
-		b := f.absMax(row)
+		s, cs, b := packKey(f, dst, j, row, &tmp)
 		if b >= absMaxBitsLimit {
 			return blockNonFinite(op, n, k, j, row)
 		}
-		s := math.Float32frombits(b) / 127
-		if s == 0 {
-			s = 1
-		}
-		scales[j] = s
-		t := tmp[:k]
-		f.qS8(t, row, 1/s, 0)
-		dst.ColSum[j] = sumS8(t)
-		// Each group of 4 features of column j is one 4-byte word of
-		// the panel: g*nr*4 + (j%nr)*4 from the panel's start.
-		base := unsafe.Pointer(&data[(j/nr)*nr*kp+(j%nr)*4])
-		src := unsafe.Pointer(&tmp[0])
-		for g := 0; g < groups; g++ {
-			*(*uint32)(unsafe.Add(base, g*nr*4)) = *(*uint32)(unsafe.Add(src, g*4))
-		}
+		scales[j], dst.ColSum[j] = s, cs
 	}
 	return nil
 }
@@ -209,20 +180,12 @@ func eltPackQuantVT4Generic(dst []int8, r0, r1, r2, r3 []float32, inv float32, n
 // infinite value is an error wrapping ErrNonFinite.
 func PackQuantS8TInto(dst *PackedS8, n, k int, wt []float32, ldwt, nr int) (float32, error) {
 	const op = "pack quant s8 transposed"
-	if n < 0 || k < 0 || n > attnTmp/4 || ldwt < max(n, 1) || nr <= 0 || nr%16 != 0 {
-		return 0, fmt.Errorf("kernels: %s n=%d k=%d ldwt=%d nr=%d: %w", op, n, k, ldwt, nr, ErrShape)
-	}
-	if n > 0 && k > 0 && len(wt) < (k-1)*ldwt+n {
-		return 0, fmt.Errorf("kernels: %s n=%d k=%d: len(wt)=%d too short: %w", op, n, k, len(wt), ErrShape)
-	}
-	data := dst.reserveS8(n, k, nr)
-	dst.ColSum = dst.ColSum[:0]
-	if n == 0 || k == 0 {
-		return 1, nil
+	if err := checkPackT(op, n, k, wt, ldwt, nr); err != nil {
+		return 0, err
 	}
 	f := eltImpl()
 	var b uint32
-	for q := 0; q < k; q++ {
+	for q := 0; q < k && n > 0; q++ {
 		row := wt[q*ldwt : q*ldwt+n]
 		if v := f.absMax(row); v > b {
 			b = v
@@ -235,7 +198,45 @@ func PackQuantS8TInto(dst *PackedS8, n, k int, wt []float32, ldwt, nr int) (floa
 	if s == 0 {
 		s = 1
 	}
-	inv := 1 / s
+	packQuantT(f, dst, n, k, wt, ldwt, nr, 1/s)
+	return s, nil
+}
+
+// PackQuantS8TScaledInto is PackQuantS8TInto with the scale given
+// (QKVQuant.VScale: V's absolute maximum found while its rows were read
+// for Q and K): W = clamp(roundHalfEven(wt[q][j]*(1/scale)), -128, 127),
+// packed the same. The values must be finite (they are not checked); a
+// scale under max |W| / 127 saturates. scale must be positive and finite.
+func PackQuantS8TScaledInto(dst *PackedS8, n, k int, wt []float32, ldwt, nr int, scale float32) error {
+	const op = "pack quant s8 transposed"
+	if err := checkPackT(op, n, k, wt, ldwt, nr); err != nil {
+		return err
+	}
+	if !(scale > 0) || math.IsInf(float64(scale), 1) {
+		return fmt.Errorf("kernels: %s n=%d k=%d: scale %v: want positive and finite: %w", op, n, k, scale, ErrShape)
+	}
+	packQuantT(eltImpl(), dst, n, k, wt, ldwt, nr, 1/scale)
+	return nil
+}
+
+// checkPackT checks the arguments of PackQuantS8TInto.
+func checkPackT(op string, n, k int, wt []float32, ldwt, nr int) error {
+	if n < 0 || k < 0 || n > attnTmp/4 || ldwt < max(n, 1) || nr <= 0 || nr%16 != 0 {
+		return fmt.Errorf("kernels: %s n=%d k=%d ldwt=%d nr=%d: %w", op, n, k, ldwt, nr, ErrShape)
+	}
+	if n > 0 && k > 0 && len(wt) < (k-1)*ldwt+n {
+		return fmt.Errorf("kernels: %s n=%d k=%d: len(wt)=%d too short: %w", op, n, k, len(wt), ErrShape)
+	}
+	return nil
+}
+
+// packQuantT reserves dst and quantizes wt into it with 1/scale inv.
+func packQuantT(f *eltFuncs, dst *PackedS8, n, k int, wt []float32, ldwt, nr int, inv float32) {
+	data := dst.reserveS8(n, k, nr)
+	dst.ColSum = dst.ColSum[:0]
+	if n == 0 || k == 0 {
+		return
+	}
 	kp := dst.Kp
 	if f.packVT4 != nil {
 		// One call per four keys: quantized and interleaved in registers.
@@ -250,7 +251,7 @@ func PackQuantS8TInto(dst *PackedS8, n, k int, wt []float32, ldwt, nr int) (floa
 			}
 			f.packVT4(data[q0/4*nr*4:], r[0], r[1], r[2], r[3], inv, nr, nr*kp)
 		}
-		return s, nil
+		return
 	}
 	var tmp [attnTmp]int8
 	for q0 := 0; q0 < kp; q0 += 4 {
@@ -275,21 +276,23 @@ func PackQuantS8TInto(dst *PackedS8, n, k int, wt []float32, ldwt, nr int) (floa
 			}
 		}
 	}
-	return s, nil
 }
 
 // SoftmaxU8 is the masked softmax of x ([rows][n]) quantized to u8 with one
 // scale per row (docs/DESIGN.md section 3.10): for each row,
 //
 //	s[j] = x[i][j] + mask[j]                     (mask nil: 0)
-//	e[j] = exp(s[j] - max_j s[j])                (the exp of Softmax)
+//	e[j] = exp(s[j] - max_j s[j])
 //	dst[i][j] = roundHalfEven(e[j]*255)           (e in [0, 1], the max 1)
 //	rowScale[i] = 1 / sum_j dst[i][j]
 //
 // so that dst[i][j]*rowScale[i] is the softmax with the largest
 // probability of every row on the whole u8 range, and every row's
 // dequantized probabilities sum to 1 (the rounding's bias does not scale
-// the context). x is overwritten with e (dst has row stride ldd). A row
+// the context). On AVX-512, 255*exp is one pass with a degree-3
+// polynomial (eltExpU8: relative error under 7.5e-5, a byte at most one
+// step from the correctly rounded one, rarely); elsewhere it is Softmax's
+// exp, then the scaling. x is overwritten (dst has row stride ldd). A row
 // whose maximum is -Inf (all -Inf) is zero, with scale 0; a NaN or +Inf
 // score is an error wrapping ErrNonFinite naming the row and column.
 func SoftmaxU8(dst []uint8, ldd int, rowScale []float32, x []float32, rows, n int, mask []float32) error {

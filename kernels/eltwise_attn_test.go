@@ -368,3 +368,32 @@ func TestPackQuantVT4Twin(t *testing.T) {
 		}
 	}
 }
+
+// TestExpU8Accuracy holds eltExpU8 (the low-degree 255*exp of INT8
+// attention's probabilities) to float64 on a dense grid of [-20, 0]: a
+// relative error under 8e-5 down to -16, below which it is under half a
+// u8 step (rounds to 0), and a byte that is the correctly rounded one or
+// a neighbour, never further.
+func TestExpU8Accuracy(t *testing.T) {
+	worst := 0.0
+	for x := float32(-20); x <= 0; x += 1.0 / 4096 {
+		got := float64(eltExpU8(x))
+		want := 255 * math.Exp(float64(x))
+		if x >= -16 {
+			rel := math.Abs(got-want) / want
+			worst = max(worst, rel)
+			if rel > 8e-5 {
+				t.Fatalf("eltExpU8(%v) = %v, want %v (relative error %.3g)", x, got, want, rel)
+			}
+		} else if got >= 0.5 {
+			t.Fatalf("eltExpU8(%v) = %v: rounds above 0", x, got)
+		}
+		if d := math.Abs(math.RoundToEven(got) - math.RoundToEven(want)); d > 1 {
+			t.Fatalf("eltExpU8(%v): byte %v, correctly rounded %v", x, math.RoundToEven(got), math.RoundToEven(want))
+		}
+	}
+	if f := eltExpU8(float32(math.NaN())); f == f {
+		t.Fatalf("eltExpU8(NaN) = %v", f)
+	}
+	t.Logf("worst relative error %.3g", worst)
+}

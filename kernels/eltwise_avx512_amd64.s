@@ -16,29 +16,35 @@ DATA eltconst<>+32(SB)/4, $0x3d2aa9c1
 DATA eltconst<>+36(SB)/4, $0x3e2aaaaa
 DATA eltconst<>+40(SB)/4, $0x3f000000
 DATA eltconst<>+44(SB)/4, $0x3f800000
-DATA eltconst<>+48(SB)/4, $0x3f000000
-DATA eltconst<>+52(SB)/4, $0x00000000
-DATA eltconst<>+56(SB)/4, $0x437f0000
-DATA eltconst<>+60(SB)/4, $0xc3000000
-DATA eltconst<>+64(SB)/4, $0x42fe0000
-DATA eltconst<>+68(SB)/4, $0x00000080
-DATA eltconst<>+72(SB)/4, $0x7fffffff
-DATA eltconst<>+76(SB)/4, $0x000000ff
-DATA eltconst<>+80(SB)/4, $0x80000000
-DATA eltconst<>+84(SB)/4, $0x3f3504f3
-DATA eltconst<>+88(SB)/4, $0x41680000
-DATA eltconst<>+92(SB)/4, $0xc1600000
-DATA eltconst<>+96(SB)/4, $0xbfa1fc4e
-DATA eltconst<>+100(SB)/4, $0x3e2ef945
-DATA eltconst<>+104(SB)/4, $0xbf527892
-DATA eltconst<>+108(SB)/4, $0x3fbe87b0
-DATA eltconst<>+112(SB)/4, $0xbf914e5d
-DATA eltconst<>+116(SB)/4, $0x3e8ec7cc
-DATA eltconst<>+120(SB)/4, $0xbe3ec24c
-DATA eltconst<>+124(SB)/4, $0x3dc636c9
-DATA eltconst<>+128(SB)/4, $0x3ebf88fb
-DATA eltconst<>+132(SB)/4, $0x3f8000c7
-GLOBL eltconst<>(SB), RODATA|NOPTR, $136
+DATA eltconst<>+48(SB)/4, $0x3f317218
+DATA eltconst<>+52(SB)/4, $0xc1800000
+DATA eltconst<>+56(SB)/4, $0x437efb4e
+DATA eltconst<>+60(SB)/4, $0x437f0ab8
+DATA eltconst<>+64(SB)/4, $0x4300c400
+DATA eltconst<>+68(SB)/4, $0x4228fb57
+DATA eltconst<>+72(SB)/4, $0x3f000000
+DATA eltconst<>+76(SB)/4, $0x00000000
+DATA eltconst<>+80(SB)/4, $0x437f0000
+DATA eltconst<>+84(SB)/4, $0xc3000000
+DATA eltconst<>+88(SB)/4, $0x42fe0000
+DATA eltconst<>+92(SB)/4, $0x00000080
+DATA eltconst<>+96(SB)/4, $0x7fffffff
+DATA eltconst<>+100(SB)/4, $0x000000ff
+DATA eltconst<>+104(SB)/4, $0x80000000
+DATA eltconst<>+108(SB)/4, $0x3f3504f3
+DATA eltconst<>+112(SB)/4, $0x41680000
+DATA eltconst<>+116(SB)/4, $0xc1600000
+DATA eltconst<>+120(SB)/4, $0xbfa1fc4e
+DATA eltconst<>+124(SB)/4, $0x3e2ef945
+DATA eltconst<>+128(SB)/4, $0xbf527892
+DATA eltconst<>+132(SB)/4, $0x3fbe87b0
+DATA eltconst<>+136(SB)/4, $0xbf914e5d
+DATA eltconst<>+140(SB)/4, $0x3e8ec7cc
+DATA eltconst<>+144(SB)/4, $0xbe3ec24c
+DATA eltconst<>+148(SB)/4, $0x3dc636c9
+DATA eltconst<>+152(SB)/4, $0x3ebf88fb
+DATA eltconst<>+156(SB)/4, $0x3f8000c7
+GLOBL eltconst<>(SB), RODATA|NOPTR, $160
 
 // func eltAddSum(dst []float32, x []float32, r []float32) float32
 // Requires: AVX, AVX512DQ, AVX512F
@@ -260,8 +266,8 @@ full_af:
 	VMULPS      Z5, Z4, Z4
 	VMULPS      Z2, Z4, Z4
 	VADDPS      Z3, Z4, Z4
-	VMAXPS.BCST eltconst<>+52(SB), Z4, Z4
-	VMINPS.BCST eltconst<>+56(SB), Z4, Z4
+	VMAXPS.BCST eltconst<>+76(SB), Z4, Z4
+	VMINPS.BCST eltconst<>+80(SB), Z4, Z4
 	VCVTPS2DQ   Z4, Z4
 	VPMOVDB     Z4, X4
 	VMOVDQU     X4, (DX)(R9*1)
@@ -287,8 +293,8 @@ tail_af:
 	VMULPS      Z0, Z4, Z0
 	VMULPS      Z2, Z0, Z0
 	VADDPS      Z3, Z0, Z0
-	VMAXPS.BCST eltconst<>+52(SB), Z0, Z0
-	VMINPS.BCST eltconst<>+56(SB), Z0, Z0
+	VMAXPS.BCST eltconst<>+76(SB), Z0, Z0
+	VMINPS.BCST eltconst<>+80(SB), Z0, Z0
 	VCVTPS2DQ   Z0, Z0
 	VPMOVDB     Z0, X0
 	VMOVDQU8    X0, K1, (DX)(R9*1)
@@ -315,8 +321,8 @@ full_ag:
 	VMOVUPS     Z4, (AX)(R8*4)
 	VMULPS      Z2, Z4, Z4
 	VADDPS      Z3, Z4, Z4
-	VMAXPS.BCST eltconst<>+52(SB), Z4, Z4
-	VMINPS.BCST eltconst<>+56(SB), Z4, Z4
+	VMAXPS.BCST eltconst<>+76(SB), Z4, Z4
+	VMINPS.BCST eltconst<>+80(SB), Z4, Z4
 	VCVTPS2DQ   Z4, Z4
 	VPMOVDB     Z4, X4
 	VMOVDQU     X4, (DX)(R8*1)
@@ -340,8 +346,8 @@ tail_ag:
 	VMOVUPS     Z4, K1, (AX)(R8*4)
 	VMULPS      Z2, Z4, Z0
 	VADDPS      Z3, Z0, Z0
-	VMAXPS.BCST eltconst<>+52(SB), Z0, Z0
-	VMINPS.BCST eltconst<>+56(SB), Z0, Z0
+	VMAXPS.BCST eltconst<>+76(SB), Z0, Z0
+	VMINPS.BCST eltconst<>+80(SB), Z0, Z0
 	VCVTPS2DQ   Z0, Z0
 	VPMOVDB     Z0, X0
 	VMOVDQU8    X0, K1, (DX)(R8*1)
@@ -3612,7 +3618,7 @@ TEXT ·eltGELU(SB), NOSPLIT, $0-48
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
 	VBROADCASTSS eltconst<>+44(SB), Z0
-	VBROADCASTSS eltconst<>+92(SB), Z1
+	VBROADCASTSS eltconst<>+116(SB), Z1
 	VXORPS       Z2, Z2, Z2
 	XORQ         BX, BX
 	MOVQ         CX, SI
@@ -3625,22 +3631,22 @@ unrolled:
 	VMOVUPS      64(DX)(BX*4), Z4
 	VMOVUPS      128(DX)(BX*4), Z5
 	VMOVUPS      192(DX)(BX*4), Z6
-	VPANDD.BCST  eltconst<>+72(SB), Z3, Z7
-	VPANDD.BCST  eltconst<>+72(SB), Z4, Z8
-	VPANDD.BCST  eltconst<>+72(SB), Z5, Z9
-	VPANDD.BCST  eltconst<>+72(SB), Z6, Z10
-	VMINPS.BCST  eltconst<>+88(SB), Z7, Z7
-	VMINPS.BCST  eltconst<>+88(SB), Z8, Z8
-	VMINPS.BCST  eltconst<>+88(SB), Z9, Z9
-	VMINPS.BCST  eltconst<>+88(SB), Z10, Z10
-	VMULPS.BCST  eltconst<>+84(SB), Z7, Z11
-	VMULPS.BCST  eltconst<>+84(SB), Z8, Z12
-	VMULPS.BCST  eltconst<>+84(SB), Z9, Z13
-	VMULPS.BCST  eltconst<>+84(SB), Z10, Z14
-	VMULPS.BCST  eltconst<>+48(SB), Z11, Z11
-	VMULPS.BCST  eltconst<>+48(SB), Z12, Z12
-	VMULPS.BCST  eltconst<>+48(SB), Z13, Z13
-	VMULPS.BCST  eltconst<>+48(SB), Z14, Z14
+	VPANDD.BCST  eltconst<>+96(SB), Z3, Z7
+	VPANDD.BCST  eltconst<>+96(SB), Z4, Z8
+	VPANDD.BCST  eltconst<>+96(SB), Z5, Z9
+	VPANDD.BCST  eltconst<>+96(SB), Z6, Z10
+	VMINPS.BCST  eltconst<>+112(SB), Z7, Z7
+	VMINPS.BCST  eltconst<>+112(SB), Z8, Z8
+	VMINPS.BCST  eltconst<>+112(SB), Z9, Z9
+	VMINPS.BCST  eltconst<>+112(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+108(SB), Z7, Z11
+	VMULPS.BCST  eltconst<>+108(SB), Z8, Z12
+	VMULPS.BCST  eltconst<>+108(SB), Z9, Z13
+	VMULPS.BCST  eltconst<>+108(SB), Z10, Z14
+	VMULPS.BCST  eltconst<>+72(SB), Z11, Z11
+	VMULPS.BCST  eltconst<>+72(SB), Z12, Z12
+	VMULPS.BCST  eltconst<>+72(SB), Z13, Z13
+	VMULPS.BCST  eltconst<>+72(SB), Z14, Z14
 	VADDPS       Z0, Z11, Z11
 	VADDPS       Z0, Z12, Z12
 	VADDPS       Z0, Z13, Z13
@@ -3649,58 +3655,10 @@ unrolled:
 	VDIVPS       Z12, Z0, Z12
 	VDIVPS       Z13, Z0, Z13
 	VDIVPS       Z14, Z0, Z14
-	VBROADCASTSS eltconst<>+100(SB), Z15
-	VBROADCASTSS eltconst<>+100(SB), Z16
-	VBROADCASTSS eltconst<>+100(SB), Z17
-	VBROADCASTSS eltconst<>+100(SB), Z18
-	VMULPS       Z11, Z15, Z15
-	VMULPS       Z12, Z16, Z16
-	VMULPS       Z13, Z17, Z17
-	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+104(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+104(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+104(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+104(SB), Z18, Z18
-	VMULPS       Z11, Z15, Z15
-	VMULPS       Z12, Z16, Z16
-	VMULPS       Z13, Z17, Z17
-	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+108(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+108(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+108(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+108(SB), Z18, Z18
-	VMULPS       Z11, Z15, Z15
-	VMULPS       Z12, Z16, Z16
-	VMULPS       Z13, Z17, Z17
-	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+112(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+112(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+112(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+112(SB), Z18, Z18
-	VMULPS       Z11, Z15, Z15
-	VMULPS       Z12, Z16, Z16
-	VMULPS       Z13, Z17, Z17
-	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+116(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+116(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+116(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+116(SB), Z18, Z18
-	VMULPS       Z11, Z15, Z15
-	VMULPS       Z12, Z16, Z16
-	VMULPS       Z13, Z17, Z17
-	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+120(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+120(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+120(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+120(SB), Z18, Z18
-	VMULPS       Z11, Z15, Z15
-	VMULPS       Z12, Z16, Z16
-	VMULPS       Z13, Z17, Z17
-	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+124(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+124(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+124(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+124(SB), Z18, Z18
+	VBROADCASTSS eltconst<>+124(SB), Z15
+	VBROADCASTSS eltconst<>+124(SB), Z16
+	VBROADCASTSS eltconst<>+124(SB), Z17
+	VBROADCASTSS eltconst<>+124(SB), Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
@@ -3721,10 +3679,58 @@ unrolled:
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+96(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+96(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+96(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+96(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+136(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+136(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+136(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+136(SB), Z18, Z18
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  eltconst<>+140(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+140(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+140(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+140(SB), Z18, Z18
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  eltconst<>+144(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+144(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+144(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+144(SB), Z18, Z18
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  eltconst<>+148(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+148(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+148(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+148(SB), Z18, Z18
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  eltconst<>+152(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+152(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+152(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+152(SB), Z18, Z18
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  eltconst<>+156(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+156(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+156(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+156(SB), Z18, Z18
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  eltconst<>+120(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+120(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+120(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+120(SB), Z18, Z18
 	VMULPS       Z7, Z7, Z19
 	VMULPS       Z8, Z8, Z20
 	VMULPS       Z9, Z9, Z21
@@ -3737,22 +3743,22 @@ unrolled:
 	VFMSUB231PS  Z8, Z8, Z24
 	VFMSUB231PS  Z9, Z9, Z25
 	VFMSUB231PS  Z10, Z10, Z26
-	VMULPS.BCST  eltconst<>+48(SB), Z23, Z23
-	VMULPS.BCST  eltconst<>+48(SB), Z24, Z24
-	VMULPS.BCST  eltconst<>+48(SB), Z25, Z25
-	VMULPS.BCST  eltconst<>+48(SB), Z26, Z26
+	VMULPS.BCST  eltconst<>+72(SB), Z23, Z23
+	VMULPS.BCST  eltconst<>+72(SB), Z24, Z24
+	VMULPS.BCST  eltconst<>+72(SB), Z25, Z25
+	VMULPS.BCST  eltconst<>+72(SB), Z26, Z26
 	VSUBPS       Z23, Z15, Z15
 	VSUBPS       Z24, Z16, Z16
 	VSUBPS       Z25, Z17, Z17
 	VSUBPS       Z26, Z18, Z18
-	VMULPS.BCST  eltconst<>+48(SB), Z19, Z7
-	VMULPS.BCST  eltconst<>+48(SB), Z20, Z8
-	VMULPS.BCST  eltconst<>+48(SB), Z21, Z9
-	VMULPS.BCST  eltconst<>+48(SB), Z22, Z10
-	VPXORD.BCST  eltconst<>+80(SB), Z7, Z7
-	VPXORD.BCST  eltconst<>+80(SB), Z8, Z8
-	VPXORD.BCST  eltconst<>+80(SB), Z9, Z9
-	VPXORD.BCST  eltconst<>+80(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+72(SB), Z19, Z7
+	VMULPS.BCST  eltconst<>+72(SB), Z20, Z8
+	VMULPS.BCST  eltconst<>+72(SB), Z21, Z9
+	VMULPS.BCST  eltconst<>+72(SB), Z22, Z10
+	VPXORD.BCST  eltconst<>+104(SB), Z7, Z7
+	VPXORD.BCST  eltconst<>+104(SB), Z8, Z8
+	VPXORD.BCST  eltconst<>+104(SB), Z9, Z9
+	VPXORD.BCST  eltconst<>+104(SB), Z10, Z10
 	VADDPS       Z15, Z7, Z19
 	VADDPS       Z16, Z8, Z20
 	VADDPS       Z17, Z9, Z21
@@ -3853,10 +3859,10 @@ unrolled:
 	VMULPS       Z8, Z12, Z8
 	VMULPS       Z9, Z13, Z9
 	VMULPS       Z10, Z14, Z10
-	VMULPS.BCST  eltconst<>+48(SB), Z7, Z7
-	VMULPS.BCST  eltconst<>+48(SB), Z8, Z8
-	VMULPS.BCST  eltconst<>+48(SB), Z9, Z9
-	VMULPS.BCST  eltconst<>+48(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+72(SB), Z7, Z7
+	VMULPS.BCST  eltconst<>+72(SB), Z8, Z8
+	VMULPS.BCST  eltconst<>+72(SB), Z9, Z9
+	VMULPS.BCST  eltconst<>+72(SB), Z10, Z10
 	VSUBPS       Z7, Z0, Z11
 	VSUBPS       Z8, Z0, Z12
 	VSUBPS       Z9, Z0, Z13
@@ -3896,38 +3902,38 @@ full_co:
 	CMPQ         BX, SI
 	JAE          tail_co
 	VMOVUPS      (DX)(BX*4), Z3
-	VPANDD.BCST  eltconst<>+72(SB), Z3, Z4
-	VMINPS.BCST  eltconst<>+88(SB), Z4, Z4
-	VMULPS.BCST  eltconst<>+84(SB), Z4, Z5
-	VMULPS.BCST  eltconst<>+48(SB), Z5, Z5
+	VPANDD.BCST  eltconst<>+96(SB), Z3, Z4
+	VMINPS.BCST  eltconst<>+112(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+108(SB), Z4, Z5
+	VMULPS.BCST  eltconst<>+72(SB), Z5, Z5
 	VADDPS       Z0, Z5, Z5
 	VDIVPS       Z5, Z0, Z5
-	VBROADCASTSS eltconst<>+100(SB), Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+104(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+108(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+112(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+116(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+120(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+124(SB), Z6, Z6
+	VBROADCASTSS eltconst<>+124(SB), Z6
 	VMULPS       Z5, Z6, Z6
 	VADDPS.BCST  eltconst<>+128(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
 	VADDPS.BCST  eltconst<>+132(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+96(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+136(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+140(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+144(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+148(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+152(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+156(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+120(SB), Z6, Z6
 	VMULPS       Z4, Z4, Z7
 	VMOVAPS      Z7, Z8
 	VFMSUB231PS  Z4, Z4, Z8
-	VMULPS.BCST  eltconst<>+48(SB), Z8, Z8
+	VMULPS.BCST  eltconst<>+72(SB), Z8, Z8
 	VSUBPS       Z8, Z6, Z6
-	VMULPS.BCST  eltconst<>+48(SB), Z7, Z4
-	VPXORD.BCST  eltconst<>+80(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+72(SB), Z7, Z4
+	VPXORD.BCST  eltconst<>+104(SB), Z4, Z4
 	VADDPS       Z6, Z4, Z7
 	VMULPS.BCST  eltconst<>+0(SB), Z7, Z8
 	VRNDSCALEPS  $0x00, Z8, Z8
@@ -3953,7 +3959,7 @@ full_co:
 	VADDPS.BCST  eltconst<>+44(SB), Z6, Z6
 	VSCALEFPS    Z8, Z6, Z4
 	VMULPS       Z4, Z5, Z4
-	VMULPS.BCST  eltconst<>+48(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+72(SB), Z4, Z4
 	VSUBPS       Z4, Z0, Z5
 	VCMPPS       $0x01, Z2, Z3, K1
 	VMOVAPS      Z4, K1, Z5
@@ -3972,38 +3978,38 @@ tail_co:
 	DECL         SI
 	KMOVW        SI, K1
 	VMOVUPS.Z    (DX)(BX*4), K1, Z3
-	VPANDD.BCST  eltconst<>+72(SB), Z3, Z4
-	VMINPS.BCST  eltconst<>+88(SB), Z4, Z4
-	VMULPS.BCST  eltconst<>+84(SB), Z4, Z5
-	VMULPS.BCST  eltconst<>+48(SB), Z5, Z5
+	VPANDD.BCST  eltconst<>+96(SB), Z3, Z4
+	VMINPS.BCST  eltconst<>+112(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+108(SB), Z4, Z5
+	VMULPS.BCST  eltconst<>+72(SB), Z5, Z5
 	VADDPS       Z0, Z5, Z5
 	VDIVPS       Z5, Z0, Z5
-	VBROADCASTSS eltconst<>+100(SB), Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+104(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+108(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+112(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+116(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+120(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+124(SB), Z6, Z6
+	VBROADCASTSS eltconst<>+124(SB), Z6
 	VMULPS       Z5, Z6, Z6
 	VADDPS.BCST  eltconst<>+128(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
 	VADDPS.BCST  eltconst<>+132(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+96(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+136(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+140(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+144(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+148(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+152(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+156(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+120(SB), Z6, Z6
 	VMULPS       Z4, Z4, Z7
 	VMOVAPS      Z7, Z8
 	VFMSUB231PS  Z4, Z4, Z8
-	VMULPS.BCST  eltconst<>+48(SB), Z8, Z8
+	VMULPS.BCST  eltconst<>+72(SB), Z8, Z8
 	VSUBPS       Z8, Z6, Z6
-	VMULPS.BCST  eltconst<>+48(SB), Z7, Z4
-	VPXORD.BCST  eltconst<>+80(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+72(SB), Z7, Z4
+	VPXORD.BCST  eltconst<>+104(SB), Z4, Z4
 	VADDPS       Z6, Z4, Z7
 	VMULPS.BCST  eltconst<>+0(SB), Z7, Z8
 	VRNDSCALEPS  $0x00, Z8, Z8
@@ -4029,7 +4035,7 @@ tail_co:
 	VADDPS.BCST  eltconst<>+44(SB), Z6, Z6
 	VSCALEFPS    Z8, Z6, Z4
 	VMULPS       Z4, Z5, Z4
-	VMULPS.BCST  eltconst<>+48(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+72(SB), Z4, Z4
 	VSUBPS       Z4, Z0, Z0
 	VCMPPS       $0x01, Z2, Z3, K2
 	VMOVAPS      Z4, K2, Z0
@@ -4056,7 +4062,7 @@ full_cp:
 	CMPQ        DX, BX
 	JAE         tail_cp
 	VMOVUPS     (AX)(DX*4), Z1
-	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, DX
 	JMP         full_cp
@@ -4069,7 +4075,7 @@ tail_cp:
 	DECL        BX
 	KMOVW       BX, K1
 	VMOVUPS.Z   (AX)(DX*4), K1, Z1
-	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
 done_cp:
@@ -4102,10 +4108,10 @@ full_cq:
 	JAE         tail_cq
 	VMOVUPS     (DX)(BX*4), Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+60(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+64(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+88(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+68(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+92(SB), Z1, Z1
 	VPMOVDB     Z1, X1
 	VMOVDQU     X1, (AX)(BX*1)
 	ADDQ        $+16, BX
@@ -4120,10 +4126,10 @@ tail_cq:
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+60(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+64(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+88(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+68(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+92(SB), Z1, Z1
 	VPMOVDB     Z1, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
@@ -4148,7 +4154,7 @@ full_cr:
 	VMOVUPS     (AX)(BX*4), Z1
 	VMOVUPS     (DX)(BX*4), Z2
 	VMULPS      Z2, Z1, Z1
-	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, BX
 	JMP         full_cr
@@ -4163,7 +4169,7 @@ tail_cr:
 	VMOVUPS.Z   (AX)(BX*4), K1, Z1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z2
 	VMULPS      Z2, Z1, Z1
-	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
 done_cr:
@@ -4199,10 +4205,10 @@ full_cs:
 	VMOVUPS     (BX)(SI*4), Z2
 	VMULPS      Z2, Z1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+60(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+64(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+88(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+68(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+92(SB), Z1, Z1
 	VPMOVDB     Z1, X1
 	VMOVDQU     X1, (AX)(SI*1)
 	ADDQ        $+16, SI
@@ -4219,10 +4225,10 @@ tail_cs:
 	VMOVUPS.Z   (BX)(SI*4), K1, Z2
 	VMULPS      Z2, Z1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+60(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+64(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+88(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+68(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+92(SB), Z1, Z1
 	VPMOVDB     Z1, X0
 	VMOVDQU8    X0, K1, (AX)(SI*1)
 
@@ -4247,12 +4253,12 @@ full_ct:
 	CMPQ        BX, SI
 	JAE         tail_ct
 	VMOVUPS     (DX)(BX*4), Z3
-	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+96(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+52(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+56(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+76(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+80(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
@@ -4267,12 +4273,12 @@ tail_ct:
 	DECL        SI
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z3
-	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+96(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+52(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+56(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+76(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+80(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
@@ -4298,7 +4304,7 @@ TEXT ·eltExpQuantU8(SB), NOSPLIT, $0-64
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
 	VBROADCASTSS m+48(FP), Z0
-	VBROADCASTSS eltconst<>+12(SB), Z1
+	VBROADCASTSS eltconst<>+52(SB), Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
@@ -4321,93 +4327,65 @@ unrolled_cu:
 	VMAXPS            Z6, Z1, Z6
 	VMAXPS            Z7, Z1, Z7
 	VMULPS.BCST       eltconst<>+0(SB), Z4, Z8
-	VMULPS.BCST       eltconst<>+0(SB), Z5, Z11
-	VMULPS.BCST       eltconst<>+0(SB), Z6, Z14
-	VMULPS.BCST       eltconst<>+0(SB), Z7, Z17
+	VMULPS.BCST       eltconst<>+0(SB), Z5, Z10
+	VMULPS.BCST       eltconst<>+0(SB), Z6, Z12
+	VMULPS.BCST       eltconst<>+0(SB), Z7, Z14
 	VRNDSCALEPS       $0x00, Z8, Z8
-	VRNDSCALEPS       $0x00, Z11, Z11
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VRNDSCALEPS       $0x00, Z12, Z12
 	VRNDSCALEPS       $0x00, Z14, Z14
-	VRNDSCALEPS       $0x00, Z17, Z17
-	VFNMADD231PS.BCST eltconst<>+4(SB), Z8, Z4
-	VFNMADD231PS.BCST eltconst<>+4(SB), Z11, Z5
-	VFNMADD231PS.BCST eltconst<>+4(SB), Z14, Z6
-	VFNMADD231PS.BCST eltconst<>+4(SB), Z17, Z7
-	VFNMADD231PS.BCST eltconst<>+8(SB), Z8, Z4
-	VFNMADD231PS.BCST eltconst<>+8(SB), Z11, Z5
-	VFNMADD231PS.BCST eltconst<>+8(SB), Z14, Z6
-	VFNMADD231PS.BCST eltconst<>+8(SB), Z17, Z7
-	VBROADCASTSS      eltconst<>+20(SB), Z9
-	VBROADCASTSS      eltconst<>+20(SB), Z12
-	VBROADCASTSS      eltconst<>+20(SB), Z15
-	VBROADCASTSS      eltconst<>+20(SB), Z18
-	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z9
-	VFMADD213PS.BCST  eltconst<>+24(SB), Z5, Z12
-	VFMADD213PS.BCST  eltconst<>+24(SB), Z6, Z15
-	VFMADD213PS.BCST  eltconst<>+24(SB), Z7, Z18
-	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z9
-	VFMADD213PS.BCST  eltconst<>+28(SB), Z5, Z12
-	VFMADD213PS.BCST  eltconst<>+28(SB), Z6, Z15
-	VFMADD213PS.BCST  eltconst<>+28(SB), Z7, Z18
-	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z9
-	VFMADD213PS.BCST  eltconst<>+32(SB), Z5, Z12
-	VFMADD213PS.BCST  eltconst<>+32(SB), Z6, Z15
-	VFMADD213PS.BCST  eltconst<>+32(SB), Z7, Z18
-	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z9
-	VFMADD213PS.BCST  eltconst<>+36(SB), Z5, Z12
-	VFMADD213PS.BCST  eltconst<>+36(SB), Z6, Z15
-	VFMADD213PS.BCST  eltconst<>+36(SB), Z7, Z18
-	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z9
-	VFMADD213PS.BCST  eltconst<>+40(SB), Z5, Z12
-	VFMADD213PS.BCST  eltconst<>+40(SB), Z6, Z15
-	VFMADD213PS.BCST  eltconst<>+40(SB), Z7, Z18
-	VMULPS            Z4, Z4, Z10
-	VMULPS            Z5, Z5, Z13
-	VMULPS            Z6, Z6, Z16
-	VMULPS            Z7, Z7, Z19
-	VFMADD213PS       Z4, Z10, Z9
-	VFMADD213PS       Z5, Z13, Z12
-	VFMADD213PS       Z6, Z16, Z15
-	VFMADD213PS       Z7, Z19, Z18
-	VADDPS.BCST       eltconst<>+44(SB), Z9, Z9
-	VADDPS.BCST       eltconst<>+44(SB), Z12, Z12
-	VADDPS.BCST       eltconst<>+44(SB), Z15, Z15
-	VADDPS.BCST       eltconst<>+44(SB), Z18, Z18
+	VFNMADD231PS.BCST eltconst<>+48(SB), Z8, Z4
+	VFNMADD231PS.BCST eltconst<>+48(SB), Z10, Z5
+	VFNMADD231PS.BCST eltconst<>+48(SB), Z12, Z6
+	VFNMADD231PS.BCST eltconst<>+48(SB), Z14, Z7
+	VBROADCASTSS      eltconst<>+68(SB), Z9
+	VBROADCASTSS      eltconst<>+68(SB), Z11
+	VBROADCASTSS      eltconst<>+68(SB), Z13
+	VBROADCASTSS      eltconst<>+68(SB), Z15
+	VFMADD213PS.BCST  eltconst<>+64(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+64(SB), Z5, Z11
+	VFMADD213PS.BCST  eltconst<>+64(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+64(SB), Z7, Z15
+	VFMADD213PS.BCST  eltconst<>+60(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+60(SB), Z5, Z11
+	VFMADD213PS.BCST  eltconst<>+60(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+60(SB), Z7, Z15
+	VFMADD213PS.BCST  eltconst<>+56(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+56(SB), Z5, Z11
+	VFMADD213PS.BCST  eltconst<>+56(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+56(SB), Z7, Z15
 	VSCALEFPS         Z8, Z9, Z4
-	VSCALEFPS         Z11, Z12, Z5
-	VSCALEFPS         Z14, Z15, Z6
-	VSCALEFPS         Z17, Z18, Z7
-	VPANDD.BCST       eltconst<>+72(SB), Z4, Z8
+	VSCALEFPS         Z10, Z11, Z5
+	VSCALEFPS         Z12, Z13, Z6
+	VSCALEFPS         Z14, Z15, Z7
+	VPANDD.BCST       eltconst<>+96(SB), Z4, Z8
 	VPMAXUD           Z8, Z3, Z3
-	VMULPS.BCST       eltconst<>+56(SB), Z4, Z4
-	VMAXPS.BCST       eltconst<>+52(SB), Z4, Z4
-	VMINPS.BCST       eltconst<>+56(SB), Z4, Z4
+	VMAXPS.BCST       eltconst<>+76(SB), Z4, Z4
+	VMINPS.BCST       eltconst<>+80(SB), Z4, Z4
 	VCVTPS2DQ         Z4, Z4
 	VPADDD            Z4, Z2, Z2
 	VPMOVDB           Z4, X4
 	VMOVDQU           X4, (AX)(BX*1)
-	VPANDD.BCST       eltconst<>+72(SB), Z5, Z4
+	VPANDD.BCST       eltconst<>+96(SB), Z5, Z4
 	VPMAXUD           Z4, Z3, Z3
-	VMULPS.BCST       eltconst<>+56(SB), Z5, Z5
-	VMAXPS.BCST       eltconst<>+52(SB), Z5, Z5
-	VMINPS.BCST       eltconst<>+56(SB), Z5, Z5
+	VMAXPS.BCST       eltconst<>+76(SB), Z5, Z5
+	VMINPS.BCST       eltconst<>+80(SB), Z5, Z5
 	VCVTPS2DQ         Z5, Z5
 	VPADDD            Z5, Z2, Z2
 	VPMOVDB           Z5, X4
 	VMOVDQU           X4, 16(AX)(BX*1)
-	VPANDD.BCST       eltconst<>+72(SB), Z6, Z4
+	VPANDD.BCST       eltconst<>+96(SB), Z6, Z4
 	VPMAXUD           Z4, Z3, Z3
-	VMULPS.BCST       eltconst<>+56(SB), Z6, Z6
-	VMAXPS.BCST       eltconst<>+52(SB), Z6, Z6
-	VMINPS.BCST       eltconst<>+56(SB), Z6, Z6
+	VMAXPS.BCST       eltconst<>+76(SB), Z6, Z6
+	VMINPS.BCST       eltconst<>+80(SB), Z6, Z6
 	VCVTPS2DQ         Z6, Z6
 	VPADDD            Z6, Z2, Z2
 	VPMOVDB           Z6, X4
 	VMOVDQU           X4, 32(AX)(BX*1)
-	VPANDD.BCST       eltconst<>+72(SB), Z7, Z4
+	VPANDD.BCST       eltconst<>+96(SB), Z7, Z4
 	VPMAXUD           Z4, Z3, Z3
-	VMULPS.BCST       eltconst<>+56(SB), Z7, Z7
-	VMAXPS.BCST       eltconst<>+52(SB), Z7, Z7
-	VMINPS.BCST       eltconst<>+56(SB), Z7, Z7
+	VMAXPS.BCST       eltconst<>+76(SB), Z7, Z7
+	VMINPS.BCST       eltconst<>+80(SB), Z7, Z7
 	VCVTPS2DQ         Z7, Z7
 	VPADDD            Z7, Z2, Z2
 	VPMOVDB           Z7, X4
@@ -4427,23 +4405,16 @@ full_cv:
 	VMAXPS            Z4, Z1, Z4
 	VMULPS.BCST       eltconst<>+0(SB), Z4, Z5
 	VRNDSCALEPS       $0x00, Z5, Z5
-	VFNMADD231PS.BCST eltconst<>+4(SB), Z5, Z4
-	VFNMADD231PS.BCST eltconst<>+8(SB), Z5, Z4
-	VBROADCASTSS      eltconst<>+20(SB), Z6
-	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z6
-	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z6
-	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z6
-	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z6
-	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z6
-	VMULPS            Z4, Z4, Z7
-	VFMADD213PS       Z4, Z7, Z6
-	VADDPS.BCST       eltconst<>+44(SB), Z6, Z6
+	VFNMADD231PS.BCST eltconst<>+48(SB), Z5, Z4
+	VBROADCASTSS      eltconst<>+68(SB), Z6
+	VFMADD213PS.BCST  eltconst<>+64(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+60(SB), Z4, Z6
+	VFMADD213PS.BCST  eltconst<>+56(SB), Z4, Z6
 	VSCALEFPS         Z5, Z6, Z4
-	VPANDD.BCST       eltconst<>+72(SB), Z4, Z5
+	VPANDD.BCST       eltconst<>+96(SB), Z4, Z5
 	VPMAXUD           Z5, Z3, Z3
-	VMULPS.BCST       eltconst<>+56(SB), Z4, Z4
-	VMAXPS.BCST       eltconst<>+52(SB), Z4, Z4
-	VMINPS.BCST       eltconst<>+56(SB), Z4, Z4
+	VMAXPS.BCST       eltconst<>+76(SB), Z4, Z4
+	VMINPS.BCST       eltconst<>+80(SB), Z4, Z4
 	VCVTPS2DQ         Z4, Z4
 	VPADDD            Z4, Z2, Z2
 	VPMOVDB           Z4, X4
@@ -4463,23 +4434,16 @@ tail_cv:
 	VMAXPS            Z4, Z1, Z4
 	VMULPS.BCST       eltconst<>+0(SB), Z4, Z0
 	VRNDSCALEPS       $0x00, Z0, Z0
-	VFNMADD231PS.BCST eltconst<>+4(SB), Z0, Z4
-	VFNMADD231PS.BCST eltconst<>+8(SB), Z0, Z4
-	VBROADCASTSS      eltconst<>+20(SB), Z1
-	VFMADD213PS.BCST  eltconst<>+24(SB), Z4, Z1
-	VFMADD213PS.BCST  eltconst<>+28(SB), Z4, Z1
-	VFMADD213PS.BCST  eltconst<>+32(SB), Z4, Z1
-	VFMADD213PS.BCST  eltconst<>+36(SB), Z4, Z1
-	VFMADD213PS.BCST  eltconst<>+40(SB), Z4, Z1
-	VMULPS            Z4, Z4, Z5
-	VFMADD213PS       Z4, Z5, Z1
-	VADDPS.BCST       eltconst<>+44(SB), Z1, Z1
+	VFNMADD231PS.BCST eltconst<>+48(SB), Z0, Z4
+	VBROADCASTSS      eltconst<>+68(SB), Z1
+	VFMADD213PS.BCST  eltconst<>+64(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+60(SB), Z4, Z1
+	VFMADD213PS.BCST  eltconst<>+56(SB), Z4, Z1
 	VSCALEFPS         Z0, Z1, Z4
-	VPANDD.BCST       eltconst<>+72(SB), Z4, Z0
+	VPANDD.BCST       eltconst<>+96(SB), Z4, Z0
 	VPMAXUD           Z0, Z3, K1, Z3
-	VMULPS.BCST       eltconst<>+56(SB), Z4, Z4
-	VMAXPS.BCST       eltconst<>+52(SB), Z4, Z4
-	VMINPS.BCST       eltconst<>+56(SB), Z4, Z4
+	VMAXPS.BCST       eltconst<>+76(SB), Z4, Z4
+	VMINPS.BCST       eltconst<>+80(SB), Z4, Z4
 	VCVTPS2DQ         Z4, Z4
 	VPADDD            Z4, Z2, K1, Z2
 	VPMOVDB           Z4, X0
@@ -4525,7 +4489,7 @@ full_cx:
 	CMPQ        DI, CX
 	JAE         tail_cx
 	VMOVUPS     (BX)(DI*4), Z1
-	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, DI
 	JMP         full_cx
@@ -4539,7 +4503,7 @@ tail_cx:
 	DECL        R8
 	KMOVW       R8, K1
 	VMOVUPS.Z   (BX)(DI*4), K1, Z1
-	VPANDD.BCST eltconst<>+72(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
 done_cx:
@@ -4556,7 +4520,7 @@ done_cx:
 	CMPL          CX, $0x7f800000
 	JAE           nonfinite_cw
 	VMOVD         CX, X0
-	VDIVSS        eltconst<>+64(SB), X0, X0
+	VDIVSS        eltconst<>+88(SB), X0, X0
 	VXORPS        X1, X1, X1
 	VUCOMISS      X1, X0
 	JNE           scaled_cw
@@ -4580,8 +4544,8 @@ full_cw:
 	JAE         tail_cw
 	VMOVUPS     (BX)(R8*4), Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+60(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+64(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+88(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
 	VPADDD      Z1, Z2, Z2
 	VPMOVDB     Z1, X1
@@ -4603,8 +4567,8 @@ tail_cw:
 	KMOVW       R9, K1
 	VMOVUPS.Z   (BX)(R8*4), K1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+60(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+64(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+88(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
 	VPADDD      Z1, Z2, Z2
 	VPMOVDB     Z1, X0
@@ -4653,7 +4617,7 @@ TEXT ·eltPackQuantVT4(SB), NOSPLIT, $0-144
 	MOVQ         nr+128(FP), DI
 	MOVQ         panel+136(FP), R8
 	VBROADCASTSS inv+120(FP), Z0
-	VBROADCASTSS eltconst<>+76(SB), Z1
+	VBROADCASTSS eltconst<>+100(SB), Z1
 	XORQ         R10, R10
 	XORQ         R11, R11
 	MOVQ         CX, R12
@@ -4664,30 +4628,30 @@ full_cy:
 	JAE         tail_cy
 	VMOVUPS     (AX)(R11*4), Z2
 	VMULPS      Z0, Z2, Z2
-	VMAXPS.BCST eltconst<>+60(SB), Z2, Z2
-	VMINPS.BCST eltconst<>+64(SB), Z2, Z2
+	VMAXPS.BCST eltconst<>+84(SB), Z2, Z2
+	VMINPS.BCST eltconst<>+88(SB), Z2, Z2
 	VCVTPS2DQ   Z2, Z2
 	VPANDD      Z1, Z2, Z2
 	VMOVUPS     (DX)(R11*4), Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x08, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS     (BX)(R11*4), Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x10, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS     (SI)(R11*4), Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x18, Z3, Z3
@@ -4712,30 +4676,30 @@ tail_cy:
 	KMOVW       R12, K1
 	VMOVUPS.Z   (AX)(R11*4), K1, Z2
 	VMULPS      Z0, Z2, Z2
-	VMAXPS.BCST eltconst<>+60(SB), Z2, Z2
-	VMINPS.BCST eltconst<>+64(SB), Z2, Z2
+	VMAXPS.BCST eltconst<>+84(SB), Z2, Z2
+	VMINPS.BCST eltconst<>+88(SB), Z2, Z2
 	VCVTPS2DQ   Z2, Z2
 	VPANDD      Z1, Z2, Z2
 	VMOVUPS.Z   (DX)(R11*4), K1, Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x08, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS.Z   (BX)(R11*4), K1, Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x10, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS.Z   (SI)(R11*4), K1, Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x18, Z3, Z3
@@ -4768,12 +4732,12 @@ full_cz:
 	CMPQ        BX, SI
 	JAE         tail_cz
 	VMOVUPS     (DX)(BX*4), Z3
-	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+96(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
@@ -4788,12 +4752,12 @@ tail_cz:
 	DECL        SI
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z3
-	VPANDD.BCST eltconst<>+72(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+96(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+60(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+64(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)

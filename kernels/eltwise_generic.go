@@ -16,6 +16,7 @@ const eltLanes = 16
 const (
 	eltLog2e  = float32(1.44269504088896341)
 	eltLn2Hi  = float32(0.693359375)
+	eltLn2    = float32(0.69314718055994530942)
 	eltLn2Lo  = float32(-2.12194440e-4)
 	eltExpMin = float32(-104) // exp(-104) rounds to 0 in float32
 	eltExpMax = float32(88)
@@ -438,9 +439,36 @@ func eltQuantU8Generic(dst []uint8, x []float32, inv, zp float32) uint32 {
 // on a scratch row of exponentials.
 func eltExpQuantU8Generic(dst []uint8, x []float32, m float32) (sum, bits uint32) {
 	e := make([]float32, len(dst))
-	eltExpSumGeneric(e, x, m)
-	bits = eltQuantU8Generic(dst, e, 255, 0)
+	for j := range e {
+		e[j] = eltExpU8(x[j] - m)
+	}
+	bits = eltQuantU8Generic(dst, e, 1, 0)
 	return uint32(sumU8(dst)), bits
+}
+
+// eltExpU8P are the coefficients (constant term first) of the degree-3
+// polynomial of eltExpU8: 255 times the minimax approximation of exp(r) in
+// relative error on [-ln2/2, ln2/2] (error under 7.5e-5).
+var eltExpU8P = [...]float32{2.5498165875e+02, 2.5504186737e+02, 1.2876563237e+02, 4.2245447987e+01}
+
+// eltExpU8 is 255*exp(x) to the precision INT8 attention's u8
+// probabilities need (docs/DESIGN.md section 3.10), the scalar twin of the
+// AVX-512 expVecsU8: x = max(x, -16) (255*exp(-16) rounds to 0),
+// n = roundHalfEven(x*log2e), r = fma(-n, ln2, x), p(r) by FMA (Horner,
+// highest degree first), p*2^n. Its relative error is under 7.5e-5 (0.02
+// of a u8 step at 255); NaN stays NaN.
+func eltExpU8(x float32) float32 {
+	if x != x {
+		return x
+	}
+	x = max(x, -16)
+	n := float32(math.RoundToEven(float64(x * eltLog2e)))
+	r := fma32(-n, eltLn2, x)
+	p := eltExpU8P[3]
+	for i := 2; i >= 0; i-- {
+		p = fma32(p, r, eltExpU8P[i])
+	}
+	return scale2n(p, n)
 }
 
 func eltQuantS8Generic(dst []int8, x []float32, inv, zp float32) uint32 {

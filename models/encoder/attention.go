@@ -69,6 +69,9 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 	head := m.attentionHead
 	if m.Attention() == AttentionInt8 {
 		head = m.attentionHead8
+		if err := m.quantQKV(s); err != nil {
+			return err
+		}
 	}
 	if m.threads <= 1 || tasks == 1 {
 		b := attnPool.Get().(*attnBuf)

@@ -2,10 +2,13 @@ package encoder
 
 import (
 	"fmt"
-	"github.com/int8bert/int8bert/cpu"
 	"math"
 	"os"
+	"slices"
 	"strings"
+	"sync"
+
+	"github.com/int8bert/int8bert/cpu"
 
 	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
@@ -94,18 +97,113 @@ func (m *Model) Attention() AttentionMode {
 	return AttentionF32
 }
 
-// attnBuf8 is the INT8 half of an attnBuf: Q quantized with its row
-// scales, K and V^T quantized and packed as s8 "weights" (K with one scale
-// per key, V with one per head), P in u8 with its row scales, and the two
-// epilogues.
+// attnBuf8 is the INT8 half of an attnBuf: V^T quantized and packed as
+// s8 "weights" (one scale per head), P in u8 with its row scales, and the
+// two epilogues. Q and K come quantized from the pass's qkv8.
 type attnBuf8 struct {
-	q        []uint8
-	qs, ks   []float32
 	p        []uint8
 	ps       []float32
-	k, vt    kernels.PackedS8
+	vt       kernels.PackedS8
 	g        kernels.GEMMU8S8
 	epS, epC kernels.Epilogue
+}
+
+// qkv8 is a pass's quantized Q and K (and V's absolute maxima), all
+// sequences and heads, written token by token before the heads run
+// (quantQKV): Q's u8 rows [tokens][hidden], the scales [heads][tokens],
+// one K pack per (sequence, head), one kernels.QKVQuant per sequence.
+type qkv8 struct {
+	q      []uint8
+	qs, ks []float32
+	vb     []uint32
+	k      []kernels.PackedS8
+	seqs   []kernels.QKVQuant
+	first  []int // quantQKV's first task of each sequence
+}
+
+// qkvChunk is how many tokens one task of quantQKV takes.
+const qkvChunk = 32
+
+// quantQKV quantizes Q, K and the maxima of V of every sequence in s,
+// reading each token's fused QKV row once (kernels.QKVQuant; docs/DESIGN.md
+// section 3.10), split over m.threads goroutines by chunks of tokens.
+func (m *Model) quantQKV(s *scratch) error {
+	if s.a8 == nil {
+		s.a8 = new(qkv8)
+	}
+	a := s.a8
+	h, heads := m.cfg.Hidden, m.cfg.Heads
+	d := h / heads
+	ld := 3 * h
+	rows := 0
+	for _, sp := range s.spans {
+		rows = max(rows, sp.off+sp.n)
+	}
+	a.q = growU8(a.q, rows*h)
+	a.qs = growF32(a.qs, heads*rows)
+	a.ks = growF32(a.ks, heads*rows)
+	if cap(a.vb) < heads*rows {
+		a.vb = make([]uint32, heads*rows)
+	}
+	a.vb = a.vb[:heads*rows]
+	if nk := len(s.spans) * heads; cap(a.k) < nk {
+		a.k = append(a.k[:cap(a.k)], make([]kernels.PackedS8, nk-cap(a.k))...)
+	}
+	a.k = a.k[:len(s.spans)*heads]
+	if cap(a.seqs) < len(s.spans) {
+		a.seqs = make([]kernels.QKVQuant, len(s.spans))
+	}
+	a.seqs = a.seqs[:len(s.spans)]
+	scale := float32(1 / math.Sqrt(float64(d)))
+	tasks := 0
+	for bi, sp := range s.spans {
+		ks := a.k[bi*heads : (bi+1)*heads]
+		for i := range ks {
+			if err := ks[i].ReserveKeys(sp.n, d, sp.kr.qk8.NR); err != nil {
+				return fmt.Errorf("int8 attention k (sequence %d): %w", bi, err)
+			}
+		}
+		a.seqs[bi] = kernels.QKVQuant{Heads: heads, D: d, QMul: scale, Q: a.q[sp.off*h:], Ldq: h,
+			QScale: a.qs[sp.off:], KScale: a.ks[sp.off:], VBits: a.vb[sp.off:], Lds: rows, K: ks}
+		tasks += (sp.n + qkvChunk - 1) / qkvChunk
+	}
+	run := func(bi, t0, t1 int) error {
+		sp := &s.spans[bi]
+		if err := a.seqs[bi].Rows(s.qkv[sp.off*ld:], ld, t0, t1); err != nil {
+			return fmt.Errorf("int8 attention (sequence %d): %w", bi, err)
+		}
+		return nil
+	}
+	if m.threads <= 1 || tasks <= 1 {
+		for bi, sp := range s.spans {
+			if err := run(bi, 0, sp.n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Task t is chunk t - first[bi] of sequence bi.
+	a.first = append(a.first[:0], make([]int, len(s.spans)+1)...)
+	first := a.first
+	for bi, sp := range s.spans {
+		first[bi+1] = first[bi] + (sp.n+qkvChunk-1)/qkvChunk
+	}
+	var mu sync.Mutex
+	var firstErr error
+	firstAt := tasks
+	kernels.Parallel(m.threads, tasks, func(t int) {
+		bi, _ := slices.BinarySearch(first, t+1)
+		bi--
+		t0 := (t - first[bi]) * qkvChunk
+		if err := run(bi, t0, min(t0+qkvChunk, s.spans[bi].n)); err != nil {
+			mu.Lock()
+			if t < firstAt { // the error of the lowest chunk, as the serial loop
+				firstErr, firstAt = err, t
+			}
+			mu.Unlock()
+		}
+	})
+	return firstErr
 }
 
 // The epilogue kinds of INT8 attention's products: the scores
@@ -161,12 +259,12 @@ func growU8(b []uint8, n int) []uint8 {
 // on the kernels the selector chose for the span (sp.kr.qk8, sp.kr.pv8).
 func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *attnQuant) error {
 	sp := &s.spans[bi]
-	h, heads, seq, off := m.cfg.Hidden, m.cfg.Heads, sp.n, sp.off
-	d := h / heads
-	scale := float32(1 / math.Sqrt(float64(d)))
+	h, seq, off := m.cfg.Hidden, sp.n, sp.off
+	d := h / m.cfg.Heads
 	ld := 3 * h
 	qk, pv := sp.kr.qk8, sp.kr.pv8
 	e := &b.i8
+	qa := &s.a8.seqs[bi]
 	b.scores = growF32(b.scores, seq*seq)
 	var mask []float32
 	if in.Mask != nil {
@@ -179,35 +277,24 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 		}
 		mask = b.mask
 	}
-	e.q = growU8(e.q, seq*d)
-	e.qs = growF32(e.qs, seq)
-	e.ks = growF32(e.ks, seq)
 	e.p = growU8(e.p, seq*seq)
 	e.ps = growF32(e.ps, seq)
 	rows := s.qkv[off*ld : (off+seq)*ld]
-	qo, ko, vo := hd*d, h+hd*d, 2*h+hd*d
 	fail := func(what string, err error) error {
 		return fmt.Errorf("int8 attention %s (sequence %d, head %d): %w", what, bi, hd, err)
 	}
-	if err := kernels.QuantizeRowsU8Block(e.q, d, e.qs, rows[qo:], ld, seq, d); err != nil {
-		return fail("q", err)
-	}
-	for i := range e.qs {
-		e.qs[i] *= scale
-	}
-	if err := kernels.PackQuantS8Into(&e.k, e.ks, seq, d, rows[ko:], ld, qk.NR); err != nil {
-		return fail("k", err)
-	}
-	e.epS = kernels.Epilogue{ZeroPoint: 128, ColSum: e.k.ColSum, RowScale: e.qs, ColScale: e.ks}
-	e.g = kernels.GEMMU8S8{M: seq, N: seq, K: d, A: e.q, Lda: d, B: &e.k, Ep: &e.epS, Out: kernels.Out{F32: b.scores, Ldc: seq}}
+	so := hd * qa.Lds
+	kp := &qa.K[hd]
+	e.epS = kernels.Epilogue{ZeroPoint: 128, ColSum: kp.ColSum, RowScale: qa.QScale[so : so+seq], ColScale: qa.KScale[so : so+seq]}
+	e.g = kernels.GEMMU8S8{M: seq, N: seq, K: d, A: qa.Q[hd*d:], Lda: h, B: kp, Ep: &e.epS, Out: kernels.Out{F32: b.scores, Ldc: seq}}
 	if err := qk.RunU8S8(&e.g); err != nil {
 		return fail("scores", err)
 	}
 	if err := kernels.SoftmaxU8(e.p, seq, e.ps, b.scores, seq, seq, mask); err != nil {
 		return fail("softmax", err)
 	}
-	vs, err := kernels.PackQuantS8TInto(&e.vt, d, seq, rows[vo:], ld, pv.NR)
-	if err != nil {
+	vs := qa.VScale(hd, 0, seq)
+	if err := kernels.PackQuantS8TScaledInto(&e.vt, d, seq, rows[2*h+hd*d:], ld, pv.NR, vs); err != nil {
 		return fail("v", err)
 	}
 	for i := range e.ps {

@@ -577,6 +577,9 @@ type scratch struct {
 	// rows is the pass's tokens; spans its sequences (forward).
 	rows  int
 	spans []span
+	// a8 is INT8 attention's quantized Q and K (quantQKV), made on
+	// first use.
+	a8 *qkv8
 }
 
 // buffers hold the scratch of forward passes of up to rows tokens (rows x
@@ -595,6 +598,7 @@ type buffers struct {
 	// grown as needed and reused.
 	spans []span
 	offs  []int
+	a8    qkv8
 }
 
 // newBuffers makes buffers for passes of up to rows tokens of m.
@@ -715,6 +719,7 @@ func (b *buffers) view(c Config, rows int) *qscratch {
 		v := func(q qin, k int) qin { return qin{u8: q.u8[:rows*k], scales: q.scales[:rows]} }
 		s.xq, s.ctxq, s.fq = v(b.xq, h), v(b.ctxq, h), v(b.fq, in)
 		s.tmp = b.tmp[:rows*max(h, in)]
+		s.a8 = &b.a8
 	}
 	return s
 }

@@ -39,6 +39,12 @@ var consts = []struct {
 	{"e4", f(1.6666665459e-1)},
 	{"e5", f(5.0000001201e-1)},
 	{"one", f(1)},
+	{"ln2", f(0.69314718055994530942)},
+	{"u8expmin", f(-16)},
+	{"u8e0", f(2.5498165875e+02)},
+	{"u8e1", f(2.5504186737e+02)},
+	{"u8e2", f(1.2876563237e+02)},
+	{"u8e3", f(4.2245447987e+01)},
 	{"half", f(0.5)},
 	{"zero", f(0)},
 	{"u8max", f(255)},
@@ -599,6 +605,39 @@ func expVecs(xs []reg.VecVirtual, lo reg.VecVirtual) {
 	}
 }
 
+// expVecsU8 replaces each x of xs by 255*exp(x) to the precision P's u8
+// needs (see eltExpU8; docs/DESIGN.md section 3.10), the vectors'
+// instructions interleaved: x = max(x, -16) (x as src2, so NaN stays NaN),
+// n = roundHalfEven(x*log2e), r = x - n*ln2 in one FMA, the degree-3
+// polynomial (255 folded into its coefficients) by FMA, then VSCALEFPS by n.
+func expVecsU8(xs []reg.VecVirtual, lo reg.VecVirtual) {
+	n, p := make([]reg.VecVirtual, len(xs)), make([]reg.VecVirtual, len(xs))
+	for j := range xs {
+		n[j], p[j] = ZMM(), ZMM()
+		VMAXPS(xs[j], lo, xs[j])
+	}
+	for j := range xs {
+		VMULPS_BCST(c("log2e"), xs[j], n[j])
+	}
+	for j := range xs {
+		VRNDSCALEPS(U8(0), n[j], n[j])
+	}
+	for j := range xs {
+		VFNMADD231PS_BCST(c("ln2"), n[j], xs[j]) // r = x - n*ln2
+	}
+	for j := range xs {
+		VBROADCASTSS(c("u8e3"), p[j])
+	}
+	for _, e := range []string{"u8e2", "u8e1", "u8e0"} {
+		for j := range xs {
+			VFMADD213PS_BCST(c(e), xs[j], p[j]) // p = p*r + e
+		}
+	}
+	for j := range xs {
+		VSCALEFPS(n[j], p[j], xs[j])
+	}
+}
+
 // expUnroll is how many vectors the main softmax exp loop interleaves.
 const expUnroll = 4
 
@@ -1104,23 +1143,23 @@ func quantStatic(name, sig, lo, hi, typ string) {
 }
 
 // expQuantU8 is INT8 attention's softmax numerator in one pass
-// (docs/DESIGN.md section 3.10): exp, the scaling to u8, the rounding and
-// the row sum without writing the exponentials out.
+// (docs/DESIGN.md section 3.10): a low-degree 255*exp, the rounding to u8
+// and the row sum without writing the exponentials out.
 func expQuantU8() {
 	TEXT("eltExpQuantU8", NOSPLIT, "func(dst []uint8, x []float32, m float32) (sum, bits uint32)")
 	Doc("eltExpQuantU8 stores, for j < len(dst),",
 		"",
-		"\tdst[j] = uint8(roundHalfEven(clamp(exp(x[j] - m)*255, 0, 255)))",
+		"\tdst[j] = uint8(roundHalfEven(clamp(e255(x[j] - m), 0, 255)))",
 		"",
-		"with the vector exp of eltExp, and returns the sum of dst and the bits",
-		"of max|exp(x[j] - m)| as eltAbsMax does (NaN/Inf check): what",
-		"eltExpSum(e, x, m), eltQuantU8(dst, e, 255, 0) and sumU8(dst) give,",
-		"bit for bit (see eltExpQuantU8Generic).")
+		"with e255 the degree-3 255*exp of eltExpU8 (relative error under",
+		"7.5e-5), and returns the sum of dst and the bits of max|e255(x[j] - m)|",
+		"as eltAbsMax does (NaN/Inf check), bit for bit its twin",
+		"eltExpQuantU8Generic.")
 	n := Load(Param("dst").Len(), GP64())
 	d := Load(Param("dst").Base(), GP64())
 	xp := Load(Param("x").Base(), GP64())
 	m := scalar("m")
-	lo := bcast("expmin")
+	lo := bcast("u8expmin")
 	acc, bits := ZMM(), ZMM()
 	VPXORD(acc, acc, acc)
 	VPXORD(bits, bits, bits)
@@ -1134,7 +1173,6 @@ func expQuantU8() {
 		} else {
 			VPMAXUD(a, bits, k, bits)
 		}
-		VMULPS_BCST(c("u8max"), v, v)
 		clampRound(v, "zero", "u8max")
 		if k == nil {
 			VPADDD(v, acc, acc)
@@ -1160,7 +1198,7 @@ func expQuantU8() {
 	for j := range xs {
 		VSUBPS(m, xs[j], xs[j])
 	}
-	expVecs(xs, lo)
+	expVecsU8(xs, lo)
 	for j := range xs {
 		finish(xs[j], u8At(d, i).Offset(16*j), nil)
 	}
@@ -1170,7 +1208,7 @@ func expQuantU8() {
 	rowLoopFrom(i, n, func(i reg.GPVirtual, k reg.Register) {
 		v := load(f32At(xp, i), k)
 		VSUBPS(m, v, v)
-		expVecs([]reg.VecVirtual{v}, lo)
+		expVecsU8([]reg.VecVirtual{v}, lo)
 		finish(v, u8At(d, i), k)
 	})
 	Store(reduceAddI32(acc), ReturnIndex(0))

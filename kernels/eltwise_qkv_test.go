@@ -1,0 +1,215 @@
+package kernels
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// qkvRows makes n fused QKV rows (heads of d, row stride ld) with one
+// all-zero head slice in each of Q, K and V (the scale-1 case).
+func qkvRows(r *rand.Rand, n, heads, d, ld int) []float32 {
+	h := heads * d
+	x := make([]float32, max((n-1)*ld+3*h, 0))
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 2)
+	}
+	if n > 1 {
+		for part := 0; part < 3; part++ {
+			t, hd := r.IntN(n), r.IntN(heads)
+			clear(x[t*ld+part*h+hd*d : t*ld+part*h+hd*d+d])
+		}
+	}
+	return x
+}
+
+// newQKVQuant makes a QKVQuant for n tokens with its buffers filled with
+// a sentinel, the K packs reserved for panels of nr.
+func newQKVQuant(t *testing.T, n, heads, d, nr int) *QKVQuant {
+	h := heads * d
+	a := &QKVQuant{Heads: heads, D: d, QMul: 0.125, Q: make([]uint8, n*h), Ldq: h,
+		QScale: make([]float32, heads*n), KScale: make([]float32, heads*n), VBits: make([]uint32, heads*n),
+		Lds: n, K: make([]PackedS8, heads)}
+	for i := range a.Q {
+		a.Q[i] = 0x5a
+	}
+	for i := range a.K {
+		if err := a.K[i].ReserveKeys(n, d, nr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a
+}
+
+// TestQKVQuantMatchesPerHead holds QKVQuant.Rows (every head of a token in
+// one go) to the per-head functions it replaces, bit for bit: Q against
+// QuantizeRowsU8Block (scales times QMul), K against PackQuantS8Into
+// (data, column sums, scales), V's VScale against PackQuantS8TInto's
+// scale and PackQuantS8TScaledInto's pack against its pack, on every
+// element-wise path, the tokens quantized in two disjoint ranges.
+func TestQKVQuantMatchesPerHead(t *testing.T) {
+	eltPaths(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(3, 7))
+		for _, c := range [][4]int{{1, 2, 64, 32}, {17, 4, 64, 64}, {64, 2, 16, 16}, {130, 3, 20, 48}, {33, 1, 7, 32}, {256, 16, 64, 32}} {
+			n, heads, d, nr := c[0], c[1], c[2], c[3]
+			h := heads * d
+			ld := 3*h + r.IntN(5)
+			x := qkvRows(r, n, heads, d, ld)
+			a := newQKVQuant(t, n, heads, d, nr)
+			mid := r.IntN(n + 1)
+			if err := a.Rows(x, ld, mid, n); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Rows(x, ld, 0, mid); err != nil {
+				t.Fatal(err)
+			}
+			for hd := 0; hd < heads; hd++ {
+				q, qs := make([]uint8, n*d), make([]float32, n)
+				if err := QuantizeRowsU8Block(q, d, qs, x[hd*d:], ld, n, d); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < n; i++ {
+					if got, want := a.QScale[hd*n+i], qs[i]*a.QMul; math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("%v head %d token %d: q scale %v, want %v", c, hd, i, got, want)
+					}
+					if got, want := a.Q[i*h+hd*d:i*h+hd*d+d], q[i*d:i*d+d]; !slices.Equal(got, want) {
+						t.Fatalf("%v head %d token %d: q %v, want %v", c, hd, i, got, want)
+					}
+				}
+				var k PackedS8
+				ks := make([]float32, n)
+				if err := PackQuantS8Into(&k, ks, n, d, x[h+hd*d:], ld, nr); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(a.K[hd].Data, k.Data) || !slices.Equal(a.K[hd].ColSum, k.ColSum) {
+					t.Fatalf("%v head %d: k pack differs from PackQuantS8Into", c, hd)
+				}
+				if got := a.KScale[hd*n : hd*n+n]; !slices.Equal(got, ks) {
+					t.Fatalf("%v head %d: k scales %v, want %v", c, hd, got, ks)
+				}
+				var v, vs PackedS8
+				want, err := PackQuantS8TInto(&v, d, n, x[2*h+hd*d:], ld, nr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := a.VScale(hd, 0, n)
+				if math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("%v head %d: v scale %v, want %v", c, hd, got, want)
+				}
+				if err := PackQuantS8TScaledInto(&vs, d, n, x[2*h+hd*d:], ld, nr, got); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(vs.Data, v.Data) || vs.Kp != v.Kp || vs.Np != v.Np {
+					t.Fatalf("%v head %d: scaled v pack differs from PackQuantS8TInto", c, hd)
+				}
+			}
+		}
+	})
+}
+
+// TestQKVQuantErrors checks that a NaN or an infinity is an ErrNonFinite
+// naming its token, head and part, and that bad shapes are ErrShape, on
+// every element-wise path.
+func TestQKVQuantErrors(t *testing.T) {
+	eltPaths(t, func(t *testing.T) {
+		const n, heads, d = 9, 3, 16
+		h := heads * d
+		r := rand.New(rand.NewPCG(1, 1))
+		for _, c := range []struct {
+			part int
+			name string
+			v    float64
+		}{{0, "q", math.NaN()}, {1, "k", math.Inf(1)}, {2, "v", math.Inf(-1)}} {
+			x := qkvRows(r, n, heads, d, 3*h)
+			x[5*3*h+c.part*h+2*d+3] = float32(c.v)
+			a := newQKVQuant(t, n, heads, d, 16)
+			err := a.Rows(x, 3*h, 0, n)
+			if !errors.Is(err, ErrNonFinite) {
+				t.Fatalf("%s: %v, want ErrNonFinite", c.name, err)
+			}
+			if want := "token 5 head 2 " + c.name + " col 3"; !strings.Contains(err.Error(), want) {
+				t.Fatalf("%s: %q does not name %q", c.name, err, want)
+			}
+			if err := a.Rows(x, 3*h, 0, 5); err != nil { // the rows before it are fine
+				t.Fatalf("%s: rows before the bad token: %v", c.name, err)
+			}
+		}
+		x := qkvRows(r, n, heads, d, 3*h)
+		for name, f := range map[string]func(a *QKVQuant) error{
+			"ldx < 3h":     func(a *QKVQuant) error { return a.Rows(x, 3*h-1, 0, n) },
+			"t1 > lds":     func(a *QKVQuant) error { return a.Rows(x, 3*h, 0, n+1) },
+			"t0 > t1":      func(a *QKVQuant) error { return a.Rows(x, 3*h, 4, 3) },
+			"short x":      func(a *QKVQuant) error { return a.Rows(x[:len(x)-1], 3*h, 0, n) },
+			"short scales": func(a *QKVQuant) error { a.KScale = a.KScale[:len(a.KScale)-1]; return a.Rows(x, 3*h, 0, n) },
+			"pack k":       func(a *QKVQuant) error { _ = a.K[1].ReserveKeys(n, d+4, 16); return a.Rows(x, 3*h, 0, n) },
+			"pack n":       func(a *QKVQuant) error { _ = a.K[0].ReserveKeys(n-1, d, 16); return a.Rows(x, 3*h, 0, n) },
+			"few packs":    func(a *QKVQuant) error { a.K = a.K[:2]; return a.Rows(x, 3*h, 0, n) },
+		} {
+			if err := f(newQKVQuant(t, n, heads, d, 16)); !errors.Is(err, ErrShape) {
+				t.Errorf("%s: %v, want ErrShape", name, err)
+			}
+		}
+		var p PackedS8
+		if err := p.ReserveKeys(4, 16, 24); !errors.Is(err, ErrShape) {
+			t.Errorf("reserve nr=24: %v, want ErrShape", err)
+		}
+		for _, s := range []float32{0, -1, float32(math.Inf(1)), float32(math.NaN())} {
+			if err := PackQuantS8TScaledInto(&p, d, n, x[2*h:], 3*h, 16, s); !errors.Is(err, ErrShape) {
+				t.Errorf("scaled pack, scale %v: %v, want ErrShape", s, err)
+			}
+		}
+	})
+}
+
+// BenchmarkQKVQuant times the quantization of one BERT-large layer's Q, K
+// and V maxima at 256 tokens (16 heads of 64): per head, as INT8 attention
+// did it before QKVQuant (one head's slice of every row: strided), against
+// QKVQuant.Rows (every head of a token at once). Run pinned: taskset -c 1
+// go test -run '^$' -bench QKVQuant ./kernels
+func BenchmarkQKVQuant(b *testing.B) {
+	const n, heads, d, nr = 256, 16, 64, 32
+	h := heads * d
+	r := rand.New(rand.NewPCG(7, 9))
+	x := qkvRows(r, n, heads, d, 3*h)
+	b.Run("per-head", func(b *testing.B) {
+		q, qs, ks := make([]uint8, n*d), make([]float32, n), make([]float32, n)
+		var k, v PackedS8
+		for b.Loop() {
+			for hd := 0; hd < heads; hd++ {
+				if err := QuantizeRowsU8Block(q, d, qs, x[hd*d:], 3*h, n, d); err != nil {
+					b.Fatal(err)
+				}
+				if err := PackQuantS8Into(&k, ks, n, d, x[h+hd*d:], 3*h, nr); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := PackQuantS8TInto(&v, d, n, x[2*h+hd*d:], 3*h, nr); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("tokens", func(b *testing.B) {
+		a := &QKVQuant{Heads: heads, D: d, QMul: 0.125, Q: make([]uint8, n*h), Ldq: h,
+			QScale: make([]float32, heads*n), KScale: make([]float32, heads*n), VBits: make([]uint32, heads*n),
+			Lds: n, K: make([]PackedS8, heads)}
+		for i := range a.K {
+			if err := a.K[i].ReserveKeys(n, d, nr); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var v PackedS8
+		for b.Loop() {
+			if err := a.Rows(x, 3*h, 0, n); err != nil {
+				b.Fatal(err)
+			}
+			for hd := 0; hd < heads; hd++ {
+				if err := PackQuantS8TScaledInto(&v, d, n, x[2*h+hd*d:], 3*h, nr, a.VScale(hd, 0, n)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
