@@ -76,6 +76,9 @@ type eltFuncs struct {
 	// expQU8 is expSum, qU8 at 255 and sumU8 fused (SoftmaxU8); nil where
 	// the three separate passes are the faster (they are what it equals).
 	expQU8 func(dst []uint8, x []float32, m float32) (sum, bits uint32)
+	// smU8 is SoftmaxU8's row loop with max and expQU8 in one call,
+	// stopping at a row the caller must look at; nil with expQU8.
+	smU8 func(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32)
 	// packK quantizes and packs one key of K (PackQuantS8Into); nil where
 	// the separate passes run.
 	packK func(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32)
@@ -106,7 +109,7 @@ var eltAsm = eltFuncs{
 	gelu:   eltGELU,
 	absMax: eltAbsMax, qRow: eltQuantRow,
 	absMaxP: eltAbsMaxPre, qRowP: eltQuantRowPre, qU8: eltQuantU8, qS8: eltQuantS8,
-	dqU8: eltDequantU8, dqS32: eltDequantS32, expQU8: eltExpQuantU8, packK: eltPackQuantKRow, packVT4: eltPackQuantVT4,
+	dqU8: eltDequantU8, dqS32: eltDequantS32, expQU8: eltExpQuantU8, smU8: eltSoftmaxU8Rows, packK: eltPackQuantKRow, packVT4: eltPackQuantVT4,
 }
 
 func eltImpl() *eltFuncs {

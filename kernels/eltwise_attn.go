@@ -315,10 +315,21 @@ func SoftmaxU8(dst []uint8, ldd int, rowScale []float32, x []float32, rows, n in
 		mk = mask[:n]
 	}
 	for i := 0; i < rows; i++ {
+		add := mk // the mask, while row i does not hold it yet
+		if f.smU8 != nil {
+			// One call for the rows up to one with no finite maximum or
+			// with a non-finite value, which the steps below take again
+			// (its scores hold the mask by then).
+			r, _ := f.smU8(dst[i*ldd:], ldd, rowScale[i:rows], x[i*n:rows*n], n, mk)
+			if i += r; i == rows {
+				break
+			}
+			add = nil
+		}
 		d := x[i*n : i*n+n]
 		var m float32
-		if mk != nil {
-			m = f.maxMask(d, d, mk)
+		if add != nil {
+			m = f.maxMask(d, d, add)
 		} else {
 			m = f.max(d)
 		}

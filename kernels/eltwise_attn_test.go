@@ -1,9 +1,12 @@
 package kernels
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -396,4 +399,148 @@ func TestExpU8Accuracy(t *testing.T) {
 		t.Fatalf("eltExpU8(NaN) = %v", f)
 	}
 	t.Logf("worst relative error %.3g", worst)
+}
+
+// softmaxU8Rows makes rows x n scores for the softmax tests: normal
+// values, with row special (if in range) all -Inf and, at bad (if in
+// range), a NaN or +Inf (poison).
+func softmaxU8Rows(r *rand.Rand, rows, n, special, bad int, poison float32) []float32 {
+	x := make([]float32, rows*n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 3)
+	}
+	if special >= 0 && special < rows {
+		for j := 0; j < n; j++ {
+			x[special*n+j] = float32(math.Inf(-1))
+		}
+	}
+	if bad >= 0 && bad < rows*n {
+		x[bad] = poison
+	}
+	return x
+}
+
+// TestSoftmaxU8RowsTwin holds the AVX-512 one-call row loop of SoftmaxU8
+// to its twin bit for bit: bytes, scales, the scores it leaves (the mask
+// added), the row it stops at and the bits it returns, with and without a
+// mask, over lengths with tails, rows all -Inf and NaN or +Inf values.
+func TestSoftmaxU8RowsTwin(t *testing.T) {
+	if !eltwiseAVX512() {
+		t.Skipf("%s: the one-call row loop is AVX-512 only and this CPU (or build) runs without it: SoftmaxU8's row steps run instead", t.Name())
+	}
+	r := rand.New(rand.NewPCG(4, 4))
+	for _, n := range []int{1, 15, 16, 17, 64, 100, 256} {
+		for trial := 0; trial < 6; trial++ {
+			const rows, ldd = 7, 300
+			special, bad, poison := -1, -1, float32(0)
+			switch trial {
+			case 2:
+				special = 3
+			case 3:
+				bad, poison = 4*n+r.IntN(n), float32(math.NaN())
+			case 4:
+				bad, poison = 2*n+r.IntN(n), float32(math.Inf(1))
+			case 5:
+				special, bad, poison = 0, 5*n, float32(math.NaN())
+			}
+			x := softmaxU8Rows(r, rows, n, special, bad, poison)
+			var mask []float32
+			if trial%2 == 1 {
+				mask = make([]float32, n)
+				for j := range mask {
+					if r.IntN(4) == 0 {
+						mask[j] = -10000
+					}
+				}
+			}
+			gx, wx := slices.Clone(x), slices.Clone(x)
+			gd, wd := make([]uint8, (rows-1)*ldd+n), make([]uint8, (rows-1)*ldd+n)
+			gs, ws := make([]float32, rows), make([]float32, rows)
+			gr, gb := eltSoftmaxU8Rows(gd, ldd, gs, gx, n, mask)
+			wr, wb := eltSoftmaxU8RowsGeneric(wd, ldd, ws, wx, n, mask)
+			if gr != wr || gb != wb {
+				t.Fatalf("n=%d trial %d: asm stops at row %d bits %#x, twin at %d bits %#x", n, trial, gr, gb, wr, wb)
+			}
+			if !slices.Equal(gd, wd) || !slices.Equal(gs, ws) {
+				t.Fatalf("n=%d trial %d: bytes or scales differ", n, trial)
+			}
+			for i := 0; i < min(gr+1, rows)*n; i++ { // the scores up to the row it stopped at
+				if math.Float32bits(gx[i]) != math.Float32bits(wx[i]) {
+					t.Fatalf("n=%d trial %d: score %d: asm %v, twin %v", n, trial, i, gx[i], wx[i])
+				}
+			}
+			if want := map[int]int{2: 3, 3: 4, 4: 2, 5: 0}; trial >= 2 && gr != want[trial] {
+				t.Fatalf("n=%d trial %d: stops at row %d, want %d", n, trial, gr, want[trial])
+			}
+		}
+	}
+}
+
+// TestSoftmaxU8 checks SoftmaxU8 on every element-wise path against
+// float64: each byte within one step of roundHalfEven(255*exp(s - max s)),
+// the row maximum 255, each scale 1 over the row's byte sum, an all -Inf
+// row zero with scale 0, and a NaN or +Inf an
+// ErrNonFinite naming its row and column.
+func TestSoftmaxU8(t *testing.T) {
+	eltPaths(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(8, 1))
+		for _, n := range []int{1, 17, 64, 256} {
+			for _, masked := range []bool{false, true} {
+				const rows, ldd = 9, 260
+				x := softmaxU8Rows(r, rows, n, 5, -1, 0)
+				var mask []float32
+				if masked {
+					mask = make([]float32, n)
+					for j := range mask {
+						if j%3 == 1 {
+							mask[j] = -10000
+						}
+					}
+				}
+				orig := slices.Clone(x)
+				dst, sc := make([]uint8, (rows-1)*ldd+n), make([]float32, rows)
+				if err := SoftmaxU8(dst, ldd, sc, x, rows, n, mask); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < rows; i++ {
+					q := dst[i*ldd : i*ldd+n]
+					if i == 5 {
+						if sc[i] != 0 || slices.ContainsFunc(q, func(b uint8) bool { return b != 0 }) {
+							t.Fatalf("n=%d: the -Inf row is not zero (scale %v)", n, sc[i])
+						}
+						continue
+					}
+					s := make([]float64, n)
+					m := math.Inf(-1)
+					for j := range s {
+						s[j] = float64(orig[i*n+j])
+						if mask != nil {
+							s[j] += float64(mask[j])
+						}
+						m = max(m, s[j])
+					}
+					var sum int
+					top := 0
+					for j := range s {
+						want := math.RoundToEven(255 * math.Exp(s[j]-m))
+						if d := math.Abs(float64(q[j]) - want); d > 1 {
+							t.Fatalf("n=%d row %d col %d: byte %d, want %v", n, i, j, q[j], want)
+						}
+						sum += int(q[j])
+						top = max(top, int(q[j]))
+					}
+					if top != 255 || sc[i] != 1/float32(sum) {
+						t.Fatalf("n=%d row %d: max byte %d, scale %v (want 1/%d)", n, i, top, sc[i], sum)
+					}
+				}
+			}
+		}
+		for _, poison := range []float32{float32(math.NaN()), float32(math.Inf(1))} {
+			x := softmaxU8Rows(r, 4, 33, -1, 2*33+7, poison)
+			err := SoftmaxU8(make([]uint8, 4*33), 33, make([]float32, 4), x, 4, 33, nil)
+			if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "row 2 col 7") {
+				t.Fatalf("poison %v: %v, want ErrNonFinite at row 2 col 7", poison, err)
+			}
+		}
+	})
 }

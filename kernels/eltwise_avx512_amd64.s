@@ -4459,7 +4459,6 @@ done_cv:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, AX
-	MOVL          AX, sum+56(FP)
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPMAXUD       Y0, Y3, Y0
 	VEXTRACTI128  $0x01, Y0, X1
@@ -4468,8 +4467,291 @@ done_cv:
 	VPMAXUD       X0, X1, X1
 	VPSHUFD       $0xb1, X1, X0
 	VPMAXUD       X0, X1, X1
-	VMOVD         X1, AX
-	MOVL          AX, bits+60(FP)
+	VMOVD         X1, CX
+	MOVL          AX, sum+56(FP)
+	MOVL          CX, bits+60(FP)
+	VZEROUPPER
+	RET
+
+// func eltSoftmaxU8Rows(dst []uint8, ldd int, scales []float32, x []float32, n int, mask []float32) (row int, bits uint32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL
+TEXT ·eltSoftmaxU8Rows(SB), NOSPLIT, $0-124
+	MOVQ         scales_len+40(FP), AX
+	MOVQ         scales_base+32(FP), DX
+	MOVQ         dst_base+0(FP), BX
+	MOVQ         ldd+24(FP), SI
+	MOVQ         x_base+56(FP), DI
+	MOVQ         n+80(FP), R8
+	MOVQ         mask_base+88(FP), R9
+	MOVQ         mask_len+96(FP), R10
+	VBROADCASTSS eltconst<>+52(SB), Z0
+	XORQ         R11, R11
+
+row_cw:
+	CMPQ         R11, AX
+	JAE          done_cw
+	MOVL         $0xff800000, CX
+	VPBROADCASTD CX, Z1
+	TESTQ        R10, R10
+	JZ           nomask_cw
+	XORQ         R12, R12
+	MOVQ         R8, CX
+	ANDQ         $-16, CX
+
+full_cx:
+	CMPQ    R12, CX
+	JAE     tail_cx
+	VMOVUPS (DI)(R12*4), Z2
+	VMOVUPS (R9)(R12*4), Z3
+	VADDPS  Z3, Z2, Z2
+	VMOVUPS Z2, (DI)(R12*4)
+	VMAXPS  Z2, Z1, Z1
+	ADDQ    $+16, R12
+	JMP     full_cx
+
+tail_cx:
+	MOVQ      R8, CX
+	SUBQ      R12, CX
+	JZ        done_cx
+	MOVL      $0x00000001, R13
+	SHLL      CL, R13
+	DECL      R13
+	KMOVW     R13, K1
+	VMOVUPS.Z (DI)(R12*4), K1, Z2
+	VMOVUPS.Z (R9)(R12*4), K1, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVUPS   Z2, K1, (DI)(R12*4)
+	VMAXPS    Z2, Z1, K1, Z1
+
+done_cx:
+	JMP max_cw
+
+nomask_cw:
+	XORQ R12, R12
+	MOVQ R8, CX
+	ANDQ $-16, CX
+
+full_cy:
+	CMPQ    R12, CX
+	JAE     tail_cy
+	VMOVUPS (DI)(R12*4), Z2
+	VMAXPS  Z2, Z1, Z1
+	ADDQ    $+16, R12
+	JMP     full_cy
+
+tail_cy:
+	MOVQ      R8, CX
+	SUBQ      R12, CX
+	JZ        done_cy
+	MOVL      $0x00000001, R13
+	SHLL      CL, R13
+	DECL      R13
+	KMOVW     R13, K1
+	VMOVUPS.Z (DI)(R12*4), K1, Z2
+	VMAXPS    Z2, Z1, K1, Z1
+
+done_cy:
+max_cw:
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VMAXPS        Y2, Y1, Y2
+	VEXTRACTF128  $0x01, Y2, X1
+	VMAXPS        X1, X2, X1
+	VMOVHLPS      X1, X1, X2
+	VMAXPS        X2, X1, X1
+	VMOVSHDUP     X1, X2
+	VMAXSS        X2, X1, X1
+	VMOVD         X1, CX
+	CMPL          CX, $0xff800000
+	JE            neginf_cw
+	VBROADCASTSS  X1, Z1
+	VPXORD        Z4, Z4, Z4
+	VPXORD        Z5, Z5, Z5
+	XORQ          R12, R12
+	MOVQ          R8, CX
+	ANDQ          $-64, CX
+
+unrolled_cz:
+	CMPQ              R12, CX
+	JAE               rest_cz
+	VMOVUPS           (DI)(R12*4), Z2
+	VMOVUPS           64(DI)(R12*4), Z3
+	VMOVUPS           128(DI)(R12*4), Z7
+	VMOVUPS           192(DI)(R12*4), Z8
+	VSUBPS            Z1, Z2, Z2
+	VSUBPS            Z1, Z3, Z3
+	VSUBPS            Z1, Z7, Z7
+	VSUBPS            Z1, Z8, Z8
+	VMAXPS            Z2, Z0, Z2
+	VMAXPS            Z3, Z0, Z3
+	VMAXPS            Z7, Z0, Z7
+	VMAXPS            Z8, Z0, Z8
+	VMULPS.BCST       eltconst<>+0(SB), Z2, Z9
+	VMULPS.BCST       eltconst<>+0(SB), Z3, Z11
+	VMULPS.BCST       eltconst<>+0(SB), Z7, Z13
+	VMULPS.BCST       eltconst<>+0(SB), Z8, Z15
+	VRNDSCALEPS       $0x00, Z9, Z9
+	VRNDSCALEPS       $0x00, Z11, Z11
+	VRNDSCALEPS       $0x00, Z13, Z13
+	VRNDSCALEPS       $0x00, Z15, Z15
+	VFNMADD231PS.BCST eltconst<>+48(SB), Z9, Z2
+	VFNMADD231PS.BCST eltconst<>+48(SB), Z11, Z3
+	VFNMADD231PS.BCST eltconst<>+48(SB), Z13, Z7
+	VFNMADD231PS.BCST eltconst<>+48(SB), Z15, Z8
+	VBROADCASTSS      eltconst<>+68(SB), Z10
+	VBROADCASTSS      eltconst<>+68(SB), Z12
+	VBROADCASTSS      eltconst<>+68(SB), Z14
+	VBROADCASTSS      eltconst<>+68(SB), Z16
+	VFMADD213PS.BCST  eltconst<>+64(SB), Z2, Z10
+	VFMADD213PS.BCST  eltconst<>+64(SB), Z3, Z12
+	VFMADD213PS.BCST  eltconst<>+64(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+64(SB), Z8, Z16
+	VFMADD213PS.BCST  eltconst<>+60(SB), Z2, Z10
+	VFMADD213PS.BCST  eltconst<>+60(SB), Z3, Z12
+	VFMADD213PS.BCST  eltconst<>+60(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+60(SB), Z8, Z16
+	VFMADD213PS.BCST  eltconst<>+56(SB), Z2, Z10
+	VFMADD213PS.BCST  eltconst<>+56(SB), Z3, Z12
+	VFMADD213PS.BCST  eltconst<>+56(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+56(SB), Z8, Z16
+	VSCALEFPS         Z9, Z10, Z2
+	VSCALEFPS         Z11, Z12, Z3
+	VSCALEFPS         Z13, Z14, Z7
+	VSCALEFPS         Z15, Z16, Z8
+	VPANDD.BCST       eltconst<>+96(SB), Z2, Z9
+	VPMAXUD           Z9, Z5, Z5
+	VMAXPS.BCST       eltconst<>+76(SB), Z2, Z2
+	VMINPS.BCST       eltconst<>+80(SB), Z2, Z2
+	VCVTPS2DQ         Z2, Z2
+	VPADDD            Z2, Z4, Z4
+	VPMOVDB           Z2, X2
+	VMOVDQU           X2, (BX)(R12*1)
+	VPANDD.BCST       eltconst<>+96(SB), Z3, Z2
+	VPMAXUD           Z2, Z5, Z5
+	VMAXPS.BCST       eltconst<>+76(SB), Z3, Z3
+	VMINPS.BCST       eltconst<>+80(SB), Z3, Z3
+	VCVTPS2DQ         Z3, Z3
+	VPADDD            Z3, Z4, Z4
+	VPMOVDB           Z3, X2
+	VMOVDQU           X2, 16(BX)(R12*1)
+	VPANDD.BCST       eltconst<>+96(SB), Z7, Z2
+	VPMAXUD           Z2, Z5, Z5
+	VMAXPS.BCST       eltconst<>+76(SB), Z7, Z7
+	VMINPS.BCST       eltconst<>+80(SB), Z7, Z7
+	VCVTPS2DQ         Z7, Z7
+	VPADDD            Z7, Z4, Z4
+	VPMOVDB           Z7, X2
+	VMOVDQU           X2, 32(BX)(R12*1)
+	VPANDD.BCST       eltconst<>+96(SB), Z8, Z2
+	VPMAXUD           Z2, Z5, Z5
+	VMAXPS.BCST       eltconst<>+76(SB), Z8, Z8
+	VMINPS.BCST       eltconst<>+80(SB), Z8, Z8
+	VCVTPS2DQ         Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VPMOVDB           Z8, X2
+	VMOVDQU           X2, 48(BX)(R12*1)
+	ADDQ              $0x00000040, R12
+	JMP               unrolled_cz
+
+rest_cz:
+	MOVQ R8, CX
+	ANDQ $-16, CX
+
+full_da:
+	CMPQ              R12, CX
+	JAE               tail_da
+	VMOVUPS           (DI)(R12*4), Z2
+	VSUBPS            Z1, Z2, Z2
+	VMAXPS            Z2, Z0, Z2
+	VMULPS.BCST       eltconst<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VFNMADD231PS.BCST eltconst<>+48(SB), Z3, Z2
+	VBROADCASTSS      eltconst<>+68(SB), Z7
+	VFMADD213PS.BCST  eltconst<>+64(SB), Z2, Z7
+	VFMADD213PS.BCST  eltconst<>+60(SB), Z2, Z7
+	VFMADD213PS.BCST  eltconst<>+56(SB), Z2, Z7
+	VSCALEFPS         Z3, Z7, Z2
+	VPANDD.BCST       eltconst<>+96(SB), Z2, Z3
+	VPMAXUD           Z3, Z5, Z5
+	VMAXPS.BCST       eltconst<>+76(SB), Z2, Z2
+	VMINPS.BCST       eltconst<>+80(SB), Z2, Z2
+	VCVTPS2DQ         Z2, Z2
+	VPADDD            Z2, Z4, Z4
+	VPMOVDB           Z2, X2
+	VMOVDQU           X2, (BX)(R12*1)
+	ADDQ              $+16, R12
+	JMP               full_da
+
+tail_da:
+	MOVQ              R8, CX
+	SUBQ              R12, CX
+	JZ                done_da
+	MOVL              $0x00000001, R13
+	SHLL              CL, R13
+	DECL              R13
+	KMOVW             R13, K1
+	VMOVUPS.Z         (DI)(R12*4), K1, Z2
+	VSUBPS            Z1, Z2, Z2
+	VMAXPS            Z2, Z0, Z2
+	VMULPS.BCST       eltconst<>+0(SB), Z2, Z1
+	VRNDSCALEPS       $0x00, Z1, Z1
+	VFNMADD231PS.BCST eltconst<>+48(SB), Z1, Z2
+	VBROADCASTSS      eltconst<>+68(SB), Z3
+	VFMADD213PS.BCST  eltconst<>+64(SB), Z2, Z3
+	VFMADD213PS.BCST  eltconst<>+60(SB), Z2, Z3
+	VFMADD213PS.BCST  eltconst<>+56(SB), Z2, Z3
+	VSCALEFPS         Z1, Z3, Z2
+	VPANDD.BCST       eltconst<>+96(SB), Z2, Z1
+	VPMAXUD           Z1, Z5, K1, Z5
+	VMAXPS.BCST       eltconst<>+76(SB), Z2, Z2
+	VMINPS.BCST       eltconst<>+80(SB), Z2, Z2
+	VCVTPS2DQ         Z2, Z2
+	VPADDD            Z2, Z4, K1, Z4
+	VPMOVDB           Z2, X1
+	VMOVDQU8          X1, K1, (BX)(R12*1)
+
+done_da:
+	VEXTRACTI64X4 $0x01, Z4, Y1
+	VPADDD        Y1, Y4, Y1
+	VEXTRACTI128  $0x01, Y1, X2
+	VPADDD        X2, X1, X2
+	VPSHUFD       $0x4e, X2, X1
+	VPADDD        X1, X2, X2
+	VPSHUFD       $0xb1, X2, X1
+	VPADDD        X1, X2, X2
+	VMOVD         X2, CX
+	VEXTRACTI64X4 $0x01, Z5, Y1
+	VPMAXUD       Y1, Y5, Y1
+	VEXTRACTI128  $0x01, Y1, X2
+	VPMAXUD       X2, X1, X2
+	VPSHUFD       $0x4e, X2, X1
+	VPMAXUD       X1, X2, X2
+	VPSHUFD       $0xb1, X2, X1
+	VPMAXUD       X1, X2, X2
+	VMOVD         X2, R12
+	CMPL          R12, $0x7f800000
+	JAE           bad_cw
+	VCVTSI2SSL    CX, X6, X6
+	VMOVSS        eltconst<>+44(SB), X1
+	VDIVSS        X6, X1, X1
+	VMOVSS        X1, (DX)(R11*4)
+	INCQ          R11
+	ADDQ          SI, BX
+	LEAQ          (DI)(R8*4), DI
+	JMP           row_cw
+
+neginf_cw:
+	XORL R12, R12
+
+bad_cw:
+	MOVQ R11, row+112(FP)
+	MOVL R12, bits+120(FP)
+	VZEROUPPER
+	RET
+
+done_cw:
+	MOVQ R11, row+112(FP)
+	XORL AX, AX
+	MOVL AX, bits+120(FP)
 	VZEROUPPER
 	RET
 
@@ -4485,19 +4767,19 @@ TEXT ·eltPackQuantKRow(SB), NOSPLIT, $0-68
 	MOVQ   AX, CX
 	ANDQ   $-16, CX
 
-full_cx:
+full_dc:
 	CMPQ        DI, CX
-	JAE         tail_cx
+	JAE         tail_dc
 	VMOVUPS     (BX)(DI*4), Z1
 	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, DI
-	JMP         full_cx
+	JMP         full_dc
 
-tail_cx:
+tail_dc:
 	MOVQ        AX, CX
 	SUBQ        DI, CX
-	JZ          done_cx
+	JZ          done_dc
 	MOVL        $0x00000001, R8
 	SHLL        CL, R8
 	DECL        R8
@@ -4506,7 +4788,7 @@ tail_cx:
 	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
-done_cx:
+done_dc:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPMAXUD       Y1, Y0, Y1
 	VEXTRACTI128  $0x01, Y1, X0
@@ -4518,15 +4800,15 @@ done_cx:
 	VMOVD         X0, CX
 	MOVL          CX, bits+64(FP)
 	CMPL          CX, $0x7f800000
-	JAE           nonfinite_cw
+	JAE           nonfinite_db
 	VMOVD         CX, X0
 	VDIVSS        eltconst<>+88(SB), X0, X0
 	VXORPS        X1, X1, X1
 	VUCOMISS      X1, X0
-	JNE           scaled_cw
+	JNE           scaled_db
 	VMOVSS        eltconst<>+44(SB), X0
 
-scaled_cw:
+scaled_db:
 	VMOVSS       X0, scale+56(FP)
 	VMOVSS       eltconst<>+44(SB), X1
 	VDIVSS       X0, X1, X1
@@ -4539,9 +4821,9 @@ scaled_cw:
 	MOVQ         AX, R9
 	ANDQ         $-16, R9
 
-full_cw:
+full_db:
 	CMPQ        R8, R9
-	JAE         tail_cw
+	JAE         tail_db
 	VMOVUPS     (BX)(R8*4), Z1
 	VMULPS      Z0, Z1, Z1
 	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
@@ -4555,11 +4837,11 @@ full_cw:
 	VPEXTRD     $0x03, X1, (DX)(DI*1)
 	ADDQ        CX, DX
 	ADDQ        $0x10, R8
-	JMP         full_cw
+	JMP         full_db
 
-tail_cw:
+tail_db:
 	SUBQ        R8, AX
-	JZ          sum_cw
+	JZ          sum_db
 	MOVQ        AX, CX
 	MOVL        $0x00000001, R9
 	SHLL        CL, R9
@@ -4574,16 +4856,16 @@ tail_cw:
 	VPMOVDB     Z1, X0
 	VMOVD       X0, (DX)
 	CMPQ        AX, $+4
-	JBE         sum_cw
+	JBE         sum_db
 	VPEXTRD     $0x01, X0, (DX)(SI*1)
 	CMPQ        AX, $+8
-	JBE         sum_cw
+	JBE         sum_db
 	VPEXTRD     $0x02, X0, (DX)(SI*2)
 	CMPQ        AX, $+12
-	JBE         sum_cw
+	JBE         sum_db
 	VPEXTRD     $0x03, X0, (DX)(DI*1)
 
-sum_cw:
+sum_db:
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPADDD        Y0, Y2, Y0
 	VEXTRACTI128  $0x01, Y0, X1
@@ -4597,7 +4879,7 @@ sum_cw:
 	VZEROUPPER
 	RET
 
-nonfinite_cw:
+nonfinite_db:
 	VXORPS X0, X0, X0
 	VMOVSS X0, scale+56(FP)
 	XORL   AX, AX
@@ -4623,9 +4905,9 @@ TEXT ·eltPackQuantVT4(SB), NOSPLIT, $0-144
 	MOVQ         CX, R12
 	ANDQ         $-16, R12
 
-full_cy:
+full_dd:
 	CMPQ        R11, R12
-	JAE         tail_cy
+	JAE         tail_dd
 	VMOVUPS     (AX)(R11*4), Z2
 	VMULPS      Z0, Z2, Z2
 	VMAXPS.BCST eltconst<>+84(SB), Z2, Z2
@@ -4659,17 +4941,17 @@ full_cy:
 	VMOVDQU32   Z2, (R9)(R10*4)
 	ADDQ        $0x10, R10
 	CMPQ        R10, DI
-	JB          fnext_cy
+	JB          fnext_dd
 	XORQ        R10, R10
 	ADDQ        R8, R9
 
-fnext_cy:
+fnext_dd:
 	ADDQ $0x10, R11
-	JMP  full_cy
+	JMP  full_dd
 
-tail_cy:
+tail_dd:
 	SUBQ        R11, CX
-	JZ          done_cy
+	JZ          done_dd
 	MOVL        $0x00000001, R12
 	SHLL        CL, R12
 	DECL        R12
@@ -4707,11 +4989,11 @@ tail_cy:
 	VMOVDQU32   Z2, K1, (R9)(R10*4)
 	ADDQ        $0x10, R10
 	CMPQ        R10, DI
-	JB          done_cy
+	JB          done_dd
 	XORQ        R10, R10
 	ADDQ        R8, R9
 
-done_cy:
+done_dd:
 	VZEROUPPER
 	RET
 
@@ -4728,9 +5010,9 @@ TEXT ·eltQuantS8(SB), NOSPLIT, $0-60
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_cz:
+full_de:
 	CMPQ        BX, SI
-	JAE         tail_cz
+	JAE         tail_de
 	VMOVUPS     (DX)(BX*4), Z3
 	VPANDD.BCST eltconst<>+96(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
@@ -4742,11 +5024,11 @@ full_cz:
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
 	ADDQ        $+16, BX
-	JMP         full_cz
+	JMP         full_de
 
-tail_cz:
+tail_de:
 	SUBQ        BX, CX
-	JZ          done_cz
+	JZ          done_de
 	MOVL        $0x00000001, SI
 	SHLL        CL, SI
 	DECL        SI
@@ -4762,7 +5044,7 @@ tail_cz:
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
-done_cz:
+done_de:
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPMAXUD       Y0, Y2, Y0
 	VEXTRACTI128  $0x01, Y0, X1
@@ -4788,20 +5070,20 @@ TEXT ·eltDequantU8(SB), NOSPLIT, $0-56
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_da:
+full_df:
 	CMPQ      BX, SI
-	JAE       tail_da
+	JAE       tail_df
 	VPMOVZXBD (DX)(BX*1), Z2
 	VCVTDQ2PS Z2, Z2
 	VSUBPS    Z1, Z2, Z2
 	VMULPS    Z0, Z2, Z2
 	VMOVUPS   Z2, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_da
+	JMP       full_df
 
-tail_da:
+tail_df:
 	SUBQ       BX, CX
-	JZ         done_da
+	JZ         done_df
 	MOVL       $0x00000001, SI
 	SHLL       CL, SI
 	DECL       SI
@@ -4813,7 +5095,7 @@ tail_da:
 	VMULPS     Z0, Z2, Z2
 	VMOVUPS    Z2, K1, (AX)(BX*4)
 
-done_da:
+done_df:
 	VZEROUPPER
 	RET
 
@@ -4832,9 +5114,9 @@ TEXT ·eltDequantS32(SB), NOSPLIT, $0-80
 	MOVQ         CX, DI
 	ANDQ         $-16, DI
 
-full_db:
+full_dg:
 	CMPQ      SI, DI
-	JAE       tail_db
+	JAE       tail_dg
 	VMOVUPS   (DX)(SI*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
@@ -4842,11 +5124,11 @@ full_db:
 	VMULPS    Z2, Z1, Z1
 	VMOVUPS   Z1, (AX)(SI*4)
 	ADDQ      $+16, SI
-	JMP       full_db
+	JMP       full_dg
 
-tail_db:
+tail_dg:
 	SUBQ      SI, CX
-	JZ        done_db
+	JZ        done_dg
 	MOVL      $0x00000001, DI
 	SHLL      CL, DI
 	DECL      DI
@@ -4858,7 +5140,7 @@ tail_db:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(SI*4)
 
-done_db:
+done_dg:
 	VZEROUPPER
 	RET
 
@@ -4867,19 +5149,19 @@ nocs:
 	MOVQ CX, SI
 	ANDQ $-16, SI
 
-full_dc:
+full_dh:
 	CMPQ      BX, SI
-	JAE       tail_dc
+	JAE       tail_dh
 	VMOVUPS   (DX)(BX*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_dc
+	JMP       full_dh
 
-tail_dc:
+tail_dh:
 	SUBQ      BX, CX
-	JZ        done_dc
+	JZ        done_dh
 	MOVL      $0x00000001, SI
 	SHLL      CL, SI
 	DECL      SI
@@ -4889,7 +5171,7 @@ tail_dc:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(BX*4)
 
-done_dc:
+done_dh:
 	VZEROUPPER
 	RET
 

@@ -39,6 +39,9 @@ func eltQuantU8(dst []uint8, x []float32, inv, zp float32) uint32 {
 func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum, bits uint32) {
 	return eltExpQuantU8Generic(dst, x, m)
 }
+func eltSoftmaxU8Rows(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32) {
+	return eltSoftmaxU8RowsGeneric(dst, ldd, scales, x, n, mask)
+}
 func eltPackQuantKRow(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32) {
 	return eltPackQuantKRowGeneric(dst, x, stride)
 }

@@ -101,6 +101,16 @@ func eltQuantU8(dst []uint8, x []float32, inv float32, zp float32) uint32
 // eltExpQuantU8Generic.
 func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum uint32, bits uint32)
 
+// eltSoftmaxU8Rows runs, for each row i < len(scales) of x (n floats, row
+// stride n; its bytes at dst[i*ldd:]), what SoftmaxU8 does with the
+// AVX-512 functions: mask nil, m = eltMax(x_i); else x_i += mask and
+// m = eltMaxMask's maximum; then sum, bits = eltExpQuantU8(dst_i, x_i, m)
+// and scales[i] = 1/float32(sum). It stops at the first row whose m is
+// -Inf (bits 0) or whose bits are >= 0x7f800000 (a NaN or an infinity),
+// that row's scale unwritten, and returns its index (len(scales) when
+// every row is done). Its twin is eltSoftmaxU8RowsGeneric.
+func eltSoftmaxU8Rows(dst []uint8, ldd int, scales []float32, x []float32, n int, mask []float32) (row int, bits uint32)
+
 // eltPackQuantKRow quantizes x (k = len(x) values) to s8 with one scale,
 //
 //	bits = max_j math.Float32bits(x[j]) & 0x7fffffff (as eltAbsMax)

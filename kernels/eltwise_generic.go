@@ -446,6 +446,29 @@ func eltExpQuantU8Generic(dst []uint8, x []float32, m float32) (sum, bits uint32
 	return uint32(sumU8(dst)), bits
 }
 
+// eltSoftmaxU8RowsGeneric is eltSoftmaxU8Rows's twin: the AVX-512
+// functions' twins called row by row.
+func eltSoftmaxU8RowsGeneric(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32) {
+	for i := range scales {
+		d := x[i*n : i*n+n]
+		var m float32
+		if len(mask) > 0 {
+			m = eltMaxMaskGeneric(d, d, mask[:n])
+		} else {
+			m = eltMaxGeneric(d)
+		}
+		if math.IsInf(float64(m), -1) {
+			return i, 0
+		}
+		sum, b := eltExpQuantU8Generic(dst[i*ldd:i*ldd+n], d, m)
+		if b >= absMaxBitsLimit {
+			return i, b
+		}
+		scales[i] = 1 / float32(sum)
+	}
+	return len(scales), 0
+}
+
 // eltExpU8P are the coefficients (constant term first) of the degree-3
 // polynomial of eltExpU8: 255 times the minimax approximation of exp(r) in
 // relative error on [-ln2/2, ln2/2] (error under 7.5e-5).

@@ -139,6 +139,7 @@ func main() {
 	quantRowPre()
 	quantStatic("eltQuantU8", "func(dst []uint8, x []float32, inv, zp float32) uint32", "zero", "u8max", "uint8")
 	expQuantU8()
+	softmaxU8Rows()
 	packQuantKRow()
 	packQuantVT4()
 	quantStatic("eltQuantS8", "func(dst []int8, x []float32, inv, zp float32) uint32", "s8min", "s8max", "int8")
@@ -1158,8 +1159,17 @@ func expQuantU8() {
 	n := Load(Param("dst").Len(), GP64())
 	d := Load(Param("dst").Base(), GP64())
 	xp := Load(Param("x").Base(), GP64())
-	m := scalar("m")
-	lo := bcast("u8expmin")
+	sum, bits := expQuantU8Row(n, d, xp, scalar("m"), bcast("u8expmin"))
+	Store(sum, ReturnIndex(0))
+	Store(bits, ReturnIndex(1))
+	VZEROUPPER()
+	RET()
+}
+
+// expQuantU8Row emits eltExpQuantU8's loop over the n scores at xp (their
+// bytes to d) with the row maximum m broadcast, and returns the byte sum
+// and the bits of the largest |e255| in GP registers.
+func expQuantU8Row(n, d, xp reg.Register, m, lo reg.VecVirtual) (reg.GPVirtual, reg.GPVirtual) {
 	acc, bits := ZMM(), ZMM()
 	VPXORD(acc, acc, acc)
 	VPXORD(bits, bits, bits)
@@ -1211,8 +1221,86 @@ func expQuantU8() {
 		expVecsU8([]reg.VecVirtual{v}, lo)
 		finish(v, u8At(d, i), k)
 	})
-	Store(reduceAddI32(acc), ReturnIndex(0))
-	Store(reduceMaxU32(bits), ReturnIndex(1))
+	return reduceAddI32(acc), reduceMaxU32(bits)
+}
+
+// softmaxU8Rows is SoftmaxU8's loop over a head's rows in one call
+// (docs/DESIGN.md section 3.10): each row's masked maximum, its bytes and
+// its scale, leaving a row whose maximum is -Inf or whose values are not
+// finite to the caller.
+func softmaxU8Rows() {
+	TEXT("eltSoftmaxU8Rows", NOSPLIT, "func(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32)")
+	Doc("eltSoftmaxU8Rows runs, for each row i < len(scales) of x (n floats, row",
+		"stride n; its bytes at dst[i*ldd:]), what SoftmaxU8 does with the",
+		"AVX-512 functions: mask nil, m = eltMax(x_i); else x_i += mask and",
+		"m = eltMaxMask's maximum; then sum, bits = eltExpQuantU8(dst_i, x_i, m)",
+		"and scales[i] = 1/float32(sum). It stops at the first row whose m is",
+		"-Inf (bits 0) or whose bits are >= 0x7f800000 (a NaN or an infinity),",
+		"that row's scale unwritten, and returns its index (len(scales) when",
+		"every row is done). Its twin is eltSoftmaxU8RowsGeneric.")
+	rows := Load(Param("scales").Len(), GP64())
+	sp := Load(Param("scales").Base(), GP64())
+	dp := Load(Param("dst").Base(), GP64())
+	ldd := Load(Param("ldd"), GP64())
+	xp := Load(Param("x").Base(), GP64())
+	n := Load(Param("n"), GP64())
+	mp := Load(Param("mask").Base(), GP64())
+	nm := Load(Param("mask").Len(), GP64())
+	lo := bcast("u8expmin")
+	id := newID()
+	r := GP64()
+	XORQ(r, r)
+	Label("row_" + id)
+	CMPQ(r, rows)
+	JAE(LabelRef("done_" + id))
+	acc := ZMM()
+	negInf(acc)
+	TESTQ(nm, nm)
+	JZ(LabelRef("nomask_" + id))
+	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
+		v := load(f32At(xp, i), k)
+		VADDPS(load(f32At(mp, i), k), v, v)
+		store(v, f32At(xp, i), k)
+		accMax(v, acc, k)
+	})
+	JMP(LabelRef("max_" + id))
+	Label("nomask_" + id)
+	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
+		accMax(load(f32At(xp, i), k), acc, k)
+	})
+	Label("max_" + id)
+	mx := reduceMax(acc)
+	mb := GP32()
+	VMOVD(mx, mb)
+	CMPL(mb, U32(0xff800000))
+	JE(LabelRef("neginf_" + id))
+	m := ZMM()
+	VBROADCASTSS(mx, m)
+	sum, bits := expQuantU8Row(n, dp, xp, m, lo)
+	CMPL(bits, U32(0x7f800000))
+	JAE(LabelRef("bad_" + id))
+	f := XMM()
+	VCVTSI2SSL(sum, f, f)
+	one := XMM()
+	VMOVSS(c("one"), one)
+	VDIVSS(f, one, one)
+	VMOVSS(one, Mem{Base: sp, Index: r, Scale: 4})
+	INCQ(r)
+	ADDQ(ldd, dp)
+	LEAQ(Mem{Base: xp, Index: n, Scale: 4}, xp)
+	JMP(LabelRef("row_" + id))
+	Label("neginf_" + id)
+	XORL(bits, bits)
+	Label("bad_" + id)
+	Store(r, ReturnIndex(0))
+	Store(bits, ReturnIndex(1))
+	VZEROUPPER()
+	RET()
+	Label("done_" + id)
+	Store(r, ReturnIndex(0))
+	zr := GP32()
+	XORL(zr, zr)
+	Store(zr, ReturnIndex(1))
 	VZEROUPPER()
 	RET()
 }
