@@ -86,8 +86,11 @@ type eltFuncs struct {
 	// (PackQuantS8TInto); nil where the Go loop runs.
 	packVT4 func(dst []int8, r0, r1, r2, r3 []float32, inv float32, nr, panel int)
 	qS8     func(dst []int8, x []float32, inv, zp float32) uint32
-	dqU8    func(dst []float32, q []uint8, scale, zp float32)
-	dqS32   func(dst []float32, acc []int32, rs float32, cs []float32)
+	// qkvTok quantizes one token's Q and K, all heads of 64 at once
+	// (QKVQuant.Rows with packs from ReserveKeys); nil where Rows loops.
+	qkvTok func(tmp []uint32, q []uint8, kd []int8, x []float32, heads, kh, nr4 int, qmul float32) uint32
+	dqU8   func(dst []float32, q []uint8, scale, zp float32)
+	dqS32  func(dst []float32, acc []int32, rs float32, cs []float32)
 }
 
 var eltGeneric = eltFuncs{
@@ -109,7 +112,7 @@ var eltAsm = eltFuncs{
 	gelu:   eltGELU,
 	absMax: eltAbsMax, qRow: eltQuantRow,
 	absMaxP: eltAbsMaxPre, qRowP: eltQuantRowPre, qU8: eltQuantU8, qS8: eltQuantS8,
-	dqU8: eltDequantU8, dqS32: eltDequantS32, expQU8: eltExpQuantU8, smU8: eltSoftmaxU8Rows, packK: eltPackQuantKRow, packVT4: eltPackQuantVT4,
+	dqU8: eltDequantU8, dqS32: eltDequantS32, expQU8: eltExpQuantU8, smU8: eltSoftmaxU8Rows, packK: eltPackQuantKRow, packVT4: eltPackQuantVT4, qkvTok: eltQKVToken,
 }
 
 func eltImpl() *eltFuncs {

@@ -4997,6 +4997,212 @@ done_dd:
 	VZEROUPPER
 	RET
 
+// func eltQKVToken(tmp []uint32, q []uint8, kd []int8, x []float32, heads int, kh int, nr4 int, qmul float32) uint32
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·eltQKVToken(SB), NOSPLIT, $0-132
+	MOVQ         tmp_base+0(FP), AX
+	MOVQ         q_base+24(FP), DX
+	MOVQ         kd_base+48(FP), BX
+	MOVQ         x_base+72(FP), SI
+	MOVQ         heads+96(FP), DI
+	MOVQ         kh+104(FP), R8
+	MOVQ         nr4+112(FP), R9
+	MOVQ         DI, R10
+	SHLQ         $0x08, R10
+	VBROADCASTSS eltconst<>+96(SB), Z0
+	XORQ         CX, CX
+	MOVQ         SI, R11
+
+absmax_de:
+	CMPQ          CX, DI
+	JAE           scales_de
+	MOVQ          R11, R12
+	VPANDD        (R12), Z0, Z1
+	VPANDD        64(R12), Z0, Z2
+	VPMAXUD       Z2, Z1, Z1
+	VPANDD        128(R12), Z0, Z2
+	VPMAXUD       Z2, Z1, Z1
+	VPANDD        192(R12), Z0, Z2
+	VPMAXUD       Z2, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y2
+	VPMAXUD       Y2, Y1, Y2
+	VEXTRACTI128  $0x01, Y2, X1
+	VPMAXUD       X1, X2, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPMAXUD       X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPMAXUD       X2, X1, X1
+	VMOVD         X1, R13
+	MOVL          R13, (AX)(CX*4)
+	ADDQ          R10, R12
+	VPANDD        (R12), Z0, Z1
+	VPANDD        64(R12), Z0, Z2
+	VPMAXUD       Z2, Z1, Z1
+	VPANDD        128(R12), Z0, Z2
+	VPMAXUD       Z2, Z1, Z1
+	VPANDD        192(R12), Z0, Z2
+	VPMAXUD       Z2, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y2
+	VPMAXUD       Y2, Y1, Y2
+	VEXTRACTI128  $0x01, Y2, X1
+	VPMAXUD       X1, X2, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPMAXUD       X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPMAXUD       X2, X1, X1
+	VMOVD         X1, R13
+	MOVL          R13, 64(AX)(CX*4)
+	ADDQ          R10, R12
+	VPANDD        (R12), Z0, Z1
+	VPANDD        64(R12), Z0, Z2
+	VPMAXUD       Z2, Z1, Z1
+	VPANDD        128(R12), Z0, Z2
+	VPMAXUD       Z2, Z1, Z1
+	VPANDD        192(R12), Z0, Z2
+	VPMAXUD       Z2, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y2
+	VPMAXUD       Y2, Y1, Y2
+	VEXTRACTI128  $0x01, Y2, X1
+	VPMAXUD       X1, X2, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPMAXUD       X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPMAXUD       X2, X1, X1
+	VMOVD         X1, R12
+	MOVL          R12, 128(AX)(CX*4)
+	ADDQ          $0x00000100, R11
+	INCQ          CX
+	JMP           absmax_de
+
+scales_de:
+	MOVL          $0x00000001, R11
+	MOVQ          DI, CX
+	SHLL          CL, R11
+	DECL          R11
+	KMOVW         R11, K1
+	VMOVDQU32.Z   (AX), K1, Z0
+	VMOVDQU32.Z   64(AX), K1, Z1
+	VMOVDQU32.Z   128(AX), K1, Z2
+	VPMAXUD       Z0, Z1, Z4
+	VPMAXUD       Z2, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y2
+	VPMAXUD       Y2, Y4, Y2
+	VEXTRACTI128  $0x01, Y2, X4
+	VPMAXUD       X4, X2, X4
+	VPSHUFD       $0x4e, X4, X2
+	VPMAXUD       X2, X4, X4
+	VPSHUFD       $0xb1, X4, X2
+	VPMAXUD       X2, X4, X4
+	VMOVD         X4, R12
+	CMPL          R12, $0x7f800000
+	JAE           ret_de
+	VBROADCASTSS  eltconst<>+44(SB), Z2
+	VXORPS        Z4, Z4, Z4
+	VDIVPS.BCST   eltconst<>+88(SB), Z0, Z0
+	VCMPPS        $0x00, Z4, Z0, K1
+	VMOVAPS       Z2, K1, Z0
+	VDIVPS        Z0, Z2, Z5
+	VBROADCASTSS  qmul+120(FP), Z6
+	VMULPS        Z6, Z0, Z0
+	VMOVUPS       Z0, 192(AX)
+	VMOVUPS       Z5, 320(AX)
+	VDIVPS.BCST   eltconst<>+88(SB), Z1, Z1
+	VCMPPS        $0x00, Z4, Z1, K1
+	VMOVAPS       Z2, K1, Z1
+	VDIVPS        Z1, Z2, Z0
+	VMOVUPS       Z1, 256(AX)
+	VMOVUPS       Z0, 384(AX)
+	XORQ          CX, CX
+	MOVQ          SI, R11
+	MOVQ          BX, BX
+	LEAQ          (R9)(R9*2), SI
+	MOVQ          R9, R13
+	SHLQ          $0x02, R13
+
+bytes_de:
+	CMPQ          CX, DI
+	JAE           ret_de
+	VBROADCASTSS  320(AX)(CX*4), Z0
+	VMULPS        (R11), Z0, Z1
+	VCVTPS2DQ     Z1, Z1
+	VPADDD.BCST   eltconst<>+92(SB), Z1, Z1
+	VPMOVDB       Z1, X1
+	VMOVDQU       X1, (DX)
+	VMULPS        64(R11), Z0, Z1
+	VCVTPS2DQ     Z1, Z1
+	VPADDD.BCST   eltconst<>+92(SB), Z1, Z1
+	VPMOVDB       Z1, X1
+	VMOVDQU       X1, 16(DX)
+	VMULPS        128(R11), Z0, Z1
+	VCVTPS2DQ     Z1, Z1
+	VPADDD.BCST   eltconst<>+92(SB), Z1, Z1
+	VPMOVDB       Z1, X1
+	VMOVDQU       X1, 32(DX)
+	VMULPS        192(R11), Z0, Z0
+	VCVTPS2DQ     Z0, Z0
+	VPADDD.BCST   eltconst<>+92(SB), Z0, Z0
+	VPMOVDB       Z0, X0
+	VMOVDQU       X0, 48(DX)
+	VBROADCASTSS  384(AX)(CX*4), Z0
+	LEAQ          (R11)(R10*1), R14
+	VPXORD        Z3, Z3, Z3
+	MOVQ          BX, R15
+	VMULPS        (R14), Z0, Z1
+	VCVTPS2DQ     Z1, Z1
+	VPADDD        Z1, Z3, Z3
+	VPMOVDB       Z1, X1
+	VMOVD         X1, (R15)
+	VPEXTRD       $0x01, X1, (R15)(R9*1)
+	VPEXTRD       $0x02, X1, (R15)(R9*2)
+	VPEXTRD       $0x03, X1, (R15)(SI*1)
+	ADDQ          R13, R15
+	VMULPS        64(R14), Z0, Z1
+	VCVTPS2DQ     Z1, Z1
+	VPADDD        Z1, Z3, Z3
+	VPMOVDB       Z1, X1
+	VMOVD         X1, (R15)
+	VPEXTRD       $0x01, X1, (R15)(R9*1)
+	VPEXTRD       $0x02, X1, (R15)(R9*2)
+	VPEXTRD       $0x03, X1, (R15)(SI*1)
+	ADDQ          R13, R15
+	VMULPS        128(R14), Z0, Z1
+	VCVTPS2DQ     Z1, Z1
+	VPADDD        Z1, Z3, Z3
+	VPMOVDB       Z1, X1
+	VMOVD         X1, (R15)
+	VPEXTRD       $0x01, X1, (R15)(R9*1)
+	VPEXTRD       $0x02, X1, (R15)(R9*2)
+	VPEXTRD       $0x03, X1, (R15)(SI*1)
+	ADDQ          R13, R15
+	VMULPS        192(R14), Z0, Z0
+	VCVTPS2DQ     Z0, Z0
+	VPADDD        Z0, Z3, Z3
+	VPMOVDB       Z0, X0
+	VMOVD         X0, (R15)
+	VPEXTRD       $0x01, X0, (R15)(R9*1)
+	VPEXTRD       $0x02, X0, (R15)(R9*2)
+	VPEXTRD       $0x03, X0, (R15)(SI*1)
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y0, Y3, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, R14
+	MOVL          R14, 448(AX)(CX*4)
+	ADDQ          $0x00000100, R11
+	ADDQ          $0x40, DX
+	ADDQ          R8, BX
+	INCQ          CX
+	JMP           bytes_de
+
+ret_de:
+	MOVL R12, ret+128(FP)
+	VZEROUPPER
+	RET
+
 // func eltQuantS8(dst []int8, x []float32, inv float32, zp float32) uint32
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL
 TEXT ·eltQuantS8(SB), NOSPLIT, $0-60
@@ -5010,9 +5216,9 @@ TEXT ·eltQuantS8(SB), NOSPLIT, $0-60
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_de:
+full_df:
 	CMPQ        BX, SI
-	JAE         tail_de
+	JAE         tail_df
 	VMOVUPS     (DX)(BX*4), Z3
 	VPANDD.BCST eltconst<>+96(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
@@ -5024,11 +5230,11 @@ full_de:
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
 	ADDQ        $+16, BX
-	JMP         full_de
+	JMP         full_df
 
-tail_de:
+tail_df:
 	SUBQ        BX, CX
-	JZ          done_de
+	JZ          done_df
 	MOVL        $0x00000001, SI
 	SHLL        CL, SI
 	DECL        SI
@@ -5044,7 +5250,7 @@ tail_de:
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
-done_de:
+done_df:
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPMAXUD       Y0, Y2, Y0
 	VEXTRACTI128  $0x01, Y0, X1
@@ -5070,20 +5276,20 @@ TEXT ·eltDequantU8(SB), NOSPLIT, $0-56
 	MOVQ         CX, SI
 	ANDQ         $-16, SI
 
-full_df:
+full_dg:
 	CMPQ      BX, SI
-	JAE       tail_df
+	JAE       tail_dg
 	VPMOVZXBD (DX)(BX*1), Z2
 	VCVTDQ2PS Z2, Z2
 	VSUBPS    Z1, Z2, Z2
 	VMULPS    Z0, Z2, Z2
 	VMOVUPS   Z2, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_df
+	JMP       full_dg
 
-tail_df:
+tail_dg:
 	SUBQ       BX, CX
-	JZ         done_df
+	JZ         done_dg
 	MOVL       $0x00000001, SI
 	SHLL       CL, SI
 	DECL       SI
@@ -5095,7 +5301,7 @@ tail_df:
 	VMULPS     Z0, Z2, Z2
 	VMOVUPS    Z2, K1, (AX)(BX*4)
 
-done_df:
+done_dg:
 	VZEROUPPER
 	RET
 
@@ -5114,9 +5320,9 @@ TEXT ·eltDequantS32(SB), NOSPLIT, $0-80
 	MOVQ         CX, DI
 	ANDQ         $-16, DI
 
-full_dg:
+full_dh:
 	CMPQ      SI, DI
-	JAE       tail_dg
+	JAE       tail_dh
 	VMOVUPS   (DX)(SI*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
@@ -5124,11 +5330,11 @@ full_dg:
 	VMULPS    Z2, Z1, Z1
 	VMOVUPS   Z1, (AX)(SI*4)
 	ADDQ      $+16, SI
-	JMP       full_dg
+	JMP       full_dh
 
-tail_dg:
+tail_dh:
 	SUBQ      SI, CX
-	JZ        done_dg
+	JZ        done_dh
 	MOVL      $0x00000001, DI
 	SHLL      CL, DI
 	DECL      DI
@@ -5140,7 +5346,7 @@ tail_dg:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(SI*4)
 
-done_dg:
+done_dh:
 	VZEROUPPER
 	RET
 
@@ -5149,19 +5355,19 @@ nocs:
 	MOVQ CX, SI
 	ANDQ $-16, SI
 
-full_dh:
+full_di:
 	CMPQ      BX, SI
-	JAE       tail_dh
+	JAE       tail_di
 	VMOVUPS   (DX)(BX*4), Z1
 	VCVTDQ2PS Z1, Z1
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, (AX)(BX*4)
 	ADDQ      $+16, BX
-	JMP       full_dh
+	JMP       full_di
 
-tail_dh:
+tail_di:
 	SUBQ      BX, CX
-	JZ        done_dh
+	JZ        done_di
 	MOVL      $0x00000001, SI
 	SHLL      CL, SI
 	DECL      SI
@@ -5171,7 +5377,7 @@ tail_dh:
 	VMULPS    Z0, Z1, Z1
 	VMOVUPS   Z1, K1, (AX)(BX*4)
 
-done_dh:
+done_di:
 	VZEROUPPER
 	RET
 

@@ -39,6 +39,9 @@ func eltQuantU8(dst []uint8, x []float32, inv, zp float32) uint32 {
 func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum, bits uint32) {
 	return eltExpQuantU8Generic(dst, x, m)
 }
+func eltQKVToken(tmp []uint32, q []uint8, kd []int8, x []float32, heads, kh, nr4 int, qmul float32) uint32 {
+	return eltQKVTokenGeneric(tmp, q, kd, x, heads, kh, nr4, qmul)
+}
 func eltSoftmaxU8Rows(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32) {
 	return eltSoftmaxU8RowsGeneric(dst, ldd, scales, x, n, mask)
 }

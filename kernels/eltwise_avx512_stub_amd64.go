@@ -130,6 +130,18 @@ func eltPackQuantKRow(dst []int8, x []float32, stride int) (scale float32, colsu
 // eltPackQuantVT4Generic.
 func eltPackQuantVT4(dst []int8, r0 []float32, r1 []float32, r2 []float32, r3 []float32, inv float32, nr int, panel int)
 
+// eltQKVToken takes x, one token's fused QKV row of heads <= 16 heads of
+// 64 (Q's 64*heads floats, then K's, then V's), and stores in tmp
+// (128 words): [0:16] the bits of each head's max|Q| (as eltAbsMax),
+// [16:32] max|K|'s, [32:48] max|V|'s; unless one of those is >= 0x7f800000
+// (returned then, nothing else written), with s = bits/127 (1 where 0):
+// [48:64] Q's s*qmul, [64:80] K's s, [80:96] Q's 1/s, [96:112] K's 1/s
+// (float32 bits), [112:128] K's column sums; Q's bytes as eltQuantRow at
+// q[h*64:], K's s8 as eltPackQuantKRow in words of 4 at
+// kd[h*kh + g*nr4:] (g < 16). It returns the largest bits. Its twin is
+// eltQKVTokenGeneric.
+func eltQKVToken(tmp []uint32, q []uint8, kd []int8, x []float32, heads int, kh int, nr4 int, qmul float32) uint32
+
 // eltQuantS8 stores, for j < len(dst),
 //
 //	dst[j] = int8(roundHalfEven(clamp(x[j]*inv + zp, -128, 127)))

@@ -31,9 +31,69 @@ type QKVQuant struct {
 	QScale, KScale []float32
 	VBits          []uint32
 	Lds            int
-	// K holds one pack per head, each reserved by ReserveKeys for the
-	// sequence's keys (N >= every t quantized, K = D).
+	// K holds one pack per head, each reserved for the sequence's keys
+	// (N >= every t quantized, K = D): by QKVQuant.ReserveKeys, which
+	// puts them on one array and lets Rows quantize a token's heads in
+	// one call where the CPU allows, or by PackedS8.ReserveKeys each.
 	K []PackedS8
+
+	// kData and kSum are ReserveKeys's storage: head h's pack (kSize
+	// bytes) at h*kStride, its column sums at h*kN.
+	kData            []int8
+	kSum             []int32
+	kStride, kSize, kN, kNR int
+}
+
+// ReserveKeys sizes K (len Heads) for n keys of D features in panels of
+// nr, every head's pack on one array, reusing a's storage; Rows then
+// quantizes the heads of a token in one call on AVX-512 when D is 64 and
+// Heads at most 16 (docs/DESIGN.md section 3.10).
+func (a *QKVQuant) ReserveKeys(n, nr int) error {
+	if a.Heads <= 0 || a.D <= 0 || a.D > attnTmp || n < 0 || nr <= 0 || nr%16 != 0 {
+		return fmt.Errorf("kernels: quantize qkv: reserve keys heads=%d d=%d n=%d nr=%d: %w", a.Heads, a.D, n, nr, ErrShape)
+	}
+	kp, np := (a.D+3)&^3, (n+nr-1)/nr*nr
+	size := kp * np
+	// The packs are 5 cache lines apart past their size: at a multiple
+	// of 4 KB (16 KB for 256 keys of 64), a token's words in every head
+	// fall in the same L1 sets, more of them than the cache has ways.
+	stride := size + 5*64
+	if cap(a.kData) < a.Heads*stride {
+		a.kData = make([]int8, a.Heads*stride)
+	}
+	a.kData = a.kData[:a.Heads*stride]
+	if cap(a.kSum) < a.Heads*n {
+		a.kSum = make([]int32, a.Heads*n)
+	}
+	a.kSum = a.kSum[:a.Heads*n]
+	if cap(a.K) < a.Heads {
+		a.K = make([]PackedS8, a.Heads)
+	}
+	a.K = a.K[:a.Heads]
+	for i := range a.K {
+		p := &a.K[i]
+		p.Data = a.kData[i*stride : i*stride+size : i*stride+size]
+		p.ColSum = a.kSum[i*n : (i+1)*n : (i+1)*n]
+		p.reserveS8(n, a.D, nr)
+	}
+	a.kStride, a.kSize, a.kN, a.kNR = stride, size, n, nr
+	return nil
+}
+
+// joint reports whether K is still as ReserveKeys left it (so that head
+// h's pack starts at h*kStride of kData).
+func (a *QKVQuant) joint() bool {
+	if a.kStride == 0 || len(a.K) < a.Heads || len(a.kData) < a.Heads*a.kStride {
+		return false
+	}
+	for i := range a.K[:a.Heads] {
+		p := &a.K[i]
+		if p.NR != a.kNR || p.K != a.D || len(p.Data) != a.kSize || &p.Data[0] != &a.kData[i*a.kStride] ||
+			len(p.ColSum) < a.kN || &p.ColSum[0] != &a.kSum[i*a.kN] {
+			return false
+		}
+	}
+	return true
 }
 
 // ReserveKeys shapes p for n keys of k features in panels of nr (the
@@ -80,6 +140,13 @@ func (a *QKVQuant) Rows(x []float32, ldx, t0, t1 int) error {
 		}
 	}
 	f := eltImpl()
+	if f.qkvTok != nil && d == 64 && hd <= 16 && a.kStride > 0 && a.joint() {
+		if t, err := a.rowsOneCall(f, x, ldx, t0, t1); err != nil || t == t1 {
+			return err
+		} else {
+			t0 = t // a token with a NaN or an infinity: the loop below names it
+		}
+	}
 	var tmp [attnTmp]int8 // packKey's, zero past d
 	bad := func(t, head int, what string, xr []float32) error {
 		j := max(findNonFinite(xr), 0)
@@ -115,6 +182,58 @@ func (a *QKVQuant) Rows(x []float32, ldx, t0, t1 int) error {
 		}
 	}
 	return nil
+}
+
+// rowsOneCall is Rows with one eltQKVToken call a token (D = 64, Heads
+// <= 16, K from ReserveKeys). It stops at the first token holding a NaN or
+// an infinity and returns its index (t1 when all are done).
+func (a *QKVQuant) rowsOneCall(f *eltFuncs, x []float32, ldx, t0, t1 int) (int, error) {
+	hd, h, nr := a.Heads, a.Heads*a.D, a.kNR
+	kp := (a.D + 3) &^ 3
+	var buf [128]uint32 // eltQKVToken's figures of a token
+	tmp := buf[:]
+	for t := t0; t < t1; t++ {
+		kd := a.kData[(t/nr)*nr*kp+(t%nr)*4:]
+		if b := f.qkvTok(tmp, a.Q[t*a.Ldq:t*a.Ldq+h], kd, x[t*ldx:t*ldx+3*h], hd, a.kStride, nr*4, a.QMul); b >= absMaxBitsLimit {
+			return t, nil
+		}
+		for i := 0; i < hd; i++ {
+			o := i*a.Lds + t
+			a.QScale[o] = math.Float32frombits(tmp[48+i])
+			a.KScale[o] = math.Float32frombits(tmp[64+i])
+			a.VBits[o] = tmp[32+i]
+			a.kSum[i*a.kN+t] = int32(tmp[112+i])
+		}
+	}
+	return t1, nil
+}
+
+// eltQKVTokenGeneric is eltQKVToken's twin: Rows's steps for one token.
+func eltQKVTokenGeneric(tmp []uint32, q []uint8, kd []int8, x []float32, heads, kh, nr4 int, qmul float32) uint32 {
+	const d = 64
+	h := heads * d
+	var top uint32
+	for i := 0; i < heads; i++ {
+		for p := 0; p < 3; p++ {
+			b := eltAbsMaxGeneric(x[p*h+i*d : p*h+i*d+d])
+			tmp[16*p+i] = b
+			top = max(top, b)
+		}
+	}
+	if top >= absMaxBitsLimit {
+		return top
+	}
+	for i := 0; i < heads; i++ {
+		sq := math.Float32frombits(tmp[i]) / 127
+		if sq == 0 {
+			sq = 1
+		}
+		tmp[48+i], tmp[80+i] = math.Float32bits(sq*qmul), math.Float32bits(1/sq)
+		eltQuantRowGeneric(q[i*d:i*d+d], x[i*d:i*d+d], 1/sq)
+		s, cs, _ := eltPackQuantKRowGeneric(kd[i*kh:], x[h+i*d:h+i*d+d], nr4)
+		tmp[64+i], tmp[96+i], tmp[112+i] = math.Float32bits(s), math.Float32bits(1/s), uint32(cs)
+	}
+	return top
 }
 
 // VScale is the one scale of head h's V over tokens [t0, t1) from Rows'

@@ -29,12 +29,24 @@ func qkvRows(r *rand.Rand, n, heads, d, ld int) []float32 {
 // newQKVQuant makes a QKVQuant for n tokens with its buffers filled with
 // a sentinel, the K packs reserved for panels of nr.
 func newQKVQuant(t *testing.T, n, heads, d, nr int) *QKVQuant {
+	return newQKVQuantJ(t, n, heads, d, nr, false)
+}
+
+// newQKVQuantJ is newQKVQuant with, when joint, the packs of
+// QKVQuant.ReserveKeys (one array: Rows's one-call path where D is 64).
+func newQKVQuantJ(t *testing.T, n, heads, d, nr int, joint bool) *QKVQuant {
 	h := heads * d
 	a := &QKVQuant{Heads: heads, D: d, QMul: 0.125, Q: make([]uint8, n*h), Ldq: h,
 		QScale: make([]float32, heads*n), KScale: make([]float32, heads*n), VBits: make([]uint32, heads*n),
 		Lds: n, K: make([]PackedS8, heads)}
 	for i := range a.Q {
 		a.Q[i] = 0x5a
+	}
+	if joint {
+		if err := a.ReserveKeys(n, nr); err != nil {
+			t.Fatal(err)
+		}
+		return a
 	}
 	for i := range a.K {
 		if err := a.K[i].ReserveKeys(n, d, nr); err != nil {
@@ -49,16 +61,19 @@ func newQKVQuant(t *testing.T, n, heads, d, nr int) *QKVQuant {
 // QuantizeRowsU8Block (scales times QMul), K against PackQuantS8Into
 // (data, column sums, scales), V's VScale against PackQuantS8TInto's
 // scale and PackQuantS8TScaledInto's pack against its pack, on every
-// element-wise path, the tokens quantized in two disjoint ranges.
+// element-wise path, the tokens quantized in two disjoint ranges, with
+// the packs reserved one by one and on one array (the one-call path).
 func TestQKVQuantMatchesPerHead(t *testing.T) {
 	eltPaths(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(3, 7))
-		for _, c := range [][4]int{{1, 2, 64, 32}, {17, 4, 64, 64}, {64, 2, 16, 16}, {130, 3, 20, 48}, {33, 1, 7, 32}, {256, 16, 64, 32}} {
+		for ci, c := range [][4]int{{1, 2, 64, 32}, {17, 4, 64, 64}, {64, 2, 16, 16}, {130, 3, 20, 48}, {33, 1, 7, 32}, {256, 16, 64, 32},
+			{1, 2, 64, 32}, {17, 4, 64, 64}, {256, 16, 64, 32}, {50, 12, 64, 16}, {9, 17, 64, 32}, {64, 2, 16, 16}} {
 			n, heads, d, nr := c[0], c[1], c[2], c[3]
+			joint := ci >= 6
 			h := heads * d
 			ld := 3*h + r.IntN(5)
 			x := qkvRows(r, n, heads, d, ld)
-			a := newQKVQuant(t, n, heads, d, nr)
+			a := newQKVQuantJ(t, n, heads, d, nr, joint)
 			mid := r.IntN(n + 1)
 			if err := a.Rows(x, ld, mid, n); err != nil {
 				t.Fatal(err)
@@ -115,28 +130,36 @@ func TestQKVQuantMatchesPerHead(t *testing.T) {
 // every element-wise path.
 func TestQKVQuantErrors(t *testing.T) {
 	eltPaths(t, func(t *testing.T) {
-		const n, heads, d = 9, 3, 16
-		h := heads * d
+		const n, heads = 9, 3
 		r := rand.New(rand.NewPCG(1, 1))
-		for _, c := range []struct {
-			part int
-			name string
-			v    float64
-		}{{0, "q", math.NaN()}, {1, "k", math.Inf(1)}, {2, "v", math.Inf(-1)}} {
-			x := qkvRows(r, n, heads, d, 3*h)
-			x[5*3*h+c.part*h+2*d+3] = float32(c.v)
-			a := newQKVQuant(t, n, heads, d, 16)
-			err := a.Rows(x, 3*h, 0, n)
-			if !errors.Is(err, ErrNonFinite) {
-				t.Fatalf("%s: %v, want ErrNonFinite", c.name, err)
-			}
-			if want := "token 5 head 2 " + c.name + " col 3"; !strings.Contains(err.Error(), want) {
-				t.Fatalf("%s: %q does not name %q", c.name, err, want)
-			}
-			if err := a.Rows(x, 3*h, 0, 5); err != nil { // the rows before it are fine
-				t.Fatalf("%s: rows before the bad token: %v", c.name, err)
+		for _, dj := range []struct {
+			d     int
+			joint bool
+		}{{16, false}, {64, false}, {64, true}} {
+			d := dj.d
+			h := heads * d
+			for _, c := range []struct {
+				part int
+				name string
+				v    float64
+			}{{0, "q", math.NaN()}, {1, "k", math.Inf(1)}, {2, "v", math.Inf(-1)}} {
+				x := qkvRows(r, n, heads, d, 3*h)
+				x[5*3*h+c.part*h+2*d+3] = float32(c.v)
+				a := newQKVQuantJ(t, n, heads, d, 16, dj.joint)
+				err := a.Rows(x, 3*h, 0, n)
+				if !errors.Is(err, ErrNonFinite) {
+					t.Fatalf("d=%d %s: %v, want ErrNonFinite", d, c.name, err)
+				}
+				if want := "token 5 head 2 " + c.name + " col 3"; !strings.Contains(err.Error(), want) {
+					t.Fatalf("d=%d %s: %q does not name %q", d, c.name, err, want)
+				}
+				if err := a.Rows(x, 3*h, 0, 5); err != nil { // the rows before it are fine
+					t.Fatalf("d=%d %s: rows before the bad token: %v", d, c.name, err)
+				}
 			}
 		}
+		const d = 16
+		h := heads * d
 		x := qkvRows(r, n, heads, d, 3*h)
 		for name, f := range map[string]func(a *QKVQuant) error{
 			"ldx < 3h":     func(a *QKVQuant) error { return a.Rows(x, 3*h-1, 0, n) },
@@ -167,7 +190,8 @@ func TestQKVQuantErrors(t *testing.T) {
 // BenchmarkQKVQuant times the quantization of one BERT-large layer's Q, K
 // and V maxima at 256 tokens (16 heads of 64): per head, as INT8 attention
 // did it before QKVQuant (one head's slice of every row: strided), against
-// QKVQuant.Rows (every head of a token at once). Run pinned: taskset -c 1
+// QKVQuant.Rows (every head of a token at once, one call a token on
+// AVX-512), V packed with the scale Rows found in both. Run pinned: taskset -c 1
 // go test -run '^$' -bench QKVQuant ./kernels
 func BenchmarkQKVQuant(b *testing.B) {
 	const n, heads, d, nr = 256, 16, 64, 32
@@ -193,12 +217,9 @@ func BenchmarkQKVQuant(b *testing.B) {
 	})
 	b.Run("tokens", func(b *testing.B) {
 		a := &QKVQuant{Heads: heads, D: d, QMul: 0.125, Q: make([]uint8, n*h), Ldq: h,
-			QScale: make([]float32, heads*n), KScale: make([]float32, heads*n), VBits: make([]uint32, heads*n),
-			Lds: n, K: make([]PackedS8, heads)}
-		for i := range a.K {
-			if err := a.K[i].ReserveKeys(n, d, nr); err != nil {
-				b.Fatal(err)
-			}
+			QScale: make([]float32, heads*n), KScale: make([]float32, heads*n), VBits: make([]uint32, heads*n), Lds: n}
+		if err := a.ReserveKeys(n, nr); err != nil {
+			b.Fatal(err)
 		}
 		var v PackedS8
 		for b.Loop() {
@@ -212,4 +233,63 @@ func BenchmarkQKVQuant(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestQKVTokenTwin holds the AVX-512 one-call token quantization to its
+// twin bit for bit: every word of tmp, Q's bytes and every byte of the K
+// panels (words it must not write keep a sentinel), over head counts up
+// to 16, every panel width, all-zero and subnormal slices, and a NaN or
+// an infinity (the bits returned, nothing else compared).
+func TestQKVTokenTwin(t *testing.T) {
+	if !eltwiseAVX512() {
+		t.Skipf("%s: the one-call token pass is AVX-512 only and this CPU (or build) runs without it: QKVQuant.Rows loops over the heads instead", t.Name())
+	}
+	r := rand.New(rand.NewPCG(6, 6))
+	for _, heads := range []int{1, 2, 5, 12, 16} {
+		for _, nr := range []int{16, 32, 64} {
+			for trial := 0; trial < 5; trial++ {
+				h := heads * 64
+				x := make([]float32, 3*h)
+				for i := range x {
+					x[i] = float32(r.NormFloat64() * 2)
+				}
+				switch trial {
+				case 1:
+					clear(x[r.IntN(3)*h+r.IntN(heads)*64:][:64])
+				case 2:
+					for i := range x[h : h+64] {
+						x[h+i] = math.Float32frombits(uint32(1 + r.IntN(50)))
+					}
+				case 3:
+					x[r.IntN(3*h)] = float32(math.NaN())
+				case 4:
+					x[r.IntN(3*h)] = float32(math.Inf(-1))
+				}
+				kh := 64*nr + 8 // a head's pack, and a few bytes past it
+				gq, wq := make([]uint8, h), make([]uint8, h)
+				gk, wk := make([]int8, heads*kh), make([]int8, heads*kh)
+				for i := range gk {
+					gk[i], wk[i] = 0x55, 0x55
+				}
+				gt, wt := make([]uint32, 128), make([]uint32, 128)
+				off := 4 * r.IntN(nr) // the key's column in its panel
+				gb := eltQKVToken(gt, gq, gk[off:], x, heads, kh, nr*4, 0.125)
+				wb := eltQKVTokenGeneric(wt, wq, wk[off:], x, heads, kh, nr*4, 0.125)
+				if gb != wb {
+					t.Fatalf("heads %d nr %d trial %d: bits %#x, twin %#x", heads, nr, trial, gb, wb)
+				}
+				if wb >= absMaxBitsLimit {
+					continue
+				}
+				for i := range wt {
+					if i%16 < heads && gt[i] != wt[i] {
+						t.Fatalf("heads %d nr %d trial %d: tmp[%d] %#x, twin %#x", heads, nr, trial, i, gt[i], wt[i])
+					}
+				}
+				if !slices.Equal(gq, wq) || !slices.Equal(gk, wk) {
+					t.Fatalf("heads %d nr %d trial %d: bytes differ from the twin", heads, nr, trial)
+				}
+			}
+		}
+	}
 }

@@ -111,12 +111,11 @@ type attnBuf8 struct {
 // qkv8 is a pass's quantized Q and K (and V's absolute maxima), all
 // sequences and heads, written token by token before the heads run
 // (quantQKV): Q's u8 rows [tokens][hidden], the scales [heads][tokens],
-// one K pack per (sequence, head), one kernels.QKVQuant per sequence.
+// one kernels.QKVQuant per sequence (which holds its K packs).
 type qkv8 struct {
 	q      []uint8
 	qs, ks []float32
 	vb     []uint32
-	k      []kernels.PackedS8
 	seqs   []kernels.QKVQuant
 	first  []int // quantQKV's first task of each sequence
 }
@@ -146,25 +145,20 @@ func (m *Model) quantQKV(s *scratch) error {
 		a.vb = make([]uint32, heads*rows)
 	}
 	a.vb = a.vb[:heads*rows]
-	if nk := len(s.spans) * heads; cap(a.k) < nk {
-		a.k = append(a.k[:cap(a.k)], make([]kernels.PackedS8, nk-cap(a.k))...)
-	}
-	a.k = a.k[:len(s.spans)*heads]
 	if cap(a.seqs) < len(s.spans) {
-		a.seqs = make([]kernels.QKVQuant, len(s.spans))
+		// Grown keeping the sequences' K storage.
+		a.seqs = append(a.seqs[:cap(a.seqs)], make([]kernels.QKVQuant, len(s.spans)-cap(a.seqs))...)
 	}
 	a.seqs = a.seqs[:len(s.spans)]
 	scale := float32(1 / math.Sqrt(float64(d)))
 	tasks := 0
 	for bi, sp := range s.spans {
-		ks := a.k[bi*heads : (bi+1)*heads]
-		for i := range ks {
-			if err := ks[i].ReserveKeys(sp.n, d, sp.kr.qk8.NR); err != nil {
-				return fmt.Errorf("int8 attention k (sequence %d): %w", bi, err)
-			}
+		qa := &a.seqs[bi]
+		qa.Heads, qa.D, qa.QMul, qa.Q, qa.Ldq = heads, d, scale, a.q[sp.off*h:], h
+		qa.QScale, qa.KScale, qa.VBits, qa.Lds = a.qs[sp.off:], a.ks[sp.off:], a.vb[sp.off:], rows
+		if err := qa.ReserveKeys(sp.n, sp.kr.qk8.NR); err != nil {
+			return fmt.Errorf("int8 attention k (sequence %d): %w", bi, err)
 		}
-		a.seqs[bi] = kernels.QKVQuant{Heads: heads, D: d, QMul: scale, Q: a.q[sp.off*h:], Ldq: h,
-			QScale: a.qs[sp.off:], KScale: a.ks[sp.off:], VBits: a.vb[sp.off:], Lds: rows, K: ks}
 		tasks += (sp.n + qkvChunk - 1) / qkvChunk
 	}
 	run := func(bi, t0, t1 int) error {

@@ -142,6 +142,7 @@ func main() {
 	softmaxU8Rows()
 	packQuantKRow()
 	packQuantVT4()
+	qkvToken()
 	quantStatic("eltQuantS8", "func(dst []int8, x []float32, inv, zp float32) uint32", "s8min", "s8max", "int8")
 	dequantU8()
 	dequantS32()
@@ -1415,6 +1416,172 @@ func packQuantKRow() {
 	zr := GP32()
 	XORL(zr, zr)
 	Store(zr, ReturnIndex(1))
+	VZEROUPPER()
+	RET()
+}
+
+// qkvToken quantizes one token's fused QKV row for every head of 64 in
+// one call (docs/DESIGN.md section 3.10, kernels.QKVQuant.Rows): the
+// absolute maxima per head and part, the scales of up to 16 heads as
+// vectors (one division for all instead of two scalar ones per head and
+// part), then Q's u8 and K's s8 words with their sums. The products need
+// no clamp: with s = max/127 and inv = 1/s each rounded once, |x*inv| is
+// at most 127 by a few units in the last place, under 127.5, so the
+// rounding gives what the twin's clamp to [-128, 127] does.
+func qkvToken() {
+	TEXT("eltQKVToken", NOSPLIT, "func(tmp []uint32, q []uint8, kd []int8, x []float32, heads, kh, nr4 int, qmul float32) uint32")
+	Doc("eltQKVToken takes x, one token's fused QKV row of heads <= 16 heads of",
+		"64 (Q's 64*heads floats, then K's, then V's), and stores in tmp",
+		"(128 words): [0:16] the bits of each head's max|Q| (as eltAbsMax),",
+		"[16:32] max|K|'s, [32:48] max|V|'s; unless one of those is >= 0x7f800000",
+		"(returned then, nothing else written), with s = bits/127 (1 where 0):",
+		"[48:64] Q's s*qmul, [64:80] K's s, [80:96] Q's 1/s, [96:112] K's 1/s",
+		"(float32 bits), [112:128] K's column sums; Q's bytes as eltQuantRow at",
+		"q[h*64:], K's s8 as eltPackQuantKRow in words of 4 at",
+		"kd[h*kh + g*nr4:] (g < 16). It returns the largest bits. Its twin is",
+		"eltQKVTokenGeneric.")
+	tp := Load(Param("tmp").Base(), GP64())
+	qp := Load(Param("q").Base(), GP64())
+	kd := Load(Param("kd").Base(), GP64())
+	xp := Load(Param("x").Base(), GP64())
+	heads := Load(Param("heads"), GP64())
+	kh := Load(Param("kh"), GP64())
+	nr4 := Load(Param("nr4"), GP64())
+	id := newID()
+	// part is the byte distance from a head's Q to its K (and K to V).
+	part := GP64()
+	MOVQ(heads, part)
+	SHLQ(U8(8), part) // heads*64 floats
+	absmask := bcast("absmask")
+	h := GP64()
+	XORQ(h, h)
+	px := GP64()
+	MOVQ(xp, px)
+	Label("absmax_" + id)
+	CMPQ(h, heads)
+	JAE(LabelRef("scales_" + id))
+	base := GP64()
+	MOVQ(px, base)
+	for pi := 0; pi < 3; pi++ {
+		acc := ZMM()
+		VPANDD(Mem{Base: base}, absmask, acc)
+		for v := 1; v < 4; v++ {
+			a := ZMM()
+			VPANDD(Mem{Base: base, Disp: 64 * v}, absmask, a)
+			VPMAXUD(a, acc, acc)
+		}
+		b := reduceMaxU32(acc)
+		MOVL(b, Mem{Base: tp, Index: h, Scale: 4, Disp: 64 * pi})
+		if pi < 2 {
+			ADDQ(part, base)
+		}
+	}
+	ADDQ(U32(256), px)
+	INCQ(h)
+	JMP(LabelRef("absmax_" + id))
+
+	Label("scales_" + id)
+	// km: the lanes of the heads.
+	km := K()
+	{
+		m := GP32()
+		MOVL(U32(1), m)
+		MOVQ(heads, reg.RCX)
+		SHLL(reg.CL, m)
+		DECL(m)
+		KMOVW(m, km)
+	}
+	bq, bk, bv := ZMM(), ZMM(), ZMM()
+	VMOVDQU32_Z(Mem{Base: tp}, km, bq)
+	VMOVDQU32_Z(Mem{Base: tp, Disp: 64}, km, bk)
+	VMOVDQU32_Z(Mem{Base: tp, Disp: 128}, km, bv)
+	all := ZMM()
+	VPMAXUD(bq, bk, all)
+	VPMAXUD(bv, all, all)
+	top := reduceMaxU32(all)
+	CMPL(top, U32(0x7f800000))
+	JAE(LabelRef("ret_" + id))
+	one, zero := bcast("one"), ZMM()
+	VXORPS(zero, zero, zero)
+	for pi, b := range []reg.VecVirtual{bq, bk} {
+		VDIVPS_BCST(c("s8max"), b, b) // s = max/127
+		kz := K()
+		VCMPPS(U8(0), zero, b, kz) // s == 0
+		VMOVAPS(one, kz, b)
+		inv := ZMM()
+		VDIVPS(b, one, inv)
+		if pi == 0 {
+			sq := ZMM()
+			VMULPS(scalar("qmul"), b, sq)
+			VMOVUPS(sq, Mem{Base: tp, Disp: 192})
+			VMOVUPS(inv, Mem{Base: tp, Disp: 320})
+		} else {
+			VMOVUPS(b, Mem{Base: tp, Disp: 256})
+			VMOVUPS(inv, Mem{Base: tp, Disp: 384})
+		}
+	}
+
+	// The bytes, head by head.
+	XORQ(h, h)
+	MOVQ(xp, px)
+	qo := GP64()
+	MOVQ(qp, qo)
+	ko := GP64()
+	MOVQ(kd, ko)
+	nr12 := GP64()
+	LEAQ(Mem{Base: nr4, Index: nr4, Scale: 2}, nr12)
+	nr16 := GP64()
+	MOVQ(nr4, nr16)
+	SHLQ(U8(2), nr16)
+	Label("bytes_" + id)
+	CMPQ(h, heads)
+	JAE(LabelRef("ret_" + id))
+	{
+		iq := ZMM()
+		VBROADCASTSS(Mem{Base: tp, Index: h, Scale: 4, Disp: 320}, iq)
+		for v := 0; v < 4; v++ {
+			x := ZMM()
+			VMULPS(Mem{Base: px, Disp: 64 * v}, iq, x)
+			VCVTPS2DQ(x, x) // |x| <= 127 by the scale: no clamp
+			VPADDD_BCST(c("i128"), x, x)
+			b := XMM()
+			VPMOVDB(x, b)
+			VMOVDQU(b, Mem{Base: qo, Disp: 16 * v})
+		}
+		ik := ZMM()
+		VBROADCASTSS(Mem{Base: tp, Index: h, Scale: 4, Disp: 384}, ik)
+		kx := GP64()
+		LEAQ(Mem{Base: px, Index: part, Scale: 1}, kx)
+		sum := ZMM()
+		VPXORD(sum, sum, sum)
+		w := GP64()
+		MOVQ(ko, w)
+		for v := 0; v < 4; v++ {
+			x := ZMM()
+			VMULPS(Mem{Base: kx, Disp: 64 * v}, ik, x)
+			VCVTPS2DQ(x, x) // |x| <= 127 by the scale: no clamp
+			VPADDD(x, sum, sum)
+			b := XMM()
+			VPMOVDB(x, b)
+			VMOVD(b, Mem{Base: w})
+			VPEXTRD(U8(1), b, Mem{Base: w, Index: nr4, Scale: 1})
+			VPEXTRD(U8(2), b, Mem{Base: w, Index: nr4, Scale: 2})
+			VPEXTRD(U8(3), b, Mem{Base: w, Index: nr12, Scale: 1})
+			if v < 3 {
+				ADDQ(nr16, w)
+			}
+		}
+		cs := reduceAddI32(sum)
+		MOVL(cs, Mem{Base: tp, Index: h, Scale: 4, Disp: 448})
+	}
+	ADDQ(U32(256), px)
+	ADDQ(U8(64), qo)
+	ADDQ(kh, ko)
+	INCQ(h)
+	JMP(LabelRef("bytes_" + id))
+
+	Label("ret_" + id)
+	Store(top, ReturnIndex(0))
 	VZEROUPPER()
 	RET()
 }
