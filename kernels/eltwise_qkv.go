@@ -39,8 +39,8 @@ type QKVQuant struct {
 
 	// kData and kSum are ReserveKeys's storage: head h's pack (kSize
 	// bytes) at h*kStride, its column sums at h*kN.
-	kData            []int8
-	kSum             []int32
+	kData                   []int8
+	kSum                    []int32
 	kStride, kSize, kN, kNR int
 }
 
