@@ -111,9 +111,23 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		} else {
 			fmt.Fprintf(stdout, "peak:     FP32 FMA %.1f GFLOP/s, VNNI %.1f GOP/s, BF16 %.1f GFLOP/s, AVX-VNNI %.1f GOP/s, AVX-512 VPMADDWD %.1f GOP/s, AVX2 VPMADDWD %.1f GOP/s (one core)\n",
 				r.Peak.FP32GFLOPS, r.Peak.VNNIGOPS, r.Peak.BF16GFLOPS, r.Peak.AVXVNNIGOPS, r.Peak.AVX512Int16GOPS, r.Peak.AVX2Int8GOPS)
+			if note := bf16PeakNote(r.Peak.FP32GFLOPS, r.Peak.BF16GFLOPS); note != "" {
+				fmt.Fprintf(stdout, "note:     %s\n", note)
+			}
 		}
 	}
 	return nil
+}
+
+// bf16PeakNote warns when this core's VDPBF16PS peak loop is below its
+// FP32 FMA loop (a Xeon without AMX measured 75-90 against 176-179
+// GFLOP/s): --precision bf16 then runs slower than fp32 (docs/DESIGN.md
+// section 3.9). "" when BF16 is faster or was not measured.
+func bf16PeakNote(fp32, bf16 float64) string {
+	if bf16 <= 0 || fp32 <= 0 || bf16 >= fp32 {
+		return ""
+	}
+	return fmt.Sprintf("BF16's peak (VDPBF16PS) is %.2fx FP32's FMA on this core: --precision bf16 runs slower than fp32 here; int8 is the faster choice", bf16/fp32)
 }
 
 func kib(b int) string {

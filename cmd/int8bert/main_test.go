@@ -166,3 +166,20 @@ func TestBenchGEMMTextSkipped(t *testing.T) {
 		t.Errorf("%d not-measured lines:\n%s", len(lines), out.String())
 	}
 }
+
+// TestBF16PeakNote checks the warning info -peak prints when BF16's peak
+// loop is below FP32's, and only then.
+func TestBF16PeakNote(t *testing.T) {
+	for _, c := range []struct {
+		fp32, bf16 float64
+		warn       bool
+	}{{176, 75.6, true}, {243, 478, false}, {100, 100, false}, {179, 0, false}, {0, 50, false}} {
+		got := bf16PeakNote(c.fp32, c.bf16)
+		if (got != "") != c.warn {
+			t.Errorf("fp32 %v bf16 %v: %q, want a warning: %v", c.fp32, c.bf16, got, c.warn)
+		}
+		if c.warn && !strings.Contains(got, "slower than fp32") {
+			t.Errorf("fp32 %v bf16 %v: %q does not say bf16 is slower", c.fp32, c.bf16, got)
+		}
+	}
+}
