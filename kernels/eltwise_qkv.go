@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 )
 
@@ -184,13 +185,18 @@ func (a *QKVQuant) Rows(x []float32, ldx, t0, t1 int) error {
 	return nil
 }
 
+// qkvTmpPool holds rowsOneCall's scratch (it goes to assembly, so on the
+// stack it would be allocated on every call).
+var qkvTmpPool = sync.Pool{New: func() any { return new([128]uint32) }}
+
 // rowsOneCall is Rows with one eltQKVToken call a token (D = 64, Heads
 // <= 16, K from ReserveKeys). It stops at the first token holding a NaN or
 // an infinity and returns its index (t1 when all are done).
 func (a *QKVQuant) rowsOneCall(f *eltFuncs, x []float32, ldx, t0, t1 int) (int, error) {
 	hd, h, nr := a.Heads, a.Heads*a.D, a.kNR
 	kp := (a.D + 3) &^ 3
-	var buf [128]uint32 // eltQKVToken's figures of a token
+	buf := qkvTmpPool.Get().(*[128]uint32) // eltQKVToken's figures of a token
+	defer qkvTmpPool.Put(buf)
 	tmp := buf[:]
 	for t := t0; t < t1; t++ {
 		kd := a.kData[(t/nr)*nr*kp+(t%nr)*4:]

@@ -382,6 +382,9 @@ func vnniNT(g *GEMMU8S8) int {
 // vnniScratch holds the int32 partial sums of a block between K steps.
 var vnniScratch = sync.Pool{New: func() any { return new([]int32) }}
 
+// vnniEpArgsPool holds vnniBlock's two epilogue argument blocks.
+var vnniEpArgsPool = sync.Pool{New: func() any { return new([2]vnniEpArgs) }}
+
 // vnniBlock computes rows [i0, i1) x columns [j0, j1) of g (j0 a multiple of
 // nr). With K in several steps, the partial sums go to C (s32) or to a
 // scratch block, each step adding to the last; the epilogue follows each
@@ -403,9 +406,12 @@ func vnniBlock(g *GEMMU8S8, e *vnniEp, mr, nr int, micros []vnniMicro, fused vnn
 	nt := vnniNT(g)
 	var ea0, ea *vnniEpArgs
 	if useFused {
-		ea0 = new(vnniEpArgs)
+		// From a pool: the arguments go to assembly, so they would be
+		// allocated on every call (attention makes many small ones).
+		pair := vnniEpArgsPool.Get().(*[2]vnniEpArgs)
+		defer vnniEpArgsPool.Put(pair)
+		ea0, ea = &pair[0], &pair[1]
 		*ea0 = vnniEpArgsFor(g, e)
-		ea = new(vnniEpArgs)
 		*ea = *ea0
 	}
 	if nt != 0 {

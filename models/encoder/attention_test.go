@@ -162,6 +162,42 @@ func TestAttentionAllocs(t *testing.T) {
 	}
 }
 
+// TestAttentionInt8Allocs checks that INT8 attention's steady state
+// allocates nothing per head or per row block: its buffers (the token
+// pass's, the heads' and the blocks') are reused from pass to pass, so a
+// pass with 12 heads and 200 tokens allocates what one with 2 heads and
+// 40 tokens does.
+func TestAttentionInt8Allocs(t *testing.T) {
+	if poolDrops() {
+		t.Skip("sync.Pool drops items in this build (-race): allocations are not steady")
+	}
+	sel := testSelector(t)
+	allocs := func(heads, seq int) float64 {
+		const d = 64
+		h := heads * d
+		m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel, prec: PrecisionInt8Dynamic, attnInt8: true}
+		qkv := make([]float32, seq*3*h)
+		for i := range qkv {
+			qkv[i] = float32(i%7) - 3
+		}
+		s := &scratch{qkv: qkv, ctx: make([]float32, seq*h)}
+		in := &Inputs{Batch: 1, Seq: seq, Mask: make([]int32, seq)}
+		for i := range in.Mask {
+			in.Mask[i] = 1
+		}
+		return testing.AllocsPerRun(10, func() {
+			if err := m.attention(in, s); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, big := allocs(2, 40), allocs(12, 200)
+	t.Logf("allocations per pass: %v with 2 heads of 40 tokens, %v with 12 heads of 200", small, big)
+	if big > small {
+		t.Errorf("INT8 attention allocates per head or block: %v with 2 heads of 40 tokens, %v with 12 of 200", small, big)
+	}
+}
+
 // BenchmarkAttentionHead times BERT-large attention (hidden 1024, 16 heads
 // of 64, one sequence of 256 tokens, 30 of them padding) on one goroutine
 // and reports the time per head, whole and split into its steps (pack K,
