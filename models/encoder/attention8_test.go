@@ -54,14 +54,16 @@ func attn8Ref(qkv []float32, mask []int32, c attn8Case) []float64 {
 // float64 reference on every u8s8 kernel this CPU runs, forced: seq 1, odd
 // lengths, masks, packed spans of several lengths, and the static u8
 // context. The error is INT8's (docs/DESIGN.md section 3.10): relative RMS
-// under 4% (6% with the static u8 context) and every value within 2% of max|V|; threads do not change a
-// bit (integer products, per-head work).
+// under 4% (with the static u8 context, that and its u8 step's rounding)
+// and every value within 2% of max|V|; threads do not change a bit
+// (integer products, per-head work).
 func TestAttentionInt8(t *testing.T) {
 	cases := []attn8Case{
 		{name: "seq1", batch: 1, seq: 1, h: 8, heads: 2},
 		{name: "odd", batch: 2, seq: 37, h: 192, heads: 3, masked: true},
 		{name: "base128", batch: 1, seq: 128, h: 768, heads: 12, masked: true},
 		{name: "static", batch: 3, seq: 20, h: 96, heads: 2, masked: true, static: true},
+		{name: "static-long", batch: 2, seq: 100, h: 128, heads: 2, masked: true, static: true},
 		{name: "packed", lens: []int{33, 1, 7, 64, 7}, h: 128, heads: 2},
 		{name: "packed-masked-static", lens: []int{5, 19, 19, 2}, h: 64, heads: 4, masked: true, static: true},
 	}
@@ -145,9 +147,17 @@ func TestAttentionInt8(t *testing.T) {
 					worst = max(worst, math.Abs(e))
 				}
 				rel := math.Sqrt(se / max(sr, 1e-30))
-				t.Logf("%s %s threads %d: rel rms %.4f, max err %.4f of max|V| %.2f", kern.Name, c.name, threads, rel, worst, vmax)
-				// The static context adds its own u8 step (max|V|/100).
-				if lim := map[bool]float64{false: 0.04, true: 0.06}[c.static]; rel > lim || worst > 0.02*vmax {
+				// The static context adds its own u8 step (max|V|/100): its
+				// rounding's RMS, step/sqrt(12), over the reference's RMS
+				// (which falls as longer rows average more of V), added
+				// in quadrature (independent errors).
+				lim := 0.04
+				if c.static {
+					u := vmax / 100 / math.Sqrt(12) / math.Sqrt(sr/float64(len(ref)))
+					lim = math.Hypot(lim, u)
+				}
+				t.Logf("%s %s threads %d: rel rms %.4f (limit %.4f), max err %.4f of max|V| %.2f", kern.Name, c.name, threads, rel, lim, worst, vmax)
+				if rel > lim || worst > 0.02*vmax {
 					t.Fatalf("%s %s threads %d: relative RMS error %.4f, max error %.4f (max|V| %.3f)", kern.Name, c.name, threads, rel, worst, vmax)
 				}
 				if first == nil {
