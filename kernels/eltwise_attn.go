@@ -289,9 +289,9 @@ func packQuantT(f *eltFuncs, dst *PackedS8, n, k int, wt []float32, ldwt, nr int
 // so that dst[i][j]*rowScale[i] is the softmax with the largest
 // probability of every row on the whole u8 range, and every row's
 // dequantized probabilities sum to 1 (the rounding's bias does not scale
-// the context). On AVX-512, 255*exp is one pass with a degree-3
-// polynomial (eltExpU8: relative error under 7.5e-5, a byte at most one
-// step from the correctly rounded one, rarely); elsewhere it is Softmax's
+// the context). On AVX-512, 255*exp is one pass with a degree-4
+// polynomial (eltExpU8: relative error under 3e-6, a byte at most one
+// step from the correctly rounded one, very rarely); elsewhere it is Softmax's
 // exp, then the scaling. x is overwritten (dst has row stride ldd). A row
 // whose maximum is -Inf (all -Inf) is zero, with scale 0; a NaN or +Inf
 // score is an error wrapping ErrNonFinite naming the row and column.

@@ -18,33 +18,34 @@ DATA eltconst<>+40(SB)/4, $0x3f000000
 DATA eltconst<>+44(SB)/4, $0x3f800000
 DATA eltconst<>+48(SB)/4, $0x3f317218
 DATA eltconst<>+52(SB)/4, $0xc1800000
-DATA eltconst<>+56(SB)/4, $0x437efb4e
-DATA eltconst<>+60(SB)/4, $0x437f0ab8
-DATA eltconst<>+64(SB)/4, $0x4300c400
-DATA eltconst<>+68(SB)/4, $0x4228fb57
-DATA eltconst<>+72(SB)/4, $0x3f000000
-DATA eltconst<>+76(SB)/4, $0x00000000
-DATA eltconst<>+80(SB)/4, $0x437f0000
-DATA eltconst<>+84(SB)/4, $0xc3000000
-DATA eltconst<>+88(SB)/4, $0x42fe0000
-DATA eltconst<>+92(SB)/4, $0x00000080
-DATA eltconst<>+96(SB)/4, $0x7fffffff
-DATA eltconst<>+100(SB)/4, $0x000000ff
-DATA eltconst<>+104(SB)/4, $0x80000000
-DATA eltconst<>+108(SB)/4, $0x3f3504f3
-DATA eltconst<>+112(SB)/4, $0x41680000
-DATA eltconst<>+116(SB)/4, $0xc1600000
-DATA eltconst<>+120(SB)/4, $0xbfa1fc4e
-DATA eltconst<>+124(SB)/4, $0x3e2ef945
-DATA eltconst<>+128(SB)/4, $0xbf527892
-DATA eltconst<>+132(SB)/4, $0x3fbe87b0
-DATA eltconst<>+136(SB)/4, $0xbf914e5d
-DATA eltconst<>+140(SB)/4, $0x3e8ec7cc
-DATA eltconst<>+144(SB)/4, $0xbe3ec24c
-DATA eltconst<>+148(SB)/4, $0x3dc636c9
-DATA eltconst<>+152(SB)/4, $0x3ebf88fb
-DATA eltconst<>+156(SB)/4, $0x3f8000c7
-GLOBL eltconst<>(SB), RODATA|NOPTR, $160
+DATA eltconst<>+56(SB)/4, $0x437efff4
+DATA eltconst<>+60(SB)/4, $0x437efd9c
+DATA eltconst<>+64(SB)/4, $0x42ff05b1
+DATA eltconst<>+68(SB)/4, $0x422b446b
+DATA eltconst<>+72(SB)/4, $0x412926b0
+DATA eltconst<>+76(SB)/4, $0x3f000000
+DATA eltconst<>+80(SB)/4, $0x00000000
+DATA eltconst<>+84(SB)/4, $0x437f0000
+DATA eltconst<>+88(SB)/4, $0xc3000000
+DATA eltconst<>+92(SB)/4, $0x42fe0000
+DATA eltconst<>+96(SB)/4, $0x00000080
+DATA eltconst<>+100(SB)/4, $0x7fffffff
+DATA eltconst<>+104(SB)/4, $0x000000ff
+DATA eltconst<>+108(SB)/4, $0x80000000
+DATA eltconst<>+112(SB)/4, $0x3f3504f3
+DATA eltconst<>+116(SB)/4, $0x41680000
+DATA eltconst<>+120(SB)/4, $0xc1600000
+DATA eltconst<>+124(SB)/4, $0xbfa1fc4e
+DATA eltconst<>+128(SB)/4, $0x3e2ef945
+DATA eltconst<>+132(SB)/4, $0xbf527892
+DATA eltconst<>+136(SB)/4, $0x3fbe87b0
+DATA eltconst<>+140(SB)/4, $0xbf914e5d
+DATA eltconst<>+144(SB)/4, $0x3e8ec7cc
+DATA eltconst<>+148(SB)/4, $0xbe3ec24c
+DATA eltconst<>+152(SB)/4, $0x3dc636c9
+DATA eltconst<>+156(SB)/4, $0x3ebf88fb
+DATA eltconst<>+160(SB)/4, $0x3f8000c7
+GLOBL eltconst<>(SB), RODATA|NOPTR, $164
 
 // func eltAddSum(dst []float32, x []float32, r []float32) float32
 // Requires: AVX, AVX512DQ, AVX512F
@@ -266,8 +267,8 @@ full_af:
 	VMULPS      Z5, Z4, Z4
 	VMULPS      Z2, Z4, Z4
 	VADDPS      Z3, Z4, Z4
-	VMAXPS.BCST eltconst<>+76(SB), Z4, Z4
-	VMINPS.BCST eltconst<>+80(SB), Z4, Z4
+	VMAXPS.BCST eltconst<>+80(SB), Z4, Z4
+	VMINPS.BCST eltconst<>+84(SB), Z4, Z4
 	VCVTPS2DQ   Z4, Z4
 	VPMOVDB     Z4, X4
 	VMOVDQU     X4, (DX)(R9*1)
@@ -293,8 +294,8 @@ tail_af:
 	VMULPS      Z0, Z4, Z0
 	VMULPS      Z2, Z0, Z0
 	VADDPS      Z3, Z0, Z0
-	VMAXPS.BCST eltconst<>+76(SB), Z0, Z0
-	VMINPS.BCST eltconst<>+80(SB), Z0, Z0
+	VMAXPS.BCST eltconst<>+80(SB), Z0, Z0
+	VMINPS.BCST eltconst<>+84(SB), Z0, Z0
 	VCVTPS2DQ   Z0, Z0
 	VPMOVDB     Z0, X0
 	VMOVDQU8    X0, K1, (DX)(R9*1)
@@ -321,8 +322,8 @@ full_ag:
 	VMOVUPS     Z4, (AX)(R8*4)
 	VMULPS      Z2, Z4, Z4
 	VADDPS      Z3, Z4, Z4
-	VMAXPS.BCST eltconst<>+76(SB), Z4, Z4
-	VMINPS.BCST eltconst<>+80(SB), Z4, Z4
+	VMAXPS.BCST eltconst<>+80(SB), Z4, Z4
+	VMINPS.BCST eltconst<>+84(SB), Z4, Z4
 	VCVTPS2DQ   Z4, Z4
 	VPMOVDB     Z4, X4
 	VMOVDQU     X4, (DX)(R8*1)
@@ -346,8 +347,8 @@ tail_ag:
 	VMOVUPS     Z4, K1, (AX)(R8*4)
 	VMULPS      Z2, Z4, Z0
 	VADDPS      Z3, Z0, Z0
-	VMAXPS.BCST eltconst<>+76(SB), Z0, Z0
-	VMINPS.BCST eltconst<>+80(SB), Z0, Z0
+	VMAXPS.BCST eltconst<>+80(SB), Z0, Z0
+	VMINPS.BCST eltconst<>+84(SB), Z0, Z0
 	VCVTPS2DQ   Z0, Z0
 	VPMOVDB     Z0, X0
 	VMOVDQU8    X0, K1, (DX)(R8*1)
@@ -3618,7 +3619,7 @@ TEXT ·eltGELU(SB), NOSPLIT, $0-48
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
 	VBROADCASTSS eltconst<>+44(SB), Z0
-	VBROADCASTSS eltconst<>+116(SB), Z1
+	VBROADCASTSS eltconst<>+120(SB), Z1
 	VXORPS       Z2, Z2, Z2
 	XORQ         BX, BX
 	MOVQ         CX, SI
@@ -3631,22 +3632,22 @@ unrolled:
 	VMOVUPS      64(DX)(BX*4), Z4
 	VMOVUPS      128(DX)(BX*4), Z5
 	VMOVUPS      192(DX)(BX*4), Z6
-	VPANDD.BCST  eltconst<>+96(SB), Z3, Z7
-	VPANDD.BCST  eltconst<>+96(SB), Z4, Z8
-	VPANDD.BCST  eltconst<>+96(SB), Z5, Z9
-	VPANDD.BCST  eltconst<>+96(SB), Z6, Z10
-	VMINPS.BCST  eltconst<>+112(SB), Z7, Z7
-	VMINPS.BCST  eltconst<>+112(SB), Z8, Z8
-	VMINPS.BCST  eltconst<>+112(SB), Z9, Z9
-	VMINPS.BCST  eltconst<>+112(SB), Z10, Z10
-	VMULPS.BCST  eltconst<>+108(SB), Z7, Z11
-	VMULPS.BCST  eltconst<>+108(SB), Z8, Z12
-	VMULPS.BCST  eltconst<>+108(SB), Z9, Z13
-	VMULPS.BCST  eltconst<>+108(SB), Z10, Z14
-	VMULPS.BCST  eltconst<>+72(SB), Z11, Z11
-	VMULPS.BCST  eltconst<>+72(SB), Z12, Z12
-	VMULPS.BCST  eltconst<>+72(SB), Z13, Z13
-	VMULPS.BCST  eltconst<>+72(SB), Z14, Z14
+	VPANDD.BCST  eltconst<>+100(SB), Z3, Z7
+	VPANDD.BCST  eltconst<>+100(SB), Z4, Z8
+	VPANDD.BCST  eltconst<>+100(SB), Z5, Z9
+	VPANDD.BCST  eltconst<>+100(SB), Z6, Z10
+	VMINPS.BCST  eltconst<>+116(SB), Z7, Z7
+	VMINPS.BCST  eltconst<>+116(SB), Z8, Z8
+	VMINPS.BCST  eltconst<>+116(SB), Z9, Z9
+	VMINPS.BCST  eltconst<>+116(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+112(SB), Z7, Z11
+	VMULPS.BCST  eltconst<>+112(SB), Z8, Z12
+	VMULPS.BCST  eltconst<>+112(SB), Z9, Z13
+	VMULPS.BCST  eltconst<>+112(SB), Z10, Z14
+	VMULPS.BCST  eltconst<>+76(SB), Z11, Z11
+	VMULPS.BCST  eltconst<>+76(SB), Z12, Z12
+	VMULPS.BCST  eltconst<>+76(SB), Z13, Z13
+	VMULPS.BCST  eltconst<>+76(SB), Z14, Z14
 	VADDPS       Z0, Z11, Z11
 	VADDPS       Z0, Z12, Z12
 	VADDPS       Z0, Z13, Z13
@@ -3655,18 +3656,10 @@ unrolled:
 	VDIVPS       Z12, Z0, Z12
 	VDIVPS       Z13, Z0, Z13
 	VDIVPS       Z14, Z0, Z14
-	VBROADCASTSS eltconst<>+124(SB), Z15
-	VBROADCASTSS eltconst<>+124(SB), Z16
-	VBROADCASTSS eltconst<>+124(SB), Z17
-	VBROADCASTSS eltconst<>+124(SB), Z18
-	VMULPS       Z11, Z15, Z15
-	VMULPS       Z12, Z16, Z16
-	VMULPS       Z13, Z17, Z17
-	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+128(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+128(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+128(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+128(SB), Z18, Z18
+	VBROADCASTSS eltconst<>+128(SB), Z15
+	VBROADCASTSS eltconst<>+128(SB), Z16
+	VBROADCASTSS eltconst<>+128(SB), Z17
+	VBROADCASTSS eltconst<>+128(SB), Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
@@ -3727,10 +3720,18 @@ unrolled:
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+120(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+120(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+120(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+120(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+160(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+160(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+160(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+160(SB), Z18, Z18
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  eltconst<>+124(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+124(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+124(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+124(SB), Z18, Z18
 	VMULPS       Z7, Z7, Z19
 	VMULPS       Z8, Z8, Z20
 	VMULPS       Z9, Z9, Z21
@@ -3743,22 +3744,22 @@ unrolled:
 	VFMSUB231PS  Z8, Z8, Z24
 	VFMSUB231PS  Z9, Z9, Z25
 	VFMSUB231PS  Z10, Z10, Z26
-	VMULPS.BCST  eltconst<>+72(SB), Z23, Z23
-	VMULPS.BCST  eltconst<>+72(SB), Z24, Z24
-	VMULPS.BCST  eltconst<>+72(SB), Z25, Z25
-	VMULPS.BCST  eltconst<>+72(SB), Z26, Z26
+	VMULPS.BCST  eltconst<>+76(SB), Z23, Z23
+	VMULPS.BCST  eltconst<>+76(SB), Z24, Z24
+	VMULPS.BCST  eltconst<>+76(SB), Z25, Z25
+	VMULPS.BCST  eltconst<>+76(SB), Z26, Z26
 	VSUBPS       Z23, Z15, Z15
 	VSUBPS       Z24, Z16, Z16
 	VSUBPS       Z25, Z17, Z17
 	VSUBPS       Z26, Z18, Z18
-	VMULPS.BCST  eltconst<>+72(SB), Z19, Z7
-	VMULPS.BCST  eltconst<>+72(SB), Z20, Z8
-	VMULPS.BCST  eltconst<>+72(SB), Z21, Z9
-	VMULPS.BCST  eltconst<>+72(SB), Z22, Z10
-	VPXORD.BCST  eltconst<>+104(SB), Z7, Z7
-	VPXORD.BCST  eltconst<>+104(SB), Z8, Z8
-	VPXORD.BCST  eltconst<>+104(SB), Z9, Z9
-	VPXORD.BCST  eltconst<>+104(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+76(SB), Z19, Z7
+	VMULPS.BCST  eltconst<>+76(SB), Z20, Z8
+	VMULPS.BCST  eltconst<>+76(SB), Z21, Z9
+	VMULPS.BCST  eltconst<>+76(SB), Z22, Z10
+	VPXORD.BCST  eltconst<>+108(SB), Z7, Z7
+	VPXORD.BCST  eltconst<>+108(SB), Z8, Z8
+	VPXORD.BCST  eltconst<>+108(SB), Z9, Z9
+	VPXORD.BCST  eltconst<>+108(SB), Z10, Z10
 	VADDPS       Z15, Z7, Z19
 	VADDPS       Z16, Z8, Z20
 	VADDPS       Z17, Z9, Z21
@@ -3859,10 +3860,10 @@ unrolled:
 	VMULPS       Z8, Z12, Z8
 	VMULPS       Z9, Z13, Z9
 	VMULPS       Z10, Z14, Z10
-	VMULPS.BCST  eltconst<>+72(SB), Z7, Z7
-	VMULPS.BCST  eltconst<>+72(SB), Z8, Z8
-	VMULPS.BCST  eltconst<>+72(SB), Z9, Z9
-	VMULPS.BCST  eltconst<>+72(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+76(SB), Z7, Z7
+	VMULPS.BCST  eltconst<>+76(SB), Z8, Z8
+	VMULPS.BCST  eltconst<>+76(SB), Z9, Z9
+	VMULPS.BCST  eltconst<>+76(SB), Z10, Z10
 	VSUBPS       Z7, Z0, Z11
 	VSUBPS       Z8, Z0, Z12
 	VSUBPS       Z9, Z0, Z13
@@ -3902,15 +3903,13 @@ full_co:
 	CMPQ         BX, SI
 	JAE          tail_co
 	VMOVUPS      (DX)(BX*4), Z3
-	VPANDD.BCST  eltconst<>+96(SB), Z3, Z4
-	VMINPS.BCST  eltconst<>+112(SB), Z4, Z4
-	VMULPS.BCST  eltconst<>+108(SB), Z4, Z5
-	VMULPS.BCST  eltconst<>+72(SB), Z5, Z5
+	VPANDD.BCST  eltconst<>+100(SB), Z3, Z4
+	VMINPS.BCST  eltconst<>+116(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+112(SB), Z4, Z5
+	VMULPS.BCST  eltconst<>+76(SB), Z5, Z5
 	VADDPS       Z0, Z5, Z5
 	VDIVPS       Z5, Z0, Z5
-	VBROADCASTSS eltconst<>+124(SB), Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+128(SB), Z6, Z6
+	VBROADCASTSS eltconst<>+128(SB), Z6
 	VMULPS       Z5, Z6, Z6
 	VADDPS.BCST  eltconst<>+132(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
@@ -3926,14 +3925,16 @@ full_co:
 	VMULPS       Z5, Z6, Z6
 	VADDPS.BCST  eltconst<>+156(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+120(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+160(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+124(SB), Z6, Z6
 	VMULPS       Z4, Z4, Z7
 	VMOVAPS      Z7, Z8
 	VFMSUB231PS  Z4, Z4, Z8
-	VMULPS.BCST  eltconst<>+72(SB), Z8, Z8
+	VMULPS.BCST  eltconst<>+76(SB), Z8, Z8
 	VSUBPS       Z8, Z6, Z6
-	VMULPS.BCST  eltconst<>+72(SB), Z7, Z4
-	VPXORD.BCST  eltconst<>+104(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+76(SB), Z7, Z4
+	VPXORD.BCST  eltconst<>+108(SB), Z4, Z4
 	VADDPS       Z6, Z4, Z7
 	VMULPS.BCST  eltconst<>+0(SB), Z7, Z8
 	VRNDSCALEPS  $0x00, Z8, Z8
@@ -3959,7 +3960,7 @@ full_co:
 	VADDPS.BCST  eltconst<>+44(SB), Z6, Z6
 	VSCALEFPS    Z8, Z6, Z4
 	VMULPS       Z4, Z5, Z4
-	VMULPS.BCST  eltconst<>+72(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+76(SB), Z4, Z4
 	VSUBPS       Z4, Z0, Z5
 	VCMPPS       $0x01, Z2, Z3, K1
 	VMOVAPS      Z4, K1, Z5
@@ -3978,15 +3979,13 @@ tail_co:
 	DECL         SI
 	KMOVW        SI, K1
 	VMOVUPS.Z    (DX)(BX*4), K1, Z3
-	VPANDD.BCST  eltconst<>+96(SB), Z3, Z4
-	VMINPS.BCST  eltconst<>+112(SB), Z4, Z4
-	VMULPS.BCST  eltconst<>+108(SB), Z4, Z5
-	VMULPS.BCST  eltconst<>+72(SB), Z5, Z5
+	VPANDD.BCST  eltconst<>+100(SB), Z3, Z4
+	VMINPS.BCST  eltconst<>+116(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+112(SB), Z4, Z5
+	VMULPS.BCST  eltconst<>+76(SB), Z5, Z5
 	VADDPS       Z0, Z5, Z5
 	VDIVPS       Z5, Z0, Z5
-	VBROADCASTSS eltconst<>+124(SB), Z6
-	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+128(SB), Z6, Z6
+	VBROADCASTSS eltconst<>+128(SB), Z6
 	VMULPS       Z5, Z6, Z6
 	VADDPS.BCST  eltconst<>+132(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
@@ -4002,14 +4001,16 @@ tail_co:
 	VMULPS       Z5, Z6, Z6
 	VADDPS.BCST  eltconst<>+156(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+120(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+160(SB), Z6, Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS.BCST  eltconst<>+124(SB), Z6, Z6
 	VMULPS       Z4, Z4, Z7
 	VMOVAPS      Z7, Z8
 	VFMSUB231PS  Z4, Z4, Z8
-	VMULPS.BCST  eltconst<>+72(SB), Z8, Z8
+	VMULPS.BCST  eltconst<>+76(SB), Z8, Z8
 	VSUBPS       Z8, Z6, Z6
-	VMULPS.BCST  eltconst<>+72(SB), Z7, Z4
-	VPXORD.BCST  eltconst<>+104(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+76(SB), Z7, Z4
+	VPXORD.BCST  eltconst<>+108(SB), Z4, Z4
 	VADDPS       Z6, Z4, Z7
 	VMULPS.BCST  eltconst<>+0(SB), Z7, Z8
 	VRNDSCALEPS  $0x00, Z8, Z8
@@ -4035,7 +4036,7 @@ tail_co:
 	VADDPS.BCST  eltconst<>+44(SB), Z6, Z6
 	VSCALEFPS    Z8, Z6, Z4
 	VMULPS       Z4, Z5, Z4
-	VMULPS.BCST  eltconst<>+72(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+76(SB), Z4, Z4
 	VSUBPS       Z4, Z0, Z0
 	VCMPPS       $0x01, Z2, Z3, K2
 	VMOVAPS      Z4, K2, Z0
@@ -4062,7 +4063,7 @@ full_cp:
 	CMPQ        DX, BX
 	JAE         tail_cp
 	VMOVUPS     (AX)(DX*4), Z1
-	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+100(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, DX
 	JMP         full_cp
@@ -4075,7 +4076,7 @@ tail_cp:
 	DECL        BX
 	KMOVW       BX, K1
 	VMOVUPS.Z   (AX)(DX*4), K1, Z1
-	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+100(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
 done_cp:
@@ -4108,10 +4109,10 @@ full_cq:
 	JAE         tail_cq
 	VMOVUPS     (DX)(BX*4), Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+88(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+88(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+92(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+92(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+96(SB), Z1, Z1
 	VPMOVDB     Z1, X1
 	VMOVDQU     X1, (AX)(BX*1)
 	ADDQ        $+16, BX
@@ -4126,10 +4127,10 @@ tail_cq:
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+88(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+88(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+92(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+92(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+96(SB), Z1, Z1
 	VPMOVDB     Z1, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
@@ -4154,7 +4155,7 @@ full_cr:
 	VMOVUPS     (AX)(BX*4), Z1
 	VMOVUPS     (DX)(BX*4), Z2
 	VMULPS      Z2, Z1, Z1
-	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+100(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, BX
 	JMP         full_cr
@@ -4169,7 +4170,7 @@ tail_cr:
 	VMOVUPS.Z   (AX)(BX*4), K1, Z1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z2
 	VMULPS      Z2, Z1, Z1
-	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+100(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
 done_cr:
@@ -4205,10 +4206,10 @@ full_cs:
 	VMOVUPS     (BX)(SI*4), Z2
 	VMULPS      Z2, Z1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+88(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+88(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+92(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+92(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+96(SB), Z1, Z1
 	VPMOVDB     Z1, X1
 	VMOVDQU     X1, (AX)(SI*1)
 	ADDQ        $+16, SI
@@ -4225,10 +4226,10 @@ tail_cs:
 	VMOVUPS.Z   (BX)(SI*4), K1, Z2
 	VMULPS      Z2, Z1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+88(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+88(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+92(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+92(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+96(SB), Z1, Z1
 	VPMOVDB     Z1, X0
 	VMOVDQU8    X0, K1, (AX)(SI*1)
 
@@ -4253,12 +4254,12 @@ full_ct:
 	CMPQ        BX, SI
 	JAE         tail_ct
 	VMOVUPS     (DX)(BX*4), Z3
-	VPANDD.BCST eltconst<>+96(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+100(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+76(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+80(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+80(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+84(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
@@ -4273,12 +4274,12 @@ tail_ct:
 	DECL        SI
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z3
-	VPANDD.BCST eltconst<>+96(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+100(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+76(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+80(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+80(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+84(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
@@ -4338,10 +4339,14 @@ unrolled_cu:
 	VFNMADD231PS.BCST eltconst<>+48(SB), Z10, Z5
 	VFNMADD231PS.BCST eltconst<>+48(SB), Z12, Z6
 	VFNMADD231PS.BCST eltconst<>+48(SB), Z14, Z7
-	VBROADCASTSS      eltconst<>+68(SB), Z9
-	VBROADCASTSS      eltconst<>+68(SB), Z11
-	VBROADCASTSS      eltconst<>+68(SB), Z13
-	VBROADCASTSS      eltconst<>+68(SB), Z15
+	VBROADCASTSS      eltconst<>+72(SB), Z9
+	VBROADCASTSS      eltconst<>+72(SB), Z11
+	VBROADCASTSS      eltconst<>+72(SB), Z13
+	VBROADCASTSS      eltconst<>+72(SB), Z15
+	VFMADD213PS.BCST  eltconst<>+68(SB), Z4, Z9
+	VFMADD213PS.BCST  eltconst<>+68(SB), Z5, Z11
+	VFMADD213PS.BCST  eltconst<>+68(SB), Z6, Z13
+	VFMADD213PS.BCST  eltconst<>+68(SB), Z7, Z15
 	VFMADD213PS.BCST  eltconst<>+64(SB), Z4, Z9
 	VFMADD213PS.BCST  eltconst<>+64(SB), Z5, Z11
 	VFMADD213PS.BCST  eltconst<>+64(SB), Z6, Z13
@@ -4358,34 +4363,34 @@ unrolled_cu:
 	VSCALEFPS         Z10, Z11, Z5
 	VSCALEFPS         Z12, Z13, Z6
 	VSCALEFPS         Z14, Z15, Z7
-	VPANDD.BCST       eltconst<>+96(SB), Z4, Z8
+	VPANDD.BCST       eltconst<>+100(SB), Z4, Z8
 	VPMAXUD           Z8, Z3, Z3
-	VMAXPS.BCST       eltconst<>+76(SB), Z4, Z4
-	VMINPS.BCST       eltconst<>+80(SB), Z4, Z4
+	VMAXPS.BCST       eltconst<>+80(SB), Z4, Z4
+	VMINPS.BCST       eltconst<>+84(SB), Z4, Z4
 	VCVTPS2DQ         Z4, Z4
 	VPADDD            Z4, Z2, Z2
 	VPMOVDB           Z4, X4
 	VMOVDQU           X4, (AX)(BX*1)
-	VPANDD.BCST       eltconst<>+96(SB), Z5, Z4
+	VPANDD.BCST       eltconst<>+100(SB), Z5, Z4
 	VPMAXUD           Z4, Z3, Z3
-	VMAXPS.BCST       eltconst<>+76(SB), Z5, Z5
-	VMINPS.BCST       eltconst<>+80(SB), Z5, Z5
+	VMAXPS.BCST       eltconst<>+80(SB), Z5, Z5
+	VMINPS.BCST       eltconst<>+84(SB), Z5, Z5
 	VCVTPS2DQ         Z5, Z5
 	VPADDD            Z5, Z2, Z2
 	VPMOVDB           Z5, X4
 	VMOVDQU           X4, 16(AX)(BX*1)
-	VPANDD.BCST       eltconst<>+96(SB), Z6, Z4
+	VPANDD.BCST       eltconst<>+100(SB), Z6, Z4
 	VPMAXUD           Z4, Z3, Z3
-	VMAXPS.BCST       eltconst<>+76(SB), Z6, Z6
-	VMINPS.BCST       eltconst<>+80(SB), Z6, Z6
+	VMAXPS.BCST       eltconst<>+80(SB), Z6, Z6
+	VMINPS.BCST       eltconst<>+84(SB), Z6, Z6
 	VCVTPS2DQ         Z6, Z6
 	VPADDD            Z6, Z2, Z2
 	VPMOVDB           Z6, X4
 	VMOVDQU           X4, 32(AX)(BX*1)
-	VPANDD.BCST       eltconst<>+96(SB), Z7, Z4
+	VPANDD.BCST       eltconst<>+100(SB), Z7, Z4
 	VPMAXUD           Z4, Z3, Z3
-	VMAXPS.BCST       eltconst<>+76(SB), Z7, Z7
-	VMINPS.BCST       eltconst<>+80(SB), Z7, Z7
+	VMAXPS.BCST       eltconst<>+80(SB), Z7, Z7
+	VMINPS.BCST       eltconst<>+84(SB), Z7, Z7
 	VCVTPS2DQ         Z7, Z7
 	VPADDD            Z7, Z2, Z2
 	VPMOVDB           Z7, X4
@@ -4406,15 +4411,16 @@ full_cv:
 	VMULPS.BCST       eltconst<>+0(SB), Z4, Z5
 	VRNDSCALEPS       $0x00, Z5, Z5
 	VFNMADD231PS.BCST eltconst<>+48(SB), Z5, Z4
-	VBROADCASTSS      eltconst<>+68(SB), Z6
+	VBROADCASTSS      eltconst<>+72(SB), Z6
+	VFMADD213PS.BCST  eltconst<>+68(SB), Z4, Z6
 	VFMADD213PS.BCST  eltconst<>+64(SB), Z4, Z6
 	VFMADD213PS.BCST  eltconst<>+60(SB), Z4, Z6
 	VFMADD213PS.BCST  eltconst<>+56(SB), Z4, Z6
 	VSCALEFPS         Z5, Z6, Z4
-	VPANDD.BCST       eltconst<>+96(SB), Z4, Z5
+	VPANDD.BCST       eltconst<>+100(SB), Z4, Z5
 	VPMAXUD           Z5, Z3, Z3
-	VMAXPS.BCST       eltconst<>+76(SB), Z4, Z4
-	VMINPS.BCST       eltconst<>+80(SB), Z4, Z4
+	VMAXPS.BCST       eltconst<>+80(SB), Z4, Z4
+	VMINPS.BCST       eltconst<>+84(SB), Z4, Z4
 	VCVTPS2DQ         Z4, Z4
 	VPADDD            Z4, Z2, Z2
 	VPMOVDB           Z4, X4
@@ -4435,15 +4441,16 @@ tail_cv:
 	VMULPS.BCST       eltconst<>+0(SB), Z4, Z0
 	VRNDSCALEPS       $0x00, Z0, Z0
 	VFNMADD231PS.BCST eltconst<>+48(SB), Z0, Z4
-	VBROADCASTSS      eltconst<>+68(SB), Z1
+	VBROADCASTSS      eltconst<>+72(SB), Z1
+	VFMADD213PS.BCST  eltconst<>+68(SB), Z4, Z1
 	VFMADD213PS.BCST  eltconst<>+64(SB), Z4, Z1
 	VFMADD213PS.BCST  eltconst<>+60(SB), Z4, Z1
 	VFMADD213PS.BCST  eltconst<>+56(SB), Z4, Z1
 	VSCALEFPS         Z0, Z1, Z4
-	VPANDD.BCST       eltconst<>+96(SB), Z4, Z0
+	VPANDD.BCST       eltconst<>+100(SB), Z4, Z0
 	VPMAXUD           Z0, Z3, K1, Z3
-	VMAXPS.BCST       eltconst<>+76(SB), Z4, Z4
-	VMINPS.BCST       eltconst<>+80(SB), Z4, Z4
+	VMAXPS.BCST       eltconst<>+80(SB), Z4, Z4
+	VMINPS.BCST       eltconst<>+84(SB), Z4, Z4
 	VCVTPS2DQ         Z4, Z4
 	VPADDD            Z4, Z2, K1, Z2
 	VPMOVDB           Z4, X0
@@ -4597,10 +4604,14 @@ unrolled_cz:
 	VFNMADD231PS.BCST eltconst<>+48(SB), Z11, Z3
 	VFNMADD231PS.BCST eltconst<>+48(SB), Z13, Z7
 	VFNMADD231PS.BCST eltconst<>+48(SB), Z15, Z8
-	VBROADCASTSS      eltconst<>+68(SB), Z10
-	VBROADCASTSS      eltconst<>+68(SB), Z12
-	VBROADCASTSS      eltconst<>+68(SB), Z14
-	VBROADCASTSS      eltconst<>+68(SB), Z16
+	VBROADCASTSS      eltconst<>+72(SB), Z10
+	VBROADCASTSS      eltconst<>+72(SB), Z12
+	VBROADCASTSS      eltconst<>+72(SB), Z14
+	VBROADCASTSS      eltconst<>+72(SB), Z16
+	VFMADD213PS.BCST  eltconst<>+68(SB), Z2, Z10
+	VFMADD213PS.BCST  eltconst<>+68(SB), Z3, Z12
+	VFMADD213PS.BCST  eltconst<>+68(SB), Z7, Z14
+	VFMADD213PS.BCST  eltconst<>+68(SB), Z8, Z16
 	VFMADD213PS.BCST  eltconst<>+64(SB), Z2, Z10
 	VFMADD213PS.BCST  eltconst<>+64(SB), Z3, Z12
 	VFMADD213PS.BCST  eltconst<>+64(SB), Z7, Z14
@@ -4617,34 +4628,34 @@ unrolled_cz:
 	VSCALEFPS         Z11, Z12, Z3
 	VSCALEFPS         Z13, Z14, Z7
 	VSCALEFPS         Z15, Z16, Z8
-	VPANDD.BCST       eltconst<>+96(SB), Z2, Z9
+	VPANDD.BCST       eltconst<>+100(SB), Z2, Z9
 	VPMAXUD           Z9, Z5, Z5
-	VMAXPS.BCST       eltconst<>+76(SB), Z2, Z2
-	VMINPS.BCST       eltconst<>+80(SB), Z2, Z2
+	VMAXPS.BCST       eltconst<>+80(SB), Z2, Z2
+	VMINPS.BCST       eltconst<>+84(SB), Z2, Z2
 	VCVTPS2DQ         Z2, Z2
 	VPADDD            Z2, Z4, Z4
 	VPMOVDB           Z2, X2
 	VMOVDQU           X2, (BX)(R12*1)
-	VPANDD.BCST       eltconst<>+96(SB), Z3, Z2
+	VPANDD.BCST       eltconst<>+100(SB), Z3, Z2
 	VPMAXUD           Z2, Z5, Z5
-	VMAXPS.BCST       eltconst<>+76(SB), Z3, Z3
-	VMINPS.BCST       eltconst<>+80(SB), Z3, Z3
+	VMAXPS.BCST       eltconst<>+80(SB), Z3, Z3
+	VMINPS.BCST       eltconst<>+84(SB), Z3, Z3
 	VCVTPS2DQ         Z3, Z3
 	VPADDD            Z3, Z4, Z4
 	VPMOVDB           Z3, X2
 	VMOVDQU           X2, 16(BX)(R12*1)
-	VPANDD.BCST       eltconst<>+96(SB), Z7, Z2
+	VPANDD.BCST       eltconst<>+100(SB), Z7, Z2
 	VPMAXUD           Z2, Z5, Z5
-	VMAXPS.BCST       eltconst<>+76(SB), Z7, Z7
-	VMINPS.BCST       eltconst<>+80(SB), Z7, Z7
+	VMAXPS.BCST       eltconst<>+80(SB), Z7, Z7
+	VMINPS.BCST       eltconst<>+84(SB), Z7, Z7
 	VCVTPS2DQ         Z7, Z7
 	VPADDD            Z7, Z4, Z4
 	VPMOVDB           Z7, X2
 	VMOVDQU           X2, 32(BX)(R12*1)
-	VPANDD.BCST       eltconst<>+96(SB), Z8, Z2
+	VPANDD.BCST       eltconst<>+100(SB), Z8, Z2
 	VPMAXUD           Z2, Z5, Z5
-	VMAXPS.BCST       eltconst<>+76(SB), Z8, Z8
-	VMINPS.BCST       eltconst<>+80(SB), Z8, Z8
+	VMAXPS.BCST       eltconst<>+80(SB), Z8, Z8
+	VMINPS.BCST       eltconst<>+84(SB), Z8, Z8
 	VCVTPS2DQ         Z8, Z8
 	VPADDD            Z8, Z4, Z4
 	VPMOVDB           Z8, X2
@@ -4665,15 +4676,16 @@ full_da:
 	VMULPS.BCST       eltconst<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
 	VFNMADD231PS.BCST eltconst<>+48(SB), Z3, Z2
-	VBROADCASTSS      eltconst<>+68(SB), Z7
+	VBROADCASTSS      eltconst<>+72(SB), Z7
+	VFMADD213PS.BCST  eltconst<>+68(SB), Z2, Z7
 	VFMADD213PS.BCST  eltconst<>+64(SB), Z2, Z7
 	VFMADD213PS.BCST  eltconst<>+60(SB), Z2, Z7
 	VFMADD213PS.BCST  eltconst<>+56(SB), Z2, Z7
 	VSCALEFPS         Z3, Z7, Z2
-	VPANDD.BCST       eltconst<>+96(SB), Z2, Z3
+	VPANDD.BCST       eltconst<>+100(SB), Z2, Z3
 	VPMAXUD           Z3, Z5, Z5
-	VMAXPS.BCST       eltconst<>+76(SB), Z2, Z2
-	VMINPS.BCST       eltconst<>+80(SB), Z2, Z2
+	VMAXPS.BCST       eltconst<>+80(SB), Z2, Z2
+	VMINPS.BCST       eltconst<>+84(SB), Z2, Z2
 	VCVTPS2DQ         Z2, Z2
 	VPADDD            Z2, Z4, Z4
 	VPMOVDB           Z2, X2
@@ -4695,15 +4707,16 @@ tail_da:
 	VMULPS.BCST       eltconst<>+0(SB), Z2, Z1
 	VRNDSCALEPS       $0x00, Z1, Z1
 	VFNMADD231PS.BCST eltconst<>+48(SB), Z1, Z2
-	VBROADCASTSS      eltconst<>+68(SB), Z3
+	VBROADCASTSS      eltconst<>+72(SB), Z3
+	VFMADD213PS.BCST  eltconst<>+68(SB), Z2, Z3
 	VFMADD213PS.BCST  eltconst<>+64(SB), Z2, Z3
 	VFMADD213PS.BCST  eltconst<>+60(SB), Z2, Z3
 	VFMADD213PS.BCST  eltconst<>+56(SB), Z2, Z3
 	VSCALEFPS         Z1, Z3, Z2
-	VPANDD.BCST       eltconst<>+96(SB), Z2, Z1
+	VPANDD.BCST       eltconst<>+100(SB), Z2, Z1
 	VPMAXUD           Z1, Z5, K1, Z5
-	VMAXPS.BCST       eltconst<>+76(SB), Z2, Z2
-	VMINPS.BCST       eltconst<>+80(SB), Z2, Z2
+	VMAXPS.BCST       eltconst<>+80(SB), Z2, Z2
+	VMINPS.BCST       eltconst<>+84(SB), Z2, Z2
 	VCVTPS2DQ         Z2, Z2
 	VPADDD            Z2, Z4, K1, Z4
 	VPMOVDB           Z2, X1
@@ -4771,7 +4784,7 @@ full_dc:
 	CMPQ        DI, CX
 	JAE         tail_dc
 	VMOVUPS     (BX)(DI*4), Z1
-	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+100(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, DI
 	JMP         full_dc
@@ -4785,7 +4798,7 @@ tail_dc:
 	DECL        R8
 	KMOVW       R8, K1
 	VMOVUPS.Z   (BX)(DI*4), K1, Z1
-	VPANDD.BCST eltconst<>+96(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+100(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
 done_dc:
@@ -4802,7 +4815,7 @@ done_dc:
 	CMPL          CX, $0x7f800000
 	JAE           nonfinite_db
 	VMOVD         CX, X0
-	VDIVSS        eltconst<>+88(SB), X0, X0
+	VDIVSS        eltconst<>+92(SB), X0, X0
 	VXORPS        X1, X1, X1
 	VUCOMISS      X1, X0
 	JNE           scaled_db
@@ -4826,8 +4839,8 @@ full_db:
 	JAE         tail_db
 	VMOVUPS     (BX)(R8*4), Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+88(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+88(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+92(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
 	VPADDD      Z1, Z2, Z2
 	VPMOVDB     Z1, X1
@@ -4849,8 +4862,8 @@ tail_db:
 	KMOVW       R9, K1
 	VMOVUPS.Z   (BX)(R8*4), K1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+84(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+88(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+88(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+92(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
 	VPADDD      Z1, Z2, Z2
 	VPMOVDB     Z1, X0
@@ -4899,7 +4912,7 @@ TEXT ·eltPackQuantVT4(SB), NOSPLIT, $0-144
 	MOVQ         nr+128(FP), DI
 	MOVQ         panel+136(FP), R8
 	VBROADCASTSS inv+120(FP), Z0
-	VBROADCASTSS eltconst<>+100(SB), Z1
+	VBROADCASTSS eltconst<>+104(SB), Z1
 	XORQ         R10, R10
 	XORQ         R11, R11
 	MOVQ         CX, R12
@@ -4910,30 +4923,30 @@ full_dd:
 	JAE         tail_dd
 	VMOVUPS     (AX)(R11*4), Z2
 	VMULPS      Z0, Z2, Z2
-	VMAXPS.BCST eltconst<>+84(SB), Z2, Z2
-	VMINPS.BCST eltconst<>+88(SB), Z2, Z2
+	VMAXPS.BCST eltconst<>+88(SB), Z2, Z2
+	VMINPS.BCST eltconst<>+92(SB), Z2, Z2
 	VCVTPS2DQ   Z2, Z2
 	VPANDD      Z1, Z2, Z2
 	VMOVUPS     (DX)(R11*4), Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x08, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS     (BX)(R11*4), Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x10, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS     (SI)(R11*4), Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x18, Z3, Z3
@@ -4958,30 +4971,30 @@ tail_dd:
 	KMOVW       R12, K1
 	VMOVUPS.Z   (AX)(R11*4), K1, Z2
 	VMULPS      Z0, Z2, Z2
-	VMAXPS.BCST eltconst<>+84(SB), Z2, Z2
-	VMINPS.BCST eltconst<>+88(SB), Z2, Z2
+	VMAXPS.BCST eltconst<>+88(SB), Z2, Z2
+	VMINPS.BCST eltconst<>+92(SB), Z2, Z2
 	VCVTPS2DQ   Z2, Z2
 	VPANDD      Z1, Z2, Z2
 	VMOVUPS.Z   (DX)(R11*4), K1, Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x08, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS.Z   (BX)(R11*4), K1, Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x10, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS.Z   (SI)(R11*4), K1, Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x18, Z3, Z3
@@ -5009,7 +5022,7 @@ TEXT ·eltQKVToken(SB), NOSPLIT, $0-132
 	MOVQ         nr4+112(FP), R9
 	MOVQ         DI, R10
 	SHLQ         $0x08, R10
-	VBROADCASTSS eltconst<>+96(SB), Z0
+	VBROADCASTSS eltconst<>+100(SB), Z0
 	XORQ         CX, CX
 	MOVQ         SI, R11
 
@@ -5098,7 +5111,7 @@ scales_de:
 	JAE           ret_de
 	VBROADCASTSS  eltconst<>+44(SB), Z2
 	VXORPS        Z4, Z4, Z4
-	VDIVPS.BCST   eltconst<>+88(SB), Z0, Z0
+	VDIVPS.BCST   eltconst<>+92(SB), Z0, Z0
 	VCMPPS        $0x00, Z4, Z0, K1
 	VMOVAPS       Z2, K1, Z0
 	VDIVPS        Z0, Z2, Z5
@@ -5106,7 +5119,7 @@ scales_de:
 	VMULPS        Z6, Z0, Z0
 	VMOVUPS       Z0, 192(AX)
 	VMOVUPS       Z5, 320(AX)
-	VDIVPS.BCST   eltconst<>+88(SB), Z1, Z1
+	VDIVPS.BCST   eltconst<>+92(SB), Z1, Z1
 	VCMPPS        $0x00, Z4, Z1, K1
 	VMOVAPS       Z2, K1, Z1
 	VDIVPS        Z1, Z2, Z0
@@ -5125,22 +5138,22 @@ bytes_de:
 	VBROADCASTSS  320(AX)(CX*4), Z0
 	VMULPS        (R11), Z0, Z1
 	VCVTPS2DQ     Z1, Z1
-	VPADDD.BCST   eltconst<>+92(SB), Z1, Z1
+	VPADDD.BCST   eltconst<>+96(SB), Z1, Z1
 	VPMOVDB       Z1, X1
 	VMOVDQU       X1, (DX)
 	VMULPS        64(R11), Z0, Z1
 	VCVTPS2DQ     Z1, Z1
-	VPADDD.BCST   eltconst<>+92(SB), Z1, Z1
+	VPADDD.BCST   eltconst<>+96(SB), Z1, Z1
 	VPMOVDB       Z1, X1
 	VMOVDQU       X1, 16(DX)
 	VMULPS        128(R11), Z0, Z1
 	VCVTPS2DQ     Z1, Z1
-	VPADDD.BCST   eltconst<>+92(SB), Z1, Z1
+	VPADDD.BCST   eltconst<>+96(SB), Z1, Z1
 	VPMOVDB       Z1, X1
 	VMOVDQU       X1, 32(DX)
 	VMULPS        192(R11), Z0, Z0
 	VCVTPS2DQ     Z0, Z0
-	VPADDD.BCST   eltconst<>+92(SB), Z0, Z0
+	VPADDD.BCST   eltconst<>+96(SB), Z0, Z0
 	VPMOVDB       Z0, X0
 	VMOVDQU       X0, 48(DX)
 	VBROADCASTSS  384(AX)(CX*4), Z0
@@ -5220,12 +5233,12 @@ full_df:
 	CMPQ        BX, SI
 	JAE         tail_df
 	VMOVUPS     (DX)(BX*4), Z3
-	VPANDD.BCST eltconst<>+96(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+100(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
@@ -5240,12 +5253,12 @@ tail_df:
 	DECL        SI
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z3
-	VPANDD.BCST eltconst<>+96(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+100(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+84(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)

@@ -469,17 +469,19 @@ func eltSoftmaxU8RowsGeneric(dst []uint8, ldd int, scales, x []float32, n int, m
 	return len(scales), 0
 }
 
-// eltExpU8P are the coefficients (constant term first) of the degree-3
+// eltExpU8P are the coefficients (constant term first) of the degree-4
 // polynomial of eltExpU8: 255 times the minimax approximation of exp(r) in
-// relative error on [-ln2/2, ln2/2] (error under 7.5e-5).
-var eltExpU8P = [...]float32{2.5498165875e+02, 2.5504186737e+02, 1.2876563237e+02, 4.2245447987e+01}
+// relative error on [-ln2/2, ln2/2] (error 2.6e-6). Degree 3 (7.5e-5, 0.02
+// of a u8 step) flipped enough bytes to take the golden XLM-R classifier's
+// logits below the INT8 attention gate (docs/DESIGN.md section 3.10).
+var eltExpU8P = [...]float32{2.5499981167e+02, 2.5499066824e+02, 1.2751111459e+02, 4.2816813399e+01, 1.0571945088e+01}
 
 // eltExpU8 is 255*exp(x) to the precision INT8 attention's u8
 // probabilities need (docs/DESIGN.md section 3.10), the scalar twin of the
 // AVX-512 expVecsU8: x = max(x, -16) (255*exp(-16) rounds to 0),
 // n = roundHalfEven(x*log2e), r = fma(-n, ln2, x), p(r) by FMA (Horner,
-// highest degree first), p*2^n. Its relative error is under 7.5e-5 (0.02
-// of a u8 step at 255); NaN stays NaN.
+// highest degree first), p*2^n. Its relative error is under 3e-6 (under
+// 0.001 of a u8 step at 255); NaN stays NaN.
 func eltExpU8(x float32) float32 {
 	if x != x {
 		return x
@@ -487,8 +489,8 @@ func eltExpU8(x float32) float32 {
 	x = max(x, -16)
 	n := float32(math.RoundToEven(float64(x * eltLog2e)))
 	r := fma32(-n, eltLn2, x)
-	p := eltExpU8P[3]
-	for i := 2; i >= 0; i-- {
+	p := eltExpU8P[4]
+	for i := 3; i >= 0; i-- {
 		p = fma32(p, r, eltExpU8P[i])
 	}
 	return scale2n(p, n)

@@ -41,10 +41,11 @@ var consts = []struct {
 	{"one", f(1)},
 	{"ln2", f(0.69314718055994530942)},
 	{"u8expmin", f(-16)},
-	{"u8e0", f(2.5498165875e+02)},
-	{"u8e1", f(2.5504186737e+02)},
-	{"u8e2", f(1.2876563237e+02)},
-	{"u8e3", f(4.2245447987e+01)},
+	{"u8e0", f(2.5499981167e+02)},
+	{"u8e1", f(2.5499066824e+02)},
+	{"u8e2", f(1.2751111459e+02)},
+	{"u8e3", f(4.2816813399e+01)},
+	{"u8e4", f(1.0571945088e+01)},
 	{"half", f(0.5)},
 	{"zero", f(0)},
 	{"u8max", f(255)},
@@ -610,7 +611,7 @@ func expVecs(xs []reg.VecVirtual, lo reg.VecVirtual) {
 // expVecsU8 replaces each x of xs by 255*exp(x) to the precision P's u8
 // needs (see eltExpU8; docs/DESIGN.md section 3.10), the vectors'
 // instructions interleaved: x = max(x, -16) (x as src2, so NaN stays NaN),
-// n = roundHalfEven(x*log2e), r = x - n*ln2 in one FMA, the degree-3
+// n = roundHalfEven(x*log2e), r = x - n*ln2 in one FMA, the degree-4
 // polynomial (255 folded into its coefficients) by FMA, then VSCALEFPS by n.
 func expVecsU8(xs []reg.VecVirtual, lo reg.VecVirtual) {
 	n, p := make([]reg.VecVirtual, len(xs)), make([]reg.VecVirtual, len(xs))
@@ -628,9 +629,9 @@ func expVecsU8(xs []reg.VecVirtual, lo reg.VecVirtual) {
 		VFNMADD231PS_BCST(c("ln2"), n[j], xs[j]) // r = x - n*ln2
 	}
 	for j := range xs {
-		VBROADCASTSS(c("u8e3"), p[j])
+		VBROADCASTSS(c("u8e4"), p[j])
 	}
-	for _, e := range []string{"u8e2", "u8e1", "u8e0"} {
+	for _, e := range []string{"u8e3", "u8e2", "u8e1", "u8e0"} {
 		for j := range xs {
 			VFMADD213PS_BCST(c(e), xs[j], p[j]) // p = p*r + e
 		}
@@ -1153,8 +1154,8 @@ func expQuantU8() {
 		"",
 		"\tdst[j] = uint8(roundHalfEven(clamp(e255(x[j] - m), 0, 255)))",
 		"",
-		"with e255 the degree-3 255*exp of eltExpU8 (relative error under",
-		"7.5e-5), and returns the sum of dst and the bits of max|e255(x[j] - m)|",
+		"with e255 the degree-4 255*exp of eltExpU8 (relative error under",
+		"2.6e-6), and returns the sum of dst and the bits of max|e255(x[j] - m)|",
 		"as eltAbsMax does (NaN/Inf check), bit for bit its twin",
 		"eltExpQuantU8Generic.")
 	n := Load(Param("dst").Len(), GP64())
