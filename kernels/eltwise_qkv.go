@@ -142,10 +142,9 @@ func (a *QKVQuant) Rows(x []float32, ldx, t0, t1 int) error {
 	}
 	f := eltImpl()
 	if f.qkvTok != nil && d == 64 && hd <= 16 && a.kStride > 0 && a.joint() {
-		if t, err := a.rowsOneCall(f, x, ldx, t0, t1); err != nil || t == t1 {
-			return err
-		} else {
-			t0 = t // a token with a NaN or an infinity: the loop below names it
+		// Up to a token with a NaN or an infinity, which the loop below names.
+		if t0 = a.rowsOneCall(f, x, ldx, t0, t1); t0 == t1 {
+			return nil
 		}
 	}
 	var tmp [attnTmp]int8 // packKey's, zero past d
@@ -192,7 +191,7 @@ var qkvTmpPool = sync.Pool{New: func() any { return new([128]uint32) }}
 // rowsOneCall is Rows with one eltQKVToken call a token (D = 64, Heads
 // <= 16, K from ReserveKeys). It stops at the first token holding a NaN or
 // an infinity and returns its index (t1 when all are done).
-func (a *QKVQuant) rowsOneCall(f *eltFuncs, x []float32, ldx, t0, t1 int) (int, error) {
+func (a *QKVQuant) rowsOneCall(f *eltFuncs, x []float32, ldx, t0, t1 int) int {
 	hd, h, nr := a.Heads, a.Heads*a.D, a.kNR
 	kp := (a.D + 3) &^ 3
 	buf := qkvTmpPool.Get().(*[128]uint32) // eltQKVToken's figures of a token
@@ -201,7 +200,7 @@ func (a *QKVQuant) rowsOneCall(f *eltFuncs, x []float32, ldx, t0, t1 int) (int, 
 	for t := t0; t < t1; t++ {
 		kd := a.kData[(t/nr)*nr*kp+(t%nr)*4:]
 		if b := f.qkvTok(tmp, a.Q[t*a.Ldq:t*a.Ldq+h], kd, x[t*ldx:t*ldx+3*h], hd, a.kStride, nr*4, a.QMul); b >= absMaxBitsLimit {
-			return t, nil
+			return t
 		}
 		for i := 0; i < hd; i++ {
 			o := i*a.Lds + t
@@ -211,7 +210,7 @@ func (a *QKVQuant) rowsOneCall(f *eltFuncs, x []float32, ldx, t0, t1 int) (int, 
 			a.kSum[i*a.kN+t] = int32(tmp[112+i])
 		}
 	}
-	return t1, nil
+	return t1
 }
 
 // eltQKVTokenGeneric is eltQKVToken's twin: Rows's steps for one token.
