@@ -84,3 +84,40 @@ func BenchmarkAttnPartsSoftmaxL1(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows*attnBenchSeq/16), "ns/vector")
 	})
 }
+
+// BenchmarkAttnPartsSoftmaxU8 is INT8 attention's softmax of one head's
+// 256x256 scores to u8 (SoftmaxU8), with a mask (its last 30 keys masked
+// out) and without one, and on 16 rows in L1: what the head pays after
+// Q K^T and before P V.
+func BenchmarkAttnPartsSoftmaxU8(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 5))
+	for _, c := range []struct {
+		name string
+		rows int
+		mask bool
+	}{{"mask", attnBenchSeq, true}, {"nomask", attnBenchSeq, false}, {"L1", 16, false}} {
+		n := attnBenchSeq
+		x := randF32(r, c.rows*n, 8, 0)
+		var mask []float32
+		if c.mask {
+			mask = make([]float32, n)
+			for j := n - 30; j < n; j++ {
+				mask[j] = -math.MaxFloat32
+			}
+		}
+		src := append([]float32(nil), x...)
+		dst := make([]uint8, c.rows*n)
+		scales := make([]float32, c.rows)
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if c.mask {
+					copy(x, src) // the mask is added in place
+				}
+				if err := SoftmaxU8(dst, n, scales, x, c.rows, n, mask); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*c.rows*n/16), "ns/vector")
+		})
+	}
+}

@@ -96,15 +96,18 @@ func eltQuantU8(dst []uint8, x []float32, inv float32, zp float32) uint32
 //	dst[j] = uint8(roundHalfEven(clamp(e255(x[j] - m), 0, 255)))
 //
 // with e255 the degree-4 255*exp of eltExpU8 (relative error under
-// 2.6e-6), and returns the sum of dst and the bits of max|e255(x[j] - m)|
-// as eltAbsMax does (NaN/Inf check), bit for bit its twin
-// eltExpQuantU8Generic.
+// 2.6e-6; NaN takes 255), and returns the sum of dst and bits:
+// 0x7f800000 when some e255 is NaN or infinite, else 0, bit for bit its
+// twin eltExpQuantU8Generic. m must be at least max(x) - 32 (SoftmaxU8
+// passes the maximum): the exponentials' float sum is then finite
+// exactly when each of them is.
 func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum uint32, bits uint32)
 
 // eltSoftmaxU8Rows runs, for each row i < len(scales) of x (n floats, row
 // stride n; its bytes at dst[i*ldd:]), what SoftmaxU8 does with the
-// AVX-512 functions: mask nil, m = eltMax(x_i); else x_i += mask and
-// m = eltMaxMask's maximum; then sum, bits = eltExpQuantU8(dst_i, x_i, m)
+// AVX-512 functions: with mask, x_i += mask; m = the maximum of x_i in
+// four accumulators (eltMaxLanes4Generic); then sum, bits =
+// eltExpQuantU8(dst_i, x_i, m)
 // and scales[i] = 1/float32(sum). It stops at the first row whose m is
 // -Inf (bits 0) or whose bits are >= 0x7f800000 (a NaN or an infinity),
 // that row's scale unwritten, and returns its index (len(scales) when

@@ -14,12 +14,15 @@ const eltLanes = 16
 // two parts, degree-7 polynomial, relative error ~2e-7) and of erfc
 // (Numerical Recipes' erfcc: fractional error < 1.2e-7 for all z >= 0).
 const (
-	eltLog2e  = float32(1.44269504088896341)
-	eltLn2Hi  = float32(0.693359375)
-	eltLn2    = float32(0.69314718055994530942)
-	eltLn2Lo  = float32(-2.12194440e-4)
-	eltExpMin = float32(-104) // exp(-104) rounds to 0 in float32
-	eltExpMax = float32(88)
+	eltLog2e = float32(1.44269504088896341)
+	// eltRndMagic is 1.5*2^23: x + it - it rounds x (|x| < 2^22) to an
+	// integer, half to even.
+	eltRndMagic = float32(12582912)
+	eltLn2Hi    = float32(0.693359375)
+	eltLn2      = float32(0.69314718055994530942)
+	eltLn2Lo    = float32(-2.12194440e-4)
+	eltExpMin   = float32(-104) // exp(-104) rounds to 0 in float32
+	eltExpMax   = float32(88)
 
 	eltInvSqrt2   = float32(0.70710678118654752440)
 	eltGELUAbsMax = float32(14.5) // |x| is clamped here: erfc(14.5/sqrt 2) ~ 1e-47
@@ -162,6 +165,35 @@ func eltMaxMaskScaleGeneric(dst, x, mask []float32, s float32) float32 {
 	acc := eltMaxInit()
 	eltMaxMaskScaleFrom(&acc, 0, dst, x, mask, s)
 	return eltReduceMax(&acc)
+}
+
+// eltMaxLanes4Generic is eltSoftmaxU8Rows's maximum of x (with mask non-nil,
+// x[j] += mask[j] first, in place): the vectors of 16 lanes of each step of
+// 4 (the first len(x)&^63 elements) go to 4 lane accumulators in turn, the
+// rest to the first; then the first takes the other three in order, and
+// its lanes reduce as eltReduceMax's tree.
+func eltMaxLanes4Generic(x, mask []float32) float32 {
+	var acc [4][eltLanes]float32
+	for a := range acc {
+		acc[a] = eltMaxInit()
+	}
+	big := len(x) &^ (4*eltLanes - 1)
+	for j := range x {
+		if mask != nil {
+			x[j] += mask[j]
+		}
+		a := 0
+		if j < big {
+			a = j / eltLanes % 4
+		}
+		acc[a][j%eltLanes] = eltMax32(acc[a][j%eltLanes], x[j])
+	}
+	for a := 1; a < 4; a++ {
+		for l := range acc[0] {
+			acc[0][l] = eltMax32(acc[0][l], acc[a][l])
+		}
+	}
+	return eltReduceMax(&acc[0])
 }
 
 // eltMaxInit returns lane accumulators of a maximum: -Inf.
@@ -438,12 +470,22 @@ func eltQuantU8Generic(dst []uint8, x []float32, inv, zp float32) uint32 {
 // eltExpQuantU8Generic is eltExpQuantU8's twin: the three passes it fuses,
 // on a scratch row of exponentials.
 func eltExpQuantU8Generic(dst []uint8, x []float32, m float32) (sum, bits uint32) {
-	e := make([]float32, len(dst))
-	for j := range e {
-		e[j] = eltExpU8(x[j] - m)
+	x = x[:len(dst)]
+	for j := range dst {
+		e := eltExpU8(x[j] - m)
+		if e-e != 0 { // NaN or infinite
+			bits = absMaxBitsLimit
+		}
+		// VCVTPS2DQ then VPMINUD with 255: e >= 0, and what does not
+		// convert (NaN, 2^31 and above) is 0x80000000, above 255.
+		q := uint32(255)
+		if e < 255.5 {
+			q = uint32(math.RoundToEven(float64(e)))
+		}
+		dst[j] = uint8(q)
+		sum += q
 	}
-	bits = eltQuantU8Generic(dst, e, 1, 0)
-	return uint32(sumU8(dst)), bits
+	return sum, bits
 }
 
 // eltSoftmaxU8RowsGeneric is eltSoftmaxU8Rows's twin: the AVX-512
@@ -451,12 +493,11 @@ func eltExpQuantU8Generic(dst []uint8, x []float32, m float32) (sum, bits uint32
 func eltSoftmaxU8RowsGeneric(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32) {
 	for i := range scales {
 		d := x[i*n : i*n+n]
-		var m float32
+		var mk []float32
 		if len(mask) > 0 {
-			m = eltMaxMaskGeneric(d, d, mask[:n])
-		} else {
-			m = eltMaxGeneric(d)
+			mk = mask[:n]
 		}
+		m := eltMaxLanes4Generic(d, mk)
 		if math.IsInf(float64(m), -1) {
 			return i, 0
 		}
@@ -487,7 +528,9 @@ func eltExpU8(x float32) float32 {
 		return x
 	}
 	x = max(x, -16)
-	n := float32(math.RoundToEven(float64(x * eltLog2e)))
+	// n = roundHalfEven(x*log2e) with x*log2e unrounded: the magic add of
+	// the assembly, fma(x, log2e, 1.5*2^23) - 1.5*2^23.
+	n := fma32(x, eltLog2e, eltRndMagic) - eltRndMagic
 	r := fma32(-n, eltLn2, x)
 	p := eltExpU8P[4]
 	for i := 3; i >= 0; i-- {

@@ -41,6 +41,8 @@ var consts = []struct {
 	{"one", f(1)},
 	{"ln2", f(0.69314718055994530942)},
 	{"u8expmin", f(-16)},
+	{"rndmagic", f(12582912)},
+	{"u8maxi", 255},
 	{"u8e0", f(2.5499981167e+02)},
 	{"u8e1", f(2.5499066824e+02)},
 	{"u8e2", f(1.2751111459e+02)},
@@ -619,11 +621,16 @@ func expVecsU8(xs []reg.VecVirtual, lo reg.VecVirtual) {
 		n[j], p[j] = ZMM(), ZMM()
 		VMAXPS(xs[j], lo, xs[j])
 	}
+	// n = roundHalfEven(x*log2e) by the magic add (one FMA and one
+	// subtraction, where VMULPS and VRNDSCALEPS are three uops on Intel).
 	for j := range xs {
-		VMULPS_BCST(c("log2e"), xs[j], n[j])
+		VBROADCASTSS(c("rndmagic"), n[j])
 	}
 	for j := range xs {
-		VRNDSCALEPS(U8(0), n[j], n[j])
+		VFMADD231PS_BCST(c("log2e"), xs[j], n[j])
+	}
+	for j := range xs {
+		VSUBPS_BCST(c("rndmagic"), n[j], n[j])
 	}
 	for j := range xs {
 		VFNMADD231PS_BCST(c("ln2"), n[j], xs[j]) // r = x - n*ln2
@@ -1155,9 +1162,11 @@ func expQuantU8() {
 		"\tdst[j] = uint8(roundHalfEven(clamp(e255(x[j] - m), 0, 255)))",
 		"",
 		"with e255 the degree-4 255*exp of eltExpU8 (relative error under",
-		"2.6e-6), and returns the sum of dst and the bits of max|e255(x[j] - m)|",
-		"as eltAbsMax does (NaN/Inf check), bit for bit its twin",
-		"eltExpQuantU8Generic.")
+		"2.6e-6; NaN takes 255), and returns the sum of dst and bits:",
+		"0x7f800000 when some e255 is NaN or infinite, else 0, bit for bit its",
+		"twin eltExpQuantU8Generic. m must be at least max(x) - 32 (SoftmaxU8",
+		"passes the maximum): the exponentials' float sum is then finite",
+		"exactly when each of them is.")
 	n := Load(Param("dst").Len(), GP64())
 	d := Load(Param("dst").Base(), GP64())
 	xp := Load(Param("x").Base(), GP64())
@@ -1172,20 +1181,28 @@ func expQuantU8() {
 // bytes to d) with the row maximum m broadcast, and returns the byte sum
 // and the bits of the largest |e255| in GP registers.
 func expQuantU8Row(n, d, xp reg.Register, m, lo reg.VecVirtual) (reg.GPVirtual, reg.GPVirtual) {
-	acc, bits := ZMM(), ZMM()
+	acc := ZMM()
 	VPXORD(acc, acc, acc)
-	VPXORD(bits, bits, bits)
-	// finish takes exponentials to u8 under k (nil: all lanes): their bits,
-	// the scaling and rounding, the sum and the store.
-	finish := func(v reg.VecVirtual, at Mem, k reg.Register) {
-		a := ZMM()
-		VPANDD_BCST(c("absmask"), v, a)
+	// fs are float sums of the exponentials, one per unrolled vector (an
+	// addition's latency a step): only whether they are finite is used.
+	fs := make([]reg.VecVirtual, expUnroll)
+	for j := range fs {
+		fs[j] = ZMM()
+		VPXORD(fs[j], fs[j], fs[j])
+	}
+	top := bcast("u8maxi")
+	// finish takes exponentials to u8 under k (nil: all lanes): the float
+	// sum, the rounding, the unsigned minimum with 255 (the exponentials
+	// are >= 0, so that is the clamp; too large or NaN converts to
+	// 0x80000000, which it takes to 255 too), the sum and the store.
+	finish := func(v, f reg.VecVirtual, at Mem, k reg.Register) {
 		if k == nil {
-			VPMAXUD(a, bits, bits)
+			VADDPS(v, f, f)
 		} else {
-			VPMAXUD(a, bits, k, bits)
+			VADDPS(v, f, k, f)
 		}
-		clampRound(v, "zero", "u8max")
+		VCVTPS2DQ(v, v)
+		VPMINUD(top, v, v)
 		if k == nil {
 			VPADDD(v, acc, acc)
 		} else {
@@ -1212,7 +1229,7 @@ func expQuantU8Row(n, d, xp reg.Register, m, lo reg.VecVirtual) (reg.GPVirtual, 
 	}
 	expVecsU8(xs, lo)
 	for j := range xs {
-		finish(xs[j], u8At(d, i).Offset(16*j), nil)
+		finish(xs[j], fs[j], u8At(d, i).Offset(16*j), nil)
 	}
 	ADDQ(U32(16*expUnroll), i)
 	JMP(LabelRef("unrolled_" + id))
@@ -1221,9 +1238,50 @@ func expQuantU8Row(n, d, xp reg.Register, m, lo reg.VecVirtual) (reg.GPVirtual, 
 		v := load(f32At(xp, i), k)
 		VSUBPS(m, v, v)
 		expVecsU8([]reg.VecVirtual{v}, lo)
-		finish(v, u8At(d, i), k)
+		finish(v, fs[0], u8At(d, i), k)
 	})
-	return reduceAddI32(acc), reduceMaxU32(bits)
+	for _, f := range fs[1:] {
+		VADDPS(f, fs[0], fs[0])
+	}
+	// bits: 0x7f800000 when the float sum is not finite, else 0.
+	bits := GP32()
+	VMOVD(reduceSum(fs[0]), bits)
+	ANDL(U32(0x7fffffff), bits)
+	lim := GP32()
+	MOVL(U32(0x7f800000), lim)
+	zero := GP32()
+	XORL(zero, zero)
+	CMPL(bits, lim)
+	CMOVLCS(zero, lim) // below the limit: finite
+	return reduceAddI32(acc), lim
+}
+
+// maxUnroll is how many vectors (and accumulators) a step of maxLoop4
+// takes: one accumulator made a row's maximum a chain of VMAXPS latencies
+// (4 cycles a vector on Intel cores) instead of a stream of loads.
+const maxUnroll = 4
+
+// maxLoop4 emits a loop over the n floats of a row, maxUnroll vectors a
+// step (body called with the byte offset of each and its accumulator),
+// then the remaining vectors and the masked tail one at a time into
+// accs[0] (see eltMaxLanes4Generic).
+func maxLoop4(n reg.Register, accs []reg.VecVirtual, body func(i reg.GPVirtual, off int, k reg.Register, acc reg.VecVirtual)) {
+	id := newID()
+	i := GP64()
+	XORQ(i, i)
+	big := GP64()
+	MOVQ(n, big)
+	ANDQ(I32(-16*maxUnroll), big)
+	Label("max4_" + id)
+	CMPQ(i, big)
+	JAE(LabelRef("max1_" + id))
+	for j := range accs {
+		body(i, 64*j, nil, accs[j])
+	}
+	ADDQ(U32(16*maxUnroll), i)
+	JMP(LabelRef("max4_" + id))
+	Label("max1_" + id)
+	rowLoopFrom(i, n, func(i reg.GPVirtual, k reg.Register) { body(i, 0, k, accs[0]) })
 }
 
 // softmaxU8Rows is SoftmaxU8's loop over a head's rows in one call
@@ -1234,8 +1292,9 @@ func softmaxU8Rows() {
 	TEXT("eltSoftmaxU8Rows", NOSPLIT, "func(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32)")
 	Doc("eltSoftmaxU8Rows runs, for each row i < len(scales) of x (n floats, row",
 		"stride n; its bytes at dst[i*ldd:]), what SoftmaxU8 does with the",
-		"AVX-512 functions: mask nil, m = eltMax(x_i); else x_i += mask and",
-		"m = eltMaxMask's maximum; then sum, bits = eltExpQuantU8(dst_i, x_i, m)",
+		"AVX-512 functions: with mask, x_i += mask; m = the maximum of x_i in",
+		"four accumulators (eltMaxLanes4Generic); then sum, bits =",
+		"eltExpQuantU8(dst_i, x_i, m)",
 		"and scales[i] = 1/float32(sum). It stops at the first row whose m is",
 		"-Inf (bits 0) or whose bits are >= 0x7f800000 (a NaN or an infinity),",
 		"that row's scale unwritten, and returns its index (len(scales) when",
@@ -1255,22 +1314,30 @@ func softmaxU8Rows() {
 	Label("row_" + id)
 	CMPQ(r, rows)
 	JAE(LabelRef("done_" + id))
-	acc := ZMM()
-	negInf(acc)
+	accs := make([]reg.VecVirtual, maxUnroll)
+	for j := range accs {
+		accs[j] = ZMM()
+		negInf(accs[j])
+	}
+	acc := accs[0]
 	TESTQ(nm, nm)
 	JZ(LabelRef("nomask_" + id))
-	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
-		v := load(f32At(xp, i), k)
-		VADDPS(load(f32At(mp, i), k), v, v)
-		store(v, f32At(xp, i), k)
+	maxLoop4(n, accs, func(i reg.GPVirtual, off int, k reg.Register, acc reg.VecVirtual) {
+		at := f32At(xp, i).Offset(off)
+		v := load(at, k)
+		VADDPS(load(f32At(mp, i).Offset(off), k), v, v)
+		store(v, at, k)
 		accMax(v, acc, k)
 	})
 	JMP(LabelRef("max_" + id))
 	Label("nomask_" + id)
-	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
-		accMax(load(f32At(xp, i), k), acc, k)
+	maxLoop4(n, accs, func(i reg.GPVirtual, off int, k reg.Register, acc reg.VecVirtual) {
+		accMax(load(f32At(xp, i).Offset(off), k), acc, k)
 	})
 	Label("max_" + id)
+	for _, a := range accs[1:] {
+		VMAXPS(a, acc, acc) // acc = acc > a ? acc : a, in order
+	}
 	mx := reduceMax(acc)
 	mb := GP32()
 	VMOVD(mx, mb)
