@@ -260,16 +260,23 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 	e := &b.i8
 	qa := &s.a8.seqs[bi]
 	b.scores = growF32(b.scores, seq*seq)
+	// A mask of the span's keys, nil when it masks none (most spans: the
+	// padding is cut off; adding zeros changes no probability and costs
+	// the softmax a pass of loads and stores).
 	var mask []float32
 	if in.Mask != nil {
 		b.mask = growF32(b.mask, seq)
+		masked := false
 		for j, mk := range in.Mask[off : off+seq] {
 			b.mask[j] = 0
 			if mk == 0 {
 				b.mask[j] = maskValue
+				masked = true
 			}
 		}
-		mask = b.mask
+		if masked {
+			mask = b.mask
+		}
 	}
 	e.p = growU8(e.p, seq*seq)
 	e.ps = growF32(e.ps, seq)

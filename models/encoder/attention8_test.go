@@ -209,3 +209,39 @@ func TestAttentionAuto(t *testing.T) {
 	_, err = AttentionMode(9).resolve(vnni)
 	assert.ErrorIs(t, err, ErrConfig)
 }
+
+// TestAttentionInt8OnesMask: a mask that masks no key of a span (all
+// ones) gives INT8 attention's context bit for bit as no mask does (the
+// head then skips the mask), in a batch where another span is masked.
+func TestAttentionInt8OnesMask(t *testing.T) {
+	sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1})
+	require.NoError(t, err)
+	defer sel.Close()
+	const h, heads = 128, 2
+	lens := []int{40, 23}
+	rows := 63
+	r := rand.New(rand.NewPCG(5, 6))
+	qkv := make([]float32, rows*3*h)
+	for i := range qkv {
+		qkv[i] = float32(r.NormFloat64())
+	}
+	run := func(mask []int32) []float32 {
+		m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel, prec: PrecisionInt8Dynamic, attnInt8: true}
+		s := &scratch{qkv: slices.Clone(qkv), ctx: make([]float32, rows*h)}
+		require.NoError(t, m.attentionQ(&Inputs{Batch: 2, Lens: lens, Mask: mask}, s, nil))
+		return s.ctx
+	}
+	ones := make([]int32, rows)
+	for i := range ones {
+		ones[i] = 1
+	}
+	none := run(nil)
+	require.Equal(t, none, run(ones), "an all-ones mask changed the context")
+	// The second span masked at one key: the first span's rows stay as
+	// they were, the second's change.
+	one := slices.Clone(ones)
+	one[lens[0]+5] = 0
+	got := run(one)
+	require.Equal(t, none[:lens[0]*h], got[:lens[0]*h], "masking span 2 changed span 1")
+	require.NotEqual(t, none[lens[0]*h:], got[lens[0]*h:], "masking a key of span 2 changed nothing")
+}
