@@ -230,18 +230,62 @@ func checkPackT(op string, n, k int, wt []float32, ldwt, nr int) error {
 	return nil
 }
 
+// ReserveT sizes p (reusing its storage) for the transposed pack of a k x
+// n matrix, panel width nr, that PackQuantS8TScaledRows then fills range
+// by range: what PackQuantS8TScaledInto packs in one call.
+func (p *PackedS8) ReserveT(n, k, nr int) error {
+	if n < 0 || k < 0 || n > attnTmp/4 || nr <= 0 || nr%16 != 0 {
+		return fmt.Errorf("kernels: reserve transposed n=%d k=%d nr=%d: %w", n, k, nr, ErrShape)
+	}
+	p.reserveS8(n, k, nr)
+	p.ColSum = p.ColSum[:0]
+	return nil
+}
+
+// PackQuantS8TScaledRows is PackQuantS8TScaledInto for rows q0 <= q < q1
+// of wt (row q at wt[q*ldwt:], dst.N values) into dst as ReserveT sized
+// it: q0 a multiple of 4, q1 one too or dst.K. Disjoint ranges may run at
+// once; together they pack what PackQuantS8TScaledInto does, bit for bit.
+// INT8 attention packs V this way token-major, every head of a chunk of
+// tokens in turn (docs/DESIGN.md section 3.10).
+func PackQuantS8TScaledRows(dst *PackedS8, q0, q1 int, wt []float32, ldwt int, scale float32) error {
+	const op = "pack quant s8 transposed rows"
+	n, k := dst.N, dst.K
+	if q0 < 0 || q0%4 != 0 || q1 < q0 || q1 > k || q1 < k && q1%4 != 0 || dst.NR <= 0 || len(dst.Data) < dst.Np*dst.Kp {
+		return fmt.Errorf("kernels: %s [%d,%d) of k=%d nr=%d: %w", op, q0, q1, k, dst.NR, ErrShape)
+	}
+	if n > 0 && q1 > q0 && (ldwt < n || len(wt) < (q1-1)*ldwt+n) {
+		return fmt.Errorf("kernels: %s n=%d [%d,%d) ldwt=%d: len(wt)=%d too short: %w", op, n, q0, q1, ldwt, len(wt), ErrShape)
+	}
+	if !(scale > 0) || math.IsInf(float64(scale), 1) {
+		return fmt.Errorf("kernels: %s n=%d k=%d: scale %v: want positive and finite: %w", op, n, k, scale, ErrShape)
+	}
+	if q1 == k {
+		q1 = dst.Kp // the zero rows of the last group
+	}
+	packQuantTRows(eltImpl(), dst, q0, q1, wt, ldwt, 1/scale)
+	return nil
+}
+
 // packQuantT reserves dst and quantizes wt into it with 1/scale inv.
 func packQuantT(f *eltFuncs, dst *PackedS8, n, k int, wt []float32, ldwt, nr int, inv float32) {
-	data := dst.reserveS8(n, k, nr)
+	dst.reserveS8(n, k, nr)
 	dst.ColSum = dst.ColSum[:0]
+	packQuantTRows(f, dst, 0, dst.Kp, wt, ldwt, inv)
+}
+
+// packQuantTRows quantizes the groups of four rows from q0 up to q1 (both
+// multiples of 4, q1 <= dst.Kp; rows from dst.K on are zero) of wt into
+// dst's data with 1/scale inv.
+func packQuantTRows(f *eltFuncs, dst *PackedS8, q0, q1 int, wt []float32, ldwt int, inv float32) {
+	n, k, nr, kp, data := dst.N, dst.K, dst.NR, dst.Kp, dst.Data
 	if n == 0 || k == 0 {
 		return
 	}
-	kp := dst.Kp
 	if f.packVT4 != nil {
 		// One call per four keys: quantized and interleaved in registers.
 		zero := attnZeros[:n]
-		for q0 := 0; q0 < kp; q0 += 4 {
+		for q0 := q0; q0 < q1; q0 += 4 {
 			var r [4][]float32
 			for i := range r {
 				r[i] = zero
@@ -254,7 +298,7 @@ func packQuantT(f *eltFuncs, dst *PackedS8, n, k int, wt []float32, ldwt, nr int
 		return
 	}
 	var tmp [attnTmp]int8
-	for q0 := 0; q0 < kp; q0 += 4 {
+	for q0 := q0; q0 < q1; q0 += 4 {
 		// Four keys' rows quantized, then interleaved: column j's four
 		// values are one word at g*nr*4 + (j%nr)*4 of its panel.
 		for r := 0; r < 4; r++ {

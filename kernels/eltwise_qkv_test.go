@@ -293,3 +293,83 @@ func TestQKVTokenTwin(t *testing.T) {
 		}
 	}
 }
+
+// TestPackQuantS8TScaledRows: V packed range by range (chunks of 4 to 36
+// tokens, in a shuffled order, one range on another goroutine) equals
+// PackQuantS8TScaledInto bit for bit, on the AVX-512 and the Go element-
+// wise paths, for lengths with and without a last partial group and
+// panels wider than the head; bad ranges are errors.
+func TestPackQuantS8TScaledRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	for _, generic := range []bool{false, true} {
+		if !generic && !eltwiseAVX512() {
+			t.Logf("%s: avx512 element-wise path not live here: the Go path only", t.Name())
+			continue
+		}
+		func() {
+			defer func(old bool) { eltwiseForceGeneric = old }(eltwiseForceGeneric)
+			eltwiseForceGeneric = generic
+			for _, c := range []struct{ n, k, nr, ld int }{{64, 256, 64, 3072}, {64, 37, 64, 200}, {32, 5, 64, 40}, {48, 1, 16, 48}, {64, 130, 32, 64}} {
+				wt := make([]float32, c.k*c.ld)
+				for i := range wt {
+					wt[i] = float32(r.NormFloat64())
+				}
+				scale := float32(4.0 / 127)
+				var want, got PackedS8
+				if err := PackQuantS8TScaledInto(&want, c.n, c.k, wt, c.ld, c.nr, scale); err != nil {
+					t.Fatal(err)
+				}
+				got.Data = make([]int8, len(want.Data)+64) // reused storage: every byte rewritten
+				for i := range got.Data {
+					got.Data[i] = 99
+				}
+				if err := got.ReserveT(c.n, c.k, c.nr); err != nil {
+					t.Fatal(err)
+				}
+				var bounds []int
+				for q := 0; q < c.k; q += 4 * (1 + r.IntN(9)) {
+					bounds = append(bounds, q)
+				}
+				bounds = append(bounds, c.k)
+				order := r.Perm(len(bounds) - 1)
+				done := make(chan error, 1)
+				go func() {
+					done <- PackQuantS8TScaledRows(&got, bounds[order[0]], bounds[order[0]+1], wt, c.ld, scale)
+				}()
+				for _, i := range order[1:] {
+					if err := PackQuantS8TScaledRows(&got, bounds[i], bounds[i+1], wt, c.ld, scale); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if got.N != want.N || got.K != want.K || got.Kp != want.Kp || got.Np != want.Np || got.NR != want.NR || len(got.ColSum) != 0 {
+					t.Fatalf("generic %v %+v: shape %d %d %d %d %d, want %d %d %d %d %d", generic, c, got.N, got.K, got.Kp, got.Np, got.NR, want.N, want.K, want.Kp, want.Np, want.NR)
+				}
+				if !slices.Equal(got.Data, want.Data) {
+					t.Fatalf("generic %v %+v: ranges %v: packs differ", generic, c, bounds)
+				}
+			}
+		}()
+	}
+	var p PackedS8
+	wt := make([]float32, 64*10)
+	if err := p.ReserveT(64, 10, 64); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		q0, q1 int
+		scale  float32
+	}{{2, 8, 1}, {0, 6, 1}, {8, 12, 1}, {-4, 4, 1}, {4, 0, 1}, {0, 4, 0}, {0, 4, float32(math.Inf(1))}, {0, 4, float32(math.NaN())}} {
+		if err := PackQuantS8TScaledRows(&p, c.q0, c.q1, wt, 64, c.scale); !errors.Is(err, ErrShape) {
+			t.Errorf("rows [%d,%d) scale %v: err %v, want ErrShape", c.q0, c.q1, c.scale, err)
+		}
+	}
+	if err := PackQuantS8TScaledRows(&p, 0, 10, wt[:64*9], 64, 1); !errors.Is(err, ErrShape) {
+		t.Errorf("short wt: err %v, want ErrShape", err)
+	}
+	if err := p.ReserveT(64, 10, 24); !errors.Is(err, ErrShape) {
+		t.Errorf("nr 24: err %v, want ErrShape", err)
+	}
+}

@@ -97,18 +97,16 @@ func (m *Model) Attention() AttentionMode {
 	return AttentionF32
 }
 
-// attnBuf8 is the INT8 half of an attnBuf: V^T quantized and packed as
-// s8 "weights" (one scale per head), P in u8 with its row scales, and the
-// two epilogues. Q and K come quantized from the pass's qkv8.
+// attnBuf8 is the INT8 half of an attnBuf: P in u8 with its row scales,
+// and the two epilogues. Q, K and V^T come quantized from the pass's qkv8.
 type attnBuf8 struct {
 	p        []uint8
 	ps       []float32
-	vt       kernels.PackedS8
 	g        kernels.GEMMU8S8
 	epS, epC kernels.Epilogue
 }
 
-// qkv8 is a pass's quantized Q and K (and V's absolute maxima), all
+// qkv8 is a pass's quantized Q, K and V^T (and V's absolute maxima), all
 // sequences and heads, written token by token before the heads run
 // (quantQKV): Q's u8 rows [tokens][hidden], the scales [heads][tokens],
 // one kernels.QKVQuant per sequence (which holds its K packs).
@@ -118,6 +116,11 @@ type qkv8 struct {
 	vb     []uint32
 	seqs   []kernels.QKVQuant
 	first  []int // quantQKV's first task of each sequence
+	// vt are V^T packed per sequence and head ([sequence][head]), with
+	// their scales vs ([sequence*heads + head]): a second token-major pass
+	// once V's maxima are known.
+	vt [][]kernels.PackedS8
+	vs []float32
 }
 
 // qkvChunk is how many tokens one task of quantQKV takes.
@@ -161,22 +164,66 @@ func (m *Model) quantQKV(s *scratch) error {
 		}
 		tasks += (sp.n + qkvChunk - 1) / qkvChunk
 	}
-	run := func(bi, t0, t1 int) error {
+	quant := func(bi, t0, t1 int) error {
 		sp := &s.spans[bi]
 		if err := a.seqs[bi].Rows(s.qkv[sp.off*ld:], ld, t0, t1); err != nil {
 			return fmt.Errorf("int8 attention (sequence %d): %w", bi, err)
 		}
 		return nil
 	}
+	if err := m.qkvTasks(s, tasks, quant); err != nil {
+		return err
+	}
+	// V^T of every head, with the scale of its maximum over the sequence,
+	// token-major again: the chunk's V rows are read once for all heads,
+	// where a head at a time reads 64 floats of every row (a 12 KB stride
+	// for BERT-large) from beyond L2.
+	if cap(a.vt) < len(s.spans) {
+		a.vt = append(a.vt[:cap(a.vt)], make([][]kernels.PackedS8, len(s.spans)-cap(a.vt))...)
+	}
+	a.vt = a.vt[:len(s.spans)]
+	a.vs = growF32(a.vs, len(s.spans)*heads)
+	for bi, sp := range s.spans {
+		if cap(a.vt[bi]) < heads {
+			a.vt[bi] = append(a.vt[bi][:cap(a.vt[bi])], make([]kernels.PackedS8, heads-cap(a.vt[bi]))...)
+		}
+		a.vt[bi] = a.vt[bi][:heads]
+		for hd := range heads {
+			a.vs[bi*heads+hd] = a.seqs[bi].VScale(hd, 0, sp.n)
+			if err := a.vt[bi][hd].ReserveT(d, sp.n, sp.kr.pv8.NR); err != nil {
+				return fmt.Errorf("int8 attention v (sequence %d, head %d): %w", bi, hd, err)
+			}
+		}
+	}
+	packV := func(bi, t0, t1 int) error {
+		sp := &s.spans[bi]
+		x := s.qkv[sp.off*ld:]
+		for hd := range heads {
+			if err := kernels.PackQuantS8TScaledRows(&a.vt[bi][hd], t0, t1, x[2*h+hd*d:], ld, a.vs[bi*heads+hd]); err != nil {
+				return fmt.Errorf("int8 attention v (sequence %d, head %d): %w", bi, hd, err)
+			}
+		}
+		return nil
+	}
+	return m.qkvTasks(s, tasks, packV)
+}
+
+// qkvTasks runs f(sequence, t0, t1) over every sequence of s by chunks
+// of qkvChunk tokens (tasks of them in all), on m.threads goroutines, and
+// returns the error of the lowest chunk that failed (the serial order's).
+func (m *Model) qkvTasks(s *scratch, tasks int, f func(bi, t0, t1 int) error) error {
 	if m.threads <= 1 || tasks <= 1 {
 		for bi, sp := range s.spans {
-			if err := run(bi, 0, sp.n); err != nil {
-				return err
+			for t0 := 0; t0 < sp.n; t0 += qkvChunk {
+				if err := f(bi, t0, min(t0+qkvChunk, sp.n)); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	}
 	// Task t is chunk t - first[bi] of sequence bi.
+	a := s.a8
 	a.first = append(a.first[:0], make([]int, len(s.spans)+1)...)
 	first := a.first
 	for bi, sp := range s.spans {
@@ -189,7 +236,7 @@ func (m *Model) quantQKV(s *scratch) error {
 		bi, _ := slices.BinarySearch(first, t+1)
 		bi--
 		t0 := (t - first[bi]) * qkvChunk
-		if err := run(bi, t0, min(t0+qkvChunk, s.spans[bi].n)); err != nil {
+		if err := f(bi, t0, min(t0+qkvChunk, s.spans[bi].n)); err != nil {
 			mu.Lock()
 			if t < firstAt { // the error of the lowest chunk, as the serial loop
 				firstErr, firstAt = err, t
@@ -255,7 +302,6 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 	sp := &s.spans[bi]
 	h, seq, off := m.cfg.Hidden, sp.n, sp.off
 	d := h / m.cfg.Heads
-	ld := 3 * h
 	qk, pv := sp.kr.qk8, sp.kr.pv8
 	e := &b.i8
 	qa := &s.a8.seqs[bi]
@@ -280,7 +326,6 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 	}
 	e.p = growU8(e.p, seq*seq)
 	e.ps = growF32(e.ps, seq)
-	rows := s.qkv[off*ld : (off+seq)*ld]
 	fail := func(what string, err error) error {
 		return fmt.Errorf("int8 attention %s (sequence %d, head %d): %w", what, bi, hd, err)
 	}
@@ -294,10 +339,7 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 	if err := kernels.SoftmaxU8(e.p, seq, e.ps, b.scores, seq, seq, mask); err != nil {
 		return fail("softmax", err)
 	}
-	vs := qa.VScale(hd, 0, seq)
-	if err := kernels.PackQuantS8TScaledInto(&e.vt, d, seq, rows[2*h+hd*d:], ld, pv.NR, vs); err != nil {
-		return fail("v", err)
-	}
+	vs := s.a8.vs[bi*m.cfg.Heads+hd]
 	for i := range e.ps {
 		e.ps[i] *= vs
 	}
@@ -308,7 +350,7 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 		e.epC.OutScale, e.epC.OutZeroPoint = q.scale, q.zp
 		out = kernels.Out{U8: q.dst[o:], Ldc: h}
 	}
-	e.g = kernels.GEMMU8S8{M: seq, N: d, K: seq, A: e.p, Lda: seq, B: &e.vt, Ep: &e.epC, Out: out}
+	e.g = kernels.GEMMU8S8{M: seq, N: d, K: seq, A: e.p, Lda: seq, B: &s.a8.vt[bi][hd], Ep: &e.epC, Out: out}
 	if err := pv.RunU8S8(&e.g); err != nil {
 		return fail("context", err)
 	}
