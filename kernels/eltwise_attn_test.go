@@ -247,10 +247,10 @@ func TestSumS8(t *testing.T) {
 }
 
 // TestExpQuantU8Twin holds the fused AVX-512 pass of SoftmaxU8 to its twin
-// (the three passes it replaces) bit for bit: the bytes, their sum and the
-// bits of the largest exponential, over lengths with and without tails,
-// rows whose maximum is m and rows with masked (-MaxFloat32) and
-// non-finite values.
+// bit for bit: the bytes, their sum and the non-finite flag, over lengths
+// with and without tails, rows whose maximum is m, rows with masked
+// (-MaxFloat32) and non-finite values, and m 30 under the maximum
+// (exponentials above 255, clamped).
 func TestExpQuantU8Twin(t *testing.T) {
 	if !eltwiseAVX512() {
 		t.Skipf("%s: the fused pass is AVX-512 only and this CPU (or build) runs without it: the three passes run instead", t.Name())
