@@ -14861,6 +14861,1081 @@ vnniU8S8E_4x64_s8:
 	VZEROUPPER
 	RET
 
+// func vnniScores_1x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VNNI
+TEXT ·vnniScores_1x64(SB), NOSPLIT, $0-88
+	MOVQ lda+8(FP), AX
+	LEAQ (AX)(AX*2), AX
+	MOVQ b+16(FP), AX
+	MOVQ c+32(FP), DX
+	MOVQ n+48(FP), BX
+	MOVQ colSum+56(FP), SI
+	MOVQ colScale+80(FP), DI
+
+vnniScores_1x64_panel:
+	MOVQ   a+0(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   AX, R8
+	MOVQ   k+24(FP), R9
+	SHRQ   $0x02, R9
+	JZ     vnniScores_1x64_epi
+
+vnniScores_1x64_loop:
+	VMOVDQU64    (R8), Z4
+	VMOVDQU64    64(R8), Z5
+	VMOVDQU64    128(R8), Z6
+	VMOVDQU64    192(R8), Z7
+	VPBROADCASTD (CX), Z8
+	VPDPBUSD     Z4, Z8, Z0
+	VPDPBUSD     Z5, Z8, Z1
+	VPDPBUSD     Z6, Z8, Z2
+	VPDPBUSD     Z7, Z8, Z3
+	ADDQ         $0x04, CX
+	ADDQ         $0x00000100, R8
+	DECQ         R9
+	JNZ          vnniScores_1x64_loop
+
+vnniScores_1x64_epi:
+	MOVQ $-1, R8
+	CMPQ BX, $0x40
+	JAE  vnniScores_1x64_full
+	MOVQ BX, CX
+	MOVQ $0x00000001, R8
+	SHLQ CL, R8
+	DECQ R8
+
+vnniScores_1x64_full:
+	KMOVQ        R8, K1
+	KSHIFTRQ     $0x10, K1, K2
+	KSHIFTRQ     $0x10, K2, K3
+	KSHIFTRQ     $0x10, K3, K4
+	MOVL         zp+64(FP), CX
+	VPBROADCASTD CX, Z8
+	VMOVDQU32.Z  (SI), K1, Z4
+	VPMULLD      Z8, Z4, Z4
+	VPSUBD       Z4, Z0, Z0
+	VMOVDQU32.Z  64(SI), K2, Z5
+	VPMULLD      Z8, Z5, Z5
+	VPSUBD       Z5, Z1, Z1
+	VMOVDQU32.Z  128(SI), K3, Z6
+	VPMULLD      Z8, Z6, Z6
+	VPSUBD       Z6, Z2, Z2
+	VMOVDQU32.Z  192(SI), K4, Z7
+	VPMULLD      Z8, Z7, Z7
+	VPSUBD       Z7, Z3, Z3
+	VCVTDQ2PS    Z0, Z0
+	VCVTDQ2PS    Z1, Z1
+	VCVTDQ2PS    Z2, Z2
+	VCVTDQ2PS    Z3, Z3
+	MOVQ         rowScale+72(FP), CX
+	VBROADCASTSS (CX), Z8
+	VMULPS       Z8, Z0, Z0
+	VMULPS       Z8, Z1, Z1
+	VMULPS       Z8, Z2, Z2
+	VMULPS       Z8, Z3, Z3
+	VMOVUPS.Z    (DI), K1, Z4
+	VMULPS       Z4, Z0, Z0
+	VMOVUPS.Z    64(DI), K2, Z5
+	VMULPS       Z5, Z1, Z1
+	VMOVUPS.Z    128(DI), K3, Z6
+	VMULPS       Z6, Z2, Z2
+	VMOVUPS.Z    192(DI), K4, Z7
+	VMULPS       Z7, Z3, Z3
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         DX, CX
+	VMOVUPS      Z0, K1, (CX)
+	VMOVUPS      Z1, K2, 64(CX)
+	VMOVUPS      Z2, K3, 128(CX)
+	VMOVUPS      Z3, K4, 192(CX)
+	ADDQ         $0x00000100, DX
+	ADDQ         $0x00000100, SI
+	ADDQ         $0x00000100, DI
+	MOVQ         k+24(FP), CX
+	SHLQ         $0x06, CX
+	ADDQ         CX, AX
+	SUBQ         $0x40, BX
+	JG           vnniScores_1x64_panel
+	VZEROUPPER
+	RET
+
+// func vnniScores_2x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VNNI
+TEXT ·vnniScores_2x64(SB), NOSPLIT, $0-88
+	MOVQ lda+8(FP), AX
+	LEAQ (AX)(AX*2), CX
+	MOVQ b+16(FP), DX
+	MOVQ c+32(FP), BX
+	MOVQ n+48(FP), SI
+	MOVQ colSum+56(FP), DI
+	MOVQ colScale+80(FP), R8
+
+vnniScores_2x64_panel:
+	MOVQ   a+0(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   DX, R9
+	MOVQ   k+24(FP), R10
+	SHRQ   $0x02, R10
+	JZ     vnniScores_2x64_epi
+
+vnniScores_2x64_loop:
+	VMOVDQU64    (R9), Z8
+	VMOVDQU64    64(R9), Z9
+	VMOVDQU64    128(R9), Z10
+	VMOVDQU64    192(R9), Z11
+	VPBROADCASTD (CX), Z12
+	VPDPBUSD     Z8, Z12, Z0
+	VPDPBUSD     Z9, Z12, Z1
+	VPDPBUSD     Z10, Z12, Z2
+	VPDPBUSD     Z11, Z12, Z3
+	VPBROADCASTD (CX)(AX*1), Z12
+	VPDPBUSD     Z8, Z12, Z4
+	VPDPBUSD     Z9, Z12, Z5
+	VPDPBUSD     Z10, Z12, Z6
+	VPDPBUSD     Z11, Z12, Z7
+	ADDQ         $0x04, CX
+	ADDQ         $0x00000100, R9
+	DECQ         R10
+	JNZ          vnniScores_2x64_loop
+
+vnniScores_2x64_epi:
+	MOVQ $-1, R9
+	CMPQ SI, $0x40
+	JAE  vnniScores_2x64_full
+	MOVQ SI, CX
+	MOVQ $0x00000001, R9
+	SHLQ CL, R9
+	DECQ R9
+
+vnniScores_2x64_full:
+	KMOVQ        R9, K1
+	KSHIFTRQ     $0x10, K1, K2
+	KSHIFTRQ     $0x10, K2, K3
+	KSHIFTRQ     $0x10, K3, K4
+	MOVL         zp+64(FP), CX
+	VPBROADCASTD CX, Z12
+	VMOVDQU32.Z  (DI), K1, Z8
+	VPMULLD      Z12, Z8, Z8
+	VPSUBD       Z8, Z0, Z0
+	VPSUBD       Z8, Z4, Z4
+	VMOVDQU32.Z  64(DI), K2, Z9
+	VPMULLD      Z12, Z9, Z9
+	VPSUBD       Z9, Z1, Z1
+	VPSUBD       Z9, Z5, Z5
+	VMOVDQU32.Z  128(DI), K3, Z10
+	VPMULLD      Z12, Z10, Z10
+	VPSUBD       Z10, Z2, Z2
+	VPSUBD       Z10, Z6, Z6
+	VMOVDQU32.Z  192(DI), K4, Z11
+	VPMULLD      Z12, Z11, Z11
+	VPSUBD       Z11, Z3, Z3
+	VPSUBD       Z11, Z7, Z7
+	VCVTDQ2PS    Z0, Z0
+	VCVTDQ2PS    Z1, Z1
+	VCVTDQ2PS    Z2, Z2
+	VCVTDQ2PS    Z3, Z3
+	VCVTDQ2PS    Z4, Z4
+	VCVTDQ2PS    Z5, Z5
+	VCVTDQ2PS    Z6, Z6
+	VCVTDQ2PS    Z7, Z7
+	MOVQ         rowScale+72(FP), CX
+	VBROADCASTSS (CX), Z12
+	VMULPS       Z12, Z0, Z0
+	VMULPS       Z12, Z1, Z1
+	VMULPS       Z12, Z2, Z2
+	VMULPS       Z12, Z3, Z3
+	VBROADCASTSS 4(CX), Z12
+	VMULPS       Z12, Z4, Z4
+	VMULPS       Z12, Z5, Z5
+	VMULPS       Z12, Z6, Z6
+	VMULPS       Z12, Z7, Z7
+	VMOVUPS.Z    (R8), K1, Z8
+	VMULPS       Z8, Z0, Z0
+	VMULPS       Z8, Z4, Z4
+	VMOVUPS.Z    64(R8), K2, Z9
+	VMULPS       Z9, Z1, Z1
+	VMULPS       Z9, Z5, Z5
+	VMOVUPS.Z    128(R8), K3, Z10
+	VMULPS       Z10, Z2, Z2
+	VMULPS       Z10, Z6, Z6
+	VMOVUPS.Z    192(R8), K4, Z11
+	VMULPS       Z11, Z3, Z3
+	VMULPS       Z11, Z7, Z7
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         BX, R9
+	VMOVUPS      Z0, K1, (R9)
+	VMOVUPS      Z1, K2, 64(R9)
+	VMOVUPS      Z2, K3, 128(R9)
+	VMOVUPS      Z3, K4, 192(R9)
+	ADDQ         CX, R9
+	VMOVUPS      Z4, K1, (R9)
+	VMOVUPS      Z5, K2, 64(R9)
+	VMOVUPS      Z6, K3, 128(R9)
+	VMOVUPS      Z7, K4, 192(R9)
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x00000100, DI
+	ADDQ         $0x00000100, R8
+	MOVQ         k+24(FP), CX
+	SHLQ         $0x06, CX
+	ADDQ         CX, DX
+	SUBQ         $0x40, SI
+	JG           vnniScores_2x64_panel
+	VZEROUPPER
+	RET
+
+// func vnniScores_3x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VNNI
+TEXT ·vnniScores_3x64(SB), NOSPLIT, $0-88
+	MOVQ lda+8(FP), AX
+	LEAQ (AX)(AX*2), CX
+	MOVQ b+16(FP), DX
+	MOVQ c+32(FP), BX
+	MOVQ n+48(FP), SI
+	MOVQ colSum+56(FP), DI
+	MOVQ colScale+80(FP), R8
+
+vnniScores_3x64_panel:
+	MOVQ   a+0(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	MOVQ   DX, R9
+	MOVQ   k+24(FP), R10
+	SHRQ   $0x02, R10
+	JZ     vnniScores_3x64_epi
+
+vnniScores_3x64_loop:
+	VMOVDQU64    (R9), Z12
+	VMOVDQU64    64(R9), Z13
+	VMOVDQU64    128(R9), Z14
+	VMOVDQU64    192(R9), Z15
+	VPBROADCASTD (CX), Z16
+	VPDPBUSD     Z12, Z16, Z0
+	VPDPBUSD     Z13, Z16, Z1
+	VPDPBUSD     Z14, Z16, Z2
+	VPDPBUSD     Z15, Z16, Z3
+	VPBROADCASTD (CX)(AX*1), Z16
+	VPDPBUSD     Z12, Z16, Z4
+	VPDPBUSD     Z13, Z16, Z5
+	VPDPBUSD     Z14, Z16, Z6
+	VPDPBUSD     Z15, Z16, Z7
+	VPBROADCASTD (CX)(AX*2), Z16
+	VPDPBUSD     Z12, Z16, Z8
+	VPDPBUSD     Z13, Z16, Z9
+	VPDPBUSD     Z14, Z16, Z10
+	VPDPBUSD     Z15, Z16, Z11
+	ADDQ         $0x04, CX
+	ADDQ         $0x00000100, R9
+	DECQ         R10
+	JNZ          vnniScores_3x64_loop
+
+vnniScores_3x64_epi:
+	MOVQ $-1, R9
+	CMPQ SI, $0x40
+	JAE  vnniScores_3x64_full
+	MOVQ SI, CX
+	MOVQ $0x00000001, R9
+	SHLQ CL, R9
+	DECQ R9
+
+vnniScores_3x64_full:
+	KMOVQ        R9, K1
+	KSHIFTRQ     $0x10, K1, K2
+	KSHIFTRQ     $0x10, K2, K3
+	KSHIFTRQ     $0x10, K3, K4
+	MOVL         zp+64(FP), CX
+	VPBROADCASTD CX, Z16
+	VMOVDQU32.Z  (DI), K1, Z12
+	VPMULLD      Z16, Z12, Z12
+	VPSUBD       Z12, Z0, Z0
+	VPSUBD       Z12, Z4, Z4
+	VPSUBD       Z12, Z8, Z8
+	VMOVDQU32.Z  64(DI), K2, Z13
+	VPMULLD      Z16, Z13, Z13
+	VPSUBD       Z13, Z1, Z1
+	VPSUBD       Z13, Z5, Z5
+	VPSUBD       Z13, Z9, Z9
+	VMOVDQU32.Z  128(DI), K3, Z14
+	VPMULLD      Z16, Z14, Z14
+	VPSUBD       Z14, Z2, Z2
+	VPSUBD       Z14, Z6, Z6
+	VPSUBD       Z14, Z10, Z10
+	VMOVDQU32.Z  192(DI), K4, Z15
+	VPMULLD      Z16, Z15, Z15
+	VPSUBD       Z15, Z3, Z3
+	VPSUBD       Z15, Z7, Z7
+	VPSUBD       Z15, Z11, Z11
+	VCVTDQ2PS    Z0, Z0
+	VCVTDQ2PS    Z1, Z1
+	VCVTDQ2PS    Z2, Z2
+	VCVTDQ2PS    Z3, Z3
+	VCVTDQ2PS    Z4, Z4
+	VCVTDQ2PS    Z5, Z5
+	VCVTDQ2PS    Z6, Z6
+	VCVTDQ2PS    Z7, Z7
+	VCVTDQ2PS    Z8, Z8
+	VCVTDQ2PS    Z9, Z9
+	VCVTDQ2PS    Z10, Z10
+	VCVTDQ2PS    Z11, Z11
+	MOVQ         rowScale+72(FP), CX
+	VBROADCASTSS (CX), Z16
+	VMULPS       Z16, Z0, Z0
+	VMULPS       Z16, Z1, Z1
+	VMULPS       Z16, Z2, Z2
+	VMULPS       Z16, Z3, Z3
+	VBROADCASTSS 4(CX), Z16
+	VMULPS       Z16, Z4, Z4
+	VMULPS       Z16, Z5, Z5
+	VMULPS       Z16, Z6, Z6
+	VMULPS       Z16, Z7, Z7
+	VBROADCASTSS 8(CX), Z16
+	VMULPS       Z16, Z8, Z8
+	VMULPS       Z16, Z9, Z9
+	VMULPS       Z16, Z10, Z10
+	VMULPS       Z16, Z11, Z11
+	VMOVUPS.Z    (R8), K1, Z12
+	VMULPS       Z12, Z0, Z0
+	VMULPS       Z12, Z4, Z4
+	VMULPS       Z12, Z8, Z8
+	VMOVUPS.Z    64(R8), K2, Z13
+	VMULPS       Z13, Z1, Z1
+	VMULPS       Z13, Z5, Z5
+	VMULPS       Z13, Z9, Z9
+	VMOVUPS.Z    128(R8), K3, Z14
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z10, Z10
+	VMOVUPS.Z    192(R8), K4, Z15
+	VMULPS       Z15, Z3, Z3
+	VMULPS       Z15, Z7, Z7
+	VMULPS       Z15, Z11, Z11
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         BX, R9
+	VMOVUPS      Z0, K1, (R9)
+	VMOVUPS      Z1, K2, 64(R9)
+	VMOVUPS      Z2, K3, 128(R9)
+	VMOVUPS      Z3, K4, 192(R9)
+	ADDQ         CX, R9
+	VMOVUPS      Z4, K1, (R9)
+	VMOVUPS      Z5, K2, 64(R9)
+	VMOVUPS      Z6, K3, 128(R9)
+	VMOVUPS      Z7, K4, 192(R9)
+	ADDQ         CX, R9
+	VMOVUPS      Z8, K1, (R9)
+	VMOVUPS      Z9, K2, 64(R9)
+	VMOVUPS      Z10, K3, 128(R9)
+	VMOVUPS      Z11, K4, 192(R9)
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x00000100, DI
+	ADDQ         $0x00000100, R8
+	MOVQ         k+24(FP), CX
+	SHLQ         $0x06, CX
+	ADDQ         CX, DX
+	SUBQ         $0x40, SI
+	JG           vnniScores_3x64_panel
+	VZEROUPPER
+	RET
+
+// func vnniScores_4x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VNNI
+TEXT ·vnniScores_4x64(SB), NOSPLIT, $0-88
+	MOVQ lda+8(FP), AX
+	LEAQ (AX)(AX*2), DX
+	MOVQ b+16(FP), BX
+	MOVQ c+32(FP), SI
+	MOVQ n+48(FP), DI
+	MOVQ colSum+56(FP), R8
+	MOVQ colScale+80(FP), R9
+
+vnniScores_4x64_panel:
+	MOVQ   a+0(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   BX, R10
+	MOVQ   k+24(FP), R11
+	SHRQ   $0x02, R11
+	JZ     vnniScores_4x64_epi
+
+vnniScores_4x64_loop:
+	VMOVDQU64    (R10), Z16
+	VMOVDQU64    64(R10), Z17
+	VMOVDQU64    128(R10), Z18
+	VMOVDQU64    192(R10), Z19
+	VPBROADCASTD (CX), Z20
+	VPDPBUSD     Z16, Z20, Z0
+	VPDPBUSD     Z17, Z20, Z1
+	VPDPBUSD     Z18, Z20, Z2
+	VPDPBUSD     Z19, Z20, Z3
+	VPBROADCASTD (CX)(AX*1), Z20
+	VPDPBUSD     Z16, Z20, Z4
+	VPDPBUSD     Z17, Z20, Z5
+	VPDPBUSD     Z18, Z20, Z6
+	VPDPBUSD     Z19, Z20, Z7
+	VPBROADCASTD (CX)(AX*2), Z20
+	VPDPBUSD     Z16, Z20, Z8
+	VPDPBUSD     Z17, Z20, Z9
+	VPDPBUSD     Z18, Z20, Z10
+	VPDPBUSD     Z19, Z20, Z11
+	VPBROADCASTD (CX)(DX*1), Z20
+	VPDPBUSD     Z16, Z20, Z12
+	VPDPBUSD     Z17, Z20, Z13
+	VPDPBUSD     Z18, Z20, Z14
+	VPDPBUSD     Z19, Z20, Z15
+	ADDQ         $0x04, CX
+	ADDQ         $0x00000100, R10
+	DECQ         R11
+	JNZ          vnniScores_4x64_loop
+
+vnniScores_4x64_epi:
+	MOVQ $-1, R10
+	CMPQ DI, $0x40
+	JAE  vnniScores_4x64_full
+	MOVQ DI, CX
+	MOVQ $0x00000001, R10
+	SHLQ CL, R10
+	DECQ R10
+
+vnniScores_4x64_full:
+	KMOVQ        R10, K1
+	KSHIFTRQ     $0x10, K1, K2
+	KSHIFTRQ     $0x10, K2, K3
+	KSHIFTRQ     $0x10, K3, K4
+	MOVL         zp+64(FP), CX
+	VPBROADCASTD CX, Z20
+	VMOVDQU32.Z  (R8), K1, Z16
+	VPMULLD      Z20, Z16, Z16
+	VPSUBD       Z16, Z0, Z0
+	VPSUBD       Z16, Z4, Z4
+	VPSUBD       Z16, Z8, Z8
+	VPSUBD       Z16, Z12, Z12
+	VMOVDQU32.Z  64(R8), K2, Z17
+	VPMULLD      Z20, Z17, Z17
+	VPSUBD       Z17, Z1, Z1
+	VPSUBD       Z17, Z5, Z5
+	VPSUBD       Z17, Z9, Z9
+	VPSUBD       Z17, Z13, Z13
+	VMOVDQU32.Z  128(R8), K3, Z18
+	VPMULLD      Z20, Z18, Z18
+	VPSUBD       Z18, Z2, Z2
+	VPSUBD       Z18, Z6, Z6
+	VPSUBD       Z18, Z10, Z10
+	VPSUBD       Z18, Z14, Z14
+	VMOVDQU32.Z  192(R8), K4, Z19
+	VPMULLD      Z20, Z19, Z19
+	VPSUBD       Z19, Z3, Z3
+	VPSUBD       Z19, Z7, Z7
+	VPSUBD       Z19, Z11, Z11
+	VPSUBD       Z19, Z15, Z15
+	VCVTDQ2PS    Z0, Z0
+	VCVTDQ2PS    Z1, Z1
+	VCVTDQ2PS    Z2, Z2
+	VCVTDQ2PS    Z3, Z3
+	VCVTDQ2PS    Z4, Z4
+	VCVTDQ2PS    Z5, Z5
+	VCVTDQ2PS    Z6, Z6
+	VCVTDQ2PS    Z7, Z7
+	VCVTDQ2PS    Z8, Z8
+	VCVTDQ2PS    Z9, Z9
+	VCVTDQ2PS    Z10, Z10
+	VCVTDQ2PS    Z11, Z11
+	VCVTDQ2PS    Z12, Z12
+	VCVTDQ2PS    Z13, Z13
+	VCVTDQ2PS    Z14, Z14
+	VCVTDQ2PS    Z15, Z15
+	MOVQ         rowScale+72(FP), CX
+	VBROADCASTSS (CX), Z20
+	VMULPS       Z20, Z0, Z0
+	VMULPS       Z20, Z1, Z1
+	VMULPS       Z20, Z2, Z2
+	VMULPS       Z20, Z3, Z3
+	VBROADCASTSS 4(CX), Z20
+	VMULPS       Z20, Z4, Z4
+	VMULPS       Z20, Z5, Z5
+	VMULPS       Z20, Z6, Z6
+	VMULPS       Z20, Z7, Z7
+	VBROADCASTSS 8(CX), Z20
+	VMULPS       Z20, Z8, Z8
+	VMULPS       Z20, Z9, Z9
+	VMULPS       Z20, Z10, Z10
+	VMULPS       Z20, Z11, Z11
+	VBROADCASTSS 12(CX), Z20
+	VMULPS       Z20, Z12, Z12
+	VMULPS       Z20, Z13, Z13
+	VMULPS       Z20, Z14, Z14
+	VMULPS       Z20, Z15, Z15
+	VMOVUPS.Z    (R9), K1, Z16
+	VMULPS       Z16, Z0, Z0
+	VMULPS       Z16, Z4, Z4
+	VMULPS       Z16, Z8, Z8
+	VMULPS       Z16, Z12, Z12
+	VMOVUPS.Z    64(R9), K2, Z17
+	VMULPS       Z17, Z1, Z1
+	VMULPS       Z17, Z5, Z5
+	VMULPS       Z17, Z9, Z9
+	VMULPS       Z17, Z13, Z13
+	VMOVUPS.Z    128(R9), K3, Z18
+	VMULPS       Z18, Z2, Z2
+	VMULPS       Z18, Z6, Z6
+	VMULPS       Z18, Z10, Z10
+	VMULPS       Z18, Z14, Z14
+	VMOVUPS.Z    192(R9), K4, Z19
+	VMULPS       Z19, Z3, Z3
+	VMULPS       Z19, Z7, Z7
+	VMULPS       Z19, Z11, Z11
+	VMULPS       Z19, Z15, Z15
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         SI, R10
+	VMOVUPS      Z0, K1, (R10)
+	VMOVUPS      Z1, K2, 64(R10)
+	VMOVUPS      Z2, K3, 128(R10)
+	VMOVUPS      Z3, K4, 192(R10)
+	ADDQ         CX, R10
+	VMOVUPS      Z4, K1, (R10)
+	VMOVUPS      Z5, K2, 64(R10)
+	VMOVUPS      Z6, K3, 128(R10)
+	VMOVUPS      Z7, K4, 192(R10)
+	ADDQ         CX, R10
+	VMOVUPS      Z8, K1, (R10)
+	VMOVUPS      Z9, K2, 64(R10)
+	VMOVUPS      Z10, K3, 128(R10)
+	VMOVUPS      Z11, K4, 192(R10)
+	ADDQ         CX, R10
+	VMOVUPS      Z12, K1, (R10)
+	VMOVUPS      Z13, K2, 64(R10)
+	VMOVUPS      Z14, K3, 128(R10)
+	VMOVUPS      Z15, K4, 192(R10)
+	ADDQ         $0x00000100, SI
+	ADDQ         $0x00000100, R8
+	ADDQ         $0x00000100, R9
+	MOVQ         k+24(FP), CX
+	SHLQ         $0x06, CX
+	ADDQ         CX, BX
+	SUBQ         $0x40, DI
+	JG           vnniScores_4x64_panel
+	VZEROUPPER
+	RET
+
+// func vnniScores_5x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VNNI
+TEXT ·vnniScores_5x64(SB), NOSPLIT, $0-88
+	MOVQ lda+8(FP), AX
+	LEAQ (AX)(AX*2), DX
+	MOVQ b+16(FP), BX
+	MOVQ c+32(FP), SI
+	MOVQ n+48(FP), DI
+	MOVQ colSum+56(FP), R8
+	MOVQ colScale+80(FP), R9
+
+vnniScores_5x64_panel:
+	MOVQ   a+0(FP), CX
+	LEAQ   (CX)(AX*4), R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	MOVQ   BX, R11
+	MOVQ   k+24(FP), R12
+	SHRQ   $0x02, R12
+	JZ     vnniScores_5x64_epi
+
+vnniScores_5x64_loop:
+	VMOVDQU64    (R11), Z20
+	VMOVDQU64    64(R11), Z21
+	VMOVDQU64    128(R11), Z22
+	VMOVDQU64    192(R11), Z23
+	VPBROADCASTD (CX), Z24
+	VPDPBUSD     Z20, Z24, Z0
+	VPDPBUSD     Z21, Z24, Z1
+	VPDPBUSD     Z22, Z24, Z2
+	VPDPBUSD     Z23, Z24, Z3
+	VPBROADCASTD (CX)(AX*1), Z24
+	VPDPBUSD     Z20, Z24, Z4
+	VPDPBUSD     Z21, Z24, Z5
+	VPDPBUSD     Z22, Z24, Z6
+	VPDPBUSD     Z23, Z24, Z7
+	VPBROADCASTD (CX)(AX*2), Z24
+	VPDPBUSD     Z20, Z24, Z8
+	VPDPBUSD     Z21, Z24, Z9
+	VPDPBUSD     Z22, Z24, Z10
+	VPDPBUSD     Z23, Z24, Z11
+	VPBROADCASTD (CX)(DX*1), Z24
+	VPDPBUSD     Z20, Z24, Z12
+	VPDPBUSD     Z21, Z24, Z13
+	VPDPBUSD     Z22, Z24, Z14
+	VPDPBUSD     Z23, Z24, Z15
+	VPBROADCASTD (R10), Z24
+	VPDPBUSD     Z20, Z24, Z16
+	VPDPBUSD     Z21, Z24, Z17
+	VPDPBUSD     Z22, Z24, Z18
+	VPDPBUSD     Z23, Z24, Z19
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, R10
+	ADDQ         $0x00000100, R11
+	DECQ         R12
+	JNZ          vnniScores_5x64_loop
+
+vnniScores_5x64_epi:
+	MOVQ $-1, R10
+	CMPQ DI, $0x40
+	JAE  vnniScores_5x64_full
+	MOVQ DI, CX
+	MOVQ $0x00000001, R10
+	SHLQ CL, R10
+	DECQ R10
+
+vnniScores_5x64_full:
+	KMOVQ        R10, K1
+	KSHIFTRQ     $0x10, K1, K2
+	KSHIFTRQ     $0x10, K2, K3
+	KSHIFTRQ     $0x10, K3, K4
+	MOVL         zp+64(FP), CX
+	VPBROADCASTD CX, Z24
+	VMOVDQU32.Z  (R8), K1, Z20
+	VPMULLD      Z24, Z20, Z20
+	VPSUBD       Z20, Z0, Z0
+	VPSUBD       Z20, Z4, Z4
+	VPSUBD       Z20, Z8, Z8
+	VPSUBD       Z20, Z12, Z12
+	VPSUBD       Z20, Z16, Z16
+	VMOVDQU32.Z  64(R8), K2, Z21
+	VPMULLD      Z24, Z21, Z21
+	VPSUBD       Z21, Z1, Z1
+	VPSUBD       Z21, Z5, Z5
+	VPSUBD       Z21, Z9, Z9
+	VPSUBD       Z21, Z13, Z13
+	VPSUBD       Z21, Z17, Z17
+	VMOVDQU32.Z  128(R8), K3, Z22
+	VPMULLD      Z24, Z22, Z22
+	VPSUBD       Z22, Z2, Z2
+	VPSUBD       Z22, Z6, Z6
+	VPSUBD       Z22, Z10, Z10
+	VPSUBD       Z22, Z14, Z14
+	VPSUBD       Z22, Z18, Z18
+	VMOVDQU32.Z  192(R8), K4, Z23
+	VPMULLD      Z24, Z23, Z23
+	VPSUBD       Z23, Z3, Z3
+	VPSUBD       Z23, Z7, Z7
+	VPSUBD       Z23, Z11, Z11
+	VPSUBD       Z23, Z15, Z15
+	VPSUBD       Z23, Z19, Z19
+	VCVTDQ2PS    Z0, Z0
+	VCVTDQ2PS    Z1, Z1
+	VCVTDQ2PS    Z2, Z2
+	VCVTDQ2PS    Z3, Z3
+	VCVTDQ2PS    Z4, Z4
+	VCVTDQ2PS    Z5, Z5
+	VCVTDQ2PS    Z6, Z6
+	VCVTDQ2PS    Z7, Z7
+	VCVTDQ2PS    Z8, Z8
+	VCVTDQ2PS    Z9, Z9
+	VCVTDQ2PS    Z10, Z10
+	VCVTDQ2PS    Z11, Z11
+	VCVTDQ2PS    Z12, Z12
+	VCVTDQ2PS    Z13, Z13
+	VCVTDQ2PS    Z14, Z14
+	VCVTDQ2PS    Z15, Z15
+	VCVTDQ2PS    Z16, Z16
+	VCVTDQ2PS    Z17, Z17
+	VCVTDQ2PS    Z18, Z18
+	VCVTDQ2PS    Z19, Z19
+	MOVQ         rowScale+72(FP), CX
+	VBROADCASTSS (CX), Z24
+	VMULPS       Z24, Z0, Z0
+	VMULPS       Z24, Z1, Z1
+	VMULPS       Z24, Z2, Z2
+	VMULPS       Z24, Z3, Z3
+	VBROADCASTSS 4(CX), Z24
+	VMULPS       Z24, Z4, Z4
+	VMULPS       Z24, Z5, Z5
+	VMULPS       Z24, Z6, Z6
+	VMULPS       Z24, Z7, Z7
+	VBROADCASTSS 8(CX), Z24
+	VMULPS       Z24, Z8, Z8
+	VMULPS       Z24, Z9, Z9
+	VMULPS       Z24, Z10, Z10
+	VMULPS       Z24, Z11, Z11
+	VBROADCASTSS 12(CX), Z24
+	VMULPS       Z24, Z12, Z12
+	VMULPS       Z24, Z13, Z13
+	VMULPS       Z24, Z14, Z14
+	VMULPS       Z24, Z15, Z15
+	VBROADCASTSS 16(CX), Z24
+	VMULPS       Z24, Z16, Z16
+	VMULPS       Z24, Z17, Z17
+	VMULPS       Z24, Z18, Z18
+	VMULPS       Z24, Z19, Z19
+	VMOVUPS.Z    (R9), K1, Z20
+	VMULPS       Z20, Z0, Z0
+	VMULPS       Z20, Z4, Z4
+	VMULPS       Z20, Z8, Z8
+	VMULPS       Z20, Z12, Z12
+	VMULPS       Z20, Z16, Z16
+	VMOVUPS.Z    64(R9), K2, Z21
+	VMULPS       Z21, Z1, Z1
+	VMULPS       Z21, Z5, Z5
+	VMULPS       Z21, Z9, Z9
+	VMULPS       Z21, Z13, Z13
+	VMULPS       Z21, Z17, Z17
+	VMOVUPS.Z    128(R9), K3, Z22
+	VMULPS       Z22, Z2, Z2
+	VMULPS       Z22, Z6, Z6
+	VMULPS       Z22, Z10, Z10
+	VMULPS       Z22, Z14, Z14
+	VMULPS       Z22, Z18, Z18
+	VMOVUPS.Z    192(R9), K4, Z23
+	VMULPS       Z23, Z3, Z3
+	VMULPS       Z23, Z7, Z7
+	VMULPS       Z23, Z11, Z11
+	VMULPS       Z23, Z15, Z15
+	VMULPS       Z23, Z19, Z19
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         SI, R10
+	VMOVUPS      Z0, K1, (R10)
+	VMOVUPS      Z1, K2, 64(R10)
+	VMOVUPS      Z2, K3, 128(R10)
+	VMOVUPS      Z3, K4, 192(R10)
+	ADDQ         CX, R10
+	VMOVUPS      Z4, K1, (R10)
+	VMOVUPS      Z5, K2, 64(R10)
+	VMOVUPS      Z6, K3, 128(R10)
+	VMOVUPS      Z7, K4, 192(R10)
+	ADDQ         CX, R10
+	VMOVUPS      Z8, K1, (R10)
+	VMOVUPS      Z9, K2, 64(R10)
+	VMOVUPS      Z10, K3, 128(R10)
+	VMOVUPS      Z11, K4, 192(R10)
+	ADDQ         CX, R10
+	VMOVUPS      Z12, K1, (R10)
+	VMOVUPS      Z13, K2, 64(R10)
+	VMOVUPS      Z14, K3, 128(R10)
+	VMOVUPS      Z15, K4, 192(R10)
+	ADDQ         CX, R10
+	VMOVUPS      Z16, K1, (R10)
+	VMOVUPS      Z17, K2, 64(R10)
+	VMOVUPS      Z18, K3, 128(R10)
+	VMOVUPS      Z19, K4, 192(R10)
+	ADDQ         $0x00000100, SI
+	ADDQ         $0x00000100, R8
+	ADDQ         $0x00000100, R9
+	MOVQ         k+24(FP), CX
+	SHLQ         $0x06, CX
+	ADDQ         CX, BX
+	SUBQ         $0x40, DI
+	JG           vnniScores_5x64_panel
+	VZEROUPPER
+	RET
+
+// func vnniScores_6x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VNNI
+TEXT ·vnniScores_6x64(SB), NOSPLIT, $0-88
+	MOVQ lda+8(FP), AX
+	LEAQ (AX)(AX*2), DX
+	MOVQ b+16(FP), BX
+	MOVQ c+32(FP), SI
+	MOVQ n+48(FP), DI
+	MOVQ colSum+56(FP), R8
+	MOVQ colScale+80(FP), R9
+
+vnniScores_6x64_panel:
+	MOVQ   a+0(FP), CX
+	LEAQ   (CX)(AX*4), R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ   BX, R11
+	MOVQ   k+24(FP), R12
+	SHRQ   $0x02, R12
+	JZ     vnniScores_6x64_epi
+
+vnniScores_6x64_loop:
+	VMOVDQU64    (R11), Z24
+	VMOVDQU64    64(R11), Z25
+	VMOVDQU64    128(R11), Z26
+	VMOVDQU64    192(R11), Z27
+	VPBROADCASTD (CX), Z28
+	VPDPBUSD     Z24, Z28, Z0
+	VPDPBUSD     Z25, Z28, Z1
+	VPDPBUSD     Z26, Z28, Z2
+	VPDPBUSD     Z27, Z28, Z3
+	VPBROADCASTD (CX)(AX*1), Z28
+	VPDPBUSD     Z24, Z28, Z4
+	VPDPBUSD     Z25, Z28, Z5
+	VPDPBUSD     Z26, Z28, Z6
+	VPDPBUSD     Z27, Z28, Z7
+	VPBROADCASTD (CX)(AX*2), Z28
+	VPDPBUSD     Z24, Z28, Z8
+	VPDPBUSD     Z25, Z28, Z9
+	VPDPBUSD     Z26, Z28, Z10
+	VPDPBUSD     Z27, Z28, Z11
+	VPBROADCASTD (CX)(DX*1), Z28
+	VPDPBUSD     Z24, Z28, Z12
+	VPDPBUSD     Z25, Z28, Z13
+	VPDPBUSD     Z26, Z28, Z14
+	VPDPBUSD     Z27, Z28, Z15
+	VPBROADCASTD (R10), Z28
+	VPDPBUSD     Z24, Z28, Z16
+	VPDPBUSD     Z25, Z28, Z17
+	VPDPBUSD     Z26, Z28, Z18
+	VPDPBUSD     Z27, Z28, Z19
+	VPBROADCASTD (R10)(AX*1), Z28
+	VPDPBUSD     Z24, Z28, Z20
+	VPDPBUSD     Z25, Z28, Z21
+	VPDPBUSD     Z26, Z28, Z22
+	VPDPBUSD     Z27, Z28, Z23
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, R10
+	ADDQ         $0x00000100, R11
+	DECQ         R12
+	JNZ          vnniScores_6x64_loop
+
+vnniScores_6x64_epi:
+	MOVQ $-1, R10
+	CMPQ DI, $0x40
+	JAE  vnniScores_6x64_full
+	MOVQ DI, CX
+	MOVQ $0x00000001, R10
+	SHLQ CL, R10
+	DECQ R10
+
+vnniScores_6x64_full:
+	KMOVQ        R10, K1
+	KSHIFTRQ     $0x10, K1, K2
+	KSHIFTRQ     $0x10, K2, K3
+	KSHIFTRQ     $0x10, K3, K4
+	MOVL         zp+64(FP), CX
+	VPBROADCASTD CX, Z28
+	VMOVDQU32.Z  (R8), K1, Z24
+	VPMULLD      Z28, Z24, Z24
+	VPSUBD       Z24, Z0, Z0
+	VPSUBD       Z24, Z4, Z4
+	VPSUBD       Z24, Z8, Z8
+	VPSUBD       Z24, Z12, Z12
+	VPSUBD       Z24, Z16, Z16
+	VPSUBD       Z24, Z20, Z20
+	VMOVDQU32.Z  64(R8), K2, Z25
+	VPMULLD      Z28, Z25, Z25
+	VPSUBD       Z25, Z1, Z1
+	VPSUBD       Z25, Z5, Z5
+	VPSUBD       Z25, Z9, Z9
+	VPSUBD       Z25, Z13, Z13
+	VPSUBD       Z25, Z17, Z17
+	VPSUBD       Z25, Z21, Z21
+	VMOVDQU32.Z  128(R8), K3, Z26
+	VPMULLD      Z28, Z26, Z26
+	VPSUBD       Z26, Z2, Z2
+	VPSUBD       Z26, Z6, Z6
+	VPSUBD       Z26, Z10, Z10
+	VPSUBD       Z26, Z14, Z14
+	VPSUBD       Z26, Z18, Z18
+	VPSUBD       Z26, Z22, Z22
+	VMOVDQU32.Z  192(R8), K4, Z27
+	VPMULLD      Z28, Z27, Z27
+	VPSUBD       Z27, Z3, Z3
+	VPSUBD       Z27, Z7, Z7
+	VPSUBD       Z27, Z11, Z11
+	VPSUBD       Z27, Z15, Z15
+	VPSUBD       Z27, Z19, Z19
+	VPSUBD       Z27, Z23, Z23
+	VCVTDQ2PS    Z0, Z0
+	VCVTDQ2PS    Z1, Z1
+	VCVTDQ2PS    Z2, Z2
+	VCVTDQ2PS    Z3, Z3
+	VCVTDQ2PS    Z4, Z4
+	VCVTDQ2PS    Z5, Z5
+	VCVTDQ2PS    Z6, Z6
+	VCVTDQ2PS    Z7, Z7
+	VCVTDQ2PS    Z8, Z8
+	VCVTDQ2PS    Z9, Z9
+	VCVTDQ2PS    Z10, Z10
+	VCVTDQ2PS    Z11, Z11
+	VCVTDQ2PS    Z12, Z12
+	VCVTDQ2PS    Z13, Z13
+	VCVTDQ2PS    Z14, Z14
+	VCVTDQ2PS    Z15, Z15
+	VCVTDQ2PS    Z16, Z16
+	VCVTDQ2PS    Z17, Z17
+	VCVTDQ2PS    Z18, Z18
+	VCVTDQ2PS    Z19, Z19
+	VCVTDQ2PS    Z20, Z20
+	VCVTDQ2PS    Z21, Z21
+	VCVTDQ2PS    Z22, Z22
+	VCVTDQ2PS    Z23, Z23
+	MOVQ         rowScale+72(FP), CX
+	VBROADCASTSS (CX), Z28
+	VMULPS       Z28, Z0, Z0
+	VMULPS       Z28, Z1, Z1
+	VMULPS       Z28, Z2, Z2
+	VMULPS       Z28, Z3, Z3
+	VBROADCASTSS 4(CX), Z28
+	VMULPS       Z28, Z4, Z4
+	VMULPS       Z28, Z5, Z5
+	VMULPS       Z28, Z6, Z6
+	VMULPS       Z28, Z7, Z7
+	VBROADCASTSS 8(CX), Z28
+	VMULPS       Z28, Z8, Z8
+	VMULPS       Z28, Z9, Z9
+	VMULPS       Z28, Z10, Z10
+	VMULPS       Z28, Z11, Z11
+	VBROADCASTSS 12(CX), Z28
+	VMULPS       Z28, Z12, Z12
+	VMULPS       Z28, Z13, Z13
+	VMULPS       Z28, Z14, Z14
+	VMULPS       Z28, Z15, Z15
+	VBROADCASTSS 16(CX), Z28
+	VMULPS       Z28, Z16, Z16
+	VMULPS       Z28, Z17, Z17
+	VMULPS       Z28, Z18, Z18
+	VMULPS       Z28, Z19, Z19
+	VBROADCASTSS 20(CX), Z28
+	VMULPS       Z28, Z20, Z20
+	VMULPS       Z28, Z21, Z21
+	VMULPS       Z28, Z22, Z22
+	VMULPS       Z28, Z23, Z23
+	VMOVUPS.Z    (R9), K1, Z24
+	VMULPS       Z24, Z0, Z0
+	VMULPS       Z24, Z4, Z4
+	VMULPS       Z24, Z8, Z8
+	VMULPS       Z24, Z12, Z12
+	VMULPS       Z24, Z16, Z16
+	VMULPS       Z24, Z20, Z20
+	VMOVUPS.Z    64(R9), K2, Z25
+	VMULPS       Z25, Z1, Z1
+	VMULPS       Z25, Z5, Z5
+	VMULPS       Z25, Z9, Z9
+	VMULPS       Z25, Z13, Z13
+	VMULPS       Z25, Z17, Z17
+	VMULPS       Z25, Z21, Z21
+	VMOVUPS.Z    128(R9), K3, Z26
+	VMULPS       Z26, Z2, Z2
+	VMULPS       Z26, Z6, Z6
+	VMULPS       Z26, Z10, Z10
+	VMULPS       Z26, Z14, Z14
+	VMULPS       Z26, Z18, Z18
+	VMULPS       Z26, Z22, Z22
+	VMOVUPS.Z    192(R9), K4, Z27
+	VMULPS       Z27, Z3, Z3
+	VMULPS       Z27, Z7, Z7
+	VMULPS       Z27, Z11, Z11
+	VMULPS       Z27, Z15, Z15
+	VMULPS       Z27, Z19, Z19
+	VMULPS       Z27, Z23, Z23
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         SI, R10
+	VMOVUPS      Z0, K1, (R10)
+	VMOVUPS      Z1, K2, 64(R10)
+	VMOVUPS      Z2, K3, 128(R10)
+	VMOVUPS      Z3, K4, 192(R10)
+	ADDQ         CX, R10
+	VMOVUPS      Z4, K1, (R10)
+	VMOVUPS      Z5, K2, 64(R10)
+	VMOVUPS      Z6, K3, 128(R10)
+	VMOVUPS      Z7, K4, 192(R10)
+	ADDQ         CX, R10
+	VMOVUPS      Z8, K1, (R10)
+	VMOVUPS      Z9, K2, 64(R10)
+	VMOVUPS      Z10, K3, 128(R10)
+	VMOVUPS      Z11, K4, 192(R10)
+	ADDQ         CX, R10
+	VMOVUPS      Z12, K1, (R10)
+	VMOVUPS      Z13, K2, 64(R10)
+	VMOVUPS      Z14, K3, 128(R10)
+	VMOVUPS      Z15, K4, 192(R10)
+	ADDQ         CX, R10
+	VMOVUPS      Z16, K1, (R10)
+	VMOVUPS      Z17, K2, 64(R10)
+	VMOVUPS      Z18, K3, 128(R10)
+	VMOVUPS      Z19, K4, 192(R10)
+	ADDQ         CX, R10
+	VMOVUPS      Z20, K1, (R10)
+	VMOVUPS      Z21, K2, 64(R10)
+	VMOVUPS      Z22, K3, 128(R10)
+	VMOVUPS      Z23, K4, 192(R10)
+	ADDQ         $0x00000100, SI
+	ADDQ         $0x00000100, R8
+	ADDQ         $0x00000100, R9
+	MOVQ         k+24(FP), CX
+	SHLQ         $0x06, CX
+	ADDQ         CX, BX
+	SUBQ         $0x40, DI
+	JG           vnniScores_6x64_panel
+	VZEROUPPER
+	RET
+
 // func vnniSfence()
 // Requires: MMX+
 TEXT ·vnniSfence(SB), NOSPLIT, $0

@@ -156,6 +156,36 @@ func vnniU8S8E_4x64(a *uint8, lda int, b *int8, k int, ep *byte) {
 	vnniMicroEGo(4, 64, a, lda, b, k, ep)
 }
 
+// vnniScores_1x64 is the Go twin of the assembly kernel: vnniScoresGo(1, ...).
+func vnniScores_1x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32) {
+	vnniScoresGo(1, a, lda, b, k, c, ldc, n, colSum, zp, rowScale, colScale)
+}
+
+// vnniScores_2x64 is the Go twin of the assembly kernel: vnniScoresGo(2, ...).
+func vnniScores_2x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32) {
+	vnniScoresGo(2, a, lda, b, k, c, ldc, n, colSum, zp, rowScale, colScale)
+}
+
+// vnniScores_3x64 is the Go twin of the assembly kernel: vnniScoresGo(3, ...).
+func vnniScores_3x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32) {
+	vnniScoresGo(3, a, lda, b, k, c, ldc, n, colSum, zp, rowScale, colScale)
+}
+
+// vnniScores_4x64 is the Go twin of the assembly kernel: vnniScoresGo(4, ...).
+func vnniScores_4x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32) {
+	vnniScoresGo(4, a, lda, b, k, c, ldc, n, colSum, zp, rowScale, colScale)
+}
+
+// vnniScores_5x64 is the Go twin of the assembly kernel: vnniScoresGo(5, ...).
+func vnniScores_5x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32) {
+	vnniScoresGo(5, a, lda, b, k, c, ldc, n, colSum, zp, rowScale, colScale)
+}
+
+// vnniScores_6x64 is the Go twin of the assembly kernel: vnniScoresGo(6, ...).
+func vnniScores_6x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32) {
+	vnniScoresGo(6, a, lda, b, k, c, ldc, n, colSum, zp, rowScale, colScale)
+}
+
 // vnniSfence is the Go twin of the assembly fence: nothing to order.
 func vnniSfence() {}
 

@@ -740,6 +740,66 @@ func vnniU8S8E_12x32(a *uint8, lda int, b *int8, k int, ep *byte)
 //go:noescape
 func vnniU8S8E_4x64(a *uint8, lda int, b *int8, k int, ep *byte)
 
+// vnniScores_1x64 computes rows 0 <= i < 1, columns 0 <= j < n of the scores
+//
+//	c[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]
+//
+// with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the
+// VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns
+// from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over
+// every panel in one call. Its Go twin is vnniScoresGo.
+func vnniScores_1x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)
+
+// vnniScores_2x64 computes rows 0 <= i < 2, columns 0 <= j < n of the scores
+//
+//	c[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]
+//
+// with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the
+// VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns
+// from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over
+// every panel in one call. Its Go twin is vnniScoresGo.
+func vnniScores_2x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)
+
+// vnniScores_3x64 computes rows 0 <= i < 3, columns 0 <= j < n of the scores
+//
+//	c[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]
+//
+// with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the
+// VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns
+// from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over
+// every panel in one call. Its Go twin is vnniScoresGo.
+func vnniScores_3x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)
+
+// vnniScores_4x64 computes rows 0 <= i < 4, columns 0 <= j < n of the scores
+//
+//	c[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]
+//
+// with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the
+// VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns
+// from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over
+// every panel in one call. Its Go twin is vnniScoresGo.
+func vnniScores_4x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)
+
+// vnniScores_5x64 computes rows 0 <= i < 5, columns 0 <= j < n of the scores
+//
+//	c[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]
+//
+// with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the
+// VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns
+// from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over
+// every panel in one call. Its Go twin is vnniScoresGo.
+func vnniScores_5x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)
+
+// vnniScores_6x64 computes rows 0 <= i < 6, columns 0 <= j < n of the scores
+//
+//	c[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]
+//
+// with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the
+// VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns
+// from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over
+// every panel in one call. Its Go twin is vnniScoresGo.
+func vnniScores_6x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)
+
 // vnniSfence orders the micro-kernels' non-temporal stores (SFENCE).
 func vnniSfence()
 

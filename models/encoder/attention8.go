@@ -333,8 +333,20 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 	kp := &qa.K[hd]
 	e.epS = kernels.Epilogue{ZeroPoint: 128, ColSum: kp.ColSum, RowScale: qa.QScale[so : so+seq], ColScale: qa.KScale[so : so+seq]}
 	e.g = kernels.GEMMU8S8{M: seq, N: seq, K: d, A: qa.Q[hd*d:], Lda: h, B: kp, Ep: &e.epS, Out: kernels.Out{F32: b.scores, Ldc: seq}}
-	if err := qk.RunU8S8(&e.g); err != nil {
-		return fail("scores", err)
+	// On the VNNI tier with 64-key panels, the scores kernels take the
+	// head's rows over all key panels a call, bit for bit the selector's
+	// kernel (docs/DESIGN.md section 3.10); otherwise that kernel.
+	took := false
+	if qk.ISA == cpu.ISAAVX512VNNI && qk.NR == 64 {
+		var err error
+		if took, err = kernels.RunScoresU8S8(&e.g); err != nil {
+			return fail("scores", err)
+		}
+	}
+	if !took {
+		if err := qk.RunU8S8(&e.g); err != nil {
+			return fail("scores", err)
+		}
 	}
 	if err := kernels.SoftmaxU8(e.p, seq, e.ps, b.scores, seq, seq, mask); err != nil {
 		return fail("softmax", err)

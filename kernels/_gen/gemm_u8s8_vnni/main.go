@@ -77,6 +77,9 @@ func main() {
 	for _, t := range fusedTiles {
 		microE(t[0], t[1])
 	}
+	for mr := 1; mr <= scoresMaxMR; mr++ {
+		scores(mr)
+	}
 	sfence()
 	epilogue("vnniEpilogue", 2, false)
 	epilogue("vnniEpilogue3", 3, false)
@@ -775,6 +778,12 @@ func writeTwin(path string) {
 		fmt.Fprintf(&b, "func %s(a *uint8, lda int, b *int8, k int, ep *byte) {\n", name)
 		fmt.Fprintf(&b, "\tvnniMicroEGo(%d, %d, a, lda, b, k, ep)\n}\n\n", t[0], t[1])
 	}
+	for mr := 1; mr <= scoresMaxMR; mr++ {
+		name := fmt.Sprintf("vnniScores_%dx64", mr)
+		fmt.Fprintf(&b, "// %s is the Go twin of the assembly kernel: vnniScoresGo(%d, ...).\n", name, mr)
+		fmt.Fprintf(&b, "func %s(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32) {\n", name)
+		fmt.Fprintf(&b, "\tvnniScoresGo(%d, a, lda, b, k, c, ldc, n, colSum, zp, rowScale, colScale)\n}\n\n", mr)
+	}
 	b.WriteString("// vnniSfence is the Go twin of the assembly fence: nothing to order.\nfunc vnniSfence() {}\n\n")
 	b.WriteString("// vnniEpilogue is the Go twin of the assembly epilogue: vnniEpilogueGo.\n")
 	b.WriteString("func vnniEpilogue(dst *byte, ldd int, acc *int32, ldacc int, rows int, n int, colSum *int32, zp int32, rowScale *float32, scale float32, colScale *float32, bias *float32, res *float32, ldres int, flags int, invOut float32, outZP float32, lo float32, hi float32) {\n")
@@ -1087,6 +1096,161 @@ func microE(mr, nr int) {
 			ADDQ(at(offLdd), p)
 		}
 	}
+	VZEROUPPER()
+	RET()
+}
+
+// scoresMaxMR is the largest MR of the scores kernels (vnniScores_<mr>x64);
+// every MR from 1 up to it is generated (the smaller ones serve M tails).
+const scoresMaxMR = 6
+
+// scores generates vnniScores_<mr>x64: mr rows of INT8 attention's Q Kᵀ
+// over every 64-key panel of b in one call (docs/DESIGN.md section 3.10):
+// for each panel the K loop of vnniU8S8_<mr>x64 (k a multiple of 4) and
+// the scores epilogue of vnniEpilogue on the accumulators, in its order
+// (acc - zp*colsum, to f32, times the row's scale, times the key's), each
+// panel's columns past n masked. The per-tile Go call, flag tests and
+// destination prefetches of the fused kernels are what it saves.
+func scores(mr int) {
+	const nr, nv = 64, 4
+	name := fmt.Sprintf("vnniScores_%dx64", mr)
+	TEXT(name, NOSPLIT, "func(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)")
+	Doc(
+		fmt.Sprintf("%s computes rows 0 <= i < %d, columns 0 <= j < n of the scores", name, mr),
+		"",
+		"\tc[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]",
+		"",
+		"with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the",
+		"VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns",
+		"from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over",
+		"every panel in one call. Its Go twin is vnniScoresGo.")
+	lda := Load(Param("lda"), GP64())
+	lda3 := GP64()
+	LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
+	bp := Load(Param("b"), GP64())
+	c := Load(Param("c"), GP64())
+	n := Load(Param("n"), GP64())
+	cs := Load(Param("colSum"), GP64())
+	ks := Load(Param("colScale"), GP64())
+	acc := make([][]reg.VecVirtual, mr)
+	for i := range acc {
+		acc[i] = make([]reg.VecVirtual, nv)
+		for v := range acc[i] {
+			acc[i][v] = ZMM()
+		}
+	}
+	bz := make([]reg.VecVirtual, nv)
+	for v := range bz {
+		bz[v] = ZMM()
+	}
+	bc := []reg.VecVirtual{ZMM(), ZMM()}
+	masks := make([]reg.OpmaskVirtual, nv)
+	for v := range masks {
+		masks[v] = K()
+	}
+
+	Label(name + "_panel")
+	a := Load(Param("a"), GP64())
+	bases := []reg.Register{a}
+	if mr > 4 {
+		a4 := GP64()
+		LEAQ(Mem{Base: a, Index: lda, Scale: 4}, a4)
+		bases = append(bases, a4)
+	}
+	for i := range acc {
+		for v := range acc[i] {
+			VPXORD(acc[i][v], acc[i][v], acc[i][v])
+		}
+	}
+	b := GP64()
+	MOVQ(bp, b)
+	groups := Load(Param("k"), GP64())
+	SHRQ(U8(2), groups)
+	JZ(LabelRef(name + "_epi"))
+	Label(name + "_loop")
+	for v := 0; v < nv; v++ {
+		VMOVDQU64(Mem{Base: b, Disp: 64 * v}, bz[v])
+	}
+	for i := 0; i < mr; i++ {
+		t := bc[i%2]
+		VPBROADCASTD(rowAddr(i, bases, lda, lda3), t)
+		for v := 0; v < nv; v++ {
+			VPDPBUSD(bz[v], t, acc[i][v])
+		}
+	}
+	for _, r := range bases {
+		ADDQ(U8(4), r)
+	}
+	ADDQ(U32(nr*4), b)
+	DECQ(groups)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_epi")
+	// The panel's column mask: all 64, or the n left.
+	m := GP64()
+	MOVQ(I64(-1), m)
+	CMPQ(n, U8(nr))
+	JAE(LabelRef(name + "_full"))
+	MOVQ(n, reg.RCX)
+	MOVQ(U32(1), m)
+	SHLQ(reg.CL, m)
+	DECQ(m)
+	Label(name + "_full")
+	KMOVQ(m, masks[0])
+	for v := 1; v < nv; v++ {
+		KSHIFTRQ(U8(16), masks[v-1], masks[v])
+	}
+	// acc -= zp*colSum (the B registers are free now), to f32, times the
+	// row's scale, times the key's.
+	zp := bc[0]
+	VPBROADCASTD(Load(Param("zp"), GP32()), zp)
+	for v := 0; v < nv; v++ {
+		VMOVDQU32_Z(Mem{Base: cs, Disp: 64 * v}, masks[v], bz[v])
+		VPMULLD(zp, bz[v], bz[v])
+		for i := 0; i < mr; i++ {
+			VPSUBD(bz[v], acc[i][v], acc[i][v])
+		}
+	}
+	for i := 0; i < mr; i++ {
+		for v := 0; v < nv; v++ {
+			VCVTDQ2PS(acc[i][v], acc[i][v])
+		}
+	}
+	rs := Load(Param("rowScale"), GP64())
+	for i := 0; i < mr; i++ {
+		t := bc[i%2]
+		VBROADCASTSS(Mem{Base: rs, Disp: 4 * i}, t)
+		for v := 0; v < nv; v++ {
+			VMULPS(t, acc[i][v], acc[i][v])
+		}
+	}
+	for v := 0; v < nv; v++ {
+		VMOVUPS_Z(Mem{Base: ks, Disp: 64 * v}, masks[v], bz[v])
+		for i := 0; i < mr; i++ {
+			VMULPS(bz[v], acc[i][v], acc[i][v])
+		}
+	}
+	ldc := Load(Param("ldc"), GP64())
+	SHLQ(U8(2), ldc)
+	d := GP64()
+	MOVQ(c, d)
+	for i := 0; i < mr; i++ {
+		for v := 0; v < nv; v++ {
+			VMOVUPS(acc[i][v], masks[v], Mem{Base: d, Disp: 64 * v})
+		}
+		if i < mr-1 {
+			ADDQ(ldc, d)
+		}
+	}
+	// The next panel, while columns are left.
+	ADDQ(U32(4*nr), c)
+	ADDQ(U32(4*nr), cs)
+	ADDQ(U32(4*nr), ks)
+	pk := Load(Param("k"), GP64())
+	SHLQ(U8(6), pk) // 64 columns of k bytes
+	ADDQ(pk, bp)
+	SUBQ(U8(nr), n)
+	JG(LabelRef(name + "_panel"))
 	VZEROUPPER()
 	RET()
 }

@@ -1,0 +1,96 @@
+package kernels
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/int8bert/int8bert/cpu"
+)
+
+// vnniScoresMicros are the scores kernels by row count (index 1..6).
+var vnniScoresMicros = [...]func(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32){
+	nil, vnniScores_1x64, vnniScores_2x64, vnniScores_3x64, vnniScores_4x64, vnniScores_5x64, vnniScores_6x64,
+}
+
+// RunScoresU8S8 computes g when it is INT8 attention's Q Kᵀ in the form
+// the scores kernels take (docs/DESIGN.md section 3.10): B packed with
+// NR = 64, K a multiple of 4, the epilogue exactly a zero point with its
+// column sums, a scale per row and one per column, f32 out, one thread.
+// Each call of vnniScores_<mr>x64 computes up to 6 rows over every key
+// panel, with the epilogue of every u8s8 kernel, bit for bit. It reports
+// false (and computes nothing) when g is not of that form or the CPU runs
+// without the VNNI assembly; the caller then runs its kernel.
+func RunScoresU8S8(g *GEMMU8S8) (bool, error) {
+	if !vnniAsm || !vnniAvailable(cpu.X86) || !scoresForm(g) {
+		return false, nil
+	}
+	if err := g.Check(); err != nil {
+		return true, err
+	}
+	runScores(g, vnniScoresMicros[:])
+	return true, nil
+}
+
+// scoresForm reports whether g is of the form RunScoresU8S8 takes.
+func scoresForm(g *GEMMU8S8) bool {
+	ep := g.Ep
+	if g.B == nil || g.B.NR != 64 || g.K%4 != 0 || g.Threads > 1 || ep == nil || g.Out.F32 == nil {
+		return false
+	}
+	return ep.ZeroPoint != 0 && ep.ColSum != nil && ep.RowScale != nil && ep.ColScale != nil &&
+		ep.ActScale == 0 && ep.Bias == nil && ep.Act == ActNone && ep.Residual == nil &&
+		ep.OutScale == 0 && ep.OutZeroPoint == 0
+}
+
+// runScores runs the scores kernels (or their twins, micros) over g's
+// rows, 6 at a time.
+func runScores(g *GEMMU8S8, micros []func(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32)) {
+	m, n, k := g.M, g.N, g.K
+	if m == 0 || n == 0 {
+		return
+	}
+	ep := g.Ep
+	var a *uint8
+	var b *int8
+	if k > 0 {
+		b = &g.B.Data[0]
+	}
+	for i := 0; i < m; i += 6 {
+		rows := min(6, m-i)
+		if k > 0 {
+			a = &g.A[i*g.Lda]
+		}
+		micros[rows](a, g.Lda, b, k, &g.Out.F32[i*g.Out.Ldc], g.Out.Ldc, n, &ep.ColSum[0], ep.ZeroPoint, &ep.RowScale[i], &ep.ColScale[0])
+	}
+}
+
+// vnniScoresGo is the Go twin of vnniScores_<mr>x64: for each 64-column
+// panel, vnniMicroGo's sums and then the epilogue's float32 steps in the
+// assembly's order.
+func vnniScoresGo(mr int, a *uint8, lda int, b *int8, k int, c *float32, ldc int, n int, colSum *int32, zp int32, rowScale *float32, colScale *float32) {
+	const nr = 64
+	cs := unsafe.Slice(colSum, n)
+	ks := unsafe.Slice(colScale, n)
+	rs := unsafe.Slice(rowScale, mr)
+	out := unsafe.Slice(c, (mr-1)*ldc+n)
+	var t [6 * nr]int32
+	for p := 0; p*nr < n; p++ {
+		cols := min(nr, n-p*nr)
+		var bp *int8
+		if b != nil {
+			bp = (*int8)(unsafe.Add(unsafe.Pointer(b), p*nr*k))
+		}
+		if k == 0 {
+			clear(t[:])
+		} else {
+			vnniMicroGo(mr, nr, a, lda, bp, k, &t[0], nr, math.MaxUint64, 0)
+		}
+		for i := 0; i < mr; i++ {
+			for jj := 0; jj < cols; jj++ {
+				j := p*nr + jj
+				s := float32(t[i*nr+jj] - zp*cs[j])
+				out[i*ldc+j] = float32(s*rs[i]) * ks[j]
+			}
+		}
+	}
+}
