@@ -189,25 +189,7 @@ func microLoop(name string, mr, nr int, mid func()) [][]reg.VecVirtual {
 	}
 
 	Label(name + "_loop")
-	for v := 0; v < nv; v++ {
-		VMOVDQU64(Mem{Base: b, Disp: 64 * v}, bz[v])
-	}
-	if *prefetch > 0 {
-		for v := 0; v < nv; v++ {
-			PREFETCHT0(Mem{Base: b, Disp: 64*v + *prefetch*nr*4})
-		}
-	}
-	for i := 0; i < mr; i++ {
-		t := bc[i%2]
-		VPBROADCASTD(rowAddr(i, bases, lda, lda3), t)
-		for v := 0; v < nv; v++ {
-			VPDPBUSD(bz[v], t, acc[i][v])
-		}
-	}
-	for _, r := range bases {
-		ADDQ(U8(4), r)
-	}
-	ADDQ(U32(nr*4), b)
+	kGroup(b, bases, lda, lda3, bz, bc, acc, *prefetch)
 	DECQ(groups)
 	JNZ(LabelRef(name + "_loop"))
 
@@ -249,6 +231,34 @@ func microLoop(name string, mr, nr int, mid func()) [][]reg.VecVirtual {
 
 	Label(name + "_store")
 	return acc
+}
+
+// kGroup emits one k-group of 4 of a K loop: the group's B vectors of the
+// panel at b into bz (with a software prefetch pf groups ahead, 0: none),
+// each A row's 4 bytes broadcast (bc, alternating) and multiplied into its
+// accumulators, then A's row bases and b advanced.
+func kGroup(b reg.Register, bases []reg.Register, lda, lda3 reg.Register, bz, bc []reg.VecVirtual, acc [][]reg.VecVirtual, pf int) {
+	nv := len(bz)
+	nr := 16 * nv
+	for v := 0; v < nv; v++ {
+		VMOVDQU64(Mem{Base: b, Disp: 64 * v}, bz[v])
+	}
+	if pf > 0 {
+		for v := 0; v < nv; v++ {
+			PREFETCHT0(Mem{Base: b, Disp: 64*v + pf*nr*4})
+		}
+	}
+	for i := range acc {
+		t := bc[i%2]
+		VPBROADCASTD(rowAddr(i, bases, lda, lda3), t)
+		for v := 0; v < nv; v++ {
+			VPDPBUSD(bz[v], t, acc[i][v])
+		}
+	}
+	for _, r := range bases {
+		ADDQ(U8(4), r)
+	}
+	ADDQ(U32(nr*4), b)
 }
 
 // microStore stores the accumulators of micro (arguments c, ldc, nmask, add).
@@ -1168,20 +1178,7 @@ func scores(mr int) {
 	SHRQ(U8(2), groups)
 	JZ(LabelRef(name + "_epi"))
 	Label(name + "_loop")
-	for v := 0; v < nv; v++ {
-		VMOVDQU64(Mem{Base: b, Disp: 64 * v}, bz[v])
-	}
-	for i := 0; i < mr; i++ {
-		t := bc[i%2]
-		VPBROADCASTD(rowAddr(i, bases, lda, lda3), t)
-		for v := 0; v < nv; v++ {
-			VPDPBUSD(bz[v], t, acc[i][v])
-		}
-	}
-	for _, r := range bases {
-		ADDQ(U8(4), r)
-	}
-	ADDQ(U32(nr*4), b)
+	kGroup(b, bases, lda, lda3, bz, bc, acc, 0)
 	DECQ(groups)
 	JNZ(LabelRef(name + "_loop"))
 
