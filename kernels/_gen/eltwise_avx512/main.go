@@ -1210,30 +1210,20 @@ func expQuantU8Row(n, d, xp reg.Register, m, lo reg.VecVirtual) (reg.GPVirtual, 
 		}
 		storeBytes(v, at, k)
 	}
-	id := newID()
-	i := GP64()
-	XORQ(i, i)
-	big := GP64()
-	MOVQ(n, big)
-	ANDQ(I32(-16*expUnroll), big)
-	Label("unrolled_" + id)
-	CMPQ(i, big)
-	JAE(LabelRef("rest_" + id))
-	xs := make([]reg.VecVirtual, expUnroll)
-	for j := range xs {
-		xs[j] = ZMM()
-		VMOVUPS(f32At(xp, i).Offset(64*j), xs[j])
-	}
-	for j := range xs {
-		VSUBPS(m, xs[j], xs[j])
-	}
-	expVecsU8(xs, lo)
-	for j := range xs {
-		finish(xs[j], fs[j], u8At(d, i).Offset(16*j), nil)
-	}
-	ADDQ(U32(16*expUnroll), i)
-	JMP(LabelRef("unrolled_" + id))
-	Label("rest_" + id)
+	i := unrolledLoop(n, expUnroll, "unrolled_", "rest_", func(i reg.GPVirtual) {
+		xs := make([]reg.VecVirtual, expUnroll)
+		for j := range xs {
+			xs[j] = ZMM()
+			VMOVUPS(f32At(xp, i).Offset(64*j), xs[j])
+		}
+		for j := range xs {
+			VSUBPS(m, xs[j], xs[j])
+		}
+		expVecsU8(xs, lo)
+		for j := range xs {
+			finish(xs[j], fs[j], u8At(d, i).Offset(16*j), nil)
+		}
+	})
 	rowLoopFrom(i, n, func(i reg.GPVirtual, k reg.Register) {
 		v := load(f32At(xp, i), k)
 		VSUBPS(m, v, v)
@@ -1266,22 +1256,32 @@ const maxUnroll = 4
 // then the remaining vectors and the masked tail one at a time into
 // accs[0] (see eltMaxLanes4Generic).
 func maxLoop4(n reg.Register, accs []reg.VecVirtual, body func(i reg.GPVirtual, off int, k reg.Register, acc reg.VecVirtual)) {
+	i := unrolledLoop(n, maxUnroll, "max4_", "max1_", func(i reg.GPVirtual) {
+		for j := range accs {
+			body(i, 64*j, nil, accs[j])
+		}
+	})
+	rowLoopFrom(i, n, func(i reg.GPVirtual, k reg.Register) { body(i, 0, k, accs[0]) })
+}
+
+// unrolledLoop emits a loop of step(i) over the first n&^(16u-1) elements
+// of a row, u vectors of 16 a step (labels loop and next with a new id),
+// and returns i, the element where the rest begins (for rowLoopFrom).
+func unrolledLoop(n reg.Register, u int, loop, next string, step func(i reg.GPVirtual)) reg.GPVirtual {
 	id := newID()
 	i := GP64()
 	XORQ(i, i)
 	big := GP64()
 	MOVQ(n, big)
-	ANDQ(I32(-16*maxUnroll), big)
-	Label("max4_" + id)
+	ANDQ(I32(-16*u), big)
+	Label(loop + id)
 	CMPQ(i, big)
-	JAE(LabelRef("max1_" + id))
-	for j := range accs {
-		body(i, 64*j, nil, accs[j])
-	}
-	ADDQ(U32(16*maxUnroll), i)
-	JMP(LabelRef("max4_" + id))
-	Label("max1_" + id)
-	rowLoopFrom(i, n, func(i reg.GPVirtual, k reg.Register) { body(i, 0, k, accs[0]) })
+	JAE(LabelRef(next + id))
+	step(i)
+	ADDQ(U32(16*u), i)
+	JMP(LabelRef(loop + id))
+	Label(next + id)
+	return i
 }
 
 // softmaxU8Rows is SoftmaxU8's loop over a head's rows in one call
