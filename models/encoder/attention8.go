@@ -305,7 +305,6 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 	qk, pv := sp.kr.qk8, sp.kr.pv8
 	e := &b.i8
 	qa := &s.a8.seqs[bi]
-	b.scores = growF32(b.scores, seq*seq)
 	// A mask of the span's keys, nil when it masks none (most spans: the
 	// padding is cut off; adding zeros changes no probability and costs
 	// the softmax a pass of loads and stores).
@@ -324,47 +323,68 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 			mask = b.mask
 		}
 	}
-	e.p = growU8(e.p, seq*seq)
-	e.ps = growF32(e.ps, seq)
+	rb := m.attnRowBlock(seq)
+	b.scores = growF32(b.scores, rb*seq)
+	e.p = growU8(e.p, rb*seq)
+	e.ps = growF32(e.ps, rb)
 	fail := func(what string, err error) error {
 		return fmt.Errorf("int8 attention %s (sequence %d, head %d): %w", what, bi, hd, err)
 	}
 	so := hd * qa.Lds
 	kp := &qa.K[hd]
-	e.epS = kernels.Epilogue{ZeroPoint: 128, ColSum: kp.ColSum, RowScale: qa.QScale[so : so+seq], ColScale: qa.KScale[so : so+seq]}
-	e.g = kernels.GEMMU8S8{M: seq, N: seq, K: d, A: qa.Q[hd*d:], Lda: h, B: kp, Ep: &e.epS, Out: kernels.Out{F32: b.scores, Ldc: seq}}
-	// On the VNNI tier with 64-key panels, the scores kernels take the
-	// head's rows over all key panels a call, bit for bit the selector's
-	// kernel (docs/DESIGN.md section 3.10); otherwise that kernel.
-	took := false
-	if qk.ISA == cpu.ISAAVX512VNNI && qk.NR == 64 {
-		var err error
-		if took, err = kernels.RunScoresU8S8(&e.g); err != nil {
-			return fail("scores", err)
-		}
-	}
-	if !took {
-		if err := qk.RunU8S8(&e.g); err != nil {
-			return fail("scores", err)
-		}
-	}
-	if err := kernels.SoftmaxU8(e.p, seq, e.ps, b.scores, seq, seq, mask); err != nil {
-		return fail("softmax", err)
-	}
 	vs := s.a8.vs[bi*m.cfg.Heads+hd]
-	for i := range e.ps {
-		e.ps[i] *= vs
-	}
-	o := off*h + hd*d
-	e.epC = kernels.Epilogue{RowScale: e.ps}
-	out := kernels.Out{F32: s.ctx[o:], Ldc: h}
-	if q != nil {
-		e.epC.OutScale, e.epC.OutZeroPoint = q.scale, q.zp
-		out = kernels.Out{U8: q.dst[o:], Ldc: h}
-	}
-	e.g = kernels.GEMMU8S8{M: seq, N: d, K: seq, A: e.p, Lda: seq, B: &s.a8.vt[bi][hd], Ep: &e.epC, Out: out}
-	if err := pv.RunU8S8(&e.g); err != nil {
-		return fail("context", err)
+	// On the VNNI tier with 64-key panels, the scores kernels take the
+	// block's rows over all key panels a call, bit for bit the selector's
+	// kernel (docs/DESIGN.md section 3.10); otherwise that kernel.
+	scoresAsm := qk.ISA == cpu.ISAAVX512VNNI && qk.NR == 64
+	for i0 := 0; i0 < seq; i0 += rb {
+		r := min(rb, seq-i0)
+		e.epS = kernels.Epilogue{ZeroPoint: 128, ColSum: kp.ColSum, RowScale: qa.QScale[so+i0 : so+i0+r], ColScale: qa.KScale[so : so+seq]}
+		e.g = kernels.GEMMU8S8{M: r, N: seq, K: d, A: qa.Q[i0*h+hd*d:], Lda: h, B: kp, Ep: &e.epS, Out: kernels.Out{F32: b.scores, Ldc: seq}}
+		took := false
+		if scoresAsm {
+			var err error
+			if took, err = kernels.RunScoresU8S8(&e.g); err != nil {
+				return fail("scores", err)
+			}
+		}
+		if !took {
+			if err := qk.RunU8S8(&e.g); err != nil {
+				return fail("scores", err)
+			}
+		}
+		if err := kernels.SoftmaxU8(e.p, seq, e.ps[:r], b.scores, r, seq, mask); err != nil {
+			return fail("softmax", err)
+		}
+		for i := range e.ps[:r] {
+			e.ps[i] *= vs
+		}
+		o := (off+i0)*h + hd*d
+		e.epC = kernels.Epilogue{RowScale: e.ps[:r]}
+		out := kernels.Out{F32: s.ctx[o:], Ldc: h}
+		if q != nil {
+			e.epC.OutScale, e.epC.OutZeroPoint = q.scale, q.zp
+			out = kernels.Out{U8: q.dst[o:], Ldc: h}
+		}
+		e.g = kernels.GEMMU8S8{M: r, N: d, K: seq, A: e.p, Lda: seq, B: &s.a8.vt[bi][hd], Ep: &e.epC, Out: out}
+		if err := pv.RunU8S8(&e.g); err != nil {
+			return fail("context", err)
+		}
 	}
 	return nil
+}
+
+// attnRowBlock is how many query rows attentionHead8 takes at a time:
+// every row while a head's f32 scores fit in 256 KB (seq <= 256; L2 holds
+// them), else 96 rows (a multiple of every kernel's MR), so the scores
+// and probabilities stay in L2 at seq 512 (docs/DESIGN.md section 3.10).
+// m.attnRows > 0 fixes it (tests: blocked equals unblocked bit for bit).
+func (m *Model) attnRowBlock(seq int) int {
+	if m.attnRows > 0 {
+		return min(m.attnRows, seq)
+	}
+	if seq*seq*4 <= 256<<10 {
+		return seq
+	}
+	return 96
 }

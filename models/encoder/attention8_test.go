@@ -122,8 +122,11 @@ func TestAttentionInt8(t *testing.T) {
 			}
 			var first []float32
 			var firstQ []uint8
-			for _, threads := range []int{1, 3} {
-				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel, prec: prec, attnInt8: true}
+			// Blocks of query rows (7: not a multiple of any MR) give the
+			// unblocked result bit for bit.
+			for _, run := range []struct{ threads, rows int }{{1, 0}, {3, 0}, {1, 7}, {3, 12}} {
+				threads := run.threads
+				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel, prec: prec, attnInt8: true, attnRows: run.rows}
 				require.Equal(t, AttentionInt8, m.Attention())
 				s := &scratch{qkv: slices.Clone(qkv), ctx: make([]float32, rows*c.h)}
 				var q *attnQuant
@@ -166,9 +169,9 @@ func TestAttentionInt8(t *testing.T) {
 						firstQ = slices.Clone(q.dst)
 					}
 				} else {
-					require.Equal(t, first, s.ctx, "%s %s: threads %d differs from 1", kern.Name, c.name, threads)
+					require.Equal(t, first, s.ctx, "%s %s: threads %d, row block %d differs from 1, unblocked", kern.Name, c.name, threads, run.rows)
 					if q != nil {
-						require.Equal(t, firstQ, q.dst, "%s %s: threads %d differs from 1", kern.Name, c.name, threads)
+						require.Equal(t, firstQ, q.dst, "%s %s: threads %d, row block %d differs from 1, unblocked", kern.Name, c.name, threads, run.rows)
 					}
 				}
 			}

@@ -38,6 +38,9 @@ type Model struct {
 	// attnMode is the mode asked for (Options.Attention, resolved).
 	attnInt8 bool
 	attnMode AttentionMode
+	// attnRows, when > 0, fixes INT8 attention's query-row block
+	// (attnRowBlock; tests).
+	attnRows int
 	// recipe is how an INT8 model was quantized.
 	recipe *smoothquant.Recipe
 	// scratchPool keeps forward passes' buffers between passes.
