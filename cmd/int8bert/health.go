@@ -15,16 +15,17 @@ import (
 
 // exitUnhealthy ends the process when "int8bert health" finds the server
 // not ready: exit status 1, which a container runtime's HEALTHCHECK reads as
-// unhealthy (2, the status of a usage error, is reserved there). Tests
-// replace it.
-var exitUnhealthy = func() { os.Exit(1) }
+// unhealthy (2, the status of a usage error, is reserved there). It is
+// runHealth's unhealthy in the command.
+func exitUnhealthy() { os.Exit(1) }
 
 // runHealth is "int8bert health [--addr HOST:PORT] [--timeout D]": a
 // probe for a container's HEALTHCHECK (the runtime image has no curl). It
 // GETs http://ADDR/health and exits 0 on 200; otherwise it prints why to
-// stderr and exits 1. An --addr without a host (":8080", as serve's
-// --addr takes it) probes the loopback address.
-func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// stderr and calls unhealthy (exitUnhealthy in the command: exit status
+// 1), then returns the error. An --addr without a host (":8080", as
+// serve's --addr takes it) probes the loopback address.
+func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer, unhealthy func()) error {
 	fs := flag.NewFlagSet("health", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "the server's HOST:PORT (a bare :PORT means 127.0.0.1), or an http:// URL")
@@ -44,7 +45,7 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if err := checkHealth(ctx, url, *timeout); err != nil {
 		fmt.Fprintln(stderr, "int8bert health:", err)
-		exitUnhealthy()
+		unhealthy()
 		return err
 	}
 	fmt.Fprintln(stdout, "ok", url)

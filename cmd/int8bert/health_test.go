@@ -14,15 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// runHealthCapture runs "int8bert health" with exitUnhealthy recorded
-// instead of ending the test binary.
+// runHealthCapture runs "int8bert health" with its unhealthy verdict
+// recorded instead of ending the test binary.
 func runHealthCapture(t *testing.T, args ...string) (unhealthy bool, stdout, stderr string, err error) {
 	t.Helper()
-	old := exitUnhealthy
-	t.Cleanup(func() { exitUnhealthy = old })
-	exitUnhealthy = func() { unhealthy = true }
 	var out, errb bytes.Buffer
-	err = run(context.Background(), append([]string{"health"}, args...), &out, &errb)
+	err = runHealth(context.Background(), args, &out, &errb, func() { unhealthy = true })
 	return unhealthy, out.String(), errb.String(), err
 }
 

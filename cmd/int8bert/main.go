@@ -141,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "serve":
 		return runServe(ctx, args[1:], stdout, stderr)
 	case "health":
-		return runHealth(ctx, args[1:], stdout, stderr)
+		return runHealth(ctx, args[1:], stdout, stderr, exitUnhealthy)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
