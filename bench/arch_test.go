@@ -333,11 +333,10 @@ func TestRandomWeightsLoad(t *testing.T) {
 				p, err := models.Load(context.Background(), dir, models.Options{Selector: sel, Threads: 1})
 				require.NoError(t, err)
 				defer p.Close()
-				m := p.Model
-				require.Equal(t, a.Family, m.Family, "family picked from config.json")
-				require.Equal(t, task, m.Task, "task picked from config.json")
-				in := &encoder.Inputs{Batch: 1, Seq: 5, IDs: []int32{2, 10, 11, 12, 3}, Mask: []int32{1, 1, 1, 1, 1}}
-				out, err := m.Forward(in, false)
+				require.Equal(t, a.Family.Name, p.Family(), "family picked from config.json")
+				require.Equal(t, models.Task(task), p.Task(), "task picked from config.json")
+				in := &models.Inputs{Batch: 1, Seq: 5, IDs: []int32{2, 10, 11, 12, 3}, Mask: []int32{1, 1, 1, 1, 1}}
+				out, err := p.Forward(context.Background(), in, false)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels/peak"
-	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -133,12 +133,12 @@ type GEMMReport struct {
 // thread for d and returns it for threads threads: VNNI for INT8 (VPMADDWD's
 // on CPUs without VNNI), VDPBF16PS for BF16, FMA for FP32, times threads
 // (one core's figure each).
-func measurePeak(d time.Duration, prec encoder.Precision, threads int) float64 {
+func measurePeak(d time.Duration, prec models.Precision, threads int) float64 {
 	p := peak.Measure(d)
 	switch {
 	case prec.Int8():
 		return p.Int8() * float64(threads)
-	case prec == encoder.PrecisionBF16:
+	case prec == models.PrecisionBF16:
 		return p.BF16GFLOPS * float64(threads)
 	}
 	return p.FP32GFLOPS * float64(threads)

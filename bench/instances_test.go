@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/models"
 )
 
 func TestModelInstances(t *testing.T) {
@@ -22,7 +22,7 @@ func TestModelInstances(t *testing.T) {
 	if _, err := os.Stat(arch); err != nil {
 		t.Skipf("%s: %v", arch, err)
 	}
-	r, err := Model(context.Background(), ModelOptions{Arch: arch, Seq: 8, Precisions: []encoder.Precision{encoder.PrecisionFP32, encoder.PrecisionInt8Static},
+	r, err := Model(context.Background(), ModelOptions{Arch: arch, Seq: 8, Precisions: []models.Precision{models.PrecisionFP32, models.PrecisionInt8Static},
 		MinTime: time.Millisecond, Reps: 2, PeakTime: -1, Instances: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestModelInstances(t *testing.T) {
 		}
 	}
 	// One instance: no instances result.
-	r, err = Model(context.Background(), ModelOptions{Arch: arch, Seq: 8, Precisions: []encoder.Precision{encoder.PrecisionFP32},
+	r, err = Model(context.Background(), ModelOptions{Arch: arch, Seq: 8, Precisions: []models.Precision{models.PrecisionFP32},
 		MinTime: time.Millisecond, Reps: 1, PeakTime: -1})
 	if err != nil || r.Instances != 1 || r.Results[0].Instances != nil {
 		t.Fatalf("one instance: %v, %+v", err, r)

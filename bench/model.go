@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
@@ -27,7 +28,7 @@ type ModelOptions struct {
 	// (0: 1), Threads per linear (0: 1).
 	Seq, Batch, Threads int
 	// Precisions to measure (nil: fp32, int8-static, int8-dynamic).
-	Precisions []encoder.Precision
+	Precisions []models.Precision
 	// Quant controls the quantization (alpha, ...); both modes are
 	// calibrated on CalibBatches batches of random token ids (0: 4).
 	Quant        encoder.QuantizeOptions
@@ -133,25 +134,37 @@ type ModelReport struct {
 // loadFP32 opens the architecture or folder o.Arch (a folder as it holds
 // the model: FP32, or an INT8 artifact).
 func loadFP32(ctx context.Context, o *ModelOptions, sel *selector.Selector, prof *encoder.Profile) (*encoder.TaskModel, error) {
-	return loadAt(ctx, o, sel, prof, encoder.PrecisionAsStored)
+	return loadAt(ctx, o, sel, prof, models.PrecisionAsStored)
 }
 
 // loadAt is loadFP32 at precision prec (PrecisionBF16 rounds the FP32
 // weights to bfloat16 at load).
-func loadAt(ctx context.Context, o *ModelOptions, sel *selector.Selector, prof *encoder.Profile, prec encoder.Precision) (*encoder.TaskModel, error) {
-	opts := encoder.Options{Selector: sel, Threads: o.Threads, Profile: prof, Precision: prec}
+func loadAt(ctx context.Context, o *ModelOptions, sel *selector.Selector, prof *encoder.Profile, prec models.Precision) (*encoder.TaskModel, error) {
+	opts := encoder.Options{Selector: sel, Threads: o.Threads, Profile: prof, Precision: encoder.Precision(prec)}
 	if st, err := os.Stat(o.Arch); err == nil && st.IsDir() {
-		p, err := models.Load(ctx, o.Arch, opts)
-		if err != nil {
-			return nil, err
-		}
-		return p.Model, nil
+		return loadFolder(o.Arch, opts)
 	}
 	a, err := LookupArch(o.Arch)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %q is neither a model folder nor a known architecture: %w", o.Arch, err)
 	}
 	return encoder.NewTask(RandomWeights(a, encoder.TaskBase, 1), a.Config, a.Family, opts)
+}
+
+// loadFolder opens the model folder dir on the engine (bench times the
+// engine's passes on token ids), its family the one of an architecture
+// with config.json's model_type.
+func loadFolder(dir string, opts encoder.Options) (*encoder.TaskModel, error) {
+	cfg, err := checkpoint.LoadConfig(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w: %w", err, models.ErrConfig)
+	}
+	for _, d := range archDefs {
+		if d.family.HasModelType(cfg.ModelType) {
+			return encoder.LoadTask(dir, d.family, opts)
+		}
+	}
+	return nil, fmt.Errorf("bench: %s: model_type %q is none of the architectures' families: %w", dir, cfg.ModelType, models.ErrConfig)
 }
 
 // randomInputs is a batch of random token ids (no padding) valid for cfg.
@@ -183,7 +196,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		o.Threads = 1
 	}
 	if o.Precisions == nil {
-		o.Precisions = []encoder.Precision{encoder.PrecisionFP32, encoder.PrecisionInt8Static, encoder.PrecisionInt8Dynamic}
+		o.Precisions = []models.Precision{models.PrecisionFP32, models.PrecisionInt8Static, models.PrecisionInt8Dynamic}
 	}
 	if o.CalibBatches == 0 {
 		o.CalibBatches = 4
@@ -239,7 +252,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 	var fp32Res *ModelResult
 	for _, p := range o.Precisions {
 		m, prof := fp32, fp32Prof
-		if p == encoder.PrecisionBF16 {
+		if p == models.PrecisionBF16 {
 			say("loading %s at bf16", o.Arch)
 			prof = &encoder.Profile{}
 			if m, err = loadAt(ctx, &o, sel, prof, p); err != nil {
@@ -255,7 +268,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 			qo := o.Quant
 			prof = &encoder.Profile{}
 			qo.Profile = prof
-			if m, err = fp32.Quantize(ctx, calib, p, qo); err != nil {
+			if m, err = fp32.Quantize(ctx, calib, encoder.Precision(p), qo); err != nil {
 				return nil, err
 			}
 		}
@@ -282,7 +295,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 			r.PeakGOPS, r.LinearPctPeak = peak, 100*r.LinearGOPS/peak
 		}
 		rep.Results = append(rep.Results, r)
-		if p == encoder.PrecisionFP32 {
+		if p == models.PrecisionFP32 {
 			fp32Res = &rep.Results[len(rep.Results)-1]
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels/peak"
+	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
@@ -41,7 +42,7 @@ type PaperOptions struct {
 	Batch, Threads, Instances int
 	// Precisions measured (nil: fp32, bf16 where the CPU has a bf16 path,
 	// int8-static, int8-dynamic).
-	Precisions []encoder.Precision
+	Precisions []models.Precision
 	// MinTime and Reps per precision of each model (ModelOptions; 0: 2s
 	// and 3).
 	MinTime time.Duration
@@ -259,11 +260,11 @@ type PaperReport struct {
 }
 
 // DTypeOf is the GEMM data type of a precision: "int8", "bf16" or "fp32".
-func DTypeOf(p encoder.Precision) string {
+func DTypeOf(p models.Precision) string {
 	switch {
 	case p.Int8():
 		return "int8"
-	case p == encoder.PrecisionBF16:
+	case p == models.PrecisionBF16:
 		return "bf16"
 	}
 	return "fp32"
@@ -373,12 +374,12 @@ func measurePeaks(d time.Duration, threads int) (one, all peak.Figures) {
 
 // DefaultPaperPrecisions are fp32, bf16 where f has a bf16 path, and both
 // INT8 precisions.
-func DefaultPaperPrecisions(f cpu.Features) []encoder.Precision {
-	p := []encoder.Precision{encoder.PrecisionFP32}
+func DefaultPaperPrecisions(f cpu.Features) []models.Precision {
+	p := []models.Precision{models.PrecisionFP32}
 	if f.BF16Path() != cpu.ISANone {
-		p = append(p, encoder.PrecisionBF16)
+		p = append(p, models.PrecisionBF16)
 	}
-	return append(p, encoder.PrecisionInt8Static, encoder.PrecisionInt8Dynamic)
+	return append(p, models.PrecisionInt8Static, models.PrecisionInt8Dynamic)
 }
 
 // PaperSteps is the number of steps Paper reports for o's models: the
@@ -477,7 +478,7 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 		shapes = append(shapes, Shape{Name: s.Name, M: s.M, K: s.K, N: s.N})
 	}
 	dts := []string{"int8", "fp32"}
-	if slices.Contains(o.Precisions, encoder.PrecisionBF16) {
+	if slices.Contains(o.Precisions, models.PrecisionBF16) {
 		dts = append(dts, "bf16")
 	}
 	gr, err := GEMM(ctx, GEMMOptions{Threads: o.Threads, RepTime: o.GEMMRepTime, Reps: o.GEMMReps, PeakTime: o.PeakTime,
@@ -561,9 +562,9 @@ func (rep *PaperReport) addModel(pm PaperModel, mr *ModelReport, shapes []PaperS
 	var fp32, bf16 *ModelResult
 	for i := range mr.Results {
 		switch mr.Results[i].Precision {
-		case encoder.PrecisionFP32.String():
+		case models.PrecisionFP32.String():
 			fp32 = &mr.Results[i]
-		case encoder.PrecisionBF16.String():
+		case models.PrecisionBF16.String():
 			bf16 = &mr.Results[i]
 		}
 	}
@@ -587,7 +588,7 @@ func (rep *PaperReport) addModel(pm PaperModel, mr *ModelReport, shapes []PaperS
 		}
 		rep.Speedups = append(rep.Speedups, sp)
 
-		p, err := encoder.ParsePrecision(r.Precision)
+		p, err := models.ParsePrecision(r.Precision)
 		if err != nil {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels/peak"
+	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,7 +92,7 @@ func TestPaperTables(t *testing.T) {
 
 	require.Len(t, rep.Ceilings, 3)
 	for _, c := range rep.Ceilings {
-		d := DTypeOf(must(encoder.ParsePrecision(c.Precision)))
+		d := DTypeOf(must(models.ParsePrecision(c.Precision)))
 		roof := 0.0
 		for _, s := range rep.Shapes {
 			roof += float64(s.Count) * s.Ops() / math.Min(rep.Peaks.PeakByDType[d], s.AI[d]*10) / 1e6
@@ -148,9 +149,9 @@ func TestPaperTiny(t *testing.T) {
 	if _, err := os.Stat(root); err != nil {
 		t.Skipf("%s: golden models not found at %s (the project's shared folder): %v", t.Name(), root, err)
 	}
-	precs := []encoder.Precision{encoder.PrecisionFP32, encoder.PrecisionInt8Dynamic}
+	precs := []models.Precision{models.PrecisionFP32, models.PrecisionInt8Dynamic}
 	if cpu.X86.BF16Path() != cpu.ISANone {
-		precs = append(precs, encoder.PrecisionBF16)
+		precs = append(precs, models.PrecisionBF16)
 	} else {
 		t.Logf("%s: no bf16 path on this CPU: bf16 left out", t.Name())
 	}

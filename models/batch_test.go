@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/encoder/encodertest"
 	"github.com/int8bert/int8bert/tokenizer"
 	"github.com/stretchr/testify/assert"
@@ -99,7 +98,7 @@ func TestMicroBatchesMatchOneByOne(t *testing.T) {
 	}
 	for _, name := range []string{"sst2-bert-mini", "sst2-xlmr-mini"} {
 		one := sst2Model(t, name, models.Options{MaxBatchTokens: 1})
-		var alone []encoder.Classification
+		var alone []models.Classification
 		var aloneEmb [][]float32
 		for _, text := range texts {
 			c, err := one.Classify(ctx, []string{text}, models.ClassifyOptions{})
@@ -109,7 +108,7 @@ func TestMicroBatchesMatchOneByOne(t *testing.T) {
 			require.NoError(t, err)
 			aloneEmb = append(aloneEmb, e...)
 		}
-		var alonePairs []encoder.Classification
+		var alonePairs []models.Classification
 		for _, pr := range pairs {
 			c, err := one.ClassifyPairs(ctx, []tokenizer.Pair{pr}, models.ClassifyOptions{})
 			require.NoError(t, err)
@@ -120,11 +119,10 @@ func TestMicroBatchesMatchOneByOne(t *testing.T) {
 		require.Equal(t, alone, all, "%s: budget 1 runs each text alone", name)
 
 		for _, budget := range []int{200, 0} {
-			prof := &encoder.Profile{}
-			p := sst2Model(t, name, models.Options{MaxBatchTokens: budget, Profile: prof})
+			p := sst2Model(t, name, models.Options{MaxBatchTokens: budget, Profile: true})
 			got, err := p.Classify(ctx, texts, models.ClassifyOptions{})
 			require.NoError(t, err)
-			passes := prof.Snapshot().Passes
+			passes := p.Profile().Passes
 			t.Logf("%s, budget %d: %d texts in %d micro-batches", name, p.MaxBatchTokens(), len(texts), passes)
 			if budget > 0 {
 				require.Greater(t, passes, 2, "%s: the budget should split the call", name)
@@ -155,7 +153,7 @@ func TestMaxBatchTokensOption(t *testing.T) {
 	p := sst2Model(t, "sst2-bert-mini", models.Options{})
 	assert.Equal(t, models.DefaultMaxBatchTokens, p.MaxBatchTokens())
 	_, err := models.Load(context.Background(), dir, models.Options{MaxBatchTokens: -5})
-	require.ErrorIs(t, err, encoder.ErrConfig)
+	require.ErrorIs(t, err, models.ErrConfig)
 	assert.Contains(t, err.Error(), "-5")
 }
 
@@ -195,20 +193,19 @@ func TestClassifyCancel(t *testing.T) {
 	}
 	ctx := context.Background()
 	texts := sst2(t, "train.tsv", n)
-	prof := &encoder.Profile{}
-	p := sst2Model(t, "sst2-bert-mini", models.Options{Profile: prof})
+	p := sst2Model(t, "sst2-bert-mini", models.Options{Profile: true})
 	_, err := p.Classify(ctx, texts, models.ClassifyOptions{}) // tunes the kernels of every shape
 	require.NoError(t, err)
 	head, err := p.Classify(ctx, texts[:64], models.ClassifyOptions{})
 	require.NoError(t, err)
-	before := prof.Snapshot().Passes
+	before := p.Profile().Passes
 	start := time.Now()
 	_, err = p.Classify(ctx, texts, models.ClassifyOptions{})
 	full := time.Since(start)
 	require.NoError(t, err)
-	passes := prof.Snapshot().Passes - before
+	passes := p.Profile().Passes - before
 	onePass := full / time.Duration(passes)
-	oneLayer := onePass / time.Duration(p.Model.Encoder.Config().Layers)
+	oneLayer := onePass / time.Duration(p.Config().Layers)
 	const after = 50 * time.Millisecond
 	for _, c := range []struct {
 		name string
@@ -239,10 +236,10 @@ func TestClassifyCancel(t *testing.T) {
 	// A done context runs nothing.
 	done, cancel := context.WithCancel(ctx)
 	cancel()
-	before = prof.Snapshot().Passes
+	before = p.Profile().Passes
 	_, err = p.Classify(done, texts, models.ClassifyOptions{})
 	require.ErrorIs(t, err, context.Canceled)
-	require.Equal(t, before, prof.Snapshot().Passes, "a call with a done context ran forward passes")
+	require.Equal(t, before, p.Profile().Passes, "a call with a done context ran forward passes")
 	// The pipeline is unharmed.
 	again, err := p.Classify(ctx, texts[:64], models.ClassifyOptions{})
 	require.NoError(t, err)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/encoder/encodertest"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/stretchr/testify/assert"
@@ -51,12 +50,12 @@ func TestBF16Goldens(t *testing.T) {
 			bf, err := models.Load(context.Background(), dir, models.Options{Selector: sel, Threads: 1, Precision: models.PrecisionBF16})
 			require.NoError(t, err)
 			defer bf.Close()
-			require.Equal(t, models.PrecisionBF16, bf.Model.Encoder.Precision())
+			require.Equal(t, models.PrecisionBF16, bf.Precision())
 
 			in, _ := readGolden(t, dir)
-			a, err := f32.Model.Forward(in, false)
+			a, err := f32.Forward(context.Background(), in, false)
 			require.NoError(t, err)
-			b, err := bf.Model.Forward(in, false)
+			b, err := bf.Forward(context.Background(), in, false)
 			require.NoError(t, err)
 			pairs := map[string][2][]float32{"last_hidden_state": {a.Last, b.Last}, "logits": {a.Logits, b.Logits},
 				"start_logits": {a.StartLogits, b.StartLogits}, "end_logits": {a.EndLogits, b.EndLogits}}
@@ -69,7 +68,7 @@ func TestBF16Goldens(t *testing.T) {
 				t.Logf("%s: cosine %.6f", name, cos)
 				assert.GreaterOrEqual(t, cos, 0.9999, "%s: bf16 against fp32", name)
 			}
-			if n := len(f32.Model.Labels); n > 1 && len(a.Logits) > 0 {
+			if n := len(f32.Labels()); n > 1 && len(a.Logits) > 0 {
 				for r := 0; r < len(a.Logits)/n; r++ {
 					assert.Equal(t, argmax(a.Logits[r*n:(r+1)*n]), argmax(b.Logits[r*n:(r+1)*n]), "row %d's class", r)
 				}
@@ -101,7 +100,7 @@ func TestBF16Refused(t *testing.T) {
 	defer sel.Close()
 	_, err = models.Load(context.Background(), dir, models.Options{Selector: sel, Precision: models.PrecisionBF16})
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, encoder.ErrConfig), "%v", err)
+	assert.True(t, errors.Is(err, models.ErrConfig), "%v", err)
 	assert.Contains(t, err.Error(), "AVX512-BF16")
 
 	sel2 := encodertest.Selector(t)
@@ -111,6 +110,6 @@ func TestBF16Refused(t *testing.T) {
 	defer p.Close()
 	_, err = p.Quantize(context.Background(), nil, models.PrecisionInt8Dynamic, models.QuantizeOptions{})
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, encoder.ErrConfig), "%v", err)
+	assert.True(t, errors.Is(err, models.ErrConfig), "%v", err)
 	assert.Contains(t, err.Error(), "bf16")
 }

@@ -21,7 +21,7 @@ func ExampleLoad() {
 		return
 	}
 	defer p.Close()
-	fmt.Println(p.Model.Family.Name, p.Model.Task, p.Model.Encoder.Precision())
+	fmt.Println(p.Family(), p.Task(), p.Precision())
 	res, err := p.Classify(ctx, []string{"a gorgeous , witty , seductive movie .", "the story is bleak and the acting is worse ."}, models.ClassifyOptions{})
 	if err != nil {
 		fmt.Println(err)

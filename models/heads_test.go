@@ -75,7 +75,7 @@ func (g *headGolden) options(t *testing.T, i int) models.ClassifyOptions {
 	c := g.Pipeline[i]
 	var o models.ClassifyOptions
 	if c.FunctionToApply != nil {
-		fn, err := encoder.ParseClassificationFunction(*c.FunctionToApply)
+		fn, err := models.ParseClassificationFunction(*c.FunctionToApply)
 		require.NoError(t, err)
 		o.FunctionToApply = fn
 	}
@@ -141,9 +141,9 @@ func TestHeadsPostprocessGolden(t *testing.T) {
 			p, err := models.Load(context.Background(), dir, models.Options{Selector: sel, Threads: 1})
 			require.NoError(t, err)
 			defer p.Close()
-			m := p.Model
-			require.Len(t, m.Labels, h.labels)
-			assert.Equal(t, h.problem, m.ProblemType)
+			m := p
+			require.Len(t, m.Labels(), h.labels)
+			assert.Equal(t, h.problem, m.ProblemType())
 			assert.Equal(t, h.def, m.DefaultFunction())
 			for i := range g.Pipeline {
 				o := g.options(t, i)
@@ -293,13 +293,13 @@ func TestHeadsGolden(t *testing.T) {
 // and round-trip as text.
 func TestClassifyOptions(t *testing.T) {
 	for _, s := range []string{"", "default", "sigmoid", "SOFTMAX", "None"} {
-		_, err := encoder.ParseClassificationFunction(s)
+		_, err := models.ParseClassificationFunction(s)
 		assert.NoError(t, err, s)
 	}
 	for _, s := range []string{"relu", "soft max", "identity"} {
-		_, err := encoder.ParseClassificationFunction(s)
+		_, err := models.ParseClassificationFunction(s)
 		require.Error(t, err, s)
-		assert.True(t, errors.Is(err, encoder.ErrInput), "%q: %v", s, err)
+		assert.True(t, errors.Is(err, models.ErrInput), "%q: %v", s, err)
 		assert.Contains(t, err.Error(), s)
 	}
 	for _, f := range []models.ClassificationFunction{models.FunctionDefault, models.FunctionSigmoid, models.FunctionSoftmax, models.FunctionNone} {
@@ -310,7 +310,7 @@ func TestClassifyOptions(t *testing.T) {
 		assert.Equal(t, f, g)
 	}
 	_, err := models.ClassificationFunction(42).MarshalText()
-	assert.ErrorIs(t, err, encoder.ErrInput)
+	assert.ErrorIs(t, err, models.ErrInput)
 
 	dir := shared(t, "golden/heads/bert-multilabel")
 	p, err := models.Load(context.Background(), dir, models.Options{Selector: encodertest.Selector(t), Threads: 1})
@@ -318,18 +318,18 @@ func TestClassifyOptions(t *testing.T) {
 	defer p.Close()
 	logits := []float32{-1, 2, 0.5, 2}
 	for _, o := range []models.ClassifyOptions{{TopK: -1}, {FunctionToApply: 42}, {FunctionToApply: -1}} {
-		_, err := p.Model.Postprocess(logits, o)
-		assert.ErrorIs(t, err, encoder.ErrInput, "%+v", o)
+		_, err := p.Postprocess(logits, o)
+		assert.ErrorIs(t, err, models.ErrInput, "%+v", o)
 		// Classify checks the options before it needs a tokenizer.
 		_, err = p.Classify(context.Background(), []string{"w5"}, o)
-		assert.ErrorIs(t, err, encoder.ErrInput, "%+v", o)
+		assert.ErrorIs(t, err, models.ErrInput, "%+v", o)
 		_, err = p.ClassifyPairs(context.Background(), []tokenizer.Pair{{A: "w5", B: "w6"}}, o)
-		assert.ErrorIs(t, err, encoder.ErrInput, "%+v", o)
+		assert.ErrorIs(t, err, models.ErrInput, "%+v", o)
 	}
-	_, err = p.Model.Postprocess(logits[:3], models.ClassifyOptions{})
-	assert.ErrorIs(t, err, encoder.ErrInput, "3 logits for 4 labels")
+	_, err = p.Postprocess(logits[:3], models.ClassifyOptions{})
+	assert.ErrorIs(t, err, models.ErrInput, "3 logits for 4 labels")
 
-	c, err := p.Model.Postprocess(logits, models.ClassifyOptions{FunctionToApply: models.FunctionNone, TopK: 10})
+	c, err := p.Postprocess(logits, models.ClassifyOptions{FunctionToApply: models.FunctionNone, TopK: 10})
 	require.NoError(t, err)
 	assert.Equal(t, logits, c.Scores, "none: the raw logits")
 	assert.Equal(t, models.FunctionNone, c.Function)
@@ -338,11 +338,11 @@ func TestClassifyOptions(t *testing.T) {
 	assert.Equal(t, []string{"politics", "arts", "science", "sports"},
 		[]string{c.Top[0].Label, c.Top[1].Label, c.Top[2].Label, c.Top[3].Label})
 	assert.Equal(t, 1, c.Index, "the first of equal best scores")
-	c, err = p.Model.Postprocess(logits, models.ClassifyOptions{})
+	c, err = p.Postprocess(logits, models.ClassifyOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, models.FunctionSigmoid, c.Function, "multi-label: sigmoid")
 	assert.Nil(t, c.Top)
-	c, err = p.Model.Postprocess(logits, models.ClassifyOptions{FunctionToApply: models.FunctionSoftmax, TopK: 1})
+	c, err = p.Postprocess(logits, models.ClassifyOptions{FunctionToApply: models.FunctionSoftmax, TopK: 1})
 	require.NoError(t, err)
 	require.Len(t, c.Top, 1, "top_k 1: a list of one")
 	var sum float64
@@ -371,7 +371,7 @@ func TestDefaultFunction(t *testing.T) {
 		{encoder.ProblemSingleLabelClassification, 1, models.FunctionSigmoid},
 		{encoder.ProblemSingleLabelClassification, 3, models.FunctionSoftmax},
 	} {
-		m := &encoder.TaskModel{Task: models.TaskSequenceClassification, ProblemType: c.problem, Labels: make([]string, c.labels)}
+		m := models.WithEngine(&encoder.TaskModel{Task: encoder.TaskSequenceClassification, ProblemType: c.problem, Labels: make([]string, c.labels)})
 		assert.Equal(t, c.want, m.DefaultFunction(), "problem_type %q, %d labels", c.problem, c.labels)
 	}
 }
@@ -390,6 +390,6 @@ func TestProblemTypeUnknown(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644))
 	_, err = models.Load(context.Background(), dir, models.Options{Selector: encodertest.Selector(t), Threads: 1})
 	require.Error(t, err)
-	assert.ErrorIs(t, err, encoder.ErrConfig)
+	assert.ErrorIs(t, err, models.ErrConfig)
 	assert.Contains(t, err.Error(), `"multilabel"`)
 }

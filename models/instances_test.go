@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"golang.org/x/sys/unix"
 )
 
@@ -91,7 +90,7 @@ func TestInstancesPin(t *testing.T) {
 func TestInstancesOptions(t *testing.T) {
 	for _, o := range []models.InstanceOptions{{Instances: -1}, {Threads: -1}, {Threads: runtime.NumCPU() + 1},
 		{Instances: runtime.NumCPU() + 1, Threads: 1, Pin: true}} {
-		if _, err := models.NewInstances(o); !errors.Is(err, encoder.ErrConfig) {
+		if _, err := models.NewInstances(o); !errors.Is(err, models.ErrConfig) {
 			t.Errorf("%+v: %v, want ErrConfig", o, err)
 		}
 	}

@@ -2,80 +2,249 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models/bert"
 	"github.com/int8bert/int8bert/models/distilbert"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/xlmr"
+	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/smoothquant"
 )
 
-// The types of a loaded model and its options, from package encoder.
-type (
-	// Options control Load: precision, calibration, quantization,
-	// threads, max length, selector (see encoder.Options).
-	Options = encoder.Options
-	// Pipeline is a loaded model with its tokenizer: Classify,
-	// ClassifyPairs, Embed, Answer, and Model.Forward on token ids.
-	Pipeline = encoder.Pipeline
-	// Precision is what a model runs at (PrecisionFP32, PrecisionBF16,
-	// PrecisionInt8Static, PrecisionInt8Dynamic; PrecisionAsStored loads
-	// the folder as it is).
-	Precision = encoder.Precision
-	// QuantizeOptions are SmoothQuant's settings of an at-load quantization.
-	QuantizeOptions = encoder.QuantizeOptions
-	// Task is what the loaded model's head computes.
-	Task = encoder.Task
-	// EmbedOptions control Pipeline.Embed (pooling, normalisation).
-	EmbedOptions = encoder.EmbedOptions
-	// Pooling is how Embed turns token states into one vector.
-	Pooling = encoder.Pooling
-	// QAOptions control Pipeline.Answer.
-	QAOptions = encoder.QAOptions
-	// ClassifyOptions control Pipeline.Classify and ClassifyPairs as
-	// function_to_apply and top_k control Hugging Face's
-	// text-classification pipeline; the zero value is its defaults.
-	ClassifyOptions = encoder.ClassifyOptions
-	// ClassificationFunction turns logits into scores (FunctionDefault,
-	// FunctionSigmoid, FunctionSoftmax, FunctionNone).
-	ClassificationFunction = encoder.ClassificationFunction
-	// Classification is one text's prediction: the best label, every
-	// label's score, the logits and the top_k best labels.
-	Classification = encoder.Classification
-	// LabelScore is one label's score.
-	LabelScore = encoder.LabelScore
-	// Inputs is a padded batch of token ids (Model.Forward,
-	// Options.CalibInputs).
-	Inputs = encoder.Inputs
-	// WarmupOptions bound Pipeline.Warmup: the largest batch, length and
-	// token count whose GEMM shapes it tunes before the first request.
-	WarmupOptions = encoder.WarmupOptions
-)
+// Options control how a model is loaded and run (Load, New). The zero
+// value runs the model as its folder holds it, on the calling goroutine,
+// with the process-wide selector, logging nothing. A value outside a
+// field's domain is an error (wrapping ErrConfig) that names the value and
+// the domain; zero always means the documented default.
+type Options struct {
+	// Selector runs the linear layers; nil means a process-wide selector
+	// with the default tuning cache (selector.Default).
+	Selector *selector.Selector
+	// Threads per linear layer: 0 is the default (one: the calling
+	// goroutine), else 1 to runtime.NumCPU() (more threads than CPUs
+	// only slow a GEMM down, docs/DESIGN.md section 7.2).
+	Threads int
+	// MaxLength bounds every encoding of the pipeline in tokens (special
+	// tokens included); longer single texts are truncated. 0 means the
+	// model's longest sequence, at most 512; otherwise it must leave room
+	// for text after the tokenizer's special tokens and be at most the
+	// model's longest sequence.
+	MaxLength int
+	// MaxBatchTokens bounds the work of one forward pass of a pipeline
+	// call (Classify, ClassifyPairs, Embed, Answer) in tokens, rows x
+	// padded length: a call's inputs are sorted by length and run in
+	// micro-batches under it, so its memory is bounded by the budget, not
+	// by the number of inputs. 0 means DefaultMaxBatchTokens (2048); a
+	// sequence longer than the budget runs alone; negative is an error.
+	MaxBatchTokens int
+	// Revision of a Hugging Face model id ("" means main).
+	Revision string
+	// Precision to run at. The zero value (PrecisionAsStored) runs the
+	// folder as it is (FP32 weights, or an INT8 artifact). An INT8
+	// precision on an FP32 model quantizes it at load: int8-static needs
+	// Calib or CalibInputs; int8-dynamic without either quantizes without
+	// smoothing. PrecisionBF16 on an FP32 model rounds its linears'
+	// weights to bfloat16 at load (a CPU with AVX512-BF16 or AMX-BF16
+	// only). An INT8 artifact runs only at its own precision. A value
+	// other than the five constants is an error.
+	Precision Precision
+	// Calib are the calibration texts of an at-load quantization
+	// (tokenized with the model's tokenizer, truncated to MaxLength).
+	Calib []string
+	// CalibInputs are calibration batches as token ids, for a model
+	// folder without a tokenizer; they are used after Calib's batches.
+	CalibInputs []*Inputs
+	// Quant controls an at-load quantization (alpha, range, fallback,
+	// progress); its Source defaults to the path or id loaded. Its zero
+	// value is SmoothQuant's defaults (alpha smoothquant.DefaultAlpha).
+	Quant QuantizeOptions
+	// Profile makes the model count where its forward passes spend their
+	// time (Pipeline.Profile; of the FP32 model, Quant.Profile is the
+	// quantized model's).
+	Profile bool
+	// Logger receives the library's notes and warnings (downloads from
+	// the Hugging Face hub; the process-wide selector's notes about its
+	// tuning cache and oneDNN). nil discards them: the library never
+	// writes to stderr by itself.
+	Logger *slog.Logger
+	// Attention is the arithmetic of an INT8 model's attention
+	// (docs/DESIGN.md section 3.10): AttentionAuto (the zero value) is
+	// $INT8BERT_ATTENTION ("f32" or "int8") when set, else INT8 on CPUs
+	// with AVX-512 VNNI or AMX and FP32 elsewhere (where INT8 attention
+	// is slower); AttentionF32 keeps both products and the softmax in
+	// FP32, as an FP32 model always runs them. It does not change an FP32
+	// model.
+	Attention AttentionMode
+	// Warmup, when set, warms the loaded pipeline up before Load returns
+	// (Pipeline.Warmup with these bounds): every shape its calls will meet
+	// is tuned and packed, so that no first call stalls. nil leaves the
+	// tuning to the first calls (or to a tuning record next to the model).
+	Warmup *WarmupOptions
+}
 
-// Precisions, tasks, poolings, classification functions and TopKAll
-// (see package encoder).
+// AttentionMode is the arithmetic of an INT8 model's attention
+// (Options.Attention; docs/DESIGN.md section 3.10).
+type AttentionMode int
+
+// The attention modes.
 const (
-	PrecisionAsStored    = encoder.PrecisionAsStored
-	PrecisionFP32        = encoder.PrecisionFP32
-	PrecisionInt8Static  = encoder.PrecisionInt8Static
-	PrecisionInt8Dynamic = encoder.PrecisionInt8Dynamic
-	PrecisionBF16        = encoder.PrecisionBF16
-
-	TaskBase                   = encoder.TaskBase
-	TaskSequenceClassification = encoder.TaskSequenceClassification
-	TaskQuestionAnswering      = encoder.TaskQuestionAnswering
-
-	PoolMean = encoder.PoolMean
-	PoolCLS  = encoder.PoolCLS
-
-	FunctionDefault = encoder.FunctionDefault
-	FunctionSigmoid = encoder.FunctionSigmoid
-	FunctionSoftmax = encoder.FunctionSoftmax
-	FunctionNone    = encoder.FunctionNone
-	TopKAll         = encoder.TopKAll
+	// AttentionAuto is $INT8BERT_ATTENTION (EnvAttention) when set, else
+	// AttentionInt8 where it pays (AVX-512 VNNI or AMX) and AttentionF32
+	// elsewhere.
+	AttentionAuto = AttentionMode(encoder.AttentionAuto)
+	// AttentionF32 runs Q K^T, the softmax and P V in FP32 (what an FP32
+	// model always runs).
+	AttentionF32 = AttentionMode(encoder.AttentionF32)
+	// AttentionInt8 runs Q K^T and P V on the u8 x s8 kernels.
+	AttentionInt8 = AttentionMode(encoder.AttentionInt8)
 )
+
+// EnvAttention names the environment variable AttentionAuto reads: "f32"
+// or "int8" ("" or unset: as the CPU makes it pay).
+const EnvAttention = encoder.EnvAttention
+
+// String is the mode as EnvAttention spells it ("auto" for AttentionAuto).
+func (a AttentionMode) String() string { return encoder.AttentionMode(a).String() }
+
+// engine is the part of o the encoder builds and runs the model with.
+func (o *Options) engine() encoder.Options {
+	eo := encoder.Options{Selector: o.Selector, Threads: o.Threads, Precision: encoder.Precision(o.Precision),
+		Logger: o.Logger, Attention: encoder.AttentionMode(o.Attention)}
+	if o.Profile {
+		eo.Profile = &encoder.Profile{}
+	}
+	return eo
+}
+
+// discard is the logger of Options without one.
+var discard = slog.New(slog.DiscardHandler)
+
+// logger is o.Logger, or one that discards.
+func (o *Options) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return discard
+}
+
+// Check reports an option outside its domain, naming the value and the
+// domain (Load checks them first).
+func (o *Options) Check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("models: options: %s: %w", fmt.Sprintf(format, args...), ErrConfig)
+	}
+	if n := runtime.NumCPU(); o.Threads < 0 || o.Threads > n {
+		return bad("Threads %d: want 0 (the default: one thread) or 1 to %d (the CPUs this process may use)", o.Threads, n)
+	}
+	if o.MaxLength < 0 {
+		return bad("MaxLength %d: want 0 (the model's longest sequence, at most 512) or a positive number of tokens", o.MaxLength)
+	}
+	if !o.Precision.valid() {
+		return bad("%v: want PrecisionAsStored, PrecisionFP32, PrecisionBF16, PrecisionInt8Static or PrecisionInt8Dynamic", o.Precision)
+	}
+	if o.Attention < AttentionAuto || o.Attention > AttentionInt8 {
+		return bad("%v: want AttentionAuto, AttentionF32 or AttentionInt8", o.Attention)
+	}
+	return o.Quant.check()
+}
+
+// ResolveModel turns a folder or a Hugging Face model id into a local
+// folder holding config.json, the weights and the tokenizer, downloading
+// what the hub cache lacks (never with HF_HUB_OFFLINE=1). What looks like
+// a path (LooksLikePath) is never looked up on the hub: a missing folder
+// is an error wrapping both ErrConfig and fs.ErrNotExist.
+func ResolveModel(ctx context.Context, pathOrID, revision string) (string, error) {
+	return resolveModel(ctx, pathOrID, revision, discard)
+}
+
+// LooksLikePath reports whether s names a local file or folder rather than
+// a Hugging Face model id ("name" or "org/name"): it exists, it is empty,
+// starts with ".", "/" or "~", holds a backslash or more than one "/",
+// ends with "/", or its first element is an existing folder
+// ("assets/sst2-xlmr-mini" run from elsewhere than the repository root
+// is a missing folder, not a hub id).
+func LooksLikePath(s string) bool {
+	if s == "" || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") ||
+		strings.HasSuffix(s, "/") || strings.Contains(s, "\\") || strings.Count(s, "/") > 1 || filepath.IsAbs(s) {
+		return true
+	}
+	if _, err := os.Stat(s); err == nil {
+		return true
+	}
+	if first, _, ok := strings.Cut(s, "/"); ok {
+		if st, err := os.Stat(first); err == nil && st.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// Resolve checks the options and resolves pathOrID as ResolveModel does,
+// at o.Revision, logging downloads to o.Logger.
+func (o *Options) Resolve(ctx context.Context, pathOrID string) (string, error) {
+	if err := o.Check(); err != nil {
+		return "", err
+	}
+	return resolveModel(ctx, pathOrID, o.Revision, o.logger())
+}
+
+// resolveModel is ResolveModel, logging downloads to log.
+func resolveModel(ctx context.Context, pathOrID, revision string, log *slog.Logger) (string, error) {
+	st, err := os.Stat(pathOrID)
+	switch {
+	case err == nil && st.IsDir():
+		return pathOrID, nil
+	case err == nil:
+		return "", fmt.Errorf("models: %s is a file, not a model folder; give the folder that holds config.json and the weights: %w",
+			pathOrID, ErrConfig)
+	case LooksLikePath(pathOrID):
+		if pathOrID == "" {
+			return "", fmt.Errorf("models: no model folder or Hugging Face model id given: %w", ErrConfig)
+		}
+		return "", fmt.Errorf("models: no such model folder %s (%w): %w", pathOrID, fs.ErrNotExist, ErrConfig)
+	}
+	hub := checkpoint.NewHub()
+	hub.Progress = nil // the library writes nothing to stderr
+	started := map[string]bool{}
+	var mu sync.Mutex
+	hub.OnProgress = func(file string, done, total int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !started[file] {
+			started[file] = true
+			log.Info("downloading from the Hugging Face hub", "model", pathOrID, "file", file, "bytes", total)
+		}
+		if total >= 0 && done == total {
+			log.Info("downloaded", "model", pathOrID, "file", file, "bytes", done)
+		}
+	}
+	dir, err := hub.ResolveModel(ctx, pathOrID, revision)
+	if err != nil {
+		return "", fmt.Errorf("models: %q is not a folder, and as a Hugging Face model id: %w", pathOrID, err)
+	}
+	if _, err := hub.Resolve(ctx, pathOrID, revision, "tokenizer.json"); err != nil {
+		if !errors.Is(err, checkpoint.ErrNotFound) {
+			return "", fmt.Errorf("models: %s: tokenizer.json: %w", pathOrID, err)
+		}
+		if _, err := hub.Resolve(ctx, pathOrID, revision, "vocab.txt"); err != nil {
+			return "", fmt.Errorf("models: %s: no tokenizer.json, and vocab.txt: %w", pathOrID, err)
+		}
+		if _, err := hub.Resolve(ctx, pathOrID, revision, "tokenizer_config.json"); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+			return "", fmt.Errorf("models: %s: tokenizer_config.json: %w", pathOrID, err)
+		}
+	}
+	return dir, nil
+}
 
 // families is the registry: every family Load opens, by config.json's
 // model_type (Family.ModelTypes) and architectures (Family.Classes).
@@ -89,12 +258,11 @@ var families = []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family}
 // DistilBert, XLMRoberta and Roberta ones), checked against the heads the
 // weights hold; a config without architectures gets the task of its
 // weights. An unsupported model_type or architecture is an error wrapping
-// encoder.ErrConfig that lists what is supported; an option outside its
-// domain is an error wrapping encoder.ErrConfig that names the value and
-// the domain (Options.Check); a missing folder or file also wraps
-// fs.ErrNotExist, and a path (encoder.LooksLikePath) is never looked up
-// on the Hugging Face hub. The pipeline is safe for concurrent use; Close
-// releases it.
+// ErrConfig that lists what is supported; an option outside its domain is
+// an error wrapping ErrConfig that names the value and the domain
+// (Options.Check); a missing folder or file also wraps fs.ErrNotExist,
+// and a path (LooksLikePath) is never looked up on the Hugging Face hub.
+// The pipeline is safe for concurrent use; Close releases it.
 func Load(ctx context.Context, pathOrID string, o Options) (*Pipeline, error) {
 	dir, err := o.Resolve(ctx, pathOrID)
 	if err != nil {
@@ -102,7 +270,7 @@ func Load(ctx context.Context, pathOrID string, o Options) (*Pipeline, error) {
 	}
 	cfg, err := checkpoint.LoadConfig(dir)
 	if err != nil {
-		return nil, fmt.Errorf("models: %w: %w", err, encoder.ErrConfig)
+		return nil, fmt.Errorf("models: %w: %w", err, ErrConfig)
 	}
 	fam, err := familyOf(cfg)
 	if err != nil {
@@ -111,7 +279,47 @@ func Load(ctx context.Context, pathOrID string, o Options) (*Pipeline, error) {
 	if o.Quant.Source == "" {
 		o.Quant.Source = pathOrID
 	}
-	return encoder.Load(ctx, dir, fam, o)
+	return load(ctx, pathOrID, dir, fam, o)
+}
+
+// load opens the resolved folder dir as a pipeline of family fam.
+func load(ctx context.Context, pathOrID, dir string, fam *encoder.Family, o Options) (*Pipeline, error) {
+	p, err := loadPipeline(dir, fam, o, o.engine())
+	if err != nil {
+		return nil, err
+	}
+	stored := p.Precision()
+	switch {
+	case o.Precision == PrecisionAsStored || o.Precision == stored:
+		return warmedUp(ctx, p, o.Warmup)
+	case stored.Int8():
+		p.Close()
+		return nil, fmt.Errorf("models: %s holds an %s model, which cannot run as %s (load the FP32 model to quantize it differently): %w",
+			pathOrID, stored, o.Precision, ErrConfig)
+	case o.Precision == PrecisionInt8Static && len(o.Calib) == 0 && len(o.CalibInputs) == 0:
+		p.Close()
+		return nil, fmt.Errorf("models: int8-static on the FP32 model %s needs calibration texts (Options.Calib) or token batches (Options.CalibInputs): %w",
+			pathOrID, smoothquant.ErrCalibration)
+	}
+	q, err := p.quantize(ctx, o.Calib, o.CalibInputs, o.Precision, o.Quant)
+	p.Close()
+	if err != nil {
+		return nil, err
+	}
+	return warmedUp(ctx, q, o.Warmup)
+}
+
+// warmedUp is p after Warmup with wo (nil: p as it is); a failed warm-up
+// closes p.
+func warmedUp(ctx context.Context, p *Pipeline, wo *WarmupOptions) (*Pipeline, error) {
+	if wo == nil {
+		return p, nil
+	}
+	if err := p.Warmup(ctx, *wo); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("models: warm-up at load: %w", err)
+	}
+	return p, nil
 }
 
 // familyOf picks the family of a config: by model_type, else by the
@@ -124,7 +332,7 @@ func familyOf(cfg *checkpoint.Config) (*encoder.Family, error) {
 			}
 		}
 		return nil, fmt.Errorf("model_type %q (architectures %v) is not supported; supported: %s: %w",
-			cfg.ModelType, cfg.Architectures, supported(), encoder.ErrConfig)
+			cfg.ModelType, cfg.Architectures, supported(), ErrConfig)
 	}
 	if len(cfg.Architectures) > 0 {
 		for _, f := range families {
@@ -133,9 +341,9 @@ func familyOf(cfg *checkpoint.Config) (*encoder.Family, error) {
 			}
 		}
 		return nil, fmt.Errorf("config.json has no model_type, and architecture %s is not supported; supported: %s: %w",
-			cfg.Architectures[0], supported(), encoder.ErrConfig)
+			cfg.Architectures[0], supported(), ErrConfig)
 	}
-	return nil, fmt.Errorf("config.json names neither a model_type nor architectures; supported: %s: %w", supported(), encoder.ErrConfig)
+	return nil, fmt.Errorf("config.json names neither a model_type nor architectures; supported: %s: %w", supported(), ErrConfig)
 }
 
 // supported lists the model types and architectures Load opens.

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/encoder/encodertest"
 	"github.com/int8bert/int8bert/smoothquant"
 	"github.com/stretchr/testify/assert"
@@ -41,7 +40,7 @@ func shared(t *testing.T, rel string) string {
 var checkpoints = []struct {
 	dir    string
 	family string
-	task   encoder.Task
+	task   models.Task
 	labels int
 	// tokenizer: the folder has one (the golden ones have none).
 	tokenizer bool
@@ -141,15 +140,15 @@ func TestLoadEverySharedCheckpoint(t *testing.T) {
 			p, err := models.Load(context.Background(), dir, models.Options{Selector: sel, Threads: 1})
 			require.NoError(t, err)
 			defer p.Close()
-			m := p.Model
-			assert.Equal(t, c.family, m.Family.Name, "family")
-			assert.Equal(t, c.task, m.Task, "task")
-			assert.Len(t, m.Labels, c.labels, "labels")
+			m := p
+			assert.Equal(t, c.family, m.Family(), "family")
+			assert.Equal(t, c.task, m.Task(), "task")
+			assert.Len(t, m.Labels(), c.labels, "labels")
 			assert.Equal(t, c.tokenizer, p.Tok != nil, "tokenizer loaded")
-			assert.Equal(t, models.PrecisionFP32, m.Encoder.Precision())
+			assert.Equal(t, models.PrecisionFP32, m.Precision())
 
 			in, want := readGolden(t, dir)
-			out, err := m.Forward(in, false)
+			out, err := m.Forward(context.Background(), in, false)
 			require.NoError(t, err)
 			got := map[string][]float32{"last_hidden_state": out.Last, "pooler_output": out.PoolerOutput,
 				"logits": out.Logits, "start_logits": out.StartLogits, "end_logits": out.EndLogits}
@@ -186,7 +185,7 @@ func writeConfig(t *testing.T, cfg map[string]any) string {
 }
 
 // TestLoadUnsupported: a model_type or architecture Load does not open is
-// an error that wraps encoder.ErrConfig and names what it got and what is
+// an error that wraps models.ErrConfig and names what it got and what is
 // supported.
 func TestLoadUnsupported(t *testing.T) {
 	sel := encodertest.Selector(t)
@@ -224,7 +223,7 @@ func TestLoadUnsupported(t *testing.T) {
 			}
 			require.Error(t, err)
 			t.Log(err)
-			assert.ErrorIs(t, err, encoder.ErrConfig)
+			assert.ErrorIs(t, err, models.ErrConfig)
 			for _, w := range c.want {
 				assert.Contains(t, err.Error(), w)
 			}
@@ -260,7 +259,7 @@ func TestLoadArchitectureAndWeights(t *testing.T) {
 		_, err := models.Load(ctx, dir, models.Options{Selector: sel})
 		require.Error(t, err, arch)
 		t.Log(err)
-		assert.ErrorIs(t, err, encoder.ErrConfig)
+		assert.ErrorIs(t, err, models.ErrConfig)
 		assert.Contains(t, err.Error(), arch)
 		assert.Contains(t, err.Error(), "BertForSequenceClassification")
 	}
@@ -268,14 +267,14 @@ func TestLoadArchitectureAndWeights(t *testing.T) {
 	dir := copyModel(t, "golden/models/bert-qa", func(c map[string]any) { delete(c, "architectures") })
 	p, err := models.Load(ctx, dir, models.Options{Selector: sel})
 	require.NoError(t, err)
-	assert.Equal(t, models.TaskQuestionAnswering, p.Model.Task, "task from the weights")
+	assert.Equal(t, models.TaskQuestionAnswering, p.Task(), "task from the weights")
 	p.Close()
 
 	dir = copyModel(t, "golden/models/xlm-roberta-seqcls", func(c map[string]any) { delete(c, "model_type") })
 	p, err = models.Load(ctx, dir, models.Options{Selector: sel})
 	require.NoError(t, err)
-	assert.Equal(t, "xlm-roberta", p.Model.Family.Name, "family from the architecture")
-	assert.Equal(t, models.TaskSequenceClassification, p.Model.Task)
+	assert.Equal(t, "xlm-roberta", p.Family(), "family from the architecture")
+	assert.Equal(t, models.TaskSequenceClassification, p.Task())
 	p.Close()
 }
 
@@ -289,8 +288,8 @@ func TestLoadOptions(t *testing.T) {
 
 	p, err := models.Load(ctx, dir, models.Options{Selector: sel, Precision: models.PrecisionInt8Dynamic})
 	require.NoError(t, err, "int8-dynamic without calibration data")
-	assert.Equal(t, models.PrecisionInt8Dynamic, p.Model.Encoder.Precision())
-	assert.Equal(t, dir, p.Model.Encoder.Recipe().Source)
+	assert.Equal(t, models.PrecisionInt8Dynamic, p.Precision())
+	assert.Equal(t, dir, p.Recipe().Source)
 	p.Close()
 
 	_, err = models.Load(ctx, dir, models.Options{Selector: sel, Precision: models.PrecisionInt8Static})
@@ -300,8 +299,8 @@ func TestLoadOptions(t *testing.T) {
 
 	p, err = models.Load(ctx, dir, models.Options{Selector: sel, Precision: models.PrecisionInt8Static, CalibInputs: []*models.Inputs{in}})
 	require.NoError(t, err, "int8-static on token batches")
-	assert.Equal(t, models.PrecisionInt8Static, p.Model.Encoder.Precision())
-	_, err = p.Model.Forward(in, false)
+	assert.Equal(t, models.PrecisionInt8Static, p.Precision())
+	_, err = p.Forward(context.Background(), in, false)
 	require.NoError(t, err)
 	p.Close()
 
@@ -321,7 +320,7 @@ func TestLoadOptions(t *testing.T) {
 	for _, n := range []int{-1, 129} {
 		_, err = models.Load(ctx, dir, models.Options{Selector: sel, MaxLength: n})
 		require.Error(t, err, "max length %d", n)
-		assert.ErrorIs(t, err, encoder.ErrConfig)
+		assert.ErrorIs(t, err, models.ErrConfig)
 	}
 }
 
@@ -352,5 +351,5 @@ func TestEmbedOptions(t *testing.T) {
 	}
 	_, err = p.Embed(ctx, texts, models.EmbedOptions{Pool: models.Pooling(7)})
 	require.Error(t, err)
-	assert.ErrorIs(t, err, encoder.ErrInput)
+	assert.ErrorIs(t, err, models.ErrInput)
 }

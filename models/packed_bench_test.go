@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 )
 
 // BenchmarkEmbedPaddedVsPacked embeds the first 512 SST-2 dev sentences
@@ -25,9 +24,9 @@ func BenchmarkEmbedPaddedVsPacked(b *testing.B) {
 	texts := sst2(b, "dev.tsv", 512)
 	p := sst2Model(b, "sst2-bert-mini", models.Options{Precision: models.PrecisionInt8Static, Calib: sst2(b, "train.tsv", 256)})
 	var seqs [][]int32
-	var enc []encoder.Sequence
+	var enc []models.Sequence
 	for _, t := range texts {
-		s, err := p.Encode(t, nil, encoder.EncodeOptions{Truncate: true})
+		s, err := p.Encode(t, nil, models.EncodeOptions{Truncate: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -39,12 +38,12 @@ func BenchmarkEmbedPaddedVsPacked(b *testing.B) {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, c int) bool { return len(seqs[order[a]]) > len(seqs[order[c]]) })
-	var padded []*encoder.Inputs
+	var padded []*models.Inputs
 	real, computed := 0, 0
 	for i := 0; i < len(order); {
 		seq := len(seqs[order[i]])
-		j := min(i+max(encoder.DefaultMaxBatchTokens/seq, 1), len(order))
-		in := &encoder.Inputs{Batch: j - i, Seq: seq}
+		j := min(i+max(models.DefaultMaxBatchTokens/seq, 1), len(order))
+		in := &models.Inputs{Batch: j - i, Seq: seq}
 		for _, k := range order[i:j] {
 			s := seqs[k]
 			in.IDs = append(in.IDs, s...)
@@ -60,7 +59,7 @@ func BenchmarkEmbedPaddedVsPacked(b *testing.B) {
 	// Warm both ways' shapes once.
 	run := func() {
 		for _, in := range padded {
-			out, err := p.Model.Forward(in, false)
+			out, err := p.Forward(context.Background(), in, false)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -68,7 +67,7 @@ func BenchmarkEmbedPaddedVsPacked(b *testing.B) {
 		}
 	}
 	runPacked := func() {
-		err := p.Run(ctx, enc, func(bt *encoder.Batch) error {
+		err := p.Run(ctx, enc, func(bt *models.Batch) error {
 			for r := range bt.Rows() {
 				if _, err := bt.Embedding(r, models.PoolMean, false); err != nil {
 					return err

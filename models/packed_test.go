@@ -21,19 +21,19 @@ import (
 func packedSeqs(t *testing.T, p *models.Pipeline, most int) [][]int32 {
 	var seqs [][]int32
 	for _, text := range sst2(t, "dev.tsv", 6) {
-		s, err := p.Encode(text, nil, encoder.EncodeOptions{Truncate: true})
+		s, err := p.Encode(text, nil, models.EncodeOptions{Truncate: true})
 		require.NoError(t, err)
 		seqs = append(seqs, s.IDs())
 	}
 	r := rand.New(rand.NewPCG(5, 6))
-	vocab := p.Model.Encoder.Config().Vocab
+	vocab := p.Config().Vocab
 	for l := 1; l <= most; l++ {
 		ids := make([]int32, l)
 		for j := range ids {
 			ids[j] = int32(r.IntN(vocab))
 		}
 		if l > 3 {
-			ids[l/2] = int32(p.Model.Encoder.Config().PaddingIdx)
+			ids[l/2] = int32(p.Config().PaddingIdx)
 		}
 		seqs = append(seqs, ids)
 	}
@@ -100,7 +100,7 @@ func TestPackedMatchesOneByOne(t *testing.T) {
 			if prec != models.PrecisionFP32 {
 				tol = 2e-2
 			}
-			checkPackedMatchesAlone(t, p.Model, packedSeqs(t, p, 40), name+" "+prec.String(), tol)
+			checkPackedMatchesAlone(t, models.Engine(p), packedSeqs(t, p, 40), name+" "+prec.String(), tol)
 		}
 	}
 }
@@ -125,7 +125,7 @@ func TestPackedQA(t *testing.T) {
 			}
 			seqs = append(seqs, ids)
 		}
-		checkPackedMatchesAlone(t, p.Model, seqs, name, 1e-5)
+		checkPackedMatchesAlone(t, models.Engine(p), seqs, name, 1e-5)
 		p.Close()
 	}
 }
@@ -134,9 +134,9 @@ func TestPackedQA(t *testing.T) {
 // a panic.
 func TestPackedInputsErrors(t *testing.T) {
 	p := sst2Model(t, "sst2-bert-mini", models.Options{})
-	most := p.Model.Encoder.Config().MaxSeq()
+	most := p.Config().MaxSeq()
 	ids := func(n int) []int32 { return slices.Repeat([]int32{101}, n) }
-	for name, in := range map[string]*encoder.Inputs{
+	for name, in := range map[string]*models.Inputs{
 		"negative":        {Batch: 2, IDs: ids(3), Lens: []int{5, -2}},
 		"zero":            {Batch: 2, IDs: ids(3), Lens: []int{3, 0}},
 		"sum over":        {Batch: 2, IDs: ids(4), Lens: []int{3, 2}},
@@ -149,12 +149,12 @@ func TestPackedInputsErrors(t *testing.T) {
 		"types length":    {Batch: 2, IDs: ids(5), TypeIDs: []int32{0}, Lens: []int{3, 2}},
 		"id out of vocab": {Batch: 2, IDs: []int32{101, 102, 1 << 30, 4, 5}, Lens: []int{3, 2}},
 	} {
-		_, err := p.Model.Forward(in, false)
+		_, err := p.Forward(context.Background(), in, false)
 		require.Error(t, err, name)
-		require.True(t, errors.Is(err, encoder.ErrInput), "%s: %v", name, err)
+		require.True(t, errors.Is(err, models.ErrInput), "%s: %v", name, err)
 	}
 	// The longest allowed and Seq given as the longest are fine.
-	_, err := p.Model.Forward(&encoder.Inputs{Batch: 2, Seq: most, IDs: ids(most + 1), Lens: []int{most, 1}}, false)
+	_, err := p.Forward(context.Background(), &models.Inputs{Batch: 2, Seq: most, IDs: ids(most + 1), Lens: []int{most, 1}}, false)
 	require.NoError(t, err)
 }
 
@@ -164,16 +164,16 @@ func TestPipelinePassesArePacked(t *testing.T) {
 	ctx := context.Background()
 	p := sst2Model(t, "sst2-xlmr-mini", models.Options{MaxBatchTokens: 100})
 	texts := sst2(t, "dev.tsv", 30)
-	var seqs []encoder.Sequence
+	var seqs []models.Sequence
 	for _, text := range texts {
-		s, err := p.Encode(text, nil, encoder.EncodeOptions{Truncate: true})
+		s, err := p.Encode(text, nil, models.EncodeOptions{Truncate: true})
 		require.NoError(t, err)
 		seqs = append(seqs, s)
 	}
 	want, err := p.Embed(ctx, texts, models.EmbedOptions{})
 	require.NoError(t, err)
 	passes := 0
-	require.NoError(t, p.Run(ctx, seqs, func(b *encoder.Batch) error {
+	require.NoError(t, p.Run(ctx, seqs, func(b *models.Batch) error {
 		passes++
 		real, computed := b.Tokens()
 		require.Equal(t, real, computed, "a pass computed padding")

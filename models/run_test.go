@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,10 +19,10 @@ func TestRunMatchesPipelineCalls(t *testing.T) {
 	ctx := context.Background()
 	texts := sst2(t, "dev.tsv", 40)
 	p := sst2Model(t, "sst2-bert-mini", models.Options{MaxBatchTokens: 300})
-	seqs := make([]encoder.Sequence, len(texts))
+	seqs := make([]models.Sequence, len(texts))
 	for i, s := range texts {
 		var err error
-		seqs[i], err = p.Encode(s, nil, encoder.EncodeOptions{})
+		seqs[i], err = p.Encode(s, nil, models.EncodeOptions{})
 		require.NoError(t, err)
 	}
 	wantE, err := p.Embed(ctx, texts, models.EmbedOptions{Normalize: true})
@@ -32,7 +31,7 @@ func TestRunMatchesPipelineCalls(t *testing.T) {
 	require.NoError(t, err)
 	seen := make([]int, len(texts))
 	passes := 0
-	err = p.Run(ctx, seqs, func(b *encoder.Batch) error {
+	err = p.Run(ctx, seqs, func(b *models.Batch) error {
 		passes++
 		real, computed := b.Tokens()
 		assert.LessOrEqual(t, real, computed)
@@ -55,17 +54,17 @@ func TestRunMatchesPipelineCalls(t *testing.T) {
 	}
 
 	long := strings.Repeat("a very long review ", 400)
-	_, err = p.Encode(long, nil, encoder.EncodeOptions{})
+	_, err = p.Encode(long, nil, models.EncodeOptions{})
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, encoder.ErrTooLong) && errors.Is(err, encoder.ErrInput), "%v", err)
-	s, err := p.Encode(long, nil, encoder.EncodeOptions{Truncate: true})
+	assert.True(t, errors.Is(err, models.ErrTooLong) && errors.Is(err, models.ErrInput), "%v", err)
+	s, err := p.Encode(long, nil, models.EncodeOptions{Truncate: true})
 	require.NoError(t, err)
 	assert.Equal(t, p.MaxLength(), s.Len())
 	pair := "and a second text"
-	s, err = p.Encode(long, &pair, encoder.EncodeOptions{Truncate: true})
+	s, err = p.Encode(long, &pair, models.EncodeOptions{Truncate: true})
 	require.NoError(t, err)
 	assert.Equal(t, p.MaxLength(), s.Len())
-	_, err = p.Encode("bad \xff utf-8", nil, encoder.EncodeOptions{})
-	assert.ErrorIs(t, err, encoder.ErrInput)
-	assert.ErrorIs(t, p.Run(ctx, []encoder.Sequence{{}}, func(*encoder.Batch) error { return nil }), encoder.ErrInput)
+	_, err = p.Encode("bad \xff utf-8", nil, models.EncodeOptions{})
+	assert.ErrorIs(t, err, models.ErrInput)
+	assert.ErrorIs(t, p.Run(ctx, []models.Sequence{{}}, func(*models.Batch) error { return nil }), models.ErrInput)
 }

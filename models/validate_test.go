@@ -76,7 +76,7 @@ func TestLoadOptionDomains(t *testing.T) {
 			}
 			require.Error(t, err)
 			t.Log(err)
-			assert.ErrorIs(t, err, encoder.ErrConfig)
+			assert.ErrorIs(t, err, models.ErrConfig)
 			for _, w := range c.words {
 				assert.Contains(t, err.Error(), w)
 			}
@@ -98,7 +98,7 @@ func TestMaxLengthLeavesRoomForText(t *testing.T) {
 	_, err := models.Load(context.Background(), dir, models.Options{Selector: sel, MaxLength: 2})
 	require.Error(t, err)
 	t.Log(err)
-	assert.ErrorIs(t, err, encoder.ErrConfig)
+	assert.ErrorIs(t, err, models.ErrConfig)
 	assert.Contains(t, err.Error(), "MaxLength 2")
 	assert.Contains(t, err.Error(), "2 special tokens")
 	p, err := models.Load(context.Background(), dir, models.Options{Selector: sel, MaxLength: 3})
@@ -116,7 +116,7 @@ func TestTokenizerVocabCheckedAtLoad(t *testing.T) {
 	_, err := models.Load(context.Background(), withVocab(t, "golden/models/bert-seqcls", 1001), models.Options{Selector: sel})
 	require.Error(t, err)
 	t.Log(err)
-	assert.ErrorIs(t, err, encoder.ErrConfig)
+	assert.ErrorIs(t, err, models.ErrConfig)
 	assert.Contains(t, err.Error(), "ids 0 to 1000")
 	assert.Contains(t, err.Error(), "1000 rows")
 	p, err := models.Load(context.Background(), withVocab(t, "golden/models/bert-seqcls", 1000), models.Options{Selector: sel})
@@ -142,7 +142,7 @@ func TestQuantizeOptionsZeroIsDefaults(t *testing.T) {
 		p, err := models.Load(context.Background(), dir, models.Options{Selector: sel, Precision: models.PrecisionInt8Static,
 			CalibInputs: []*models.Inputs{in}, Quant: c.q})
 		require.NoError(t, err)
-		r := p.Model.Encoder.Recipe()
+		r := p.Recipe()
 		assert.Equal(t, fmt.Sprint(c.want), r.Alpha, "%+v", c.q)
 		for _, l := range r.Layers {
 			if !strings.HasSuffix(l.Name, "ffn2") { // FFN2 is not smoothed in static mode
@@ -201,7 +201,7 @@ func TestMissingFilesAreNotExist(t *testing.T) {
 		}
 		require.Error(t, err, c.path)
 		t.Log(err)
-		assert.ErrorIs(t, err, encoder.ErrConfig, c.path)
+		assert.ErrorIs(t, err, models.ErrConfig, c.path)
 		assert.Equal(t, c.notExist, errors.Is(err, fs.ErrNotExist), "%s: %v", c.path, err)
 		assert.Contains(t, err.Error(), c.words)
 	}
@@ -218,12 +218,12 @@ func TestTextErrorsWrapErrInput(t *testing.T) {
 	bad := "w5 \xff w6"
 	_, err = p.Classify(ctx, []string{"w5", bad}, models.ClassifyOptions{})
 	require.Error(t, err)
-	assert.ErrorIs(t, err, encoder.ErrInput)
+	assert.ErrorIs(t, err, models.ErrInput)
 	assert.Contains(t, err.Error(), "UTF-8")
 	_, err = p.Embed(ctx, []string{bad}, models.EmbedOptions{})
-	assert.ErrorIs(t, err, encoder.ErrInput)
+	assert.ErrorIs(t, err, models.ErrInput)
 	_, err = p.ClassifyPairs(ctx, []tokenizer.Pair{{A: "w5", B: bad}}, models.ClassifyOptions{})
-	assert.ErrorIs(t, err, encoder.ErrInput)
+	assert.ErrorIs(t, err, models.ErrInput)
 }
 
 // TestMessagesUseDisplayNames: errors name the family as users know it
@@ -273,7 +273,7 @@ func TestLibraryIsSilent(t *testing.T) {
 		// One process-wide selector: the loaders' is selector.Default.
 		def, err := selector.Default()
 		require.NoError(t, err)
-		require.Same(t, def, p.Model.Encoder.Selector())
+		require.Same(t, def, p.Selector())
 		p.Close()
 		require.Contains(t, logs.String(), "level=WARN")
 		require.Contains(t, logs.String(), "component=selector")

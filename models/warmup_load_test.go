@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -53,6 +52,6 @@ func TestLoadWarmupOption(t *testing.T) {
 	_, err = models.Load(ctx, "../assets/sst2-xlmr-mini", models.Options{Selector: newSel(), Threads: 1,
 		Warmup: &models.WarmupOptions{MaxBatch: -1}})
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, encoder.ErrConfig), "%v", err)
+	assert.True(t, errors.Is(err, models.ErrConfig), "%v", err)
 	assert.Contains(t, err.Error(), "warm-up at load")
 }

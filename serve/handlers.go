@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/tokenizer"
 )
 
@@ -29,28 +28,28 @@ func (s *Server) pick(name, route string, need func(*model) string) (*model, err
 	}
 	if need != nil {
 		if why := need(m); why != "" {
-			return nil, &apiError{http.StatusBadRequest, errValidation, fmt.Sprintf("%s: model %q is %s: %s", route, m.name, m.p.Model.Family.Describe(m.p.Model.Task), why)}
+			return nil, &apiError{http.StatusBadRequest, errValidation, fmt.Sprintf("%s: model %q is %s: %s", route, m.name, m.p.Describe(), why)}
 		}
 	}
 	return m, nil
 }
 
 func needClassifier(m *model) string {
-	if m.p.Model.Task != models.TaskSequenceClassification {
+	if m.p.Task() != models.TaskSequenceClassification {
 		return "this route needs a sequence classification model"
 	}
 	return ""
 }
 
 func needReranker(m *model) string {
-	if m.p.Model.Task != models.TaskSequenceClassification || len(m.p.Model.Labels) != 1 {
+	if m.p.Task() != models.TaskSequenceClassification || len(m.p.Labels()) != 1 {
 		return "this route needs a reranker (a sequence classifier with one label, a cross-encoder)"
 	}
 	return ""
 }
 
 func needQA(m *model) string {
-	if m.p.Model.Task != models.TaskQuestionAnswering {
+	if m.p.Task() != models.TaskQuestionAnswering {
 		return "this route needs a question answering model"
 	}
 	return ""
@@ -60,7 +59,7 @@ func needQA(m *model) string {
 // TokenizationWorkers requests at once), queues them as one job, and
 // waits for the instance that runs it; fill gets each row.
 func (s *Server) batched(ctx context.Context, m *model, inputs []sequence, truncate bool,
-	fill func(i int, b *encoder.Batch, r int) error) (tokens int, err error) {
+	fill func(i int, b *models.Batch, r int) error) (tokens int, err error) {
 	s.sched.expect()
 	seqs, err := s.encode(ctx, m, inputs, truncate)
 	if err != nil {
@@ -74,7 +73,7 @@ func (s *Server) batched(ctx context.Context, m *model, inputs []sequence, trunc
 }
 
 // encode tokenizes inputs for m.
-func (s *Server) encode(ctx context.Context, m *model, inputs []sequence, truncate bool) ([]encoder.Sequence, error) {
+func (s *Server) encode(ctx context.Context, m *model, inputs []sequence, truncate bool) ([]models.Sequence, error) {
 	select {
 	case s.tokens <- struct{}{}:
 		defer func() { <-s.tokens }()
@@ -83,19 +82,19 @@ func (s *Server) encode(ctx context.Context, m *model, inputs []sequence, trunca
 	}
 	start := time.Now()
 	defer func() { s.met.tokenize.Observe(time.Since(start).Seconds()) }()
-	seqs := make([]encoder.Sequence, len(inputs))
+	seqs := make([]models.Sequence, len(inputs))
 	for i, in := range inputs {
-		q, err := m.p.Encode(in.a, in.b, encoder.EncodeOptions{Truncate: truncate})
+		q, err := m.p.Encode(in.a, in.b, models.EncodeOptions{Truncate: truncate})
 		if err != nil {
 			what := "input"
 			if len(inputs) > 1 {
 				what = fmt.Sprintf("input %d", i)
 			}
-			var long *encoder.TooLongError
+			var long *models.TooLongError
 			if errors.As(err, &long) {
 				return nil, invalid("%s must have at most %d tokens (the model's maximum input length); given: %d; set \"truncate\": true to cut it", what, long.Max, long.Tokens)
 			}
-			if errors.Is(err, encoder.ErrInput) {
+			if errors.Is(err, models.ErrInput) {
 				return nil, &apiError{http.StatusUnprocessableEntity, errTokenizer, fmt.Sprintf("%s: %v", what, err)}
 			}
 			return nil, err
@@ -129,7 +128,7 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) error {
 	norm := boolOr(req.Normalize, true)
 	vecs := make([][]float32, len(req.Inputs.list))
 	_, err = s.batched(r.Context(), m, singles(req.Inputs.list), boolOr(req.Truncate, s.cfg.AutoTruncate),
-		func(i int, b *encoder.Batch, row int) (err error) {
+		func(i int, b *models.Batch, row int) (err error) {
 			vecs[i], err = b.Embedding(row, m.pool, norm)
 			return err
 		})
@@ -156,13 +155,13 @@ func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error 
 	default:
 		return invalid("encoding_format %q: want \"float\" or \"base64\"", req.EncodingFormat)
 	}
-	hidden := m.p.Model.Encoder.Config().Hidden
+	hidden := m.p.Config().Hidden
 	if req.Dimensions != nil && *req.Dimensions != hidden {
 		return invalid("dimensions %d: the model's embeddings have %d", *req.Dimensions, hidden)
 	}
 	vecs := make([][]float32, len(req.Input.list))
 	tokens, err := s.batched(r.Context(), m, singles(req.Input.list), s.cfg.AutoTruncate,
-		func(i int, b *encoder.Batch, row int) (err error) {
+		func(i int, b *models.Batch, row int) (err error) {
 			vecs[i], err = b.Embedding(row, m.pool, true)
 			return err
 		})
@@ -185,10 +184,10 @@ func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error 
 }
 
 // predictions are c's labels, best first, as TEI's /predict lists them.
-func predictions(m *model, c encoder.Classification) []prediction {
+func predictions(m *model, c models.Classification) []prediction {
 	out := make([]prediction, len(c.Scores))
 	for k, v := range c.Scores {
-		out[k] = prediction{Score: v, Label: m.p.Model.Labels[k]}
+		out[k] = prediction{Score: v, Label: m.p.Labels()[k]}
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Score > out[b].Score })
 	return out
@@ -217,7 +216,7 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([][]prediction, len(req.Inputs.list))
 	_, err = s.batched(r.Context(), m, req.Inputs.list, boolOr(req.Truncate, s.cfg.AutoTruncate),
-		func(i int, b *encoder.Batch, row int) error {
+		func(i int, b *models.Batch, row int) error {
 			c, err := b.Classification(row, o)
 			out[i] = predictions(m, c)
 			return err
@@ -256,7 +255,7 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 	}
 	ranks := make([]rank, len(pairs))
 	_, err = s.batched(r.Context(), m, pairs, boolOr(req.Truncate, s.cfg.AutoTruncate),
-		func(i int, b *encoder.Batch, row int) error {
+		func(i int, b *models.Batch, row int) error {
 			c, err := b.Classification(row, o)
 			if err != nil {
 				return err
@@ -344,13 +343,13 @@ func (s *Server) qa(w http.ResponseWriter, r *http.Request) error {
 	case req.MaxAnswerLen < 0 || req.DocStride < 0:
 		return invalid("max_answer_len and doc_stride cannot be negative")
 	}
-	var answers []encoder.Answer
+	var answers []models.Answer
 	ctx := r.Context()
 	err = s.sched.submit(&job{ctx: ctx, m: m, run: func() error {
 		var err error
 		answers, err = m.p.Answer(ctx, *req.Question, *req.Context,
 			models.QAOptions{NBest: req.TopK, MaxAnswerLength: req.MaxAnswerLen, DocStride: req.DocStride})
-		if errors.Is(err, encoder.ErrInput) {
+		if errors.Is(err, models.ErrInput) {
 			return invalid("%v", err)
 		}
 		return err

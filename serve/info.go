@@ -74,7 +74,7 @@ func Version() (version, revision string) {
 func (s *Server) infoBody() infoBody {
 	def := s.models[0]
 	ver, rev := Version()
-	b := infoBody{ModelID: def.source, ModelDType: def.p.Model.Encoder.Precision().String(),
+	b := infoBody{ModelID: def.source, ModelDType: def.p.Precision().String(),
 		MaxConcurrentRequests: s.cfg.MaxConcurrentRequests, MaxInputLength: def.p.MaxLength(),
 		MaxBatchTokens: s.cfg.MaxBatchTokens, MaxBatchRequests: s.cfg.MaxBatchRequests,
 		MaxClientBatchSize: s.cfg.MaxClientBatchSize, AutoTruncate: s.cfg.AutoTruncate,
@@ -99,11 +99,11 @@ func (s *Server) infoBody() infoBody {
 	}
 	for _, m := range s.models {
 		id, label := m.id2label()
-		sel := m.p.Model.Encoder.Selector()
+		sel := m.p.Selector()
 		b.CPU = selector.DescribeInt8(sel.Features())
-		b.Models = append(b.Models, modelInfo{Name: m.name, Source: m.source, Family: m.p.Model.Family.Display(),
-			Task: m.task(), Precision: m.p.Model.Encoder.Precision().String(), MaxInputLength: m.p.MaxLength(),
-			Hidden: m.p.Model.Encoder.Config().Hidden, Pooling: m.pool.String(), PoolingFrom: m.poolFrom,
+		b.Models = append(b.Models, modelInfo{Name: m.name, Source: m.source, Family: m.p.FamilyDisplay(),
+			Task: m.task(), Precision: m.p.Precision().String(), MaxInputLength: m.p.MaxLength(),
+			Hidden: m.p.Config().Hidden, Pooling: m.pool.String(), PoolingFrom: m.poolFrom,
 			ID2Label: id, Label2ID: label, Kernels: sel.ChosenU8S8()})
 	}
 	return b

@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 )
 
 // model is one served model.
@@ -25,9 +24,9 @@ type model struct {
 // "classifier", "reranker" (a classifier with one label) or our
 // "question-answering".
 func (m *model) task() string {
-	switch m.p.Model.Task {
+	switch m.p.Task() {
 	case models.TaskSequenceClassification:
-		if len(m.p.Model.Labels) == 1 {
+		if len(m.p.Labels()) == 1 {
 			return "reranker"
 		}
 		return "classifier"
@@ -45,14 +44,14 @@ func loadModel(ctx context.Context, spec ModelSpec, o models.Options, pooling st
 	}
 	if p.Tok == nil {
 		p.Close()
-		return nil, fmt.Errorf("serve: model %s (%s) has no tokenizer (tokenizer.json): the server takes texts: %w", spec.Name, spec.Source, encoder.ErrConfig)
+		return nil, fmt.Errorf("serve: model %s (%s) has no tokenizer (tokenizer.json): the server takes texts: %w", spec.Name, spec.Source, models.ErrConfig)
 	}
 	m := &model{name: spec.Name, source: spec.Source, p: p}
 	m.pool, m.poolFrom = models.PoolMean, "default (--pooling)"
 	if pooling == "cls" {
 		m.pool = models.PoolCLS
 	}
-	if dir, err := encoder.ResolveModel(ctx, spec.Source, o.Revision); err == nil {
+	if dir, err := models.ResolveModel(ctx, spec.Source, o.Revision); err == nil {
 		if pl, from, ok := sentenceTransformersPooling(dir); ok {
 			m.pool, m.poolFrom = pl, from
 		}
@@ -103,11 +102,11 @@ func sentenceTransformersPooling(dir string) (models.Pooling, string, bool) {
 
 // id2label is the classifier's labels as TEI's /info gives them.
 func (m *model) id2label() (map[string]string, map[string]int) {
-	if m.p.Model.Task != models.TaskSequenceClassification {
+	if m.p.Task() != models.TaskSequenceClassification {
 		return nil, nil
 	}
 	id, label := map[string]string{}, map[string]int{}
-	for i, l := range m.p.Model.Labels {
+	for i, l := range m.p.Labels() {
 		id[strconv.Itoa(i)] = l
 		label[l] = i
 	}

@@ -3,11 +3,10 @@ package serve
 import (
 	"context"
 	"fmt"
+	"github.com/int8bert/int8bert/models"
 	"runtime/debug"
 	"sync"
 	"time"
-
-	"github.com/int8bert/int8bert/models/encoder"
 )
 
 // job is one request's work for an instance: its sequences, batched with
@@ -16,11 +15,11 @@ import (
 type job struct {
 	ctx    context.Context
 	m      *model
-	seqs   []encoder.Sequence
+	seqs   []models.Sequence
 	tokens int
 	// fill receives row i of the job's sequences from pass b (row r);
 	// it runs on the instance, so it only copies and post-processes.
-	fill func(i int, b *encoder.Batch, r int) error
+	fill func(i int, b *models.Batch, r int) error
 	// run is the whole job when it is not batched.
 	run  func() error
 	enq  time.Time
@@ -229,7 +228,7 @@ func (s *scheduler) runBatch(batch []*job) {
 
 // runSeqs runs the sequences of batched jobs in one Pipeline.Run.
 func (s *scheduler) runSeqs(batch []*job, errs []error) {
-	var seqs []encoder.Sequence
+	var seqs []models.Sequence
 	owner := []int{} // job of each sequence
 	first := []int{} // first sequence of each job
 	for k, j := range batch {
@@ -241,7 +240,7 @@ func (s *scheduler) runSeqs(batch []*job, errs []error) {
 	}
 	s.met.batchSize.Observe(float64(len(seqs)))
 	p := batch[0].m.p
-	err := p.Run(context.Background(), seqs, func(b *encoder.Batch) error {
+	err := p.Run(context.Background(), seqs, func(b *models.Batch) error {
 		real, computed := b.Tokens()
 		s.met.realTokens.Add(float64(real))
 		s.met.computed.Add(float64(computed))

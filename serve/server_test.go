@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/encoder/encodertest"
 	"github.com/int8bert/int8bert/tokenizer"
 	"github.com/stretchr/testify/assert"
@@ -402,7 +401,7 @@ func TestSeveralModels(t *testing.T) {
 
 	code, b := post(t, ts, "/qa", `{"model": "qa", "question": "w5 w6", "context": "w10 w11 w12 w13 w14", "top_k": 2}`)
 	require.Equal(t, 200, code, "%s", b)
-	answers := decode[[]encoder.Answer](t, b)
+	answers := decode[[]models.Answer](t, b)
 	require.Len(t, answers, 2)
 	for _, a := range answers {
 		assert.Equal(t, "w10 w11 w12 w13 w14"[a.Start:a.End], a.Text)

@@ -74,7 +74,7 @@ func checkMaxLength(fs *flag.FlagSet, n int) error {
 }
 
 // newLogger is the commands' logger: text lines on stderr, without the
-// time, for the library's notes and warnings (encoder.Options.Logger, the
+// time, for the library's notes and warnings (models.Options.Logger, the
 // selector's Warn).
 func newLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{

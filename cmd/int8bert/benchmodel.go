@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/int8bert/int8bert/models"
 	"io"
 	"os"
 	"runtime"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/bench"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
 )
@@ -51,7 +51,7 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench model: unexpected arguments %q", fs.Args())
 	}
-	list, err := encoder.ParsePrecisions(*precs)
+	list, err := models.ParsePrecisions(*precs)
 	if err != nil {
 		return fmt.Errorf("bench model: %w", err)
 	}
@@ -141,7 +141,7 @@ func peakRatio(rs []bench.ModelResult) float64 {
 	var f32, i8 float64
 	for _, x := range rs {
 		switch {
-		case x.Precision == encoder.PrecisionFP32.String():
+		case x.Precision == models.PrecisionFP32.String():
 			f32 = x.PeakGOPS
 		case x.PeakGOPS > 0:
 			i8 = x.PeakGOPS

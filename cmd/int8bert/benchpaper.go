@@ -16,7 +16,6 @@ import (
 	"github.com/int8bert/int8bert/bench"
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -77,7 +76,7 @@ func runBenchPaper(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	if *precs != "" {
-		list, err := encoder.ParsePrecisions(*precs)
+		list, err := models.ParsePrecisions(*precs)
 		if err != nil {
 			return fmt.Errorf("bench paper: %w", err)
 		}
@@ -202,7 +201,7 @@ func parsePaperModels(s string) ([]bench.PaperModel, error) {
 // eval does; int8-static is calibrated on the first calibN texts of
 // calibFile or sentences of train.tsv beside data, and left out with a
 // note when neither exists.
-func paperAccuracy(ctx context.Context, dirs []string, task, data string, limit int, calibFile string, calibN int, precs []encoder.Precision,
+func paperAccuracy(ctx context.Context, dirs []string, task, data string, limit int, calibFile string, calibN int, precs []models.Precision,
 	threads int, bar *stepBar, stderr io.Writer) ([]bench.AccuracyRow, []string, error) {
 	var notes []string
 	ev, err := newEvaluator(task, data, limit)
@@ -227,13 +226,13 @@ func paperAccuracy(ctx context.Context, dirs []string, task, data string, limit 
 	for i, dir := range dirs {
 		var fp32Pred []string
 		for _, p := range precs {
-			if p == encoder.PrecisionInt8Static && len(calib) == 0 {
+			if p == models.PrecisionInt8Static && len(calib) == 0 {
 				notes = append(notes, fmt.Sprintf("Table 15: int8-static of %s left out: no calibration texts (--calib)", dir))
 				continue
 			}
 			bar.sub(fmt.Sprintf("Table 15: %s (%d/%d) at %s", filepath.Base(dir), i+1, len(dirs), p))
 			o := models.Options{Threads: threads, Precision: p, Logger: newLogger(stderr)}
-			if p == encoder.PrecisionInt8Static {
+			if p == models.PrecisionInt8Static {
 				o.Calib = calib
 			}
 			pl, err := models.Load(ctx, dir, o)
@@ -250,7 +249,7 @@ func paperAccuracy(ctx context.Context, dirs []string, task, data string, limit 
 				f1, em := *r.F1/100, *r.ExactMatch/100
 				row.F1, row.EM = &f1, &em
 			}
-			if p == encoder.PrecisionFP32 {
+			if p == models.PrecisionFP32 {
 				fp32Pred = preds
 			}
 			if fp32Pred != nil {

@@ -3,14 +3,13 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/int8bert/int8bert/models"
 	"strconv"
 	"strings"
-
-	"github.com/int8bert/int8bert/models/encoder"
 )
 
 // classifyFlags are classify's scoring flags, which mirror
-// encoder.ClassifyOptions (Hugging Face's function_to_apply and top_k).
+// models.ClassifyOptions (Hugging Face's function_to_apply and top_k).
 type classifyFlags struct {
 	logits   *bool
 	function *string
@@ -27,22 +26,22 @@ func addClassifyFlags(fs *flag.FlagSet) *classifyFlags {
 }
 
 // options reads the flags' values; a bad one is an error wrapping
-// encoder.ErrInput.
-func (c *classifyFlags) options() (encoder.ClassifyOptions, error) {
-	fn, err := encoder.ParseClassificationFunction(*c.function)
+// models.ErrInput.
+func (c *classifyFlags) options() (models.ClassifyOptions, error) {
+	fn, err := models.ParseClassificationFunction(*c.function)
 	if err != nil {
-		return encoder.ClassifyOptions{}, fmt.Errorf("--function-to-apply: %w", err)
+		return models.ClassifyOptions{}, fmt.Errorf("--function-to-apply: %w", err)
 	}
-	o := encoder.ClassifyOptions{FunctionToApply: fn}
+	o := models.ClassifyOptions{FunctionToApply: fn}
 	switch s := strings.TrimSpace(*c.topK); {
 	case strings.EqualFold(s, "all"):
-		o.TopK = encoder.TopKAll
+		o.TopK = models.TopKAll
 	default:
 		k, err := strconv.Atoi(s)
 		if err != nil || k < 0 {
-			return o, fmt.Errorf("--top-k %q: want 0, a positive number of labels or \"all\": %w", *c.topK, encoder.ErrInput)
+			return o, fmt.Errorf("--top-k %q: want 0, a positive number of labels or \"all\": %w", *c.topK, models.ErrInput)
 		}
-		o.TopK = min(k, encoder.TopKAll)
+		o.TopK = min(k, models.TopKAll)
 	}
 	return o, nil
 }
@@ -50,7 +49,7 @@ func (c *classifyFlags) options() (encoder.ClassifyOptions, error) {
 // record is classify's output line for one text: the best label
 // and its score, every label's score by index, the top_k best labels
 // with --top-k and the raw logits with --logits.
-func (c *classifyFlags) record(text string, r encoder.Classification) map[string]any {
+func (c *classifyFlags) record(text string, r models.Classification) map[string]any {
 	m := map[string]any{"text": text, "label": r.Label, "score": r.Score, "scores": r.Scores}
 	if r.Top != nil {
 		m["top"] = r.Top

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/int8bert/int8bert/models"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/encoder/encodertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -109,7 +109,7 @@ func TestClassifyHeadFlags(t *testing.T) {
 }
 
 // TestClassifyHeadFlagErrors: a bad --function-to-apply or --top-k is an
-// error naming the flag and the value, wrapping encoder.ErrInput, found
+// error naming the flag and the value, wrapping models.ErrInput, found
 // before the model is loaded.
 func TestClassifyHeadFlagErrors(t *testing.T) {
 	for _, c := range []struct{ flag, value string }{
@@ -120,7 +120,7 @@ func TestClassifyHeadFlagErrors(t *testing.T) {
 		var out, errb bytes.Buffer
 		err := runTask(context.Background(), "classify", []string{"--model", filepath.Join(t.TempDir(), "absent"), c.flag, c.value, "text"}, nil, &out, &errb)
 		require.Error(t, err, "%s %s", c.flag, c.value)
-		assert.ErrorIs(t, err, encoder.ErrInput)
+		assert.ErrorIs(t, err, models.ErrInput)
 		assert.Contains(t, err.Error(), c.flag)
 		assert.Contains(t, err.Error(), c.value)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/int8bert/int8bert/models"
 	"io"
 	"os"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/bench"
-	"github.com/int8bert/int8bert/models/encoder"
 )
 
 // demoSentences are classified at every precision.
@@ -66,20 +66,20 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	t0 := time.Now()
-	fp32, sel, err := qf.load(ctx, *model, encoder.PrecisionAsStored, *threads, 0, stderr)
+	fp32, sel, err := qf.load(ctx, *model, models.PrecisionAsStored, *threads, 0, stderr)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
 	defer sel.Close()
 	defer fp32.Close()
-	m := fp32.Model
-	cfg := m.Encoder.Config()
+	m := fp32
+	cfg := m.Config()
 	fmt.Fprintf(stdout, "model %s: %s, %d layers, hidden %d, %d heads, FFN %d, vocabulary %d (loaded in %v)\n",
-		*model, m.Family.Describe(m.Task), cfg.Layers, cfg.Hidden, cfg.Heads, cfg.Intermediate, cfg.Vocab, time.Since(t0).Round(time.Millisecond))
-	if m.Task != encoder.TaskSequenceClassification {
-		return fmt.Errorf("demo: %s is %s; the demo needs a sequence classifier", *model, m.Family.Describe(m.Task))
+		*model, m.Describe(), cfg.Layers, cfg.Hidden, cfg.Heads, cfg.Intermediate, cfg.Vocab, time.Since(t0).Round(time.Millisecond))
+	if m.Task() != models.TaskSequenceClassification {
+		return fmt.Errorf("demo: %s is %s; the demo needs a sequence classifier", *model, m.Describe())
 	}
-	if m.Encoder.Precision().Int8() {
+	if m.Precision().Int8() {
 		return fmt.Errorf("demo: %s is already an INT8 model; the demo quantizes an FP32 one", *model)
 	}
 	texts, err := qf.texts()
@@ -87,8 +87,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("demo: calibration texts: %w", err)
 	}
 	fmt.Fprintf(stdout, "calibrating on %d sentences of %s, SmoothQuant alpha %s\n", len(texts), *qf.calib, *qf.alpha)
-	pipes := []*encoder.Pipeline{fp32}
-	for _, prec := range []encoder.Precision{encoder.PrecisionInt8Static, encoder.PrecisionInt8Dynamic} {
+	pipes := []*models.Pipeline{fp32}
+	for _, prec := range []models.Precision{models.PrecisionInt8Static, models.PrecisionInt8Dynamic} {
 		t := time.Now()
 		qo, err := qf.options(io.Discard, *threads)
 		if err != nil {
@@ -109,7 +109,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintln(tw, "sentence\tfp32\tint8-static\tint8-dynamic")
 	var rows [][]string
 	for _, p := range pipes {
-		res, err := p.Classify(ctx, demoSentences, encoder.ClassifyOptions{})
+		res, err := p.Classify(ctx, demoSentences, models.ClassifyOptions{})
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
@@ -127,7 +127,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 
-	if len(m.Labels) == 2 {
+	if len(m.Labels()) == 2 {
 		ev, err := newEvaluator("sst2", *data, 0)
 		if err != nil {
 			fmt.Fprintf(stdout, "\nSST-2 accuracy skipped: %v\n", err)
@@ -150,7 +150,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 						same++
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%.4f\t%.4f\n", p.Model.Encoder.Precision(), *r.Accuracy, float64(same)/float64(len(ref)))
+				fmt.Fprintf(tw, "%s\t%.4f\t%.4f\n", p.Precision(), *r.Accuracy, float64(same)/float64(len(ref)))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -158,7 +158,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 
-	dir, err := (&encoder.Options{Logger: newLogger(stderr)}).Resolve(ctx, *model)
+	dir, err := (&models.Options{Logger: newLogger(stderr)}).Resolve(ctx, *model)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/int8bert/int8bert/bench"
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/tokenizer"
 )
 
@@ -62,7 +61,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := checkMaxLength(fs, *maxLen); err != nil {
 		return err
 	}
-	list, err := encoder.ParsePrecisions(*precs)
+	list, err := models.ParsePrecisions(*precs)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
@@ -70,7 +69,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	base, sel, err := qf.load(ctx, *model, encoder.PrecisionAsStored, *threads, *maxLen, stderr)
+	base, sel, err := qf.load(ctx, *model, models.PrecisionAsStored, *threads, *maxLen, stderr)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
@@ -79,17 +78,17 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// Check every precision before evaluating any: an INT8 artifact runs as
 	// itself only (and, without --precision, is evaluated so), int8-static
 	// on an FP32 model needs --calib.
-	stored := base.Model.Encoder.Precision()
+	stored := base.Precision()
 	precSet := false
 	fs.Visit(func(f *flag.Flag) { precSet = precSet || f.Name == "precision" })
 	if stored.Int8() && !precSet {
-		list = []encoder.Precision{stored}
+		list = []models.Precision{stored}
 	}
 	for _, prec := range list {
 		switch {
 		case stored.Int8() && prec != stored:
 			return fmt.Errorf("eval: %s is an %s model and cannot run as %s (quantize the FP32 model instead)", *model, stored, prec)
-		case !stored.Int8() && prec == encoder.PrecisionInt8Static && *qf.calib == "":
+		case !stored.Int8() && prec == models.PrecisionInt8Static && *qf.calib == "":
 			return fmt.Errorf("eval: int8-static on an FP32 model needs calibration texts: give --calib FILE, or leave int8-static out of --precision")
 		}
 	}
@@ -117,7 +116,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("eval: %s: %w", prec, err)
 		}
 		r.Precision = prec.String()
-		if prec == encoder.PrecisionFP32 {
+		if prec == models.PrecisionFP32 {
 			fp32Pred = preds
 		}
 		results = append(results, r)
@@ -225,13 +224,13 @@ func labelIndex(label string, names []string) (int, error) {
 
 // run predicts every example on p; predictions are returned as strings
 // (class index or answer text) for the agreement.
-func (e *evaluator) run(ctx context.Context, p *encoder.Pipeline, batch int, progress func(done, total int)) ([]string, evalResult, error) {
+func (e *evaluator) run(ctx context.Context, p *models.Pipeline, batch int, progress func(done, total int)) ([]string, evalResult, error) {
 	var preds []string
 	r := evalResult{N: e.n()}
 	if e.task == "squad" {
 		answers := map[string]string{}
 		for i, x := range e.squad {
-			ans, err := p.Answer(ctx, x.Question, x.Context, encoder.QAOptions{})
+			ans, err := p.Answer(ctx, x.Question, x.Context, models.QAOptions{})
 			if err != nil {
 				return nil, r, fmt.Errorf("example %s: %w", x.ID, err)
 			}
@@ -255,26 +254,26 @@ func (e *evaluator) run(ctx context.Context, p *encoder.Pipeline, batch int, pro
 	correct := 0
 	for i := 0; i < len(e.cls); i += batch {
 		chunk := e.cls[i:min(i+batch, len(e.cls))]
-		var res []encoder.Classification
+		var res []models.Classification
 		var err error
 		if e.task == "mnli" {
 			pairs := make([]tokenizer.Pair, len(chunk))
 			for k, x := range chunk {
 				pairs[k] = tokenizer.Pair{A: x.Text, B: x.Pair}
 			}
-			res, err = p.ClassifyPairs(ctx, pairs, encoder.ClassifyOptions{})
+			res, err = p.ClassifyPairs(ctx, pairs, models.ClassifyOptions{})
 		} else {
 			texts := make([]string, len(chunk))
 			for k, x := range chunk {
 				texts[k] = x.Text
 			}
-			res, err = p.Classify(ctx, texts, encoder.ClassifyOptions{})
+			res, err = p.Classify(ctx, texts, models.ClassifyOptions{})
 		}
 		if err != nil {
 			return nil, r, err
 		}
 		for k, c := range res {
-			want, err := labelIndex(chunk[k].Label, p.Model.Labels)
+			want, err := labelIndex(chunk[k].Label, p.Labels())
 			if err != nil {
 				return nil, r, fmt.Errorf("example %d: %w", i+k+1, err)
 			}

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -66,11 +65,11 @@ type forwardInputs struct {
 	TokenTypeIDs  [][]int32 `json:"token_type_ids"`
 }
 
-func (f *forwardInputs) batch() (*encoder.Inputs, error) {
+func (f *forwardInputs) batch() (*models.Inputs, error) {
 	if len(f.InputIDs) == 0 || len(f.InputIDs[0]) == 0 {
 		return nil, fmt.Errorf("inputs: input_ids is empty")
 	}
-	in := &encoder.Inputs{Batch: len(f.InputIDs), Seq: len(f.InputIDs[0])}
+	in := &models.Inputs{Batch: len(f.InputIDs), Seq: len(f.InputIDs[0])}
 	for b, row := range f.InputIDs {
 		if len(row) != in.Seq {
 			return nil, fmt.Errorf("inputs: input_ids row %d has %d tokens, row 0 has %d (pad the batch)", b, len(row), in.Seq)
@@ -154,20 +153,20 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer sel.Close()
 	defer p.Close()
-	m := p.Model
-	out, err := m.Forward(in, false)
+	m := p
+	out, err := m.Forward(ctx, in, false)
 	if err != nil {
 		return fmt.Errorf("forward: %w", err)
 	}
 	res := map[string]any{}
-	if m.Task == encoder.TaskBase {
+	if m.Task() == models.TaskBase {
 		hs := make([][][]float32, in.Batch)
 		for b := range hs {
 			hs[b] = reshape(out.Last[b*in.Seq*out.Hidden:(b+1)*in.Seq*out.Hidden], in.Seq)
 		}
 		res["last_hidden_state"] = hs
 	}
-	if out.PoolerOutput != nil && m.Task == encoder.TaskBase {
+	if out.PoolerOutput != nil && m.Task() == models.TaskBase {
 		res["pooler_output"] = reshape(out.PoolerOutput, in.Batch)
 	}
 	if out.Logits != nil {

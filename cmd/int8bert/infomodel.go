@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
 )
@@ -97,20 +96,20 @@ func runInfoModel(ctx context.Context, model string, asJSON bool, stdout, stderr
 	}
 	defer sel.Close()
 	defer p.Close()
-	m := p.Model
-	cfg := m.Encoder.Config()
-	r := modelReport{Model: model, Family: m.Family.Display(), FamilyID: m.Family.Name,
-		Architecture: m.Family.Classes[0] + m.Task.String(), Task: m.Task.Head(), Labels: m.Labels,
-		Precision: m.Encoder.Precision().String(), Layers: cfg.Layers, Hidden: cfg.Hidden, Heads: cfg.Heads,
+	m := p
+	cfg := m.Config()
+	r := modelReport{Model: model, Family: m.FamilyDisplay(), FamilyID: m.Family(),
+		Architecture: m.Architecture(), Task: m.Task().Head(), Labels: m.Labels(),
+		Precision: m.Precision().String(), Layers: cfg.Layers, Hidden: cfg.Hidden, Heads: cfg.Heads,
 		Intermediate: cfg.Intermediate, Vocab: cfg.Vocab, MaxSeq: cfg.MaxSeq(), Tokenizer: p.Tok != nil}
-	if rec := m.Encoder.Recipe(); rec != nil {
+	if rec := m.Recipe(); rec != nil {
 		r.Recipe = summarize(rec)
 	}
 	op := selector.OpF32
 	switch {
-	case m.Encoder.Precision().Int8():
+	case m.Precision().Int8():
 		op = selector.OpU8S8
-	case m.Encoder.Precision() == encoder.PrecisionBF16:
+	case m.Precision() == models.PrecisionBF16:
 		op = selector.OpBF16
 	}
 	r.Tuning = tuning(sel, op, cfg)
@@ -189,7 +188,7 @@ func summarize(r *smoothquant.Recipe) *recipeSummary {
 
 // tuning reads the selector's cache file and counts its choices for the
 // linear layers of a model of shape cfg on operation op.
-func tuning(sel *selector.Selector, op string, cfg encoder.Config) tuningState {
+func tuning(sel *selector.Selector, op string, cfg models.Config) tuningState {
 	h, inter := cfg.Hidden, cfg.Intermediate
 	shapes := [][2]int{{h, 3 * h}, {h, h}, {h, inter}, {inter, h}} // K x N: QKV, O, FFN1, FFN2
 	t := tuningState{Cache: sel.CachePath(), Op: op}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/int8bert/int8bert/bench"
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
 )
@@ -38,7 +37,7 @@ type quantFlags struct {
 func (q *quantFlags) addBatchTokensFlag(fs *flag.FlagSet) {
 	q.batchTokens = fs.Int("max-batch-tokens", 0, fmt.Sprintf(
 		"tokens of one forward pass, padding included: the library groups a call's texts by length into passes of at most this many (default %d)",
-		encoder.DefaultMaxBatchTokens))
+		models.DefaultMaxBatchTokens))
 }
 
 func addQuantFlags(fs *flag.FlagSet) *quantFlags {
@@ -53,12 +52,12 @@ func addQuantFlags(fs *flag.FlagSet) *quantFlags {
 }
 
 // options turns the flags into quantization options.
-func (q *quantFlags) options(stderr io.Writer, threads int) (encoder.QuantizeOptions, error) {
+func (q *quantFlags) options(stderr io.Writer, threads int) (models.QuantizeOptions, error) {
 	a, auto, err := smoothquant.ParseAlpha(*q.alpha)
 	if err != nil {
-		return encoder.QuantizeOptions{}, err
+		return models.QuantizeOptions{}, err
 	}
-	o := encoder.QuantizeOptions{Options: smoothquant.Options{Alpha: a, AlphaSet: true, Auto: auto, Range: *q.rangeKind,
+	o := models.QuantizeOptions{Options: smoothquant.Options{Alpha: a, AlphaSet: true, Auto: auto, Range: *q.rangeKind,
 		FallbackSQNR: *q.fallbackSQNR, Threads: threads}}
 	if *q.rangeKind == smoothquant.RangePercentile {
 		o.Percentile = *q.percentile
@@ -85,7 +84,7 @@ func (q *quantFlags) texts() ([]string, error) {
 // modelOptions are the options of loading a model at precision prec
 // (PrecisionAsStored: as its folder holds it) with these flags; the
 // calibration texts are read for an INT8 precision only.
-func (q *quantFlags) modelOptions(prec encoder.Precision, threads, maxLen int, stderr io.Writer) (models.Options, error) {
+func (q *quantFlags) modelOptions(prec models.Precision, threads, maxLen int, stderr io.Writer) (models.Options, error) {
 	o := models.Options{Threads: threads, MaxLength: maxLen, Precision: prec, Logger: newLogger(stderr)}
 	if q.batchTokens != nil {
 		o.MaxBatchTokens = *q.batchTokens
@@ -106,7 +105,7 @@ func (q *quantFlags) modelOptions(prec encoder.Precision, threads, maxLen int, s
 // load opens model through models.Load at precision prec with these flags
 // (an FP32 model asked for at an INT8 precision is quantized at load), on
 // a new selector that the caller closes after the pipeline.
-func (q *quantFlags) load(ctx context.Context, model string, prec encoder.Precision, threads, maxLen int, stderr io.Writer) (*models.Pipeline, *selector.Selector, error) {
+func (q *quantFlags) load(ctx context.Context, model string, prec models.Precision, threads, maxLen int, stderr io.Writer) (*models.Pipeline, *selector.Selector, error) {
 	o, err := q.modelOptions(prec, threads, maxLen, stderr)
 	if err != nil {
 		return nil, nil, err
@@ -119,11 +118,11 @@ func (q *quantFlags) load(ctx context.Context, model string, prec encoder.Precis
 }
 
 // parsePrecisionFlag reads a --precision value ("" is as stored).
-func parsePrecisionFlag(s string) (encoder.Precision, error) {
+func parsePrecisionFlag(s string) (models.Precision, error) {
 	if s == "" {
-		return encoder.PrecisionAsStored, nil
+		return models.PrecisionAsStored, nil
 	}
-	return encoder.ParsePrecision(s)
+	return models.ParsePrecision(s)
 }
 
 func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -151,14 +150,14 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}
-	prec := encoder.PrecisionInt8Dynamic
+	prec := models.PrecisionInt8Dynamic
 	if m == smoothquant.Static {
-		prec = encoder.PrecisionInt8Static
+		prec = models.PrecisionInt8Static
 	}
-	if *qf.calib == "" && prec == encoder.PrecisionInt8Static {
+	if *qf.calib == "" && prec == models.PrecisionInt8Static {
 		return fmt.Errorf("quantize: --mode static needs --calib FILE")
 	}
-	dir, err := (&encoder.Options{Logger: newLogger(stderr)}).Resolve(ctx, *model)
+	dir, err := (&models.Options{Logger: newLogger(stderr)}).Resolve(ctx, *model)
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}
@@ -167,7 +166,7 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if errA == nil && errB == nil && os.SameFile(a, b) {
 		return fmt.Errorf("quantize: -o %s is the FP32 model's own folder: it would open as INT8 from then on; choose another folder", *out)
 	}
-	if _, err := os.Stat(filepath.Join(dir, encoder.ArtifactFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, models.ArtifactFile)); err == nil {
 		return fmt.Errorf("quantize: %s is already an INT8 model", *model)
 	}
 	q, sel, err := qf.load(ctx, *model, prec, *threads, 0, stderr)
@@ -179,11 +178,11 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := q.Save(*out); err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}
-	r := q.Model.Encoder.Recipe()
+	r := q.Recipe()
 	if *asJSON {
 		return writeJSON(stdout, map[string]any{"out": *out, "recipe": jsonSafeRecipe(r)})
 	}
-	fmt.Fprintf(stdout, "wrote %s/%s: %s, alpha %s, %d calibration texts (%d tokens)\n", *out, encoder.ArtifactFile, r.Mode, r.Alpha, r.CalibTexts, r.CalibRows)
+	fmt.Fprintf(stdout, "wrote %s/%s: %s, alpha %s, %d calibration texts (%d tokens)\n", *out, models.ArtifactFile, r.Mode, r.Alpha, r.CalibTexts, r.CalibRows)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "linear\talpha\tSQNR dB\tnote")
 	for _, l := range r.Layers {

@@ -5,14 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/int8bert/int8bert/models"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/int8bert/int8bert/models/encoder"
 )
 
 // sharedPath is rel inside the project's shared folder ($INT8BERT_SHARED,
@@ -202,7 +201,7 @@ func checkQuantize(t *testing.T, out, model, dir, mode string) quantizeOutput {
 	if q.Recipe.Mode != mode {
 		t.Errorf("recipe.mode %q, want %q", q.Recipe.Mode, mode)
 	}
-	for _, f := range []string{encoder.ArtifactFile, "config.json"} {
+	for _, f := range []string{models.ArtifactFile, "config.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("artifact folder: %v", err)
 		}
@@ -370,7 +369,7 @@ func TestQuantizeTiny(t *testing.T) {
 	parseClassify(t, mustCLI(t, append([]string{"classify", "--model", dynamic}, texts...)...), len(texts))
 	// The text output names the artifact and every linear.
 	out := mustCLI(t, "quantize", "--model", model, "--mode", "dynamic", "-o", filepath.Join(t.TempDir(), "text"))
-	if !strings.Contains(out, encoder.ArtifactFile) || !strings.Contains(out, "qkv") {
+	if !strings.Contains(out, models.ArtifactFile) || !strings.Contains(out, "qkv") {
 		t.Errorf("quantize text output:\n%s", out)
 	}
 
@@ -409,7 +408,7 @@ func TestQuantizeErrors(t *testing.T) {
 	// A failed quantize leaves no artifact behind.
 	o := out()
 	cli(t, "quantize", "--model", model, "--calib", calib, "--alpha", "2", "-o", o)
-	if _, err := os.Stat(filepath.Join(o, encoder.ArtifactFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(o, models.ArtifactFile)); err == nil {
 		t.Error("a failed quantize wrote an artifact")
 	}
 	// At-load quantization flags on the task commands.

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/int8bert/int8bert/models"
 	"io"
 	"strings"
 
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/tokenizer"
 )
 
@@ -37,7 +37,7 @@ func lineError(line int, text, msg string) map[string]any {
 // lineResults runs do on the texts of a chunk that are not blank and
 // returns one output object per text, in order: do's, or a lineError for a
 // blank text and, with lenient, for a text do refuses as bad input
-// (encoder.ErrInput); without lenient such a text is an error naming its
+// (models.ErrInput); without lenient such a text is an error naming its
 // line. first is the line of texts[0].
 func lineResults(texts []string, first int, lenient bool, do func([]string) ([]map[string]any, error)) ([]map[string]any, error) {
 	out := make([]map[string]any, len(texts))
@@ -61,7 +61,7 @@ func lineResults(texts []string, first int, lenient bool, do func([]string) ([]m
 		}
 		return out, nil
 	}
-	if !errors.Is(err, encoder.ErrInput) {
+	if !errors.Is(err, models.ErrInput) {
 		return nil, err
 	}
 	// Some text is bad input: run them one at a time to find which.
@@ -70,7 +70,7 @@ func lineResults(texts []string, first int, lenient bool, do func([]string) ([]m
 		switch {
 		case err == nil:
 			out[k] = r[0]
-		case !errors.Is(err, encoder.ErrInput):
+		case !errors.Is(err, models.ErrInput):
 			return nil, err
 		case lenient:
 			out[k] = lineError(first+k, texts[k], err.Error())
@@ -133,11 +133,11 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	if task == "qa" && *question == "" {
 		return fmt.Errorf("qa: --question is required")
 	}
-	pool := encoder.PoolMean
+	pool := models.PoolMean
 	switch *pooling {
 	case "mean":
 	case "cls":
-		pool = encoder.PoolCLS
+		pool = models.PoolCLS
 	default:
 		return fmt.Errorf("embed: --pooling %q (mean or cls)", *pooling)
 	}
@@ -161,7 +161,7 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	switch task {
 	case "qa":
 		do = func(chunk []string) ([]map[string]any, error) {
-			ans, err := p.Answer(ctx, *question, chunk[0], encoder.QAOptions{NBest: *nbest, MaxAnswerLength: *maxAnswer, DocStride: *stride})
+			ans, err := p.Answer(ctx, *question, chunk[0], models.QAOptions{NBest: *nbest, MaxAnswerLength: *maxAnswer, DocStride: *stride})
 			if err != nil {
 				return nil, err
 			}
@@ -185,7 +185,7 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 		}
 	default:
 		do = func(chunk []string) ([]map[string]any, error) {
-			vecs, err := p.Embed(ctx, chunk, encoder.EmbedOptions{Pool: pool, Normalize: *normalize})
+			vecs, err := p.Embed(ctx, chunk, models.EmbedOptions{Pool: pool, Normalize: *normalize})
 			if err != nil {
 				return nil, err
 			}
@@ -211,14 +211,14 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 }
 
 // classifyPairs classifies lines of two texts separated by a tab; a line
-// without a tab is bad input (encoder.ErrInput), so that lineResults
+// without a tab is bad input (models.ErrInput), so that lineResults
 // names it.
-func classifyPairs(ctx context.Context, p *encoder.Pipeline, lines []string, o encoder.ClassifyOptions, cf *classifyFlags) ([]map[string]any, error) {
+func classifyPairs(ctx context.Context, p *models.Pipeline, lines []string, o models.ClassifyOptions, cf *classifyFlags) ([]map[string]any, error) {
 	ps := make([]tokenizer.Pair, len(lines))
 	for k, l := range lines {
 		a, b, ok := strings.Cut(l, "\t")
 		if !ok {
-			return nil, fmt.Errorf("no tab between the two texts of a pair (--pairs): %w", encoder.ErrInput)
+			return nil, fmt.Errorf("no tab between the two texts of a pair (--pairs): %w", models.ErrInput)
 		}
 		ps[k] = tokenizer.Pair{A: a, B: b}
 	}

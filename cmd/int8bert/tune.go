@@ -13,7 +13,6 @@ import (
 
 	"github.com/int8bert/int8bert/bench"
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -110,7 +109,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	maxLength := fs.Int("max-length", 0, "with --model: the longest sequence in tokens (default: the model's, at most 512)")
 	maxTokens := fs.Int("max-tokens", 0, "with --model: the most tokens (batch x length) of one forward pass (default: max-batch x max-length)")
 	precision := fs.String("precision", "", "with --model: fp32, bf16 or int8-dynamic, the precision to tune the model's keys at (default: as the folder holds it; int8-static: quantize an artifact first and tune it)")
-	record := fs.Bool("record", true, "with --model: write the tuning record ("+encoder.TuningRecordFile+") into the model folder (a local folder only)")
+	record := fs.Bool("record", true, "with --model: write the tuning record ("+models.TuningRecordFile+") into the model folder (a local folder only)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -171,12 +170,12 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "note: %s=%s forces a kernel ISA or kernel for %s; these choices are not saved\n", selector.EnvKernel, s.Forced(), strings.Join(s.ForcedOps(), ", "))
 	}
 	if *model != "" {
-		wo := encoder.WarmupOptions{MaxBatch: *maxBatch, MaxLength: *maxLength, MaxTokens: *maxTokens}
+		wo := models.WarmupOptions{MaxBatch: *maxBatch, MaxLength: *maxLength, MaxTokens: *maxTokens}
 		prec, err := parsePrecisionFlag(*precision)
 		if err != nil {
 			return fmt.Errorf("tune: %w", err)
 		}
-		if prec == encoder.PrecisionInt8Static {
+		if prec == models.PrecisionInt8Static {
 			return fmt.Errorf("tune: --precision int8-static needs calibration: quantize the model (int8bert quantize --mode static) and tune the artifact")
 		}
 		return tuneModel(ctx, s, *model, prec, *threads, wo, *record, *asJSON, stdout, stderr)
@@ -285,7 +284,7 @@ func cacheName(s *selector.Selector) string {
 // tuneModel warms the model up on s (every key of its forward passes
 // within wo's bounds) and writes its tuning record into its folder when
 // record is set and the model is a local folder.
-func tuneModel(ctx context.Context, s *selector.Selector, model string, prec encoder.Precision, threads int, wo encoder.WarmupOptions, record, asJSON bool,
+func tuneModel(ctx context.Context, s *selector.Selector, model string, prec models.Precision, threads int, wo models.WarmupOptions, record, asJSON bool,
 	stdout, stderr io.Writer) error {
 	p, err := models.Load(ctx, model, models.Options{Selector: s, Threads: threads, Precision: prec})
 	if err != nil {
@@ -310,10 +309,10 @@ func tuneModel(ctx context.Context, s *selector.Selector, model string, prec enc
 	recPath := ""
 	if record {
 		if st, err := os.Stat(model); err == nil && st.IsDir() {
-			if err := p.Model.SaveTuningRecord(model); err != nil {
+			if err := p.SaveTuningRecord(model); err != nil {
 				return fmt.Errorf("tune: %w (--record=false leaves the folder alone)", err)
 			}
-			recPath = filepath.Join(model, encoder.TuningRecordFile)
+			recPath = filepath.Join(model, models.TuningRecordFile)
 		} else if !asJSON {
 			fmt.Fprintf(stderr, "note: %s is not a local folder; no tuning record written (the choices are in the cache)\n", model)
 		}

@@ -19,7 +19,6 @@ import (
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/tokenizer"
 )
@@ -305,7 +304,7 @@ func TestClassifyPairsFlag(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &o))
 	assert.Equal(t, "the cat sat", o["text"])
 	assert.Equal(t, "on the mat", o["text_pair"])
-	p, err := models.Load(context.Background(), model, models.Options{Precision: encoder.PrecisionFP32})
+	p, err := models.Load(context.Background(), model, models.Options{Precision: models.PrecisionFP32})
 	require.NoError(t, err)
 	defer p.Close()
 	want, err := p.ClassifyPairs(context.Background(), []tokenizer.Pair{{A: "the cat sat", B: "on the mat"}}, models.ClassifyOptions{})

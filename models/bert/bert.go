@@ -8,8 +8,6 @@
 package bert
 
 import (
-	"context"
-
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models/encoder"
 )
@@ -25,12 +23,4 @@ var Family = &encoder.Family{
 	Classifier:              []encoder.DenseSpec{{Weight: "classifier.weight", Bias: "classifier.bias"}},
 	QA:                      encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
 	Ignored:                 []string{"embeddings.position_ids"},
-}
-
-// Load opens a BERT model, from a folder or a Hugging Face model id,
-// with its tokenizer when the folder has one: Classify, Embed and Answer
-// on the result, or Model.Forward on token ids. It is safe for concurrent
-// use. models.Load opens any family, reading it from config.json.
-func Load(ctx context.Context, pathOrID string, o encoder.Options) (*encoder.Pipeline, error) {
-	return encoder.Load(ctx, pathOrID, Family, o)
 }

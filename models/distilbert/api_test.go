@@ -2,13 +2,13 @@ package distilbert_test
 
 import (
 	"context"
+	"github.com/int8bert/int8bert/models"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/int8bert/int8bert/models/distilbert"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/encoder/encodertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,13 +21,13 @@ func TestConcurrentClassify(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("trained model not found (the project's shared folder): %v", err)
 	}
-	p, err := distilbert.Load(context.Background(), dir, encoder.Options{Selector: encodertest.Selector(t)})
+	p, err := encodertest.LoadAs(dir, distilbert.Family, models.Options{Selector: encodertest.Selector(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	texts := []string{"a gorgeous , witty , seductive movie .", "the story is bleak and the acting is worse .", "", "ok"}
-	want, err := p.Classify(context.Background(), texts, encoder.ClassifyOptions{})
+	want, err := p.Classify(context.Background(), texts, models.ClassifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestConcurrentClassify(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := 0; r < 3; r++ {
-				got, err := p.Classify(context.Background(), texts, encoder.ClassifyOptions{})
+				got, err := p.Classify(context.Background(), texts, models.ClassifyOptions{})
 				if err != nil {
 					t.Error(err)
 					return
@@ -54,10 +54,10 @@ func TestConcurrentClassify(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if _, err := p.Classify(context.Background(), []string{"bad \xff utf-8"}, encoder.ClassifyOptions{}); err == nil {
+	if _, err := p.Classify(context.Background(), []string{"bad \xff utf-8"}, models.ClassifyOptions{}); err == nil {
 		t.Error("invalid UTF-8 classified without an error")
 	}
-	if _, err := p.Answer(context.Background(), "q", "c", encoder.QAOptions{}); err == nil {
+	if _, err := p.Answer(context.Background(), "q", "c", models.QAOptions{}); err == nil {
 		t.Error("Answer on a classifier: no error")
 	}
 }
@@ -85,7 +85,7 @@ func TestAnswerSpans(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(folder, f), b, 0o644))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(folder, "vocab.txt"), []byte(vocab), 0o644))
-	p, err := distilbert.Load(context.Background(), folder, encoder.Options{Selector: encodertest.Selector(t), MaxLength: 24})
+	p, err := encodertest.LoadAs(folder, distilbert.Family, models.Options{Selector: encodertest.Selector(t), MaxLength: 24})
 	require.NoError(t, err)
 	defer p.Close()
 	ctxText := ""
@@ -93,7 +93,7 @@ func TestAnswerSpans(t *testing.T) {
 		ctxText += "the cat sat on the mat . a dog ran to the café park . "
 	}
 	runes := []rune(ctxText)
-	ans, err := p.Answer(context.Background(), "where did the cat sit ?", ctxText, encoder.QAOptions{NBest: 5, MaxAnswerLength: 4, DocStride: 4})
+	ans, err := p.Answer(context.Background(), "where did the cat sit ?", ctxText, models.QAOptions{NBest: 5, MaxAnswerLength: 4, DocStride: 4})
 	require.NoError(t, err)
 	require.Len(t, ans, 5)
 	for i, a := range ans {

@@ -81,3 +81,41 @@ func sameFile(a, b string) (bool, error) {
 	}
 	return os.SameFile(sa, sb), nil
 }
+
+// Save writes an INT8 model to dir as a model folder that Load opens
+// without recalibration: the artifact (ArtifactFile), config.json and the
+// tokenizer files of the folder the FP32 model came from, and the tuning
+// record of the model's keys (TuningRecordFile) that its selector has
+// tuned, so that Load on this CPU and build starts warm.
+func (m *TaskModel) Save(dir string) error {
+	if err := m.enter(); err != nil {
+		return err
+	}
+	defer m.leave()
+	if !m.Encoder.prec.Int8() {
+		return fmt.Errorf("encoder: save: the model is %s; only INT8 models are saved: %w", m.Encoder.prec, ErrConfig)
+	}
+	if m.dir == "" {
+		return fmt.Errorf("encoder: save: the model was not loaded from a folder, so it has no config.json and tokenizer to copy: %w", ErrConfig)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := m.saveArtifact(filepath.Join(dir, ArtifactFile)); err != nil {
+		return err
+	}
+	for _, f := range []string{"config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+		"sentencepiece.bpe.model"} {
+		src := filepath.Join(m.dir, f)
+		if !fileExists(src) {
+			continue
+		}
+		if same, _ := sameFile(src, filepath.Join(dir, f)); same {
+			continue
+		}
+		if err := copyFile(src, filepath.Join(dir, f)); err != nil {
+			return err
+		}
+	}
+	return m.SaveTuningRecord(dir)
+}

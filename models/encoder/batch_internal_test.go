@@ -121,21 +121,31 @@ func TestForwardStopsBetweenLayers(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// tinyPipeline is a base-task pipeline without a tokenizer over a tiny
-// random model, for stream on token sequences.
-func tinyPipeline(t *testing.T, sel *selector.Selector, budget int) *Pipeline {
-	t.Helper()
-	m := tinyModel(t, sel)
-	return &Pipeline{Model: &TaskModel{Family: &Family{Name: "test"}, Task: TaskBase, Encoder: m}, maxLength: 6, maxBatchTokens: budget}
+// tinyStreamer is a base-task model over a tiny random model with a
+// token budget, for Stream on token sequences (as a pipeline of package
+// models streams its calls).
+type tinyStreamer struct {
+	Model  *TaskModel
+	budget int
 }
 
-func randomSeqs(r *rand.Rand, n, vocab, most int) []tokens {
-	seqs := make([]tokens, n)
+func tinyPipeline(t *testing.T, sel *selector.Selector, budget int) *tinyStreamer {
+	t.Helper()
+	m := tinyModel(t, sel)
+	return &tinyStreamer{Model: &TaskModel{Family: &Family{Name: "test"}, Task: TaskBase, Encoder: m}, budget: budget}
+}
+
+func (p *tinyStreamer) stream(ctx context.Context, seqs []Tokens, each func(idx []int, in *Inputs, out *TaskOutput) error) error {
+	return p.Model.Stream(ctx, seqs, p.budget, each)
+}
+
+func randomSeqs(r *rand.Rand, n, vocab, most int) []Tokens {
+	seqs := make([]Tokens, n)
 	for i := range seqs {
 		l := 1 + r.IntN(most)
 		for j := 0; j < l; j++ {
-			seqs[i].ids = append(seqs[i].ids, int32(1+r.IntN(vocab-1)))
-			seqs[i].types = append(seqs[i].types, int32(r.IntN(2)))
+			seqs[i].IDs = append(seqs[i].IDs, int32(1+r.IntN(vocab-1)))
+			seqs[i].Types = append(seqs[i].Types, int32(r.IntN(2)))
 		}
 	}
 	return seqs
@@ -177,7 +187,7 @@ func TestStreamMatchesOneByOne(t *testing.T) {
 		p := tinyPipeline(t, sel, budget)
 		alone := make([][]float32, len(seqs))
 		for i, s := range seqs {
-			out, err := p.Model.Encoder.Forward(&Inputs{Batch: 1, Seq: len(s.ids), IDs: s.ids, TypeIDs: s.types, Mask: slices.Repeat([]int32{1}, len(s.ids))}, false)
+			out, err := p.Model.Encoder.Forward(&Inputs{Batch: 1, Seq: len(s.IDs), IDs: s.IDs, TypeIDs: s.Types, Mask: slices.Repeat([]int32{1}, len(s.IDs))}, false)
 			require.NoError(t, err)
 			alone[i] = out.Last
 		}
@@ -191,7 +201,7 @@ func TestStreamMatchesOneByOne(t *testing.T) {
 			require.Len(t, out.Last, in.Tokens()*h, "no padding computed")
 			for r, i := range idx {
 				start, end := out.Rows(r)
-				require.Equal(t, len(seqs[i].ids), end-start)
+				require.Equal(t, len(seqs[i].IDs), end-start)
 				got[i] = slices.Clone(out.Last[start*h : end*h])
 			}
 			return nil
@@ -204,10 +214,10 @@ func TestStreamMatchesOneByOne(t *testing.T) {
 	}
 }
 
-func lensOf(seqs []tokens) []int {
+func lensOf(seqs []Tokens) []int {
 	out := make([]int, len(seqs))
 	for i, s := range seqs {
-		out[i] = len(s.ids)
+		out[i] = len(s.IDs)
 	}
 	return out
 }
@@ -252,7 +262,7 @@ func TestGateCloseWaits(t *testing.T) {
 func TestWarmupKeepsBuffers(t *testing.T) {
 	p := tinyPipeline(t, nil, 64)
 	m := p.Model.Encoder
-	require.NoError(t, p.Warmup(context.Background(), WarmupOptions{MaxBatch: 4, MaxLength: 6}))
+	require.NoError(t, p.Model.Warmup(context.Background(), WarmupOptions{MaxBatch: 4, MaxLength: 6}))
 	kept := m.scratchPool.kept
 	require.NotNil(t, kept)
 	assert.Equal(t, 24, kept.rows, "MaxBatch x MaxLength, under the budget")
@@ -269,9 +279,10 @@ func TestWarmupKeepsBuffers(t *testing.T) {
 	big := m.getBuffers(25)
 	assert.NotSame(t, kept, big, "a pass past the bounds")
 	m.putBuffers(big)
-	// A pipeline's warm-up is bounded by its token budget.
-	require.NoError(t, p.Warmup(context.Background(), WarmupOptions{MaxBatch: 100, MaxLength: 6}))
+	// A warm-up bounded by a token budget (a pipeline's, which
+	// models.Pipeline.Warmup passes as MaxTokens) keeps that many rows.
+	require.NoError(t, p.Model.Warmup(context.Background(), WarmupOptions{MaxBatch: 100, MaxLength: 6, MaxTokens: 64}))
 	assert.Equal(t, 64, m.scratchPool.kept.rows)
-	require.NoError(t, p.Close())
+	require.NoError(t, p.Model.Close())
 	assert.Nil(t, m.scratchPool.kept, "Close lets the kept set go")
 }

@@ -104,6 +104,12 @@ func (o *Output) MeanPool(mask []int32) []float32 {
 	return out
 }
 
+// MeanRow writes into v (Hidden values) the mean of sequence b's unmasked
+// rows (zeros for none), as MeanPool does for every sequence.
+func (o *Output) MeanRow(v []float32, b int, mask []int32) {
+	meanRows(v, make([]float64, o.Hidden), o, b, mask)
+}
+
 // meanRows writes into v the mean of sequence b's unmasked rows of o
 // (zeros for none); acc is Hidden values of scratch.
 func meanRows(v []float32, acc []float64, o *Output, b int, mask []int32) {

@@ -1,29 +1,19 @@
 package encoder
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
-	"sync"
 
-	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/selector"
-	"github.com/int8bert/int8bert/smoothquant"
 )
 
-// Options control how a model is loaded and run: the one options type of
-// every loader (models.Load, bert.Load, distilbert.Load, xlmr.Load, Load,
-// NewTask). The zero value runs the model as its folder holds it, on the
-// calling goroutine, with the process-wide selector, logging nothing. A
-// value outside a field's domain is an error (wrapping ErrConfig) that
-// names the value and the domain; zero always means the documented
-// default.
+// Options control how the engine builds and runs a model (LoadTask,
+// NewTask): the selector, threads, precision, attention arithmetic and
+// profile. The zero value runs the model as its folder holds it, on the
+// calling goroutine, with the process-wide selector. models.Options is
+// the front door's, which adds the tokenizer's, the calibration's and the
+// hub's settings.
 type Options struct {
 	// Selector runs the linear layers; nil means a process-wide selector
 	// with the default tuning cache (selector.Default).
@@ -32,47 +22,16 @@ type Options struct {
 	// goroutine), else 1 to runtime.NumCPU() (more threads than CPUs
 	// only slow a GEMM down, docs/DESIGN.md section 7.2).
 	Threads int
-	// MaxLength bounds every encoding of the pipeline in tokens (special
-	// tokens included); longer single texts are truncated. 0 means the
-	// model's longest sequence, at most 512; otherwise it must leave room
-	// for text after the tokenizer's special tokens and be at most the
-	// model's longest sequence.
-	MaxLength int
-	// MaxBatchTokens bounds the work of one forward pass of a pipeline
-	// call (Classify, ClassifyPairs, Embed, Answer) in tokens, rows x
-	// padded length: a call's inputs are sorted by length and run in
-	// micro-batches under it, so its memory is bounded by the budget, not
-	// by the number of inputs. 0 means DefaultMaxBatchTokens (2048); a
-	// sequence longer than the budget runs alone; negative is an error.
-	MaxBatchTokens int
-	// Revision of a Hugging Face model id ("" means main).
-	Revision string
-	// Precision to run at. The zero value (PrecisionAsStored) runs the
-	// folder as it is (FP32 weights, or an INT8 artifact). An INT8
-	// precision on an FP32 model quantizes it at load: int8-static needs
-	// Calib or CalibInputs; int8-dynamic without either quantizes without
-	// smoothing. PrecisionBF16 on an FP32 model rounds its linears'
-	// weights to bfloat16 at load (a CPU with AVX512-BF16 or AMX-BF16
-	// only). An INT8 artifact runs only at its own precision. A value
-	// other than the five constants is an error.
+	// Precision is PrecisionAsStored (the zero value: as the folder holds
+	// it) or, on FP32 weights, PrecisionFP32 or PrecisionBF16 (the
+	// linears' weights rounded to bfloat16 at load); INT8 comes from an
+	// artifact or from TaskModel.Quantize.
 	Precision Precision
-	// Calib are the calibration texts of an at-load quantization
-	// (tokenized with the model's tokenizer, truncated to MaxLength).
-	Calib []string
-	// CalibInputs are calibration batches as token ids, for a model
-	// folder without a tokenizer; they are used after Calib's batches.
-	CalibInputs []*Inputs
-	// Quant controls an at-load quantization (alpha, range, fallback,
-	// progress); its Source defaults to the path or id loaded. Its zero
-	// value is SmoothQuant's defaults (alpha smoothquant.DefaultAlpha).
-	Quant QuantizeOptions
 	// Profile, when set, accumulates where forward passes spend their
-	// time (of the FP32 model; Quant.Profile is the quantized model's).
+	// time.
 	Profile *Profile
-	// Logger receives the library's notes and warnings (downloads from
-	// the Hugging Face hub; the process-wide selector's notes about its
-	// tuning cache and oneDNN). nil discards them: the library never
-	// writes to stderr by itself.
+	// Logger receives the process-wide selector's notes about its tuning
+	// cache and oneDNN; nil discards them.
 	Logger *slog.Logger
 	// Attention is the arithmetic of an INT8 model's attention
 	// (docs/DESIGN.md section 3.10): AttentionAuto (the zero value) is
@@ -82,26 +41,10 @@ type Options struct {
 	// AttentionF32 keeps both products and the softmax in FP32, as an FP32
 	// model always runs them. It does not change an FP32 model.
 	Attention AttentionMode
-	// Warmup, when set, warms the loaded pipeline up before Load returns
-	// (Pipeline.Warmup with these bounds): every shape its calls will meet
-	// is tuned and packed, so that no first call stalls. nil leaves the
-	// tuning to the first calls (or to a tuning record next to the model).
-	Warmup *WarmupOptions
-}
-
-// discard is the logger of Options without one.
-var discard = slog.New(slog.DiscardHandler)
-
-// logger is o.Logger, or one that discards.
-func (o *Options) logger() *slog.Logger {
-	if o.Logger != nil {
-		return o.Logger
-	}
-	return discard
 }
 
 // Check reports an option outside its domain, naming the value and the
-// domain (Load checks them first).
+// domain (LoadTask and NewTask check them first).
 func (o *Options) Check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("encoder: options: %s: %w", fmt.Sprintf(format, args...), ErrConfig)
@@ -109,31 +52,11 @@ func (o *Options) Check() error {
 	if n := runtime.NumCPU(); o.Threads < 0 || o.Threads > n {
 		return bad("Threads %d: want 0 (the default: one thread) or 1 to %d (the CPUs this process may use)", o.Threads, n)
 	}
-	if o.MaxLength < 0 {
-		return bad("MaxLength %d: want 0 (the model's longest sequence, at most 512) or a positive number of tokens", o.MaxLength)
-	}
 	if !o.Precision.valid() {
 		return bad("%v: want PrecisionAsStored, PrecisionFP32, PrecisionBF16, PrecisionInt8Static or PrecisionInt8Dynamic", o.Precision)
 	}
 	if !o.Attention.valid() {
 		return bad("%v: want AttentionAuto, AttentionF32 or AttentionInt8", o.Attention)
-	}
-	return o.Quant.check()
-}
-
-// check reports a quantization option outside its domain (the SmoothQuant
-// ones are checked by smoothquant.Options.Validate when they are used).
-func (q *QuantizeOptions) check() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("encoder: quantize options: %s: %w", fmt.Sprintf(format, args...), ErrConfig)
-	}
-	switch n := runtime.NumCPU(); {
-	case q.Threads < 0 || q.Threads > n:
-		return bad("Threads %d: want 0 (the model's threads) or 1 to %d (the CPUs this process may use)", q.Threads, n)
-	case q.SampleRows < 0:
-		return bad("SampleRows %d: want 0 (256) or a positive number of rows", q.SampleRows)
-	case q.BatchSize < 0:
-		return bad("BatchSize %d: want 0 (8 texts) or a positive number of texts", q.BatchSize)
 	}
 	return nil
 }
@@ -148,147 +71,4 @@ func (o *Options) selectorOf() (*selector.Selector, error) {
 		selector.SetDefaultWarn(func(msg string) { l.Warn(msg, "component", "selector") })
 	}
 	return selector.Default()
-}
-
-// ResolveModel turns a folder or a Hugging Face model id into a local
-// folder holding config.json, the weights and the tokenizer, downloading
-// what the hub cache lacks (never with HF_HUB_OFFLINE=1). What looks like
-// a path (LooksLikePath) is never looked up on the hub: a missing folder
-// is an error wrapping both ErrConfig and fs.ErrNotExist.
-func ResolveModel(ctx context.Context, pathOrID, revision string) (string, error) {
-	return resolveModel(ctx, pathOrID, revision, discard)
-}
-
-// LooksLikePath reports whether s names a local file or folder rather than
-// a Hugging Face model id ("name" or "org/name"): it exists, it is empty,
-// starts with ".", "/" or "~", holds a backslash or more than one "/",
-// ends with "/", or its first element is an existing folder
-// ("assets/sst2-xlmr-mini" run from elsewhere than the repository root
-// is a missing folder, not a hub id).
-func LooksLikePath(s string) bool {
-	if s == "" || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") ||
-		strings.HasSuffix(s, "/") || strings.Contains(s, "\\") || strings.Count(s, "/") > 1 || filepath.IsAbs(s) {
-		return true
-	}
-	if _, err := os.Stat(s); err == nil {
-		return true
-	}
-	if first, _, ok := strings.Cut(s, "/"); ok {
-		if st, err := os.Stat(first); err == nil && st.IsDir() {
-			return true
-		}
-	}
-	return false
-}
-
-// Resolve checks the options and resolves pathOrID as ResolveModel does,
-// at o.Revision, logging downloads to o.Logger.
-func (o *Options) Resolve(ctx context.Context, pathOrID string) (string, error) {
-	if err := o.Check(); err != nil {
-		return "", err
-	}
-	return resolveModel(ctx, pathOrID, o.Revision, o.logger())
-}
-
-// resolveModel is ResolveModel, logging downloads to log.
-func resolveModel(ctx context.Context, pathOrID, revision string, log *slog.Logger) (string, error) {
-	st, err := os.Stat(pathOrID)
-	switch {
-	case err == nil && st.IsDir():
-		return pathOrID, nil
-	case err == nil:
-		return "", fmt.Errorf("encoder: %s is a file, not a model folder; give the folder that holds config.json and the weights: %w",
-			pathOrID, ErrConfig)
-	case LooksLikePath(pathOrID):
-		if pathOrID == "" {
-			return "", fmt.Errorf("encoder: no model folder or Hugging Face model id given: %w", ErrConfig)
-		}
-		return "", fmt.Errorf("encoder: no such model folder %s (%w): %w", pathOrID, fs.ErrNotExist, ErrConfig)
-	}
-	hub := checkpoint.NewHub()
-	hub.Progress = nil // the library writes nothing to stderr
-	started := map[string]bool{}
-	var mu sync.Mutex
-	hub.OnProgress = func(file string, done, total int64) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !started[file] {
-			started[file] = true
-			log.Info("downloading from the Hugging Face hub", "model", pathOrID, "file", file, "bytes", total)
-		}
-		if total >= 0 && done == total {
-			log.Info("downloaded", "model", pathOrID, "file", file, "bytes", done)
-		}
-	}
-	dir, err := hub.ResolveModel(ctx, pathOrID, revision)
-	if err != nil {
-		return "", fmt.Errorf("encoder: %q is not a folder, and as a Hugging Face model id: %w", pathOrID, err)
-	}
-	if _, err := hub.Resolve(ctx, pathOrID, revision, "tokenizer.json"); err != nil {
-		if !errors.Is(err, checkpoint.ErrNotFound) {
-			return "", fmt.Errorf("encoder: %s: tokenizer.json: %w", pathOrID, err)
-		}
-		if _, err := hub.Resolve(ctx, pathOrID, revision, "vocab.txt"); err != nil {
-			return "", fmt.Errorf("encoder: %s: no tokenizer.json, and vocab.txt: %w", pathOrID, err)
-		}
-		if _, err := hub.Resolve(ctx, pathOrID, revision, "tokenizer_config.json"); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
-			return "", fmt.Errorf("encoder: %s: tokenizer_config.json: %w", pathOrID, err)
-		}
-	}
-	return dir, nil
-}
-
-// Load opens a model of family fam from a folder or a Hugging Face model
-// id, with its tokenizer when the folder has one, at o.Precision. It is
-// the family packages' entry point (bert.Load, distilbert.Load,
-// xlmr.Load); callers that do not know the family use models.Load, which
-// reads it from config.json.
-func Load(ctx context.Context, pathOrID string, fam *Family, o Options) (*Pipeline, error) {
-	dir, err := o.Resolve(ctx, pathOrID)
-	if err != nil {
-		return nil, err
-	}
-	if o.Selector, err = o.selectorOf(); err != nil {
-		return nil, err
-	}
-	importTuningRecord(o.Selector, dir)
-	p, err := loadPipeline(dir, fam, o)
-	if err != nil {
-		return nil, err
-	}
-	stored := p.Model.Encoder.Precision()
-	switch {
-	case o.Precision == PrecisionAsStored || o.Precision == stored:
-		return warmedUp(ctx, p, o.Warmup)
-	case stored.Int8():
-		p.Close()
-		return nil, fmt.Errorf("encoder: %s holds an %s model, which cannot run as %s (load the FP32 model to quantize it differently): %w",
-			pathOrID, stored, o.Precision, ErrConfig)
-	case o.Precision == PrecisionInt8Static && len(o.Calib) == 0 && len(o.CalibInputs) == 0:
-		p.Close()
-		return nil, fmt.Errorf("encoder: int8-static on the FP32 model %s needs calibration texts (Options.Calib) or token batches (Options.CalibInputs): %w",
-			pathOrID, smoothquant.ErrCalibration)
-	}
-	if o.Quant.Source == "" {
-		o.Quant.Source = pathOrID
-	}
-	q, err := p.quantize(ctx, o.Calib, o.CalibInputs, o.Precision, o.Quant)
-	p.Close()
-	if err != nil {
-		return nil, err
-	}
-	return warmedUp(ctx, q, o.Warmup)
-}
-
-// warmedUp is p after Warmup with wo (nil: p as it is); a failed warm-up
-// closes p.
-func warmedUp(ctx context.Context, p *Pipeline, wo *WarmupOptions) (*Pipeline, error) {
-	if wo == nil {
-		return p, nil
-	}
-	if err := p.Warmup(ctx, *wo); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("encoder: warm-up at load: %w", err)
-	}
-	return p, nil
 }

@@ -21,7 +21,7 @@ import (
 type Precision int
 
 // The precisions. The zero value means "as the model folder holds it" in
-// Options.
+// Options (models.Precision has the same values).
 const (
 	PrecisionAsStored Precision = iota
 	// PrecisionFP32: float32 everywhere.
@@ -71,35 +71,6 @@ func (p Precision) Mode() smoothquant.Mode {
 	return smoothquant.Dynamic
 }
 
-// ParsePrecision reads "fp32", "bf16", "int8-static" or "int8-dynamic"
-// ("static", "dynamic" and "bfloat16" are accepted too).
-func ParsePrecision(s string) (Precision, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "fp32", "float32", "f32":
-		return PrecisionFP32, nil
-	case "int8-static", "static":
-		return PrecisionInt8Static, nil
-	case "int8-dynamic", "dynamic":
-		return PrecisionInt8Dynamic, nil
-	case "bf16", "bfloat16":
-		return PrecisionBF16, nil
-	}
-	return 0, fmt.Errorf("encoder: precision %q: want fp32, bf16, int8-static or int8-dynamic: %w", s, ErrConfig)
-}
-
-// ParsePrecisions reads a comma-separated list of precisions.
-func ParsePrecisions(s string) ([]Precision, error) {
-	var out []Precision
-	for _, f := range strings.Split(s, ",") {
-		p, err := ParsePrecision(f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
 // Precision is the precision of the model's linears.
 func (m *Model) Precision() Precision { return m.prec }
 
@@ -120,8 +91,6 @@ type QuantizeOptions struct {
 	// SampleRows is how many input rows of each linear the calibration
 	// keeps for percentile ranges and the alpha search (0: 256).
 	SampleRows int
-	// BatchSize is the calibration batch (0: 8 texts).
-	BatchSize int
 	// Progress, when set, is called after each calibration batch and
 	// each quantized layer.
 	Progress func(stage string, done, total int)
@@ -130,9 +99,25 @@ type QuantizeOptions struct {
 	// Profile, when set, is the INT8 model's profile.
 	Profile *Profile
 	// CalibTexts and CalibHash describe the calibration data in the recipe
-	// (Pipeline.Quantize fills them).
+	// (the pipelines of package models fill them).
 	CalibTexts int
 	CalibHash  string
+}
+
+// Check reports a quantization option outside its domain, naming the
+// value and the domain (the SmoothQuant ones are checked by
+// smoothquant.Options.Validate when they are used).
+func (q *QuantizeOptions) Check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("encoder: quantize options: %s: %w", fmt.Sprintf(format, args...), ErrConfig)
+	}
+	switch n := runtime.NumCPU(); {
+	case q.Threads < 0 || q.Threads > n:
+		return bad("Threads %d: want 0 (the model's threads) or 1 to %d (the CPUs this process may use)", q.Threads, n)
+	case q.SampleRows < 0:
+		return bad("SampleRows %d: want 0 (256) or a positive number of rows", q.SampleRows)
+	}
+	return nil
 }
 
 // Calibration holds the observers of every linear's input.
@@ -337,7 +322,7 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	if m.Encoder.prec != PrecisionFP32 {
 		return nil, fmt.Errorf("encoder: the model is already %s: %w", m.Encoder.prec, ErrConfig)
 	}
-	if err := o.check(); err != nil {
+	if err := o.Check(); err != nil {
 		return nil, err
 	}
 	o.Mode = p.Mode()

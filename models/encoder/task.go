@@ -204,12 +204,16 @@ func declaredTask(cfg *checkpoint.Config, fam *Family) (t Task, ok bool, err err
 		arch, cfg.ModelType, fam.Display(), strings.Join(fam.Architectures(), ", "), ErrConfig)
 }
 
-// loadTask opens the checkpoint folder dir (config.json and weights) as a
-// model of family fam, working out the task from the tensors present,
-// which must be the head config.json's architectures name: a missing or
-// unexpected tensor, or an unsupported config value, is an error naming
-// it.
-func loadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
+// LoadTask opens the local checkpoint folder dir (config.json and
+// weights, or an INT8 artifact) as a model of family fam, working out the
+// task from the tensors present, which must be the head config.json's
+// architectures name: a missing or unexpected tensor, or an unsupported
+// config value, is an error naming it. models.Load is the front door: it
+// resolves hub ids, picks the family and adds the tokenizer.
+func LoadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
 	cfg, err := checkpoint.LoadConfig(dir)
 	if err != nil {
 		return nil, fmt.Errorf("encoder: %w: %w", err, ErrConfig)
@@ -234,6 +238,7 @@ func loadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 	if err != nil {
 		return nil, err
 	}
+	importTuningRecord(sel, dir)
 	var m *TaskModel
 	if art := filepath.Join(dir, ArtifactFile); fileExists(art) {
 		st, err := checkpoint.OpenSafetensors(art)
@@ -264,9 +269,8 @@ func loadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 }
 
 // NewTask builds an FP32 model of family fam from weights in src, for
-// weights that are not in a folder (bench's random weights of a real
-// architecture); models.Load opens folders and hub ids. Close does not
-// close src.
+// weights that are not in a folder (models.New: bench's random weights of
+// a real architecture); LoadTask opens folders. Close does not close src.
 func NewTask(src Source, cfg *checkpoint.Config, fam *Family, o Options) (*TaskModel, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
@@ -388,6 +392,19 @@ func (m *TaskModel) ForwardContext(ctx context.Context, in *Inputs, keepHidden b
 	defer m.leave()
 	return m.forward(ctx, in, keepHidden, nil)
 }
+
+// Dir is the folder the model was loaded from ("" for weights from
+// memory).
+func (m *TaskModel) Dir() string { return m.dir }
+
+// Enter admits a call on the model that holds it over several passes (a
+// pipeline's call: tokenizing, then Stream): Close waits for it, and once
+// Close has begun Enter returns ErrClosed. Every successful Enter must be
+// paired with a Leave.
+func (m *TaskModel) Enter() error { return m.enter() }
+
+// Leave ends a call that Enter admitted.
+func (m *TaskModel) Leave() { m.leave() }
 
 // enter admits a call on the model and its encoder (the encoder's Close,
 // called on its own, must wait for it too); leave ends it.

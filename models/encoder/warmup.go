@@ -22,8 +22,8 @@ const TuningRecordFile = selector.CacheFileName
 type WarmupOptions struct {
 	// MaxBatch is the most sequences of one forward pass (0 means 1).
 	MaxBatch int
-	// MaxLength is the longest sequence in tokens (0 means the pipeline's
-	// MaxLength, or for a TaskModel the model's longest, at most 512).
+	// MaxLength is the longest sequence in tokens (0 means the model's
+	// longest, at most 512).
 	MaxLength int
 	// MaxTokens bounds batch x length of one pass, as a micro-batcher's
 	// token budget does (0 means MaxBatch x MaxLength).
@@ -31,21 +31,6 @@ type WarmupOptions struct {
 	// Progress, when set, is called after each key with the count done,
 	// the total and the key's choice.
 	Progress func(done, total int, ch selector.Choice)
-}
-
-// Warmup tunes every GEMM key a forward pass of the pipeline's model meets
-// for batches of up to o.MaxBatch sequences of up to o.MaxLength tokens
-// (see TaskModel.Warmup). o.MaxLength 0 is the pipeline's MaxLength, and
-// o.MaxTokens 0 the pipeline's token budget (MaxBatchTokens) where that is
-// less than MaxBatch x MaxLength: the pipeline's passes never exceed it.
-func (p *Pipeline) Warmup(ctx context.Context, o WarmupOptions) error {
-	if o.MaxLength == 0 {
-		o.MaxLength = p.maxLength
-	}
-	if o.MaxTokens == 0 && o.MaxBatch >= 0 && o.MaxLength > 0 {
-		o.MaxTokens = min(max(o.MaxBatch, 1)*o.MaxLength, max(p.maxBatchTokens, o.MaxLength))
-	}
-	return p.Model.Warmup(ctx, o)
 }
 
 // Warmup tunes, on the model's selector, every GEMM key (linears,

@@ -9,7 +9,6 @@
 package xlmr
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/int8bert/int8bert/checkpoint"
@@ -38,12 +37,4 @@ var Family = &encoder.Family{
 	},
 	QA:      encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
 	Ignored: []string{"embeddings.position_ids"},
-}
-
-// Load opens a XLM-RoBERTa model, from a folder or a Hugging Face model id,
-// with its tokenizer when the folder has one: Classify, Embed and Answer
-// on the result, or Model.Forward on token ids. It is safe for concurrent
-// use. models.Load opens any family, reading it from config.json.
-func Load(ctx context.Context, pathOrID string, o encoder.Options) (*encoder.Pipeline, error) {
-	return encoder.Load(ctx, pathOrID, Family, o)
 }

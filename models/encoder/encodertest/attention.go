@@ -32,14 +32,14 @@ func GoldenInt8Attention(t *testing.T, sel *selector.Selector, name string, fam 
 		q.Close()
 		var outs [2]*encoder.TaskOutput
 		for i, mode := range []encoder.AttentionMode{encoder.AttentionF32, encoder.AttentionInt8} {
-			p, err := encoder.Load(context.Background(), dir, fam, encoder.Options{Selector: sel, Threads: 1, Attention: mode})
+			p, err := encoder.LoadTask(dir, fam, encoder.Options{Selector: sel, Threads: 1, Attention: mode})
 			if err != nil {
 				t.Fatalf("%s %s: load with attention %v: %v", name, prec, mode, err)
 			}
-			if got := p.Model.Encoder.Attention(); got != mode {
+			if got := p.Encoder.Attention(); got != mode {
 				t.Errorf("%s %s: loaded with attention %v, runs %v", name, prec, mode, got)
 			}
-			if outs[i], err = p.Model.Forward(in, false); err != nil {
+			if outs[i], err = p.Forward(in, false); err != nil {
 				t.Fatal(err)
 			}
 			p.Close()

@@ -1,6 +1,7 @@
 package encodertest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/int8bert/int8bert/models"
+	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/stretchr/testify/require"
 )
 
@@ -56,4 +59,18 @@ func WordFolder(tb testing.TB, dir string, xlmr bool) string {
 	}
 	require.NoError(tb, os.WriteFile(filepath.Join(out, "vocab.txt"), []byte(b.String()), 0o644))
 	return out
+}
+
+// LoadAs opens the model folder dir with models.Load and checks that it
+// loads as family fam (models.Load reads the family from config.json).
+func LoadAs(dir string, fam *encoder.Family, o models.Options) (*models.Pipeline, error) {
+	p, err := models.Load(context.Background(), dir, o)
+	if err != nil {
+		return nil, err
+	}
+	if p.Family() != fam.Name {
+		p.Close()
+		return nil, fmt.Errorf("encodertest: %s loads as %s, not %s", dir, p.Family(), fam.Name)
+	}
+	return p, nil
 }

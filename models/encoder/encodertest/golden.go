@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
@@ -56,11 +57,7 @@ func loadGolden(t *testing.T, sel *selector.Selector, name string, fam *encoder.
 // loadModel opens the model folder dir with fam on one thread, for token
 // ids (no tokenizer needed).
 func loadModel(dir string, fam *encoder.Family, sel *selector.Selector) (*encoder.TaskModel, error) {
-	p, err := encoder.Load(context.Background(), dir, fam, encoder.Options{Selector: sel, Threads: 1})
-	if err != nil {
-		return nil, err
-	}
-	return p.Model, nil
+	return encoder.LoadTask(dir, fam, encoder.Options{Selector: sel, Threads: 1})
 }
 
 func readGolden(dir string) (*golden, error) {
@@ -323,7 +320,7 @@ func SST2Accuracy(t *testing.T, sel *selector.Selector, name string, fam *encode
 	}
 	dir, texts, labels := sst2Dev(t, name)
 	// MaxLength 64: as trained.
-	p, err := encoder.Load(context.Background(), dir, fam, encoder.Options{Selector: sel, Threads: 2, MaxLength: 64})
+	p, err := LoadAs(dir, fam, models.Options{Selector: sel, Threads: 2, MaxLength: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +328,7 @@ func SST2Accuracy(t *testing.T, sel *selector.Selector, name string, fam *encode
 	correct := 0
 	for i := 0; i < len(texts); i += 32 {
 		j := min(i+32, len(texts))
-		res, err := p.Classify(context.Background(), texts[i:j], encoder.ClassifyOptions{})
+		res, err := p.Classify(context.Background(), texts[i:j], models.ClassifyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

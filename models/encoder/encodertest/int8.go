@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
@@ -26,12 +27,12 @@ func CalibTexts(t testing.TB, n int) []string {
 }
 
 // classifyAll returns the logits ([n][labels]) and predictions of texts.
-func classifyAll(t testing.TB, p *encoder.Pipeline, texts []string) ([]float32, []int) {
+func classifyAll(t testing.TB, p *models.Pipeline, texts []string) ([]float32, []int) {
 	t.Helper()
 	var logits []float32
 	var pred []int
 	for i := 0; i < len(texts); i += 32 {
-		res, err := p.Classify(context.Background(), texts[i:min(i+32, len(texts))], encoder.ClassifyOptions{})
+		res, err := p.Classify(context.Background(), texts[i:min(i+32, len(texts))], models.ClassifyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +57,7 @@ func SST2Int8(t *testing.T, sel *selector.Selector, name string, fam *encoder.Fa
 	dir, texts, labels := sst2Dev(t, name)
 	calib := CalibTexts(t, 256)
 	// MaxLength 64: as trained.
-	p, err := encoder.Load(context.Background(), dir, fam, encoder.Options{Selector: sel, Threads: 2, MaxLength: 64})
+	p, err := LoadAs(dir, fam, models.Options{Selector: sel, Threads: 2, MaxLength: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +74,8 @@ func SST2Int8(t *testing.T, sel *selector.Selector, name string, fam *encoder.Fa
 	ref, refPred := classifyAll(t, p, texts)
 	fp32 := accOf(refPred)
 	t.Logf("%s fp32: accuracy %.4f", name, fp32)
-	for _, prec := range []encoder.Precision{encoder.PrecisionInt8Static, encoder.PrecisionInt8Dynamic} {
-		q, err := p.Quantize(context.Background(), calib, prec, encoder.QuantizeOptions{})
+	for _, prec := range []models.Precision{models.PrecisionInt8Static, models.PrecisionInt8Dynamic} {
+		q, err := p.Quantize(context.Background(), calib, prec, models.QuantizeOptions{})
 		if err != nil {
 			t.Fatalf("%s: quantize %s: %v", name, prec, err)
 		}

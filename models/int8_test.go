@@ -1,4 +1,4 @@
-package encoder_test
+package models_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/int8bert/int8bert/models"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -63,11 +64,7 @@ func calibBatches(vocab, n int) []*encoder.Inputs {
 
 // loadTask opens the BERT model folder dir on one thread, for token ids.
 func loadTask(dir string, sel *selector.Selector) (*encoder.TaskModel, error) {
-	p, err := encoder.Load(context.Background(), dir, bert.Family, encoder.Options{Selector: sel, Threads: 1})
-	if err != nil {
-		return nil, err
-	}
-	return p.Model, nil
+	return encoder.LoadTask(dir, bert.Family, encoder.Options{Selector: sel, Threads: 1})
 }
 
 func loadFP32(t *testing.T, sel *selector.Selector) *encoder.TaskModel {
@@ -219,7 +216,7 @@ func TestInt8BadArtifacts(t *testing.T) {
 		{name: "empty", edit: func([]byte) []byte { return nil }},
 		{name: "no recipe", edit: func(b []byte) []byte {
 			return rewrite(t, b, func(_ map[string]checkpoint.Tensor, meta map[string]string) { delete(meta, smoothquant.MetadataKey) })
-		}, want: []error{encoder.ErrConfig}, words: []string{smoothquant.MetadataKey}},
+		}, want: []error{models.ErrConfig}, words: []string{smoothquant.MetadataKey}},
 		{name: "recipe not JSON", edit: func(b []byte) []byte {
 			return rewrite(t, b, func(_ map[string]checkpoint.Tensor, meta map[string]string) {
 				meta[smoothquant.MetadataKey] = "{not json"
@@ -236,19 +233,19 @@ func TestInt8BadArtifacts(t *testing.T) {
 		}, want: []error{smoothquant.ErrInvalid}, words: []string{"int4"}},
 		{name: "other family", edit: func(b []byte) []byte {
 			return editRecipe(t, b, func(r map[string]any) { r["family"] = "distilbert" })
-		}, want: []error{encoder.ErrConfig}, words: []string{"distilbert", "bert"}},
+		}, want: []error{models.ErrConfig}, words: []string{"distilbert", "bert"}},
 		{name: "too few linears", edit: func(b []byte) []byte {
 			return editRecipe(t, b, func(r map[string]any) {
 				l := r["layers"].([]any)
 				r["layers"] = l[:len(l)-1]
 			})
-		}, want: []error{encoder.ErrConfig}, words: []string{"7 linears", "8"}},
+		}, want: []error{models.ErrConfig}, words: []string{"7 linears", "8"}},
 		{name: "too many linears", edit: func(b []byte) []byte {
 			return editRecipe(t, b, func(r map[string]any) {
 				l := r["layers"].([]any)
 				r["layers"] = append(l, l[0])
 			})
-		}, want: []error{encoder.ErrConfig}, words: []string{"9 linears"}},
+		}, want: []error{models.ErrConfig}, words: []string{"9 linears"}},
 		{name: "missing int8 weight", edit: func(b []byte) []byte {
 			return rewrite(t, b, func(ts map[string]checkpoint.Tensor, _ map[string]string) { delete(ts, "int8.layer.1.ffn1.weight") })
 		}, want: []error{smoothquant.ErrInvalid}, words: []string{"int8.layer.1.ffn1.weight"}},
@@ -318,7 +315,7 @@ func TestInt8BadArtifacts(t *testing.T) {
 			return rewrite(t, b, func(ts map[string]checkpoint.Tensor, _ map[string]string) {
 				ts["bert.encoder.layer.0.attention.self.query.weight"] = checkpoint.Float32Tensor([]int{64, 64}, make([]float32, 64*64))
 			})
-		}, want: []error{encoder.ErrConfig}, words: []string{"bert.encoder.layer.0.attention.self.query.weight"}},
+		}, want: []error{models.ErrConfig}, words: []string{"bert.encoder.layer.0.attention.self.query.weight"}},
 	}
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
@@ -367,16 +364,15 @@ func TestInt8LoadAtOtherPrecision(t *testing.T) {
 	for _, stored := range []encoder.Precision{encoder.PrecisionInt8Static, encoder.PrecisionInt8Dynamic} {
 		dir := savedInt8(t, sel, stored)
 		writeVocab(t, dir, 1000)
-		ctx := context.Background()
-		p, err := encoder.Load(ctx, dir, bert.Family, encoder.Options{Selector: sel})
+		p, err := encodertest.LoadAs(dir, bert.Family, models.Options{Selector: sel})
 		if err != nil {
 			t.Fatalf("%s: load as stored: %v", stored, err)
 		}
-		if p.Model.Encoder.Precision() != stored {
-			t.Errorf("loaded as stored: %s, want %s", p.Model.Encoder.Precision(), stored)
+		if p.Precision() != models.Precision(stored) {
+			t.Errorf("loaded as stored: %s, want %s", p.Precision(), stored)
 		}
 		p.Close()
-		if p, err = encoder.Load(ctx, dir, bert.Family, encoder.Options{Selector: sel, Precision: stored}); err != nil {
+		if p, err = encodertest.LoadAs(dir, bert.Family, models.Options{Selector: sel, Precision: models.Precision(stored)}); err != nil {
 			t.Fatalf("%s: load at its own precision: %v", stored, err)
 		}
 		p.Close()
@@ -384,14 +380,14 @@ func TestInt8LoadAtOtherPrecision(t *testing.T) {
 			if other == stored {
 				continue
 			}
-			p, err := encoder.Load(ctx, dir, bert.Family, encoder.Options{Selector: sel, Precision: other, Calib: []string{"w5 w6 w7"}})
+			p, err := encodertest.LoadAs(dir, bert.Family, models.Options{Selector: sel, Precision: models.Precision(other), Calib: []string{"w5 w6 w7"}})
 			if err == nil {
 				p.Close()
 				t.Errorf("an %s artifact loaded as %s", stored, other)
 				continue
 			}
 			t.Logf("%s as %s: %v", stored, other, err)
-			if !errors.Is(err, encoder.ErrConfig) || !strings.Contains(err.Error(), stored.String()) || !strings.Contains(err.Error(), other.String()) {
+			if !errors.Is(err, models.ErrConfig) || !strings.Contains(err.Error(), stored.String()) || !strings.Contains(err.Error(), other.String()) {
 				t.Errorf("%s as %s: error %q should wrap ErrConfig and name both precisions", stored, other, err)
 			}
 		}
@@ -408,7 +404,7 @@ func TestInt8QuantizeErrors(t *testing.T) {
 	if _, err := m.Quantize(ctx, []*encoder.Inputs{}, encoder.PrecisionInt8Static, encoder.QuantizeOptions{}); !errors.Is(err, smoothquant.ErrCalibration) {
 		t.Errorf("int8-static with an empty batch list: %v, want ErrCalibration", err)
 	}
-	if _, err := m.Quantize(ctx, calibBatches(1000, 1), encoder.PrecisionFP32, encoder.QuantizeOptions{}); !errors.Is(err, encoder.ErrConfig) {
+	if _, err := m.Quantize(ctx, calibBatches(1000, 1), encoder.PrecisionFP32, encoder.QuantizeOptions{}); !errors.Is(err, models.ErrConfig) {
 		t.Errorf("quantize to fp32: %v, want ErrConfig", err)
 	}
 	if _, err := m.Quantize(ctx, calibBatches(1000, 1), encoder.PrecisionInt8Static,
@@ -417,7 +413,7 @@ func TestInt8QuantizeErrors(t *testing.T) {
 	}
 	bad := calibBatches(1000, 1)
 	bad[0].IDs[3] = 5000
-	if _, err := m.Quantize(ctx, bad, encoder.PrecisionInt8Static, encoder.QuantizeOptions{}); !errors.Is(err, encoder.ErrInput) {
+	if _, err := m.Quantize(ctx, bad, encoder.PrecisionInt8Static, encoder.QuantizeOptions{}); !errors.Is(err, models.ErrInput) {
 		t.Errorf("calibration batch with an id outside the vocabulary: %v, want ErrInput", err)
 	}
 	// Dynamic without data quantizes without smoothing.
@@ -434,11 +430,11 @@ func TestInt8QuantizeErrors(t *testing.T) {
 	for _, im := range []*encoder.TaskModel{q, dyn} {
 		for _, p := range []encoder.Precision{encoder.PrecisionInt8Static, encoder.PrecisionInt8Dynamic} {
 			_, err := im.Quantize(ctx, calibBatches(1000, 1), p, encoder.QuantizeOptions{})
-			if !errors.Is(err, encoder.ErrConfig) || !strings.Contains(err.Error(), "already") {
+			if !errors.Is(err, models.ErrConfig) || !strings.Contains(err.Error(), "already") {
 				t.Errorf("quantize an %s model to %s: %v, want ErrConfig saying it is already INT8", im.Encoder.Precision(), p, err)
 			}
 		}
-		if _, err := im.Encoder.Calibrate(ctx, calibBatches(1000, 1), 0, nil); !errors.Is(err, encoder.ErrConfig) {
+		if _, err := im.Encoder.Calibrate(ctx, calibBatches(1000, 1), 0, nil); !errors.Is(err, models.ErrConfig) {
 			t.Errorf("calibrate an %s model: %v, want ErrConfig", im.Encoder.Precision(), err)
 		}
 	}
@@ -728,7 +724,7 @@ func TestInt8StaticSmoothedFFN2(t *testing.T) {
 	m, err := loadTask(dir, sel)
 	if err != nil {
 		// Refusing the artifact is acceptable, if it says why.
-		if !errors.Is(err, smoothquant.ErrInvalid) && !errors.Is(err, encoder.ErrConfig) {
+		if !errors.Is(err, smoothquant.ErrInvalid) && !errors.Is(err, models.ErrConfig) {
 			t.Fatalf("refused with an unclear error: %v", err)
 		}
 		t.Logf("refused: %v", err)

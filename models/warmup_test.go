@@ -1,7 +1,8 @@
-package encoder_test
+package models_test
 
 import (
 	"context"
+	"github.com/int8bert/int8bert/models"
 	"os"
 	"path/filepath"
 	"sort"
@@ -111,10 +112,9 @@ func TestWarmupCoversForward(t *testing.T) {
 			if c.prec == encoder.PrecisionBF16 {
 				lo.Precision = c.prec // rounded at load
 			}
-			p, err := encoder.Load(context.Background(), dir, c.fam, lo)
+			m, err := encoder.LoadTask(dir, c.fam, lo)
 			require.NoError(t, err)
-			defer p.Close()
-			m := p.Model
+			defer m.Close()
 			require.Equal(t, c.prec, m.Encoder.Precision())
 			o := encoder.WarmupOptions{MaxBatch: maxBatch, MaxLength: maxLen}
 			keys, err := m.WarmupKeys(o)
@@ -159,14 +159,14 @@ func TestWarmupCoversForward(t *testing.T) {
 // budget and cancellation.
 func TestWarmupOptions(t *testing.T) {
 	sel := warmSelector(t, nil, nil)
-	p, err := encoder.Load(context.Background(), goldenDir(t, "bert-seqcls"), bert.Family, encoder.Options{Selector: sel, Threads: 1, MaxLength: 20})
+	p, err := encodertest.LoadAs(goldenDir(t, "bert-seqcls"), bert.Family, models.Options{Selector: sel, Threads: 1, MaxLength: 20})
 	require.NoError(t, err)
 	defer p.Close()
-	m := p.Model
+	m := models.Engine(p)
 	for _, o := range []encoder.WarmupOptions{{MaxBatch: -1}, {MaxLength: -1}, {MaxLength: 129}, {MaxTokens: -2}} {
 		_, err := m.WarmupKeys(o)
-		assert.ErrorIs(t, err, encoder.ErrConfig, "%+v", o)
-		assert.ErrorIs(t, p.Warmup(context.Background(), o), encoder.ErrConfig, "%+v", o)
+		assert.ErrorIs(t, err, models.ErrConfig, "%+v", o)
+		assert.ErrorIs(t, p.Warmup(context.Background(), models.WarmupOptions(o)), models.ErrConfig, "%+v", o)
 	}
 	all, err := m.WarmupKeys(encoder.WarmupOptions{MaxBatch: 4, MaxLength: 32})
 	require.NoError(t, err)
@@ -182,11 +182,11 @@ func TestWarmupOptions(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err = p.Warmup(ctx, encoder.WarmupOptions{MaxBatch: 2})
+	err = p.Warmup(ctx, models.WarmupOptions{MaxBatch: 2})
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 0, sel.Stats().Tuned)
 	// The pipeline's MaxLength is the default bound.
-	require.NoError(t, p.Warmup(context.Background(), encoder.WarmupOptions{}))
+	require.NoError(t, p.Warmup(context.Background(), models.WarmupOptions{}))
 	want, err := m.WarmupKeys(encoder.WarmupOptions{MaxLength: 20})
 	require.NoError(t, err)
 	assert.Equal(t, keyNames(want), choiceNames(sel.Choices()))

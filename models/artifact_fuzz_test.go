@@ -1,4 +1,4 @@
-package encoder_test
+package models_test
 
 import (
 	"context"

@@ -1,10 +1,11 @@
-package encoder
+package models
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
+	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/tokenizer"
 )
 
@@ -14,14 +15,14 @@ import (
 // goroutines, gather the sequences of many requests, and run them in
 // passes of its own choosing.
 type Sequence struct {
-	t tokens
+	t encoder.Tokens
 }
 
 // Len is the sequence's length in tokens, special tokens included.
-func (s Sequence) Len() int { return len(s.t.ids) }
+func (s Sequence) Len() int { return len(s.t.IDs) }
 
 // IDs are the token ids (shared: do not modify).
-func (s Sequence) IDs() []int32 { return s.t.ids }
+func (s Sequence) IDs() []int32 { return s.t.IDs }
 
 // ErrTooLong is wrapped (with ErrInput) by Encode when a text is longer
 // than the pipeline's MaxLength and truncation was not asked for.
@@ -35,7 +36,7 @@ type TooLongError struct {
 }
 
 func (e *TooLongError) Error() string {
-	return fmt.Sprintf("encoder: encode: %d tokens, the model takes at most %d: %v", e.Tokens, e.Max, ErrTooLong)
+	return fmt.Sprintf("models: encode: %d tokens, the model takes at most %d: %v", e.Tokens, e.Max, ErrTooLong)
 }
 
 // Is makes errors.Is(err, ErrTooLong) and errors.Is(err, ErrInput) hold.
@@ -68,7 +69,7 @@ func (p *Pipeline) Encode(text string, pair *string, o EncodeOptions) (Sequence,
 		e, err = tok.Encode(text, to)
 	}
 	if err != nil {
-		return Sequence{}, fmt.Errorf("encoder: encode: %w: %w", err, ErrInput)
+		return Sequence{}, fmt.Errorf("models: encode: %w: %w", err, ErrInput)
 	}
 	if e.Len() > p.maxLength {
 		return Sequence{}, &TooLongError{Tokens: e.Len(), Max: p.maxLength}
@@ -80,9 +81,9 @@ func (p *Pipeline) Encode(text string, pair *string, o EncodeOptions) (Sequence,
 // outputs, valid only while Run's callback runs.
 type Batch struct {
 	idx []int
-	in  *Inputs
-	out *TaskOutput
-	m   *TaskModel
+	in  *encoder.Inputs
+	out *encoder.TaskOutput
+	p   *Pipeline
 }
 
 // Rows are the indices, into Run's sequences, of the pass's rows: row r
@@ -100,7 +101,7 @@ func (b *Batch) Tokens() (real, computed int) {
 // floats), L2-normalised when normalize is set.
 func (b *Batch) Embedding(r int, pool Pooling, normalize bool) ([]float32, error) {
 	if r < 0 || r >= len(b.idx) {
-		return nil, fmt.Errorf("encoder: batch row %d of %d: %w", r, len(b.idx), ErrInput)
+		return nil, fmt.Errorf("models: batch row %d of %d: %w", r, len(b.idx), ErrInput)
 	}
 	o := b.out.Output
 	h := o.Hidden
@@ -110,12 +111,12 @@ func (b *Batch) Embedding(r int, pool Pooling, normalize bool) ([]float32, error
 		start, _ := o.Rows(r)
 		copy(v, o.Last[start*h:])
 	case PoolMean:
-		meanRows(v, make([]float64, h), o, r, b.in.Mask)
+		o.MeanRow(v, r, b.in.Mask)
 	default:
-		return nil, fmt.Errorf("encoder: %v: want PoolMean or PoolCLS: %w", pool, ErrInput)
+		return nil, fmt.Errorf("models: %v: want PoolMean or PoolCLS: %w", pool, ErrInput)
 	}
 	if normalize {
-		Normalize(v, 1, h)
+		encoder.Normalize(v, 1, h)
 	}
 	return v, nil
 }
@@ -124,16 +125,16 @@ func (b *Batch) Embedding(r int, pool Pooling, normalize bool) ([]float32, error
 // Pipeline.Classify); the model must be a sequence classifier.
 func (b *Batch) Classification(r int, o ClassifyOptions) (Classification, error) {
 	if r < 0 || r >= len(b.idx) {
-		return Classification{}, fmt.Errorf("encoder: batch row %d of %d: %w", r, len(b.idx), ErrInput)
+		return Classification{}, fmt.Errorf("models: batch row %d of %d: %w", r, len(b.idx), ErrInput)
 	}
-	if b.m.Task != TaskSequenceClassification {
-		return Classification{}, fmt.Errorf("encoder: the model is %s, not a sequence classifier: %w", b.m.Family.Describe(b.m.Task), ErrConfig)
+	if b.p.m.Task != encoder.TaskSequenceClassification {
+		return Classification{}, fmt.Errorf("models: the model is %s, not a sequence classifier: %w", b.p.Describe(), ErrConfig)
 	}
-	n := len(b.m.Labels)
+	n := len(b.p.m.Labels)
 	if len(b.out.Logits) < (r+1)*n {
-		return Classification{}, fmt.Errorf("encoder: internal error: %d logits for row %d of %d labels", len(b.out.Logits), r, n)
+		return Classification{}, fmt.Errorf("models: internal error: %d logits for row %d of %d labels", len(b.out.Logits), r, n)
 	}
-	return b.m.postprocess(b.out.Logits[r*n:(r+1)*n], o), nil
+	return b.p.postprocess(b.out.Logits[r*n:(r+1)*n], o), nil
 }
 
 // Run runs seqs through the model in packed passes of at most
@@ -145,18 +146,18 @@ func (b *Batch) Classification(r int, o ClassifyOptions) (Classification, error)
 // both the head's outputs (when the model has a head) and the last hidden
 // states.
 func (p *Pipeline) Run(ctx context.Context, seqs []Sequence, each func(b *Batch) error) error {
-	if err := p.Model.enter(); err != nil {
+	if err := p.m.Enter(); err != nil {
 		return err
 	}
-	defer p.Model.leave()
-	ts := make([]tokens, len(seqs))
+	defer p.m.Leave()
+	ts := make([]encoder.Tokens, len(seqs))
 	for i, s := range seqs {
-		if len(s.t.ids) == 0 {
-			return fmt.Errorf("encoder: run: sequence %d is empty (not made by Encode): %w", i, ErrInput)
+		if len(s.t.IDs) == 0 {
+			return fmt.Errorf("models: run: sequence %d is empty (not made by Encode): %w", i, ErrInput)
 		}
 		ts[i] = s.t
 	}
-	return p.stream(ctx, ts, func(idx []int, in *Inputs, out *TaskOutput) error {
-		return each(&Batch{idx: idx, in: in, out: out, m: p.Model})
+	return p.stream(ctx, ts, func(idx []int, in *encoder.Inputs, out *encoder.TaskOutput) error {
+		return each(&Batch{idx: idx, in: in, out: out, p: p})
 	})
 }

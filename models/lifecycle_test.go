@@ -1,9 +1,10 @@
-package encoder_test
+package models_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/int8bert/int8bert/models"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -67,19 +68,19 @@ func TestCallsAfterClose(t *testing.T) {
 	}
 	in := tokenInputs(1000, 2, 8, 1)
 	for name, dir := range folders {
-		p, err := encoder.Load(ctx, dir, bert.Family, encoder.Options{Selector: sel})
+		p, err := encodertest.LoadAs(dir, bert.Family, models.Options{Selector: sel})
 		require.NoError(t, err, name)
-		_, err = p.Classify(ctx, lifeTexts, encoder.ClassifyOptions{})
+		_, err = p.Classify(ctx, lifeTexts, models.ClassifyOptions{})
 		require.NoError(t, err, name)
-		m, enc := p.Model, p.Model.Encoder
+		m, enc := models.Engine(p), models.Engine(p).Encoder
 		require.NoError(t, p.Close(), name)
 		calls := map[string]func() error{
-			"Pipeline.Classify":      func() error { _, err := p.Classify(ctx, lifeTexts, encoder.ClassifyOptions{}); return err },
-			"Pipeline.ClassifyPairs": func() error { _, err := p.ClassifyPairs(ctx, lifePairs, encoder.ClassifyOptions{}); return err },
-			"Pipeline.Embed":         func() error { _, err := p.Embed(ctx, lifeTexts, encoder.EmbedOptions{}); return err },
-			"Pipeline.Answer":        func() error { _, err := p.Answer(ctx, "w5", "w6 w7", encoder.QAOptions{}); return err },
+			"Pipeline.Classify":      func() error { _, err := p.Classify(ctx, lifeTexts, models.ClassifyOptions{}); return err },
+			"Pipeline.ClassifyPairs": func() error { _, err := p.ClassifyPairs(ctx, lifePairs, models.ClassifyOptions{}); return err },
+			"Pipeline.Embed":         func() error { _, err := p.Embed(ctx, lifeTexts, models.EmbedOptions{}); return err },
+			"Pipeline.Answer":        func() error { _, err := p.Answer(ctx, "w5", "w6 w7", models.QAOptions{}); return err },
 			"Pipeline.Quantize": func() error {
-				_, err := p.Quantize(ctx, lifeTexts, encoder.PrecisionInt8Dynamic, encoder.QuantizeOptions{})
+				_, err := p.Quantize(ctx, lifeTexts, models.PrecisionInt8Dynamic, models.QuantizeOptions{})
 				return err
 			},
 			"Pipeline.Save":            func() error { return p.Save(t.TempDir()) },
@@ -95,20 +96,20 @@ func TestCallsAfterClose(t *testing.T) {
 			"Model.Calibrate":      func() error { _, err := enc.Calibrate(ctx, calibBatches(1000, 1), 0, nil); return err },
 		}
 		for call, f := range calls {
-			require.ErrorIs(t, f(), encoder.ErrClosed, "%s: %s after Close", name, call)
+			require.ErrorIs(t, f(), models.ErrClosed, "%s: %s after Close", name, call)
 		}
 		require.NoError(t, p.Close(), "%s: a second Close", name)
 		require.NoError(t, m.Close(), "%s: TaskModel.Close after Pipeline.Close", name)
 		require.NoError(t, enc.Close(), "%s: Model.Close after Pipeline.Close", name)
 
 		// Closing the encoder alone closes the calls that run it.
-		p, err = encoder.Load(ctx, dir, bert.Family, encoder.Options{Selector: sel})
+		p, err = encodertest.LoadAs(dir, bert.Family, models.Options{Selector: sel})
 		require.NoError(t, err, name)
-		require.NoError(t, p.Model.Encoder.Close())
-		_, err = p.Classify(ctx, lifeTexts, encoder.ClassifyOptions{})
-		require.ErrorIs(t, err, encoder.ErrClosed, "%s: Classify after the encoder's Close", name)
-		_, err = p.Model.Forward(in, false)
-		require.ErrorIs(t, err, encoder.ErrClosed, "%s: TaskModel.Forward after the encoder's Close", name)
+		require.NoError(t, models.Engine(p).Encoder.Close())
+		_, err = p.Classify(ctx, lifeTexts, models.ClassifyOptions{})
+		require.ErrorIs(t, err, models.ErrClosed, "%s: Classify after the encoder's Close", name)
+		_, err = models.Engine(p).Forward(in, false)
+		require.ErrorIs(t, err, models.ErrClosed, "%s: TaskModel.Forward after the encoder's Close", name)
 		require.NoError(t, p.Close())
 	}
 }
@@ -116,7 +117,7 @@ func TestCallsAfterClose(t *testing.T) {
 // lifeRef is what a pipeline's calls return on lifeTexts, lifePairs and
 // tokenInputs(1000, 2, 6, 9).
 type lifeRef struct {
-	cls, pairs []encoder.Classification
+	cls, pairs []models.Classification
 	emb        [][]float32
 	logits     []float32
 }
@@ -124,22 +125,22 @@ type lifeRef struct {
 // lifeCall runs call kind%4 on p and reports whether it gave ref's
 // result: nil when it did, ErrClosed (wrapped or not) when it was
 // refused, another error otherwise.
-func lifeCall(ctx context.Context, p *encoder.Pipeline, kind int, in *encoder.Inputs, ref *lifeRef) error {
+func lifeCall(ctx context.Context, p *models.Pipeline, kind int, in *encoder.Inputs, ref *lifeRef) error {
 	var got, want any
 	var err error
 	switch kind % 4 {
 	case 0:
-		got, err = p.Classify(ctx, lifeTexts, encoder.ClassifyOptions{})
+		got, err = p.Classify(ctx, lifeTexts, models.ClassifyOptions{})
 		want = ref.cls
 	case 1:
-		got, err = p.ClassifyPairs(ctx, lifePairs, encoder.ClassifyOptions{})
+		got, err = p.ClassifyPairs(ctx, lifePairs, models.ClassifyOptions{})
 		want = ref.pairs
 	case 2:
-		got, err = p.Embed(ctx, lifeTexts, encoder.EmbedOptions{Normalize: true})
+		got, err = p.Embed(ctx, lifeTexts, models.EmbedOptions{Normalize: true})
 		want = ref.emb
 	default:
 		var out *encoder.TaskOutput
-		if out, err = p.Model.Forward(in, false); err == nil {
+		if out, err = models.Engine(p).Forward(in, false); err == nil {
 			got = out.Logits
 		}
 		want = ref.logits
@@ -169,8 +170,8 @@ func TestCloseUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	dirs := []string{goldenFolder(t, "bert-seqcls"), artifactFolder(t, sel, encoder.PrecisionInt8Static)}
 	in := tokenInputs(1000, 2, 6, 9)
-	load := func(dir string) *encoder.Pipeline {
-		p, err := encoder.Load(ctx, dir, bert.Family, encoder.Options{Selector: sel})
+	load := func(dir string) *models.Pipeline {
+		p, err := encodertest.LoadAs(dir, bert.Family, models.Options{Selector: sel})
 		require.NoError(t, err)
 		return p
 	}
@@ -179,13 +180,13 @@ func TestCloseUnderLoad(t *testing.T) {
 		p := load(dir)
 		var err error
 		r := &refs[i]
-		r.cls, err = p.Classify(ctx, lifeTexts, encoder.ClassifyOptions{})
+		r.cls, err = p.Classify(ctx, lifeTexts, models.ClassifyOptions{})
 		require.NoError(t, err)
-		r.pairs, err = p.ClassifyPairs(ctx, lifePairs, encoder.ClassifyOptions{})
+		r.pairs, err = p.ClassifyPairs(ctx, lifePairs, models.ClassifyOptions{})
 		require.NoError(t, err)
-		r.emb, err = p.Embed(ctx, lifeTexts, encoder.EmbedOptions{Normalize: true})
+		r.emb, err = p.Embed(ctx, lifeTexts, models.EmbedOptions{Normalize: true})
 		require.NoError(t, err)
-		out, err := p.Model.Forward(in, false)
+		out, err := models.Engine(p).Forward(in, false)
 		require.NoError(t, err)
 		r.logits = out.Logits
 		for kind := 0; kind < 4; kind++ {
@@ -213,7 +214,7 @@ func TestCloseUnderLoad(t *testing.T) {
 				defer wg.Done()
 				for k := w; ; k++ {
 					err := lifeCall(ctx, p, k, in, &refs[d])
-					if errors.Is(err, encoder.ErrClosed) {
+					if errors.Is(err, models.ErrClosed) {
 						refused.Add(1)
 						return
 					}
@@ -239,8 +240,8 @@ func TestCloseUnderLoad(t *testing.T) {
 		for w, err := range errs {
 			require.NoError(t, err, "iteration %d (%s) worker %d: a call neither completed correctly nor got ErrClosed", it, filepath.Base(dirs[d]), w)
 		}
-		_, err := p.Classify(ctx, lifeTexts, encoder.ClassifyOptions{})
-		require.ErrorIs(t, err, encoder.ErrClosed, "iteration %d: a call after Close", it)
+		_, err := p.Classify(ctx, lifeTexts, models.ClassifyOptions{})
+		require.ErrorIs(t, err, models.ErrClosed, "iteration %d: a call after Close", it)
 	}
 	t.Logf("%d closes under load from %d goroutines: %d calls completed, %d got ErrClosed", iters, workers, completed.Load(), refused.Load())
 	require.Positive(t, completed.Load())
@@ -258,11 +259,11 @@ func TestAnswerMicroBatches(t *testing.T) {
 		words = append(words, fmt.Sprintf("w%d", 5+(i*37)%990))
 	}
 	contextText := strings.Join(words, " ")
-	var got [][]encoder.Answer
+	var got [][]models.Answer
 	for _, budget := range []int{1, 1 << 16} {
-		p, err := encoder.Load(ctx, dir, bert.Family, encoder.Options{Selector: sel, MaxBatchTokens: budget})
+		p, err := encodertest.LoadAs(dir, bert.Family, models.Options{Selector: sel, MaxBatchTokens: budget})
 		require.NoError(t, err)
-		a, err := p.Answer(ctx, "w42 w43", contextText, encoder.QAOptions{NBest: 5, DocStride: 16})
+		a, err := p.Answer(ctx, "w42 w43", contextText, models.QAOptions{NBest: 5, DocStride: 16})
 		require.NoError(t, err)
 		require.NoError(t, p.Close())
 		got = append(got, a)

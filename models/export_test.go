@@ -1,0 +1,11 @@
+package models
+
+import "github.com/int8bert/int8bert/models/encoder"
+
+// Engine is p's model on the engine, for the tests that check the engine
+// under a pipeline (lifecycle, quantization, warm-up).
+func Engine(p *Pipeline) *encoder.TaskModel { return p.m }
+
+// WithEngine is a pipeline without a tokenizer over m, for the tests of
+// the post-processing on a model built in memory.
+func WithEngine(m *encoder.TaskModel) *Pipeline { return &Pipeline{m: m} }

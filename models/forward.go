@@ -1,0 +1,149 @@
+package models
+
+import (
+	"context"
+	"time"
+
+	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/models/encoder"
+)
+
+// Task is what the loaded model's head computes.
+type Task int
+
+// The heads a checkpoint can carry.
+const (
+	// TaskBase: last hidden state, and the pooler output where the model
+	// has a pooler (Embed).
+	TaskBase = Task(encoder.TaskBase)
+	// TaskSequenceClassification: logits per sequence (Classify).
+	TaskSequenceClassification = Task(encoder.TaskSequenceClassification)
+	// TaskQuestionAnswering: start and end logits per token (Answer).
+	TaskQuestionAnswering = Task(encoder.TaskQuestionAnswering)
+)
+
+// String names the task as Hugging Face's class suffix does ("Model",
+// "ForSequenceClassification", "ForQuestionAnswering").
+func (t Task) String() string { return encoder.Task(t).String() }
+
+// Head names the task's head in words for messages ("a sequence
+// classification head", "no head").
+func (t Task) Head() string { return encoder.Task(t).Head() }
+
+// Inputs are a batch of token ids as the model reads them (Forward,
+// Options.CalibInputs). Padded: Batch sequences of Seq tokens each, IDs,
+// TypeIDs (nil: all 0) and Mask (nil: all 1) [Batch][Seq]. Packed (Lens
+// set): the sequences back to back, sequence b's from sum(Lens[:b]) on;
+// Batch must be len(Lens), and Seq 0 or the longest of Lens; no padding
+// is computed (docs/DESIGN.md section 2.2).
+type Inputs struct {
+	Batch, Seq int
+	IDs        []int32
+	TypeIDs    []int32
+	Mask       []int32
+	Lens       []int
+}
+
+// engine is in as the encoder reads it (the same arrays).
+func (in *Inputs) engine() *encoder.Inputs {
+	return &encoder.Inputs{Batch: in.Batch, Seq: in.Seq, IDs: in.IDs, TypeIDs: in.TypeIDs, Mask: in.Mask, Lens: in.Lens}
+}
+
+// Output holds a forward pass's outputs under Hugging Face's names, in
+// the layout of the inputs: Last is [Batch][Seq][Hidden] for padded
+// inputs, [sum(Lens)][Hidden] for packed ones (Offsets then says where
+// each sequence's rows start).
+type Output struct {
+	Batch, Seq, Hidden int
+	// Last is the last hidden state.
+	Last []float32
+	// HiddenStates are, when asked for, the embeddings' and every layer's
+	// output (HiddenStates[0] is the embeddings).
+	HiddenStates [][]float32
+	// Offsets are, for packed inputs, the first row of every sequence and
+	// the end of the last ([Batch+1]); nil for padded inputs.
+	Offsets []int
+	// PoolerOutput is [Batch][Hidden] where the model has a pooler.
+	PoolerOutput []float32
+	// Logits is [Batch][labels] (TaskSequenceClassification).
+	Logits []float32
+	// StartLogits and EndLogits are one per row of Last
+	// (TaskQuestionAnswering).
+	StartLogits, EndLogits []float32
+}
+
+// Rows returns the rows [start, end) of Last (and of the per-token head
+// outputs) that hold sequence b: its Seq rows, padding included, in the
+// padded layout; its own tokens in the packed one.
+func (o *Output) Rows(b int) (start, end int) { return o.engine().Rows(b) }
+
+// MeanPool averages each sequence's hidden states over its unmasked
+// tokens: [Batch][Hidden]. mask is the inputs' (one value per row of
+// Last); nil counts every row of a sequence. A sequence with no token
+// gives zeros.
+func (o *Output) MeanPool(mask []int32) []float32 { return o.engine().MeanPool(mask) }
+
+// CLSRows gathers the first token of every sequence: [Batch][Hidden].
+func (o *Output) CLSRows() []float32 { return o.engine().CLSRows() }
+
+// engine is o's encoder part as the encoder reads it (the same arrays).
+func (o *Output) engine() *encoder.Output {
+	return &encoder.Output{Batch: o.Batch, Seq: o.Seq, Hidden: o.Hidden, Last: o.Last, HiddenStates: o.HiddenStates, Offsets: o.Offsets}
+}
+
+// Forward runs the encoder and the head on token ids; keepHidden also
+// returns every layer's output. It stops between layers once ctx is done,
+// returning ctx.Err().
+func (p *Pipeline) Forward(ctx context.Context, in *Inputs, keepHidden bool) (*Output, error) {
+	r, err := p.m.ForwardContext(ctx, in.engine(), keepHidden)
+	if err != nil {
+		return nil, err
+	}
+	o := r.Output
+	return &Output{Batch: o.Batch, Seq: o.Seq, Hidden: o.Hidden, Last: o.Last, HiddenStates: o.HiddenStates, Offsets: o.Offsets,
+		PoolerOutput: r.PoolerOutput, Logits: r.Logits, StartLogits: r.StartLogits, EndLogits: r.EndLogits}, nil
+}
+
+// Config is the shape and numerics of a model's encoder.
+type Config struct {
+	Vocab, Hidden, Layers, Heads, Intermediate int
+	// MaxPositions is the size of the position embedding table.
+	MaxPositions int
+	// TypeVocab is the number of token types; 0 means no token type
+	// embeddings (DistilBERT).
+	TypeVocab int
+	// LayerNormEps is the epsilon of every LayerNorm.
+	LayerNormEps float32
+	// Activation is the FFN activation (kernels.ActGELU for "gelu").
+	Activation kernels.Activation
+	// PaddingIdx and PositionsFromPadding: XLM-R numbers positions from
+	// PaddingIdx+1 over the non-padding tokens; BERT and DistilBERT
+	// number them 0, 1, ... .
+	PaddingIdx           int
+	PositionsFromPadding bool
+}
+
+// configOf is the encoder's c.
+func configOf(c encoder.Config) Config {
+	return Config{Vocab: c.Vocab, Hidden: c.Hidden, Layers: c.Layers, Heads: c.Heads, Intermediate: c.Intermediate,
+		MaxPositions: c.MaxPositions, TypeVocab: c.TypeVocab, LayerNormEps: c.LayerNormEps, Activation: c.Activation,
+		PaddingIdx: c.PaddingIdx, PositionsFromPadding: c.PositionsFromPadding}
+}
+
+// MaxSeq is the longest sequence the position table allows.
+func (c Config) MaxSeq() int {
+	if c.PositionsFromPadding {
+		return c.MaxPositions - c.PaddingIdx - 1
+	}
+	return c.MaxPositions
+}
+
+// Profile is where a model's forward passes spent their time
+// (Options.Profile, Pipeline.Profile).
+type Profile struct {
+	Embeddings, Linear, Attention, LayerNorm time.Duration
+	// LinearFLOPs counts 2*M*K*N of every linear layer run.
+	LinearFLOPs float64
+	// Passes is the number of forward passes.
+	Passes int
+}

@@ -1,0 +1,282 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/smoothquant"
+	"github.com/int8bert/int8bert/tokenizer"
+)
+
+// Pipeline is a model with its tokenizer: text in, predictions out. It is
+// safe for concurrent use. A model folder without a tokenizer loads as a
+// pipeline whose Tok is nil: Forward runs token ids, and the text methods
+// say that the tokenizer is missing.
+//
+// Every text method (one file of this package per task: classify.go,
+// embed.go, answer.go) tokenizes its inputs, sorts them by length and
+// runs them in packed passes of at most MaxBatchTokens real tokens (no
+// padding computed, docs/DESIGN.md section 2.2), streaming: the memory of
+// a call is bounded by that budget, not by the number of inputs, and
+// results come back in the caller's order. A done context stops a call
+// between micro-batches and between layers with ctx.Err(). Close waits
+// for the calls in flight; any call after it returns ErrClosed.
+type Pipeline struct {
+	// Tok is the model folder's tokenizer; nil when it has none.
+	Tok *tokenizer.Tokenizer
+	m   *encoder.TaskModel
+	// maxLength bounds every encoding (Options.MaxLength).
+	maxLength int
+	// maxBatchTokens bounds every forward pass (Options.MaxBatchTokens).
+	maxBatchTokens int
+	// prof is the model's profile (Options.Profile), or nil.
+	prof *encoder.Profile
+}
+
+// DefaultMaxBatchTokens is the token budget of one forward pass of a
+// Pipeline call (the real tokens of a packed pass, docs/DESIGN.md section
+// 2.3) when Options.MaxBatchTokens is 0.
+// Its buffers take about 20 MB on a 4-layer, 256-wide model and 60 MB
+// (FP32) to 95 MB (INT8) on BERT-base; 2048 rows is past the size where
+// the GEMMs stop getting faster per row.
+const DefaultMaxBatchTokens = 2048
+
+// encodeChunk is how many inputs a call tokenizes at a time: the
+// tokenizer's Encodings of one chunk (Options.InputsOnly: ids, types and
+// mask, 12 bytes a token) are garbage once its tokens are kept.
+const encodeChunk = 1024
+
+// loadPipeline loads the model in dir and the tokenizer next to it
+// (tokenizer.json, or vocab.txt with tokenizer_config.json), if any.
+func loadPipeline(dir string, fam *encoder.Family, o Options, eo encoder.Options) (*Pipeline, error) {
+	tok, err := loadTokenizer(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := encoder.LoadTask(dir, fam, eo)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPipeline(m, tok, o.MaxLength, o.MaxBatchTokens)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	p.prof = eo.Profile
+	return p, nil
+}
+
+// loadTokenizer loads dir's tokenizer; nil without tokenizer files.
+func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
+	for _, f := range []string{"tokenizer.json", "vocab.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			tok, err := tokenizer.Load(dir)
+			if err != nil {
+				return nil, fmt.Errorf("models: %w: %w", err, ErrConfig)
+			}
+			return tok, nil
+		}
+	}
+	return nil, nil
+}
+
+// newPipeline pairs a loaded model and tokenizer (nil: none); maxLength 0
+// is the model's longest sequence, at most 512; maxBatchTokens 0 is
+// DefaultMaxBatchTokens. The tokenizer must not produce an id outside the
+// model's embedding table, and maxLength must leave room for text after
+// the tokenizer's special tokens.
+func newPipeline(m *encoder.TaskModel, tok *tokenizer.Tokenizer, maxLength, maxBatchTokens int) (*Pipeline, error) {
+	cfg := m.Encoder.Config()
+	most := cfg.MaxSeq()
+	switch {
+	case maxBatchTokens < 0:
+		return nil, fmt.Errorf("models: max batch tokens %d is negative (0 means the default, %d): %w", maxBatchTokens, DefaultMaxBatchTokens, ErrConfig)
+	case maxBatchTokens == 0:
+		maxBatchTokens = DefaultMaxBatchTokens
+	}
+	switch {
+	case maxLength < 0:
+		return nil, fmt.Errorf("models: options: MaxLength %d: want 0 (the model's longest sequence, at most 512) or 1 to %d: %w",
+			maxLength, most, ErrConfig)
+	case maxLength > most:
+		return nil, fmt.Errorf("models: options: MaxLength %d: the model takes at most %d tokens (want 0 or up to %d): %w",
+			maxLength, most, most, ErrConfig)
+	case maxLength == 0:
+		maxLength = min(most, 512)
+	}
+	if tok != nil {
+		if n := tok.VocabSize(); n > cfg.Vocab {
+			return nil, fmt.Errorf("models: the tokenizer has ids 0 to %d, and the model's embedding table has %d rows (vocab_size %d): they do not belong together: %w",
+				n-1, cfg.Vocab, cfg.Vocab, ErrConfig)
+		}
+		if e, err := tok.Encode(""); err == nil && maxLength <= e.Len() {
+			return nil, fmt.Errorf("models: options: MaxLength %d leaves no room for text: the tokenizer adds %d special tokens (want more than %d, up to %d): %w",
+				maxLength, e.Len(), e.Len(), most, ErrConfig)
+		}
+	}
+	return &Pipeline{m: m, Tok: tok, maxLength: maxLength, maxBatchTokens: maxBatchTokens}, nil
+}
+
+// MaxLength is the longest encoding in tokens (Options.MaxLength).
+func (p *Pipeline) MaxLength() int { return p.maxLength }
+
+// MaxBatchTokens is the token budget of one forward pass of a call
+// (Options.MaxBatchTokens, DefaultMaxBatchTokens when that is 0).
+func (p *Pipeline) MaxBatchTokens() int { return p.maxBatchTokens }
+
+// Task is what the model's head computes.
+func (p *Pipeline) Task() Task { return Task(p.m.Task) }
+
+// Labels are the class names by index of a sequence classifier
+// (config.json's id2label, LABEL_i where it names none); nil otherwise.
+func (p *Pipeline) Labels() []string { return p.m.Labels }
+
+// ProblemType is config.json's problem_type ("", "regression",
+// "single_label_classification" or "multi_label_classification"); with
+// the number of labels it picks the scores' function (DefaultFunction).
+func (p *Pipeline) ProblemType() string { return p.m.ProblemType }
+
+// Family is the model's family as the INT8 artifact's recipe records it
+// ("bert", "distilbert", "xlm-roberta").
+func (p *Pipeline) Family() string { return p.m.Family.Name }
+
+// FamilyDisplay is the family's name in messages ("BERT", "DistilBERT",
+// "XLM-RoBERTa").
+func (p *Pipeline) FamilyDisplay() string { return p.m.Family.Display() }
+
+// Describe names the model for a user: "XLM-RoBERTa with a sequence
+// classification head (XLMRobertaForSequenceClassification)".
+func (p *Pipeline) Describe() string { return p.m.Family.Describe(p.m.Task) }
+
+// Architecture is the model's Hugging Face class name
+// ("BertForSequenceClassification").
+func (p *Pipeline) Architecture() string { return p.m.Family.Classes[0] + p.m.Task.String() }
+
+// Precision is the precision the model runs at (never PrecisionAsStored).
+func (p *Pipeline) Precision() Precision { return Precision(p.m.Encoder.Precision()) }
+
+// Config is the encoder's shape and numerics.
+func (p *Pipeline) Config() Config { return configOf(p.m.Encoder.Config()) }
+
+// Selector is the selector that runs the model's linears.
+func (p *Pipeline) Selector() *selector.Selector { return p.m.Encoder.Selector() }
+
+// Threads is the number of threads per linear layer.
+func (p *Pipeline) Threads() int { return p.m.Encoder.Threads() }
+
+// Recipe is how an INT8 model was quantized (nil for FP32 and BF16).
+func (p *Pipeline) Recipe() *smoothquant.Recipe { return p.m.Encoder.Recipe() }
+
+// WeightBytes is the size of the weights the model runs on.
+func (p *Pipeline) WeightBytes() int { return p.m.WeightBytes() }
+
+// Profile is a copy of where the model's forward passes spent their time
+// so far, when it was loaded with Options.Profile (zero otherwise).
+func (p *Pipeline) Profile() Profile {
+	if p.prof == nil {
+		return Profile{}
+	}
+	s := p.prof.Snapshot()
+	return Profile{Embeddings: s.Embeddings, Linear: s.Linear, Attention: s.Attention, LayerNorm: s.LayerNorm,
+		LinearFLOPs: s.LinearFLOPs, Passes: s.Passes}
+}
+
+// tokenizer is p.Tok, or an error naming what needs it when the model
+// folder had none.
+func (p *Pipeline) tokenizer(what string) (*tokenizer.Tokenizer, error) {
+	if p.Tok == nil {
+		dir := p.m.Dir()
+		if dir == "" {
+			dir = "the model"
+		}
+		return nil, fmt.Errorf("models: %s: %s has no tokenizer (tokenizer.json, or vocab.txt with tokenizer_config.json); run token ids with Forward: %w",
+			what, dir, ErrConfig)
+	}
+	return p.Tok, nil
+}
+
+// Close waits for the calls in flight, then releases the model and
+// unmaps its weights; every call after it (or racing with it) returns
+// ErrClosed, and a second Close returns nil. It must not be called from
+// inside a call on the pipeline (a Progress callback, say): it would wait
+// for itself.
+func (p *Pipeline) Close() error { return p.m.Close() }
+
+// compact keeps what the model reads of e.
+func compact(e *tokenizer.Encoding) encoder.Tokens {
+	t := encoder.Tokens{IDs: slices.Clone(e.IDs)}
+	if slices.ContainsFunc(e.TypeIDs, func(v int32) bool { return v != 0 }) {
+		t.Types = slices.Clone(e.TypeIDs)
+	}
+	if slices.ContainsFunc(e.AttentionMask, func(v int32) bool { return v != 1 }) {
+		t.Mask = slices.Clone(e.AttentionMask)
+	}
+	return t
+}
+
+// encodeAll tokenizes n inputs encodeChunk at a time (chunk encodes the
+// inputs [lo, hi), one encodes input i alone) and keeps their tokens. ctx
+// is checked between chunks, and by the tokenizer's workers within one.
+func encodeAll(ctx context.Context, n int, chunk func(lo, hi int) ([]tokenizer.Encoding, error), one func(i int) error) ([]encoder.Tokens, error) {
+	out := make([]encoder.Tokens, 0, n)
+	for lo := 0; lo < n; lo += encodeChunk {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hi := min(lo+encodeChunk, n)
+		encs, err := chunk(lo, hi)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, cerr
+			}
+			// The tokenizer numbers the items of its batch, the chunk:
+			// name the input of the call instead.
+			for i := lo; i < hi && lo > 0; i++ {
+				if ierr := one(i); ierr != nil {
+					return nil, fmt.Errorf("batch item %d: %w", i, ierr)
+				}
+			}
+			return nil, err
+		}
+		for i := range encs {
+			out = append(out, compact(&encs[i]))
+		}
+	}
+	return out, nil
+}
+
+// encodeTexts tokenizes texts for what (a method's name in errors),
+// truncated to MaxLength, keeping their tokens only (encodeAll).
+func (p *Pipeline) encodeTexts(ctx context.Context, what string, texts []string) ([]encoder.Tokens, error) {
+	tok, err := p.tokenizer(what)
+	if err != nil {
+		return nil, err
+	}
+	o := tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst, InputsOnly: true}
+	encs, err := encodeAll(ctx, len(texts),
+		func(lo, hi int) ([]tokenizer.Encoding, error) { return tok.EncodeBatch(ctx, texts[lo:hi], o) },
+		func(i int) error { _, err := tok.Encode(texts[i], o); return err })
+	return encs, inputError(ctx, what, err)
+}
+
+// inputError marks a tokenizer's error about the texts of a call as bad
+// input (ErrInput); a cancelled context's error is returned as it is.
+func inputError(ctx context.Context, what string, err error) error {
+	if err == nil || (ctx.Err() != nil && errors.Is(err, ctx.Err())) {
+		return err
+	}
+	return fmt.Errorf("models: %s: %w: %w", what, err, ErrInput)
+}
+
+// stream runs seqs through the model in packed passes under the
+// pipeline's token budget (encoder.TaskModel.Stream). The caller has
+// entered p.m.
+func (p *Pipeline) stream(ctx context.Context, seqs []encoder.Tokens, each func(idx []int, in *encoder.Inputs, out *encoder.TaskOutput) error) error {
+	return p.m.Stream(ctx, seqs, p.maxBatchTokens, each)
+}
