@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"github.com/int8bert/int8bert/models"
 	"os"
 	"os/exec"
 	"slices"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/cpu"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
 	"github.com/stretchr/testify/assert"
@@ -24,22 +24,22 @@ func forwardEveryPrecision(t *testing.T, sel *selector.Selector) {
 	t.Helper()
 	// INT8 attention's products too, on every tier: where it does not pay
 	// the default keeps attention in FP32 (docs/DESIGN.md section 3.10).
-	t.Setenv(encoder.EnvAttention, "int8")
+	t.Setenv(models.EnvAttention, "int8")
 	a := tinyArchOf(t, "bert-base")
 	a.Config.NumHiddenLayers = 1
-	m, err := encoder.NewTask(RandomWeights(a, encoder.TaskSequenceClassification, 5), a.Config, a.Family, encoder.Options{Selector: sel, Threads: 1})
+	m, err := models.New(RandomWeights(a, models.TaskSequenceClassification, 5), a.Config, models.Options{Selector: sel, Threads: 1})
 	require.NoError(t, err)
 	defer m.Close()
-	ec, err := a.EncoderConfig()
+	ec, err := a.ModelConfig()
 	require.NoError(t, err)
 	in := randomInputs(ec, 2, 9, 7)
-	_, err = m.Forward(in, false)
+	_, err = m.Forward(context.Background(), in, false)
 	require.NoError(t, err, "fp32 forward")
-	calib := []*encoder.Inputs{randomInputs(ec, 2, 12, 8), randomInputs(ec, 1, 20, 9)}
-	for _, p := range []encoder.Precision{encoder.PrecisionInt8Static, encoder.PrecisionInt8Dynamic} {
-		q, err := m.Quantize(context.Background(), calib, p, encoder.QuantizeOptions{Options: smoothquant.Options{Alpha: 0.5}})
+	calib := []*models.Inputs{randomInputs(ec, 2, 12, 8), randomInputs(ec, 1, 20, 9)}
+	for _, p := range []models.Precision{models.PrecisionInt8Static, models.PrecisionInt8Dynamic} {
+		q, err := m.QuantizeInputs(context.Background(), calib, p, models.QuantizeOptions{Options: smoothquant.Options{Alpha: 0.5}})
 		require.NoError(t, err, "quantize %s", p)
-		_, err = q.Forward(in, false)
+		_, err = q.Forward(context.Background(), in, false)
 		require.NoError(t, err, "%s forward", p)
 		require.NoError(t, q.Close())
 	}

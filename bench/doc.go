@@ -8,6 +8,8 @@
 // ratios measured in the same run (INT8 vs FP32, ours vs oneDNN), never as
 // an absolute target.
 //
-// bench may import every int8bert package below the command; nothing but
+// bench may import every int8bert package below the command except
+// models/encoder: it times models through the front door (models.New on
+// models.RandomWeights, models.Load on a folder); nothing but
 // cmd/int8bert imports it.
 package bench

@@ -13,9 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -31,7 +29,7 @@ type ModelOptions struct {
 	Precisions []models.Precision
 	// Quant controls the quantization (alpha, ...); both modes are
 	// calibrated on CalibBatches batches of random token ids (0: 4).
-	Quant        encoder.QuantizeOptions
+	Quant        models.QuantizeOptions
 	CalibBatches int
 	// MinTime is the least time spent timing each precision (0: 2s), after
 	// one untimed pass; Reps the least number of timed passes (0: 3).
@@ -132,45 +130,30 @@ type ModelReport struct {
 }
 
 // loadFP32 opens the architecture or folder o.Arch (a folder as it holds
-// the model: FP32, or an INT8 artifact).
-func loadFP32(ctx context.Context, o *ModelOptions, sel *selector.Selector, prof *encoder.Profile) (*encoder.TaskModel, error) {
-	return loadAt(ctx, o, sel, prof, models.PrecisionAsStored)
+// the model: FP32, or an INT8 artifact), counting where its passes spend
+// their time (models.Options.Profile).
+func loadFP32(ctx context.Context, o *ModelOptions, sel *selector.Selector) (*models.Pipeline, error) {
+	return loadAt(ctx, o, sel, models.PrecisionAsStored)
 }
 
 // loadAt is loadFP32 at precision prec (PrecisionBF16 rounds the FP32
 // weights to bfloat16 at load).
-func loadAt(ctx context.Context, o *ModelOptions, sel *selector.Selector, prof *encoder.Profile, prec models.Precision) (*encoder.TaskModel, error) {
-	opts := encoder.Options{Selector: sel, Threads: o.Threads, Profile: prof, Precision: encoder.Precision(prec)}
+func loadAt(ctx context.Context, o *ModelOptions, sel *selector.Selector, prec models.Precision) (*models.Pipeline, error) {
+	opts := models.Options{Selector: sel, Threads: o.Threads, Profile: true, Precision: prec}
 	if st, err := os.Stat(o.Arch); err == nil && st.IsDir() {
-		return loadFolder(o.Arch, opts)
+		return models.Load(ctx, o.Arch, opts)
 	}
 	a, err := LookupArch(o.Arch)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %q is neither a model folder nor a known architecture: %w", o.Arch, err)
 	}
-	return encoder.NewTask(RandomWeights(a, encoder.TaskBase, 1), a.Config, a.Family, opts)
-}
-
-// loadFolder opens the model folder dir on the engine (bench times the
-// engine's passes on token ids), its family the one of an architecture
-// with config.json's model_type.
-func loadFolder(dir string, opts encoder.Options) (*encoder.TaskModel, error) {
-	cfg, err := checkpoint.LoadConfig(dir)
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w: %w", err, models.ErrConfig)
-	}
-	for _, d := range archDefs {
-		if d.family.HasModelType(cfg.ModelType) {
-			return encoder.LoadTask(dir, d.family, opts)
-		}
-	}
-	return nil, fmt.Errorf("bench: %s: model_type %q is none of the architectures' families: %w", dir, cfg.ModelType, models.ErrConfig)
+	return models.New(RandomWeights(a, models.TaskBase, 1), a.Config, opts)
 }
 
 // randomInputs is a batch of random token ids (no padding) valid for cfg.
-func randomInputs(cfg encoder.Config, batch, seq int, seed uint64) *encoder.Inputs {
+func randomInputs(cfg models.Config, batch, seq int, seed uint64) *models.Inputs {
 	r := rand.New(rand.NewPCG(seed, 0x1e7))
-	in := &encoder.Inputs{Batch: batch, Seq: seq}
+	in := &models.Inputs{Batch: batch, Seq: seq}
 	for i := 0; i < batch*seq; i++ {
 		// Skip the low ids (padding and special tokens in every family).
 		in.IDs = append(in.IDs, int32(10+r.IntN(cfg.Vocab-10)))
@@ -211,7 +194,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		o.Instances = 1
 	}
 	if o.Seq < 1 || o.Batch < 1 || o.Threads < 1 || o.Instances < 1 {
-		return nil, fmt.Errorf("bench: seq %d, batch %d, threads %d must be positive (instances %d): %w", o.Seq, o.Batch, o.Threads, o.Instances, encoder.ErrConfig)
+		return nil, fmt.Errorf("bench: seq %d, batch %d, threads %d must be positive (instances %d): %w", o.Seq, o.Batch, o.Threads, o.Instances, models.ErrConfig)
 	}
 	say := func(format string, args ...any) {
 		if o.Progress != nil {
@@ -225,7 +208,6 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 			return nil, err
 		}
 	}
-	fp32Prof := &encoder.Profile{}
 	var one, many *models.Instances
 	if o.Instances > 1 {
 		var err error
@@ -237,38 +219,36 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		}
 	}
 	say("loading %s", o.Arch)
-	fp32, err := loadFP32(ctx, &o, sel, fp32Prof)
+	fp32, err := loadFP32(ctx, &o, sel)
 	if err != nil {
 		return nil, err
 	}
 	loads := 1
 	defer fp32.Close()
-	cfg := fp32.Encoder.Config()
+	cfg := fp32.Config()
 	if o.Seq > cfg.MaxSeq() {
-		return nil, fmt.Errorf("bench: seq %d: %s takes at most %d tokens: %w", o.Seq, o.Arch, cfg.MaxSeq(), encoder.ErrConfig)
+		return nil, fmt.Errorf("bench: seq %d: %s takes at most %d tokens: %w", o.Seq, o.Arch, cfg.MaxSeq(), models.ErrConfig)
 	}
 	in := randomInputs(cfg, o.Batch, o.Seq, 7)
 	rep := &ModelReport{Arch: o.Arch, Seq: o.Seq, Batch: o.Batch, Threads: o.Threads, Instances: o.Instances, Loads: loads, Int8: selector.DescribeInt8(sel.Features())}
 	var fp32Res *ModelResult
 	for _, p := range o.Precisions {
-		m, prof := fp32, fp32Prof
+		m := fp32
 		if p == models.PrecisionBF16 {
 			say("loading %s at bf16", o.Arch)
-			prof = &encoder.Profile{}
-			if m, err = loadAt(ctx, &o, sel, prof, p); err != nil {
+			if m, err = loadAt(ctx, &o, sel, p); err != nil {
 				return nil, err
 			}
 		}
 		if p.Int8() {
-			var calib []*encoder.Inputs
+			var calib []*models.Inputs
 			for i := 0; i < o.CalibBatches; i++ {
 				calib = append(calib, randomInputs(cfg, o.Batch, o.Seq, uint64(100+i)))
 			}
 			say("quantizing to %s", p)
 			qo := o.Quant
-			prof = &encoder.Profile{}
-			qo.Profile = prof
-			if m, err = fp32.Quantize(ctx, calib, encoder.Precision(p), qo); err != nil {
+			qo.Profile = true
+			if m, err = fp32.QuantizeInputs(ctx, calib, p, qo); err != nil {
 				return nil, err
 			}
 		}
@@ -280,9 +260,9 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		say("timing %s", p)
 		var r ModelResult
 		if one == nil {
-			r, err = timeModel(ctx, m, in, prof, &o)
+			r, err = timeModel(ctx, m, in, m.Profile, &o)
 		} else {
-			r, err = timeInstances(ctx, m, in, prof, &o, one, many, say)
+			r, err = timeInstances(ctx, m, in, m.Profile, &o, one, many, say)
 		}
 		if m != fp32 {
 			m.Close()
@@ -315,17 +295,22 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 // timeModel runs one untimed pass (tuning every shape), then timed passes
 // until both o.Reps and o.MinTime are reached, and reports the median
 // pass with its parts from the profile.
-func timeModel(ctx context.Context, m *encoder.TaskModel, in *encoder.Inputs, prof *encoder.Profile, o *ModelOptions) (ModelResult, error) {
+func timeModel(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof func() models.Profile, o *ModelOptions) (ModelResult, error) {
 	r, _, err := timePasses(ctx, m, in, prof, o, time.Time{})
 	return r, err
 }
 
 // timePasses is timeModel; with a non-zero start (a window shared by
 // instances) it skips the untimed pass and times from start. It also
-// returns the time from start to the end of the last pass.
-func timePasses(ctx context.Context, m *encoder.TaskModel, in *encoder.Inputs, prof *encoder.Profile, o *ModelOptions, start time.Time) (ModelResult, time.Duration, error) {
+// returns the time from start to the end of the last pass. prof reads
+// the model's profile (nil: none, as the instances' concurrent passes
+// would share it).
+func timePasses(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof func() models.Profile, o *ModelOptions, start time.Time) (ModelResult, time.Duration, error) {
+	if prof == nil {
+		prof = func() models.Profile { return models.Profile{} }
+	}
 	if start.IsZero() {
-		if _, err := m.Forward(in, false); err != nil {
+		if _, err := m.Forward(ctx, in, false); err != nil {
 			return ModelResult{}, 0, err
 		}
 		start = time.Now()
@@ -339,13 +324,13 @@ func timePasses(ctx context.Context, m *encoder.TaskModel, in *encoder.Inputs, p
 		if err := ctx.Err(); err != nil {
 			return ModelResult{}, 0, err
 		}
-		before := prof.Snapshot()
+		before := prof()
 		t := time.Now()
-		if _, err := m.Forward(in, false); err != nil {
+		if _, err := m.Forward(ctx, in, false); err != nil {
 			return ModelResult{}, 0, err
 		}
 		el := time.Since(t)
-		after := prof.Snapshot()
+		after := prof()
 		passes = append(passes, pass{el, after.Linear - before.Linear, after.Attention - before.Attention,
 			after.LayerNorm - before.LayerNorm, after.LinearFLOPs - before.LinearFLOPs})
 	}
@@ -365,7 +350,7 @@ func timePasses(ctx context.Context, m *encoder.TaskModel, in *encoder.Inputs, p
 
 // timeInstances measures m on the pool one (the result, with its profile
 // parts), then on many at once, and the resident memory around it.
-func timeInstances(ctx context.Context, m *encoder.TaskModel, in *encoder.Inputs, prof *encoder.Profile, o *ModelOptions,
+func timeInstances(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof func() models.Profile, o *ModelOptions,
 	one, many *models.Instances, say func(string, ...any)) (ModelResult, error) {
 	var r ModelResult
 	var oneWindow time.Duration
@@ -395,13 +380,13 @@ func timeInstances(ctx context.Context, m *encoder.TaskModel, in *encoder.Inputs
 	}()
 	windows := make([]time.Duration, n)
 	err = many.Run(ctx, func(ctx context.Context, i int) error {
-		_, err := m.Forward(in, false)
+		_, err := m.Forward(ctx, in, false)
 		ready.Done()
 		<-gate
 		if err != nil {
 			return err
 		}
-		x, w, err := timePasses(ctx, m, in, &encoder.Profile{}, o, start)
+		x, w, err := timePasses(ctx, m, in, nil, o, start)
 		ir.MsPerBatch[i], ir.Passes[i], windows[i] = x.MsPerBatch, x.Passes, w
 		return err
 	})

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/int8bert/int8bert/models"
 	"math"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func outlierStress(t *testing.T, balanced bool) {
 		t.Fatal(err)
 	}
 	a.Config.NumHiddenLayers = 2
-	src := RandomWeights(a, encoder.TaskBase, 42)
+	src := RandomWeights(a, models.TaskBase, 42)
 	if err := src.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -125,43 +126,54 @@ func outlierStress(t *testing.T, balanced bool) {
 		}
 	}
 	sel := encodertest.Selector(t)
-	fp32, err := encoder.NewTask(src, a.Config, a.Family, encoder.Options{Selector: sel, Threads: 2})
+	fp32, err := models.New(src, a.Config, models.Options{Selector: sel, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fp32.Close()
-	cfg := fp32.Encoder.Config()
-	var calib []*encoder.Inputs
+	cfg := fp32.Config()
+	var calib []*models.Inputs
 	for i := 0; i < 4; i++ {
 		calib = append(calib, randomInputs(cfg, 4, 64, uint64(500+i)))
 	}
 	held := randomInputs(cfg, 4, 64, 9001) // never calibrated on
-	ref, err := fp32.Forward(held, false)
+	ref, err := fp32.Forward(context.Background(), held, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	type result struct {
 		name            string
-		prec            encoder.Precision
+		prec            models.Precision
 		layers          []smoothquant.LayerRecipe
 		sqnr, cos       float64
 		normal, outlier float64 // e2e SQNR on the normal and the outlier channels
 	}
 	runs := []struct {
 		name string
-		prec encoder.Precision
+		prec models.Precision
 		o    smoothquant.Options
 	}{
-		{"static a=0", encoder.PrecisionInt8Static, smoothquant.Options{Alpha: 0, AlphaSet: true}},
-		{"static a=0.5", encoder.PrecisionInt8Static, smoothquant.Options{Alpha: 0.5}},
-		{"static auto", encoder.PrecisionInt8Static, smoothquant.Options{Auto: true}},
-		{"dynamic a=0", encoder.PrecisionInt8Dynamic, smoothquant.Options{Alpha: 0, AlphaSet: true}},
-		{"dynamic a=0.5", encoder.PrecisionInt8Dynamic, smoothquant.Options{Alpha: 0.5}},
+		{"static a=0", models.PrecisionInt8Static, smoothquant.Options{Alpha: 0, AlphaSet: true}},
+		{"static a=0.5", models.PrecisionInt8Static, smoothquant.Options{Alpha: 0.5}},
+		{"static auto", models.PrecisionInt8Static, smoothquant.Options{Auto: true}},
+		{"dynamic a=0", models.PrecisionInt8Dynamic, smoothquant.Options{Alpha: 0, AlphaSet: true}},
+		{"dynamic a=0.5", models.PrecisionInt8Dynamic, smoothquant.Options{Alpha: 0.5}},
 	}
 	// Plain W8A8: s = 1, static per-tensor, per linear on the statistics
 	// Quantize's calibration sees (same batches, same sample).
-	cal, err := fp32.Encoder.Calibrate(context.Background(), calib, 0, nil)
+	// (on the engine's model of the same weights: the calibration's
+	// observers are the engine's).
+	eng, err := encoder.NewTask(src, a.Config, archFamily(a), encoder.Options{Selector: sel, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	var ecalib []*encoder.Inputs
+	for _, in := range calib {
+		ecalib = append(ecalib, &encoder.Inputs{Batch: in.Batch, Seq: in.Seq, IDs: in.IDs, TypeIDs: in.TypeIDs, Mask: in.Mask, Lens: in.Lens})
+	}
+	cal, err := eng.Encoder.Calibrate(context.Background(), ecalib, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,16 +202,16 @@ func outlierStress(t *testing.T, balanced bool) {
 
 	var res []result
 	for _, r := range runs {
-		q, err := fp32.Quantize(context.Background(), calib, r.prec, encoder.QuantizeOptions{Options: r.o})
+		q, err := fp32.QuantizeInputs(context.Background(), calib, r.prec, models.QuantizeOptions{Options: r.o})
 		if err != nil {
 			t.Fatalf("%s: %v", r.name, err)
 		}
-		out, err := q.Forward(held, false)
+		out, err := q.Forward(context.Background(), held, false)
 		if err != nil {
 			q.Close()
 			t.Fatalf("%s: forward: %v", r.name, err)
 		}
-		x := result{name: r.name, prec: r.prec, layers: q.Encoder.Recipe().Layers}
+		x := result{name: r.name, prec: r.prec, layers: q.Recipe().Layers}
 		x.sqnr, x.cos = e2eError(ref.Last, out.Last)
 		x.normal, _ = e2eError(channelsOf(ref.Last, h, false), channelsOf(out.Last, h, false))
 		x.outlier, _ = e2eError(channelsOf(ref.Last, h, true), channelsOf(out.Last, h, true))

@@ -12,7 +12,6 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels/peak"
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -95,7 +94,7 @@ func EstimatePaper(o PaperOptions, fp32GFLOPS float64) time.Duration {
 		if err != nil {
 			continue // a folder: not loaded just to estimate
 		}
-		cfg, err := a.EncoderConfig()
+		cfg, err := a.ModelConfig()
 		if err != nil {
 			continue
 		}
@@ -302,7 +301,7 @@ func RooflineGOPS(ai, peakGOPS, bwGBps float64) float64 { return math.Min(peakGO
 // ModelShapes are the linear GEMMs of one pass of a model of config c on
 // batch sequences of seq tokens: QKV (fused), attention output, FFN1 and
 // FFN2, each once per layer.
-func ModelShapes(c encoder.Config, seq, batch int) []PaperShape {
+func ModelShapes(c models.Config, seq, batch int) []PaperShape {
 	m, h, in := seq*batch, c.Hidden, c.Intermediate
 	mk := func(name string, k, n int) PaperShape {
 		s := PaperShape{Name: name, M: m, K: k, N: n, Count: c.Layers, AI: map[string]float64{}}
@@ -403,7 +402,7 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 	}
 	for _, m := range o.Models {
 		if m.Arch == "" || m.Seq < 1 {
-			return nil, fmt.Errorf("bench: paper: model %q at seq %d: want an architecture or folder and a positive length: %w", m.Arch, m.Seq, encoder.ErrConfig)
+			return nil, fmt.Errorf("bench: paper: model %q at seq %d: want an architecture or folder and a positive length: %w", m.Arch, m.Seq, models.ErrConfig)
 		}
 	}
 	sel := o.Selector
@@ -512,17 +511,17 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 	return rep, nil
 }
 
-// configOf is the encoder configuration of an architecture or folder.
-func configOf(ctx context.Context, arch string, sel *selector.Selector) (encoder.Config, error) {
+// configOf is the encoder shape of an architecture or folder.
+func configOf(ctx context.Context, arch string, sel *selector.Selector) (models.Config, error) {
 	if a, err := LookupArch(arch); err == nil {
-		return a.EncoderConfig()
+		return a.ModelConfig()
 	}
-	m, err := loadFP32(ctx, &ModelOptions{Arch: arch, Threads: 1}, sel, nil)
+	m, err := loadFP32(ctx, &ModelOptions{Arch: arch, Threads: 1}, sel)
 	if err != nil {
-		return encoder.Config{}, err
+		return models.Config{}, err
 	}
 	defer m.Close()
-	return m.Encoder.Config(), nil
+	return m.Config(), nil
 }
 
 // chosenFigure is the selector's pick on shape s at dtype d in gr, with

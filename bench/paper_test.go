@@ -12,7 +12,6 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels/peak"
 	"github.com/int8bert/int8bert/models"
-	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -38,7 +37,7 @@ func TestArithmeticIntensity(t *testing.T) {
 func TestModelShapes(t *testing.T) {
 	a, err := LookupArch("bert-large")
 	require.NoError(t, err)
-	c, err := a.EncoderConfig()
+	c, err := a.ModelConfig()
 	require.NoError(t, err)
 	s := ModelShapes(c, 256, 1)
 	require.Len(t, s, 4)
@@ -56,7 +55,7 @@ func TestModelShapes(t *testing.T) {
 // and int8-static passes, a roofline of 100/200/400 GOP/s at 10 GB/s.
 func syntheticReport(t *testing.T) *PaperReport {
 	t.Helper()
-	c := encoder.Config{Hidden: 64, Intermediate: 256, Layers: 2, Heads: 4}
+	c := models.Config{Hidden: 64, Intermediate: 256, Layers: 2, Heads: 4}
 	shapes := ModelShapes(c, 32, 1)
 	pk := Peaks{Threads: 1, PassGBps: 10, PeakByDType: map[string]float64{"fp32": 100, "bf16": 200, "int8": 400},
 		PeakByDType1: map[string]float64{}, Balance: map[string]float64{}, BalanceOne: map[string]float64{}}
@@ -178,5 +177,5 @@ func TestPaperTiny(t *testing.T) {
 		}
 	}
 	_, err = Paper(context.Background(), PaperOptions{Models: []PaperModel{{Arch: root, Seq: 0}}})
-	assert.ErrorIs(t, err, encoder.ErrConfig)
+	assert.ErrorIs(t, err, models.ErrConfig)
 }

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/int8bert/int8bert/checkpoint"
-	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/models"
 )
 
 // WriteRandomClassifier writes a Hugging Face model folder for arch (one
@@ -23,15 +23,9 @@ func WriteRandomClassifier(dir, arch, tokDir string) error {
 	if err != nil {
 		return err
 	}
-	var cls string
-	for _, name := range a.Family.Architectures() {
-		if t, ok := a.Family.TaskOf(name); ok && t == encoder.TaskSequenceClassification {
-			cls = name
-			break
-		}
-	}
-	if cls == "" {
-		return fmt.Errorf("bench: %s has no sequence classification architecture: %w", arch, encoder.ErrConfig)
+	cls, err := models.ArchitectureOf(a.Config, models.TaskSequenceClassification)
+	if err != nil {
+		return fmt.Errorf("bench: %s: %w", arch, err)
 	}
 	var cfg map[string]any
 	if err := json.Unmarshal([]byte(archDefs[arch].config), &cfg); err != nil {
@@ -47,7 +41,7 @@ func WriteRandomClassifier(dir, arch, tokDir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	src := RandomWeights(a, encoder.TaskSequenceClassification, 1)
+	src := RandomWeights(a, models.TaskSequenceClassification, 1)
 	if err := src.Err(); err != nil {
 		return err
 	}

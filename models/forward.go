@@ -2,9 +2,10 @@ package models
 
 import (
 	"context"
+	"fmt"
 	"time"
 
-	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models/encoder"
 )
 
@@ -104,39 +105,25 @@ func (p *Pipeline) Forward(ctx context.Context, in *Inputs, keepHidden bool) (*O
 		PoolerOutput: r.PoolerOutput, Logits: r.Logits, StartLogits: r.StartLogits, EndLogits: r.EndLogits}, nil
 }
 
-// Config is the shape and numerics of a model's encoder.
+// Config is the shape of a model's encoder (Pipeline.Config).
 type Config struct {
 	Vocab, Hidden, Layers, Heads, Intermediate int
-	// MaxPositions is the size of the position embedding table.
-	MaxPositions int
-	// TypeVocab is the number of token types; 0 means no token type
-	// embeddings (DistilBERT).
-	TypeVocab int
-	// LayerNormEps is the epsilon of every LayerNorm.
-	LayerNormEps float32
-	// Activation is the FFN activation (kernels.ActGELU for "gelu").
-	Activation kernels.Activation
-	// PaddingIdx and PositionsFromPadding: XLM-R numbers positions from
-	// PaddingIdx+1 over the non-padding tokens; BERT and DistilBERT
-	// number them 0, 1, ... .
-	PaddingIdx           int
-	PositionsFromPadding bool
+	// MaxPositions is the size of the position embedding table, TypeVocab
+	// the number of token types (0: none, DistilBERT) and PaddingIdx the
+	// padding token's id (XLM-R numbers positions from it).
+	MaxPositions, TypeVocab, PaddingIdx int
+	// maxSeq is the longest sequence the position table allows.
+	maxSeq int
 }
 
 // configOf is the encoder's c.
 func configOf(c encoder.Config) Config {
 	return Config{Vocab: c.Vocab, Hidden: c.Hidden, Layers: c.Layers, Heads: c.Heads, Intermediate: c.Intermediate,
-		MaxPositions: c.MaxPositions, TypeVocab: c.TypeVocab, LayerNormEps: c.LayerNormEps, Activation: c.Activation,
-		PaddingIdx: c.PaddingIdx, PositionsFromPadding: c.PositionsFromPadding}
+		MaxPositions: c.MaxPositions, TypeVocab: c.TypeVocab, PaddingIdx: c.PaddingIdx, maxSeq: c.MaxSeq()}
 }
 
 // MaxSeq is the longest sequence the position table allows.
-func (c Config) MaxSeq() int {
-	if c.PositionsFromPadding {
-		return c.MaxPositions - c.PaddingIdx - 1
-	}
-	return c.MaxPositions
-}
+func (c Config) MaxSeq() int { return c.maxSeq }
 
 // Profile is where a model's forward passes spent their time
 // (Options.Profile, Pipeline.Profile).
@@ -146,4 +133,28 @@ type Profile struct {
 	LinearFLOPs float64
 	// Passes is the number of forward passes.
 	Passes int
+}
+
+// ConfigOf is the shape of the encoder of a config.json, as Load reads it
+// (the family from its model_type or architectures).
+func ConfigOf(cfg *checkpoint.Config) (Config, error) {
+	fam, err := familyOf(cfg)
+	if err != nil {
+		return Config{}, fmt.Errorf("models: %w", err)
+	}
+	c, err := fam.Config(cfg)
+	if err != nil {
+		return Config{}, err
+	}
+	return configOf(c), nil
+}
+
+// ArchitectureOf is the Hugging Face class name of task in the family of
+// a config.json ("DistilBertForSequenceClassification").
+func ArchitectureOf(cfg *checkpoint.Config, task Task) (string, error) {
+	fam, err := familyOf(cfg)
+	if err != nil {
+		return "", fmt.Errorf("models: %w", err)
+	}
+	return fam.Classes[0] + task.String(), nil
 }

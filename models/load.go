@@ -355,3 +355,40 @@ func supported() string {
 	}
 	return "model_type " + strings.Join(types, ", ") + " with architectures " + strings.Join(archs, ", ")
 }
+
+// Weights is where a model's tensors come from when they are not in a
+// folder (New): every tensor's name, and each as float32 with its shape.
+type Weights interface {
+	// Names lists every tensor.
+	Names() []string
+	// Float32 returns a tensor as float32 with its shape.
+	Float32(name string) ([]float32, []int, error)
+}
+
+// New builds an FP32 (or, with o.Precision PrecisionBF16, BF16) model
+// from weights that are not in a folder, such as the random weights of a
+// real architecture that bench times: the family comes from cfg's
+// model_type (or architectures) as Load picks it, the task from the
+// tensors present. It has no tokenizer (Forward runs token ids); Close
+// does not close w.
+func New(w Weights, cfg *checkpoint.Config, o Options) (*Pipeline, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	fam, err := familyOf(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	eo := o.engine()
+	m, err := encoder.NewTask(w, cfg, fam, eo)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPipeline(m, nil, o.MaxLength, o.MaxBatchTokens)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	p.prof = eo.Profile
+	return p, nil
+}

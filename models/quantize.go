@@ -130,6 +130,12 @@ func (p *Pipeline) Quantize(ctx context.Context, texts []string, prec Precision,
 	return p.quantize(ctx, texts, nil, prec, o)
 }
 
+// QuantizeInputs is Quantize calibrated on token batches rather than
+// texts (a model without a tokenizer, or random inputs of a benchmark).
+func (p *Pipeline) QuantizeInputs(ctx context.Context, batches []*Inputs, prec Precision, o QuantizeOptions) (*Pipeline, error) {
+	return p.quantize(ctx, nil, batches, prec, o)
+}
+
 // quantize is Quantize on texts, then the token batches extra.
 func (p *Pipeline) quantize(ctx context.Context, texts []string, extra []*Inputs, prec Precision, o QuantizeOptions) (*Pipeline, error) {
 	if err := p.m.Enter(); err != nil {

@@ -3,6 +3,8 @@ package models_test
 import (
 	"context"
 	"fmt"
+	"github.com/int8bert/int8bert/models"
+	"github.com/int8bert/int8bert/models/bert"
 	"os"
 	"runtime"
 	"slices"
@@ -28,7 +30,7 @@ import (
 // itself is brief (2 repetitions of 5 ms): the figure is about the calls
 // after it. Run it with
 //
-//	OMP_WAIT_POLICY=passive go test -run '^$' -bench WarmupFirstCall -benchtime 1x ./models/encoder
+//	OMP_WAIT_POLICY=passive go test -run '^$' -bench WarmupFirstCall -benchtime 1x ./models
 func BenchmarkWarmupFirstCall(b *testing.B) {
 	ctx := context.Background()
 	a, err := bench.LookupArch("bert-base")
@@ -41,7 +43,7 @@ func BenchmarkWarmupFirstCall(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	arch := &bench.Arch{Name: a.Name, Family: a.Family, Config: &cfg}
+	arch := &bench.Arch{Name: a.Name, Config: &cfg}
 	shapes := [][2]int{{1, 5}, {1, 16}, {1, 128}, {2, 77}, {2, 128}}
 	wo := encoder.WarmupOptions{MaxBatch: 2, MaxLength: 128}
 	for range b.N {
@@ -51,7 +53,7 @@ func BenchmarkWarmupFirstCall(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			m, err := encoder.NewTask(bench.RandomWeights(arch, encoder.TaskBase, 1), &cfg, a.Family, encoder.Options{Selector: sel, Threads: 1})
+			m, err := encoder.NewTask(bench.RandomWeights(arch, models.TaskBase, 1), &cfg, bert.Family, encoder.Options{Selector: sel, Threads: 1})
 			if err != nil {
 				b.Fatal(err)
 			}

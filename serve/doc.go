@@ -23,6 +23,7 @@
 // a pass fails that request (500), never the process.
 //
 // serve imports models (the front door, the instance pool), the
-// packages below it, and the Prometheus client library; only the command
+// packages below it except models/encoder (the engine behind the front
+// door), and the Prometheus client library; only the command
 // (cmd/int8bert serve, bench serve) imports serve.
 package serve

@@ -67,9 +67,7 @@ var rules = []rule{
 	{pkg: "models/encoder/encodertest", may: frontMay},
 	// bench/chart draws the report's charts and knows nothing else.
 	{pkg: "bench/chart"},
-	// bench still times the engine directly (its random weights describe a
-	// family): the one package above models that reaches models/encoder.
-	{pkg: "bench", may: append([]string{"bench/chart", "models/encoder"}, belowCmd...)},
+	{pkg: "bench", may: append([]string{"bench/chart"}, belowCmd...)},
 	{pkg: "serve", may: belowCmd},
 	{pkg: "cmd/...", may: append([]string{"bench", "serve"}, belowCmd...)},
 	{pkg: "internal/layout"},
