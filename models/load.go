@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -138,22 +137,16 @@ func (o *Options) logger() *slog.Logger {
 }
 
 // Check reports an option outside its domain, naming the value and the
-// domain (Load checks them first).
+// domain (Load checks them first): the engine's (encoder.Options.Check:
+// threads, precision, attention), MaxLength's and Quant's.
 func (o *Options) Check() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("models: options: %s: %w", fmt.Sprintf(format, args...), ErrConfig)
-	}
-	if n := runtime.NumCPU(); o.Threads < 0 || o.Threads > n {
-		return bad("Threads %d: want 0 (the default: one thread) or 1 to %d (the CPUs this process may use)", o.Threads, n)
+	eo := encoder.Options{Threads: o.Threads, Precision: encoder.Precision(o.Precision), Attention: encoder.AttentionMode(o.Attention)}
+	if err := eo.Check(); err != nil {
+		return err
 	}
 	if o.MaxLength < 0 {
-		return bad("MaxLength %d: want 0 (the model's longest sequence, at most 512) or a positive number of tokens", o.MaxLength)
-	}
-	if !o.Precision.valid() {
-		return bad("%v: want PrecisionAsStored, PrecisionFP32, PrecisionBF16, PrecisionInt8Static or PrecisionInt8Dynamic", o.Precision)
-	}
-	if o.Attention < AttentionAuto || o.Attention > AttentionInt8 {
-		return bad("%v: want AttentionAuto, AttentionF32 or AttentionInt8", o.Attention)
+		return fmt.Errorf("models: options: MaxLength %d: want 0 (the model's longest sequence, at most 512) or a positive number of tokens: %w",
+			o.MaxLength, ErrConfig)
 	}
 	return o.Quant.check()
 }

@@ -37,9 +37,6 @@ const (
 // five constants is "Precision(N)".
 func (p Precision) String() string { return encoder.Precision(p).String() }
 
-// valid reports whether p is one of the five constants.
-func (p Precision) valid() bool { return p >= PrecisionAsStored && p <= PrecisionBF16 }
-
 // Int8 reports whether p is an INT8 precision.
 func (p Precision) Int8() bool { return p == PrecisionInt8Static || p == PrecisionInt8Dynamic }
 
