@@ -5,8 +5,9 @@ import (
 	"sync"
 )
 
-// ErrClosed is returned by every call on a Pipeline, TaskModel or Model
-// that starts after (or races with) its Close. errors.Is finds it.
+// ErrClosed is returned by every call on a TaskModel or Model (and on a
+// models.Pipeline over them) that starts after (or races with) its Close.
+// errors.Is finds it.
 var ErrClosed = errors.New("encoder: the model is closed")
 
 // gate admits the calls on one object until close begins, and lets close

@@ -431,7 +431,7 @@ func (m *Model) ForwardContext(ctx context.Context, in *Inputs, keepHidden bool)
 
 // forward is Forward that shows every linear's input to obs (FP32
 // models), for a caller inside m's gate. b are the buffers of a pipeline
-// call's micro-batches (Pipeline.stream), at least as large as in; the
+// call's micro-batches (TaskModel.Stream), at least as large as in; the
 // output's Last then aliases them and is valid until their next pass.
 // With b nil the pass takes buffers from the pool and Last is its own.
 func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs observeFunc, b *buffers) (*Output, error) {
@@ -588,7 +588,7 @@ type scratch struct {
 // buffers hold the scratch of forward passes of up to rows tokens (rows x
 // padded length), and the hidden state of a pipeline call's passes. A
 // pass takes a view of exactly its size, so one set serves every
-// micro-batch of a call (Pipeline.stream) and, through the model's pool,
+// micro-batch of a call (TaskModel.Stream) and, through the model's pool,
 // later passes of any shape that fits. int8 adds the INT8 passes' u8
 // inputs; a model's precision never changes, so its pool holds one kind.
 type buffers struct {
