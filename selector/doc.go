@@ -10,7 +10,10 @@
 //     likewise; for bf16, every kernel of kernels.BF16Kernels() likewise;
 //     for all three, oneDNN when dnnl.Available; for f32-kernel
 //     (attention's products, run by the caller on the kernel chosen) the
-//     FP32 kernels alone; for all, test-only extras (Options.Extra);
+//     FP32 kernels alone; for u8s8-kernel (INT8 attention's) the u8s8
+//     kernels and kernels.AttentionU8S8Kernels(), each of which takes one
+//     form of call (Kernel.Takes: the Q Kᵀ scores kernel) and declines the
+//     keys of any other; for all, test-only extras (Options.Extra);
 //   - the key a choice is made for (Key: operation, M bucket, K, N, epilogue
 //     kind, threads);
 //   - benchmark-once tuning: every candidate is first checked against the

@@ -262,6 +262,9 @@ func (c *native[G]) decline(key Key) error {
 	if !c.accepts(key.M, key.N, key.K) {
 		return fmt.Errorf("kernel %s does not accept m=%d n=%d k=%d", c.kname, key.M, key.N, key.K)
 	}
+	if k, ok := c.src.(*kernels.Kernel); ok && k.Takes != nil && !k.Takes(u8s8Form(key, k.NR)) {
+		return fmt.Errorf("kernel %s takes one form of call only, not ep=%v threads=%d", c.kname, key.Epilogue, key.Threads)
+	}
 	return nil
 }
 
