@@ -136,10 +136,10 @@ func main() {
 	softmaxRows()
 	scale()
 	gelu()
-	absMax()
-	quantRow()
-	absMaxPre()
-	quantRowPre()
+	absMax(false)
+	quantRow(false)
+	absMax(true)
+	quantRow(true)
 	quantStatic("eltQuantU8", "func(dst []uint8, x []float32, inv, zp float32) uint32", "zero", "u8max", "uint8")
 	expQuantU8()
 	softmaxU8Rows()
@@ -151,6 +151,64 @@ func main() {
 	dequantS32()
 	transpose16()
 	Generate()
+}
+
+// kernel starts the routine name of Go signature sig with its doc comment
+// (the loop it computes).
+func kernel(name, sig string, doc ...string) {
+	TEXT(name, NOSPLIT, sig)
+	Doc(doc...)
+}
+
+// base, length and arg load slice parameter name's pointer, its length and
+// the integer parameter name.
+func base(name string) reg.Register   { return Load(Param(name).Base(), GP64()) }
+func length(name string) reg.Register { return Load(Param(name).Len(), GP64()) }
+func arg(name string) reg.Register    { return Load(Param(name), GP64()) }
+
+// ret ends a routine: VZEROUPPER (the upper halves are dirty) and RET.
+func ret() {
+	VZEROUPPER()
+	RET()
+}
+
+// retF32 and retU32 return the float32 in x's low lane or the 32 bits in r
+// as the routine's result.
+func retF32(x reg.VecVirtual) {
+	storeF32(x, ReturnIndex(0))
+	ret()
+}
+
+func retU32(r reg.Register) {
+	Store(r, ReturnIndex(0))
+	ret()
+}
+
+// zeroed returns a new ZMM register cleared by xor (VXORPS or VPXORD).
+func zeroed(xor func(...Op)) reg.VecVirtual {
+	z := ZMM()
+	xor(z, z, z)
+	return z
+}
+
+// accAbsMax is acc = max(acc, bits(v) & 0x7fffffff) (as uint32), the
+// absolute value through a (v itself, or a new register to keep v).
+func accAbsMax(v, a, acc reg.VecVirtual) {
+	VPANDD_BCST(c("absmask"), v, a)
+	VPMAXUD(a, acc, acc)
+}
+
+// withOpt emits rowLoop(n, body(true)) when the length nopt of an optional
+// slice is non-zero and rowLoop(n, body(false)) (at label none) when it is
+// 0, each loop followed by end.
+func withOpt(nopt, n reg.Register, none string, body func(with bool) func(i reg.GPVirtual, k reg.Register), end func()) {
+	TESTQ(nopt, nopt)
+	JZ(LabelRef(none))
+	rowLoop(n, body(true))
+	end()
+	Label(none)
+	rowLoop(n, body(false))
+	end()
 }
 
 var loopID int
