@@ -108,37 +108,17 @@ func geluVecs(xs []reg.VecVirtual, ones, zero, m14 reg.VecVirtual) []reg.VecVirt
 const geluUnroll = 4
 
 func gelu() {
-	TEXT("eltGELU", NOSPLIT, "func(dst, x []float32)")
-	Doc("eltGELU stores dst[j] = eltGELU1(x[j]) for j < len(x): the erf GELU",
+	kernel("eltGELU", "func(dst, x []float32)",
+		"eltGELU stores dst[j] = eltGELU1(x[j]) for j < len(x): the erf GELU",
 		"x*Phi(x) through a relative-accurate erfc (see eltGELU1).")
-	n := Load(Param("x").Len(), GP64())
-	d := Load(Param("dst").Base(), GP64())
-	xp := Load(Param("x").Base(), GP64())
+	n, d, xp := length("x"), base("dst"), base("x")
 	ones, m14 := bcast("one"), bcast("geluzerolt")
-	zero := ZMM()
-	VXORPS(zero, zero, zero)
-	i := GP64()
-	XORQ(i, i)
-	big := GP64()
-	MOVQ(n, big)
-	ANDQ(I32(-16*geluUnroll), big)
-	Label("unrolled")
-	CMPQ(i, big)
-	JAE(LabelRef("rest"))
-	xs := make([]reg.VecVirtual, geluUnroll)
-	for j := range xs {
-		xs[j] = ZMM()
-		VMOVUPS(f32At(xp, i).Offset(64*j), xs[j])
-	}
-	for j, y := range geluVecs(xs, ones, zero, m14) {
-		VMOVUPS(y, f32At(d, i).Offset(64*j))
-	}
-	ADDQ(U32(16*geluUnroll), i)
-	JMP(LabelRef("unrolled"))
-	Label("rest")
+	zero := zeroed(VXORPS)
+	i := unrolledLoopAt(n, geluUnroll, "unrolled", "rest", func(i reg.GPVirtual) {
+		storeVecs(geluVecs(loadVecs(xp, i, geluUnroll), ones, zero, m14), d, i)
+	})
 	rowLoopFrom(i, n, func(i reg.GPVirtual, k reg.Register) {
 		store(geluVecs([]reg.VecVirtual{load(f32At(xp, i), k)}, ones, zero, m14)[0], f32At(d, i), k)
 	})
-	VZEROUPPER()
-	RET()
+	ret()
 }

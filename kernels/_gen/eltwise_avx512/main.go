@@ -127,8 +127,8 @@ func main() {
 	addSum()
 	sum()
 	sumSqDev()
-	norm()
-	normQ()
+	norm(false)
+	norm(true)
 	maxMask()
 	maxMaskScale()
 	maxRow()
@@ -224,21 +224,26 @@ func rowLoop(n reg.Register, body func(i reg.GPVirtual, k reg.Register)) {
 
 // rowLoopFrom is rowLoop starting at element i (a multiple of 16).
 func rowLoopFrom(i reg.GPVirtual, n reg.Register, body func(i reg.GPVirtual, k reg.Register)) {
-	loopID++
-	id := string(rune('a'+loopID/26)) + string(rune('a'+loopID%26))
-	full := GP64()
-	MOVQ(n, full)
-	ANDQ(I32(-16), full)
-	Label("full_" + id)
-	CMPQ(i, full)
-	JAE(LabelRef("tail_" + id))
-	body(i, nil)
-	ADDQ(I8(16), i)
-	JMP(LabelRef("full_" + id))
-	Label("tail_" + id)
+	id := newID()
+	stepLoop(i, n, 1, I8(16), "full_"+id, "tail_"+id, func(i reg.GPVirtual) { body(i, nil) })
 	_, k := tailMask(n, i, "done_"+id)
 	body(i, k)
 	Label("done_" + id)
+}
+
+// stepLoop emits the loop of step(i) while i < n&^(16u-1), i += inc (16u)
+// a step, at label loop; label next follows it.
+func stepLoop(i reg.GPVirtual, n reg.Register, u int, inc Op, loop, next string, step func(i reg.GPVirtual)) {
+	big := GP64()
+	MOVQ(n, big)
+	ANDQ(I32(-16*u), big)
+	Label(loop)
+	CMPQ(i, big)
+	JAE(LabelRef(next))
+	step(i)
+	ADDQ(inc, i)
+	JMP(LabelRef(loop))
+	Label(next)
 }
 
 // tailMask computes rem = n - i, jumps to done when it is 0, and returns
@@ -275,12 +280,17 @@ func load(m Mem, k reg.Register) reg.VecVirtual {
 	return z
 }
 
-func store(z reg.VecVirtual, m Mem, k reg.Register) {
-	if k == nil {
-		VMOVUPS(z, m)
-	} else {
-		VMOVUPS(z, k, m)
+// store writes the lanes of z in k (all with k nil) to m.
+func store(z reg.VecVirtual, m Mem, k reg.Register) { under(k, VMOVUPS, z, m) }
+
+// under emits op(ops...), its destination (the last operand) merge-masked
+// by k unless k is nil.
+func under(k reg.Register, op func(...Op), ops ...Op) {
+	if k != nil {
+		last := len(ops) - 1
+		ops = append(append(ops[:last:last], k), ops[last])
 	}
+	op(ops...)
 }
 
 // storeBytes narrows the 16 int32 lanes of z to bytes (truncating) and
@@ -296,53 +306,74 @@ func storeBytes(z reg.VecVirtual, m Mem, k reg.Register) {
 }
 
 // accAdd adds v into acc (only the lanes in k).
-func accAdd(v, acc reg.VecVirtual, k reg.Register) {
-	if k == nil {
-		VADDPS(v, acc, acc)
-	} else {
-		VADDPS(v, acc, k, acc)
-	}
-}
+func accAdd(v, acc reg.VecVirtual, k reg.Register) { under(k, VADDPS, v, acc, acc) }
 
 // accMax is acc = acc > v ? acc : v (VMAXPS with acc as src1), lanes in k.
-func accMax(v, acc reg.VecVirtual, k reg.Register) {
-	if k == nil {
-		VMAXPS(v, acc, acc)
-	} else {
-		VMAXPS(v, acc, k, acc)
-	}
-}
+func accMax(v, acc reg.VecVirtual, k reg.Register) { under(k, VMAXPS, v, acc, acc) }
 
 // reduceSum returns the tree sum of z's 16 lanes in an XMM register.
-func reduceSum(z reg.VecVirtual) reg.VecVirtual {
+func reduceSum(z reg.VecVirtual) reg.VecVirtual { return reduceF32(z, VADDPS, VADDSS) }
+
+// reduceMax returns the tree max (lower lane as src1) of z's 16 lanes.
+func reduceMax(z reg.VecVirtual) reg.VecVirtual { return reduceF32(z, VMAXPS, VMAXSS) }
+
+// reduceF32 folds z's 16 float32 lanes with op (its scalar form ss for the
+// last step) as a tree: lane i op= lane i+w for w = 8, 4, 2, 1.
+func reduceF32(z reg.VecVirtual, op, ss func(...Op)) reg.VecVirtual {
 	y := YMM()
 	VEXTRACTF64X4(U8(1), z, y)
-	VADDPS(y, z.AsY(), y)
+	op(y, z.AsY(), y)
 	x := XMM()
 	VEXTRACTF128(U8(1), y, x)
-	VADDPS(x, y.AsX(), x)
+	op(x, y.AsX(), x)
 	x2 := XMM()
 	VMOVHLPS(x, x, x2)
-	VADDPS(x2, x, x)
+	op(x2, x, x)
 	VMOVSHDUP(x, x2)
-	VADDSS(x2, x, x)
+	ss(x2, x, x)
 	return x
 }
 
-// reduceMax returns the tree max (lower lane as src1) of z's 16 lanes.
-func reduceMax(z reg.VecVirtual) reg.VecVirtual {
-	y := YMM()
-	VEXTRACTF64X4(U8(1), z, y)
-	VMAXPS(y, z.AsY(), y)
-	x := XMM()
-	VEXTRACTF128(U8(1), y, x)
-	VMAXPS(x, y.AsX(), x)
-	x2 := XMM()
-	VMOVHLPS(x, x, x2)
-	VMAXPS(x2, x, x)
-	VMOVSHDUP(x, x2)
-	VMAXSS(x2, x, x)
-	return x
+// reduction is a row's float32 reduction: the start of its 16 lane
+// accumulators, the step acc = acc op v (lanes in k) and the tree of
+// their lanes.
+type reduction struct {
+	start func() reg.VecVirtual
+	step  func(v, acc reg.VecVirtual, k reg.Register)
+	tree  func(z reg.VecVirtual) reg.VecVirtual
+}
+
+var (
+	sumOf = reduction{func() reg.VecVirtual { return zeroed(VXORPS) }, accAdd, reduceSum}
+	maxOf = reduction{negInfs, accMax, reduceMax}
+)
+
+// reduceRow emits the loop of red over the values elem(i, k) of a row of
+// n and returns the reduced value.
+func reduceRow(red reduction, n reg.Register, elem func(i reg.GPVirtual, k reg.Register) reg.VecVirtual) {
+	acc := red.start()
+	rowLoop(n, func(i reg.GPVirtual, k reg.Register) { red.step(elem(i, k), acc, k) })
+	retF32(red.tree(acc))
+}
+
+// reduceX emits name, func(x []float32) float32: the reduction red of x.
+func reduceX(red reduction, name string, doc ...string) {
+	kernel(name, "func(x []float32) float32", doc...)
+	n, xp := length("x"), base("x")
+	reduceRow(red, n, func(i reg.GPVirtual, k reg.Register) reg.VecVirtual { return load(f32At(xp, i), k) })
+}
+
+// addReduce emits name: dst[j] = x[j] + y[j] (y the slice parameter y) for
+// j < len(dst) and their reduction red.
+func addReduce(red reduction, name, sig, y string, doc ...string) {
+	kernel(name, sig, doc...)
+	n, d, xp, yp := length("dst"), base("dst"), base("x"), base(y)
+	reduceRow(red, n, func(i reg.GPVirtual, k reg.Register) reg.VecVirtual {
+		v := load(f32At(xp, i), k)
+		VADDPS(load(f32At(yp, i), k), v, v)
+		store(v, f32At(d, i), k)
+		return v
+	})
 }
 
 func reduceMaxU32(z reg.VecVirtual) reg.GPVirtual { return reduceLanes32(z, VPMAXUD) }
@@ -381,6 +412,13 @@ func negInf(z reg.VecVirtual) {
 	VPBROADCASTD(r, z)
 }
 
+// negInfs returns a new ZMM register of -Inf in every lane.
+func negInfs() reg.VecVirtual {
+	z := ZMM()
+	negInf(z)
+	return z
+}
+
 func newID() string {
 	loopID++
 	return string(rune('a'+loopID/26)) + string(rune('a'+loopID%26))
@@ -391,17 +429,37 @@ func newID() string {
 // and returns i, the element where the rest begins (for rowLoopFrom).
 func unrolledLoop(n reg.Register, u int, loop, next string, step func(i reg.GPVirtual)) reg.GPVirtual {
 	id := newID()
+	return unrolledLoopAt(n, u, loop+id, next+id, step)
+}
+
+// unrolledLoopAt is unrolledLoop at the labels loop and next as they are.
+func unrolledLoopAt(n reg.Register, u int, loop, next string, step func(i reg.GPVirtual)) reg.GPVirtual {
 	i := GP64()
 	XORQ(i, i)
-	big := GP64()
-	MOVQ(n, big)
-	ANDQ(I32(-16*u), big)
-	Label(loop + id)
-	CMPQ(i, big)
-	JAE(LabelRef(next + id))
-	step(i)
-	ADDQ(U32(16*u), i)
-	JMP(LabelRef(loop + id))
-	Label(next + id)
+	stepLoop(i, n, u, U32(16*u), loop, next, step)
 	return i
+}
+
+// loadVecs returns u new vectors holding the 16u floats at element i of p.
+func loadVecs(p reg.Register, i reg.GPVirtual, u int) []reg.VecVirtual {
+	xs := make([]reg.VecVirtual, u)
+	for j := range xs {
+		xs[j] = ZMM()
+		VMOVUPS(f32At(p, i).Offset(64*j), xs[j])
+	}
+	return xs
+}
+
+// storeVecs stores xs to the 16*len(xs) floats at element i of p.
+func storeVecs(xs []reg.VecVirtual, p reg.Register, i reg.GPVirtual) {
+	for j, x := range xs {
+		VMOVUPS(x, f32At(p, i).Offset(64*j))
+	}
+}
+
+// subAll is x -= m for each x of xs.
+func subAll(m reg.VecVirtual, xs []reg.VecVirtual) {
+	for _, x := range xs {
+		VSUBPS(m, x, x)
+	}
 }

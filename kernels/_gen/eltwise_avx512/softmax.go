@@ -10,77 +10,45 @@ import (
 )
 
 func maxMask() {
-	TEXT("eltMaxMask", NOSPLIT, "func(dst, x, mask []float32) float32")
-	Doc("eltMaxMask stores dst[j] = x[j] + mask[j] for j < len(dst) and returns",
+	addReduce(maxOf, "eltMaxMask", "func(dst, x, mask []float32) float32", "mask",
+		"eltMaxMask stores dst[j] = x[j] + mask[j] for j < len(dst) and returns",
 		"their maximum (16 lanes, acc = acc > v ? acc : v; see eltMaxMaskGeneric).")
-	n := Load(Param("dst").Len(), GP64())
-	d := Load(Param("dst").Base(), GP64())
-	xp := Load(Param("x").Base(), GP64())
-	mp := Load(Param("mask").Base(), GP64())
-	acc := ZMM()
-	negInf(acc)
-	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
-		v := load(f32At(xp, i), k)
-		VADDPS(load(f32At(mp, i), k), v, v)
-		store(v, f32At(d, i), k)
-		accMax(v, acc, k)
-	})
-	storeF32(reduceMax(acc), ReturnIndex(0))
-	VZEROUPPER()
-	RET()
+}
+
+// scaleMask is v = v*s (+ mask(), unless mask is nil), stored to at and
+// folded into the maximum acc (lanes in k): a value of softmax's pass 1.
+func scaleMask(v, s reg.VecVirtual, mask func() reg.VecVirtual, at Mem, acc reg.VecVirtual, k reg.Register) {
+	VMULPS(s, v, v)
+	if mask != nil {
+		VADDPS(mask(), v, v)
+	}
+	store(v, at, k)
+	accMax(v, acc, k)
 }
 
 func maxMaskScale() {
-	TEXT("eltMaxMaskScale", NOSPLIT, "func(dst, x, mask []float32, s float32) float32")
-	Doc("eltMaxMaskScale stores dst[j] = x[j]*s + mask[j] (the product rounded to",
+	kernel("eltMaxMaskScale", "func(dst, x, mask []float32, s float32) float32",
+		"eltMaxMaskScale stores dst[j] = x[j]*s + mask[j] (the product rounded to",
 		"float32; mask empty: + 0 is skipped) for j < len(dst) and returns their",
 		"maximum (16 lanes, acc = acc > v ? acc : v; see eltMaxMaskScaleGeneric).")
-	n := Load(Param("dst").Len(), GP64())
-	d := Load(Param("dst").Base(), GP64())
-	xp := Load(Param("x").Base(), GP64())
-	mp := Load(Param("mask").Base(), GP64())
-	nm := Load(Param("mask").Len(), GP64())
+	n, d, xp, mp, nm := length("dst"), base("dst"), base("x"), base("mask"), length("mask")
 	sc := scalar("s")
-	acc := ZMM()
-	negInf(acc)
-	body := func(withMask bool) func(i reg.GPVirtual, k reg.Register) {
+	acc := negInfs()
+	withOpt(nm, n, "nomask", func(withMask bool) func(i reg.GPVirtual, k reg.Register) {
 		return func(i reg.GPVirtual, k reg.Register) {
-			v := load(f32At(xp, i), k)
-			VMULPS(sc, v, v)
+			var mask func() reg.VecVirtual
 			if withMask {
-				VADDPS(load(f32At(mp, i), k), v, v)
+				mask = func() reg.VecVirtual { return load(f32At(mp, i), k) }
 			}
-			store(v, f32At(d, i), k)
-			accMax(v, acc, k)
+			scaleMask(load(f32At(xp, i), k), sc, mask, f32At(d, i), acc, k)
 		}
-	}
-	TESTQ(nm, nm)
-	JZ(LabelRef("nomask"))
-	rowLoop(n, body(true))
-	storeF32(reduceMax(acc), ReturnIndex(0))
-	VZEROUPPER()
-	RET()
-	Label("nomask")
-	rowLoop(n, body(false))
-	storeF32(reduceMax(acc), ReturnIndex(0))
-	VZEROUPPER()
-	RET()
+	}, func() { retF32(reduceMax(acc)) })
 }
 
 func maxRow() {
-	TEXT("eltMax", NOSPLIT, "func(x []float32) float32")
-	Doc("eltMax returns the maximum of x (16 lanes, acc = acc > v ? acc : v;",
+	reduceX(maxOf, "eltMax",
+		"eltMax returns the maximum of x (16 lanes, acc = acc > v ? acc : v;",
 		"see eltMaxGeneric); -Inf when x is empty.")
-	n := Load(Param("x").Len(), GP64())
-	xp := Load(Param("x").Base(), GP64())
-	acc := ZMM()
-	negInf(acc)
-	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
-		accMax(load(f32At(xp, i), k), acc, k)
-	})
-	storeF32(reduceMax(acc), ReturnIndex(0))
-	VZEROUPPER()
-	RET()
 }
 
 // expVecs replaces each x of xs by exp(x) (see eltExp), the vectors'
@@ -133,18 +101,14 @@ func expVecs(xs []reg.VecVirtual, lo reg.VecVirtual) {
 const expUnroll = 4
 
 func expSum() {
-	TEXT("eltExpSum", NOSPLIT, "func(dst, x []float32, m float32) float32")
-	Doc("eltExpSum stores dst[j] = exp(x[j] - m) for j < len(dst) with the vector",
+	kernel("eltExpSum", "func(dst, x []float32, m float32) float32",
+		"eltExpSum stores dst[j] = exp(x[j] - m) for j < len(dst) with the vector",
 		"exp of eltExp and returns their sum in 16 lanes reduced as a tree",
 		"(see eltExpSumGeneric).")
-	n := Load(Param("dst").Len(), GP64())
-	d := Load(Param("dst").Base(), GP64())
-	xp := Load(Param("x").Base(), GP64())
+	n, d, xp := length("dst"), base("dst"), base("x")
 	m := scalar("m")
 	lo := bcast("expmin")
-	storeF32(reduceSum(expSumRow(d, xp, n, m, lo)), ReturnIndex(0))
-	VZEROUPPER()
-	RET()
+	retF32(reduceSum(expSumRow(d, xp, n, m, lo)))
 }
 
 // smRow is one row of a softmax group: its dst and x pointers.
@@ -161,48 +125,32 @@ func expSumRow(d, xp, n reg.Register, m, lo reg.VecVirtual) reg.VecVirtual {
 // rows[r].x, maximum ms[r]), their vectors interleaved: expUnroll/len(rows)
 // vectors of each row per step.
 func expSumRows(rows []smRow, n reg.Register, ms []reg.VecVirtual, lo reg.VecVirtual) []reg.VecVirtual {
-	id := newID()
 	nr := len(rows)
 	per := expUnroll / nr
 	accs := make([]reg.VecVirtual, nr)
 	for r := range accs {
-		accs[r] = ZMM()
-		VXORPS(accs[r], accs[r], accs[r])
+		accs[r] = zeroed(VXORPS)
 	}
-	i := GP64()
-	XORQ(i, i)
-	big := GP64()
-	MOVQ(n, big)
-	ANDQ(I32(-16*per), big)
-	Label("unrolled_" + id)
-	CMPQ(i, big)
-	JAE(LabelRef("rest_" + id))
-	xs := make([]reg.VecVirtual, nr*per)
-	for r := range rows {
-		for j := 0; j < per; j++ {
-			xs[r*per+j] = ZMM()
-			VMOVUPS(f32At(rows[r].x, i).Offset(64*j), xs[r*per+j])
+	i := unrolledLoop(n, per, "unrolled_", "rest_", func(i reg.GPVirtual) {
+		xs := make([][]reg.VecVirtual, nr)
+		var all []reg.VecVirtual
+		for r := range rows {
+			xs[r] = loadVecs(rows[r].x, i, per)
+			all = append(all, xs[r]...)
 		}
-	}
-	for r := range rows {
-		for j := 0; j < per; j++ {
-			VSUBPS(ms[r], xs[r*per+j], xs[r*per+j])
+		for r := range rows {
+			subAll(ms[r], xs[r])
 		}
-	}
-	expVecs(xs, lo)
-	for r := range rows {
-		for j := 0; j < per; j++ {
-			VMOVUPS(xs[r*per+j], f32At(rows[r].d, i).Offset(64*j))
+		expVecs(all, lo)
+		for r := range rows {
+			storeVecs(xs[r], rows[r].d, i)
 		}
-	}
-	for r := range rows {
-		for j := 0; j < per; j++ { // in element order, as the twin
-			VADDPS(xs[r*per+j], accs[r], accs[r])
+		for r := range rows {
+			for _, x := range xs[r] { // in element order, as the twin
+				VADDPS(x, accs[r], accs[r])
+			}
 		}
-	}
-	ADDQ(U32(16*per), i)
-	JMP(LabelRef("unrolled_" + id))
-	Label("rest_" + id)
+	})
 	rowLoopFrom(i, n, func(i reg.GPVirtual, k reg.Register) {
 		vs := make([]reg.VecVirtual, nr)
 		for r := range rows {
@@ -220,7 +168,7 @@ func expSumRows(rows []smRow, n reg.Register, ms []reg.VecVirtual, lo reg.VecVir
 
 // smRet returns (rows - left + r, m, sum) from eltSoftmaxRows.
 func smRet(left reg.Register, r int, m, sum reg.VecVirtual) {
-	idx := Load(Param("rows"), GP64())
+	idx := arg("rows")
 	SUBQ(left, idx)
 	if r > 0 {
 		ADDQ(U8(r), idx)
@@ -228,8 +176,7 @@ func smRet(left reg.Register, r int, m, sum reg.VecVirtual) {
 	Store(idx, ReturnIndex(0))
 	storeF32(m, ReturnIndex(1))
 	storeF32(sum, ReturnIndex(2))
-	VZEROUPPER()
-	RET()
+	ret()
 }
 
 // smScale multiplies row d (n floats) by 1/sum.
@@ -239,9 +186,14 @@ func smScale(d, n reg.Register, sum reg.VecVirtual) {
 	VDIVSS(sum, inv, inv)
 	iz := ZMM()
 	VBROADCASTSS(inv, iz)
+	scaleRow(d, n, iz)
+}
+
+// scaleRow multiplies the n floats at d by every lane of s.
+func scaleRow(d, n reg.Register, s reg.VecVirtual) {
 	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
 		v := load(f32At(d, i), k)
-		VMULPS(iz, v, v)
+		VMULPS(s, v, v)
 		store(v, f32At(d, i), k)
 	})
 }
@@ -263,22 +215,16 @@ func smGroup(rows []smRow, withMask bool, n, mp, left reg.Register, sc, lo reg.V
 	id := newID()
 	accs := make([]reg.VecVirtual, len(rows))
 	for r := range accs {
-		accs[r] = ZMM()
-		negInf(accs[r])
+		accs[r] = negInfs()
 	}
 	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
-		var mv reg.VecVirtual
+		var mask func() reg.VecVirtual
 		if withMask {
-			mv = load(f32At(mp, i), k)
+			mv := load(f32At(mp, i), k)
+			mask = func() reg.VecVirtual { return mv }
 		}
 		for r := range rows {
-			v := load(f32At(rows[r].x, i), k)
-			VMULPS(sc, v, v)
-			if withMask {
-				VADDPS(mv, v, v)
-			}
-			store(v, f32At(rows[r].d, i), k)
-			accMax(v, accs[r], k)
+			scaleMask(load(f32At(rows[r].x, i), k), sc, mask, f32At(rows[r].d, i), accs[r], k)
 		}
 	})
 	ms := make([]reg.VecVirtual, len(rows))
@@ -352,17 +298,13 @@ func smGroup(rows []smRow, withMask bool, n, mp, left reg.Register, sc, lo reg.V
 }
 
 func softmaxRows() {
-	TEXT("eltSoftmaxRows", NOSPLIT, "func(dst, x, mask []float32, rows, n int, s float32) (i int, m, sum float32)")
-	Doc("eltSoftmaxRows is the scaled softmax of rows rows of n floats (dst and x",
+	kernel("eltSoftmaxRows", "func(dst, x, mask []float32, rows, n int, s float32) (i int, m, sum float32)",
+		"eltSoftmaxRows is the scaled softmax of rows rows of n floats (dst and x",
 		"hold rows*n, mask n or none), in pairs of rows and a last single row,",
 		"exactly as eltSoftmaxRowsGeneric: it returns rows, 0, 0, or the first row",
 		"whose values are in error with its maximum and sum.")
-	d := Load(Param("dst").Base(), GP64())
-	xp := Load(Param("x").Base(), GP64())
-	mp := Load(Param("mask").Base(), GP64())
-	nm := Load(Param("mask").Len(), GP64())
-	left := Load(Param("rows"), GP64())
-	n := Load(Param("n"), GP64())
+	d, xp, mp, nm := base("dst"), base("x"), base("mask"), length("mask")
+	left, n := arg("rows"), arg("n")
 	sc := scalar("s")
 	lo := bcast("expmin")
 	rowBytes := GP64()
@@ -390,27 +332,17 @@ func softmaxRows() {
 		JMP(LabelRef("sm_done"))
 	}
 	Label("sm_done")
-	idx := Load(Param("rows"), GP64())
-	Store(idx, ReturnIndex(0))
+	Store(arg("rows"), ReturnIndex(0))
 	z := XMM()
 	VXORPS(z, z, z)
 	storeF32(z, ReturnIndex(1))
 	storeF32(z, ReturnIndex(2))
-	VZEROUPPER()
-	RET()
+	ret()
 }
 
 func scale() {
-	TEXT("eltScale", NOSPLIT, "func(x []float32, s float32)")
-	Doc("eltScale multiplies every x[j] by s.")
-	n := Load(Param("x").Len(), GP64())
-	xp := Load(Param("x").Base(), GP64())
-	s := scalar("s")
-	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
-		v := load(f32At(xp, i), k)
-		VMULPS(s, v, v)
-		store(v, f32At(xp, i), k)
-	})
-	VZEROUPPER()
-	RET()
+	kernel("eltScale", "func(x []float32, s float32)", "eltScale multiplies every x[j] by s.")
+	n, xp := length("x"), base("x")
+	scaleRow(xp, n, scalar("s"))
+	ret()
 }
