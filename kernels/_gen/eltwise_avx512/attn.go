@@ -51,8 +51,8 @@ func expVecsU8(xs []reg.VecVirtual, lo reg.VecVirtual) {
 // (docs/DESIGN.md section 3.10): a low-degree 255*exp, the rounding to u8
 // and the row sum without writing the exponentials out.
 func expQuantU8() {
-	TEXT("eltExpQuantU8", NOSPLIT, "func(dst []uint8, x []float32, m float32) (sum, bits uint32)")
-	Doc("eltExpQuantU8 stores, for j < len(dst),",
+	kernel("eltExpQuantU8", "func(dst []uint8, x []float32, m float32) (sum, bits uint32)",
+		"eltExpQuantU8 stores, for j < len(dst),",
 		"",
 		"\tdst[j] = uint8(roundHalfEven(clamp(e255(x[j] - m), 0, 255)))",
 		"",
@@ -62,28 +62,23 @@ func expQuantU8() {
 		"twin eltExpQuantU8Generic. m must be at least max(x) - 32 (SoftmaxU8",
 		"passes the maximum): the exponentials' float sum is then finite",
 		"exactly when each of them is.")
-	n := Load(Param("dst").Len(), GP64())
-	d := Load(Param("dst").Base(), GP64())
-	xp := Load(Param("x").Base(), GP64())
+	n, d, xp := length("dst"), base("dst"), base("x")
 	sum, bits := expQuantU8Row(n, d, xp, scalar("m"), bcast("u8expmin"))
 	Store(sum, ReturnIndex(0))
 	Store(bits, ReturnIndex(1))
-	VZEROUPPER()
-	RET()
+	ret()
 }
 
 // expQuantU8Row emits eltExpQuantU8's loop over the n scores at xp (their
 // bytes to d) with the row maximum m broadcast, and returns the byte sum
 // and the bits of the largest |e255| in GP registers.
 func expQuantU8Row(n, d, xp reg.Register, m, lo reg.VecVirtual) (reg.GPVirtual, reg.GPVirtual) {
-	acc := ZMM()
-	VPXORD(acc, acc, acc)
+	acc := zeroed(VPXORD)
 	// fs are float sums of the exponentials, one per unrolled vector (an
 	// addition's latency a step): only whether they are finite is used.
 	fs := make([]reg.VecVirtual, expUnroll)
 	for j := range fs {
-		fs[j] = ZMM()
-		VPXORD(fs[j], fs[j], fs[j])
+		fs[j] = zeroed(VPXORD)
 	}
 	top := bcast("u8maxi")
 	// finish takes exponentials to u8 under k (nil: all lanes): the float
@@ -91,29 +86,15 @@ func expQuantU8Row(n, d, xp reg.Register, m, lo reg.VecVirtual) (reg.GPVirtual, 
 	// are >= 0, so that is the clamp; too large or NaN converts to
 	// 0x80000000, which it takes to 255 too), the sum and the store.
 	finish := func(v, f reg.VecVirtual, at Mem, k reg.Register) {
-		if k == nil {
-			VADDPS(v, f, f)
-		} else {
-			VADDPS(v, f, k, f)
-		}
+		under(k, VADDPS, v, f, f)
 		VCVTPS2DQ(v, v)
 		VPMINUD(top, v, v)
-		if k == nil {
-			VPADDD(v, acc, acc)
-		} else {
-			VPADDD(v, acc, k, acc)
-		}
+		under(k, VPADDD, v, acc, acc)
 		storeBytes(v, at, k)
 	}
 	i := unrolledLoop(n, expUnroll, "unrolled_", "rest_", func(i reg.GPVirtual) {
-		xs := make([]reg.VecVirtual, expUnroll)
-		for j := range xs {
-			xs[j] = ZMM()
-			VMOVUPS(f32At(xp, i).Offset(64*j), xs[j])
-		}
-		for j := range xs {
-			VSUBPS(m, xs[j], xs[j])
-		}
+		xs := loadVecs(xp, i, expUnroll)
+		subAll(m, xs)
 		expVecsU8(xs, lo)
 		for j := range xs {
 			finish(xs[j], fs[j], u8At(d, i).Offset(16*j), nil)
@@ -164,8 +145,8 @@ func maxLoop4(n reg.Register, accs []reg.VecVirtual, body func(i reg.GPVirtual, 
 // its scale, leaving a row whose maximum is -Inf or whose values are not
 // finite to the caller.
 func softmaxU8Rows() {
-	TEXT("eltSoftmaxU8Rows", NOSPLIT, "func(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32)")
-	Doc("eltSoftmaxU8Rows runs, for each row i < len(scales) of x (n floats, row",
+	kernel("eltSoftmaxU8Rows", "func(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32)",
+		"eltSoftmaxU8Rows runs, for each row i < len(scales) of x (n floats, row",
 		"stride n; its bytes at dst[i*ldd:]), what SoftmaxU8 does with the",
 		"AVX-512 functions: with mask, x_i += mask; m = the maximum of x_i in",
 		"four accumulators (eltMaxLanes4Generic); then sum, bits =",
@@ -174,14 +155,8 @@ func softmaxU8Rows() {
 		"-Inf (bits 0) or whose bits are >= 0x7f800000 (a NaN or an infinity),",
 		"that row's scale unwritten, and returns its index (len(scales) when",
 		"every row is done). Its twin is eltSoftmaxU8RowsGeneric.")
-	rows := Load(Param("scales").Len(), GP64())
-	sp := Load(Param("scales").Base(), GP64())
-	dp := Load(Param("dst").Base(), GP64())
-	ldd := Load(Param("ldd"), GP64())
-	xp := Load(Param("x").Base(), GP64())
-	n := Load(Param("n"), GP64())
-	mp := Load(Param("mask").Base(), GP64())
-	nm := Load(Param("mask").Len(), GP64())
+	rows, sp, dp, ldd := length("scales"), base("scales"), base("dst"), arg("ldd")
+	xp, n, mp, nm := base("x"), arg("n"), base("mask"), length("mask")
 	lo := bcast("u8expmin")
 	id := newID()
 	r := GP64()
@@ -191,8 +166,7 @@ func softmaxU8Rows() {
 	JAE(LabelRef("done_" + id))
 	accs := make([]reg.VecVirtual, maxUnroll)
 	for j := range accs {
-		accs[j] = ZMM()
-		negInf(accs[j])
+		accs[j] = negInfs()
 	}
 	acc := accs[0]
 	TESTQ(nm, nm)
@@ -238,22 +212,18 @@ func softmaxU8Rows() {
 	Label("bad_" + id)
 	Store(r, ReturnIndex(0))
 	Store(bits, ReturnIndex(1))
-	VZEROUPPER()
-	RET()
+	ret()
 	Label("done_" + id)
 	Store(r, ReturnIndex(0))
-	zr := GP32()
-	XORL(zr, zr)
-	Store(zr, ReturnIndex(1))
-	VZEROUPPER()
-	RET()
+	storeZeroU32(ReturnIndex(1))
+	ret()
 }
 
 // packQuantKRow quantizes one key of INT8 attention's K into its packed
 // panel in one call (docs/DESIGN.md section 3.10, kernels.PackQuantS8Into).
 func packQuantKRow() {
-	TEXT("eltPackQuantKRow", NOSPLIT, "func(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32)")
-	Doc("eltPackQuantKRow quantizes x (k = len(x) values) to s8 with one scale,",
+	kernel("eltPackQuantKRow", "func(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32)",
+		"eltPackQuantKRow quantizes x (k = len(x) values) to s8 with one scale,",
 		"",
 		"	bits = max_j math.Float32bits(x[j]) & 0x7fffffff (as eltAbsMax)",
 		"	scale = math.Float32frombits(bits) / 127, or 1 where that is 0",
@@ -263,17 +233,12 @@ func packQuantKRow() {
 		"(k+3)/4; colsum is the sum of q. With bits >= 0x7f800000 (a NaN or an",
 		"infinity) it stores nothing and returns bits alone. Its twin is",
 		"eltPackQuantKRowGeneric.")
-	n := Load(Param("x").Len(), GP64())
-	d := Load(Param("dst").Base(), GP64())
-	xp := Load(Param("x").Base(), GP64())
-	st := Load(Param("stride"), GP64())
+	n, d, xp, st := length("x"), base("dst"), base("x"), arg("stride")
 	id := newID()
-	acc := ZMM()
-	VPXORD(acc, acc, acc)
+	acc := zeroed(VPXORD)
 	rowLoop(n, func(i reg.GPVirtual, k reg.Register) {
 		v := load(f32At(xp, i), k)
-		VPANDD_BCST(c("absmask"), v, v)
-		VPMAXUD(v, acc, acc)
+		accAbsMax(v, v, acc)
 	})
 	b := reduceMaxU32(acc)
 	Store(b, ReturnIndex(2))
@@ -294,8 +259,7 @@ func packQuantKRow() {
 	VDIVSS(sc, inv, inv)
 	invZ := ZMM()
 	VBROADCASTSS(inv, invZ)
-	sum := ZMM()
-	VPXORD(sum, sum, sum)
+	sum := zeroed(VPXORD)
 	st3 := GP64()
 	LEAQ(Mem{Base: st, Index: st, Scale: 2}, st3)
 	st4 := GP64()
@@ -305,9 +269,6 @@ func packQuantKRow() {
 	MOVQ(d, p)
 	i := GP64()
 	XORQ(i, i)
-	full := GP64()
-	MOVQ(n, full)
-	ANDQ(I32(-16), full)
 	quant := func(v reg.VecVirtual) reg.VecVirtual {
 		VMULPS(invZ, v, v)
 		clampRound(v, "s8min", "s8max")
@@ -316,51 +277,35 @@ func packQuantKRow() {
 		VPMOVDB(v, x)
 		return x
 	}
-	Label("full_" + id)
-	CMPQ(i, full)
-	JAE(LabelRef("tail_" + id))
-	{
-		v := ZMM()
-		VMOVUPS(f32At(xp, i), v)
-		x := quant(v)
-		VMOVD(x, Mem{Base: p})
-		VPEXTRD(U8(1), x, Mem{Base: p, Index: st, Scale: 1})
-		VPEXTRD(U8(2), x, Mem{Base: p, Index: st, Scale: 2})
-		VPEXTRD(U8(3), x, Mem{Base: p, Index: st3, Scale: 1})
+	stepLoop(i, n, 1, U8(16), "full_"+id, "tail_"+id, func(i reg.GPVirtual) {
+		storeWords(quant(load(f32At(xp, i), nil)), p, st, st3, nil, "")
 		ADDQ(st4, p)
-		ADDQ(U8(16), i)
-		JMP(LabelRef("full_" + id))
-	}
-	Label("tail_" + id)
+	})
 	rem, k := tailMask(n, i, "sum_"+id)
-	{
-		v := ZMM()
-		VMOVUPS_Z(f32At(xp, i), k, v)
-		x := quant(v)
-		VMOVD(x, Mem{Base: p})
-		CMPQ(rem, I8(4))
-		JBE(LabelRef("sum_" + id))
-		VPEXTRD(U8(1), x, Mem{Base: p, Index: st, Scale: 1})
-		CMPQ(rem, I8(8))
-		JBE(LabelRef("sum_" + id))
-		VPEXTRD(U8(2), x, Mem{Base: p, Index: st, Scale: 2})
-		CMPQ(rem, I8(12))
-		JBE(LabelRef("sum_" + id))
-		VPEXTRD(U8(3), x, Mem{Base: p, Index: st3, Scale: 1})
-	}
+	storeWords(quant(load(f32At(xp, i), k)), p, st, st3, rem, "sum_"+id)
 	Label("sum_" + id)
 	Store(reduceAddI32(sum), ReturnIndex(1))
-	VZEROUPPER()
-	RET()
+	ret()
 	Label("nonfinite_" + id)
 	z := XMM()
 	VXORPS(z, z, z)
 	storeF32(z, ReturnIndex(0))
-	zr := GP32()
-	XORL(zr, zr)
-	Store(zr, ReturnIndex(1))
-	VZEROUPPER()
-	RET()
+	storeZeroU32(ReturnIndex(1))
+	ret()
+}
+
+// storeWords stores the four words of x at p, p+st, p+2*st and p+st3 (st3
+// = 3*st); with rem non-nil only those of its first rem bytes (then a jump
+// to done).
+func storeWords(x reg.VecVirtual, p, st, st3, rem reg.Register, done string) {
+	VMOVD(x, strided(p, st, st3, 0))
+	for w := 1; w < 4; w++ {
+		if rem != nil {
+			CMPQ(rem, I8(4*w))
+			JBE(LabelRef(done))
+		}
+		VPEXTRD(U8(w), x, strided(p, st, st3, w))
+	}
 }
 
 // qkvToken quantizes one token's fused QKV row for every head of 64 in
@@ -372,8 +317,8 @@ func packQuantKRow() {
 // at most 127 by a few units in the last place, under 127.5, so the
 // rounding gives what the twin's clamp to [-128, 127] does.
 func qkvToken() {
-	TEXT("eltQKVToken", NOSPLIT, "func(tmp []uint32, q []uint8, kd []int8, x []float32, heads, kh, nr4 int, qmul float32) uint32")
-	Doc("eltQKVToken takes x, one token's fused QKV row of heads <= 16 heads of",
+	kernel("eltQKVToken", "func(tmp []uint32, q []uint8, kd []int8, x []float32, heads, kh, nr4 int, qmul float32) uint32",
+		"eltQKVToken takes x, one token's fused QKV row of heads <= 16 heads of",
 		"64 (Q's 64*heads floats, then K's, then V's), and stores in tmp",
 		"(128 words): [0:16] the bits of each head's max|Q| (as eltAbsMax),",
 		"[16:32] max|K|'s, [32:48] max|V|'s; unless one of those is >= 0x7f800000",
@@ -383,13 +328,8 @@ func qkvToken() {
 		"q[h*64:], K's s8 as eltPackQuantKRow in words of 4 at",
 		"kd[h*kh + g*nr4:] (g < 16). It returns the largest bits. Its twin is",
 		"eltQKVTokenGeneric.")
-	tp := Load(Param("tmp").Base(), GP64())
-	qp := Load(Param("q").Base(), GP64())
-	kd := Load(Param("kd").Base(), GP64())
-	xp := Load(Param("x").Base(), GP64())
-	heads := Load(Param("heads"), GP64())
-	kh := Load(Param("kh"), GP64())
-	nr4 := Load(Param("nr4"), GP64())
+	tp, qp, kd, xp := base("tmp"), base("q"), base("kd"), base("x")
+	heads, kh, nr4 := arg("heads"), arg("kh"), arg("nr4")
 	id := newID()
 	// part is the byte distance from a head's Q to its K (and K to V).
 	part := GP64()
@@ -495,8 +435,7 @@ func qkvToken() {
 		VBROADCASTSS(Mem{Base: tp, Index: h, Scale: 4, Disp: 384}, ik)
 		kx := GP64()
 		LEAQ(Mem{Base: px, Index: part, Scale: 1}, kx)
-		sum := ZMM()
-		VPXORD(sum, sum, sum)
+		sum := zeroed(VPXORD)
 		w := GP64()
 		MOVQ(ko, w)
 		for v := 0; v < 4; v++ {
@@ -506,10 +445,7 @@ func qkvToken() {
 			VPADDD(x, sum, sum)
 			b := XMM()
 			VPMOVDB(x, b)
-			VMOVD(b, Mem{Base: w})
-			VPEXTRD(U8(1), b, Mem{Base: w, Index: nr4, Scale: 1})
-			VPEXTRD(U8(2), b, Mem{Base: w, Index: nr4, Scale: 2})
-			VPEXTRD(U8(3), b, Mem{Base: w, Index: nr12, Scale: 1})
+			storeWords(b, w, nr4, nr12, nil, "")
 			if v < 3 {
 				ADDQ(nr16, w)
 			}
@@ -524,29 +460,22 @@ func qkvToken() {
 	JMP(LabelRef("bytes_" + id))
 
 	Label("ret_" + id)
-	Store(top, ReturnIndex(0))
-	VZEROUPPER()
-	RET()
+	retU32(top)
 }
 
 // packQuantVT4 quantizes four keys of INT8 attention's V into one group
 // of words of the packed Vᵀ (docs/DESIGN.md section 3.10,
 // kernels.PackQuantS8TInto).
 func packQuantVT4() {
-	TEXT("eltPackQuantVT4", NOSPLIT, "func(dst []int8, r0, r1, r2, r3 []float32, inv float32, nr, panel int)")
-	Doc("eltPackQuantVT4 quantizes the four rows r0...r3 (n = len(r0) channels",
+	kernel("eltPackQuantVT4", "func(dst []int8, r0, r1, r2, r3 []float32, inv float32, nr, panel int)",
+		"eltPackQuantVT4 quantizes the four rows r0...r3 (n = len(r0) channels",
 		"each) to s8, q = int8(roundHalfEven(clamp(r*inv, -128, 127))), and",
 		"stores channel j's four bytes (r0's lowest) as one word at",
 		"dst[(j/nr)*panel + (j%nr)*4:]; nr is a multiple of 16. Its twin is",
 		"eltPackQuantVT4Generic.")
-	n := Load(Param("r0").Len(), GP64())
-	d := Load(Param("dst").Base(), GP64())
-	rs := []reg.Register{
-		Load(Param("r0").Base(), GP64()), Load(Param("r1").Base(), GP64()),
-		Load(Param("r2").Base(), GP64()), Load(Param("r3").Base(), GP64()),
-	}
-	nrr := Load(Param("nr"), GP64())
-	pan := Load(Param("panel"), GP64())
+	n, d := length("r0"), base("dst")
+	rs := []reg.Register{base("r0"), base("r1"), base("r2"), base("r3")}
+	nrr, pan := arg("nr"), arg("panel")
 	inv := scalar("inv")
 	mask := bcast("u8mask")
 	id := newID()
@@ -557,9 +486,6 @@ func packQuantVT4() {
 	XORQ(jj, jj)
 	i := GP64()
 	XORQ(i, i)
-	full := GP64()
-	MOVQ(n, full)
-	ANDQ(I32(-16), full)
 	body := func(k reg.Register, next string) {
 		var acc reg.VecVirtual
 		for r, rp := range rs {
@@ -575,28 +501,19 @@ func packQuantVT4() {
 			}
 		}
 		at := Mem{Base: base, Index: jj, Scale: 4}
-		if k == nil {
-			VMOVDQU32(acc, at)
-		} else {
-			VMOVDQU32(acc, k, at)
-		}
+		under(k, VMOVDQU32, acc, at)
 		ADDQ(U8(16), jj)
 		CMPQ(jj, nrr)
 		JB(LabelRef(next))
 		XORQ(jj, jj)
 		ADDQ(pan, base)
 	}
-	Label("full_" + id)
-	CMPQ(i, full)
-	JAE(LabelRef("tail_" + id))
-	body(nil, "fnext_"+id)
-	Label("fnext_" + id)
-	ADDQ(U8(16), i)
-	JMP(LabelRef("full_" + id))
-	Label("tail_" + id)
+	stepLoop(i, n, 1, U8(16), "full_"+id, "tail_"+id, func(reg.GPVirtual) {
+		body(nil, "fnext_"+id)
+		Label("fnext_" + id)
+	})
 	_, k := tailMask(n, i, "done_"+id)
 	body(k, "done_"+id)
 	Label("done_" + id)
-	VZEROUPPER()
-	RET()
+	ret()
 }

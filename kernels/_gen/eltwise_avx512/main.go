@@ -320,17 +320,25 @@ func reduceMax(z reg.VecVirtual) reg.VecVirtual { return reduceF32(z, VMAXPS, VM
 // reduceF32 folds z's 16 float32 lanes with op (its scalar form ss for the
 // last step) as a tree: lane i op= lane i+w for w = 8, 4, 2, 1.
 func reduceF32(z reg.VecVirtual, op, ss func(...Op)) reg.VecVirtual {
-	y := YMM()
-	VEXTRACTF64X4(U8(1), z, y)
-	op(y, z.AsY(), y)
-	x := XMM()
-	VEXTRACTF128(U8(1), y, x)
-	op(x, y.AsX(), x)
+	x := fold4(z, VEXTRACTF64X4, VEXTRACTF128, op)
 	x2 := XMM()
 	VMOVHLPS(x, x, x2)
 	op(x2, x, x)
 	VMOVSHDUP(x, x2)
 	ss(x2, x, x)
+	return x
+}
+
+// fold4 folds z's upper 256 bits onto its lower ones with op, then the
+// upper 128 of those (extracted by ext256 and ext128), and returns the XMM
+// register of the 4 lanes left.
+func fold4(z reg.VecVirtual, ext256 func(...Op), ext128 func(i, y, mx Op), op func(...Op)) reg.VecVirtual {
+	y := YMM()
+	ext256(U8(1), z, y)
+	op(y, z.AsY(), y)
+	x := XMM()
+	ext128(U8(1), y, x)
+	op(x, y.AsX(), x)
 	return x
 }
 
@@ -381,12 +389,7 @@ func reduceMaxU32(z reg.VecVirtual) reg.GPVirtual { return reduceLanes32(z, VPMA
 // reduceLanes32 folds z's 16 32-bit lanes with op (VPADDD, VPMAXUD) as a
 // tree and returns the result in a GP register.
 func reduceLanes32(z reg.VecVirtual, op func(...Op)) reg.GPVirtual {
-	y := YMM()
-	VEXTRACTI64X4(U8(1), z, y)
-	op(y, z.AsY(), y)
-	x := XMM()
-	VEXTRACTI128(U8(1), y, x)
-	op(x, y.AsX(), x)
+	x := fold4(z, VEXTRACTI64X4, VEXTRACTI128, op)
 	x2 := XMM()
 	VPSHUFD(U8(0x4e), x, x2)
 	op(x2, x, x)
@@ -448,6 +451,19 @@ func loadVecs(p reg.Register, i reg.GPVirtual, u int) []reg.VecVirtual {
 		VMOVUPS(f32At(p, i).Offset(64*j), xs[j])
 	}
 	return xs
+}
+
+// strided is the address of row r < 4 of rows st bytes apart from p (st3
+// = 3*st).
+func strided(p, st, st3 reg.Register, r int) Mem {
+	return []Mem{{Base: p}, {Base: p, Index: st, Scale: 1}, {Base: p, Index: st, Scale: 2}, {Base: p, Index: st3, Scale: 1}}[r]
+}
+
+// storeZeroU32 stores 32 zero bits as the result c.
+func storeZeroU32(c gotypes.Component) {
+	zr := GP32()
+	XORL(zr, zr)
+	Store(zr, c)
 }
 
 // storeVecs stores xs to the 16*len(xs) floats at element i of p.

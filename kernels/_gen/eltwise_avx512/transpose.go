@@ -9,19 +9,16 @@ import (
 )
 
 func transpose16() {
-	TEXT("packT16", NOSPLIT, "func(dst, w []float32, nblk, ldw, ldd int)")
-	Doc("packT16 stores the transpose of the 16 x 16*nblk block of w (rows",
+	kernel("packT16", "func(dst, w []float32, nblk, ldw, ldd int)",
+		"packT16 stores the transpose of the 16 x 16*nblk block of w (rows",
 		"ldw apart) into dst (rows ldd apart), 16x16 blocks in registers:",
 		"",
 		"	dst[q*ldd+r] = w[r*ldw+q]   for r < 16, q < 16*nblk",
 		"",
 		"It only moves bits. The caller checks len(w) >= 15*ldw+16*nblk and",
 		"len(dst) >= (16*nblk-1)*ldd+16 (see packT16Generic).")
-	d := Load(Param("dst").Base(), GP64())
-	wp := Load(Param("w").Base(), GP64())
-	nblk := Load(Param("nblk"), GP64())
-	ldw := Load(Param("ldw"), GP64())
-	ldd := Load(Param("ldd"), GP64())
+	d, wp := base("dst"), base("w")
+	nblk, ldw, ldd := arg("nblk"), arg("ldw"), arg("ldd")
 	SHLQ(U8(2), ldw)
 	SHLQ(U8(2), ldd)
 	// w3 = 3*ldw bytes, for rows r = 4g+0..3 at base + g*4*ldw.
@@ -42,18 +39,7 @@ func transpose16() {
 		}
 		for r := 0; r < 4; r++ {
 			a[4*g+r] = ZMM()
-			var m Mem
-			switch r {
-			case 0:
-				m = Mem{Base: rp}
-			case 1:
-				m = Mem{Base: rp, Index: ldw, Scale: 1}
-			case 2:
-				m = Mem{Base: rp, Index: ldw, Scale: 2}
-			case 3:
-				m = Mem{Base: rp, Index: w3, Scale: 1}
-			}
-			VMOVUPS(m, a[4*g+r])
+			VMOVUPS(strided(rp, ldw, w3, r), a[4*g+r])
 		}
 	}
 	// Stage 1: per 128-bit lane l, t[2i] = [a0[4l] a1[4l] a0[4l+1] a1[4l+1]]
@@ -96,18 +82,7 @@ func transpose16() {
 	}
 	for g := 0; g < 4; g++ {
 		for r := 0; r < 4; r++ {
-			var m Mem
-			switch r {
-			case 0:
-				m = Mem{Base: d}
-			case 1:
-				m = Mem{Base: d, Index: ldd, Scale: 1}
-			case 2:
-				m = Mem{Base: d, Index: ldd, Scale: 2}
-			case 3:
-				m = Mem{Base: d, Index: d3, Scale: 1}
-			}
-			VMOVUPS(o[4*g+r], m)
+			VMOVUPS(o[4*g+r], strided(d, ldd, d3, r))
 		}
 		LEAQ(Mem{Base: d, Index: ldd, Scale: 4}, d)
 	}
@@ -115,6 +90,5 @@ func transpose16() {
 	DECQ(nblk)
 	JNZ(LabelRef("t16_blk"))
 	Label("t16_done")
-	VZEROUPPER()
-	RET()
+	ret()
 }
