@@ -1,7 +1,7 @@
 package main
 
-// This file generates INT8 attention: the u8 softmax numerator and the quantization and
-// packing of Q, K and V.
+// This file generates INT8 attention's routines: the u8 softmax numerator
+// and the quantization and packing of Q, K and V.
 
 import (
 	. "github.com/mmcloughlin/avo/build"

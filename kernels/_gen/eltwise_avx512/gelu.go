@@ -1,6 +1,6 @@
 package main
 
-// This file generates the erf GELU.
+// This file generates the erf GELU, with the exp (no FMA) of its tail.
 
 import (
 	. "github.com/mmcloughlin/avo/build"

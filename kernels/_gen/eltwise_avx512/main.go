@@ -10,7 +10,17 @@
 // operations of its Go twin in kernels/eltwise_generic.go, in the same order:
 // 16 lane accumulators reduced as a tree (lane i += lane i+w, w = 8, 4, 2, 1),
 // constants broadcast from one table, no FMA except the exact split of a*a in
-// GELU and Softmax's exp (the twin's fma32 rounds each once, as VFMADD), VMAXPS/VMINPS operand order chosen so NaN behaves as the twin says.
+// GELU and Softmax's exp (the twin's fma32 rounds each once, as VFMADD),
+// VMAXPS/VMINPS operand order chosen so NaN behaves as the twin says.
+//
+// main.go holds the constant table, the order of the routines in the output
+// and the helpers they share: the frame of a routine, the row loops, loads
+// and stores, lane arithmetic and reductions. Each kernel group has its
+// file: layernorm.go, softmax.go, gelu.go, quant.go, attn.go (INT8
+// attention) and transpose.go. A variant is its base's generator called
+// with a parameter, not a copy: eltNormQ is norm(true), eltAbsMaxPre and
+// eltQuantRowPre are absMax(true) and quantRow(true), eltSum and eltMax
+// are reduceX of the sum and of the maximum.
 package main
 
 import (
@@ -75,6 +85,7 @@ var consts = []struct {
 func f(x float64) uint32 { return math.Float32bits(float32(x)) }
 
 var table Mem
+
 var offsets = map[string]int{}
 
 // c returns the table entry name (a 32-bit memory operand for broadcasts).
@@ -91,18 +102,6 @@ func bcast(name string) reg.VecVirtual {
 	z := ZMM()
 	VBROADCASTSS(c(name), z)
 	return z
-}
-
-// storeF32 stores the float32 in x's low lane to the result c with a VEX
-// VMOVSS: avo's Store would emit a legacy-SSE MOVSS, which with the upper
-// halves of the registers dirty costs a state transition (Haswell) or a
-// false dependency (later Intel cores).
-func storeF32(x reg.VecVirtual, c gotypes.Component) {
-	b, err := c.Resolve()
-	if err != nil {
-		panic(err)
-	}
-	VMOVSS(x, b.Addr)
 }
 
 // scalar broadcasts the float32 parameter name into a new ZMM register.
@@ -153,6 +152,8 @@ func main() {
 	Generate()
 }
 
+// The frame of a routine: its start, arguments and results.
+
 // kernel starts the routine name of Go signature sig with its doc comment
 // (the loop it computes).
 func kernel(name, sig string, doc ...string) {
@@ -184,34 +185,33 @@ func retU32(r reg.Register) {
 	ret()
 }
 
-// zeroed returns a new ZMM register cleared by xor (VXORPS or VPXORD).
-func zeroed(xor func(...Op)) reg.VecVirtual {
-	z := ZMM()
-	xor(z, z, z)
-	return z
+// storeF32 stores the float32 in x's low lane to the result c with a VEX
+// VMOVSS: avo's Store would emit a legacy-SSE MOVSS, which with the upper
+// halves of the registers dirty costs a state transition (Haswell) or a
+// false dependency (later Intel cores).
+func storeF32(x reg.VecVirtual, c gotypes.Component) {
+	b, err := c.Resolve()
+	if err != nil {
+		panic(err)
+	}
+	VMOVSS(x, b.Addr)
 }
 
-// accAbsMax is acc = max(acc, bits(v) & 0x7fffffff) (as uint32), the
-// absolute value through a (v itself, or a new register to keep v).
-func accAbsMax(v, a, acc reg.VecVirtual) {
-	VPANDD_BCST(c("absmask"), v, a)
-	VPMAXUD(a, acc, acc)
+// storeZeroU32 stores 32 zero bits as the result c.
+func storeZeroU32(c gotypes.Component) {
+	zr := GP32()
+	XORL(zr, zr)
+	Store(zr, c)
 }
 
-// withOpt emits rowLoop(n, body(true)) when the length nopt of an optional
-// slice is non-zero and rowLoop(n, body(false)) (at label none) when it is
-// 0, each loop followed by end.
-func withOpt(nopt, n reg.Register, none string, body func(with bool) func(i reg.GPVirtual, k reg.Register), end func()) {
-	TESTQ(nopt, nopt)
-	JZ(LabelRef(none))
-	rowLoop(n, body(true))
-	end()
-	Label(none)
-	rowLoop(n, body(false))
-	end()
-}
+// Row loops. Labels take a new id (newID) per loop.
 
 var loopID int
+
+func newID() string {
+	loopID++
+	return string(rune('a'+loopID/26)) + string(rune('a'+loopID%26))
+}
 
 // rowLoop emits a loop over n elements: body(i, nil) for each full vector of
 // 16 at element index i, then body(i, k) once for the remaining n%16 elements
@@ -263,11 +263,45 @@ func tailMask(n, i reg.Register, done string) (reg.GPVirtual, reg.Register) {
 	return rem, k
 }
 
-// reduceAddI32 returns the sum of z's 16 int32 lanes in a GP register.
-func reduceAddI32(z reg.VecVirtual) reg.GPVirtual { return reduceLanes32(z, VPADDD) }
+// unrolledLoop emits a loop of step(i) over the first n&^(16u-1) elements
+// of a row, u vectors of 16 a step (labels loop and next with a new id),
+// and returns i, the element where the rest begins (for rowLoopFrom).
+func unrolledLoop(n reg.Register, u int, loop, next string, step func(i reg.GPVirtual)) reg.GPVirtual {
+	id := newID()
+	return unrolledLoopAt(n, u, loop+id, next+id, step)
+}
+
+// unrolledLoopAt is unrolledLoop at the labels loop and next as they are.
+func unrolledLoopAt(n reg.Register, u int, loop, next string, step func(i reg.GPVirtual)) reg.GPVirtual {
+	i := GP64()
+	XORQ(i, i)
+	stepLoop(i, n, u, U32(16*u), loop, next, step)
+	return i
+}
+
+// withOpt emits rowLoop(n, body(true)) when the length nopt of an optional
+// slice is non-zero and rowLoop(n, body(false)) (at label none) when it is
+// 0, each loop followed by end.
+func withOpt(nopt, n reg.Register, none string, body func(with bool) func(i reg.GPVirtual, k reg.Register), end func()) {
+	TESTQ(nopt, nopt)
+	JZ(LabelRef(none))
+	rowLoop(n, body(true))
+	end()
+	Label(none)
+	rowLoop(n, body(false))
+	end()
+}
+
+// Loads and stores; under is the masked form of an instruction.
 
 func f32At(base reg.Register, i reg.GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: 4} }
 func u8At(base reg.Register, i reg.GPVirtual) Mem  { return Mem{Base: base, Index: i, Scale: 1} }
+
+// strided is the address of row r < 4 of rows st bytes apart from p (st3
+// = 3*st).
+func strided(p, st, st3 reg.Register, r int) Mem {
+	return []Mem{{Base: p}, {Base: p, Index: st, Scale: 1}, {Base: p, Index: st, Scale: 2}, {Base: p, Index: st3, Scale: 1}}[r]
+}
 
 // load reads 16 float32 (or int32) at m, zeroing the lanes off in k.
 func load(m Mem, k reg.Register) reg.VecVirtual {
@@ -280,17 +314,24 @@ func load(m Mem, k reg.Register) reg.VecVirtual {
 	return z
 }
 
+// loadVecs returns u new vectors holding the 16u floats at element i of p.
+func loadVecs(p reg.Register, i reg.GPVirtual, u int) []reg.VecVirtual {
+	xs := make([]reg.VecVirtual, u)
+	for j := range xs {
+		xs[j] = ZMM()
+		VMOVUPS(f32At(p, i).Offset(64*j), xs[j])
+	}
+	return xs
+}
+
 // store writes the lanes of z in k (all with k nil) to m.
 func store(z reg.VecVirtual, m Mem, k reg.Register) { under(k, VMOVUPS, z, m) }
 
-// under emits op(ops...), its destination (the last operand) merge-masked
-// by k unless k is nil.
-func under(k reg.Register, op func(...Op), ops ...Op) {
-	if k != nil {
-		last := len(ops) - 1
-		ops = append(append(ops[:last:last], k), ops[last])
+// storeVecs stores xs to the 16*len(xs) floats at element i of p.
+func storeVecs(xs []reg.VecVirtual, p reg.Register, i reg.GPVirtual) {
+	for j, x := range xs {
+		VMOVUPS(x, f32At(p, i).Offset(64*j))
 	}
-	op(ops...)
 }
 
 // storeBytes narrows the 16 int32 lanes of z to bytes (truncating) and
@@ -305,11 +346,68 @@ func storeBytes(z reg.VecVirtual, m Mem, k reg.Register) {
 	}
 }
 
+// under emits op(ops...), its destination (the last operand) merge-masked
+// by k unless k is nil.
+func under(k reg.Register, op func(...Op), ops ...Op) {
+	if k != nil {
+		last := len(ops) - 1
+		ops = append(append(ops[:last:last], k), ops[last])
+	}
+	op(ops...)
+}
+
+// Lane arithmetic.
+
+// zeroed returns a new ZMM register cleared by xor (VXORPS or VPXORD).
+func zeroed(xor func(...Op)) reg.VecVirtual {
+	z := ZMM()
+	xor(z, z, z)
+	return z
+}
+
+// negInf sets every lane of z to -Inf.
+func negInf(z reg.VecVirtual) {
+	r := GP32()
+	MOVL(U32(0xff800000), r)
+	VPBROADCASTD(r, z)
+}
+
+// negInfs returns a new ZMM register of -Inf in every lane.
+func negInfs() reg.VecVirtual {
+	z := ZMM()
+	negInf(z)
+	return z
+}
+
+// subAll is x -= m for each x of xs.
+func subAll(m reg.VecVirtual, xs []reg.VecVirtual) {
+	for _, x := range xs {
+		VSUBPS(m, x, x)
+	}
+}
+
+// clampRound clamps p to [lo, hi] with p as src1 (NaN becomes lo) and
+// converts it to int32 with round half to even.
+func clampRound(p reg.VecVirtual, lo, hi string) {
+	VMAXPS_BCST(c(lo), p, p)
+	VMINPS_BCST(c(hi), p, p)
+	VCVTPS2DQ(p, p)
+}
+
 // accAdd adds v into acc (only the lanes in k).
 func accAdd(v, acc reg.VecVirtual, k reg.Register) { under(k, VADDPS, v, acc, acc) }
 
 // accMax is acc = acc > v ? acc : v (VMAXPS with acc as src1), lanes in k.
 func accMax(v, acc reg.VecVirtual, k reg.Register) { under(k, VMAXPS, v, acc, acc) }
+
+// accAbsMax is acc = max(acc, bits(v) & 0x7fffffff) (as uint32), the
+// absolute value through a (v itself, or a new register to keep v).
+func accAbsMax(v, a, acc reg.VecVirtual) {
+	VPANDD_BCST(c("absmask"), v, a)
+	VPMAXUD(a, acc, acc)
+}
+
+// Reductions of 16 lanes, and the routines that are a row's reduction.
 
 // reduceSum returns the tree sum of z's 16 lanes in an XMM register.
 func reduceSum(z reg.VecVirtual) reg.VecVirtual { return reduceF32(z, VADDPS, VADDSS) }
@@ -340,6 +438,25 @@ func fold4(z reg.VecVirtual, ext256 func(...Op), ext128 func(i, y, mx Op), op fu
 	ext128(U8(1), y, x)
 	op(x, y.AsX(), x)
 	return x
+}
+
+// reduceAddI32 returns the sum of z's 16 int32 lanes in a GP register.
+func reduceAddI32(z reg.VecVirtual) reg.GPVirtual { return reduceLanes32(z, VPADDD) }
+
+func reduceMaxU32(z reg.VecVirtual) reg.GPVirtual { return reduceLanes32(z, VPMAXUD) }
+
+// reduceLanes32 folds z's 16 32-bit lanes with op (VPADDD, VPMAXUD) as a
+// tree and returns the result in a GP register.
+func reduceLanes32(z reg.VecVirtual, op func(...Op)) reg.GPVirtual {
+	x := fold4(z, VEXTRACTI64X4, VEXTRACTI128, op)
+	x2 := XMM()
+	VPSHUFD(U8(0x4e), x, x2)
+	op(x2, x, x)
+	VPSHUFD(U8(0xb1), x, x2)
+	op(x2, x, x)
+	r := GP32()
+	VMOVD(x, r)
+	return r
 }
 
 // reduction is a row's float32 reduction: the start of its 16 lane
@@ -382,100 +499,4 @@ func addReduce(red reduction, name, sig, y string, doc ...string) {
 		store(v, f32At(d, i), k)
 		return v
 	})
-}
-
-func reduceMaxU32(z reg.VecVirtual) reg.GPVirtual { return reduceLanes32(z, VPMAXUD) }
-
-// reduceLanes32 folds z's 16 32-bit lanes with op (VPADDD, VPMAXUD) as a
-// tree and returns the result in a GP register.
-func reduceLanes32(z reg.VecVirtual, op func(...Op)) reg.GPVirtual {
-	x := fold4(z, VEXTRACTI64X4, VEXTRACTI128, op)
-	x2 := XMM()
-	VPSHUFD(U8(0x4e), x, x2)
-	op(x2, x, x)
-	VPSHUFD(U8(0xb1), x, x2)
-	op(x2, x, x)
-	r := GP32()
-	VMOVD(x, r)
-	return r
-}
-
-// clampRound clamps p to [lo, hi] with p as src1 (NaN becomes lo) and
-// converts it to int32 with round half to even.
-func clampRound(p reg.VecVirtual, lo, hi string) {
-	VMAXPS_BCST(c(lo), p, p)
-	VMINPS_BCST(c(hi), p, p)
-	VCVTPS2DQ(p, p)
-}
-
-// negInf sets every lane of z to -Inf.
-func negInf(z reg.VecVirtual) {
-	r := GP32()
-	MOVL(U32(0xff800000), r)
-	VPBROADCASTD(r, z)
-}
-
-// negInfs returns a new ZMM register of -Inf in every lane.
-func negInfs() reg.VecVirtual {
-	z := ZMM()
-	negInf(z)
-	return z
-}
-
-func newID() string {
-	loopID++
-	return string(rune('a'+loopID/26)) + string(rune('a'+loopID%26))
-}
-
-// unrolledLoop emits a loop of step(i) over the first n&^(16u-1) elements
-// of a row, u vectors of 16 a step (labels loop and next with a new id),
-// and returns i, the element where the rest begins (for rowLoopFrom).
-func unrolledLoop(n reg.Register, u int, loop, next string, step func(i reg.GPVirtual)) reg.GPVirtual {
-	id := newID()
-	return unrolledLoopAt(n, u, loop+id, next+id, step)
-}
-
-// unrolledLoopAt is unrolledLoop at the labels loop and next as they are.
-func unrolledLoopAt(n reg.Register, u int, loop, next string, step func(i reg.GPVirtual)) reg.GPVirtual {
-	i := GP64()
-	XORQ(i, i)
-	stepLoop(i, n, u, U32(16*u), loop, next, step)
-	return i
-}
-
-// loadVecs returns u new vectors holding the 16u floats at element i of p.
-func loadVecs(p reg.Register, i reg.GPVirtual, u int) []reg.VecVirtual {
-	xs := make([]reg.VecVirtual, u)
-	for j := range xs {
-		xs[j] = ZMM()
-		VMOVUPS(f32At(p, i).Offset(64*j), xs[j])
-	}
-	return xs
-}
-
-// strided is the address of row r < 4 of rows st bytes apart from p (st3
-// = 3*st).
-func strided(p, st, st3 reg.Register, r int) Mem {
-	return []Mem{{Base: p}, {Base: p, Index: st, Scale: 1}, {Base: p, Index: st, Scale: 2}, {Base: p, Index: st3, Scale: 1}}[r]
-}
-
-// storeZeroU32 stores 32 zero bits as the result c.
-func storeZeroU32(c gotypes.Component) {
-	zr := GP32()
-	XORL(zr, zr)
-	Store(zr, c)
-}
-
-// storeVecs stores xs to the 16*len(xs) floats at element i of p.
-func storeVecs(xs []reg.VecVirtual, p reg.Register, i reg.GPVirtual) {
-	for j, x := range xs {
-		VMOVUPS(x, f32At(p, i).Offset(64*j))
-	}
-}
-
-// subAll is x -= m for each x of xs.
-func subAll(m reg.VecVirtual, xs []reg.VecVirtual) {
-	for _, x := range xs {
-		VSUBPS(m, x, x)
-	}
 }

@@ -1,7 +1,8 @@
 package main
 
-// This file generates the float32 softmax: the masked, scaled row maxima, the vector exp
-// and its row sums, and the whole softmax of a head's rows in one call.
+// This file generates the float32 softmax: the masked, scaled row maxima,
+// the vector exp and its row sums, and the whole softmax of a head's rows
+// in one call.
 
 import (
 	. "github.com/mmcloughlin/avo/build"

@@ -1,6 +1,6 @@
 package main
 
-// This file generates the 16x16 transpose of the f32 packers.
+// This file generates packT16, the 16x16 transpose of the f32 packers.
 
 import (
 	. "github.com/mmcloughlin/avo/build"
