@@ -22,6 +22,10 @@ type f32Driver struct {
 	bcastReg bool
 	kern     []f32Kern
 	avx2     bool
+	// tune, when set, changes the plan of each task (tests: small K
+	// slabs, the A copy and the prefetch on and off); the drivers of
+	// F32Kernels have none.
+	tune func(f32Plan) f32Plan
 }
 
 // f32AVX2Driver is the AVX2 + FMA3 tile (_gen/gemm_f32_avx2), for CPUs without
@@ -67,41 +71,41 @@ const f32DefaultL2 = 1 << 20
 // BERT-large's 256 rows (512 on a 1 MiB L2) costs a second pass over a C of
 // up to 4 MiB, which comes back from L3; A's rows stream in order and the
 // hardware prefetcher keeps up with them from L3, so a longer slab wins
-// (compare with BenchmarkF32Knobs).
+// (measured against the L2-sized slab when the blocking was settled).
 const f32MinKC = 1024
 
-// Knobs for tests and benchmarks: f32KC > 0 overrides the K slab, f32MC > 0
-// the rows of an A block, f32NoPF turns the slab prefetch off, f32Copy
-// forces the copy of A blocks on (1) or off (-1) instead of deciding by A's
-// stride (0).
-var (
-	f32KC   int
-	f32MC   int
-	f32NoPF bool
-	f32Copy int
-)
+// f32Plan is how a task of the driver walks its block: kc, the longest K
+// slab (a multiple of 4), mc, the A rows of a block, copyA, whether A's
+// blocks are copied to a padded stride, and prefetch, whether the row
+// tiles prefetch the next slab of B. A task takes the plan of
+// f32Driver.plan, changed by the driver's tune if it has one.
+type f32Plan struct {
+	kc, mc   int
+	copyA    bool
+	prefetch bool
+}
 
-// blocking returns KC (the K slab) and MC (the A rows of a block) for a
-// task of rows rows: the A block (mc x kc) and two panel slabs of B (kc x
-// NR, the one in use and the one being prefetched) fill L2, but slabs are
-// at least f32MinKC long. Each slab costs a pass over C, so slabs are as
-// long as that allows, and balanced.
-func (f *f32Driver) blocking(rows, k int) (kc, mc int) {
+// plan returns the blocking of a task of rows rows of A (stride lda) over
+// K: the A block (mc x kc) and two panel slabs of B (kc x NR, the one in
+// use and the one being prefetched) fill L2, but slabs are at least
+// f32MinKC long. Each slab costs a pass over C, so slabs are as long as
+// that allows, and balanced. A's blocks are copied when its own stride
+// makes the rows of a tile fight over a few L1 sets (f32Aliased).
+func (f *f32Driver) plan(rows, k, lda int) f32Plan {
 	l2 := cpu.X86.L2
 	if l2 <= 0 {
 		l2 = f32DefaultL2
 	}
-	mc = min(rows, 512)
-	if f32MC > 0 {
-		mc = min(rows, f32MC)
-	}
+	mc := min(rows, 512)
 	kmax := max(f32MinKC, l2/(4*(mc+2*f.nr)))
-	if f32KC > 0 {
-		kmax = f32KC
-	}
+	return f32Plan{kc: f32SlabLen(k, kmax), mc: mc, copyA: f32Aliased(lda, f.mr), prefetch: true}
+}
+
+// f32SlabLen returns the length of K slabs at most kmax long (rounded up to
+// 4) that split k into equal parts.
+func f32SlabLen(k, kmax int) int {
 	slabs := (k + kmax - 1) / kmax
-	kc = ((k+slabs-1)/slabs + 3) &^ 3
-	return kc, mc
+	return ((k+slabs-1)/slabs + 3) &^ 3
 }
 
 // f32PFLines must match pfLines of the generator (_gen/gemm_f32_avx512).
@@ -173,8 +177,12 @@ func (f *f32Driver) run(g *GEMMF32) error {
 
 // block computes rows i0...i1-1 and panels p0...p1-1 of C.
 func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
+	pl := f.plan(i1-i0, g.K, g.Lda)
+	if f.tune != nil {
+		pl = f.tune(pl) // by value: a pointer would move pl to the heap
+	}
 	K, nr := g.K, f.nr
-	KC, MC := f.blocking(i1-i0, K)
+	KC, MC := pl.kc, min(pl.mc, i1-i0)
 	ep := g.Ep
 	var ldr int
 	act, actGo := f32EpiAct(ep)
@@ -182,11 +190,10 @@ func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 		ldr = ep.ldr(g.N)
 	}
 	// An A block is copied into a scratch buffer with a padded stride when
-	// A's own stride makes the rows of a tile fight over a few L1 sets (a
-	// multiple of 4 KiB: K = 1024, 3072, 4096).
+	// the plan says (A's stride a multiple of 4 KiB: K = 1024, 3072, 4096).
 	// The scratch is taken only then: a pool emptied by a GC would
 	// otherwise cost an allocation per call.
-	copyA := f32Copy > 0 || f32Copy == 0 && f32Aliased(g.Lda, f.mr)
+	copyA := pl.copyA
 	ldp := (min(KC, K)+15)&^15 + 16
 	var buf []float32
 	if copyA {
@@ -228,7 +235,7 @@ func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 				// per 4 k steps each.
 				var next []float32
 				switch {
-				case f32NoPF:
+				case !pl.prefetch:
 				case p+1 < p1:
 					next = g.B.Data[(p+1)*nr*K+pc*nr:][:kc*nr]
 				case pc+kc < K:
