@@ -4,7 +4,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/int8bert/int8bert/cpu"
@@ -130,49 +129,12 @@ func f32Aliased(lda, mr int) bool {
 var f32Scratch sync.Pool
 
 func (f *f32Driver) run(g *GEMMF32) error {
-	if err := g.Check(); err != nil {
-		return err
+	t := tile[*GEMMF32]{op: "f32", mr: f.mr, nr: f.nr, need: "AVX512F/AVX512BW", generic: runGenericF32}
+	if f.avx2 {
+		t.need = "AVX2/FMA3"
 	}
-	if g.B.NR != f.nr {
-		return fmt.Errorf("kernels: gemm f32 %dx%d: weights packed with nr=%d: %w", f.mr, f.nr, g.B.NR, ErrShape)
-	}
-	if !f.available(cpu.X86) {
-		need := "AVX512F/AVX512BW"
-		if f.avx2 {
-			need = "AVX2/FMA3"
-		}
-		return fmt.Errorf("kernels: gemm f32 %dx%d: CPU lacks %s (%s)", f.mr, f.nr, need, cpu.X86)
-	}
-	m, n := g.M, g.N
-	if m == 0 || n == 0 {
-		return nil
-	}
-	if g.K == 0 {
-		return runGenericF32(g)
-	}
-	threads := max(g.Threads, 1)
-	panels := (n + f.nr - 1) / f.nr
-	// Split N (each task streams its own weights) and, when there are too
-	// few panels, M as well.
-	nt := min(threads, panels)
-	mt := 1
-	if nt < threads {
-		mt = min(threads/nt, max(1, m/(2*f.mr)))
-	}
-	if nt*mt == 1 {
-		// One task runs here, without the closure Parallel takes: that
-		// closure escapes to the heap, and attention's per-head products
-		// are hundreds of thousands of one-thread calls per large call.
-		f.block(g, 0, m, 0, panels)
-		return nil
-	}
-	Parallel(threads, nt*mt, func(t int) {
-		ti, tj := t/nt, t%nt
-		i0, i1 := m*ti/mt, m*(ti+1)/mt
-		p0, p1 := panels*tj/nt, panels*(tj+1)/nt
-		f.block(g, i0, i1, p0, p1)
-	})
-	return nil
+	t.ok = f.available(cpu.X86)
+	return runTiles(f, t, g)
 }
 
 // block computes rows i0...i1-1 and panels p0...p1-1 of C.
@@ -208,11 +170,7 @@ func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 	}
 	for pc := 0; pc < K; pc += KC {
 		kc := min(KC, K-pc)
-		accum := 0
-		if pc > 0 {
-			accum = 1
-		}
-		last := pc+kc >= K
+		accum, last := slabFlags(pc, kc, K)
 		for ic := i0; ic < i1; ic += MC {
 			mc := min(MC, i1-ic)
 			if copyA {
@@ -223,12 +181,7 @@ func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 			// Balanced row tiles of at most mr rows.
 			tiles := (mc + f.mr - 1) / f.mr
 			for p := p0; p < p1; p++ {
-				j := p * nr
-				nv := min(nr, g.N-j)
-				mask := uint64(math.MaxUint64)
-				if nv < 64 {
-					mask = 1<<uint(nv) - 1
-				}
+				j, nv, mask := panelCols(p, nr, g.N)
 				bp := &g.B.Data[p*nr*K+pc*nr]
 				// The row tiles share the prefetch of the slab the next
 				// panel (or the next K slab) reads, f32PFLines cache lines
@@ -245,10 +198,7 @@ func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 				pfStep := kc / 4 * f32PFLines * 16 // floats per kernel call
 				ir := 0
 				for t := 0; t < tiles; t++ {
-					mr := mc / tiles
-					if t < mc%tiles {
-						mr++
-					}
+					mr := tileRows(mc, tiles, t)
 					c := &g.C[(ic+ir)*g.Ldc+j]
 					var pf *float32
 					if off := t * pfStep; off < len(next) {
