@@ -15,8 +15,8 @@ import (
 // (docs/DESIGN.md 4.11).
 type bf16Spec struct{}
 
-func (bf16Spec) natives(extra []any) []*native[kernels.GEMMBF16] {
-	return nativesOf(kernels.BF16Kernels(), extra, func(k *kernels.KernelBF16) *native[kernels.GEMMBF16] {
+func (bf16Spec) natives(ks kernelSet) []*native[kernels.GEMMBF16] {
+	return nativesOf(ks.bf16, func(k *kernels.KernelBF16) *native[kernels.GEMMBF16] {
 		return &native[kernels.GEMMBF16]{k.Name, k.ISA, k.NR, k.Available, k.Accepts, k.Run, k}
 	})
 }

@@ -271,9 +271,9 @@ func TestLinearBF16Errors(t *testing.T) {
 	}
 }
 
-// TestBF16Extra: a wrong BF16 kernel given in Options.Extra is excluded by
-// the reference check.
-func TestBF16Extra(t *testing.T) {
+// TestBF16WrongKernel: a wrong BF16 kernel among a selector's kernels is
+// excluded by the reference check.
+func TestBF16WrongKernel(t *testing.T) {
 	var w warnings
 	o := testOptions(t, &w)
 	wrong := &kernels.KernelBF16{Name: "gemmBF16Wrong_1x32", ISA: "test-bf16", MR: 1, NR: 32, KStep: 2,
@@ -288,8 +288,7 @@ func TestBF16Extra(t *testing.T) {
 			}
 			return nil
 		}}
-	o.Extra = []any{wrong}
-	s := newSelector(t, o)
+	s := newSelectorWith(t, o, withKernels(t, wrong))
 	ch := runLinearBF16(t, s, newF32Problem(t, 7, 5, 30, 40, "bias/f32", 0), 0, 1)
 	if why := excludedWhy(ch, wrong.Name); why == "" || ch.Kernel == wrong.Name {
 		t.Errorf("the wrong extra kernel was not excluded: %v", ch)

@@ -13,7 +13,7 @@
 //     FP32 kernels alone; for u8s8-kernel (INT8 attention's) the u8s8
 //     kernels and kernels.AttentionU8S8Kernels(), each of which takes one
 //     form of call (Kernel.Takes: the Q Kᵀ scores kernel) and declines the
-//     keys of any other; for all, test-only extras (Options.Extra);
+//     keys of any other;
 //   - the key a choice is made for (Key: operation, M bucket, K, N, epilogue
 //     kind, threads);
 //   - benchmark-once tuning: every candidate is first checked against the

@@ -17,8 +17,8 @@ import (
 // the kernel chosen.
 type f32Spec struct{ kernelOnly bool }
 
-func (f32Spec) natives(extra []any) []*native[kernels.GEMMF32] {
-	return nativesOf(kernels.F32Kernels(), extra, func(k *kernels.KernelF32) *native[kernels.GEMMF32] {
+func (f32Spec) natives(ks kernelSet) []*native[kernels.GEMMF32] {
+	return nativesOf(ks.f32, func(k *kernels.KernelF32) *native[kernels.GEMMF32] {
 		return &native[kernels.GEMMF32]{k.Name, k.ISA, k.NR, k.Available, k.Accepts, k.Run, k}
 	})
 }

@@ -442,8 +442,7 @@ func TestForcedF32(t *testing.T) {
 		t.Run(c.force, func(t *testing.T) {
 			o := testOptions(t, &w)
 			o.Force = c.force
-			o.Extra = []any{fakeKernel("gemmFake_1x32", "test-isa", false), fakeF32("gemmF32Fake_1x32", "test-f32", true, 0)}
-			s := newSelector(t, o)
+			s := newSelectorWith(t, o, withKernels(t, fakeKernel("gemmFake_1x32", "test-isa", false), fakeF32("gemmF32Fake_1x32", "test-f32", true, 0)))
 			if got := s.ForcedOps(); !slices.Equal(got, c.want.ops) {
 				t.Fatalf("forced ops %v, want %v", got, c.want.ops)
 			}
@@ -504,8 +503,7 @@ func TestForcedF32(t *testing.T) {
 	for _, force := range bad {
 		o := testOptions(t, &w)
 		o.Force, o.Features = force, &noAVX512
-		o.Extra = []any{fakeF32("gemmF32Future_4x16", "future-f32", false, 0)}
-		_, err := New(o)
+		_, err := newWith(o, withKernels(t, fakeF32("gemmF32Future_4x16", "future-f32", false, 0)))
 		if !errors.Is(err, ErrForced) {
 			t.Errorf("force %q: err = %v, want ErrForced", force, err)
 			continue
@@ -514,16 +512,14 @@ func TestForcedF32(t *testing.T) {
 	}
 	t.Setenv(EnvKernel, "future-f32")
 	o := testOptions(t, &w)
-	o.Extra = []any{fakeF32("gemmF32Future_4x16", "future-f32", false, 0)}
-	if _, err := New(o); !errors.Is(err, ErrForced) {
+	if _, err := newWith(o, withKernels(t, fakeF32("gemmF32Future_4x16", "future-f32", false, 0))); !errors.Is(err, ErrForced) {
 		t.Errorf("%s=future-f32: err = %v, want ErrForced", EnvKernel, err)
 	}
 	// Forcing a u8s8-only ISA leaves the f32 linears working, read from
 	// the environment too.
 	t.Setenv(EnvKernel, "test-isa")
 	o = testOptions(t, &w)
-	o.Extra = []any{fakeKernel("gemmFake_1x32", "test-isa", false)}
-	s := newSelector(t, o)
+	s := newSelectorWith(t, o, withKernels(t, fakeKernel("gemmFake_1x32", "test-isa", false)))
 	if ch := runLinearF32(t, s, newF32Problem(t, 4, 6, 24, 40, "bias+residual/f32", 1), 2, 1); ch.Forced != "" {
 		t.Errorf("%s=test-isa forced an f32 choice: %v", EnvKernel, ch)
 	}

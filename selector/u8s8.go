@@ -18,12 +18,12 @@ import (
 // whose form its Kernel.Takes does not admit).
 type u8s8Spec struct{ kernelOnly bool }
 
-func (u u8s8Spec) natives(extra []any) []*native[kernels.GEMMU8S8] {
-	ks := kernels.U8S8Kernels()
+func (u u8s8Spec) natives(ks kernelSet) []*native[kernels.GEMMU8S8] {
+	kern := ks.u8s8
 	if u.kernelOnly {
-		ks = append(ks, kernels.AttentionU8S8Kernels()...)
+		kern = append(slices.Clip(kern), ks.attention...)
 	}
-	return nativesOf(ks, extra, func(k *kernels.Kernel) *native[kernels.GEMMU8S8] {
+	return nativesOf(kern, func(k *kernels.Kernel) *native[kernels.GEMMU8S8] {
 		return &native[kernels.GEMMU8S8]{k.Name, k.ISA, k.NR, k.Available, k.Accepts, k.RunU8S8, k}
 	})
 }
