@@ -70,7 +70,10 @@
 // the f32 epilogue, Key from BF16Key; bf16.go) and "u8s8-kernel" (the
 // u8s8 spec without oneDNN, Key from U8S8KernelKey). Another (s8 x s8)
 // costs a Key.Op, an opSpec and its line in New with a constructor of its
-// Linear.
+// Linear. The operations on float32 activations (f32, f32-kernel, bf16)
+// share one generic spec, floatSpec[G] (float.go), each a small
+// descriptor of what differs: its packing, its reference, the data type
+// of its oneDNN matmul.
 //
 // selector imports cpu, kernels and dnnl. It must not import models/,
 // bench/ or anything else above it.

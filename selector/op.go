@@ -12,7 +12,8 @@ import (
 // An operation (a Key.Op) is an *opSet[G], G being the kernels GEMM
 // descriptor its calls are made of (kernels.GEMMU8S8, kernels.GEMMF32,
 // kernels.GEMMBF16); what differs between operations is an opSpec[G], one
-// page per operation (u8s8.go, f32.go, bf16.go). Adding an operation
+// page per operation (u8s8.go; f32.go and bf16.go, both a floatSpec[G] of
+// float.go over a descriptor of their own). Adding an operation
 // (s8 x s8) costs
 //
 //  1. a Key.Op constant and its case in Key.Validate (key.go);

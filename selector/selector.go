@@ -282,9 +282,9 @@ func newWith(opts Options, ks kernelSet) (*Selector, error) {
 		s.prims = &dnnlPrims{s: s, prims: map[string]*dnnlPrim{}}
 	}
 	s.u8s8 = newOpSet(s, OpU8S8, opSpec[kernels.GEMMU8S8](u8s8Spec{}), ks, s.prims)
-	s.f32 = newOpSet(s, OpF32, opSpec[kernels.GEMMF32](f32Spec{}), ks, s.prims)
-	s.f32Kernel = newOpSet(s, OpF32Kernel, opSpec[kernels.GEMMF32](f32Spec{kernelOnly: true}), ks, s.prims)
-	s.bf16 = newOpSet(s, OpBF16, opSpec[kernels.GEMMBF16](bf16Spec{}), ks, s.prims)
+	s.f32 = newOpSet(s, OpF32, opSpec[kernels.GEMMF32](f32Spec(false)), ks, s.prims)
+	s.f32Kernel = newOpSet(s, OpF32Kernel, opSpec[kernels.GEMMF32](f32Spec(true)), ks, s.prims)
+	s.bf16 = newOpSet(s, OpBF16, opSpec[kernels.GEMMBF16](bf16Spec()), ks, s.prims)
 	s.u8s8Kern = newOpSet(s, OpU8S8Kernel, opSpec[kernels.GEMMU8S8](u8s8Spec{kernelOnly: true}), ks, s.prims)
 	s.ops = []string{OpU8S8, OpF32, OpF32Kernel, OpBF16, OpU8S8Kernel}
 	s.byOp[OpU8S8] = s.u8s8
