@@ -31,26 +31,9 @@ func (p *f32Problem) wantBF16(t *testing.T, ldc int) ([]float32, []float64) {
 func runLinearBF16(t *testing.T, s *Selector, p *f32Problem, pad, threads int) Choice {
 	t.Helper()
 	l, err := s.NewLinearBF16(p.n, p.k, p.w, p.ldw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	ldc := p.n + pad
-	c := make([]float32, p.m*ldc)
-	for i := range c {
-		c[i] = -7
-	}
-	g := &kernels.GEMMBF16{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: ldc, Threads: threads}
-	require.NoError(t, l.Run(g), "%v m=%d", p.kind, p.m)
-	key, err := l.Key(g)
-	require.NoError(t, err)
-	if key.Op != OpBF16 || key.Epilogue != p.kind || key != BF16Key(p.m, p.k, p.n, p.ep, threads) {
-		t.Fatalf("key %v, want op bf16 and kind %v", key, p.kind)
-	}
-	ch, err := s.Choose(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ldc, ch := runFloatLinear(t, s, l, err, p, pad, BF16Key(p.m, p.k, p.n, p.ep, threads), func(c []float32, ldc int) *kernels.GEMMBF16 {
+		return &kernels.GEMMBF16{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: ldc, Threads: threads}
+	})
 	want, tol := p.wantBF16(t, ldc)
 	bad := 0
 	for i := 0; i < p.m; i++ {

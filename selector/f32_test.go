@@ -120,11 +120,12 @@ func compareF32(t *testing.T, what string, p *f32Problem, got []float32, ldc int
 	}
 }
 
-// runLinearF32 runs p through a LinearF32 of s with padded strides and
-// checks the result against kernels.GemmF32Ref.
-func runLinearF32(t *testing.T, s *Selector, p *f32Problem, pad, threads int) Choice {
+// runFloatLinear runs p through l (err: the constructor's), made by the
+// test for p's weights, as the call of call on a C of stride n+pad filled
+// with -7, checks that the call's key is want (its op, p's kind), and
+// returns C, its stride and the choice of the key. l is closed.
+func runFloatLinear[G any](t *testing.T, s *Selector, l *Linear[G], err error, p *f32Problem, pad int, want Key, call func(c []float32, ldc int) *G) ([]float32, int, Choice) {
 	t.Helper()
-	l, err := s.NewLinearF32(p.n, p.k, p.w, p.ldw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,17 +135,28 @@ func runLinearF32(t *testing.T, s *Selector, p *f32Problem, pad, threads int) Ch
 	for i := range c {
 		c[i] = -7
 	}
-	g := &kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: ldc, Threads: threads}
+	g := call(c, ldc)
 	require.NoError(t, l.Run(g), "%v m=%d", p.kind, p.m)
 	key, err := l.Key(g)
 	require.NoError(t, err)
-	if key.Op != OpF32 || key.Epilogue != p.kind {
-		t.Fatalf("key %v, want op f32 and kind %v", key, p.kind)
+	if key.Op != want.Op || key.Epilogue != p.kind || key != want {
+		t.Fatalf("key %v, want op %s and kind %v (%v)", key, want.Op, p.kind, want)
 	}
 	ch, err := s.Choose(key)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, ldc, ch
+}
+
+// runLinearF32 runs p through a LinearF32 of s with padded strides and
+// checks the result against kernels.GemmF32Ref.
+func runLinearF32(t *testing.T, s *Selector, p *f32Problem, pad, threads int) Choice {
+	t.Helper()
+	l, err := s.NewLinearF32(p.n, p.k, p.w, p.ldw)
+	c, ldc, ch := runFloatLinear(t, s, l, err, p, pad, F32Key(p.m, p.k, p.n, p.ep, threads), func(c []float32, ldc int) *kernels.GEMMF32 {
+		return &kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: ldc, Threads: threads}
+	})
 	compareF32(t, fmt.Sprintf("%v m=%d threads=%d with %s", p.kind, p.m, threads, ch.Kernel), p, c, ldc)
 	return ch
 }
