@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"unsafe"
 
@@ -12,15 +13,35 @@ var vnniScoresMicros = [...]func(a *uint8, lda int, b *int8, k int, c *float32, 
 	nil, vnniScores_1x64, vnniScores_2x64, vnniScores_3x64, vnniScores_4x64, vnniScores_5x64, vnniScores_6x64,
 }
 
-// RunScoresU8S8 computes g when it is INT8 attention's Q Kᵀ in the form
-// the scores kernels take (docs/DESIGN.md section 3.10): B packed with
+// ScoresU8S8 is the kernel of INT8 attention's Q Kᵀ (docs/DESIGN.md
+// section 3.10): each call of vnniScores_<mr>x64 computes up to 6 rows
+// over every key panel, with the epilogue of every u8s8 kernel, bit for
+// bit. It takes only calls of the scores form (Takes): B packed with
 // NR = 64, K a multiple of 4, the epilogue exactly a zero point with its
-// column sums, a scale per row and one per column, f32 out, one thread.
-// Each call of vnniScores_<mr>x64 computes up to 6 rows over every key
-// panel, with the epilogue of every u8s8 kernel, bit for bit. It reports
-// false (and computes nothing) when g is not of that form or the CPU runs
-// without the VNNI assembly; the caller then runs its kernel.
-func RunScoresU8S8(g *GEMMU8S8) (bool, error) {
+// column sums, a scale per row and one per column, f32 out, one thread;
+// RunU8S8 refuses any other (ErrShape). A candidate of attention's
+// products (AttentionU8S8Kernels), not of the linears.
+var ScoresU8S8 = &Kernel{
+	Name: "vnniScores_6x64", ISA: cpu.ISAAVX512VNNI, MR: 6, NR: 64, KB: 4,
+	Available: vnniAvailable,
+	Accepts:   func(m, n, k int) bool { return k%4 == 0 },
+	Takes:     scoresForm,
+	RunU8S8:   runScoresKernel,
+}
+
+// runScoresKernel is ScoresU8S8's RunU8S8.
+func runScoresKernel(g *GEMMU8S8) error {
+	took, err := runScoresU8S8(g)
+	if err == nil && !took {
+		err = fmt.Errorf("kernels: vnniScores_6x64: not a call of the scores form, or no VNNI assembly here: %w", ErrShape)
+	}
+	return err
+}
+
+// runScoresU8S8 computes g when it is of the scores form (scoresForm) and
+// the CPU runs the VNNI assembly. It reports false (and computes nothing)
+// otherwise.
+func runScoresU8S8(g *GEMMU8S8) (bool, error) {
 	if !vnniAsm || !vnniAvailable(cpu.X86) || !scoresForm(g) {
 		return false, nil
 	}
@@ -31,7 +52,7 @@ func RunScoresU8S8(g *GEMMU8S8) (bool, error) {
 	return true, nil
 }
 
-// scoresForm reports whether g is of the form RunScoresU8S8 takes.
+// scoresForm reports whether g is of the form ScoresU8S8 takes.
 func scoresForm(g *GEMMU8S8) bool {
 	ep := g.Ep
 	if g.B == nil || g.B.NR != 64 || g.K%4 != 0 || g.Threads > 1 || ep == nil || g.Out.F32 == nil {

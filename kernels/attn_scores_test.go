@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -43,7 +44,7 @@ func scoresCase(r *rand.Rand, m, n, k int) (*GEMMU8S8, []float32) {
 }
 
 // TestScoresU8S8 holds the scores kernels (vnniScores_<mr>x64, through
-// RunScoresU8S8) and their Go twins bit for bit to the exact sums with
+// runScoresU8S8) and their Go twins bit for bit to the exact sums with
 // vnniEpilogueGo's float32 steps (what gemmVNNI_6x64 gives, checked too
 // where it runs), over
 // row counts with every tail of 6, key counts under, at and over a panel
@@ -109,12 +110,12 @@ func TestScoresU8S8(t *testing.T) {
 				if !same(tw.Out.F32) {
 					t.Fatalf("m=%d n=%d k=%d: the Go twin differs from the reference", m, n, k)
 				}
-				ok, err := RunScoresU8S8(g)
+				ok, err := runScoresU8S8(g)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if ok != asm {
-					t.Fatalf("m=%d n=%d k=%d: RunScoresU8S8 took it %v, want %v", m, n, k, ok, asm)
+					t.Fatalf("m=%d n=%d k=%d: runScoresU8S8 took it %v, want %v", m, n, k, ok, asm)
 				}
 				if asm && !same(out) {
 					t.Fatalf("m=%d n=%d k=%d: vnniScores differs from the reference", m, n, k)
@@ -135,8 +136,8 @@ func TestScoresU8S8(t *testing.T) {
 	} {
 		g, out := scoresCase(r, 7, 70, 8)
 		f(g)
-		if ok, err := RunScoresU8S8(g); ok || err != nil {
-			t.Errorf("%s: RunScoresU8S8 = %v, %v: want declined", name, ok, err)
+		if ok, err := runScoresU8S8(g); ok || err != nil {
+			t.Errorf("%s: runScoresU8S8 = %v, %v: want declined", name, ok, err)
 		}
 		for _, v := range out {
 			if v == v {
@@ -147,8 +148,65 @@ func TestScoresU8S8(t *testing.T) {
 	if asm {
 		g, _ := scoresCase(r, 7, 70, 8)
 		g.Ep.RowScale = g.Ep.RowScale[:3]
-		if ok, err := RunScoresU8S8(g); !ok || err == nil {
-			t.Errorf("short row scales: RunScoresU8S8 = %v, %v: want an error", ok, err)
+		if ok, err := runScoresU8S8(g); !ok || err == nil {
+			t.Errorf("short row scales: runScoresU8S8 = %v, %v: want an error", ok, err)
+		}
+	}
+}
+
+// TestScoresKernel: ScoresU8S8 is a candidate of attention's products
+// only (AttentionU8S8Kernels where the build has the assembly, never
+// U8S8Kernels), its Takes admits exactly the scores form, and its RunU8S8
+// computes that form as gemmVNNI_6x64 does, bit for bit, and refuses any
+// other (ErrShape) without writing.
+func TestScoresKernel(t *testing.T) {
+	if slices.Contains(U8S8Kernels(), ScoresU8S8) {
+		t.Fatal("ScoresU8S8 is among U8S8Kernels: it takes one form only")
+	}
+	if got := slices.Contains(AttentionU8S8Kernels(), ScoresU8S8); got != vnniAsm {
+		t.Fatalf("ScoresU8S8 in AttentionU8S8Kernels: %v, want %v (asm build)", got, vnniAsm)
+	}
+	if ScoresU8S8.Takes == nil || ScoresU8S8.NR != 64 || !ScoresU8S8.Accepts(7, 70, 8) || ScoresU8S8.Accepts(7, 70, 6) {
+		t.Fatal("ScoresU8S8: want a Takes, NR 64, and K a multiple of 4")
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	g, out := scoresCase(r, 13, 130, 64)
+	if !ScoresU8S8.Takes(g) {
+		t.Fatal("Takes refuses the scores form")
+	}
+	if vnniAsm && ScoresU8S8.Available(cpu.X86) {
+		want := slices.Clone(out)
+		k6g := *g
+		k6g.Out.F32 = want
+		if err := newVNNIKernel(6, 64).RunU8S8(&k6g); err != nil {
+			t.Fatal(err)
+		}
+		if err := ScoresU8S8.RunU8S8(g); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(out, want, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			t.Fatal("ScoresU8S8 differs from gemmVNNI_6x64")
+		}
+	}
+	for name, f := range map[string]func(g *GEMMU8S8){
+		"nr 32":   func(g *GEMMU8S8) { g.B, _ = PackS8(g.N, g.K, make([]int8, g.N*g.K), g.K, 32) },
+		"bias":    func(g *GEMMU8S8) { g.Ep.Bias = make([]float32, g.N) },
+		"threads": func(g *GEMMU8S8) { g.Threads = 2 },
+		"u8 out":  func(g *GEMMU8S8) { g.Out = Out{U8: make([]uint8, g.M*g.N), Ldc: g.N} },
+		"no ep":   func(g *GEMMU8S8) { g.Ep = nil },
+	} {
+		g, out := scoresCase(r, 7, 70, 8)
+		f(g)
+		if ScoresU8S8.Takes(g) {
+			t.Errorf("%s: Takes admits it", name)
+		}
+		if err := ScoresU8S8.RunU8S8(g); !errors.Is(err, ErrShape) {
+			t.Errorf("%s: RunU8S8 = %v, want ErrShape", name, err)
+		}
+		for _, v := range out {
+			if v == v {
+				t.Fatalf("%s: refused but wrote", name)
+			}
 		}
 	}
 }
@@ -167,7 +225,7 @@ func BenchmarkScoresU8S8(b *testing.B) {
 		name string
 		run  func() error
 	}{
-		{"scores", func() error { _, err := RunScoresU8S8(g); return err }},
+		{"scores", func() error { _, err := runScoresU8S8(g); return err }},
 		{"gemmVNNI_6x64", func() error { return k6.RunU8S8(g) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {

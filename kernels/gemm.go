@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/int8bert/int8bert/cpu"
@@ -141,6 +142,13 @@ type Kernel struct {
 	Available func(f cpu.Features) bool
 	// Accepts reports whether the kernel takes this shape.
 	Accepts func(m, n, k int) bool
+	// Takes, when set, reports whether the kernel computes a call of g's
+	// form: a kernel made for one fused product (INT8 attention's Q Kᵀ,
+	// ScoresU8S8) takes no other, and its RunU8S8 refuses (ErrShape) what
+	// Takes does not admit. It reads the form only (B's NR, K, Threads,
+	// which epilogue steps are set, the destination type), never lengths
+	// or values. nil: every call of a shape Accepts admits.
+	Takes func(g *GEMMU8S8) bool
 	// RunU8S8 computes g; g.B must have been packed with NR.
 	RunU8S8 func(g *GEMMU8S8) error
 }
@@ -205,6 +213,16 @@ func U8S8Kernels() []*Kernel {
 
 // u8s8Asm is filled by the assembly kernel files of this architecture.
 var u8s8Asm []*Kernel
+
+// AttentionU8S8Kernels lists the kernels made for INT8 attention's
+// products (B an activation packed by the caller), each for one form of
+// call (Kernel.Takes): candidates of those products beside U8S8Kernels(),
+// which serve every form. Today the scores kernel, ScoresU8S8, where this
+// build has its assembly.
+func AttentionU8S8Kernels() []*Kernel { return slices.Clone(attnU8S8Asm) }
+
+// attnU8S8Asm is filled by the assembly kernel files of this architecture.
+var attnU8S8Asm []*Kernel
 
 func errPanel(have, want int) error {
 	return fmt.Errorf("kernels: weights packed with NR=%d, this kernel needs NR=%d: %w", have, want, ErrShape)

@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/int8bert/int8bert/cpu"
 )
@@ -50,33 +49,16 @@ func (p *PackedBF16) KP() int { return (p.K + 1) &^ 1 }
 // PackBF16 rounds w ([n][ldw], ldw >= k) to bfloat16 and packs it for
 // kernels whose panel width is nr (a positive multiple of 16).
 func PackBF16(n, k int, w []float32, ldw, nr int) (*PackedBF16, error) {
-	if n < 0 || k < 0 || ldw < max(k, 1) || nr <= 0 || nr%16 != 0 {
-		return nil, fmt.Errorf("kernels: pack bf16 n=%d k=%d ldw=%d nr=%d: %w", n, k, ldw, nr, ErrShape)
+	data, err := packPanels("bf16", n, k, w, ldw, nr, 2, bf16DAZ)
+	if err != nil {
+		return nil, err
 	}
-	if n > 0 && k > 0 && len(w) < (n-1)*ldw+k {
-		return nil, fmt.Errorf("kernels: pack bf16 n=%d k=%d: len(w)=%d too short: %w", n, k, len(w), ErrShape)
-	}
-	kp := (k + 1) &^ 1
-	panels := (n + nr - 1) / nr
-	size := panels * nr * kp
-	buf := make([]uint16, size+32)
-	off := 0
-	if a := uintptr(unsafe.Pointer(unsafe.SliceData(buf))) % 64; a != 0 {
-		off = int(64-a) / 2
-	}
-	p := &PackedBF16{N: n, K: k, NR: nr, Data: buf[off : off+size : off+size]}
-	for j := 0; j < n && k > 0; j++ {
-		base := (j/nr)*nr*kp + 2*(j%nr)
-		for q, x := range w[j*ldw : j*ldw+k] {
-			p.Data[base+(q>>1)*2*nr+q&1] = bf16DAZ(x)
-		}
-	}
-	return p, nil
+	return &PackedBF16{N: n, K: k, NR: nr, Data: data}, nil
 }
 
 // At returns W[j][q] as packed (bf16 bits).
 func (p *PackedBF16) At(j, q int) uint16 {
-	return p.Data[(j/p.NR)*p.NR*p.KP()+(q>>1)*2*p.NR+2*(j%p.NR)+q&1]
+	return p.Data[panelIndex(j, q, p.NR, p.KP(), 2)]
 }
 
 // GEMMBF16 are the operands of one BF16 GEMM with its epilogue:
@@ -94,29 +76,6 @@ type GEMMBF16 struct {
 	// Threads is the number of goroutines to split the work over (<= 1:
 	// the calling goroutine only).
 	Threads int
-}
-
-// Check validates the operands against each other.
-func (g *GEMMBF16) Check() error {
-	if g.B == nil || g.B.N != g.N || g.B.K != g.K || g.N < 0 || g.K < 0 {
-		return fmt.Errorf("kernels: gemm bf16: packed weights do not match n=%d k=%d: %w", g.N, g.K, ErrShape)
-	}
-	if g.B.NR <= 0 || g.B.NR%16 != 0 || len(g.B.Data) < (g.N+g.B.NR-1)/g.B.NR*g.B.NR*g.B.KP() {
-		return fmt.Errorf("kernels: gemm bf16: packed weights nr=%d len=%d malformed: %w", g.B.NR, len(g.B.Data), ErrShape)
-	}
-	if g.M < 0 || g.Lda < max(g.K, 1) || (g.M > 0 && g.K > 0 && len(g.A) < (g.M-1)*g.Lda+g.K) {
-		return fmt.Errorf("kernels: gemm bf16 m=%d k=%d lda=%d len(a)=%d: %w", g.M, g.K, g.Lda, len(g.A), ErrShape)
-	}
-	if g.Ldc < max(g.N, 1) || (g.M > 0 && g.N > 0 && len(g.C) < (g.M-1)*g.Ldc+g.N) {
-		return fmt.Errorf("kernels: gemm bf16 m=%d n=%d ldc=%d len(c)=%d: %w", g.M, g.N, g.Ldc, len(g.C), ErrShape)
-	}
-	if err := g.Ep.checkFloat(g.M, g.N); err != nil {
-		return fmt.Errorf("kernels: gemm bf16: %w", err)
-	}
-	if overlaps(g.A, g.C) || (g.Ep != nil && overlaps(g.Ep.Residual, g.C)) {
-		return fmt.Errorf("kernels: gemm bf16: a and the residual must not share memory with c (copy the residual first): %w", ErrShape)
-	}
-	return nil
 }
 
 // KernelBF16 describes one BF16 GEMM implementation. Names carry the tile,
@@ -167,18 +126,16 @@ func runGenericBF16(g *GEMMBF16) error {
 	if err := g.Check(); err != nil {
 		return err
 	}
-	m, n, nr := g.M, g.N, g.B.NR
+	n, nr := g.N, g.B.NR
 	kp := g.B.KP()
-	if m == 0 || n == 0 {
+	if g.M == 0 || n == 0 {
 		return nil
 	}
-	threads := max(g.Threads, 1)
-	rowsPer := (m + threads - 1) / threads
-	Parallel(threads, (m+rowsPer-1)/rowsPer, func(t int) {
+	genericRows(g.M, g.Threads, func() func(int) {
 		acc := make([]float32, nr)
 		a16 := make([]uint16, kp)
 		af := make([]float32, kp)
-		for i := t * rowsPer; i < min(m, (t+1)*rowsPer); i++ {
+		return func(i int) {
 			packBF16Row(a16, g.A[i*g.Lda:i*g.Lda+g.K])
 			for q, h := range a16 {
 				af[q] = FromBF16(h)
@@ -197,10 +154,7 @@ func runGenericBF16(g *GEMMBF16) error {
 						acc[jj] = s + float32(a0*w0)
 					}
 				}
-				for jj := 0; jj < nr && p*nr+jj < n; jj++ {
-					j := p*nr + jj
-					g.C[i*g.Ldc+j] = float32(g.Ep.finish(i, j, n, float64(acc[jj])))
-				}
+				finishPanel(g.C[i*g.Ldc:], g.Ep, i, p*nr, n, acc)
 			}
 		}
 	})

@@ -4,7 +4,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/int8bert/int8bert/cpu"
@@ -55,42 +54,8 @@ func bf16MC(kc int) int {
 var bf16Scratch sync.Pool
 
 func (f *bf16Driver) run(g *GEMMBF16) error {
-	if err := g.Check(); err != nil {
-		return err
-	}
-	if g.B.NR != f.nr {
-		return fmt.Errorf("kernels: gemm bf16 %dx%d: weights packed with nr=%d: %w", f.mr, f.nr, g.B.NR, ErrShape)
-	}
-	if !bf16Available(cpu.X86) {
-		return fmt.Errorf("kernels: gemm bf16 %dx%d: CPU lacks AVX512F/AVX512BW/AVX512BF16 (%s)", f.mr, f.nr, cpu.X86)
-	}
-	m, n := g.M, g.N
-	if m == 0 || n == 0 {
-		return nil
-	}
-	if g.K == 0 {
-		return runGenericBF16(g)
-	}
-	threads := max(g.Threads, 1)
-	panels := (n + f.nr - 1) / f.nr
-	// Split N (each task streams its own weights) and, when there are too
-	// few panels, M as well, as the FP32 driver does.
-	nt := min(threads, panels)
-	mt := 1
-	if nt < threads {
-		mt = min(threads/nt, max(1, m/(2*f.mr)))
-	}
-	if nt*mt == 1 {
-		f.block(g, 0, m, 0, panels)
-		return nil
-	}
-	Parallel(threads, nt*mt, func(t int) {
-		ti, tj := t/nt, t%nt
-		i0, i1 := m*ti/mt, m*(ti+1)/mt
-		p0, p1 := panels*tj/nt, panels*(tj+1)/nt
-		f.block(g, i0, i1, p0, p1)
-	})
-	return nil
+	return runTiles(f, tile[*GEMMBF16]{op: "bf16", mr: f.mr, nr: f.nr, need: "AVX512F/AVX512BW/AVX512BF16",
+		ok: bf16Available(cpu.X86), generic: runGenericBF16}, g)
 }
 
 // block computes rows i0...i1-1 and panels p0...p1-1 of C: per K slab and
@@ -118,11 +83,7 @@ func (f *bf16Driver) block(g *GEMMBF16, i0, i1, p0, p1 int) {
 	for pc := 0; pc < K; pc += KC {
 		kc := min(KC, K-pc)
 		kp := (kc + 1) / 2
-		accum := 0
-		if pc > 0 {
-			accum = 1
-		}
-		last := pc+kc >= K
+		accum, last := slabFlags(pc, kc, K)
 		for ic := i0; ic < i1; ic += MC {
 			mc := min(MC, i1-ic)
 			for r := 0; r < mc; r++ {
@@ -134,19 +95,11 @@ func (f *bf16Driver) block(g *GEMMBF16, i0, i1, p0, p1 int) {
 			}
 			tiles := (mc + f.mr - 1) / f.mr
 			for p := p0; p < p1; p++ {
-				j := p * nr
-				nv := min(nr, g.N-j)
-				mask := uint64(math.MaxUint64)
-				if nv < 64 {
-					mask = 1<<uint(nv) - 1
-				}
+				j, nv, mask := panelCols(p, nr, g.N)
 				bp := &g.B.Data[p*nr*kpAll+pc*nr]
 				ir := 0
 				for t := 0; t < tiles; t++ {
-					mr := mc / tiles
-					if t < mc%tiles {
-						mr++
-					}
+					mr := tileRows(mc, tiles, t)
 					f.kern[mr](kp, &buf[ir*ldp], ldp, bp, &g.C[(ic+ir)*g.Ldc+j], g.Ldc, mask, accum)
 					if last && g.Ep != nil {
 						avx512.epilogue(&epi, ic+ir, mr, j, nv, act, actGo)

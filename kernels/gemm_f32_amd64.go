@@ -4,7 +4,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/int8bert/int8bert/cpu"
@@ -22,6 +21,10 @@ type f32Driver struct {
 	bcastReg bool
 	kern     []f32Kern
 	avx2     bool
+	// tune, when set, changes the plan of each task (tests: small K
+	// slabs, the A copy and the prefetch on and off); the drivers of
+	// F32Kernels have none.
+	tune func(f32Plan) f32Plan
 }
 
 // f32AVX2Driver is the AVX2 + FMA3 tile (_gen/gemm_f32_avx2), for CPUs without
@@ -67,41 +70,41 @@ const f32DefaultL2 = 1 << 20
 // BERT-large's 256 rows (512 on a 1 MiB L2) costs a second pass over a C of
 // up to 4 MiB, which comes back from L3; A's rows stream in order and the
 // hardware prefetcher keeps up with them from L3, so a longer slab wins
-// (compare with BenchmarkF32Knobs).
+// (measured against the L2-sized slab when the blocking was settled).
 const f32MinKC = 1024
 
-// Knobs for tests and benchmarks: f32KC > 0 overrides the K slab, f32MC > 0
-// the rows of an A block, f32NoPF turns the slab prefetch off, f32Copy
-// forces the copy of A blocks on (1) or off (-1) instead of deciding by A's
-// stride (0).
-var (
-	f32KC   int
-	f32MC   int
-	f32NoPF bool
-	f32Copy int
-)
+// f32Plan is how a task of the driver walks its block: kc, the longest K
+// slab (a multiple of 4), mc, the A rows of a block, copyA, whether A's
+// blocks are copied to a padded stride, and prefetch, whether the row
+// tiles prefetch the next slab of B. A task takes the plan of
+// f32Driver.plan, changed by the driver's tune if it has one.
+type f32Plan struct {
+	kc, mc   int
+	copyA    bool
+	prefetch bool
+}
 
-// blocking returns KC (the K slab) and MC (the A rows of a block) for a
-// task of rows rows: the A block (mc x kc) and two panel slabs of B (kc x
-// NR, the one in use and the one being prefetched) fill L2, but slabs are
-// at least f32MinKC long. Each slab costs a pass over C, so slabs are as
-// long as that allows, and balanced.
-func (f *f32Driver) blocking(rows, k int) (kc, mc int) {
+// plan returns the blocking of a task of rows rows of A (stride lda) over
+// K: the A block (mc x kc) and two panel slabs of B (kc x NR, the one in
+// use and the one being prefetched) fill L2, but slabs are at least
+// f32MinKC long. Each slab costs a pass over C, so slabs are as long as
+// that allows, and balanced. A's blocks are copied when its own stride
+// makes the rows of a tile fight over a few L1 sets (f32Aliased).
+func (f *f32Driver) plan(rows, k, lda int) f32Plan {
 	l2 := cpu.X86.L2
 	if l2 <= 0 {
 		l2 = f32DefaultL2
 	}
-	mc = min(rows, 512)
-	if f32MC > 0 {
-		mc = min(rows, f32MC)
-	}
+	mc := min(rows, 512)
 	kmax := max(f32MinKC, l2/(4*(mc+2*f.nr)))
-	if f32KC > 0 {
-		kmax = f32KC
-	}
+	return f32Plan{kc: f32SlabLen(k, kmax), mc: mc, copyA: f32Aliased(lda, f.mr), prefetch: true}
+}
+
+// f32SlabLen returns the length of K slabs at most kmax long (rounded up to
+// 4) that split k into equal parts.
+func f32SlabLen(k, kmax int) int {
 	slabs := (k + kmax - 1) / kmax
-	kc = ((k+slabs-1)/slabs + 3) &^ 3
-	return kc, mc
+	return ((k+slabs-1)/slabs + 3) &^ 3
 }
 
 // f32PFLines must match pfLines of the generator (_gen/gemm_f32_avx512).
@@ -126,55 +129,22 @@ func f32Aliased(lda, mr int) bool {
 var f32Scratch sync.Pool
 
 func (f *f32Driver) run(g *GEMMF32) error {
-	if err := g.Check(); err != nil {
-		return err
+	t := tile[*GEMMF32]{op: "f32", mr: f.mr, nr: f.nr, need: "AVX512F/AVX512BW", generic: runGenericF32}
+	if f.avx2 {
+		t.need = "AVX2/FMA3"
 	}
-	if g.B.NR != f.nr {
-		return fmt.Errorf("kernels: gemm f32 %dx%d: weights packed with nr=%d: %w", f.mr, f.nr, g.B.NR, ErrShape)
-	}
-	if !f.available(cpu.X86) {
-		need := "AVX512F/AVX512BW"
-		if f.avx2 {
-			need = "AVX2/FMA3"
-		}
-		return fmt.Errorf("kernels: gemm f32 %dx%d: CPU lacks %s (%s)", f.mr, f.nr, need, cpu.X86)
-	}
-	m, n := g.M, g.N
-	if m == 0 || n == 0 {
-		return nil
-	}
-	if g.K == 0 {
-		return runGenericF32(g)
-	}
-	threads := max(g.Threads, 1)
-	panels := (n + f.nr - 1) / f.nr
-	// Split N (each task streams its own weights) and, when there are too
-	// few panels, M as well.
-	nt := min(threads, panels)
-	mt := 1
-	if nt < threads {
-		mt = min(threads/nt, max(1, m/(2*f.mr)))
-	}
-	if nt*mt == 1 {
-		// One task runs here, without the closure Parallel takes: that
-		// closure escapes to the heap, and attention's per-head products
-		// are hundreds of thousands of one-thread calls per large call.
-		f.block(g, 0, m, 0, panels)
-		return nil
-	}
-	Parallel(threads, nt*mt, func(t int) {
-		ti, tj := t/nt, t%nt
-		i0, i1 := m*ti/mt, m*(ti+1)/mt
-		p0, p1 := panels*tj/nt, panels*(tj+1)/nt
-		f.block(g, i0, i1, p0, p1)
-	})
-	return nil
+	t.ok = f.available(cpu.X86)
+	return runTiles(f, t, g)
 }
 
 // block computes rows i0...i1-1 and panels p0...p1-1 of C.
 func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
+	pl := f.plan(i1-i0, g.K, g.Lda)
+	if f.tune != nil {
+		pl = f.tune(pl) // by value: a pointer would move pl to the heap
+	}
 	K, nr := g.K, f.nr
-	KC, MC := f.blocking(i1-i0, K)
+	KC, MC := pl.kc, min(pl.mc, i1-i0)
 	ep := g.Ep
 	var ldr int
 	act, actGo := f32EpiAct(ep)
@@ -182,11 +152,10 @@ func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 		ldr = ep.ldr(g.N)
 	}
 	// An A block is copied into a scratch buffer with a padded stride when
-	// A's own stride makes the rows of a tile fight over a few L1 sets (a
-	// multiple of 4 KiB: K = 1024, 3072, 4096).
+	// the plan says (A's stride a multiple of 4 KiB: K = 1024, 3072, 4096).
 	// The scratch is taken only then: a pool emptied by a GC would
 	// otherwise cost an allocation per call.
-	copyA := f32Copy > 0 || f32Copy == 0 && f32Aliased(g.Lda, f.mr)
+	copyA := pl.copyA
 	ldp := (min(KC, K)+15)&^15 + 16
 	var buf []float32
 	if copyA {
@@ -201,11 +170,7 @@ func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 	}
 	for pc := 0; pc < K; pc += KC {
 		kc := min(KC, K-pc)
-		accum := 0
-		if pc > 0 {
-			accum = 1
-		}
-		last := pc+kc >= K
+		accum, last := slabFlags(pc, kc, K)
 		for ic := i0; ic < i1; ic += MC {
 			mc := min(MC, i1-ic)
 			if copyA {
@@ -216,19 +181,14 @@ func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 			// Balanced row tiles of at most mr rows.
 			tiles := (mc + f.mr - 1) / f.mr
 			for p := p0; p < p1; p++ {
-				j := p * nr
-				nv := min(nr, g.N-j)
-				mask := uint64(math.MaxUint64)
-				if nv < 64 {
-					mask = 1<<uint(nv) - 1
-				}
+				j, nv, mask := panelCols(p, nr, g.N)
 				bp := &g.B.Data[p*nr*K+pc*nr]
 				// The row tiles share the prefetch of the slab the next
 				// panel (or the next K slab) reads, f32PFLines cache lines
 				// per 4 k steps each.
 				var next []float32
 				switch {
-				case f32NoPF:
+				case !pl.prefetch:
 				case p+1 < p1:
 					next = g.B.Data[(p+1)*nr*K+pc*nr:][:kc*nr]
 				case pc+kc < K:
@@ -238,10 +198,7 @@ func (f *f32Driver) block(g *GEMMF32, i0, i1, p0, p1 int) {
 				pfStep := kc / 4 * f32PFLines * 16 // floats per kernel call
 				ir := 0
 				for t := 0; t < tiles; t++ {
-					mr := mc / tiles
-					if t < mc%tiles {
-						mr++
-					}
+					mr := tileRows(mc, tiles, t)
 					c := &g.C[(ic+ir)*g.Ldc+j]
 					var pf *float32
 					if off := t * pfStep; off < len(next) {

@@ -3,7 +3,9 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/int8bert/int8bert/cpu"
@@ -155,7 +157,7 @@ func TestEpiF32GELU8(t *testing.T) {
 	}
 }
 
-// TestF32Blocking runs the assembly kernels with the blocking knobs forced
+// TestF32Blocking runs the assembly tile drivers with their plan changed
 // (small K slabs, so C accumulates over several passes; the A copy on and
 // off; the slab prefetch on and off), on shapes that also reach the
 // automatic multi-slab and copy paths (K = 1024, 2500).
@@ -163,22 +165,32 @@ func TestF32Blocking(t *testing.T) {
 	if !f32Available(cpu.X86) {
 		t.Skipf("CPU lacks AVX512F/BW (%s)", cpu.X86)
 	}
-	defer func() { f32KC, f32NoPF, f32Copy = 0, false, 0 }()
 	cases := []f32Case{
 		{m: 30, n: 70, k: 301, padA: 1, padC: 3, epKind: 3, padR: 1, threads: 1},
 		{m: 17, n: 33, k: 1024, epKind: 2, threads: 2},
 		{m: 64, n: 40, k: 2500, epKind: 6, threads: 1},
 		{m: 9, n: 100, k: 130, padA: 2, epKind: 5, threads: 3},
 	}
+	drivers := append(slices.Clone(f32Drivers), f32AVX2Driver)
 	for _, knob := range []struct {
-		kc, copyA int
+		kc, copyA int // kc 0: the plan's; copyA 1 always, -1 never, 0 the plan's
 		noPF      bool
 	}{
 		{0, 0, false}, {64, 1, false}, {50, -1, true}, {128, 1, true}, {0, -1, false}, {0, 1, false},
 	} {
-		f32KC, f32Copy, f32NoPF = knob.kc, knob.copyA, knob.noPF
-		for _, kern := range f32Asm {
+		for _, f := range drivers {
+			kern := &KernelF32{Name: fmt.Sprintf("gemmF32_%dx%d(avx2=%v)", f.mr, f.nr, f.avx2), MR: f.mr, NR: f.nr, Run: f.run}
 			for _, c := range cases {
+				f.tune = func(pl f32Plan) f32Plan {
+					if knob.kc > 0 {
+						pl.kc = f32SlabLen(c.k, knob.kc)
+					}
+					if knob.copyA != 0 {
+						pl.copyA = knob.copyA > 0
+					}
+					pl.prefetch = !knob.noPF
+					return pl
+				}
 				if msg := runF32Case(kern, c, 3); msg != "" {
 					t.Fatalf("%s %v knobs %+v: %s", kern.Name, c, knob, msg)
 				}

@@ -5,11 +5,8 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -105,10 +102,6 @@ func BenchmarkF32CPUTime(b *testing.B) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if v, err := strconv.Atoi(os.Getenv("INT8BERT_F32_KC")); err == nil {
-		f32KC = v // experiment with the K slab
-		defer func() { f32KC = 0 }()
-	}
 	for _, s := range f32BenchShapes {
 		for _, kern := range f32Asm {
 			for _, withEp := range []bool{false, true} {
@@ -175,74 +168,4 @@ func f32BenchGEMM(m, n, k, nr int) *GEMMF32 {
 	}
 	pk, _ := PackF32(n, k, w, k, nr)
 	return &GEMMF32{M: m, N: n, K: k, A: a, Lda: k, B: pk, C: make([]float32, m*n), Ldc: n, Threads: 1}
-}
-
-// BenchmarkF32Knobs compares blocking choices on the BERT shapes in one
-// process, alternating them run by run (thread CPU time, best of each), so
-// that a noisy machine disturbs them alike, and reports each knob's median
-// share of the FMA peak as its own unit. The knobs are "kc:pf:copy[:mc]"
-// (kc and mc 0 = automatic; copy 1 always, -1 never, 0 by A's stride):
-// f32DefaultKnobs, or the list in INT8BERT_F32_KNOBS, e.g.
-// "0:1:0,192:1:-1,0:1:0:128".
-// f32DefaultKnobs are BenchmarkF32Knobs' knobs: the automatic blocking,
-// the L2-sized K slab instead of f32MinKC's, no slab prefetch, and A's
-// blocks always and never copied.
-const f32DefaultKnobs = "0:1:0,512:1:0,0:0:0,0:1:1,0:1:-1"
-
-func BenchmarkF32Knobs(b *testing.B) {
-	if !f32Available(cpu.X86) {
-		b.Skipf("CPU lacks AVX512F/BW (%s)", cpu.X86)
-	}
-	spec := os.Getenv("INT8BERT_F32_KNOBS")
-	if spec == "" {
-		spec = f32DefaultKnobs
-	}
-	type knob struct {
-		kc, mc int
-		pf     bool
-		cp     int
-	}
-	var knobs []knob
-	for _, kv := range strings.Split(spec, ",") {
-		var k knob
-		pf := 1
-		fmt.Sscanf(kv, "%d:%d:%d:%d", &k.kc, &pf, &k.cp, &k.mc)
-		k.pf = pf != 0
-		knobs = append(knobs, k)
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	defer func() { f32KC, f32MC, f32NoPF, f32Copy = 0, 0, false, 0 }()
-	for _, s := range f32BenchShapes {
-		for _, kern := range f32Asm {
-			for _, withEp := range []bool{false, true} {
-				name := fmt.Sprintf("M%d_K%d_N%d/%s", s.m, s.k, s.n, kern.Name)
-				if withEp {
-					name += "/ep"
-				}
-				b.Run(name, func(b *testing.B) {
-					g := f32BenchGEMM(s.m, s.n, s.k, kern.NR)
-					if withEp {
-						g.Ep = f32BenchEpilogue(s.m, s.n, s.k)
-					}
-					flops := 2 * float64(s.m*s.n*s.k)
-					ratios := make([][]float64, len(knobs))
-					for b.Loop() {
-						for range 10 {
-							for i, k := range knobs {
-								f32KC, f32MC, f32NoPF, f32Copy = k.kc, k.mc, !k.pf, k.cp
-								p := peakFMARate(1, flops)
-								r := bestRate(1, flops, func() { kern.Run(g) })
-								ratios[i] = append(ratios[i], r/p)
-							}
-						}
-					}
-					for i, k := range knobs {
-						slices.Sort(ratios[i])
-						b.ReportMetric(100*ratios[i][len(ratios[i])/2], fmt.Sprintf("%%peak_kc%d_mc%d_pf%v_cp%d", k.kc, k.mc, k.pf, k.cp))
-					}
-				})
-			}
-		}
-	}
 }

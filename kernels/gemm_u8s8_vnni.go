@@ -231,8 +231,7 @@ func vnniAccepts(m, n, k int) bool { return m >= 0 && n >= 0 && k >= 0 && k <= v
 
 // Epilogue flags of vnniEpilogue (mirrored in _gen/gemm_u8s8_vnni). vnniGELU8 is the
 // cheaper GELU (geluQ8F32), which newVNNIEp sets instead of vnniGELU unless
-// an f32 output asks for Epilogue.PreciseGELU; with both set, it wins. (The
-// generator's EpNTF32 and EpNoPF, 32 and 64, are never set by the driver.)
+// an f32 output asks for Epilogue.PreciseGELU; with both set, it wins.
 const (
 	vnniGELU  = 1
 	vnniU8    = 2

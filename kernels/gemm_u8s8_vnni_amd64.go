@@ -8,4 +8,5 @@ const vnniAsm = true
 
 func init() {
 	u8s8Asm = append(u8s8Asm, VNNIKernels()...)
+	attnU8S8Asm = append(attnU8S8Asm, ScoresU8S8)
 }

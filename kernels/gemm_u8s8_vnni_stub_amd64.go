@@ -689,8 +689,7 @@ func vnniU8S8_12x32(a *uint8, lda int, b *int8, k int, c *int32, ldc int, nmask 
 //	vnniEpilogue3S(e.dst, e.ldd/esize, &t[0], 48, 8, 48, e.colSum, e.zp, e.rowScale, e.scale,
 //		e.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)
 //
-// (esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)). With
-// flags&32, f32 rows (64-byte aligned) are stored non-temporally.
+// (esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)).
 //
 //go:noescape
 func vnniU8S8E_8x48(a *uint8, lda int, b *int8, k int, ep *byte)
@@ -704,8 +703,7 @@ func vnniU8S8E_8x48(a *uint8, lda int, b *int8, k int, ep *byte)
 //	vnniEpilogue3S(e.dst, e.ldd/esize, &t[0], 64, 6, 64, e.colSum, e.zp, e.rowScale, e.scale,
 //		e.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)
 //
-// (esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)). With
-// flags&32, f32 rows (64-byte aligned) are stored non-temporally.
+// (esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)).
 //
 //go:noescape
 func vnniU8S8E_6x64(a *uint8, lda int, b *int8, k int, ep *byte)
@@ -719,8 +717,7 @@ func vnniU8S8E_6x64(a *uint8, lda int, b *int8, k int, ep *byte)
 //	vnniEpilogue3S(e.dst, e.ldd/esize, &t[0], 32, 12, 32, e.colSum, e.zp, e.rowScale, e.scale,
 //		e.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)
 //
-// (esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)). With
-// flags&32, f32 rows (64-byte aligned) are stored non-temporally.
+// (esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)).
 //
 //go:noescape
 func vnniU8S8E_12x32(a *uint8, lda int, b *int8, k int, ep *byte)
@@ -734,8 +731,7 @@ func vnniU8S8E_12x32(a *uint8, lda int, b *int8, k int, ep *byte)
 //	vnniEpilogue3S(e.dst, e.ldd/esize, &t[0], 64, 4, 64, e.colSum, e.zp, e.rowScale, e.scale,
 //		e.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)
 //
-// (esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)). With
-// flags&32, f32 rows (64-byte aligned) are stored non-temporally.
+// (esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)).
 //
 //go:noescape
 func vnniU8S8E_4x64(a *uint8, lda int, b *int8, k int, ep *byte)

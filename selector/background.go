@@ -231,7 +231,7 @@ func rankISA(isa cpu.ISA, op string) int {
 }
 
 // rankCandidates orders cs for a default of key: by ISA rank (unknown
-// ISAs, the test extras, between AVX2 and oneDNN; an avx512 u8 x s8
+// ISAs, such as the tests' own kernels, between AVX2 and oneDNN; an avx512 u8 x s8
 // kernel, the int16 scheme without VNNI, between AVX-VNNI and AVX2, since
 // VPDPBUSD does 32 multiply-adds per ymm instruction as VPMADDWD does per
 // zmm one, without the VPADDD), then, within an ISA,

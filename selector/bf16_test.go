@@ -31,26 +31,9 @@ func (p *f32Problem) wantBF16(t *testing.T, ldc int) ([]float32, []float64) {
 func runLinearBF16(t *testing.T, s *Selector, p *f32Problem, pad, threads int) Choice {
 	t.Helper()
 	l, err := s.NewLinearBF16(p.n, p.k, p.w, p.ldw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	ldc := p.n + pad
-	c := make([]float32, p.m*ldc)
-	for i := range c {
-		c[i] = -7
-	}
-	g := &kernels.GEMMBF16{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: ldc, Threads: threads}
-	require.NoError(t, l.Run(g), "%v m=%d", p.kind, p.m)
-	key, err := l.Key(g)
-	require.NoError(t, err)
-	if key.Op != OpBF16 || key.Epilogue != p.kind || key != BF16Key(p.m, p.k, p.n, p.ep, threads) {
-		t.Fatalf("key %v, want op bf16 and kind %v", key, p.kind)
-	}
-	ch, err := s.Choose(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ldc, ch := runFloatLinear(t, s, l, err, p, pad, BF16Key(p.m, p.k, p.n, p.ep, threads), func(c []float32, ldc int) *kernels.GEMMBF16 {
+		return &kernels.GEMMBF16{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: ldc, Threads: threads}
+	})
 	want, tol := p.wantBF16(t, ldc)
 	bad := 0
 	for i := 0; i < p.m; i++ {
@@ -271,9 +254,9 @@ func TestLinearBF16Errors(t *testing.T) {
 	}
 }
 
-// TestBF16Extra: a wrong BF16 kernel given in Options.Extra is excluded by
-// the reference check.
-func TestBF16Extra(t *testing.T) {
+// TestBF16WrongKernel: a wrong BF16 kernel among a selector's kernels is
+// excluded by the reference check.
+func TestBF16WrongKernel(t *testing.T) {
 	var w warnings
 	o := testOptions(t, &w)
 	wrong := &kernels.KernelBF16{Name: "gemmBF16Wrong_1x32", ISA: "test-bf16", MR: 1, NR: 32, KStep: 2,
@@ -288,8 +271,7 @@ func TestBF16Extra(t *testing.T) {
 			}
 			return nil
 		}}
-	o.Extra = []any{wrong}
-	s := newSelector(t, o)
+	s := newSelectorWith(t, o, withKernels(t, wrong))
 	ch := runLinearBF16(t, s, newF32Problem(t, 7, 5, 30, 40, "bias/f32", 0), 0, 1)
 	if why := excludedWhy(ch, wrong.Name); why == "" || ch.Kernel == wrong.Name {
 		t.Errorf("the wrong extra kernel was not excluded: %v", ch)

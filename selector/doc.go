@@ -10,7 +10,10 @@
 //     likewise; for bf16, every kernel of kernels.BF16Kernels() likewise;
 //     for all three, oneDNN when dnnl.Available; for f32-kernel
 //     (attention's products, run by the caller on the kernel chosen) the
-//     FP32 kernels alone; for all, test-only extras (Options.Extra);
+//     FP32 kernels alone; for u8s8-kernel (INT8 attention's) the u8s8
+//     kernels and kernels.AttentionU8S8Kernels(), each of which takes one
+//     form of call (Kernel.Takes: the Q Kᵀ scores kernel) and declines the
+//     keys of any other;
 //   - the key a choice is made for (Key: operation, M bucket, K, N, epilogue
 //     kind, threads);
 //   - benchmark-once tuning: every candidate is first checked against the
@@ -67,7 +70,10 @@
 // the f32 epilogue, Key from BF16Key; bf16.go) and "u8s8-kernel" (the
 // u8s8 spec without oneDNN, Key from U8S8KernelKey). Another (s8 x s8)
 // costs a Key.Op, an opSpec and its line in New with a constructor of its
-// Linear.
+// Linear. The operations on float32 activations (f32, f32-kernel, bf16)
+// share one generic spec, floatSpec[G] (float.go), each a small
+// descriptor of what differs: its packing, its reference, the data type
+// of its oneDNN matmul.
 //
 // selector imports cpu, kernels and dnnl. It must not import models/,
 // bench/ or anything else above it.

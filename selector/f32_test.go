@@ -120,11 +120,12 @@ func compareF32(t *testing.T, what string, p *f32Problem, got []float32, ldc int
 	}
 }
 
-// runLinearF32 runs p through a LinearF32 of s with padded strides and
-// checks the result against kernels.GemmF32Ref.
-func runLinearF32(t *testing.T, s *Selector, p *f32Problem, pad, threads int) Choice {
+// runFloatLinear runs p through l (err: the constructor's), made by the
+// test for p's weights, as the call of call on a C of stride n+pad filled
+// with -7, checks that the call's key is want (its op, p's kind), and
+// returns C, its stride and the choice of the key. l is closed.
+func runFloatLinear[G any](t *testing.T, s *Selector, l *Linear[G], err error, p *f32Problem, pad int, want Key, call func(c []float32, ldc int) *G) ([]float32, int, Choice) {
 	t.Helper()
-	l, err := s.NewLinearF32(p.n, p.k, p.w, p.ldw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,17 +135,28 @@ func runLinearF32(t *testing.T, s *Selector, p *f32Problem, pad, threads int) Ch
 	for i := range c {
 		c[i] = -7
 	}
-	g := &kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: ldc, Threads: threads}
+	g := call(c, ldc)
 	require.NoError(t, l.Run(g), "%v m=%d", p.kind, p.m)
 	key, err := l.Key(g)
 	require.NoError(t, err)
-	if key.Op != OpF32 || key.Epilogue != p.kind {
-		t.Fatalf("key %v, want op f32 and kind %v", key, p.kind)
+	if key.Op != want.Op || key.Epilogue != p.kind || key != want {
+		t.Fatalf("key %v, want op %s and kind %v (%v)", key, want.Op, p.kind, want)
 	}
 	ch, err := s.Choose(key)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, ldc, ch
+}
+
+// runLinearF32 runs p through a LinearF32 of s with padded strides and
+// checks the result against kernels.GemmF32Ref.
+func runLinearF32(t *testing.T, s *Selector, p *f32Problem, pad, threads int) Choice {
+	t.Helper()
+	l, err := s.NewLinearF32(p.n, p.k, p.w, p.ldw)
+	c, ldc, ch := runFloatLinear(t, s, l, err, p, pad, F32Key(p.m, p.k, p.n, p.ep, threads), func(c []float32, ldc int) *kernels.GEMMF32 {
+		return &kernels.GEMMF32{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, C: c, Ldc: ldc, Threads: threads}
+	})
 	compareF32(t, fmt.Sprintf("%v m=%d threads=%d with %s", p.kind, p.m, threads, ch.Kernel), p, c, ldc)
 	return ch
 }
@@ -442,8 +454,7 @@ func TestForcedF32(t *testing.T) {
 		t.Run(c.force, func(t *testing.T) {
 			o := testOptions(t, &w)
 			o.Force = c.force
-			o.Extra = []any{fakeKernel("gemmFake_1x32", "test-isa", false), fakeF32("gemmF32Fake_1x32", "test-f32", true, 0)}
-			s := newSelector(t, o)
+			s := newSelectorWith(t, o, withKernels(t, fakeKernel("gemmFake_1x32", "test-isa", false), fakeF32("gemmF32Fake_1x32", "test-f32", true, 0)))
 			if got := s.ForcedOps(); !slices.Equal(got, c.want.ops) {
 				t.Fatalf("forced ops %v, want %v", got, c.want.ops)
 			}
@@ -504,8 +515,7 @@ func TestForcedF32(t *testing.T) {
 	for _, force := range bad {
 		o := testOptions(t, &w)
 		o.Force, o.Features = force, &noAVX512
-		o.Extra = []any{fakeF32("gemmF32Future_4x16", "future-f32", false, 0)}
-		_, err := New(o)
+		_, err := newWith(o, withKernels(t, fakeF32("gemmF32Future_4x16", "future-f32", false, 0)))
 		if !errors.Is(err, ErrForced) {
 			t.Errorf("force %q: err = %v, want ErrForced", force, err)
 			continue
@@ -514,16 +524,14 @@ func TestForcedF32(t *testing.T) {
 	}
 	t.Setenv(EnvKernel, "future-f32")
 	o := testOptions(t, &w)
-	o.Extra = []any{fakeF32("gemmF32Future_4x16", "future-f32", false, 0)}
-	if _, err := New(o); !errors.Is(err, ErrForced) {
+	if _, err := newWith(o, withKernels(t, fakeF32("gemmF32Future_4x16", "future-f32", false, 0))); !errors.Is(err, ErrForced) {
 		t.Errorf("%s=future-f32: err = %v, want ErrForced", EnvKernel, err)
 	}
 	// Forcing a u8s8-only ISA leaves the f32 linears working, read from
 	// the environment too.
 	t.Setenv(EnvKernel, "test-isa")
 	o = testOptions(t, &w)
-	o.Extra = []any{fakeKernel("gemmFake_1x32", "test-isa", false)}
-	s := newSelector(t, o)
+	s := newSelectorWith(t, o, withKernels(t, fakeKernel("gemmFake_1x32", "test-isa", false)))
 	if ch := runLinearF32(t, s, newF32Problem(t, 4, 6, 24, 40, "bias+residual/f32", 1), 2, 1); ch.Forced != "" {
 		t.Errorf("%s=test-isa forced an f32 choice: %v", EnvKernel, ch)
 	}

@@ -265,13 +265,19 @@ func F32Kind(ep *kernels.Epilogue) EpilogueKind {
 // (F32Kind) on threads threads (<= 1 means 1). M is bucketed. A key of
 // bad sizes or an unknown activation fails Key.Validate (and Choose).
 func F32Key(m, k, n int, ep *kernels.Epilogue, threads int) Key {
-	return Key{Op: OpF32, M: BucketM(m), K: k, N: n, Epilogue: F32Kind(ep), Threads: max(threads, 1)}
+	return floatKey(OpF32, m, k, n, ep, threads)
 }
 
 // BF16Key returns the key of a BF16 GEMM (OpBF16) of m rows with epilogue
 // ep (F32Kind) on threads threads (<= 1 means 1). M is bucketed.
 func BF16Key(m, k, n int, ep *kernels.Epilogue, threads int) Key {
-	return Key{Op: OpBF16, M: BucketM(m), K: k, N: n, Epilogue: F32Kind(ep), Threads: max(threads, 1)}
+	return floatKey(OpBF16, m, k, n, ep, threads)
+}
+
+// floatKey is the key of a call of op (OpF32, OpBF16) on float32
+// activations.
+func floatKey(op string, m, k, n int, ep *kernels.Epilogue, threads int) Key {
+	return Key{Op: op, M: BucketM(m), K: k, N: n, Epilogue: F32Kind(ep), Threads: max(threads, 1)}
 }
 
 // F32KernelKey returns the key of an OpF32Kernel product of m x k by k x n

@@ -2,7 +2,6 @@ package selector
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/int8bert/int8bert/cpu"
@@ -13,7 +12,8 @@ import (
 // An operation (a Key.Op) is an *opSet[G], G being the kernels GEMM
 // descriptor its calls are made of (kernels.GEMMU8S8, kernels.GEMMF32,
 // kernels.GEMMBF16); what differs between operations is an opSpec[G], one
-// page per operation (u8s8.go, f32.go, bf16.go). Adding an operation
+// page per operation (u8s8.go; f32.go and bf16.go, both a floatSpec[G] of
+// float.go over a descriptor of their own). Adding an operation
 // (s8 x s8) costs
 //
 //  1. a Key.Op constant and its case in Key.Validate (key.go);
@@ -61,8 +61,9 @@ type operation interface {
 	candidates() []candidate
 	// lookup returns the candidate of that name among candidates(), or nil.
 	lookup(name string) candidate
-	// builtIn lists every kernel compiled in (and the extras), whether this
-	// CPU runs it or not; the forced checks use it.
+	// builtIn lists every kernel of the operation's kernel set (New: every
+	// kernel compiled in), whether this CPU runs it or not; the forced
+	// checks use it.
 	builtIn() []builtInKernel
 	// keep restricts the candidates to kept (the forced ones).
 	keep(kept []candidate)
@@ -77,9 +78,9 @@ type builtInKernel struct {
 
 // opSpec is what one operation supplies over calls G.
 type opSpec[G any] interface {
-	// natives lists the operation's kernels compiled in, then those of
-	// Options.Extra of its kernel type, whether this CPU runs them or not.
-	natives(extra []any) []*native[G]
+	// natives lists the operation's kernels of ks, whether this CPU runs
+	// them or not.
+	natives(ks kernelSet) []*native[G]
 	// oneDNN returns the operation's oneDNN candidate over the selector's
 	// primitives, or nil when oneDNN does not serve it.
 	oneDNN(p *dnnlPrims) cand[G]
@@ -109,7 +110,7 @@ type trialData[G any] interface {
 type opSet[G any] struct {
 	op       string
 	spec     opSpec[G]
-	compiled []*native[G] // every kernel compiled in, and the extras
+	compiled []*native[G] // every kernel of the selector's set
 	cands    []cand[G]    // those usable here, in trial order
 	byName   map[string]cand[G]
 }
@@ -118,9 +119,9 @@ type opSet[G any] struct {
 // then oneDNN (when p is set and the operation has it), the generic kernels
 // last: the fast ones set the bar that prunes the slow ones after a single
 // run, and oneDNN falls back to slow reference code for some epilogues.
-func newOpSet[G any](s *Selector, op string, spec opSpec[G], p *dnnlPrims) *opSet[G] {
+func newOpSet[G any](s *Selector, op string, spec opSpec[G], ks kernelSet, p *dnnlPrims) *opSet[G] {
 	o := &opSet[G]{op: op, spec: spec, byName: map[string]cand[G]{}}
-	o.compiled = spec.natives(s.opts.Extra)
+	o.compiled = spec.natives(ks)
 	var generic []cand[G]
 	for _, k := range o.compiled {
 		if k.available == nil || !k.available(s.features) {
@@ -218,16 +219,9 @@ type native[G any] struct {
 	src       any // the *kernels.Kernel, *kernels.KernelF32 or *kernels.KernelBF16
 }
 
-// nativesOf lists the kernels ks, then those of extra of their type, as
-// candidates made by mk; nil kernels and kernels without a run function
-// are left out.
-func nativesOf[K comparable, G any](ks []K, extra []any, mk func(K) *native[G]) []*native[G] {
-	ks = slices.Clone(ks) // not the registry's array
-	for _, e := range extra {
-		if k, ok := e.(K); ok {
-			ks = append(ks, k)
-		}
-	}
+// nativesOf lists the kernels ks as candidates made by mk; nil kernels
+// and kernels without a run function are left out.
+func nativesOf[K comparable, G any](ks []K, mk func(K) *native[G]) []*native[G] {
 	var zero K
 	var out []*native[G]
 	for _, k := range ks {
@@ -261,6 +255,9 @@ func (c *native[G]) isa() cpu.ISA    { return c.kisa }
 func (c *native[G]) decline(key Key) error {
 	if !c.accepts(key.M, key.N, key.K) {
 		return fmt.Errorf("kernel %s does not accept m=%d n=%d k=%d", c.kname, key.M, key.N, key.K)
+	}
+	if k, ok := c.src.(*kernels.Kernel); ok && k.Takes != nil && !k.Takes(u8s8Form(key, k.NR)) {
+		return fmt.Errorf("kernel %s takes one form of call only, not ep=%v threads=%d", c.kname, key.Epilogue, key.Threads)
 	}
 	return nil
 }

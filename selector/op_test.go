@@ -72,17 +72,6 @@ func TestKernelF32(t *testing.T) {
 	assert.Same(t, kernels.GenericF32, k)
 }
 
-// TestExtraOfNoOperation checks that an Options.Extra no operation takes
-// is a clear error from New.
-func TestExtraOfNoOperation(t *testing.T) {
-	var w warnings
-	o := testOptions(t, &w)
-	o.Extra = []any{kernels.GenericU8S8, "gemmNothing"}
-	_, err := New(o)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "Options.Extra[1] is a string")
-}
-
 // TestLinearRunRefusesWhatItOwns checks that a call may leave N and K to
 // the Linear or repeat them, but not contradict them nor bring its own B,
 // and that a nil call is an error.

@@ -70,12 +70,6 @@ type Options struct {
 	Features *cpu.Features
 	// NoOneDNN leaves oneDNN out of the candidates.
 	NoOneDNN bool
-	// Extra are more kernels to consider (for tests and experiments), each
-	// by the operations of its type after their own: a *kernels.Kernel is a
-	// u8s8 candidate, a *kernels.KernelF32 an f32 and f32-kernel one, a
-	// *kernels.KernelBF16 a bf16 one. New
-	// fails on any other type.
-	Extra []any
 	// Reps is the number of timed repetitions per candidate (median); 5 by
 	// default.
 	Reps int
@@ -218,11 +212,33 @@ type flight struct {
 	err  error
 }
 
-// New returns a Selector. It fails when the forced ISA or kernel is
-// unknown or unavailable here, or on an Options.Extra of no operation. A
+// New returns a Selector over every kernel compiled into this binary. It
+// fails when the forced ISA or kernel is unknown or unavailable here. A
 // cache that cannot be read is reported through Options.Warn and the
 // selector starts empty (it re-tunes).
-func New(opts Options) (*Selector, error) {
+func New(opts Options) (*Selector, error) { return newWith(opts, compiledKernels()) }
+
+// kernelSet is the native kernels a selector's operations consider, by
+// kernel type: u8s8 for the u8s8 operations, attention (the kernels of one
+// form of call, Kernel.Takes) for u8s8-kernel only, f32 for f32 and
+// f32-kernel, bf16 for bf16.
+type kernelSet struct {
+	u8s8      []*kernels.Kernel
+	attention []*kernels.Kernel
+	f32       []*kernels.KernelF32
+	bf16      []*kernels.KernelBF16
+}
+
+// compiledKernels is every kernel compiled into this binary, whether this
+// CPU runs it or not.
+func compiledKernels() kernelSet {
+	return kernelSet{u8s8: kernels.U8S8Kernels(), attention: kernels.AttentionU8S8Kernels(),
+		f32: kernels.F32Kernels(), bf16: kernels.BF16Kernels()}
+}
+
+// newWith is New over the kernels ks (the tests add kernels of their own
+// to compiledKernels).
+func newWith(opts Options, ks kernelSet) (*Selector, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
@@ -236,13 +252,6 @@ func New(opts Options) (*Selector, error) {
 		forcedOps: map[string]bool{},
 	}
 	s.bg.init()
-	for i, e := range opts.Extra {
-		switch e.(type) {
-		case *kernels.Kernel, *kernels.KernelF32, *kernels.KernelBF16:
-		default:
-			return nil, fmt.Errorf("selector: Options.Extra[%d] is a %T, not a *kernels.Kernel, *kernels.KernelF32 or *kernels.KernelBF16", i, e)
-		}
-	}
 	if opts.Features != nil {
 		s.features = *opts.Features
 	}
@@ -272,11 +281,11 @@ func New(opts Options) (*Selector, error) {
 	if s.eng != nil {
 		s.prims = &dnnlPrims{s: s, prims: map[string]*dnnlPrim{}}
 	}
-	s.u8s8 = newOpSet(s, OpU8S8, opSpec[kernels.GEMMU8S8](u8s8Spec{}), s.prims)
-	s.f32 = newOpSet(s, OpF32, opSpec[kernels.GEMMF32](f32Spec{}), s.prims)
-	s.f32Kernel = newOpSet(s, OpF32Kernel, opSpec[kernels.GEMMF32](f32Spec{kernelOnly: true}), s.prims)
-	s.bf16 = newOpSet(s, OpBF16, opSpec[kernels.GEMMBF16](bf16Spec{}), s.prims)
-	s.u8s8Kern = newOpSet(s, OpU8S8Kernel, opSpec[kernels.GEMMU8S8](u8s8Spec{kernelOnly: true}), s.prims)
+	s.u8s8 = newOpSet(s, OpU8S8, opSpec[kernels.GEMMU8S8](u8s8Spec{}), ks, s.prims)
+	s.f32 = newOpSet(s, OpF32, opSpec[kernels.GEMMF32](f32Spec(false)), ks, s.prims)
+	s.f32Kernel = newOpSet(s, OpF32Kernel, opSpec[kernels.GEMMF32](f32Spec(true)), ks, s.prims)
+	s.bf16 = newOpSet(s, OpBF16, opSpec[kernels.GEMMBF16](bf16Spec()), ks, s.prims)
+	s.u8s8Kern = newOpSet(s, OpU8S8Kernel, opSpec[kernels.GEMMU8S8](u8s8Spec{kernelOnly: true}), ks, s.prims)
 	s.ops = []string{OpU8S8, OpF32, OpF32Kernel, OpBF16, OpU8S8Kernel}
 	s.byOp[OpU8S8] = s.u8s8
 	s.byOp[OpF32] = s.f32

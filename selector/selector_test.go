@@ -48,12 +48,40 @@ func testOptions(t *testing.T, w *warnings) Options {
 
 func newSelector(t *testing.T, o Options) *Selector {
 	t.Helper()
-	s, err := New(o)
+	return newSelectorWith(t, o, compiledKernels())
+}
+
+// newSelectorWith is newSelector over the kernels ks (withKernels).
+func newSelectorWith(t *testing.T, o Options, ks kernelSet) *Selector {
+	t.Helper()
+	s, err := newWith(o, ks)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// withKernels is every kernel compiled in, then ks, each for the
+// operations of its type: a *kernels.Kernel for u8s8, a
+// *kernels.KernelF32 for f32 and f32-kernel, a *kernels.KernelBF16 for
+// bf16.
+func withKernels(t *testing.T, ks ...any) kernelSet {
+	t.Helper()
+	set := compiledKernels()
+	for _, k := range ks {
+		switch k := k.(type) {
+		case *kernels.Kernel:
+			set.u8s8 = append(set.u8s8, k)
+		case *kernels.KernelF32:
+			set.f32 = append(set.f32, k)
+		case *kernels.KernelBF16:
+			set.bf16 = append(set.bf16, k)
+		default:
+			t.Fatalf("withKernels: %T is no kernel", k)
+		}
+	}
+	return set
 }
 
 func mustKey(t *testing.T, m, k, n int, kind string, threads int) Key {
@@ -539,8 +567,8 @@ func TestForcedMissing(t *testing.T) {
 		RunU8S8:   kernels.GenericU8S8.RunU8S8}
 	for _, force := range []string{"amx", "no-such-isa", "future-isa", "gemmFuture_8x16"} {
 		o := testOptions(t, &w)
-		o.Force, o.Features, o.Extra = force, &noAMX, []any{unavailable}
-		_, err := New(o)
+		o.Force, o.Features = force, &noAMX
+		_, err := newWith(o, withKernels(t, unavailable))
 		if !errors.Is(err, ErrForced) {
 			t.Errorf("force %q: err = %v, want ErrForced", force, err)
 			continue
@@ -612,8 +640,7 @@ func TestWrongCandidateExcluded(t *testing.T) {
 			broken, good := name(c.broken), name(c.good)
 			var w warnings
 			o := testOptions(t, &w)
-			o.Extra = []any{c.broken, c.good}
-			s := newSelector(t, o)
+			s := newSelectorWith(t, o, withKernels(t, c.broken, c.good))
 			for _, key := range c.keys {
 				ch, err := s.Choose(key)
 				require.NoError(t, err)
@@ -626,8 +653,8 @@ func TestWrongCandidateExcluded(t *testing.T) {
 				assert.Contains(t, s.Explain(key), broken, "Explain omits the excluded kernel")
 			}
 			o = testOptions(t, &w)
-			o.Force, o.Extra = broken, []any{c.broken}
-			_, err := newSelector(t, o).Choose(c.keys[0])
+			o.Force = broken
+			_, err := newSelectorWith(t, o, withKernels(t, c.broken)).Choose(c.keys[0])
 			require.ErrorIs(t, err, ErrNoCandidate)
 			require.ErrorIs(t, err, ErrForced)
 			assert.Contains(t, err.Error(), "differs")

@@ -13,11 +13,17 @@ import (
 // u8s8Spec is the operation OpU8S8: u8 activations times packed s8
 // weights (kernels.GEMMU8S8), on the kernels of kernels.U8S8Kernels() and
 // oneDNN's int8 matmul; without oneDNN (kernelOnly) it is OpU8S8Kernel,
-// whose calls the caller runs itself on the kernel chosen.
+// whose calls the caller runs itself on the kernel chosen, and whose
+// candidates add kernels.AttentionU8S8Kernels() (each declines the keys
+// whose form its Kernel.Takes does not admit).
 type u8s8Spec struct{ kernelOnly bool }
 
-func (u8s8Spec) natives(extra []any) []*native[kernels.GEMMU8S8] {
-	return nativesOf(kernels.U8S8Kernels(), extra, func(k *kernels.Kernel) *native[kernels.GEMMU8S8] {
+func (u u8s8Spec) natives(ks kernelSet) []*native[kernels.GEMMU8S8] {
+	kern := ks.u8s8
+	if u.kernelOnly {
+		kern = append(slices.Clip(kern), ks.attention...)
+	}
+	return nativesOf(kern, func(k *kernels.Kernel) *native[kernels.GEMMU8S8] {
 		return &native[kernels.GEMMU8S8]{k.Name, k.ISA, k.NR, k.Available, k.Accepts, k.RunU8S8, k}
 	})
 }
@@ -73,6 +79,51 @@ func (s *Selector) NewLinear(n, k int, w []int8, ldw int) (*Linear[kernels.GEMMU
 // Linear, the Epilogue.ColSum a shifted u8 source (Epilogue.ZeroPoint)
 // needs; nil for the other operations. Do not modify it.
 func (l *Linear[G]) ColSum() []int32 { return l.colSum }
+
+// u8s8Form returns a call of key's form for a kernel of panel width nr:
+// what a kernel's Takes reads (B's NR, K, threads, which epilogue steps are
+// set, the destination type). Its slices are placeholders, not operands.
+func u8s8Form(key Key, nr int) *kernels.GEMMU8S8 {
+	kind := key.Epilogue
+	f1, i1 := []float32{0}, []int32{0}
+	g := &kernels.GEMMU8S8{M: key.M, N: key.N, K: key.K, Lda: key.K, Threads: key.Threads,
+		B: &kernels.PackedS8{N: key.N, K: key.K, NR: nr}}
+	switch kind.Out {
+	case S32:
+		g.Out.S32 = i1
+		return g
+	case F32:
+		g.Out.F32 = f1
+	case U8:
+		g.Out.U8 = []uint8{0}
+	case S8:
+		g.Out.S8 = []int8{0}
+	}
+	ep := &kernels.Epilogue{Act: kind.Act}
+	if kind.ZeroPoint {
+		ep.ZeroPoint, ep.ColSum = 128, i1
+	}
+	if kind.ActScale {
+		ep.ActScale = 1
+	}
+	if kind.RowScale {
+		ep.RowScale = f1
+	}
+	if kind.ColScale {
+		ep.ColScale = f1
+	}
+	if kind.Bias {
+		ep.Bias = f1
+	}
+	if kind.Residual {
+		ep.Residual = f1
+	}
+	if kind.Out == U8 || kind.Out == S8 {
+		ep.OutScale = 1
+	}
+	g.Ep = ep
+	return g
+}
 
 // u8s8Data is a random problem of a key's shape with its reference
 // result on some rows.

@@ -1,6 +1,7 @@
 package smoothquant
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -101,15 +102,19 @@ func finite32(v []float32) bool {
 	return true
 }
 
-// TestMain runs the calibration GEMMs of the tests that give no selector
-// on one that tunes briefly and keeps no cache file, in place of
-// selector.Default(); it still reads INT8BERT_KERNEL and cpu.X86.
+// testSel is the selector the tests give the calibration (Options.Selector,
+// SimulateOutput): one that tunes briefly and keeps no cache file, in place
+// of selector.Default(); it still reads INT8BERT_KERNEL and cpu.X86.
+var testSel *selector.Selector
+
 func TestMain(m *testing.M) {
 	sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, RepTime: 100 * time.Microsecond})
-	defaultSelector = func() (*selector.Selector, error) { return sel, err }
-	code := m.Run()
-	if sel != nil {
-		sel.Close()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "smoothquant tests: selector:", err)
+		os.Exit(1)
 	}
+	testSel = sel
+	code := m.Run()
+	sel.Close()
 	os.Exit(code)
 }

@@ -56,15 +56,12 @@ type QLinear struct {
 	WF32     []float32
 }
 
-// defaultSelector is selector.Default (tests use a faster-tuning one).
-var defaultSelector = selector.Default
-
-// selectorOf returns the selector of o, or selector.Default().
-func selectorOf(o Options) (*selector.Selector, error) {
-	if o.Selector != nil {
-		return o.Selector, nil
+// selectorOr returns sel, or selector.Default() when sel is nil.
+func selectorOr(sel *selector.Selector) (*selector.Selector, error) {
+	if sel != nil {
+		return sel, nil
 	}
-	sel, err := defaultSelector()
+	sel, err := selector.Default()
 	if err != nil {
 		return nil, fmt.Errorf("smoothquant: %w", err)
 	}
@@ -188,9 +185,9 @@ func (q *QLinear) check() error {
 //
 // and the u8 x s8 GEMM's epilogue removes the zero point with the weights'
 // column sums and applies the activation and weight scales. A fallback layer
-// returns its FP32 output x*WF32^T. The GEMMs run on the kernels
-// selector.Default() chooses.
-func (q *QLinear) SimulateOutput(mode Mode, x []float32, rows int) ([]float32, error) {
+// returns its FP32 output x*WF32^T. The GEMMs run on the kernels sel
+// chooses (nil: selector.Default()).
+func (q *QLinear) SimulateOutput(sel *selector.Selector, mode Mode, x []float32, rows int) ([]float32, error) {
 	if q == nil {
 		return nil, fmt.Errorf("smoothquant: nil qlinear: %w", ErrInvalid)
 	}
@@ -209,7 +206,7 @@ func (q *QLinear) SimulateOutput(mode Mode, x []float32, rows int) ([]float32, e
 	if rows == 0 {
 		return []float32{}, nil
 	}
-	sel, err := selectorOf(Options{})
+	sel, err := selectorOr(sel)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +273,7 @@ func QuantizeLinear(spec LinearSpec, o Options) (*QLinear, error) {
 		return nil, fmt.Errorf("smoothquant: linear %q: observer saw no rows: %w", spec.Name, ErrCalibration)
 	}
 	threads := max(o.Threads, 1)
-	sel, err := selectorOf(o)
+	sel, err := selectorOr(o.Selector)
 	if err != nil {
 		return nil, err
 	}

@@ -17,11 +17,11 @@ func TestSimulateOutputMatchesReference(t *testing.T) {
 				spec, x := outlierLayer(uint64(sh.n*sh.k), sh.n, max(sh.k, 6), sh.rows)
 				k := spec.K
 				spec.NoSmooth = !smooth
-				q, err := QuantizeLinear(spec, Options{Mode: mode, Alpha: 0.5})
+				q, err := QuantizeLinear(spec, Options{Mode: mode, Alpha: 0.5, Selector: testSel})
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := q.SimulateOutput(mode, x, sh.rows)
+				got, err := q.SimulateOutput(testSel, mode, x, sh.rows)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -53,26 +53,26 @@ func TestSimulateOutputMatchesReference(t *testing.T) {
 
 func TestSimulateOutputErrors(t *testing.T) {
 	spec, x := outlierLayer(1, 8, 16, 4)
-	q, err := QuantizeLinear(spec, Options{Mode: Dynamic, Alpha: 0.5})
+	q, err := QuantizeLinear(spec, Options{Mode: Dynamic, Alpha: 0.5, Selector: testSel})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.SimulateOutput(Dynamic, x[:20], 4); !errors.Is(err, ErrInvalid) {
+	if _, err := q.SimulateOutput(testSel, Dynamic, x[:20], 4); !errors.Is(err, ErrInvalid) {
 		t.Errorf("short x: %v", err)
 	}
-	if _, err := q.SimulateOutput(Static, x, 4); !errors.Is(err, ErrInvalid) {
+	if _, err := q.SimulateOutput(testSel, Static, x, 4); !errors.Is(err, ErrInvalid) {
 		t.Errorf("static without act scale: %v", err)
 	}
-	if _, err := q.SimulateOutput(Mode(9), x, 4); !errors.Is(err, ErrInvalid) {
+	if _, err := q.SimulateOutput(testSel, Mode(9), x, 4); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad mode: %v", err)
 	}
 	bad := slices.Clone(x)
 	bad[17] = float32(math.NaN())
-	if _, err := q.SimulateOutput(Dynamic, bad, 4); !errors.Is(err, ErrCalibration) {
+	if _, err := q.SimulateOutput(testSel, Dynamic, bad, 4); !errors.Is(err, ErrCalibration) {
 		t.Errorf("NaN input: %v", err)
 	}
 	q.WScale = q.WScale[:3]
-	if _, err := q.SimulateOutput(Dynamic, x, 4); !errors.Is(err, ErrInvalid) {
+	if _, err := q.SimulateOutput(testSel, Dynamic, x, 4); !errors.Is(err, ErrInvalid) {
 		t.Errorf("short scales: %v", err)
 	}
 }
@@ -104,12 +104,12 @@ func TestOutlierAlpha(t *testing.T) {
 		}
 		return q
 	}
-	q0 := run(Options{Mode: Static, Alpha: 0, AlphaSet: true})
-	q5 := run(Options{Mode: Static, Alpha: 0.5})
-	qa := run(Options{Mode: Static, Auto: true, Threads: 2})
+	q0 := run(Options{Mode: Static, Alpha: 0, AlphaSet: true, Selector: testSel})
+	q5 := run(Options{Mode: Static, Alpha: 0.5, Selector: testSel})
+	qa := run(Options{Mode: Static, Auto: true, Threads: 2, Selector: testSel})
 	noSmooth := spec
 	noSmooth.NoSmooth = true
-	qn, err := QuantizeLinear(noSmooth, Options{Mode: Static, Alpha: 0.5})
+	qn, err := QuantizeLinear(noSmooth, Options{Mode: Static, Alpha: 0.5, Selector: testSel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +147,8 @@ func TestOutlierAlpha(t *testing.T) {
 		t.Error("alpha 0.5: missing smooth, act scale, or bias copy")
 	}
 	// dynamic mode: no static parameters, smoothing still helps
-	d0 := run(Options{Mode: Dynamic, Alpha: 0, AlphaSet: true})
-	d5 := run(Options{Mode: Dynamic, Alpha: 0.5})
+	d0 := run(Options{Mode: Dynamic, Alpha: 0, AlphaSet: true, Selector: testSel})
+	d5 := run(Options{Mode: Dynamic, Alpha: 0.5, Selector: testSel})
 	t.Logf("dynamic SQNR: alpha 0: %.2f dB, alpha 0.5: %.2f dB", d0.SQNR, d5.SQNR)
 	if d5.ActScale != 0 || d5.ActZeroPoint != 0 {
 		t.Errorf("dynamic act params %v %v", d5.ActScale, d5.ActZeroPoint)
@@ -157,7 +157,7 @@ func TestOutlierAlpha(t *testing.T) {
 		t.Errorf("dynamic: alpha 0.5 (%.2f) not above alpha 0 (%.2f)", d5.SQNR, d0.SQNR)
 	}
 	// percentile range clips the outliers: a smaller scale than max
-	qp := run(Options{Mode: Static, Alpha: 0, AlphaSet: true, Range: RangePercentile, Percentile: 99})
+	qp := run(Options{Mode: Static, Alpha: 0, AlphaSet: true, Range: RangePercentile, Percentile: 99, Selector: testSel})
 	if !(qp.ActScale < q0.ActScale) {
 		t.Errorf("percentile act scale %v not below max's %v", qp.ActScale, q0.ActScale)
 	}
@@ -167,7 +167,7 @@ func TestOutlierAlpha(t *testing.T) {
 // threads.
 func TestAutoModerate(t *testing.T) {
 	spec, _ := outlierLayer(5, 384, 256, 512)
-	q, err := QuantizeLinear(spec, Options{Mode: Static, Auto: true, Threads: 4})
+	q, err := QuantizeLinear(spec, Options{Mode: Static, Auto: true, Threads: 4, Selector: testSel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestZeroChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mode := range []Mode{Static, Dynamic} {
-		q, err := QuantizeLinear(LinearSpec{Name: "z", N: n, K: k, W: w, Obs: obs}, Options{Mode: mode, Auto: true})
+		q, err := QuantizeLinear(LinearSpec{Name: "z", N: n, K: k, W: w, Obs: obs}, Options{Mode: mode, Auto: true, Selector: testSel})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +211,7 @@ func TestZeroChannels(t *testing.T) {
 				t.Errorf("%v: alpha %v SQNR NaN", mode, a)
 			}
 		}
-		y, err := q.SimulateOutput(mode, x, rows)
+		y, err := q.SimulateOutput(testSel, mode, x, rows)
 		if err != nil || !finite32(y) {
 			t.Errorf("%v: simulate: %v", mode, err)
 		}
@@ -221,7 +221,7 @@ func TestZeroChannels(t *testing.T) {
 	if err := zobs.Observe(make([]float32, rows*k), rows, k); err != nil {
 		t.Fatal(err)
 	}
-	q, err := QuantizeLinear(LinearSpec{Name: "z0", N: n, K: k, W: w, Obs: zobs}, Options{Mode: Static, Auto: true, Grid: []float64{0.7, 0.3, 0.9}})
+	q, err := QuantizeLinear(LinearSpec{Name: "z0", N: n, K: k, W: w, Obs: zobs}, Options{Mode: Static, Auto: true, Grid: []float64{0.7, 0.3, 0.9}, Selector: testSel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestZeroChannels(t *testing.T) {
 
 func TestFallback(t *testing.T) {
 	spec, x := outlierLayer(9, 16, 32, 20)
-	q, err := QuantizeLinear(spec, Options{Mode: Static, Alpha: 0, AlphaSet: true, FallbackSQNR: 200})
+	q, err := QuantizeLinear(spec, Options{Mode: Static, Alpha: 0, AlphaSet: true, FallbackSQNR: 200, Selector: testSel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,14 +248,14 @@ func TestFallback(t *testing.T) {
 	if q.SQNR >= 200 || math.IsNaN(q.SQNR) {
 		t.Errorf("fallback SQNR %v", q.SQNR)
 	}
-	y, err := q.SimulateOutput(Static, x, 20)
+	y, err := q.SimulateOutput(testSel, Static, x, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if y[0] == 0 || !finite32(y) {
 		t.Errorf("fallback output %v", y[:3])
 	}
-	q2, err := QuantizeLinear(spec, Options{Mode: Static, Alpha: 0.5, FallbackSQNR: 1})
+	q2, err := QuantizeLinear(spec, Options{Mode: Static, Alpha: 0.5, FallbackSQNR: 1, Selector: testSel})
 	if err != nil || q2.Fallback {
 		t.Errorf("low threshold fell back: %v", err)
 	}
@@ -275,15 +275,15 @@ func TestQuantizeLinearErrors(t *testing.T) {
 		mut(func(s *LinearSpec) { s.Obs = NewObserver(15, 0, 1) }),
 	}
 	for i, s := range invalid {
-		if _, err := QuantizeLinear(s, Options{}); !errors.Is(err, ErrInvalid) {
+		if _, err := QuantizeLinear(s, Options{Selector: testSel}); !errors.Is(err, ErrInvalid) {
 			t.Errorf("case %d: %v, want ErrInvalid", i, err)
 		}
 	}
 	empty := mut(func(s *LinearSpec) { s.Obs = NewObserver(16, 0, 1) })
-	if _, err := QuantizeLinear(empty, Options{}); !errors.Is(err, ErrCalibration) {
+	if _, err := QuantizeLinear(empty, Options{Selector: testSel}); !errors.Is(err, ErrCalibration) {
 		t.Errorf("no rows: %v, want ErrCalibration", err)
 	}
-	if _, err := QuantizeLinear(spec, Options{Alpha: 3}); !errors.Is(err, ErrInvalid) {
+	if _, err := QuantizeLinear(spec, Options{Alpha: 3, Selector: testSel}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad options: %v", err)
 	}
 }
@@ -294,7 +294,7 @@ func BenchmarkQuantizeLinearAuto(b *testing.B) {
 	spec, _ := outlierLayer(1, 1024, 4096, 256)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := QuantizeLinear(spec, Options{Mode: Static, Auto: true, Threads: runtime.NumCPU()}); err != nil {
+		if _, err := QuantizeLinear(spec, Options{Mode: Static, Auto: true, Threads: runtime.NumCPU(), Selector: testSel}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -23,7 +23,9 @@ func TestZeroOptionsAlpha(t *testing.T) {
 		{Options{Alpha: 1, AlphaSet: true}, 1},
 	} {
 		assert.Equal(t, c.want, c.o.FixedAlpha(), "%+v", c.o)
-		q, err := QuantizeLinear(spec, c.o)
+		o := c.o
+		o.Selector = testSel
+		q, err := QuantizeLinear(spec, o)
 		require.NoError(t, err)
 		assert.Equal(t, c.want, q.Alpha, "%+v", c.o)
 		want := SmoothFactors(spec.Obs.AbsMax(), WeightColMax(spec.W, spec.N, spec.K), c.want)

@@ -42,10 +42,10 @@ func TestTensorsRoundTrip(t *testing.T) {
 		spec LinearSpec
 		o    Options
 	}{
-		{"static", spec, Options{Mode: Static, Alpha: 0.5}},
-		{"dynamic", spec, Options{Mode: Dynamic, Auto: true}},
-		{"static-nosmooth-nobias", noBias, Options{Mode: Static}},
-		{"fallback", spec, Options{Mode: Static, FallbackSQNR: 300}},
+		{"static", spec, Options{Mode: Static, Alpha: 0.5, Selector: testSel}},
+		{"dynamic", spec, Options{Mode: Dynamic, Auto: true, Selector: testSel}},
+		{"static-nosmooth-nobias", noBias, Options{Mode: Static, Selector: testSel}},
+		{"fallback", spec, Options{Mode: Static, FallbackSQNR: 300, Selector: testSel}},
 	}
 	const prefix = "int8.layer.3.ffn1."
 	for _, c := range cases {
@@ -84,7 +84,7 @@ func TestTensorsRoundTrip(t *testing.T) {
 
 func TestLoadQLinearErrors(t *testing.T) {
 	spec, _ := outlierLayer(12, 8, 12, 10)
-	q, err := QuantizeLinear(spec, Options{Mode: Static, Alpha: 0.5})
+	q, err := QuantizeLinear(spec, Options{Mode: Static, Alpha: 0.5, Selector: testSel})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -268,7 +268,8 @@ func (m *Model) attnKinds() [2]selector.EpilogueKind {
 
 // attnKernels8 asks the selector for the u8 x s8 kernels of Q K^T
 // (seq x d by d x seq) and P V (seq x seq by seq x d), each on one
-// goroutine (selector.OpU8S8Kernel).
+// goroutine (selector.OpU8S8Kernel, whose candidates for Q K^T include
+// the scores kernel, kernels.ScoresU8S8).
 func (m *Model) attnKernels8(seq int) (qk, pv *kernels.Kernel, err error) {
 	d := m.cfg.Hidden / m.cfg.Heads
 	kinds := m.attnKinds()
@@ -333,25 +334,12 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 	so := hd * qa.Lds
 	kp := &qa.K[hd]
 	vs := s.a8.vs[bi*m.cfg.Heads+hd]
-	// On the VNNI tier with 64-key panels, the scores kernels take the
-	// block's rows over all key panels a call, bit for bit the selector's
-	// kernel (docs/DESIGN.md section 3.10); otherwise that kernel.
-	scoresAsm := qk.ISA == cpu.ISAAVX512VNNI && qk.NR == 64
 	for i0 := 0; i0 < seq; i0 += rb {
 		r := min(rb, seq-i0)
 		e.epS = kernels.Epilogue{ZeroPoint: 128, ColSum: kp.ColSum, RowScale: qa.QScale[so+i0 : so+i0+r], ColScale: qa.KScale[so : so+seq]}
 		e.g = kernels.GEMMU8S8{M: r, N: seq, K: d, A: qa.Q[i0*h+hd*d:], Lda: h, B: kp, Ep: &e.epS, Out: kernels.Out{F32: b.scores, Ldc: seq}}
-		took := false
-		if scoresAsm {
-			var err error
-			if took, err = kernels.RunScoresU8S8(&e.g); err != nil {
-				return fail("scores", err)
-			}
-		}
-		if !took {
-			if err := qk.RunU8S8(&e.g); err != nil {
-				return fail("scores", err)
-			}
+		if err := qk.RunU8S8(&e.g); err != nil {
+			return fail("scores", err)
 		}
 		if err := kernels.SoftmaxU8(e.p, seq, e.ps[:r], b.scores, r, seq, mask); err != nil {
 			return fail("softmax", err)

@@ -248,3 +248,93 @@ func TestAttentionInt8OnesMask(t *testing.T) {
 	require.Equal(t, none[:lens[0]*h], got[:lens[0]*h], "masking span 2 changed span 1")
 	require.NotEqual(t, none[lens[0]*h:], got[lens[0]*h:], "masking a key of span 2 changed nothing")
 }
+
+// TestAttentionInt8Scores: where the selector's choice for Q Kᵀ is the
+// scores kernel (kernels.ScoresU8S8, here read from a tuning cache that
+// says so), attention runs it, and the context, plain and requantized, is
+// bit for bit what gemmVNNI_6x64 forced gives, blocked or not.
+func TestAttentionInt8Scores(t *testing.T) {
+	sk := kernels.ScoresU8S8
+	if !slices.Contains(kernels.AttentionU8S8Kernels(), sk) || !sk.Available(cpu.X86) {
+		t.Logf("%s not available here (%s): nothing to run", sk.Name, cpu.X86.Int8Path())
+		return
+	}
+	ref, err := selector.New(selector.Options{CachePath: "off", Reps: 1, Force: "gemmVNNI_6x64"})
+	require.NoError(t, err)
+	defer ref.Close()
+	cases := []struct {
+		seq, h, heads, rows int
+		static              bool
+	}{{37, 128, 2, 0, false}, {100, 192, 3, 0, true}, {100, 128, 2, 12, false}}
+	// A cache whose choice for each case's Q Kᵀ is the scores kernel and
+	// for its P V gemmVNNI_6x64.
+	path := t.TempDir() + "/tuning.json"
+	probe, err := selector.New(selector.Options{CachePath: "off"})
+	require.NoError(t, err)
+	c := selector.Cache{Header: probe.Header(), Entries: map[string]selector.Choice{}}
+	require.NoError(t, probe.Close())
+	choose := func(key selector.Key, err error, kern string) {
+		require.NoError(t, err)
+		c.Entries[key.String()] = selector.Choice{Key: key.String(), Kernel: kern, Backend: selector.BackendNative,
+			ISA: cpu.ISAAVX512VNNI, Measured: []selector.Measurement{{Kernel: kern, Backend: selector.BackendNative, Runs: 1}}}
+	}
+	for _, cs := range cases {
+		m := &Model{cfg: Config{Hidden: cs.h, Heads: cs.heads}, prec: PrecisionInt8Dynamic}
+		if cs.static {
+			m.prec = PrecisionInt8Static
+		}
+		kinds, d := m.attnKinds(), cs.h/cs.heads
+		key, err := selector.U8S8KernelKey(cs.seq, d, cs.seq, kinds[0], 1)
+		choose(key, err, sk.Name)
+		key, err = selector.U8S8KernelKey(cs.seq, cs.seq, d, kinds[1], 1)
+		choose(key, err, "gemmVNNI_6x64")
+	}
+	f := &selector.CacheFile{Format: selector.CacheFormat}
+	f.Put(c)
+	require.NoError(t, f.Save(path))
+	sel, err := selector.New(selector.Options{CachePath: path, Reps: 1})
+	require.NoError(t, err)
+	defer sel.Close()
+	for _, cs := range cases {
+		r := rand.New(rand.NewPCG(uint64(cs.seq), 9))
+		rows := 2 * cs.seq
+		qkv := make([]float32, rows*3*cs.h)
+		for i := range qkv {
+			qkv[i] = float32(r.NormFloat64())
+		}
+		in := &Inputs{Batch: 2, Seq: cs.seq, Mask: make([]int32, rows)}
+		for i := range in.Mask {
+			in.Mask[i] = int32(min(1, i%cs.seq%5))
+		}
+		in.Mask[0], in.Mask[cs.seq] = 1, 1
+		prec := PrecisionInt8Dynamic
+		if cs.static {
+			prec = PrecisionInt8Static
+		}
+		run := func(sel *selector.Selector, wantQK *kernels.Kernel) ([]float32, []uint8) {
+			m := &Model{cfg: Config{Hidden: cs.h, Heads: cs.heads}, threads: 2, sel: sel, prec: prec, attnInt8: true, attnRows: cs.rows}
+			qk, _, err := m.attnKernels8(cs.seq)
+			require.NoError(t, err)
+			if wantQK != nil {
+				require.Same(t, wantQK, qk, "seq %d: the scores kernel chosen", cs.seq)
+			}
+			s := &scratch{qkv: slices.Clone(qkv), ctx: make([]float32, rows*cs.h)}
+			var q *attnQuant
+			if cs.static {
+				q = &attnQuant{dst: make([]uint8, rows*cs.h), scale: 0.02, zp: 128}
+			}
+			require.NoError(t, m.attentionQ(in, s, q))
+			if q != nil {
+				return s.ctx, q.dst
+			}
+			return s.ctx, nil
+		}
+		wantCtx, wantQ := run(ref, nil)
+		gotCtx, gotQ := run(sel, sk)
+		require.Equal(t, wantCtx, gotCtx, "seq %d: the scores kernel's context differs from gemmVNNI_6x64's", cs.seq)
+		require.Equal(t, wantQ, gotQ, "seq %d: the scores kernel's u8 context differs from gemmVNNI_6x64's", cs.seq)
+	}
+	st := sel.Stats()
+	require.Equal(t, len(c.Entries), st.FromCache, "choices read from the cache")
+	require.Zero(t, st.Tuned, "keys tuned")
+}

@@ -118,42 +118,9 @@ func kernel(mr int) {
 		}
 		ADDQ(U32(4*u*16), bp)
 	}
-	const unroll = 4
 	pf := reg.RAX
 	Load(Param("pf"), pf)
-	CMPQ(kc, U8(unroll))
-	JL(LabelRef(name + "_tail"))
-	TESTQ(pf, pf)
-	JZ(LabelRef(name + "_main"))
-	Label(name + "_mainpf")
-	for u := 0; u < unroll; u++ {
-		step(u)
-		if u < pfLines {
-			PREFETCHT1(Mem{Base: pf, Disp: 64 * u})
-		}
-	}
-	advance(unroll)
-	ADDQ(U32(64*pfLines), pf)
-	SUBQ(U8(unroll), kc)
-	CMPQ(kc, U8(unroll))
-	JGE(LabelRef(name + "_mainpf"))
-	JMP(LabelRef(name + "_tail"))
-	Label(name + "_main")
-	for u := 0; u < unroll; u++ {
-		step(u)
-	}
-	advance(unroll)
-	SUBQ(U8(unroll), kc)
-	CMPQ(kc, U8(unroll))
-	JGE(LabelRef(name + "_main"))
-	Label(name + "_tail")
-	TESTQ(kc, kc)
-	JZ(LabelRef(name + "_store"))
-	Label(name + "_tailloop")
-	step(0)
-	advance(1)
-	DECQ(kc)
-	JNZ(LabelRef(name + "_tailloop"))
+	shared.KLoop(name, kc, 4, step, advance, pf, pfLines)
 
 	Label(name + "_store")
 	Load(Param("c"), reg.R11)

@@ -351,8 +351,6 @@ const (
 	flagS8     = shared.EpS8
 	flagReLU   = shared.EpReLU
 	flagGELU8  = shared.EpGELU8
-	flagNT     = shared.EpNT
-	flagNoPF   = shared.EpNoPF
 	flagPFLate = shared.EpPFLate
 )
 
@@ -847,8 +845,8 @@ const (
 )
 
 // prefetchDst generates the prefetch of a fused kernel's destination tile
-// (unless its stores are non-temporal) and of its residual tile: every line
-// its rows will be written to or read from, requested before the K loop so
+// and of its residual tile: every line its rows will be written to or read
+// from, requested before the K loop so
 // that the epilogue at the end finds them in cache instead of waiting on
 // each miss to memory (outputs larger than L2: the loop hides the misses).
 func prefetchDst(name, tag string, mr, nr int, late bool) {
@@ -858,8 +856,6 @@ func prefetchDst(name, tag string, mr, nr int, late bool) {
 	d, ldd := GP64(), GP64()
 	MOVQ(Mem{Base: ep, Disp: offDst}, d)
 	MOVQ(Mem{Base: ep, Disp: offLdd}, ldd)
-	TESTQ(U32(flagNoPF), Mem{Base: ep, Disp: offFlags})
-	JNZ(LabelRef(name + "_pfdone"))
 	// flagPFLate moves the prefetch from before the K loop to after 3/4
 	// of it.
 	TESTQ(U32(flagPFLate), Mem{Base: ep, Disp: offFlags})
@@ -868,8 +864,6 @@ func prefetchDst(name, tag string, mr, nr int, late bool) {
 	} else {
 		JNZ(LabelRef(name + "_pfdone"))
 	}
-	TESTQ(U32(flagNT), Mem{Base: ep, Disp: offFlags})
-	JNZ(LabelRef(name + "_pfres"))
 	TESTQ(U32(flagU8|flagS8), Mem{Base: ep, Disp: offFlags})
 	JNZ(LabelRef(name + "_pfbytes"))
 	for i := range mr {
@@ -927,8 +921,7 @@ func microE(mr, nr int) {
 		fmt.Sprintf("\tvnniEpilogue3S(e.dst, e.ldd/esize, &t[0], %d, %d, %d, e.colSum, e.zp, e.rowScale, e.scale,", nr, mr, nr),
 		"\t\te.colScale, e.bias, e.res, e.ldres/4, e.flags, e.invOut, e.outZP, e.lo, e.hi)",
 		"",
-		"(esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)). With",
-		"flags&32, f32 rows (64-byte aligned) are stored non-temporally.",
+		"(esize: 4 for f32, 1 for u8 and s8; e.outZPi = int32(e.outZP)).",
 	)
 	Pragma("noescape")
 	var mid func()
@@ -1040,22 +1033,9 @@ func microE(mr, nr int) {
 	MOVQ(at(offDst), p)
 	TESTQ(U32(flagU8|flagS8), at(offFlags))
 	JNZ(LabelRef(lbl("quant")))
-	TESTQ(U32(flagNT), at(offFlags))
-	JNZ(LabelRef(lbl("nt")))
 	for i := range mr {
 		for v := range nv {
 			VMOVUPS(acc[i][v], Mem{Base: p, Disp: 64 * v})
-		}
-		if i < mr-1 {
-			ADDQ(at(offLdd), p)
-		}
-	}
-	VZEROUPPER()
-	RET()
-	Label(lbl("nt"))
-	for i := range mr {
-		for v := range nv {
-			VMOVNTPS(acc[i][v], Mem{Base: p, Disp: 64 * v})
 		}
 		if i < mr-1 {
 			ADDQ(at(offLdd), p)

@@ -122,12 +122,6 @@ const (
 	// EpGELU8: the rational GELU (GELU8AVX2, gelu8 of _gen/gemm_u8s8_vnni); wins
 	// over EpGELU.
 	EpGELU8 = 16
-	// EpNT: f32 stores are non-temporal (fused VNNI kernels only; 64-byte
-	// aligned rows; the caller fences with vnniSfence).
-	EpNT = 32
-	// EpNoPF: fused VNNI kernels skip the prefetch of their destination and
-	// residual tiles (for A/B measurements).
-	EpNoPF = 64
 	// EpPFLate: fused VNNI kernels prefetch those tiles after 3/4 of the K
 	// loop instead of before it.
 	EpPFLate = 128

@@ -1,0 +1,17 @@
+package shared
+
+import "github.com/mmcloughlin/avo/reg"
+
+// Zmm returns the physical zmm register i (0...31): the generators that
+// number their registers themselves (accumulators, B vectors, broadcasts)
+// name them through it.
+func Zmm(i int) reg.VecPhysical {
+	return []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7,
+		reg.Z8, reg.Z9, reg.Z10, reg.Z11, reg.Z12, reg.Z13, reg.Z14, reg.Z15,
+		reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23,
+		reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}[i]
+}
+
+// ColMasks are the opmask registers of a tile's column masks, one per zmm
+// of a row (up to 64 columns).
+var ColMasks = []reg.OpmaskPhysical{reg.K1, reg.K2, reg.K3, reg.K4}
