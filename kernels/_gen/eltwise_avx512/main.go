@@ -30,6 +30,8 @@ import (
 	"github.com/mmcloughlin/avo/gotypes"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/int8bert/int8bert/kernels/_gen/shared"
 )
 
 // Constants (must equal those of eltwise_generic.go).
@@ -104,15 +106,11 @@ func bcast(name string) reg.VecVirtual {
 	return z
 }
 
-// scalar broadcasts the float32 parameter name into a new ZMM register.
+// scalar broadcasts the float32 parameter name into a new ZMM register,
+// from its stack slot (see shared.Addr).
 func scalar(name string) reg.VecVirtual {
-	b, err := Param(name).Resolve()
-	if err != nil {
-		panic(err)
-	}
-	// Broadcast from memory: avo's Load would emit a legacy-SSE MOVSS.
 	z := ZMM()
-	VBROADCASTSS(b.Addr, z)
+	VBROADCASTSS(shared.Addr(Param(name)), z)
 	return z
 }
 
@@ -186,16 +184,8 @@ func retU32(r reg.Register) {
 }
 
 // storeF32 stores the float32 in x's low lane to the result c with a VEX
-// VMOVSS: avo's Store would emit a legacy-SSE MOVSS, which with the upper
-// halves of the registers dirty costs a state transition (Haswell) or a
-// false dependency (later Intel cores).
-func storeF32(x reg.VecVirtual, c gotypes.Component) {
-	b, err := c.Resolve()
-	if err != nil {
-		panic(err)
-	}
-	VMOVSS(x, b.Addr)
-}
+// VMOVSS (see shared.Addr).
+func storeF32(x reg.VecVirtual, c gotypes.Component) { VMOVSS(x, shared.Addr(c)) }
 
 // storeZeroU32 stores 32 zero bits as the result c.
 func storeZeroU32(c gotypes.Component) {

@@ -31,21 +31,11 @@ import (
 	"slices"
 
 	. "github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/gotypes"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
 	"github.com/int8bert/int8bert/kernels/_gen/shared"
 )
-
-// addr is the stack address of an argument, for memory operands.
-func addr(c gotypes.Component) Mem {
-	b, err := c.Resolve()
-	if err != nil {
-		log.Fatal(err)
-	}
-	return b.Addr
-}
 
 // tiles are the NR panel widths and the largest MR generated for each; every
 // MR from 1 up to it is generated (the smaller ones serve M tails).
@@ -449,14 +439,14 @@ func epilogue(name string, U int, split bool) {
 	colScale := Load(Param("colScale"), GP64())
 	bias := Load(Param("bias"), GP64())
 	res := Load(Param("res"), GP64())
-	flags := addr(Param("flags"))
+	flags := shared.Addr(Param("flags"))
 
 	zpv := ZMM()
 	zp := Load(Param("zp"), GP32())
 	VPBROADCASTD(zp, zpv)
 	bcastF := func(name string) reg.VecVirtual {
 		z := ZMM()
-		VBROADCASTSS(addr(Param(name)), z)
+		VBROADCASTSS(shared.Addr(Param(name)), z)
 		return z
 	}
 	scale := bcastF("scale")
@@ -491,7 +481,7 @@ func epilogue(name string, U int, split bool) {
 	Label(lbl("epi_loop"))
 	{
 		rem := GP64()
-		MOVQ(addr(Param("n")), rem)
+		MOVQ(shared.Addr(Param("n")), rem)
 		SUBQ(j, rem)
 		JLE(LabelRef(lbl("epi_rowdone")))
 		m := GP64()
@@ -605,7 +595,7 @@ func epilogue(name string, U int, split bool) {
 	Label(lbl("epi_rowdone"))
 	stride := func(p reg.Register, ld string, shift int) {
 		t := GP64()
-		MOVQ(addr(Param(ld)), t)
+		MOVQ(shared.Addr(Param(ld)), t)
 		if shift > 0 {
 			SHLQ(U8(shift), t)
 		}
@@ -618,7 +608,7 @@ func epilogue(name string, U int, split bool) {
 	Label(lbl("epi_nextrow"))
 	{
 		t := GP64()
-		MOVQ(addr(Param("ldd")), t)
+		MOVQ(shared.Addr(Param("ldd")), t)
 		TESTQ(U32(flagU8|flagS8), flags)
 		JNZ(LabelRef(lbl("epi_bytes")))
 		SHLQ(U8(2), t)
