@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	. "github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
@@ -25,36 +24,23 @@ import (
 // to cover a 4-6 cycle latency on two or more vector pipes.
 const accs = 24
 
-func zmm(i int) reg.VecPhysical {
-	return []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7,
-		reg.Z8, reg.Z9, reg.Z10, reg.Z11, reg.Z12, reg.Z13, reg.Z14, reg.Z15,
-		reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23,
-		reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}[i]
-}
+var (
+	zmm = shared.Zmm
+	ymm = shared.Ymm
+)
 
-// vdpbf16ps is VDPBF16PS zmm(dst), zmm(src1), zmm(src2) (Intel order) as
-// bytes: shared.VDPBF16PSZ.
-func vdpbf16ps(dst, src1, src2 int) []byte { return shared.VDPBF16PSZ(dst, src1, src2) }
-
-func emitBytes(comment string, bs []byte) {
-	Comment(comment)
-	for _, b := range bs {
-		Instruction(&ir.Instruction{Opcode: "BYTE", Operands: []Op{U8(b)}})
-	}
-}
-
-func peakLoop(name, doc string, body func(acc int)) {
+// loop emits name, func(n int): the registers zeroed by clear, then n
+// iterations (none for n <= 0) of body(u) for u < units.
+func loop(name string, doc []string, clear func(), units int, body func(u int)) {
 	TEXT(name, NOSPLIT, "func(n int)")
-	Doc(strings.Split(doc, "\n")...)
+	Doc(doc...)
 	n := Load(Param("n"), reg.RCX)
-	for i := 0; i < 26; i++ {
-		VPXORD(zmm(i), zmm(i), zmm(i))
-	}
+	clear()
 	TESTQ(n, n)
 	JLE(LabelRef(name + "_done"))
 	Label(name + "_loop")
-	for a := 0; a < accs; a++ {
-		body(a)
+	for u := 0; u < units; u++ {
+		body(u)
 	}
 	DECQ(n)
 	JNZ(LabelRef(name + "_loop"))
@@ -63,32 +49,34 @@ func peakLoop(name, doc string, body func(acc int)) {
 	RET()
 }
 
-// ymm returns Y0 ... Y15.
-func ymm(i int) reg.VecPhysical {
-	return []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7,
-		reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15}[i]
+// zeroZmm and zeroYmm clear the first k zmm registers (EVEX VPXORD) or
+// ymm registers (VEX VPXOR, for CPUs without AVX-512).
+func zeroZmm(k int) func() {
+	return func() {
+		for i := 0; i < k; i++ {
+			VPXORD(zmm(i), zmm(i), zmm(i))
+		}
+	}
+}
+
+func zeroYmm(k int) func() {
+	return func() {
+		for i := 0; i < k; i++ {
+			VPXOR(ymm(i), ymm(i), ymm(i))
+		}
+	}
+}
+
+// peakLoop emits a peak loop on zmm registers: accs instructions body(acc)
+// an iteration, Z0...Z25 zeroed first; doc is its comment's lines.
+func peakLoop(name, doc string, body func(acc int)) {
+	loop(name, strings.Split(doc, "\n"), zeroZmm(26), accs, body)
 }
 
 // peakLoop256 is peakLoop for CPUs without AVX-512: 256-bit registers,
 // zeroed with VEX instructions, accs instructions per iteration.
 func peakLoop256(name, doc string, body func(i int)) {
-	TEXT(name, NOSPLIT, "func(n int)")
-	Doc(strings.Split(doc, "\n")...)
-	n := Load(Param("n"), reg.RCX)
-	for i := 0; i < 16; i++ {
-		VPXOR(ymm(i), ymm(i), ymm(i))
-	}
-	TESTQ(n, n)
-	JLE(LabelRef(name + "_done"))
-	Label(name + "_loop")
-	for a := 0; a < accs; a++ {
-		body(a)
-	}
-	DECQ(n)
-	JNZ(LabelRef(name + "_loop"))
-	Label(name + "_done")
-	VZEROUPPER()
-	RET()
+	loop(name, strings.Split(doc, "\n"), zeroYmm(16), accs, body)
 }
 
 func main() {
@@ -105,7 +93,7 @@ func main() {
 	peakLoop("peakBF16", fmt.Sprintf(
 		"peakBF16 runs n iterations of %d independent VDPBF16PS zmm (Z0...Z%d += bf16(Z24).bf16(Z25),", accs, accs-1)+
 		"\n"+fmt.Sprintf("byte-encoded): %d*64 flops per iteration. It needs AVX512BF16.", accs),
-		func(a int) { emitBytes(fmt.Sprintf("VDPBF16PS Z%d, Z24, Z25 (Intel order)", a), vdpbf16ps(a, 24, 25)) })
+		func(a int) { shared.VDPBF16PS(a, 24, 25) })
 
 	peakLoop256("peakFMA256", fmt.Sprintf(
 		"peakFMA256 runs n iterations of %d VFMADD231PS ymm on 12 accumulators (Y0...Y11 +=", accs)+
@@ -145,7 +133,7 @@ func main() {
 		VMOVUPS(Mem{Base: pacc}, zmm(d))
 		VMOVUPS(Mem{Base: pa}, zmm(s1))
 		VMOVUPS(Mem{Base: pb}, zmm(s2))
-		emitBytes(fmt.Sprintf("VDPBF16PS Z%d, Z%d, Z%d (Intel order)", d, s1, s2), vdpbf16ps(d, s1, s2))
+		shared.VDPBF16PS(d, s1, s2)
 		VMOVUPS(zmm(d), Mem{Base: pacc})
 		VZEROUPPER()
 		RET()
@@ -163,29 +151,11 @@ const schemeUnits = 24
 // schemeLoop emits a loop of schemeUnits units of body, registers
 // zeroed first (ymm loops need only AVX2; zmm ones AVX512F).
 func schemeLoop(name string, doc []string, zmmRegs bool, body func(u int)) {
-	TEXT(name, NOSPLIT, "func(n int)")
-	Doc(doc...)
-	n := Load(Param("n"), reg.RCX)
+	clear := zeroYmm(16)
 	if zmmRegs {
-		for i := 0; i < 32; i++ {
-			VPXORD(zmm(i), zmm(i), zmm(i))
-		}
-	} else {
-		for i := 0; i < 16; i++ {
-			VPXOR(ymm(i), ymm(i), ymm(i))
-		}
+		clear = zeroZmm(32)
 	}
-	TESTQ(n, n)
-	JLE(LabelRef(name + "_done"))
-	Label(name + "_loop")
-	for u := 0; u < schemeUnits; u++ {
-		body(u)
-	}
-	DECQ(n)
-	JNZ(LabelRef(name + "_loop"))
-	Label(name + "_done")
-	VZEROUPPER()
-	RET()
+	loop(name, doc, clear, schemeUnits, body)
 }
 
 // schemes emits the inner-loop instruction mixes of the exact or
@@ -206,96 +176,111 @@ func schemes() {
 	// ymm: accumulators Y0..Y5, temporaries Y6..Y10, ones Y13, sources
 	// Y11, Y12, Y14, Y15.
 	y := ymm
-	yacc := func(u int) reg.VecPhysical { return y(u % 6) }
-	ytmp := func(u int) reg.VecPhysical { return y(6 + u%5) }
-	schemeLoop("schemeInt16Y", []string{
-		fmt.Sprintf("schemeInt16Y runs n iterations of %d VPMADDWD + VPADDD ymm: %d*16", schemeUnits, schemeUnits),
-		"multiply-adds per iteration. It needs AVX2."}, false,
-		func(u int) {
-			VPMADDWD(y(15), y(14), ytmp(u))
-			VPADDD(ytmp(u), yacc(u), yacc(u))
-		})
-	schemeLoop("schemeU7S8Y", []string{
-		fmt.Sprintf("schemeU7S8Y runs n iterations of %d VPMADDUBSW + VPMADDWD(ones) + VPADDD", schemeUnits),
-		fmt.Sprintf("ymm: %d*32 multiply-adds per iteration. It needs AVX2.", schemeUnits)}, false,
-		func(u int) {
-			VPMADDUBSW(y(15), y(14), ytmp(u))
-			VPMADDWD(y(13), ytmp(u), ytmp(u))
-			VPADDD(ytmp(u), yacc(u), yacc(u))
-		})
-	schemeLoop("schemeSignY", []string{
-		fmt.Sprintf("schemeSignY runs n iterations of %d products of the sign trick on ymm: VPABSB", schemeUnits),
-		"per two products, then VPSIGNB + VPMADDUBSW + VPMADDWD(ones) + VPADDD:",
-		fmt.Sprintf("%d*32 multiply-adds per iteration. It needs AVX2.", schemeUnits)}, false,
-		func(u int) {
-			if u%2 == 0 {
-				VPABSB(y(12), y(11))
-			}
-			VPSIGNB(y(12), y(14+u%2), ytmp(u))
-			VPMADDUBSW(ytmp(u), y(11), ytmp(u))
-			VPMADDWD(y(13), ytmp(u), ytmp(u))
-			VPADDD(ytmp(u), yacc(u), yacc(u))
-		})
-	schemeLoop("schemeU7S7Y", []string{
-		fmt.Sprintf("schemeU7S7Y runs n iterations of %d units of two VPMADDUBSW + VPADDW +", schemeUnits),
-		fmt.Sprintf("VPMADDWD(ones) + VPADDD ymm: %d*64 multiply-adds per iteration. It needs AVX2.", schemeUnits)}, false,
-		func(u int) {
-			t1, t2 := y(6+u%3), y(9+u%2)
-			VPMADDUBSW(y(15), y(14), t1)
-			VPMADDUBSW(y(12), y(11), t2)
-			VPADDW(t2, t1, t1)
-			VPMADDWD(y(13), t1, t1)
-			VPADDD(t1, yacc(u), yacc(u))
-		})
-
+	ys := schemeSet{
+		width: "ymm", suffix: "Y", needs: "AVX2", ma: 16, zmm: false,
+		acc:  func(u int) reg.VecPhysical { return y(u % 6) },
+		tmp:  func(u int) reg.VecPhysical { return y(6 + u%5) },
+		pair: func(u int) (reg.VecPhysical, reg.VecPhysical) { return y(6 + u%3), y(9 + u%2) },
+		ones: y(13), b1: y(15), a1: y(14), b2: y(12), a2: y(11),
+		sign: func(s schemeSet) {
+			schemeLoop("schemeSignY", []string{
+				fmt.Sprintf("schemeSignY runs n iterations of %d products of the sign trick on ymm: VPABSB", schemeUnits),
+				"per two products, then VPSIGNB + VPMADDUBSW + VPMADDWD(ones) + VPADDD:",
+				fmt.Sprintf("%d*32 multiply-adds per iteration. It needs AVX2.", schemeUnits)}, false,
+				func(u int) {
+					if u%2 == 0 {
+						VPABSB(y(12), y(11))
+					}
+					VPSIGNB(y(12), y(14+u%2), s.tmp(u))
+					s.u7s8(s.tmp(u), y(11), u)
+				})
+		},
+	}
 	// zmm: accumulators Z0..Z11, temporaries Z12..Z23, -b Z24, Z25,
 	// |a| Z26, ones Z27, sources Z28..Z31.
 	z := zmm
-	zacc := func(u int) reg.VecPhysical { return z(u % 12) }
-	ztmp := func(u int) reg.VecPhysical { return z(12 + u%12) }
-	schemeLoop("schemeInt16Z", []string{
-		fmt.Sprintf("schemeInt16Z runs n iterations of %d VPMADDWD + VPADDD zmm: %d*32", schemeUnits, schemeUnits),
-		"multiply-adds per iteration. It needs AVX512BW."}, true,
+	zs := schemeSet{
+		width: "zmm", suffix: "Z", needs: "AVX512BW", ma: 32, zmm: true,
+		acc:  func(u int) reg.VecPhysical { return z(u % 12) },
+		tmp:  func(u int) reg.VecPhysical { return z(12 + u%12) },
+		pair: func(u int) (reg.VecPhysical, reg.VecPhysical) { return z(12 + u%6), z(18 + u%6) },
+		ones: z(27), b1: z(31), a1: z(30), b2: z(29), a2: z(28),
+		sign: func(s schemeSet) {
+			schemeLoop("schemeSignZ", []string{
+				fmt.Sprintf("schemeSignZ runs n iterations of %d products of the sign trick on zmm: VPABSB +", schemeUnits),
+				"VPMOVB2M per two products, VPSUBB (-b) per B vector per 12 broadcasts, then",
+				"VPBLENDMB(b, -b) + VPMADDUBSW + VPMADDWD(ones) + VPADDD per product:",
+				fmt.Sprintf("%d*64 multiply-adds per iteration. It needs AVX512BW.", schemeUnits)}, true,
+				func(u int) {
+					if u == 0 {
+						VPSUBB(z(28), z(31), z(24)) // 0 - b: z(31) is zero
+						VPSUBB(z(29), z(31), z(25))
+					}
+					if u%2 == 0 {
+						VPABSB(z(30), z(26))
+						VPMOVB2M(z(30), reg.K1)
+					}
+					VPBLENDMB(z(24+u%2), z(28+u%2), reg.K1, s.tmp(u))
+					s.u7s8(s.tmp(u), z(26), u)
+				})
+		},
+	}
+	for _, s := range []schemeSet{ys, zs} {
+		schemeInt16(s)
+		schemeU7S8(s)
+		s.sign(s)
+		schemeU7S7(s)
+	}
+}
+
+// schemeSet is the register assignment of one width's scheme loops.
+type schemeSet struct {
+	width, suffix, needs string // "ymm", "Y" (of the names), "AVX2"
+	ma                   int    // multiply-adds of one VPMADDWD
+	zmm                  bool
+	acc, tmp             func(u int) reg.VecPhysical // of unit u
+	pair                 func(u int) (t1, t2 reg.VecPhysical)
+	ones                 reg.VecPhysical   // int16 ones, for VPMADDWD
+	b1, a1, b2, a2       reg.VecPhysical   // sources of the products
+	sign                 func(s schemeSet) // the width's sign-trick loop
+}
+
+// u7s8 emits unit u of the u7s8 scheme: VPMADDUBSW(b, a) into tmp(u),
+// VPMADDWD(ones), VPADDD into acc(u).
+func (s schemeSet) u7s8(b, a reg.VecPhysical, u int) {
+	t := s.tmp(u)
+	VPMADDUBSW(b, a, t)
+	VPMADDWD(s.ones, t, t)
+	VPADDD(t, s.acc(u), s.acc(u))
+}
+
+func schemeInt16(s schemeSet) {
+	schemeLoop("schemeInt16"+s.suffix, []string{
+		fmt.Sprintf("schemeInt16%s runs n iterations of %d VPMADDWD + VPADDD %s: %d*%d", s.suffix, schemeUnits, s.width, schemeUnits, s.ma),
+		"multiply-adds per iteration. It needs " + s.needs + "."}, s.zmm,
 		func(u int) {
-			VPMADDWD(z(31), z(30), ztmp(u))
-			VPADDD(ztmp(u), zacc(u), zacc(u))
+			VPMADDWD(s.b1, s.a1, s.tmp(u))
+			VPADDD(s.tmp(u), s.acc(u), s.acc(u))
 		})
-	schemeLoop("schemeU7S8Z", []string{
-		fmt.Sprintf("schemeU7S8Z runs n iterations of %d VPMADDUBSW + VPMADDWD(ones) + VPADDD", schemeUnits),
-		fmt.Sprintf("zmm: %d*64 multiply-adds per iteration. It needs AVX512BW.", schemeUnits)}, true,
+}
+
+func schemeU7S8(s schemeSet) {
+	schemeLoop("schemeU7S8"+s.suffix, []string{
+		fmt.Sprintf("schemeU7S8%s runs n iterations of %d VPMADDUBSW + VPMADDWD(ones) + VPADDD", s.suffix, schemeUnits),
+		fmt.Sprintf("%s: %d*%d multiply-adds per iteration. It needs %s.", s.width, schemeUnits, 2*s.ma, s.needs)}, s.zmm,
+		func(u int) { s.u7s8(s.b1, s.a1, u) })
+}
+
+func schemeU7S7(s schemeSet) {
+	schemeLoop("schemeU7S7"+s.suffix, []string{
+		fmt.Sprintf("schemeU7S7%s runs n iterations of %d units of two VPMADDUBSW + VPADDW +", s.suffix, schemeUnits),
+		fmt.Sprintf("VPMADDWD(ones) + VPADDD %s: %d*%d multiply-adds per iteration. It needs %s.", s.width, schemeUnits, 4*s.ma, s.needs)}, s.zmm,
 		func(u int) {
-			VPMADDUBSW(z(31), z(30), ztmp(u))
-			VPMADDWD(z(27), ztmp(u), ztmp(u))
-			VPADDD(ztmp(u), zacc(u), zacc(u))
-		})
-	schemeLoop("schemeSignZ", []string{
-		fmt.Sprintf("schemeSignZ runs n iterations of %d products of the sign trick on zmm: VPABSB +", schemeUnits),
-		"VPMOVB2M per two products, VPSUBB (-b) per B vector per 12 broadcasts, then",
-		"VPBLENDMB(b, -b) + VPMADDUBSW + VPMADDWD(ones) + VPADDD per product:",
-		fmt.Sprintf("%d*64 multiply-adds per iteration. It needs AVX512BW.", schemeUnits)}, true,
-		func(u int) {
-			if u == 0 {
-				VPSUBB(z(28), z(31), z(24)) // 0 - b: z(31) is zero
-				VPSUBB(z(29), z(31), z(25))
-			}
-			if u%2 == 0 {
-				VPABSB(z(30), z(26))
-				VPMOVB2M(z(30), reg.K1)
-			}
-			VPBLENDMB(z(24+u%2), z(28+u%2), reg.K1, ztmp(u))
-			VPMADDUBSW(ztmp(u), z(26), ztmp(u))
-			VPMADDWD(z(27), ztmp(u), ztmp(u))
-			VPADDD(ztmp(u), zacc(u), zacc(u))
-		})
-	schemeLoop("schemeU7S7Z", []string{
-		fmt.Sprintf("schemeU7S7Z runs n iterations of %d units of two VPMADDUBSW + VPADDW +", schemeUnits),
-		fmt.Sprintf("VPMADDWD(ones) + VPADDD zmm: %d*128 multiply-adds per iteration. It needs AVX512BW.", schemeUnits)}, true,
-		func(u int) {
-			t1, t2 := z(12+u%6), z(18+u%6)
-			VPMADDUBSW(z(31), z(30), t1)
-			VPMADDUBSW(z(29), z(28), t2)
+			t1, t2 := s.pair(u)
+			VPMADDUBSW(s.b1, s.a1, t1)
+			VPMADDUBSW(s.b2, s.a2, t2)
 			VPADDW(t2, t1, t1)
-			VPMADDWD(z(27), t1, t1)
-			VPADDD(t1, zacc(u), zacc(u))
+			VPMADDWD(s.ones, t1, t1)
+			VPADDD(t1, s.acc(u), s.acc(u))
 		})
 }

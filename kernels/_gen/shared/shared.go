@@ -80,13 +80,11 @@ func GELU8ConstsAVX2(symbol string) func(name string) Mem {
 // float32 steps as gelu8 of _gen/gemm_u8s8_vnni, in 256-bit registers; the l-th x
 // uses Y(2+4l)...Y(5+4l) as temporaries. It needs AVX2 and FMA3.
 func GELU8AVX2(xs []reg.VecPhysical, cst func(string) Mem) {
-	ymm := []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7,
-		reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15}
 	type regs struct{ x, xc, s, p, q reg.VecPhysical }
 	var L []regs
 	for l, x := range xs {
 		b := 2 + 4*l
-		L = append(L, regs{x, ymm[b], ymm[b+1], ymm[b+2], ymm[b+3]})
+		L = append(L, regs{x, Ymm(b), Ymm(b + 1), Ymm(b + 2), Ymm(b + 3)})
 	}
 	each := func(f func(r regs)) {
 		for _, r := range L {

@@ -12,6 +12,13 @@ func Zmm(i int) reg.VecPhysical {
 		reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}[i]
 }
 
+// Ymm returns the physical ymm register i (0...15, those VEX reaches), as
+// Zmm does for zmm.
+func Ymm(i int) reg.VecPhysical {
+	return []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7,
+		reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15}[i]
+}
+
 // ColMasks are the opmask registers of a tile's column masks, one per zmm
 // of a row (up to 64 columns).
 var ColMasks = []reg.OpmaskPhysical{reg.K1, reg.K2, reg.K3, reg.K4}
