@@ -39,35 +39,12 @@ func main() {
 // kernel emits gemmAVX2_{mr}x16: an mr x 16 tile over kgroups groups of 4.
 func kernel(mr int) {
 	name := fmt.Sprintf("gemmAVX2_%dx16", mr)
-	TEXT(name, NOSPLIT, "func(a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int)")
-	Doc(
-		fmt.Sprintf("%s computes, for i < %d and j < 16,", name, mr),
-		"",
-		"\tc[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]",
-		"",
-		"b is one 16-column panel of a PackedS8 (NR = 16).",
-	)
-	a := Load(Param("a"), GP64())
-	lda := Load(Param("lda"), GP64())
-	b := Load(Param("b"), GP64())
-	n := Load(Param("kgroups"), GP64())
-	c := Load(Param("c"), GP64())
-	ldc := Load(Param("ldc"), GP64())
+	a, lda, b, n := shared.GroupKernel(name, "func(a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int)", mr, 16,
+		"b is one 16-column panel of a PackedS8 (NR = 16).")
+	c, ldc := shared.LoadC()
 
-	acc := make([][]reg.VecVirtual, mr)
-	for i := range acc {
-		acc[i] = make([]reg.VecVirtual, 4)
-		for v := range acc[i] {
-			acc[i][v] = YMM()
-			VPXOR(acc[i][v], acc[i][v], acc[i][v])
-		}
-	}
-	rows := []reg.Register{a}
-	if mr == 2 {
-		a1 := GP64()
-		LEAQ(Mem{Base: a, Index: lda, Scale: 1}, a1)
-		rows = append(rows, a1)
-	}
+	acc := zeroAccs(mr, 4)
+	rows := shared.RowPtrs(a, lda, mr)
 	w := make([]reg.VecVirtual, 4)
 	for v := range w {
 		w[v] = YMM()
@@ -102,22 +79,37 @@ func kernel(mr int) {
 	JMP(LabelRef(name + "_loop"))
 
 	Label(name + "_done")
-	SHLQ(U8(2), ldc)
-	for i := 0; i < mr; i++ {
+	shared.StoreRows(c, ldc, mr, func(i int) {
 		// acc[i][v] holds, per column 4v+j, two partial sums side by side;
 		// add the pairs and restore column order across the 128-bit lanes.
 		for h := 0; h < 2; h++ {
-			s := YMM()
-			VPHADDD(acc[i][2*h+1], acc[i][2*h], s)
-			VPERMQ(U8(0xD8), s, s)
-			VMOVDQU(s, Mem{Base: c, Disp: 32 * h})
+			pairSums(acc[i][2*h+1], acc[i][2*h], Mem{Base: c, Disp: 32 * h})
 		}
-		if i+1 < mr {
-			ADDQ(ldc, c)
+	})
+}
+
+// zeroAccs returns mr rows of nv new ymm accumulators, each zeroed.
+func zeroAccs(mr, nv int) [][]reg.VecVirtual {
+	acc := make([][]reg.VecVirtual, mr)
+	for i := range acc {
+		acc[i] = make([]reg.VecVirtual, nv)
+		for v := range acc[i] {
+			acc[i][v] = YMM()
+			VPXOR(acc[i][v], acc[i][v], acc[i][v])
 		}
 	}
-	VZEROUPPER()
-	RET()
+	return acc
+}
+
+// pairSums stores the 8 int32 column sums of hi and lo, whose dwords hold
+// two partial sums of a column side by side (VPMADDWD's pairs): the pairs
+// added (VPHADDD) and the columns put back in order across the 128-bit
+// lanes (VPERMQ).
+func pairSums(hi, lo reg.VecVirtual, m Mem) {
+	s := YMM()
+	VPHADDD(hi, lo, s)
+	VPERMQ(U8(0xD8), s, s)
+	VMOVDQU(s, m)
 }
 
 // widen emits name(dst *int16, src *T, n int): dst[i] = int16(src[i]) for
@@ -321,36 +313,16 @@ func epilogue() {
 // per loop iteration, one index register for the rows of A.
 func wideKernel8(mr int) {
 	name := fmt.Sprintf("gemmAVX2w_%dx8", mr)
-	TEXT(name, NOSPLIT, "func(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)")
-	Doc(
-		fmt.Sprintf("%s computes, for i < %d and j < 8,", name, mr),
-		"",
-		"\tc[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]",
-		"",
+	a, lda, b, n := shared.GroupKernel(name, wideSig, mr, 8,
 		"a holds rows of u8 values widened to int16 (lda in elements), b the first",
 		"or second half of a 16-column panel widened to int16 (widenS8AVX2), its",
 		"groups of 4 k 64 elements apart.",
 	)
-	a := Load(Param("a"), GP64())
-	lda := Load(Param("lda"), GP64())
-	b := Load(Param("b"), GP64())
-	n := Load(Param("kgroups"), GP64())
 	SHLQ(U8(1), lda)
-	rows := []reg.Register{a}
-	for i := 1; i < mr; i++ {
-		r := GP64()
-		LEAQ(Mem{Base: rows[i-1], Index: lda, Scale: 1}, r)
-		rows = append(rows, r)
-	}
+	rows := shared.RowPtrs(a, lda, mr)
 	off := GP64()
 	XORQ(off, off)
-	acc := make([][]reg.VecVirtual, mr)
-	for i := range acc {
-		acc[i] = []reg.VecVirtual{YMM(), YMM()}
-		for _, v := range acc[i] {
-			VPXOR(v, v, v)
-		}
-	}
+	acc := zeroAccs(mr, 2)
 	bv := []reg.VecVirtual{YMM(), YMM()}
 	ab := YMM()
 	prod := YMM()
@@ -366,38 +338,16 @@ func wideKernel8(mr int) {
 			}
 		}
 	}
-	pairs := GP64()
-	MOVQ(n, pairs)
-	SHRQ(U8(1), pairs)
-	JZ(LabelRef(name + "_odd"))
-	Label(name + "_loop")
-	group(0)
-	group(1)
-	ADDQ(U8(16), off)
-	ADDQ(U32(256), b)
-	DECQ(pairs)
-	JNZ(LabelRef(name + "_loop"))
-	Label(name + "_odd")
-	TESTQ(U32(1), n)
-	JZ(LabelRef(name + "_done"))
-	group(0)
-
-	Label(name + "_done")
-	c := Load(Param("c"), GP64())
-	ldc := Load(Param("ldc"), GP64())
-	SHLQ(U8(2), ldc)
-	for i := 0; i < mr; i++ {
-		s := YMM()
-		VPHADDD(acc[i][1], acc[i][0], s)
-		VPERMQ(U8(0xD8), s, s)
-		VMOVDQU(s, Mem{Base: c})
-		if i+1 < mr {
-			ADDQ(ldc, c)
-		}
-	}
-	VZEROUPPER()
-	RET()
+	shared.GroupPairs(name, n, group, func() {
+		ADDQ(U8(16), off)
+		ADDQ(U32(256), b)
+	})
+	c, ldc := shared.LoadC()
+	shared.StoreRows(c, ldc, mr, func(i int) { pairSums(acc[i][1], acc[i][0], Mem{Base: c}) })
 }
+
+// wideSig is the Go signature of the kernels on widened operands.
+const wideSig = "func(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)"
 
 // zmmRows is the most rows of gemmAVX512w: 2 accumulators a row, 24 in
 // all, with 2 B vectors, 2 broadcasts and 4 products in the other 8 of
@@ -418,20 +368,11 @@ const zmmRows = 12
 // lda and 2*lda, the bases advanced per two groups.
 func wideKernelZ(mr int) {
 	name := fmt.Sprintf("gemmAVX512w_%dx16", mr)
-	TEXT(name, NOSPLIT, "func(a *int16, lda int, b *int16, kgroups int, c *int32, ldc int)")
-	Doc(
-		fmt.Sprintf("%s computes, for i < %d and j < 16,", name, mr),
-		"",
-		"\tc[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]",
-		"",
+	a, lda, b, n := shared.GroupKernel(name, wideSig, mr, 16,
 		"a holds rows of u8 values widened to int16 (lda in elements), b a",
 		"16-column panel widened to int16 (widenS8AVX2). It needs AVX512F and",
 		"AVX512BW.",
 	)
-	a := Load(Param("a"), GP64())
-	lda := Load(Param("lda"), GP64())
-	b := Load(Param("b"), GP64())
-	n := Load(Param("kgroups"), GP64())
 	SHLQ(U8(1), lda)
 	bases := []reg.Register{a}
 	for q := 1; q*3 < mr; q++ {
@@ -447,12 +388,7 @@ func wideKernelZ(mr int) {
 		}
 		return m
 	}
-	z := func(i int) reg.VecPhysical {
-		return []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7,
-			reg.Z8, reg.Z9, reg.Z10, reg.Z11, reg.Z12, reg.Z13, reg.Z14, reg.Z15,
-			reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23,
-			reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}[i]
-	}
+	z := shared.Zmm
 	for i := 0; i < 2*mr; i++ {
 		VPXORD(z(i), z(i), z(i))
 	}
@@ -475,39 +411,19 @@ func wideKernelZ(mr int) {
 			}
 		}
 	}
-	pairs := GP64()
-	MOVQ(n, pairs)
-	SHRQ(U8(1), pairs)
-	JZ(LabelRef(name + "_odd"))
-	Label(name + "_loop")
-	group(0)
-	group(1)
-	for _, r := range bases {
-		ADDQ(U8(16), r)
-	}
-	ADDQ(U32(256), b)
-	DECQ(pairs)
-	JNZ(LabelRef(name + "_loop"))
-	Label(name + "_odd")
-	TESTQ(U32(1), n)
-	JZ(LabelRef(name + "_done"))
-	group(0)
-
-	Label(name + "_done")
-	c := Load(Param("c"), GP64())
-	ldc := Load(Param("ldc"), GP64())
-	SHLQ(U8(2), ldc)
-	for i := 0; i < mr; i++ {
+	shared.GroupPairs(name, n, group, func() {
+		for _, r := range bases {
+			ADDQ(U8(16), r)
+		}
+		ADDQ(U32(256), b)
+	})
+	c, ldc := shared.LoadC()
+	shared.StoreRows(c, ldc, mr, func(i int) {
 		for v := 0; v < 2; v++ {
 			acc, t := z(2*i+v), z(28+v)
 			VPSRLQ(U8(32), acc, t)
 			VPADDD(t, acc, acc)
 			VPMOVQD(acc, Mem{Base: c, Disp: 32 * v})
 		}
-		if i+1 < mr {
-			ADDQ(ldc, c)
-		}
-	}
-	VZEROUPPER()
-	RET()
+	})
 }

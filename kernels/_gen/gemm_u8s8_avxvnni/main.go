@@ -19,7 +19,6 @@ import (
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
-	"github.com/mmcloughlin/avo/reg"
 
 	"github.com/int8bert/int8bert/kernels/_gen/shared"
 )
@@ -32,8 +31,7 @@ func main() {
 	Generate()
 }
 
-var ymm = []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7,
-	reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15}
+var ymm = shared.Ymm
 
 // Register numbers: row i's accumulators are 2i and 2i+1 (columns 0-7,
 // 8-15), the two B vectors 12 and 13, A's broadcast 14 or 15.
@@ -46,72 +44,38 @@ const (
 // 4 k, two groups per loop iteration.
 func kernel(mr int) {
 	name := fmt.Sprintf("gemmAVXVNNI_%dx16", mr)
-	TEXT(name, NOSPLIT, "func(a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int)")
-	Doc(
-		fmt.Sprintf("%s computes, for i < %d and j < 16,", name, mr),
-		"",
-		"\tc[i*ldc+j] = sum over g < kgroups, t < 4 of a[i*lda+4g+t] * b[64g+4j+t]",
-		"",
+	a, lda, b, n := shared.GroupKernel(name, "func(a *uint8, lda int, b *int8, kgroups int, c *int32, ldc int)", mr, 16,
 		"b is one 16-column panel of a PackedS8 (NR = 16). Per group of 4 k it",
 		"loads the panel's two vectors, broadcasts each row's 4 bytes of A and",
 		"issues two VEX VPDPBUSD per row. It needs AVX2 and AVX-VNNI.",
 	)
-	a := Load(Param("a"), GP64())
-	lda := Load(Param("lda"), GP64())
-	b := Load(Param("b"), GP64())
-	n := Load(Param("kgroups"), GP64())
-	rows := []reg.Register{a}
-	for i := 1; i < mr; i++ {
-		r := GP64()
-		LEAQ(Mem{Base: rows[i-1], Index: lda, Scale: 1}, r)
-		rows = append(rows, r)
-	}
+	rows := shared.RowPtrs(a, lda, mr)
 	for i := 0; i < 2*mr; i++ {
-		VPXOR(ymm[i], ymm[i], ymm[i])
+		VPXOR(ymm(i), ymm(i), ymm(i))
 	}
 	off := GP64()
 	XORQ(off, off)
 	bcast := 0
 	group := func(g int) {
-		VMOVDQU(Mem{Base: b, Disp: 64 * g}, ymm[regB0])
-		VMOVDQU(Mem{Base: b, Disp: 64*g + 32}, ymm[regB0+1])
+		VMOVDQU(Mem{Base: b, Disp: 64 * g}, ymm(regB0))
+		VMOVDQU(Mem{Base: b, Disp: 64*g + 32}, ymm(regB0+1))
 		for i, r := range rows {
 			// Alternate the broadcast register so that a row's load
 			// need not wait for the previous row's VPDPBUSDs to read it.
 			x := regA0 + bcast%2
 			bcast++
-			VPBROADCASTD(Mem{Base: r, Index: off, Scale: 1, Disp: 4 * g}, ymm[x])
+			VPBROADCASTD(Mem{Base: r, Index: off, Scale: 1, Disp: 4 * g}, ymm(x))
 			shared.VPDPBUSDY(2*i, x, regB0)
 			shared.VPDPBUSDY(2*i+1, x, regB0+1)
 		}
 	}
-	pairs := GP64()
-	MOVQ(n, pairs)
-	SHRQ(U8(1), pairs)
-	JZ(LabelRef(name + "_odd"))
-	Label(name + "_loop")
-	group(0)
-	group(1)
-	ADDQ(U8(8), off)
-	ADDQ(U32(128), b)
-	DECQ(pairs)
-	JNZ(LabelRef(name + "_loop"))
-	Label(name + "_odd")
-	TESTQ(U32(1), n)
-	JZ(LabelRef(name + "_done"))
-	group(0)
-
-	Label(name + "_done")
-	c := Load(Param("c"), GP64())
-	ldc := Load(Param("ldc"), GP64())
-	SHLQ(U8(2), ldc)
-	for i := 0; i < mr; i++ {
-		VMOVDQU(ymm[2*i], Mem{Base: c})
-		VMOVDQU(ymm[2*i+1], Mem{Base: c, Disp: 32})
-		if i+1 < mr {
-			ADDQ(ldc, c)
-		}
-	}
-	VZEROUPPER()
-	RET()
+	shared.GroupPairs(name, n, group, func() {
+		ADDQ(U8(8), off)
+		ADDQ(U32(128), b)
+	})
+	c, ldc := shared.LoadC()
+	shared.StoreRows(c, ldc, mr, func(i int) {
+		VMOVDQU(ymm(2*i), Mem{Base: c})
+		VMOVDQU(ymm(2*i+1), Mem{Base: c, Disp: 32})
+	})
 }
