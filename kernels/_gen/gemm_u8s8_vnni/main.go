@@ -269,58 +269,55 @@ func microStore(name string, mr, nr int, acc [][]reg.VecVirtual) {
 	}
 	add := GP64()
 	Load(Param("add"), add)
-	TESTQ(U32(2), add)
-	JNZ(LabelRef(name + "_nt"))
-	TESTQ(U32(1), add)
-	JZ(LabelRef(name + "_put"))
-	for i := 0; i < mr; i++ {
-		for v := 0; v < nv; v++ {
-			VPADDD_Z(Mem{Base: c, Disp: 64 * v}, acc[i][v], masks[v], acc[i][v])
-			VMOVDQU32(acc[i][v], masks[v], Mem{Base: c, Disp: 64 * v})
-		}
-		if i < mr-1 {
-			ADDQ(ldc, c)
-		}
-	}
-	VZEROUPPER()
-	RET()
-	Label(name + "_put")
-	for i := 0; i < mr; i++ {
-		for v := 0; v < nv; v++ {
-			VMOVDQU32(acc[i][v], masks[v], Mem{Base: c, Disp: 64 * v})
-		}
-		if i < mr-1 {
-			ADDQ(ldc, c)
-		}
-	}
-	VZEROUPPER()
-	RET()
 	// add&2: non-temporal stores of whole 64-byte lines (the caller
 	// guarantees a full nmask and 64-byte aligned rows, and fences with
-	// vnniSfence before the results are read); add&1 still adds C first.
-	Label(name + "_nt")
-	TESTQ(U32(1), add)
-	JZ(LabelRef(name + "_ntput"))
-	for i := 0; i < mr; i++ {
-		for v := 0; v < nv; v++ {
-			VPADDD(Mem{Base: c, Disp: 64 * v}, acc[i][v], acc[i][v])
-			VMOVNTDQ(acc[i][v], Mem{Base: c, Disp: 64 * v})
-		}
-		if i < mr-1 {
-			ADDQ(ldc, c)
-		}
+	// vnniSfence before the results are read); add&1 adds C first, in
+	// either form.
+	TESTQ(U32(2), add)
+	JNZ(LabelRef(name + "_nt"))
+	store := func(nt, addC bool) {
+		tile(mr, nv, c, ldc, func(i, v int) {
+			y, m := acc[i][v], Mem{Base: c, Disp: 64 * v}
+			switch {
+			case nt && addC:
+				VPADDD(m, y, y)
+			case addC:
+				VPADDD_Z(m, y, masks[v], y)
+			}
+			if nt {
+				VMOVNTDQ(y, m)
+			} else {
+				VMOVDQU32(y, masks[v], m)
+			}
+		})
+		ret()
 	}
-	VZEROUPPER()
-	RET()
-	Label(name + "_ntput")
-	for i := 0; i < mr; i++ {
-		for v := 0; v < nv; v++ {
-			VMOVNTDQ(acc[i][v], Mem{Base: c, Disp: 64 * v})
+	for _, nt := range []bool{false, true} {
+		put := name + "_put"
+		if nt {
+			Label(name + "_nt")
+			put = name + "_ntput"
 		}
-		if i < mr-1 {
-			ADDQ(ldc, c)
-		}
+		TESTQ(U32(1), add)
+		JZ(LabelRef(put))
+		store(nt, true)
+		Label(put)
+		store(nt, false)
 	}
+}
+
+// tile emits f(i, v) for each vector v < nv of each row i < mr of a tile,
+// the row pointer p moved on by stride between rows (shared.Rows).
+func tile(mr, nv int, p reg.Register, stride Op, f func(i, v int)) {
+	shared.Rows(mr, p, stride, func(i int) {
+		for v := range nv {
+			f(i, v)
+		}
+	})
+}
+
+// ret ends a routine: VZEROUPPER (the upper halves are dirty) and RET.
+func ret() {
 	VZEROUPPER()
 	RET()
 }
@@ -510,39 +507,35 @@ func epilogue(name string, U int, split bool) {
 	for u := range U {
 		VMOVDQU32_Z(el(acc, u), kms[u], ys[u])
 	}
-	TESTQ(colSum, colSum)
-	JZ(LabelRef(lbl("epi_nocomp")))
-	for u := range U {
-		VMOVDQU32_Z(el(colSum, u), kms[u], t0s[u])
-		VPMULLD(zpv, t0s[u], t0s[u])
-		VPSUBD(t0s[u], ys[u], ys[u])
+	// ifSet emits body when the pointer p is not nil (label none after it);
+	// byCol is ys[u] op= the vector of chunk u at p (lanes past n zeroed).
+	ifSet := func(p reg.Register, none string, body func()) {
+		TESTQ(p, p)
+		JZ(LabelRef(lbl(none)))
+		body()
+		Label(lbl(none))
 	}
-	Label(lbl("epi_nocomp"))
+	byCol := func(op func(m, y, k, dst Op), p reg.Register) func() {
+		return func() {
+			for u := range U {
+				op(el(p, u), ys[u], kms[u], ys[u])
+			}
+		}
+	}
+	ifSet(colSum, "epi_nocomp", func() {
+		for u := range U {
+			VMOVDQU32_Z(el(colSum, u), kms[u], t0s[u])
+			VPMULLD(zpv, t0s[u], t0s[u])
+			VPSUBD(t0s[u], ys[u], ys[u])
+		}
+	})
 	for u := range U {
 		VCVTDQ2PS(ys[u], ys[u])
 		VMULPS(scale, ys[u], ys[u])
 	}
-	TESTQ(colScale, colScale)
-	JZ(LabelRef(lbl("epi_nocolscale")))
-	for u := range U {
-		VMULPS_Z(el(colScale, u), ys[u], kms[u], ys[u])
-	}
-	Label(lbl("epi_nocolscale"))
-	TESTQ(bias, bias)
-	JZ(LabelRef(lbl("epi_nobias")))
-	for u := range U {
-		VADDPS_Z(el(bias, u), ys[u], kms[u], ys[u])
-	}
-	Label(lbl("epi_nobias"))
-	TESTQ(U32(flagGELU8), flags)
-	JZ(LabelRef(lbl("epi_nogelu8")))
-	gelu8(ys, cm)
-	JMP(LabelRef(lbl("epi_nogelu")))
-	Label(lbl("epi_nogelu8"))
-	TESTQ(U32(flagGELU), flags)
-	JZ(LabelRef(lbl("epi_nogelu")))
-	gelu(ys, cm, split)
-	Label(lbl("epi_nogelu"))
+	ifSet(colScale, "epi_nocolscale", byCol(VMULPS_Z, colScale))
+	ifSet(bias, "epi_nobias", byCol(VADDPS_Z, bias))
+	geluByFlag(flags, lbl("epi_"), func() { gelu8(ys, cm) }, func() { gelu(ys, cm, split) })
 	TESTQ(U32(flagReLU), flags)
 	JZ(LabelRef(lbl("epi_norelu")))
 	for u := range U {
@@ -550,12 +543,7 @@ func epilogue(name string, U int, split bool) {
 		VMAXPS(t0s[u], ys[u], ys[u])
 	}
 	Label(lbl("epi_norelu"))
-	TESTQ(res, res)
-	JZ(LabelRef(lbl("epi_nores")))
-	for u := range U {
-		VADDPS_Z(el(res, u), ys[u], kms[u], ys[u])
-	}
-	Label(lbl("epi_nores"))
+	ifSet(res, "epi_nores", byCol(VADDPS_Z, res))
 
 	TESTQ(U32(flagU8|flagS8), flags)
 	JNZ(LabelRef(lbl("epi_quant")))
@@ -567,14 +555,7 @@ func epilogue(name string, U int, split bool) {
 	Label(lbl("epi_quant"))
 	nan := K()
 	for u := range U {
-		y, t1 := ys[u], t0s[u]
-		VMULPS(invOut, y, y)
-		VADDPS(outZP, y, y)
-		VCMPPS(U8(3), y, y, nan) // unordered: NaN
-		VMAXPS(lo, y, y)
-		VMINPS(hi, y, y)
-		VCVTPS2DQ(y, t1)
-		VMOVDQA32(outZPi, nan, t1)
+		quantize(ys[u], t0s[u], invOut, outZP, lo, hi, outZPi, nan)
 	}
 	bm := func(u int) Mem { return Mem{Base: dst, Index: j, Scale: 1, Disp: 16 * u} }
 	TESTQ(U32(flagU8), flags)
@@ -619,8 +600,36 @@ func epilogue(name string, U int, split bool) {
 	JMP(LabelRef(lbl("epi_row")))
 
 	Label(lbl("epi_done"))
-	VZEROUPPER()
-	RET()
+	ret()
+}
+
+// quantize sets q to the int32 of an epilogue's 8-bit output of y: q =
+// y*invOut + outZP (computed in y), outZPi where that is NaN, else
+// clamped to [lo, hi] and rounded half to even (VCVTPS2DQ under the
+// default MXCSR); nan is a mask register for the NaN lanes.
+func quantize(y, q, invOut, outZP, lo, hi, outZPi reg.VecVirtual, nan reg.Register) {
+	VMULPS(invOut, y, y)
+	VADDPS(outZP, y, y)
+	VCMPPS(U8(3), y, y, nan) // unordered: NaN
+	VMAXPS(lo, y, y)
+	VMINPS(hi, y, y)
+	VCVTPS2DQ(y, q)
+	VMOVDQA32(outZPi, nan, q)
+}
+
+// geluByFlag emits an epilogue's GELU step: g8 (the rational GELU) when
+// flags has flagGELU8, else g (the erfc form) when it has flagGELU; its
+// labels are at+"nogelu8" and at+"nogelu".
+func geluByFlag(flags Op, at string, g8, g func()) {
+	TESTQ(U32(flagGELU8), flags)
+	JZ(LabelRef(at + "nogelu8"))
+	g8()
+	JMP(LabelRef(at + "nogelu"))
+	Label(at + "nogelu8")
+	TESTQ(U32(flagGELU), flags)
+	JZ(LabelRef(at + "nogelu"))
+	g()
+	Label(at + "nogelu")
 }
 
 // gelu replaces each x by 0.5*x*erfc(-x/sqrt2) (geluF32 in gemm_u8s8_vnni.go is
@@ -854,39 +863,23 @@ func prefetchDst(name, tag string, mr, nr int, late bool) {
 	} else {
 		JNZ(LabelRef(name + "_pfdone"))
 	}
+	lines := func(i, v int) { PREFETCHT0(Mem{Base: d, Disp: 64 * v}) }
 	TESTQ(U32(flagU8|flagS8), Mem{Base: ep, Disp: offFlags})
 	JNZ(LabelRef(name + "_pfbytes"))
-	for i := range mr {
-		for v := range nv {
-			PREFETCHT0(Mem{Base: d, Disp: 64 * v})
-		}
-		if i < mr-1 {
-			ADDQ(ldd, d)
-		}
-	}
+	tile(mr, nv, d, ldd, lines)
 	JMP(LabelRef(name + "_pfres"))
 	Label(name + "_pfbytes")
-	for i := range mr {
+	shared.Rows(mr, d, ldd, func(i int) {
 		PREFETCHT0(Mem{Base: d})
 		PREFETCHT0(Mem{Base: d, Disp: nr - 1})
-		if i < mr-1 {
-			ADDQ(ldd, d)
-		}
-	}
+	})
 	// The residual tile the epilogue adds, when there is one.
 	Label(name + "_pfres")
 	MOVQ(Mem{Base: ep, Disp: offRes}, d)
 	TESTQ(d, d)
 	JZ(LabelRef(name + "_pfdone"))
 	MOVQ(Mem{Base: ep, Disp: offLdres}, ldd)
-	for i := range mr {
-		for v := range nv {
-			PREFETCHT0(Mem{Base: d, Disp: 64 * v})
-		}
-		if i < mr-1 {
-			ADDQ(ldd, d)
-		}
-	}
+	tile(mr, nv, d, ldd, lines)
 	Label(name + "_pfdone")
 }
 
@@ -926,20 +919,38 @@ func microE(mr, nr int) {
 	ep := Load(Param("ep"), GP64())
 	at := func(off int) Mem { return Mem{Base: ep, Disp: off} }
 	lbl := func(l string) string { return name + "_" + l }
-	each := func(f func(y reg.VecVirtual)) {
+	all := func(f func(i, v int)) {
 		for i := range mr {
 			for v := range nv {
-				f(acc[i][v])
+				f(i, v)
 			}
 		}
 	}
+	each := func(f func(y reg.VecVirtual)) { all(func(i, v int) { f(acc[i][v]) }) }
+	// p is the pointer of the step's operand (colSum, rowScale, ...).
+	p := GP64()
+	// optional emits body when the operand at off in ep is not nil, loaded
+	// into p (label none after it).
+	optional := func(off int, none string, body func()) {
+		MOVQ(at(off), p)
+		TESTQ(p, p)
+		JZ(LabelRef(lbl(none)))
+		body()
+		Label(lbl(none))
+	}
+	// byCol is acc op= the operand's vector v at p.
+	byCol := func(op func(...Op)) func(i, v int) {
+		return func(i, v int) { op(Mem{Base: p, Disp: 64 * v}, acc[i][v], acc[i][v]) }
+	}
+	// store stores the tile at p (rows ldd apart) by op, the vectors
+	// width bytes apart (64: f32; 16: narrowed to bytes), and returns.
+	store := func(op func(...Op), width int) {
+		tile(mr, nv, p, at(offLdd), func(i, v int) { op(acc[i][v], Mem{Base: p, Disp: width * v}) })
+		ret()
+	}
 
 	// v -= zp*colSum[j] (the products once per column, for every row).
-	p := GP64()
-	MOVQ(at(offColSum), p)
-	TESTQ(p, p)
-	JZ(LabelRef(lbl("nocomp")))
-	{
+	optional(offColSum, "nocomp", func() {
 		zpv := ZMM()
 		VPBROADCASTD(at(offZP), zpv)
 		for v := range nv {
@@ -950,8 +961,7 @@ func microE(mr, nr int) {
 				VPSUBD(t, acc[i][v], acc[i][v])
 			}
 		}
-	}
-	Label(lbl("nocomp"))
+	})
 	each(func(y reg.VecVirtual) { VCVTDQ2PS(y, y) })
 	// y *= rowScale[i], or scale.
 	MOVQ(at(offRowScale), p)
@@ -972,33 +982,11 @@ func microE(mr, nr int) {
 		each(func(y reg.VecVirtual) { VMULPS(s, y, y) })
 	}
 	Label(lbl("scaled"))
-	MOVQ(at(offColScale), p)
-	TESTQ(p, p)
-	JZ(LabelRef(lbl("nocolscale")))
-	for i := range mr {
-		for v := range nv {
-			VMULPS(Mem{Base: p, Disp: 64 * v}, acc[i][v], acc[i][v])
-		}
-	}
-	Label(lbl("nocolscale"))
-	MOVQ(at(offBias), p)
-	TESTQ(p, p)
-	JZ(LabelRef(lbl("nobias")))
-	for i := range mr {
-		for v := range nv {
-			VADDPS(Mem{Base: p, Disp: 64 * v}, acc[i][v], acc[i][v])
-		}
-	}
-	Label(lbl("nobias"))
-	TESTQ(U32(flagGELU8), at(offFlags))
-	JZ(LabelRef(lbl("nogelu8")))
-	each(func(y reg.VecVirtual) { gelu8([]reg.VecVirtual{y}, cm) })
-	JMP(LabelRef(lbl("nogelu")))
-	Label(lbl("nogelu8"))
-	TESTQ(U32(flagGELU), at(offFlags))
-	JZ(LabelRef(lbl("nogelu")))
-	each(func(y reg.VecVirtual) { gelu([]reg.VecVirtual{y}, cm, true) })
-	Label(lbl("nogelu"))
+	optional(offColScale, "nocolscale", func() { all(byCol(VMULPS)) })
+	optional(offBias, "nobias", func() { all(byCol(VADDPS)) })
+	geluByFlag(at(offFlags), lbl(""),
+		func() { each(func(y reg.VecVirtual) { gelu8([]reg.VecVirtual{y}, cm) }) },
+		func() { each(func(y reg.VecVirtual) { gelu([]reg.VecVirtual{y}, cm, true) }) })
 	TESTQ(U32(flagReLU), at(offFlags))
 	JZ(LabelRef(lbl("norelu")))
 	{
@@ -1007,32 +995,12 @@ func microE(mr, nr int) {
 		each(func(y reg.VecVirtual) { VMAXPS(z, y, y) })
 	}
 	Label(lbl("norelu"))
-	MOVQ(at(offRes), p)
-	TESTQ(p, p)
-	JZ(LabelRef(lbl("nores")))
-	for i := range mr {
-		for v := range nv {
-			VADDPS(Mem{Base: p, Disp: 64 * v}, acc[i][v], acc[i][v])
-		}
-		if i < mr-1 {
-			ADDQ(at(offLdres), p)
-		}
-	}
-	Label(lbl("nores"))
+	optional(offRes, "nores", func() { tile(mr, nv, p, at(offLdres), byCol(VADDPS)) })
 
 	MOVQ(at(offDst), p)
 	TESTQ(U32(flagU8|flagS8), at(offFlags))
 	JNZ(LabelRef(lbl("quant")))
-	for i := range mr {
-		for v := range nv {
-			VMOVUPS(acc[i][v], Mem{Base: p, Disp: 64 * v})
-		}
-		if i < mr-1 {
-			ADDQ(at(offLdd), p)
-		}
-	}
-	VZEROUPPER()
-	RET()
+	store(VMOVUPS, 64)
 
 	Label(lbl("quant"))
 	{
@@ -1045,39 +1013,13 @@ func microE(mr, nr int) {
 		outZPi := ZMM()
 		VPBROADCASTD(at(offOutZPi), outZPi)
 		nan := K()
-		each(func(y reg.VecVirtual) {
-			VMULPS(invOut, y, y)
-			VADDPS(outZP, y, y)
-			VCMPPS(U8(3), y, y, nan) // unordered: NaN
-			VMAXPS(lo, y, y)
-			VMINPS(hi, y, y)
-			VCVTPS2DQ(y, y)
-			VMOVDQA32(outZPi, nan, y)
-		})
+		each(func(y reg.VecVirtual) { quantize(y, y, invOut, outZP, lo, hi, outZPi, nan) })
 	}
 	TESTQ(U32(flagU8), at(offFlags))
 	JZ(LabelRef(lbl("s8")))
-	for i := range mr {
-		for v := range nv {
-			VPMOVUSDB(acc[i][v], Mem{Base: p, Disp: 16 * v})
-		}
-		if i < mr-1 {
-			ADDQ(at(offLdd), p)
-		}
-	}
-	VZEROUPPER()
-	RET()
+	store(VPMOVUSDB, 16)
 	Label(lbl("s8"))
-	for i := range mr {
-		for v := range nv {
-			VPMOVSDB(acc[i][v], Mem{Base: p, Disp: 16 * v})
-		}
-		if i < mr-1 {
-			ADDQ(at(offLdd), p)
-		}
-	}
-	VZEROUPPER()
-	RET()
+	store(VPMOVSDB, 16)
 }
 
 // scoresMaxMR is the largest MR of the scores kernels (vnniScores_<mr>x64);
@@ -1201,14 +1143,7 @@ func scores(mr int) {
 	SHLQ(U8(2), ldc)
 	d := GP64()
 	MOVQ(c, d)
-	for i := 0; i < mr; i++ {
-		for v := 0; v < nv; v++ {
-			VMOVUPS(acc[i][v], masks[v], Mem{Base: d, Disp: 64 * v})
-		}
-		if i < mr-1 {
-			ADDQ(ldc, d)
-		}
-	}
+	tile(mr, nv, d, ldc, func(i, v int) { VMOVUPS(acc[i][v], masks[v], Mem{Base: d, Disp: 64 * v}) })
 	// The next panel, while columns are left.
 	ADDQ(U32(4*nr), c)
 	ADDQ(U32(4*nr), cs)
@@ -1218,6 +1153,5 @@ func scores(mr int) {
 	ADDQ(pk, bp)
 	SUBQ(U8(nr), n)
 	JG(LabelRef(name + "_panel"))
-	VZEROUPPER()
-	RET()
+	ret()
 }

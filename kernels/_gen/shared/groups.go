@@ -10,7 +10,8 @@ import (
 
 // The frame of the u8 x s8 micro-kernels over groups of 4 k without
 // AVX512-VNNI (gemm_u8s8_avx2, gemm_u8s8_avxvnni): an mr x nr tile of
-// int32 sums, A by rows, B a panel of groups of 4 k.
+// int32 sums, A by rows, B a panel of groups of 4 k. Rows, the walk over
+// a tile's rows, serves gemm_u8s8_vnni's tiles too.
 
 // GroupKernel starts the micro-kernel name of Go signature sig (a, lda, b,
 // kgroups, c, ldc) for an mr x nr tile, its doc comment the loop it
@@ -68,14 +69,20 @@ func GroupPairs(name string, n reg.Register, group func(g int), advance func()) 
 // and the routine's return.
 func StoreRows(c, ldc reg.Register, mr int, row func(i int)) {
 	SHLQ(U8(2), ldc)
-	for i := 0; i < mr; i++ {
-		row(i)
-		if i+1 < mr {
-			ADDQ(ldc, c)
-		}
-	}
+	Rows(mr, c, ldc, row)
 	VZEROUPPER()
 	RET()
+}
+
+// Rows emits row(i) for the mr rows of a tile, the row pointer p moved on
+// by stride (a register or a memory operand) between rows.
+func Rows(mr int, p reg.Register, stride Op, row func(i int)) {
+	for i := range mr {
+		row(i)
+		if i < mr-1 {
+			ADDQ(stride, p)
+		}
+	}
 }
 
 // LoadC loads the parameters c and ldc, for StoreRows.
