@@ -38,15 +38,6 @@ var zmm, kregs = shared.Zmm, shared.ColMasks
 
 func kernName(f tileShape, mr int) string { return fmt.Sprintf("gemmBF16k%dx%d", mr, f.NR) }
 
-// bases sets the row bases of a tile (one per 5 rows, shared.RowAddr) from
-// b[0] and the row stride l.
-func bases(b []reg.GPPhysical, l reg.GPPhysical, mr int) {
-	for g := 1; g*5 < mr; g++ {
-		LEAQ(Mem{Base: b[g-1], Index: l, Scale: 4}, b[g])
-		ADDQ(l, b[g])
-	}
-}
-
 func kernel(f tileShape, mr int) {
 	nv := f.NR / 16
 	name := kernName(f, mr)
@@ -78,7 +69,7 @@ func kernel(f tileShape, mr int) {
 	Load(Param("ldc"), lc)
 	SHLQ(U8(2), lc)
 	LEAQ(Mem{Base: lc, Index: lc, Scale: 2}, lc3)
-	bases(cb, lc, mr)
+	shared.RowBases(cb, lc, mr)
 	Load(Param("accum"), reg.RAX)
 	TESTQ(reg.RAX, reg.RAX)
 	JZ(LabelRef(name + "_zero"))
@@ -103,7 +94,7 @@ func kernel(f tileShape, mr int) {
 	Load(Param("lda"), l)
 	SHLQ(U8(1), l)
 	LEAQ(Mem{Base: l, Index: l, Scale: 2}, l3)
-	bases(ab, l, mr)
+	shared.RowBases(ab, l, mr)
 	bp := reg.RDI
 	Load(Param("b"), bp)
 
@@ -119,9 +110,7 @@ func kernel(f tileShape, mr int) {
 		}
 	}
 	advance := func(u int) {
-		for g := 0; g*5 < mr; g++ {
-			ADDQ(U32(4*u), ab[g])
-		}
+		shared.AdvanceRows(ab, mr, 4*u)
 		ADDQ(U32(4*u*f.NR), bp)
 	}
 	shared.KLoop(name, kc, 4, step, advance, nil, 0)

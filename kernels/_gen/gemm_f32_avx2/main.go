@@ -28,41 +28,19 @@ const mrMax = 6
 // prefetches per 4 k steps (f32PFLines in gemm_f32_amd64.go).
 const pfLines = 2
 
-func ymm(i int) reg.VecPhysical {
-	return []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7,
-		reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15}[i]
-}
+var ymm = shared.Ymm
 
 func kernName(mr int) string { return fmt.Sprintf("gemmF32a%dx16", mr) }
 
 func kernel(mr int) {
 	name := kernName(mr)
-	TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("%s computes a %dx16 tile: for i < %d, j < 16 with mask bit j set,", name, mr, mr),
-		"",
-		"\tacc := sum_{p < kc} a[i*lda+p] * b[p*16+j]  (float32 FMAs, p in order)",
-		"\tc[i*ldc+j] = acc, or c[i*ldc+j] + acc when accum != 0",
-		"",
+	kc, a, l, l3, bp := shared.F32Kernel(name, mr, 16, true,
 		"b is kc rows of one PackedF32 panel (NR = 16). When pf is not nil, the kernel",
 		fmt.Sprintf("also prefetches %d cache lines per 4 k steps from pf on into L2 (a share of", pfLines),
 		"the next panel slab). When res is not nil it prefetches the residual tile",
 		"res[i*ldr+j] of the epilogue into L2. It needs AVX2 and FMA3.")
-	Load(Param("kc"), reg.RCX)
-	kc := reg.RCX
-	Load(Param("a"), reg.RSI)
-	Load(Param("lda"), reg.RDX)
-	l := reg.RDX
-	Load(Param("b"), reg.RDI)
-	bp := reg.RDI
-	SHLQ(U8(2), l)
-	l3 := reg.R8
-	LEAQ(Mem{Base: l, Index: l, Scale: 2}, l3)
-	bases := []reg.GPPhysical{reg.RSI, reg.R9}
-	if mr > 5 {
-		LEAQ(Mem{Base: reg.RSI, Index: l, Scale: 4}, reg.R9)
-		ADDQ(l, reg.R9)
-	}
+	bases := []reg.GPPhysical{a, reg.R9}
+	shared.RowBases(bases, l, mr)
 	acc := func(r, v int) reg.VecPhysical { return ymm(2*r + v) }
 	bv := func(v int) reg.VecPhysical { return ymm(12 + v) }
 	tmp := func(r int) reg.VecPhysical { return ymm(14 + r%2) }
@@ -71,35 +49,7 @@ func kernel(mr int) {
 			VXORPS(acc(r, v), acc(r, v), acc(r, v))
 		}
 	}
-	// Prefetch this tile of C, and the residual tile, into L2.
-	{
-		Load(Param("c"), reg.R11)
-		Load(Param("ldc"), reg.R12)
-		SHLQ(U8(2), reg.R12)
-		LEAQ(Mem{Base: reg.R12, Index: reg.R12, Scale: 2}, reg.RBX)
-		cb := []reg.GPPhysical{reg.R11, reg.R13}
-		if mr > 5 {
-			LEAQ(Mem{Base: reg.R11, Index: reg.R12, Scale: 4}, reg.R13)
-			ADDQ(reg.R12, reg.R13)
-		}
-		for r := 0; r < mr; r++ {
-			PREFETCHT1(shared.RowAddr(cb, reg.R12, reg.RBX, r, 0))
-		}
-		Load(Param("res"), reg.R11)
-		TESTQ(reg.R11, reg.R11)
-		JZ(LabelRef(name + "_nores"))
-		Load(Param("ldr"), reg.R12)
-		SHLQ(U8(2), reg.R12)
-		LEAQ(Mem{Base: reg.R12, Index: reg.R12, Scale: 2}, reg.RBX)
-		if mr > 5 {
-			LEAQ(Mem{Base: reg.R11, Index: reg.R12, Scale: 4}, reg.R13)
-			ADDQ(reg.R12, reg.R13)
-		}
-		for r := 0; r < mr; r++ {
-			PREFETCHT1(shared.RowAddr(cb, reg.R12, reg.RBX, r, 0))
-		}
-		Label(name + "_nores")
-	}
+	shared.PrefetchTiles(name, mr, 16*4, []reg.GPPhysical{reg.R11, reg.R13}, reg.R12, reg.RBX)
 	step := func(u int) {
 		for v := 0; v < 2; v++ {
 			VMOVUPS(Mem{Base: bp, Disp: (u*16 + v*8) * 4}, bv(v))
@@ -112,10 +62,7 @@ func kernel(mr int) {
 		}
 	}
 	advance := func(u int) {
-		ADDQ(U32(4*u), bases[0])
-		if mr > 5 {
-			ADDQ(U32(4*u), bases[1])
-		}
+		shared.AdvanceRows(bases, mr, 4*u)
 		ADDQ(U32(4*u*16), bp)
 	}
 	pf := reg.RAX
@@ -130,10 +77,7 @@ func kernel(mr int) {
 	lc3 := reg.RBX
 	LEAQ(Mem{Base: lc, Index: lc, Scale: 2}, lc3)
 	cb := []reg.GPPhysical{reg.R11, reg.R9}
-	if mr > 5 {
-		LEAQ(Mem{Base: reg.R11, Index: lc, Scale: 4}, reg.R9)
-		ADDQ(lc, reg.R9)
-	}
+	shared.RowBases(cb, lc, mr)
 	Load(Param("accum"), reg.R14)
 	Load(Param("mask"), reg.R13)
 	CMPQ(reg.R13, U32(0xffff))

@@ -54,32 +54,13 @@ func kernName(f tileShape, mr int) string {
 func kernel(f tileShape, mr int) {
 	nv := f.NR / 16
 	name := kernName(f, mr)
-	TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mask uint64, accum int, pf *float32, res *float32, ldr int)")
-	Doc(fmt.Sprintf("%s computes a %dx%d tile: for i < %d, j < %d with mask bit j set,", name, mr, f.NR, mr, f.NR),
-		"",
-		"\tacc := sum_{p < kc} a[i*lda+p] * b[p*"+fmt.Sprint(f.NR)+"+j]  (float32 FMAs, p in order)",
-		"\tc[i*ldc+j] = acc, or c[i*ldc+j] + acc when accum != 0",
-		"",
+	kc, p0, l, l3, bp := shared.F32Kernel(name, mr, f.NR, false,
 		"b is kc rows of one PackedF32 panel. When pf is not nil, the kernel also",
 		fmt.Sprintf("prefetches %d cache lines per 4 k steps from pf on into L2 (a share of the", pfLines),
 		"next panel slab). When res is not nil it prefetches the residual tile",
 		"res[i*ldr+j] of the epilogue into L2. It needs AVX512F and AVX512BW.")
-	Load(Param("kc"), reg.RCX)
-	kc := reg.RCX
-	Load(Param("a"), reg.RSI)
-	p0 := reg.RSI
-	Load(Param("lda"), reg.RDX)
-	l := reg.RDX
-	Load(Param("b"), reg.RDI)
-	bp := reg.RDI
-	SHLQ(U8(2), l)
-	l3 := reg.R8
-	LEAQ(Mem{Base: l, Index: l, Scale: 2}, l3)
 	bases := []reg.GPPhysical{p0, reg.R9, reg.R10}
-	for g := 1; g*5 < mr; g++ {
-		LEAQ(Mem{Base: bases[g-1], Index: l, Scale: 4}, bases[g])
-		ADDQ(l, bases[g])
-	}
+	shared.RowBases(bases, l, mr)
 	acc := func(r, v int) reg.VecPhysical { return zmm(r*nv + v) }
 	bv := func(v int) reg.VecPhysical { return zmm(31 - v) }
 	tmp := func(r int) reg.VecPhysical { return zmm(31 - nv - r%2) }
@@ -88,41 +69,7 @@ func kernel(f tileShape, mr int) {
 			VPXORD(acc(r, v), acc(r, v), acc(r, v))
 		}
 	}
-	// Prefetch this tile of C into L2 (its rows may alias in L1): by the
-	// end of the k loop it is there.
-	Load(Param("c"), reg.R11)
-	Load(Param("ldc"), reg.R12)
-	SHLQ(U8(2), reg.R12)
-	LEAQ(Mem{Base: reg.R12, Index: reg.R12, Scale: 2}, reg.RBX)
-	{
-		cb := []reg.GPPhysical{reg.R11, reg.R13, reg.R14}
-		for g := 1; g*5 < mr; g++ {
-			LEAQ(Mem{Base: cb[g-1], Index: reg.R12, Scale: 4}, cb[g])
-			ADDQ(reg.R12, cb[g])
-		}
-		for r := 0; r < mr; r++ {
-			for line := 0; line < f.NR*4; line += 64 {
-				PREFETCHT1(shared.RowAddr(cb, reg.R12, reg.RBX, r, line))
-			}
-		}
-		// The same for the residual tile, when the epilogue follows.
-		Load(Param("res"), reg.R11)
-		TESTQ(reg.R11, reg.R11)
-		JZ(LabelRef(name + "_nores"))
-		Load(Param("ldr"), reg.R12)
-		SHLQ(U8(2), reg.R12)
-		LEAQ(Mem{Base: reg.R12, Index: reg.R12, Scale: 2}, reg.RBX)
-		for g := 1; g*5 < mr; g++ {
-			LEAQ(Mem{Base: cb[g-1], Index: reg.R12, Scale: 4}, cb[g])
-			ADDQ(reg.R12, cb[g])
-		}
-		for r := 0; r < mr; r++ {
-			for line := 0; line < f.NR*4; line += 64 {
-				PREFETCHT1(shared.RowAddr(cb, reg.R12, reg.RBX, r, line))
-			}
-		}
-		Label(name + "_nores")
-	}
+	shared.PrefetchTiles(name, mr, f.NR*4, []reg.GPPhysical{reg.R11, reg.R13, reg.R14}, reg.R12, reg.RBX)
 	step := func(u int) {
 		for v := 0; v < nv; v++ {
 			VMOVUPS(Mem{Base: bp, Disp: (u*f.NR + v*16) * 4}, bv(v))
@@ -142,9 +89,7 @@ func kernel(f tileShape, mr int) {
 		}
 	}
 	advance := func(u int) {
-		for g := 0; g*5 < mr; g++ {
-			ADDQ(U32(4*u), bases[g])
-		}
+		shared.AdvanceRows(bases, mr, 4*u)
 		ADDQ(U32(4*u*f.NR), bp)
 	}
 	pf := reg.RAX
@@ -166,10 +111,7 @@ func kernel(f tileShape, mr int) {
 		KSHIFTRQ(U8(16*v), kregs[0], kregs[v])
 	}
 	cbases := []reg.GPPhysical{cp, reg.R9, reg.R10}
-	for g := 1; g*5 < mr; g++ {
-		LEAQ(Mem{Base: cbases[g-1], Index: lc, Scale: 4}, cbases[g])
-		ADDQ(lc, cbases[g])
-	}
+	shared.RowBases(cbases, lc, mr)
 	Load(Param("accum"), reg.R14)
 	accum := reg.R14
 	TESTQ(accum, accum)

@@ -39,6 +39,50 @@ func RowAddr(bases []reg.GPPhysical, l, l3 reg.GPPhysical, r, disp int) Mem {
 	return Mem{Base: b, Index: l, Scale: 4, Disp: disp}
 }
 
+// RowBases sets the bases of a tile's mr rows for RowAddr, one per 5
+// rows, from bases[0] and the row stride l: bases[g] = bases[g-1] + 5l.
+func RowBases(bases []reg.GPPhysical, l reg.GPPhysical, mr int) {
+	for g := 1; g*5 < mr; g++ {
+		LEAQ(Mem{Base: bases[g-1], Index: l, Scale: 4}, bases[g])
+		ADDQ(l, bases[g])
+	}
+}
+
+// AdvanceRows moves the bases of a tile's mr rows past bytes bytes.
+func AdvanceRows(bases []reg.GPPhysical, mr, bytes int) {
+	for g := 0; g*5 < mr; g++ {
+		ADDQ(U32(bytes), bases[g])
+	}
+}
+
+// PrefetchTiles emits the prefetch into L2 of the kernel name's tile of
+// C (the parameters c and ldc, in float32) and, when the parameter res is
+// not nil, of the residual tile (res, ldr) its epilogue will add: rowBytes
+// of each of the mr rows, reached from the bases cb (RowBases; c and res
+// loaded into cb[0]) with the stride in l and 3 times it in l3. By the end
+// of the k loop the tiles are there (L2, not L1, where the rows of a tile
+// may alias).
+func PrefetchTiles(name string, mr, rowBytes int, cb []reg.GPPhysical, l, l3 reg.GPPhysical) {
+	tile := func(ld string) {
+		Load(Param(ld), l)
+		SHLQ(U8(2), l)
+		LEAQ(Mem{Base: l, Index: l, Scale: 2}, l3)
+		RowBases(cb, l, mr)
+		for r := 0; r < mr; r++ {
+			for line := 0; line < rowBytes; line += 64 {
+				PREFETCHT1(RowAddr(cb, l, l3, r, line))
+			}
+		}
+	}
+	Load(Param("c"), cb[0])
+	tile("ldc")
+	Load(Param("res"), cb[0])
+	TESTQ(cb[0], cb[0])
+	JZ(LabelRef(name + "_nores"))
+	tile("ldr")
+	Label(name + "_nores")
+}
+
 // GELU8ConstsAVX2 emits the read-only table symbol of the rational GELU's
 // constants for 256-bit code, each as 8 equal lanes (AVX2 has no embedded
 // broadcast: an operand in memory is a whole vector): "lo", "hi" (the
