@@ -90,15 +90,7 @@ func kernel(mr int) {
 
 // zeroAccs returns mr rows of nv new ymm accumulators, each zeroed.
 func zeroAccs(mr, nv int) [][]reg.VecVirtual {
-	acc := make([][]reg.VecVirtual, mr)
-	for i := range acc {
-		acc[i] = make([]reg.VecVirtual, nv)
-		for v := range acc[i] {
-			acc[i][v] = YMM()
-			VPXOR(acc[i][v], acc[i][v], acc[i][v])
-		}
-	}
-	return acc
+	return shared.ZeroAccs(mr, nv, YMM, func(z reg.VecVirtual) { VPXOR(z, z, z) })
 }
 
 // pairSums stores the 8 int32 column sums of hi and lo, whose dwords hold

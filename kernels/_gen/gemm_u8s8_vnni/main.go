@@ -146,14 +146,7 @@ func microLoop(name string, mr, nr int, mid func()) [][]reg.VecVirtual {
 		bases = append(bases, nb)
 	}
 
-	acc := make([][]reg.VecVirtual, mr)
-	for i := range acc {
-		acc[i] = make([]reg.VecVirtual, nv)
-		for v := range acc[i] {
-			acc[i][v] = ZMM()
-			VPXORD(acc[i][v], acc[i][v], acc[i][v])
-		}
-	}
+	acc := shared.ZeroAccs(mr, nv, ZMM, func(z reg.VecVirtual) { VPXORD(z, z, z) })
 	bz := make([]reg.VecVirtual, nv)
 	for v := range bz {
 		bz[v] = ZMM()

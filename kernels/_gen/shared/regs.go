@@ -22,3 +22,17 @@ func Ymm(i int) reg.VecPhysical {
 // ColMasks are the opmask registers of a tile's column masks, one per zmm
 // of a row (up to 64 columns).
 var ColMasks = []reg.OpmaskPhysical{reg.K1, reg.K2, reg.K3, reg.K4}
+
+// ZeroAccs returns mr rows of nv new accumulators of a tile, each made
+// by newReg (YMM, ZMM) and zeroed by zero as it is made.
+func ZeroAccs(mr, nv int, newReg func() reg.VecVirtual, zero func(z reg.VecVirtual)) [][]reg.VecVirtual {
+	acc := make([][]reg.VecVirtual, mr)
+	for i := range acc {
+		acc[i] = make([]reg.VecVirtual, nv)
+		for v := range acc[i] {
+			acc[i][v] = newReg()
+			zero(acc[i][v])
+		}
+	}
+	return acc
+}
