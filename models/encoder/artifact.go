@@ -92,8 +92,8 @@ func (m *TaskModel) Save(dir string) error {
 		return err
 	}
 	defer m.leave()
-	if !m.Encoder.prec.Int8() {
-		return fmt.Errorf("encoder: save: the model is %s; only INT8 models are saved: %w", m.Encoder.prec, ErrConfig)
+	if p := m.Encoder.Precision(); !p.Int8() {
+		return fmt.Errorf("encoder: save: the model is %s; only INT8 models are saved: %w", p, ErrConfig)
 	}
 	if m.dir == "" {
 		return fmt.Errorf("encoder: save: the model was not loaded from a folder, so it has no config.json and tokenizer to copy: %w", ErrConfig)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/smoothquant"
 )
 
 // AttentionMode is the arithmetic of an INT8 model's attention
@@ -90,12 +91,7 @@ func (a AttentionMode) resolve(f cpu.Features) (AttentionMode, error) {
 // Attention returns the arithmetic this model's attention runs in:
 // AttentionF32 for FP32 models and for INT8 ones loaded with it,
 // AttentionInt8 otherwise.
-func (m *Model) Attention() AttentionMode {
-	if m.attnInt8 && m.prec.Int8() {
-		return AttentionInt8
-	}
-	return AttentionF32
-}
+func (m *Model) Attention() AttentionMode { return m.pass.attention() }
 
 // attnBuf8 is the INT8 half of an attnBuf: P in u8 with its row scales,
 // and the two epilogues. Q, K and V^T come quantized from the pass's qkv8.
@@ -260,7 +256,7 @@ var (
 
 // attnKinds are the epilogue kinds of m's INT8 attention products.
 func (m *Model) attnKinds() [2]selector.EpilogueKind {
-	if m.prec == PrecisionInt8Static {
+	if p, ok := m.pass.(*int8Pass); ok && p.mode == smoothquant.Static {
 		return kindsStatic
 	}
 	return kindsDyn

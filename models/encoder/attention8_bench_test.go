@@ -28,7 +28,7 @@ func BenchmarkAttentionLayer(b *testing.B) {
 		static bool
 	}{{"f32", PrecisionInt8Dynamic, false, false}, {"int8-dynamic", PrecisionInt8Dynamic, true, false}, {"int8-static", PrecisionInt8Static, true, true}} {
 		b.Run(c.name, func(b *testing.B) {
-			m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel, prec: c.prec, attnInt8: c.int8}
+			m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel, pass: &int8Pass{mode: c.prec.Mode(), attn8: c.int8}}
 			s := &scratch{qkv: qkv, ctx: make([]float32, seq*h)}
 			in := &Inputs{Batch: 1, Seq: seq}
 			var q *attnQuant

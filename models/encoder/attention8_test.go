@@ -126,7 +126,7 @@ func TestAttentionInt8(t *testing.T) {
 			// unblocked result bit for bit.
 			for _, run := range []struct{ threads, rows int }{{1, 0}, {3, 0}, {1, 7}, {3, 12}} {
 				threads := run.threads
-				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel, prec: prec, attnInt8: true, attnRows: run.rows}
+				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel, pass: &int8Pass{mode: prec.Mode(), attn8: true}, attnRows: run.rows}
 				require.Equal(t, AttentionInt8, m.Attention())
 				s := &scratch{qkv: slices.Clone(qkv), ctx: make([]float32, rows*c.h)}
 				var q *attnQuant
@@ -229,7 +229,7 @@ func TestAttentionInt8OnesMask(t *testing.T) {
 		qkv[i] = float32(r.NormFloat64())
 	}
 	run := func(mask []int32) []float32 {
-		m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel, prec: PrecisionInt8Dynamic, attnInt8: true}
+		m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel, pass: &int8Pass{mode: PrecisionInt8Dynamic.Mode(), attn8: true}}
 		s := &scratch{qkv: slices.Clone(qkv), ctx: make([]float32, rows*h)}
 		require.NoError(t, m.attentionQ(&Inputs{Batch: 2, Lens: lens, Mask: mask}, s, nil))
 		return s.ctx
@@ -279,10 +279,11 @@ func TestAttentionInt8Scores(t *testing.T) {
 			ISA: cpu.ISAAVX512VNNI, Measured: []selector.Measurement{{Kernel: kern, Backend: selector.BackendNative, Runs: 1}}}
 	}
 	for _, cs := range cases {
-		m := &Model{cfg: Config{Hidden: cs.h, Heads: cs.heads}, prec: PrecisionInt8Dynamic}
+		p := &int8Pass{mode: PrecisionInt8Dynamic.Mode()}
 		if cs.static {
-			m.prec = PrecisionInt8Static
+			p.mode = PrecisionInt8Static.Mode()
 		}
+		m := &Model{cfg: Config{Hidden: cs.h, Heads: cs.heads}, pass: p}
 		kinds, d := m.attnKinds(), cs.h/cs.heads
 		key, err := selector.U8S8KernelKey(cs.seq, d, cs.seq, kinds[0], 1)
 		choose(key, err, sk.Name)
@@ -312,7 +313,7 @@ func TestAttentionInt8Scores(t *testing.T) {
 			prec = PrecisionInt8Static
 		}
 		run := func(sel *selector.Selector, wantQK *kernels.Kernel) ([]float32, []uint8) {
-			m := &Model{cfg: Config{Hidden: cs.h, Heads: cs.heads}, threads: 2, sel: sel, prec: prec, attnInt8: true, attnRows: cs.rows}
+			m := &Model{cfg: Config{Hidden: cs.h, Heads: cs.heads}, threads: 2, sel: sel, pass: &int8Pass{mode: prec.Mode(), attn8: true}, attnRows: cs.rows}
 			qk, _, err := m.attnKernels8(cs.seq)
 			require.NoError(t, err)
 			if wantQK != nil {

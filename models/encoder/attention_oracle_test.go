@@ -182,7 +182,7 @@ func TestAttentionAgainstGonum(t *testing.T) {
 				}
 			}
 			for _, threads := range []int{1, 3} {
-				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel}
+				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel, pass: &floatPass{prec: PrecisionFP32}}
 				s := &scratch{qkv: append([]float32(nil), qkv...), ctx: make([]float32, rows*c.h)}
 				require.NoError(t, m.attention(in, s))
 				worst, at := 0.0, ""

@@ -83,7 +83,7 @@ func TestAttention(t *testing.T) {
 			t.Cleanup(func() { sel.Close() })
 			var first []float32
 			for _, threads := range []int{1, 3} {
-				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel}
+				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel, pass: &floatPass{prec: PrecisionFP32}}
 				s := &scratch{qkv: slices.Clone(qkv), ctx: make([]float32, rows*c.h)}
 				if err := m.attention(in, s); err != nil {
 					t.Fatal(err)
@@ -133,7 +133,7 @@ func TestAttentionAllocs(t *testing.T) {
 	require.NoError(t, err)
 	allocs := func(heads int) float64 {
 		h := heads * d
-		m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel}
+		m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel, pass: &floatPass{prec: PrecisionFP32}}
 		s := &scratch{qkv: make([]float32, seq*3*h), ctx: make([]float32, seq*h)}
 		in := &Inputs{Batch: 1, Seq: seq, Mask: make([]int32, seq)}
 		for i := range in.Mask {
@@ -178,7 +178,7 @@ func TestAttentionInt8Allocs(t *testing.T) {
 	allocs := func(heads, seq int) float64 {
 		const d = 64
 		h := heads * d
-		m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel, prec: PrecisionInt8Dynamic, attnInt8: true}
+		m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel, pass: &int8Pass{mode: PrecisionInt8Dynamic.Mode(), attn8: true}}
 		qkv := make([]float32, seq*3*h)
 		for i := range qkv {
 			qkv[i] = float32(i%7) - 3
@@ -224,7 +224,7 @@ func BenchmarkAttentionHead(b *testing.B) {
 			in.Mask[i] = 0
 		}
 	}
-	m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel}
+	m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel, pass: &floatPass{prec: PrecisionFP32}}
 	s := &scratch{qkv: qkv, ctx: make([]float32, batch*seq*h)}
 	perHead := func(b *testing.B, f func()) {
 		for b.Loop() {

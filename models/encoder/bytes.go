@@ -15,24 +15,35 @@ func (m *TaskModel) WeightBytes() int {
 
 // WeightBytes is the memory of the encoder's weights (TaskModel.WeightBytes).
 func (m *Model) WeightBytes() int {
-	f := func(s ...[]float32) int {
-		n := 0
-		for _, x := range s {
-			n += 4 * len(x)
-		}
-		return n
+	return floatBytes(m.wordEmb, m.posEmb, m.typeEmb, m.embLN, m.embLNBias) + m.pass.weightBytes()
+}
+
+// floatBytes is the memory of float32 slices s.
+func floatBytes(s ...[]float32) int {
+	n := 0
+	for _, x := range s {
+		n += 4 * len(x)
 	}
-	n := f(m.wordEmb, m.posEmb, m.typeEmb, m.embLN, m.embLNBias)
-	for _, ly := range m.layers {
-		n += f(ly.qkvBias, ly.oBias, ly.attnLN, ly.attnLNBias, ly.ffn1Bias, ly.ffn2Bias, ly.outLN, ly.outLNBias)
+	return n
+}
+
+func (p *floatPass) weightBytes() int {
+	n := 0
+	for _, ly := range p.layers {
+		n += floatBytes(ly.qkvBias, ly.oBias, ly.attnLN, ly.attnLNBias, ly.ffn1Bias, ly.ffn2Bias, ly.outLN, ly.outLNBias)
 		for _, l := range []linear{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
 			if l != nil {
 				n += l.Bytes()
 			}
 		}
 	}
-	for _, q := range m.qlayers {
-		n += f(q.attnLN, q.attnLNBias, q.outLN, q.outLNBias)
+	return n
+}
+
+func (p *int8Pass) weightBytes() int {
+	n := 0
+	for _, q := range p.layers {
+		n += floatBytes(q.attnLN, q.attnLNBias, q.outLN, q.outLNBias)
 		for _, l := range q.lin {
 			if l == nil {
 				continue

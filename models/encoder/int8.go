@@ -170,17 +170,17 @@ func (l *qlin) epilogue(mode smoothquant.Mode, in *qin, rows int) *kernels.Epilo
 	return ep
 }
 
-// run computes out = act(l(x)) + residual. in is the INT8 input when a
+// runQ computes out = act(l(x)) + residual. in is the INT8 input when a
 // producer already made it (static mode); otherwise it is made here from
 // x. act and residual may be zero; a u8 destination requantizes to
 // (outScale, outZP).
-func (m *Model) runQ(l *qlin, rows int, x []float32, in *qin, quantized bool, act kernels.Activation, res []float32,
+func (p *int8Pass) runQ(m *Model, l *qlin, rows int, x []float32, in *qin, quantized bool, act kernels.Activation, res []float32,
 	out kernels.Out, outScale float32, outZP int32, s *qscratch) error {
 	if !l.int8() {
 		ep := &kernels.Epilogue{Bias: l.q.Bias, Act: act, Residual: res}
 		return l.f32.Run(&kernels.GEMMF32{M: rows, A: x, Lda: l.q.K, Ep: ep, C: out.F32, Ldc: out.Ldc, Threads: m.threads})
 	}
-	mode := m.mode()
+	mode := p.mode
 	if !quantized {
 		if err := l.quantize(mode, x, rows, in, s.tmp); err != nil {
 			return err
@@ -192,14 +192,6 @@ func (m *Model) runQ(l *qlin, rows int, x []float32, in *qin, quantized bool, ac
 	return l.lin.Run(&kernels.GEMMU8S8{M: rows, A: in.u8, Lda: l.q.K, Ep: ep, Out: out, Threads: m.threads})
 }
 
-// mode is the quantization mode of an INT8 model.
-func (m *Model) mode() smoothquant.Mode {
-	if m.prec == PrecisionInt8Static {
-		return smoothquant.Static
-	}
-	return smoothquant.Dynamic
-}
-
 // qscratch is an INT8 forward pass's buffers (a view of buffers): the
 // FP32 intermediates and the u8 inputs of the linears.
 type qscratch struct {
@@ -208,22 +200,22 @@ type qscratch struct {
 	tmp          []float32
 }
 
-// qlayer runs INT8 layer li in place on x. xqReady says s.xq already holds
-// x quantized for the QKV projection (static mode); the result says the
-// same of the next layer.
-func (m *Model) qlayer(li int, x []float32, in *Inputs, s *qscratch, xqReady bool) (bool, error) {
-	ly := &m.qlayers[li]
+// layer runs INT8 layer li of m in place on x (pass.layer; the pass has
+// no observer). xqReady says s.xq already holds x quantized for the QKV
+// projection (static mode); the result says the same of the next layer.
+func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch, _ observeFunc, xqReady bool) (bool, error) {
+	ly := &p.layers[li]
 	h, rows, inter := m.cfg.Hidden, s.rows, m.cfg.Intermediate
-	static := m.prec == PrecisionInt8Static
-	p := m.prof
+	static := p.mode == smoothquant.Static
+	prof := m.prof
 	fl := func(n, k int) float64 { return 2 * float64(rows) * float64(n) * float64(k) }
 	qkv, o, f1, f2 := ly.lin[linQKV], ly.lin[linO], ly.lin[linFFN1], ly.lin[linFFN2]
 
 	t := time.Now()
-	if err := m.runQ(qkv, rows, x, &s.xq, xqReady, kernels.ActNone, nil, kernels.Out{F32: s.qkv, Ldc: 3 * h}, 0, 0, s); err != nil {
+	if err := p.runQ(m, qkv, rows, x, &s.xq, xqReady, kernels.ActNone, nil, kernels.Out{F32: s.qkv, Ldc: 3 * h}, 0, 0, s); err != nil {
 		return false, fmt.Errorf("qkv: %w", err)
 	}
-	p.add(partLinear, t, fl(3*h, h))
+	prof.add(partLinear, t, fl(3*h, h))
 	t = time.Now()
 	// In static mode attention writes the O projection's u8 input itself
 	// (O's smoothing is folded into V, so no per-channel multiply).
@@ -234,13 +226,13 @@ func (m *Model) qlayer(li int, x []float32, in *Inputs, s *qscratch, xqReady boo
 	if err := m.attentionQ(in, s.scratch, aq); err != nil {
 		return false, err
 	}
-	p.add(partAttention, t, 0)
+	prof.add(partAttention, t, 0)
 
 	t = time.Now()
-	if err := m.runQ(o, rows, s.ctx, &s.ctxq, aq != nil, kernels.ActNone, x, kernels.Out{F32: s.t, Ldc: h}, 0, 0, s); err != nil {
+	if err := p.runQ(m, o, rows, s.ctx, &s.ctxq, aq != nil, kernels.ActNone, x, kernels.Out{F32: s.t, Ldc: h}, 0, 0, s); err != nil {
 		return false, fmt.Errorf("attention output: %w", err)
 	}
-	p.add(partLinear, t, fl(h, h))
+	prof.add(partLinear, t, fl(h, h))
 
 	t = time.Now()
 	var qp *kernels.QuantParams
@@ -253,7 +245,7 @@ func (m *Model) qlayer(li int, x []float32, in *Inputs, s *qscratch, xqReady boo
 	if err := kernels.LayerNorm(x, q, s.t, nil, rows, h, ly.attnLN, ly.attnLNBias, m.cfg.LayerNormEps, qp); err != nil {
 		return false, fmt.Errorf("attention layer norm: %w", err)
 	}
-	p.add(partLayerNorm, t, 0)
+	prof.add(partLayerNorm, t, 0)
 
 	t = time.Now()
 	// FFN1 writes u8 for FFN2 in static mode when both are INT8 and FFN2
@@ -267,24 +259,24 @@ func (m *Model) qlayer(li int, x []float32, in *Inputs, s *qscratch, xqReady boo
 		f1Out = kernels.Out{U8: s.fq.u8, Ldc: inter}
 		outScale, outZP = f2.q.ActScale, f2.q.ActZeroPoint
 	}
-	if err := m.runQ(f1, rows, x, &s.xq, qp != nil, m.cfg.Activation, nil, f1Out, outScale, outZP, s); err != nil {
+	if err := p.runQ(m, f1, rows, x, &s.xq, qp != nil, m.cfg.Activation, nil, f1Out, outScale, outZP, s); err != nil {
 		return false, fmt.Errorf("ffn1: %w", err)
 	}
-	if err := m.runQ(f2, rows, s.f, &s.fq, fused, kernels.ActNone, x, kernels.Out{F32: s.t, Ldc: h}, 0, 0, s); err != nil {
+	if err := p.runQ(m, f2, rows, s.f, &s.fq, fused, kernels.ActNone, x, kernels.Out{F32: s.t, Ldc: h}, 0, 0, s); err != nil {
 		return false, fmt.Errorf("ffn2: %w", err)
 	}
-	p.add(partLinear, t, 2*fl(inter, h))
+	prof.add(partLinear, t, 2*fl(inter, h))
 
 	t = time.Now()
 	qp, q = nil, nil
-	if static && li+1 < len(m.qlayers) {
-		if qp = m.qlayers[li+1].lin[linQKV].staticParams(); qp != nil {
+	if static && li+1 < len(p.layers) {
+		if qp = p.layers[li+1].lin[linQKV].staticParams(); qp != nil {
 			q = s.xq.u8
 		}
 	}
 	if err := kernels.LayerNorm(x, q, s.t, nil, rows, h, ly.outLN, ly.outLNBias, m.cfg.LayerNormEps, qp); err != nil {
 		return false, fmt.Errorf("output layer norm: %w", err)
 	}
-	p.add(partLayerNorm, t, 0)
+	prof.add(partLayerNorm, t, 0)
 	return qp != nil, nil
 }

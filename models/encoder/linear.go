@@ -30,12 +30,10 @@ func (l f32Linear) key(rows int, ep *kernels.Epilogue, th int) selector.Key {
 	return selector.F32Key(rows, l.K(), l.N(), ep, th)
 }
 
-// newLinear makes the linear of weights w ([n][k]) at precision prec
-// (PrecisionFP32 or PrecisionBF16).
-func newLinear(sel *selector.Selector, prec Precision, n, k int, w []float32) (linear, error) {
-	if prec == PrecisionBF16 {
-		return newBF16Linear(sel, n, k, w)
-	}
+// newF32Linear makes the FP32 linear of weights w ([n][k]); newBF16Linear
+// is its BF16 twin, which newModel picks once for every linear of a BF16
+// model.
+func newF32Linear(sel *selector.Selector, n, k int, w []float32) (linear, error) {
 	l, err := sel.NewLinearF32(n, k, w, k)
 	if err != nil {
 		return nil, err
@@ -62,13 +60,13 @@ type bf16Linear struct {
 	*selector.Linear[kernels.GEMMBF16]
 }
 
-func newBF16Linear(sel *selector.Selector, n, k int, w []float32) (bf16Linear, error) {
+func newBF16Linear(sel *selector.Selector, n, k int, w []float32) (linear, error) {
 	if err := checkBF16(sel); err != nil {
-		return bf16Linear{}, err
+		return nil, err
 	}
 	l, err := sel.NewLinearBF16(n, k, w, k)
 	if err != nil {
-		return bf16Linear{}, err
+		return nil, err
 	}
 	return bf16Linear{l}, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
-	"github.com/int8bert/int8bert/smoothquant"
 )
 
 // Model is an encoder (FP32, or INT8 after quantization). It is safe for
@@ -20,7 +19,6 @@ type Model struct {
 	cfg                      Config
 	wordEmb, posEmb, typeEmb []float32
 	embLN, embLNBias         []float32
-	layers                   []layer
 	sel                      *selector.Selector
 	threads                  int
 	prof                     *Profile
@@ -30,19 +28,15 @@ type Model struct {
 	// them again to quantize itself).
 	src   Source
 	names Names
-	// prec is the precision of the linears; qlayers hold the INT8 ones
-	// (prec.Int8()), layers the FP32 and BF16 ones.
-	prec    Precision
-	qlayers []qlayer
-	// attnInt8 runs an INT8 model's attention in INT8 (attention8.go);
-	// attnMode is the mode asked for (Options.Attention, resolved).
-	attnInt8 bool
+	// pass is the model's precision and its layers (pass.go), chosen
+	// when the model is built.
+	pass pass
+	// attnMode is the attention mode asked for (Options.Attention,
+	// resolved); an INT8 pass runs it.
 	attnMode AttentionMode
 	// attnRows, when > 0, fixes INT8 attention's query-row block
 	// (attnRowBlock; tests).
 	attnRows int
-	// recipe is how an INT8 model was quantized.
-	recipe *smoothquant.Recipe
 	// scratchPool keeps forward passes' buffers between passes.
 	scratchPool bufferPool
 	// g admits calls until Close (lifecycle.go).
@@ -113,9 +107,19 @@ func (p *Profile) Snapshot() Profile {
 // newModel loads the encoder's weights from l (names as given) and
 // prepares every linear layer on sel.
 func newModel(cfg Config, l *Loader, names Names, sel *selector.Selector, o Options) (*Model, error) {
-	m, err := newBase(cfg, l, names, sel, o)
+	p, mk := &floatPass{prec: PrecisionFP32}, newF32Linear
+	if o.Precision == PrecisionBF16 {
+		p.prec, mk = PrecisionBF16, newBF16Linear
+	}
+	m, err := newBase(cfg, l, names, sel, o, p)
 	if err != nil {
 		return nil, err
+	}
+	if p.prec == PrecisionBF16 {
+		if err := checkBF16(sel); err != nil {
+			m.Close()
+			return nil, err
+		}
 	}
 	h := cfg.Hidden
 	get := func(dst *[]float32, name string, shape ...int) {
@@ -123,15 +127,6 @@ func newModel(cfg Config, l *Loader, names Names, sel *selector.Selector, o Opti
 			*dst, err = l.Get(name, shape...)
 		}
 	}
-	prec := PrecisionFP32
-	if o.Precision == PrecisionBF16 {
-		if err := checkBF16(sel); err != nil {
-			m.Close()
-			return nil, err
-		}
-		prec = PrecisionBF16
-	}
-	m.prec = prec
 	dims := linDims(cfg)
 	for i := 0; i < cfg.Layers; i++ {
 		n := names.Layer(i)
@@ -150,11 +145,11 @@ func newModel(cfg Config, l *Loader, names Names, sel *selector.Selector, o Opti
 		var lins [numLin]linear
 		for which := range lins {
 			if err == nil {
-				lins[which], err = newLinear(sel, prec, dims[which][0], dims[which][1], w[which])
+				lins[which], err = mk(sel, dims[which][0], dims[which][1], w[which])
 			}
 		}
 		ly.qkv, ly.o, ly.ffn1, ly.ffn2 = lins[linQKV], lins[linO], lins[linFFN1], lins[linFFN2]
-		m.layers = append(m.layers, ly)
+		p.layers = append(p.layers, ly)
 		if err != nil {
 			m.Close()
 			return nil, fmt.Errorf("encoder: layer %d: %w", i, err)
@@ -163,8 +158,9 @@ func newModel(cfg Config, l *Loader, names Names, sel *selector.Selector, o Opti
 	return m, nil
 }
 
-// newBase makes a model with its embeddings and no layers.
-func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Options) (*Model, error) {
+// newBase makes a model of pass p with its embeddings (p's layers are
+// the caller's to add).
+func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Options, p pass) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -173,7 +169,7 @@ func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Optio
 	}
 	h := cfg.Hidden
 	m := &Model{cfg: cfg, sel: sel, threads: o.Threads, prof: o.Profile,
-		src: l.src, names: names, prec: PrecisionFP32}
+		src: l.src, names: names, pass: p}
 	var err error
 	if m.attnMode, err = o.Attention.resolve(sel.Features()); err != nil {
 		return nil, err
@@ -211,18 +207,7 @@ func (m *Model) Threads() int { return m.threads }
 // the model (a Progress callback, say): it would wait for itself.
 func (m *Model) Close() error {
 	return m.g.close(func() error {
-		for _, ly := range m.layers {
-			for _, l := range []linear{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
-				if l != nil {
-					l.Close()
-				}
-			}
-		}
-		m.layers = nil
-		for _, q := range m.qlayers {
-			q.close()
-		}
-		m.qlayers = nil
+		m.pass.close()
 		m.scratchPool.keep(nil)
 		return nil
 	})
@@ -435,8 +420,8 @@ func (m *Model) ForwardContext(ctx context.Context, in *Inputs, keepHidden bool)
 // output's Last then aliases them and is valid until their next pass.
 // With b nil the pass takes buffers from the pool and Last is its own.
 func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs observeFunc, b *buffers) (*Output, error) {
-	int8 := m.prec.Int8()
-	if m.prec != PrecisionFP32 && obs != nil {
+	p := m.pass
+	if obs != nil && p.precision() != PrecisionFP32 {
 		return nil, fmt.Errorf("encoder: calibration needs an FP32 model: %w", ErrConfig)
 	}
 	if err := m.check(in); err != nil {
@@ -466,15 +451,7 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 	}
 	b.spans, qs.spans = spans, spans
 	m.embed(in, spans, x)
-	// In static mode the embeddings' LayerNorm also quantizes the first
-	// layer's input.
-	var qp *kernels.QuantParams
-	var q []uint8
-	if int8 && m.prec == PrecisionInt8Static && len(m.qlayers) > 0 {
-		if qp = m.qlayers[0].lin[linQKV].staticParams(); qp != nil {
-			q = qs.xq.u8
-		}
-	}
+	qp, q := p.embedQuant(qs)
 	if err := kernels.LayerNorm(x, q, x, nil, rows, h, m.embLN, m.embLNBias, m.cfg.LayerNormEps, qp); err != nil {
 		return nil, fmt.Errorf("encoder: embeddings: %w", err)
 	}
@@ -501,19 +478,14 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 		out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
 	}
 	xqReady := qp != nil
-	for li := 0; li < len(m.layers)+len(m.qlayers); li++ {
+	for li := range p.numLayers() {
 		// A cancelled call stops at the next layer boundary: the longest
 		// it runs on is one layer of one micro-batch.
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		var err error
-		if int8 {
-			xqReady, err = m.qlayer(li, x, in, qs, xqReady)
-		} else {
-			err = m.layer(li, x, in, qs.scratch, obs)
-		}
-		if err != nil {
+		if xqReady, err = p.layer(m, li, x, in, qs, obs, xqReady); err != nil {
 			return nil, fmt.Errorf("encoder: layer %d: %w", li, err)
 		}
 		if keepHidden {
@@ -590,7 +562,7 @@ type scratch struct {
 // pass takes a view of exactly its size, so one set serves every
 // micro-batch of a call (TaskModel.Stream) and, through the model's pool,
 // later passes of any shape that fits. int8 adds the INT8 passes' u8
-// inputs; a model's precision never changes, so its pool holds one kind.
+// inputs; a model's pass never changes, so its pool holds one kind.
 type buffers struct {
 	rows              int
 	int8              bool
@@ -607,7 +579,7 @@ type buffers struct {
 // newBuffers makes buffers for passes of up to rows tokens of m.
 func (m *Model) newBuffers(rows int) *buffers {
 	h, in := m.cfg.Hidden, m.cfg.Intermediate
-	b := &buffers{rows: rows, int8: m.prec.Int8(),
+	b := &buffers{rows: rows, int8: m.pass.int8(),
 		x: make([]float32, rows*h), qkv: make([]float32, rows*3*h), ctx: make([]float32, rows*h),
 		t: make([]float32, rows*h), f: make([]float32, rows*in)}
 	if b.int8 {
@@ -727,9 +699,8 @@ func (b *buffers) view(c Config, rows int) *qscratch {
 	return s
 }
 
-// layer runs one post-LayerNorm layer in place on x.
-func (m *Model) layer(li int, x []float32, in *Inputs, s *scratch, obs observeFunc) error {
-	ly := &m.layers[li]
+// layer runs FP32 or BF16 layer ly (layer li) in place on x.
+func (m *Model) layer(ly *layer, li int, x []float32, in *Inputs, s *scratch, obs observeFunc) error {
 	h, rows, th, inter := m.cfg.Hidden, s.rows, m.threads, m.cfg.Intermediate
 	p := m.prof
 	fl := func(n, k int) float64 { return 2 * float64(rows) * float64(n) * float64(k) }

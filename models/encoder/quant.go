@@ -72,10 +72,15 @@ func (p Precision) Mode() smoothquant.Mode {
 }
 
 // Precision is the precision of the model's linears.
-func (m *Model) Precision() Precision { return m.prec }
+func (m *Model) Precision() Precision { return m.pass.precision() }
 
 // Recipe is how an INT8 model was quantized (nil for FP32).
-func (m *Model) Recipe() *smoothquant.Recipe { return m.recipe }
+func (m *Model) Recipe() *smoothquant.Recipe {
+	if p, ok := m.pass.(*int8Pass); ok {
+		return p.recipe
+	}
+	return nil
+}
 
 // ArtifactFile is the INT8 artifact's name in a model folder: a
 // safetensors file with the int8 weights, their scales, the smoothing
@@ -135,8 +140,8 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 		return nil, err
 	}
 	defer m.g.leave()
-	if m.prec != PrecisionFP32 {
-		return nil, fmt.Errorf("encoder: calibration needs an FP32 model, this one is %s: %w", m.prec, ErrConfig)
+	if p := m.Precision(); p != PrecisionFP32 {
+		return nil, fmt.Errorf("encoder: calibration needs an FP32 model, this one is %s: %w", p, ErrConfig)
 	}
 	if len(batches) == 0 {
 		return nil, fmt.Errorf("encoder: no calibration data: %w", smoothquant.ErrCalibration)
@@ -144,7 +149,7 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 	if sampleRows <= 0 {
 		sampleRows = 256
 	}
-	c := &Calibration{Obs: make([][numLin]*smoothquant.Observer, len(m.layers))}
+	c := &Calibration{Obs: make([][numLin]*smoothquant.Observer, m.pass.numLayers())}
 	dims := linDims(m.cfg)
 	for li := range c.Obs {
 		for w := 0; w < numLin; w++ {
@@ -217,7 +222,8 @@ func (m *Model) quantizeLayers(ctx context.Context, cal *Calibration, o Quantize
 	dims := linDims(m.cfg)
 	tensors := map[string]checkpoint.Tensor{}
 	var recipes []smoothquant.LayerRecipe
-	for li := range m.layers {
+	layers := m.pass.numLayers()
+	for li := range layers {
 		// The alpha search of a layer can take seconds: a done ctx stops
 		// the quantization between layers.
 		if err := ctx.Err(); err != nil {
@@ -283,7 +289,7 @@ func (m *Model) quantizeLayers(ctx context.Context, cal *Calibration, o Quantize
 				SQNR: q.SQNR, Fallback: q.Fallback, Folded: which == linO && folded})
 		}
 		if o.Progress != nil {
-			o.Progress("quantize", li+1, len(m.layers))
+			o.Progress("quantize", li+1, layers)
 		}
 	}
 	return tensors, recipes, nil
@@ -316,11 +322,12 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	if !p.Int8() {
 		return nil, fmt.Errorf("encoder: quantize to %s: want int8-static or int8-dynamic: %w", p, ErrConfig)
 	}
-	if m.Encoder.prec == PrecisionBF16 {
+	switch m.Encoder.Precision() {
+	case PrecisionFP32:
+	case PrecisionBF16:
 		return nil, fmt.Errorf("encoder: a bf16 model cannot be quantized (its weights are rounded): quantize the FP32 model: %w", ErrConfig)
-	}
-	if m.Encoder.prec != PrecisionFP32 {
-		return nil, fmt.Errorf("encoder: the model is already %s: %w", m.Encoder.prec, ErrConfig)
+	default:
+		return nil, fmt.Errorf("encoder: the model is already %s: %w", m.Encoder.Precision(), ErrConfig)
 	}
 	if err := o.Check(); err != nil {
 		return nil, err
@@ -355,7 +362,7 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	}
 	// Every other tensor (embeddings, LayerNorms, heads) stays FP32.
 	skip := map[string]bool{}
-	for li := range m.Encoder.layers {
+	for li := range m.Encoder.pass.numLayers() {
 		for _, n := range m.Encoder.layerTensorNames(li) {
 			skip[n] = true
 		}
@@ -440,15 +447,12 @@ func buildTaskInt8(st int8Source, closer io.Closer, cfg *checkpoint.Config, ec C
 	}
 	newEnc := func(l *Loader, prefix string) (*Model, error) {
 		names := fam.Names(prefix)
-		m, err := newBase(ec, l, names, sel, o)
+		p := &int8Pass{mode: mode, recipe: r}
+		m, err := newBase(ec, l, names, sel, o, p)
 		if err != nil {
 			return nil, err
 		}
-		m.prec, m.recipe = PrecisionInt8Dynamic, r
-		if mode == smoothquant.Static {
-			m.prec = PrecisionInt8Static
-		}
-		m.attnInt8 = m.attnMode == AttentionInt8
+		p.attn8 = m.attnMode == AttentionInt8
 		h, dims := ec.Hidden, linDims(ec)
 		for li := 0; li < ec.Layers; li++ {
 			n := names.Layer(li)
@@ -477,7 +481,7 @@ func buildTaskInt8(st int8Source, closer io.Closer, cfg *checkpoint.Config, ec C
 				}
 				ly.lin[which], err = newQlin(sel, q, which == linO && lr.Folded)
 			}
-			m.qlayers = append(m.qlayers, ly)
+			p.layers = append(p.layers, ly)
 			if err != nil {
 				m.Close()
 				return nil, fmt.Errorf("encoder: layer %d: %w", li, err)

@@ -205,23 +205,39 @@ type linKey struct {
 
 // rowKeys are the keys of a pass of rows rows (batch x length) that
 // depend on the rows alone: the encoder's linears and a token-level head.
-// They mirror Model.layer and Model.qlayer; the warm-up tests hold them to
+// They mirror Model.layer and int8Pass.layer; the warm-up tests hold them to
 // what a forward pass asks.
 func (m *TaskModel) rowKeys(rows int) ([]linKey, error) {
 	e := m.Encoder
-	th, c := e.threads, e.cfg
+	keys, err := e.pass.rowKeys(rows, e.cfg, e.threads)
+	if err != nil {
+		return nil, err
+	}
+	if m.Task == TaskQuestionAnswering && m.qa != nil {
+		keys = append(keys, m.qa.linKey(rows, e.threads))
+	}
+	return keys, nil
+}
+
+// rowKeys are the keys of the FP32 or BF16 layers' linears (Model.layer).
+func (p *floatPass) rowKeys(rows int, c Config, th int) ([]linKey, error) {
 	var keys []linKey
-	for _, ly := range e.layers {
+	for _, ly := range p.layers {
 		keys = append(keys,
 			linKey{ly.qkv.key(rows, &kernels.Epilogue{Bias: ly.qkvBias}, th), ly.qkv.Prepare},
 			linKey{ly.o.key(rows, &kernels.Epilogue{Bias: ly.oBias, Residual: placeholder}, th), ly.o.Prepare},
 			linKey{ly.ffn1.key(rows, &kernels.Epilogue{Bias: ly.ffn1Bias, Act: c.Activation}, th), ly.ffn1.Prepare},
 			linKey{ly.ffn2.key(rows, &kernels.Epilogue{Bias: ly.ffn2Bias, Residual: placeholder}, th), ly.ffn2.Prepare})
 	}
-	static := e.prec == PrecisionInt8Static
-	mode := e.mode()
+	return keys, nil
+}
+
+// rowKeys are the keys of the INT8 layers' linears (int8Pass.layer).
+func (p *int8Pass) rowKeys(rows int, c Config, th int) ([]linKey, error) {
+	static := p.mode == smoothquant.Static
 	f32 := kernels.Out{F32: placeholder}
-	for _, ly := range e.qlayers {
+	var keys []linKey
+	for _, ly := range p.layers {
 		qkv, o, f1, f2 := ly.lin[linQKV], ly.lin[linO], ly.lin[linFFN1], ly.lin[linFFN2]
 		f1Out, outScale, outZP := f32, float32(0), int32(0)
 		if static && f1.int8() && f2.int8() && f2.pre == nil {
@@ -241,7 +257,7 @@ func (m *TaskModel) rowKeys(rows int) ([]linKey, error) {
 			{f1, c.Activation, nil, f1Out, outScale, outZP},
 			{f2, kernels.ActNone, placeholder, f32, 0, 0},
 		} {
-			k, err := q.l.key(mode, rows, q.act, q.res, q.out, q.outScale, q.outZP, th)
+			k, err := q.l.key(p.mode, rows, q.act, q.res, q.out, q.outScale, q.outZP, th)
 			if err != nil {
 				return nil, fmt.Errorf("encoder: warmup: %w", err)
 			}
@@ -251,9 +267,6 @@ func (m *TaskModel) rowKeys(rows int) ([]linKey, error) {
 			}
 			keys = append(keys, linKey{k, prep})
 		}
-	}
-	if m.Task == TaskQuestionAnswering && m.qa != nil {
-		keys = append(keys, m.qa.linKey(rows, th))
 	}
 	return keys, nil
 }
