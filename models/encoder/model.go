@@ -451,8 +451,8 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 	}
 	b.spans, qs.spans = spans, spans
 	m.embed(in, spans, x)
-	qp, q := p.embedQuant(qs)
-	if err := kernels.LayerNorm(x, q, x, nil, rows, h, m.embLN, m.embLNBias, m.cfg.LayerNormEps, qp); err != nil {
+	xqReady, err := p.embedNorm(m, x, qs)
+	if err != nil {
 		return nil, fmt.Errorf("encoder: embeddings: %w", err)
 	}
 	m.prof.add(partEmbeddings, t0, 0)
@@ -477,7 +477,6 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 	if keepHidden {
 		out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
 	}
-	xqReady := qp != nil
 	for li := range p.numLayers() {
 		// A cancelled call stops at the next layer boundary: the longest
 		// it runs on is one layer of one micro-batch.
@@ -509,6 +508,12 @@ func (m *Model) embed(in *Inputs, spans []span, x []float32) {
 			m.embedToken(in, sp.off+s, m.position(in, sp.off+s, s, &c), x)
 		}
 	}
+}
+
+// embedNorm is the embeddings' LayerNorm of rows rows, in place on x,
+// with a fused quantize step qp into q when qp is set (pass.embedNorm).
+func (m *Model) embedNorm(x []float32, rows int, q []uint8, qp *kernels.QuantParams) error {
+	return kernels.LayerNorm(x, q, x, nil, rows, m.cfg.Hidden, m.embLN, m.embLNBias, m.cfg.LayerNormEps, qp)
 }
 
 // position is the position id of token i, the s-th of its sequence; c

@@ -18,9 +18,10 @@ type pass interface {
 	numLayers() int
 	// int8 says the pass's buffers need the linears' u8 inputs.
 	int8() bool
-	// embedQuant is the quantize step the embeddings' LayerNorm fuses for
-	// the first layer's input, and its destination in s (nil, nil: none).
-	embedQuant(s *qscratch) (*kernels.QuantParams, []uint8)
+	// embedNorm runs the embeddings' LayerNorm of m in place on x, fusing
+	// the quantize step of the first layer's input where the pass has one
+	// (into s.xq); the result says it did (layer's xqReady).
+	embedNorm(m *Model, x []float32, s *qscratch) (bool, error)
 	// layer runs layer li in place on x. obs sees every linear's input
 	// (FP32 only: forward refuses it elsewhere). xqReady says s.xq already
 	// holds x quantized for the layer's QKV projection; the result says
@@ -49,7 +50,9 @@ func (p *floatPass) numLayers() int           { return len(p.layers) }
 func (p *floatPass) int8() bool               { return false }
 func (p *floatPass) attention() AttentionMode { return AttentionF32 }
 
-func (p *floatPass) embedQuant(*qscratch) (*kernels.QuantParams, []uint8) { return nil, nil }
+func (p *floatPass) embedNorm(m *Model, x []float32, s *qscratch) (bool, error) {
+	return false, m.embedNorm(x, s.rows, nil, nil)
+}
 
 func (p *floatPass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch, obs observeFunc, _ bool) (bool, error) {
 	return false, m.layer(&p.layers[li], li, x, in, s.scratch, obs)
@@ -93,16 +96,17 @@ func (p *int8Pass) attention() AttentionMode {
 	return AttentionF32
 }
 
-// embedQuant: in static mode the embeddings' LayerNorm also quantizes the
+// embedNorm: in static mode the embeddings' LayerNorm also quantizes the
 // first layer's input.
-func (p *int8Pass) embedQuant(s *qscratch) (*kernels.QuantParams, []uint8) {
-	if p.mode != smoothquant.Static || len(p.layers) == 0 {
-		return nil, nil
+func (p *int8Pass) embedNorm(m *Model, x []float32, s *qscratch) (bool, error) {
+	var qp *kernels.QuantParams
+	var q []uint8
+	if p.mode == smoothquant.Static && len(p.layers) > 0 {
+		if qp = p.layers[0].lin[linQKV].staticParams(); qp != nil {
+			q = s.xq.u8
+		}
 	}
-	if qp := p.layers[0].lin[linQKV].staticParams(); qp != nil {
-		return qp, s.xq.u8
-	}
-	return nil, nil
+	return qp != nil, m.embedNorm(x, s.rows, q, qp)
 }
 
 func (p *int8Pass) close() {
