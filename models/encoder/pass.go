@@ -10,7 +10,7 @@ import (
 // built (newModel at load: floatPass; buildTaskInt8 at the load of an
 // artifact or at Quantize: int8Pass), and never re-read as a flag: forward
 // calls it once for the embeddings and once per layer (docs/DESIGN.md
-// section 2, "The pass").
+// section 2, "Precision").
 type pass interface {
 	// precision is the precision of the pass's linears.
 	precision() Precision
