@@ -15,6 +15,9 @@ import (
 // TestWriteRandomClassifier: the folder loads through the front door as
 // a classifier of the architecture's shape, with the tokenizer given.
 func TestWriteRandomClassifier(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and loads a random DistilBERT-base (66M weights, over a minute under -race): not in -short")
+	}
 	dir := t.TempDir()
 	require.NoError(t, bench.WriteRandomClassifier(dir, "distilbert", "../tokenizer/testdata/bert-base-uncased"))
 	p, err := models.Load(context.Background(), dir, models.Options{Selector: encodertest.Selector(t)})

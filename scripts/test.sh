@@ -177,13 +177,16 @@ noasm() {
 # AVX-VNNI off, oneDNN capped at AVX2, where its INT8 would saturate and
 # is refused), then AVX-VNNI without AVX-512, then AVX-512 without VNNI.
 # On a CPU that lacks a tier the stage runs on what it has; a test that
-# cannot run says so by name. dnnl's TestMaxISA is left out here: its
-# children set their own cap and ignore the tier's, so they would repeat
-# the race and long stages' run of it; every other dnnl test runs capped.
+# cannot run says so by name. Two tests are left out here (tierskip):
+# dnnl's TestMaxISA, whose children set their own cap and ignore the
+# tier's, so they would repeat the race and long stages' run of it (every
+# other dnnl test runs capped); and kernels' TestVNNIFusedGoTwins, Go
+# twins available on every CPU, whose code reads no CPU feature.
+tierskip='^(TestMaxISA|TestVNNIFusedGoTwins)$'
 tier_avx2() {
 	export INT8BERT_CPU_DISABLE=avx512,avxvnni DNNL_MAX_CPU_ISA=AVX2
 	echo "== go test ./kernels/... ./dnnl ./selector with the AVX2 tier forced (INT8BERT_CPU_DISABLE=$INT8BERT_CPU_DISABLE DNNL_MAX_CPU_ISA=$DNNL_MAX_CPU_ISA)"
-	go test -count=1 -timeout 30m -skip '^TestMaxISA$' ./kernels/... ./dnnl ./selector
+	go test -count=1 -timeout 30m -skip "$tierskip" ./kernels/... ./dnnl ./selector
 	echo "== go test -short ./smoothquant ./models/... ./bench and the CLI's bench, tune, info and demo tests with the AVX2 tier forced"
 	go test -count=1 -short -timeout 30m ./smoothquant ./models/... ./bench
 	go test -count=1 -short -timeout 30m -run 'Bench|Tune|Info|Demo' ./cmd/int8bert
@@ -197,11 +200,11 @@ tier_avx2() {
 # the VEX VPDPBUSD ymm kernel, oneDNN capped at avx2_vnni (exact INT8).
 tier_avxvnni() {
 	echo "== go test ./kernels/... ./selector with the AVX-VNNI tier forced (INT8BERT_CPU_DISABLE=avx512 DNNL_MAX_CPU_ISA=AVX2_VNNI)"
-	INT8BERT_CPU_DISABLE=avx512 DNNL_MAX_CPU_ISA=AVX2_VNNI go test -count=1 -timeout 30m ./kernels/... ./selector
+	INT8BERT_CPU_DISABLE=avx512 DNNL_MAX_CPU_ISA=AVX2_VNNI go test -count=1 -timeout 30m -skip "$tierskip" ./kernels/... ./selector
 }
 tier_novnni() {
 	echo "== go test ./kernels/... ./dnnl ./selector with VNNI off (INT8BERT_CPU_DISABLE=avx512vnni,avxvnni DNNL_MAX_CPU_ISA=AVX512_CORE)"
-	INT8BERT_CPU_DISABLE=avx512vnni,avxvnni DNNL_MAX_CPU_ISA=AVX512_CORE go test -count=1 -timeout 30m -skip '^TestMaxISA$' ./kernels/... ./dnnl ./selector
+	INT8BERT_CPU_DISABLE=avx512vnni,avxvnni DNNL_MAX_CPU_ISA=AVX512_CORE go test -count=1 -timeout 30m -skip "$tierskip" ./kernels/... ./dnnl ./selector
 }
 
 run generate generate '^check-generate'
