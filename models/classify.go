@@ -103,6 +103,15 @@ type ClassifyOptions struct {
 	// label when k is at least their number, TopKAll). Negative is an
 	// error wrapping ErrInput.
 	TopK int
+	// Prompt is prefixed to every text of Classify before it is tokenized
+	// (EncodeOptions.Prompt); ClassifyPairs refuses one, as TEI refuses a
+	// prompt with pairs. Direction is the side texts longer than MaxLength
+	// lose tokens from (TruncateRight, the default, keeps their start).
+	// Both are about tokenizing texts: Postprocess and
+	// Batch.Classification, which score what is already tokenized, refuse
+	// them (an error wrapping ErrInput).
+	Prompt    string
+	Direction TruncationDirection
 }
 
 // validate checks o's values: errors wrap ErrInput.
@@ -110,10 +119,23 @@ func (o ClassifyOptions) validate() error {
 	if err := o.FunctionToApply.valid(); err != nil {
 		return err
 	}
+	if err := o.Direction.valid(); err != nil {
+		return err
+	}
 	if o.TopK < 0 {
 		return fmt.Errorf("models: classify: top_k %d is negative (0 for the best label, k > 0 for the k best, TopKAll for every label): %w", o.TopK, ErrInput)
 	}
 	return nil
+}
+
+// scoring checks the options of scoring what is already tokenized
+// (Postprocess, Batch.Classification): valid, without the options of
+// tokenizing texts (Prompt, Direction).
+func (o ClassifyOptions) scoring() error {
+	if o.Prompt != "" || o.Direction != TruncateRight {
+		return fmt.Errorf("models: classify: a prompt or a truncation direction applies to texts (Classify, or Encode before Run), not to tokenized inputs: %w", ErrInput)
+	}
+	return o.validate()
 }
 
 // LabelScore is one label's score.
@@ -156,7 +178,7 @@ func (p *Pipeline) Classify(ctx context.Context, texts []string, o ClassifyOptio
 	if err := p.needClassifier(o); err != nil {
 		return nil, err
 	}
-	encs, err := p.encodeTexts(ctx, "classify", texts)
+	encs, err := p.encodeTextsWith(ctx, "classify", texts, o.Prompt, o.Direction)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +200,13 @@ func (p *Pipeline) ClassifyPairs(ctx context.Context, pairs []tokenizer.Pair, o 
 	if err != nil {
 		return nil, err
 	}
-	to := tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst, InputsOnly: true}
+	if o.Prompt != "" {
+		return nil, fmt.Errorf("models: classify pairs: a prompt cannot be set with pairs of texts: %w", ErrInput)
+	}
+	to, err := p.tokenizerOptions(EncodeOptions{Truncate: true, Direction: o.Direction})
+	if err != nil {
+		return nil, err
+	}
 	encs, err := encodeAll(ctx, len(pairs),
 		func(lo, hi int) ([]tokenizer.Encoding, error) { return tok.EncodePairBatch(ctx, pairs[lo:hi], to) },
 		func(i int) error { _, err := tok.EncodePair(pairs[i].A, pairs[i].B, to); return err })
@@ -254,7 +282,7 @@ func (p *Pipeline) DefaultFunction() ClassificationFunction {
 // scores), and with o.TopK > 0 the TopK best labels, sorted by score,
 // equal scores in label order. Bad options are errors wrapping ErrInput.
 func (p *Pipeline) Postprocess(logits []float32, o ClassifyOptions) (Classification, error) {
-	if err := o.validate(); err != nil {
+	if err := o.scoring(); err != nil {
 		return Classification{}, err
 	}
 	m := p.m

@@ -37,6 +37,8 @@ type Pipeline struct {
 	maxBatchTokens int
 	// prof is the model's profile (Options.Profile), or nil.
 	prof *encoder.Profile
+	// prompts are the folder's named prompts (PromptsFile).
+	prompts prompts
 }
 
 // DefaultMaxBatchTokens is the token budget of one forward pass of a
@@ -59,6 +61,10 @@ func loadPipeline(dir string, fam *encoder.Family, o Options, eo encoder.Options
 	if err != nil {
 		return nil, err
 	}
+	pr, err := readPrompts(dir)
+	if err != nil {
+		return nil, err
+	}
 	m, err := encoder.LoadTask(dir, fam, eo)
 	if err != nil {
 		return nil, err
@@ -68,7 +74,7 @@ func loadPipeline(dir string, fam *encoder.Family, o Options, eo encoder.Options
 		m.Close()
 		return nil, err
 	}
-	p.prof = eo.Profile
+	p.prof, p.prompts = eo.Profile, pr
 	return p, nil
 }
 
@@ -254,11 +260,21 @@ func encodeAll(ctx context.Context, n int, chunk func(lo, hi int) ([]tokenizer.E
 // encodeTexts tokenizes texts for what (a method's name in errors),
 // truncated to MaxLength, keeping their tokens only (encodeAll).
 func (p *Pipeline) encodeTexts(ctx context.Context, what string, texts []string) ([]encoder.Tokens, error) {
+	return p.encodeTextsWith(ctx, what, texts, "", TruncateRight)
+}
+
+// encodeTextsWith is encodeTexts with prompt prefixed to every text,
+// truncated from the side dir says.
+func (p *Pipeline) encodeTextsWith(ctx context.Context, what string, texts []string, prompt string, dir TruncationDirection) ([]encoder.Tokens, error) {
 	tok, err := p.tokenizer(what)
 	if err != nil {
 		return nil, err
 	}
-	o := tokenizer.Options{MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst, InputsOnly: true}
+	o, err := p.tokenizerOptions(EncodeOptions{Truncate: true, Direction: dir})
+	if err != nil {
+		return nil, err
+	}
+	texts = withPrompt(prompt, texts)
 	encs, err := encodeAll(ctx, len(texts),
 		func(lo, hi int) ([]tokenizer.Encoding, error) { return tok.EncodeBatch(ctx, texts[lo:hi], o) },
 		func(i int) error { _, err := tok.Encode(texts[i], o); return err })

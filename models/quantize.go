@@ -163,7 +163,8 @@ func (p *Pipeline) quantize(ctx context.Context, texts []string, extra []*Inputs
 	if err != nil {
 		return nil, err
 	}
-	return &Pipeline{m: q, Tok: p.Tok, maxLength: p.maxLength, maxBatchTokens: p.maxBatchTokens, prof: eo.Profile}, nil
+	return &Pipeline{m: q, Tok: p.Tok, maxLength: p.maxLength, maxBatchTokens: p.maxBatchTokens, prof: eo.Profile,
+		prompts: p.prompts}, nil
 }
 
 // calibBatches tokenizes texts (truncated to MaxLength) into padded

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/tokenizer"
@@ -42,31 +43,123 @@ func (e *TooLongError) Error() string {
 // Is makes errors.Is(err, ErrTooLong) and errors.Is(err, ErrInput) hold.
 func (e *TooLongError) Is(target error) bool { return target == ErrTooLong || target == ErrInput }
 
-// EncodeOptions control Pipeline.Encode.
+// TruncationDirection is the side an input longer than MaxLength loses
+// its tokens from, as TEI's truncation_direction and Hugging Face's
+// truncation_side say it.
+type TruncationDirection int
+
+// The truncation directions.
+const (
+	// TruncateRight cuts the end of a text and keeps its start (the
+	// default of TEI and Hugging Face).
+	TruncateRight TruncationDirection = iota
+	// TruncateLeft cuts the start of a text and keeps its end.
+	TruncateLeft
+)
+
+// String is "right" or "left" ("TruncationDirection(N)" for another value).
+func (d TruncationDirection) String() string {
+	switch d {
+	case TruncateRight:
+		return "right"
+	case TruncateLeft:
+		return "left"
+	}
+	return fmt.Sprintf("TruncationDirection(%d)", int(d))
+}
+
+// valid reports an error wrapping ErrInput for a value that is neither
+// direction.
+func (d TruncationDirection) valid() error {
+	if d != TruncateRight && d != TruncateLeft {
+		return fmt.Errorf("models: truncation direction %d: want TruncateRight (0, the default) or TruncateLeft (1): %w", int(d), ErrInput)
+	}
+	return nil
+}
+
+// ParseTruncationDirection reads a direction as TEI's
+// truncation_direction spells it: "right" or "Right", "left" or "Left";
+// "" is TruncateRight, the default. Any other text is an error wrapping
+// ErrInput.
+func ParseTruncationDirection(s string) (TruncationDirection, error) {
+	switch s {
+	case "", "right", "Right":
+		return TruncateRight, nil
+	case "left", "Left":
+		return TruncateLeft, nil
+	}
+	return 0, fmt.Errorf("models: truncation direction %q: want \"right\" or \"left\" (or Right, Left): %w", s, ErrInput)
+}
+
+// MarshalText writes the direction's name.
+func (d TruncationDirection) MarshalText() ([]byte, error) {
+	if err := d.valid(); err != nil {
+		return nil, err
+	}
+	return []byte(d.String()), nil
+}
+
+// UnmarshalText reads a name as ParseTruncationDirection does.
+func (d *TruncationDirection) UnmarshalText(b []byte) error {
+	v, err := ParseTruncationDirection(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// EncodeOptions control Pipeline.Encode and Pipeline.EncodeIDs.
 type EncodeOptions struct {
 	// Truncate cuts an input longer than MaxLength (the second text of a
 	// pair first, then the longer, as Hugging Face's longest_first);
 	// without it such an input is an error wrapping ErrTooLong and ErrInput.
 	Truncate bool
+	// Direction is the side Truncate cuts from (TruncateRight, the
+	// default, keeps the start).
+	Direction TruncationDirection
+	// Prompt is prefixed to the text before it is tokenized, as
+	// sentence-transformers (2.4 and later) and TEI apply a prompt: the
+	// prompted text is tokenized and truncated as one text, so that left
+	// truncation cuts the prompt first. A prompt with a pair, or with
+	// token ids (EncodeIDs), is an error wrapping ErrInput (TEI refuses
+	// the first, and re-tokenizes decoded ids for the second).
+	// Pipeline.Prompt gives the text of a named prompt.
+	Prompt string
+}
+
+// tokenizerOptions are the tokenizer's options for o.
+func (p *Pipeline) tokenizerOptions(o EncodeOptions) (tokenizer.Options, error) {
+	if err := o.Direction.valid(); err != nil {
+		return tokenizer.Options{}, err
+	}
+	to := tokenizer.Options{InputsOnly: true, TruncateLeft: o.Direction == TruncateLeft}
+	if o.Truncate {
+		to.MaxLength, to.Truncation = p.maxLength, tokenizer.LongestFirst
+	}
+	return to, nil
 }
 
 // Encode tokenizes a text, or the pair (text, *pair) when pair is set, for
-// Run. A text the tokenizer refuses (invalid UTF-8) or one too long
-// without o.Truncate is an error wrapping ErrInput.
+// Run. A text the tokenizer refuses (invalid UTF-8), one too long
+// without o.Truncate, or bad options are errors wrapping ErrInput.
 func (p *Pipeline) Encode(text string, pair *string, o EncodeOptions) (Sequence, error) {
 	tok, err := p.tokenizer("encode")
 	if err != nil {
 		return Sequence{}, err
 	}
-	to := tokenizer.Options{InputsOnly: true}
-	if o.Truncate {
-		to.MaxLength, to.Truncation = p.maxLength, tokenizer.LongestFirst
+	to, err := p.tokenizerOptions(o)
+	if err != nil {
+		return Sequence{}, err
 	}
 	var e tokenizer.Encoding
-	if pair != nil {
+	switch {
+	case pair != nil && o.Prompt != "":
+		return Sequence{}, fmt.Errorf("models: encode: a prompt cannot be set with a pair of texts: %w", ErrInput)
+	case pair != nil:
 		e, err = tok.EncodePair(text, *pair, to)
-	} else {
-		e, err = tok.Encode(text, to)
+	default:
+		e, err = tok.Encode(o.Prompt+text, to)
 	}
 	if err != nil {
 		return Sequence{}, fmt.Errorf("models: encode: %w: %w", err, ErrInput)
@@ -75,6 +168,47 @@ func (p *Pipeline) Encode(text string, pair *string, o EncodeOptions) (Sequence,
 		return Sequence{}, &TooLongError{Tokens: e.Len(), Max: p.maxLength}
 	}
 	return Sequence{t: compact(&e)}, nil
+}
+
+// EncodeIDs makes a sequence of token ids that are already tokenized, as
+// TEI takes token-id inputs: the ids as they are, special tokens included
+// when the caller put them there (none are added), of type 0. With
+// o.Truncate an input longer than MaxLength keeps its first (TruncateRight)
+// or last (TruncateLeft) MaxLength ids; without it such an input is an
+// error wrapping ErrTooLong. No ids, an id outside the vocabulary (the
+// tokenizer's, or without one the model's embedding table), a prompt
+// (o.Prompt) or a bad direction are errors wrapping ErrInput. It needs no
+// tokenizer.
+func (p *Pipeline) EncodeIDs(ids []int32, o EncodeOptions) (Sequence, error) {
+	if err := o.Direction.valid(); err != nil {
+		return Sequence{}, err
+	}
+	if o.Prompt != "" {
+		return Sequence{}, fmt.Errorf("models: encode ids: a prompt cannot be set with token ids (prefix the prompt's ids instead): %w", ErrInput)
+	}
+	if len(ids) == 0 {
+		return Sequence{}, fmt.Errorf("models: encode ids: no token ids: %w", ErrInput)
+	}
+	vocab := p.m.Encoder.Config().Vocab
+	if p.Tok != nil {
+		vocab = p.Tok.VocabSize()
+	}
+	for i, id := range ids {
+		if id < 0 || int(id) >= vocab {
+			return Sequence{}, fmt.Errorf("models: encode ids: token id %d (at %d) is outside the vocabulary (0 to %d): %w", id, i, vocab-1, ErrInput)
+		}
+	}
+	if n := len(ids); n > p.maxLength {
+		if !o.Truncate {
+			return Sequence{}, &TooLongError{Tokens: n, Max: p.maxLength}
+		}
+		if o.Direction == TruncateLeft {
+			ids = ids[n-p.maxLength:]
+		} else {
+			ids = ids[:p.maxLength]
+		}
+	}
+	return Sequence{t: encoder.Tokens{IDs: slices.Clone(ids)}}, nil
 }
 
 // Batch is one forward pass of a Run: the rows it computed and their
@@ -129,6 +263,9 @@ func (b *Batch) Classification(r int, o ClassifyOptions) (Classification, error)
 	}
 	if b.p.m.Task != encoder.TaskSequenceClassification {
 		return Classification{}, fmt.Errorf("models: the model is %s, not a sequence classifier: %w", b.p.Describe(), ErrConfig)
+	}
+	if err := o.scoring(); err != nil {
+		return Classification{}, err
 	}
 	n := len(b.p.m.Labels)
 	if len(b.out.Logits) < (r+1)*n {
