@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/int8bert/int8bert/models"
 )
 
 // Error types, as TEI names them in "error_type".
@@ -117,21 +120,123 @@ func (t *texts) UnmarshalJSON(b []byte) error {
 
 // check reports an absent or empty input, or more than most texts.
 func (t *texts) check(field string, most int) *apiError {
+	return checkInputs(t.set, len(t.list), field, "a string or a list of strings", most)
+}
+
+// checkInputs reports an absent (set false) or empty input, or more than
+// most inputs (n); want says what the field takes.
+func checkInputs(set bool, n int, field, want string, most int) *apiError {
 	switch {
-	case !t.set:
-		return invalid("`%s` is required: a string or a list of strings", field)
-	case len(t.list) == 0:
+	case !set:
+		return invalid("`%s` is required: %s", field, want)
+	case n == 0:
 		return invalid("`%s` cannot be empty", field)
-	case len(t.list) > most:
-		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", len(t.list), most)
+	case n > most:
+		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", n, most)
 	}
 	return nil
 }
 
-// sequence is one input of /predict: a text, or a pair of texts.
+// sequence is one input: a text, a pair of texts (/predict), or token
+// ids (ids set: TEI's InputType::Ids).
 type sequence struct {
-	a string
-	b *string
+	a   string
+	b   *string
+	ids []int32
+}
+
+// inputs is TEI's Input, which /embed and the OpenAI route take: a text,
+// token ids (a list of integers), or a batch whose items are texts or
+// lists of token ids.
+type inputs struct {
+	list   []sequence
+	single bool
+	set    bool
+}
+
+// inputsWant says what inputs takes.
+const inputsWant = "a string or a list of strings, token ids (a list of integers), or a list of strings and lists of token ids"
+
+func (in *inputs) UnmarshalJSON(b []byte) error {
+	in.set = true
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		in.set = false
+		return nil
+	}
+	if q, err := inputItem(b); err == nil {
+		if q.ids != nil && len(q.ids) == 0 {
+			return nil // [] is no input
+		}
+		in.list, in.single = []sequence{q}, true
+		return nil
+	} else if !errors.Is(err, errNotInput) {
+		return err
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return errors.New("want " + inputsWant)
+	}
+	in.list = make([]sequence, len(raw))
+	for i, r := range raw {
+		q, err := inputItem(r)
+		if err != nil {
+			return fmt.Errorf("batch item %d: %w", i, err)
+		}
+		in.list[i] = q
+	}
+	return nil
+}
+
+// errNotInput is inputItem's error for a value that is neither a string
+// nor a list of integers.
+var errNotInput = errors.New("want a string or a list of token ids (integers from 0)")
+
+// inputItem reads TEI's InputType: a string, or a list of token ids (as
+// TEI's u32: integers from 0; above the largest int32, an id is outside
+// every vocabulary).
+func inputItem(b []byte) (sequence, error) {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return sequence{}, errNotInput
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		return sequence{a: s}, nil
+	}
+	var ids []uint32
+	if err := json.Unmarshal(b, &ids); err != nil {
+		return sequence{}, errNotInput
+	}
+	q := sequence{ids: make([]int32, len(ids))}
+	for k, id := range ids {
+		if id > math.MaxInt32 {
+			return sequence{}, fmt.Errorf("token id %d is outside the vocabulary", id)
+		}
+		q.ids[k] = int32(id)
+	}
+	return q, nil
+}
+
+// check reports an absent or empty input, or more than most inputs.
+func (in *inputs) check(field string, most int) *apiError {
+	return checkInputs(in.set, len(in.list), field, inputsWant, most)
+}
+
+// direction is TEI's TruncationDirection: "Right" (the default when the
+// field is absent) or "Left", or the two in lower case; any other value,
+// null included, is refused (422), as serde refuses it.
+type direction struct{ d models.TruncationDirection }
+
+func (d *direction) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil || bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return fmt.Errorf("truncation_direction %s: want \"Right\" or \"Left\" (or \"right\", \"left\")", b)
+	}
+	v, err := models.ParseTruncationDirection(s)
+	if err != nil || s == "" {
+		return fmt.Errorf("truncation_direction %q: want \"Right\" or \"Left\" (or \"right\", \"left\")", s)
+	}
+	d.d = v
+	return nil
 }
 
 // predictInputs is TEI's PredictInput: "text", ["a", "b"] (one pair), or
@@ -190,33 +295,43 @@ func (p *predictInputs) UnmarshalJSON(b []byte) error {
 // Requests of the TEI routes. Model picks one of the server's models by
 // name (empty: the first); Truncate cuts inputs longer than the model's
 // limit instead of refusing them.
+// Direction is where Truncate cuts (TEI's truncation_direction); a
+// PromptName is one of the model's prompts (config_sentence_transformers.json),
+// else the server's default prompt applies (Config.DefaultPromptName,
+// DefaultPrompt); Dimensions keeps the first N values of each vector.
 type embedRequest struct {
-	Inputs    texts  `json:"inputs"`
-	Normalize *bool  `json:"normalize"`
-	Truncate  *bool  `json:"truncate"`
-	Model     string `json:"model"`
+	Inputs     inputs    `json:"inputs"`
+	Normalize  *bool     `json:"normalize"`
+	Truncate   *bool     `json:"truncate"`
+	Direction  direction `json:"truncation_direction"`
+	PromptName *string   `json:"prompt_name"`
+	Dimensions *int      `json:"dimensions"`
+	Model      string    `json:"model"`
 }
 
 type predictRequest struct {
 	Inputs    predictInputs `json:"inputs"`
 	Truncate  *bool         `json:"truncate"`
+	Direction direction     `json:"truncation_direction"`
 	RawScores bool          `json:"raw_scores"`
 	Model     string        `json:"model"`
 }
 
 type rerankRequest struct {
-	Query      *string `json:"query"`
-	Texts      texts   `json:"texts"`
-	Truncate   *bool   `json:"truncate"`
-	RawScores  bool    `json:"raw_scores"`
-	ReturnText bool    `json:"return_text"`
-	Model      string  `json:"model"`
+	Query      *string   `json:"query"`
+	Texts      texts     `json:"texts"`
+	Truncate   *bool     `json:"truncate"`
+	Direction  direction `json:"truncation_direction"`
+	RawScores  bool      `json:"raw_scores"`
+	ReturnText bool      `json:"return_text"`
+	Model      string    `json:"model"`
 }
 
 type tokenizeRequest struct {
-	Inputs           texts  `json:"inputs"`
-	AddSpecialTokens *bool  `json:"add_special_tokens"`
-	Model            string `json:"model"`
+	Inputs           texts   `json:"inputs"`
+	AddSpecialTokens *bool   `json:"add_special_tokens"`
+	PromptName       *string `json:"prompt_name"`
+	Model            string  `json:"model"`
 }
 
 type openAIRequest struct {

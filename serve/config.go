@@ -59,6 +59,15 @@ type Config struct {
 	// Pooling of /embed for models whose folder has no sentence-transformers
 	// pooling configuration: "mean" (the default) or "cls".
 	Pooling string
+	// DefaultPromptName names the prompt (of each model's
+	// config_sentence_transformers.json "prompts") prefixed to the texts
+	// of every request that names none in "prompt_name", as TEI's
+	// --default-prompt-name: on /embed, /tokenize and /v1/embeddings, and
+	// on /predict and /rerank, which have no such field (a prompt with a
+	// pair of texts or with token ids is refused, 422). A served model
+	// without that prompt fails New. DefaultPrompt is the same with the
+	// prompt's text (TEI's --default-prompt); the two are exclusive.
+	DefaultPromptName, DefaultPrompt string
 
 	// Instances is the number of workers sharing the models' weights;
 	// 0 means one per ThreadsPerInstance physical cores.
@@ -121,6 +130,9 @@ func (c Config) withDefaults() (Config, error) {
 			return bad("two models are named %q: name them apart with NAME=DIR", m.Name)
 		}
 		seen[m.Name] = true
+	}
+	if c.DefaultPromptName != "" && c.DefaultPrompt != "" {
+		return bad("a default prompt name (%q) and a default prompt (%q) are given: give one (--default-prompt-name or --default-prompt)", c.DefaultPromptName, c.DefaultPrompt)
 	}
 	switch c.Pooling {
 	case "":

@@ -17,6 +17,9 @@ func FuzzDecodeRequests(f *testing.F) {
 		`{"input": ["x"], "encoding_format": "base64"}`, `{"question": "q", "context": "c", "top_k": 2}`,
 		`{bad`, ``, `[]`, `"str"`, `{"inputs": "a"} {}`, "{\"inputs\": \"\xff\"}", `{"inputs": [[]]}`,
 		`{"inputs": ["a", ["b"]]}`, `{"inputs": [["a"], "b"]}`, `{"normalize": "yes", "inputs": "a"}`,
+		`{"inputs": [1, 2]}`, `{"inputs": [[1, 2], "a", []]}`, `{"inputs": [-1]}`, `{"inputs": [3000000000]}`,
+		`{"inputs": "a", "truncation_direction": "Left", "prompt_name": "q", "dimensions": 4}`,
+		`{"inputs": "a", "truncation_direction": "up"}`, `{"inputs": "a", "truncation_direction": null}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -34,8 +37,16 @@ func FuzzDecodeRequests(f *testing.F) {
 		check("embed", &em, e)
 		if e == nil {
 			for _, s := range em.Inputs.list {
-				if !utf8.ValidString(s) {
+				if !utf8.ValidString(s.a) {
 					t.Fatalf("embed: invalid UTF-8 accepted from %q", data)
+				}
+				if s.b != nil || (s.ids != nil && s.a != "") {
+					t.Fatalf("embed: an input of %q is a pair, or both text and ids", data)
+				}
+				for _, id := range s.ids {
+					if id < 0 {
+						t.Fatalf("embed: negative token id accepted from %q", data)
+					}
 				}
 			}
 			if em.Inputs.single && len(em.Inputs.list) != 1 {

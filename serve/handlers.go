@@ -55,13 +55,59 @@ func needQA(m *model) string {
 	return ""
 }
 
+// setPrompt sets m's default prompt from c (DefaultPromptName or
+// DefaultPrompt): a name the model's prompts lack is an error.
+func (m *model) setPrompt(c *Config) error {
+	switch {
+	case c.DefaultPromptName != "":
+		text, err := m.p.Prompt(c.DefaultPromptName)
+		if err != nil {
+			return fmt.Errorf("serve: model %s (%s): default prompt name (--default-prompt-name): %w", m.name, m.source, err)
+		}
+		m.prompt = &text
+	case c.DefaultPrompt != "":
+		text := c.DefaultPrompt
+		m.prompt = &text
+	}
+	return nil
+}
+
+// encoding is how a request's inputs are tokenized: TEI's truncate,
+// truncation_direction and prompt (nil: none).
+type encoding struct {
+	truncate bool
+	dir      models.TruncationDirection
+	prompt   *string
+}
+
+// encoding resolves a request's fields for m: truncate (absent: the
+// server's AutoTruncate), the direction, and prompt_name (absent: the
+// server's default prompt, as TEI's tokenization workers apply it).
+func (s *Server) encoding(m *model, truncate *bool, dir direction, promptName *string) (encoding, error) {
+	e := encoding{truncate: boolOr(truncate, s.cfg.AutoTruncate), dir: dir.d, prompt: m.prompt}
+	if promptName != nil {
+		text, err := m.p.Prompt(*promptName)
+		if err != nil {
+			return e, invalid("prompt_name: %v", err)
+		}
+		e.prompt = &text
+	}
+	return e, nil
+}
+
 // batched tokenizes a request's inputs on the calling goroutine (at most
 // TokenizationWorkers requests at once), queues them as one job, and
 // waits for the instance that runs it; fill gets each row.
 func (s *Server) batched(ctx context.Context, m *model, inputs []sequence, truncate bool,
 	fill func(i int, b *models.Batch, r int) error) (tokens int, err error) {
+	return s.batchedWith(ctx, m, inputs, encoding{truncate: truncate}, fill)
+}
+
+// batchedWith is batched with the inputs tokenized as e says.
+func (s *Server) batchedWith(ctx context.Context, m *model, inputs []sequence, e encoding,
+	fill func(i int, b *models.Batch, r int) error) (tokens int, err error) {
 	s.sched.expect()
-	seqs, err := s.encode(ctx, m, inputs, truncate)
+	seqs, err := s.encodeWith(ctx, m, inputs, e)
 	if err != nil {
 		s.sched.drop()
 		return 0, err
@@ -74,6 +120,14 @@ func (s *Server) batched(ctx context.Context, m *model, inputs []sequence, trunc
 
 // encode tokenizes inputs for m.
 func (s *Server) encode(ctx context.Context, m *model, inputs []sequence, truncate bool) ([]models.Sequence, error) {
+	return s.encodeWith(ctx, m, inputs, encoding{truncate: truncate})
+}
+
+// encodeWith tokenizes inputs for m as e says. A prompt with a pair of
+// texts is refused, as TEI refuses it; so is one with token ids, which
+// TEI decodes, prefixes and tokenizes again (what it adds special tokens
+// to), which needs a decoder.
+func (s *Server) encodeWith(ctx context.Context, m *model, inputs []sequence, e encoding) ([]models.Sequence, error) {
 	select {
 	case s.tokens <- struct{}{}:
 		defer func() { <-s.tokens }()
@@ -83,13 +137,28 @@ func (s *Server) encode(ctx context.Context, m *model, inputs []sequence, trunca
 	start := time.Now()
 	defer func() { s.met.tokenize.Observe(time.Since(start).Seconds()) }()
 	seqs := make([]models.Sequence, len(inputs))
+	eo := models.EncodeOptions{Truncate: e.truncate, Direction: e.dir}
+	if e.prompt != nil {
+		eo.Prompt = *e.prompt
+	}
 	for i, in := range inputs {
-		q, err := m.p.Encode(in.a, in.b, models.EncodeOptions{Truncate: truncate})
+		what := "input"
+		if len(inputs) > 1 {
+			what = fmt.Sprintf("input %d", i)
+		}
+		var q models.Sequence
+		var err error
+		switch {
+		case e.prompt != nil && in.b != nil:
+			return nil, invalid("%s: a prompt (prompt_name, or the server's default prompt) cannot be set with a pair of texts", what)
+		case e.prompt != nil && in.ids != nil:
+			return nil, invalid("%s: a prompt (prompt_name, or the server's default prompt) cannot be set with token ids: give the text, or the prompt's ids in front of the input's", what)
+		case in.ids != nil:
+			q, err = m.p.EncodeIDs(in.ids, eo)
+		default:
+			q, err = m.p.Encode(in.a, in.b, eo)
+		}
 		if err != nil {
-			what := "input"
-			if len(inputs) > 1 {
-				what = fmt.Sprintf("input %d", i)
-			}
 			var long *models.TooLongError
 			if errors.As(err, &long) {
 				return nil, invalid("%s must have at most %d tokens (the model's maximum input length); given: %d; set \"truncate\": true to cut it", what, long.Max, long.Tokens)
@@ -125,17 +194,40 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) error {
 	if e := req.Inputs.check("inputs", s.cfg.MaxClientBatchSize); e != nil {
 		return e
 	}
+	enc, err := s.encoding(m, req.Truncate, req.Direction, req.PromptName)
+	if err != nil {
+		return err
+	}
+	dims := 0
+	if req.Dimensions != nil {
+		if dims = *req.Dimensions; dims < 1 {
+			return invalid("`dimensions` should be positive; given: %d", dims)
+		}
+	}
 	norm := boolOr(req.Normalize, true)
 	vecs := make([][]float32, len(req.Inputs.list))
-	_, err = s.batched(r.Context(), m, singles(req.Inputs.list), boolOr(req.Truncate, s.cfg.AutoTruncate),
-		func(i int, b *models.Batch, row int) (err error) {
-			vecs[i], err = b.Embedding(row, m.pool, norm)
-			return err
+	_, err = s.batchedWith(r.Context(), m, req.Inputs.list, enc,
+		func(i int, b *models.Batch, row int) error {
+			return embedRow(&vecs[i], b, row, m.pool, norm, dims)
 		})
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, vecs)
+}
+
+// embedRow sets *v to row r's embedding, cut to dims values (0: all)
+// then normalised when norm is set, as TEI's dimensions.
+func embedRow(v *[]float32, b *models.Batch, r int, pool models.Pooling, norm bool, dims int) error {
+	e, err := b.Embedding(r, pool, norm && dims == 0)
+	if err != nil || dims == 0 {
+		*v = e
+		return err
+	}
+	if *v, err = models.ShortenEmbedding(e, dims, norm); err != nil {
+		return invalid("`dimensions` %d should be at most the embedding dimension, %d", dims, len(e))
+	}
+	return nil
 }
 
 func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error {
@@ -210,12 +302,16 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request) error {
 	case len(in.list) > s.cfg.MaxClientBatchSize:
 		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", len(in.list), s.cfg.MaxClientBatchSize)
 	}
+	enc, err := s.encoding(m, req.Truncate, req.Direction, nil)
+	if err != nil {
+		return err
+	}
 	o := models.ClassifyOptions{}
 	if req.RawScores {
 		o.FunctionToApply = models.FunctionNone
 	}
 	out := make([][]prediction, len(req.Inputs.list))
-	_, err = s.batched(r.Context(), m, req.Inputs.list, boolOr(req.Truncate, s.cfg.AutoTruncate),
+	_, err = s.batchedWith(r.Context(), m, req.Inputs.list, enc,
 		func(i int, b *models.Batch, row int) error {
 			c, err := b.Classification(row, o)
 			out[i] = predictions(m, c)
@@ -253,8 +349,12 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 	if req.RawScores {
 		o.FunctionToApply = models.FunctionNone
 	}
+	enc, err := s.encoding(m, req.Truncate, req.Direction, nil)
+	if err != nil {
+		return err
+	}
 	ranks := make([]rank, len(pairs))
-	_, err = s.batched(r.Context(), m, pairs, boolOr(req.Truncate, s.cfg.AutoTruncate),
+	_, err = s.batchedWith(r.Context(), m, pairs, enc,
 		func(i int, b *models.Batch, row int) error {
 			c, err := b.Classification(row, o)
 			if err != nil {
@@ -291,9 +391,18 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
 	case <-r.Context().Done():
 		return r.Context().Err()
 	}
+	enc, err := s.encoding(m, nil, direction{}, req.PromptName)
+	if err != nil {
+		return err
+	}
 	add := boolOr(req.AddSpecialTokens, true)
 	out := make([][]simpleToken, len(req.Inputs.list))
 	for i, text := range req.Inputs.list {
+		if enc.prompt != nil {
+			// TEI tokenizes the prompted text, and the tokens' text and
+			// offsets are those of it.
+			text = *enc.prompt + text
+		}
 		e, err := m.p.Tok.Encode(text, tokenizer.Options{SkipSpecialTokens: !add})
 		if err != nil {
 			return &apiError{http.StatusUnprocessableEntity, errTokenizer, fmt.Sprintf("input %d: %v", i, err)}

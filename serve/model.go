@@ -18,6 +18,9 @@ type model struct {
 	p            *models.Pipeline
 	pool         models.Pooling
 	poolFrom     string // where the pooling came from
+	// prompt is prefixed to the texts of a request without a prompt_name
+	// (Config.DefaultPromptName, DefaultPrompt); nil: none.
+	prompt *string
 }
 
 // task is the model's task as TEI's /info says it: "embedding",

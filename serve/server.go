@@ -58,6 +58,11 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	}
 	for _, spec := range c.Models {
 		m, err := loadModel(ctx, spec, lo, c.Pooling)
+		if err == nil {
+			if err = m.setPrompt(&c); err != nil {
+				m.p.Close()
+			}
+		}
 		if err != nil {
 			s.closeModels()
 			return nil, err
