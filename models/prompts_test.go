@@ -6,8 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
@@ -34,15 +32,6 @@ func wordPipeline(t *testing.T, rel, stConfig string, o models.Options) *models.
 	return p
 }
 
-// words is "wlo w(lo+1) ... w(hi-1)".
-func words(lo, hi int) string {
-	var w []string
-	for i := lo; i < hi; i++ {
-		w = append(w, "w"+strconv.Itoa(i))
-	}
-	return strings.Join(w, " ")
-}
-
 // idsOf are the word ids lo to hi-1.
 func idsOf(lo, hi int) []int32 {
 	var ids []int32
@@ -63,8 +52,8 @@ func TestEmbedPrompts(t *testing.T) {
 		`{"prompts": {"query": "w11 w12 ", "passage": ""}, "default_prompt_name": "query", "similarity_fn_name": "cosine"}`, models.Options{})
 	assert.Equal(t, map[string]string{"query": "w11 w12 ", "passage": ""}, p.Prompts())
 	assert.Equal(t, "query", p.DefaultPromptName())
-	texts := []string{"w5 w6 w7", "w9", words(20, 60)}
-	prefixed := []string{"w11 w12 w5 w6 w7", "w11 w12 w9", "w11 w12 " + words(20, 60)}
+	texts := []string{"w5 w6 w7", "w9", encodertest.Words(20, 60)}
+	prefixed := []string{"w11 w12 w5 w6 w7", "w11 w12 w9", "w11 w12 " + encodertest.Words(20, 60)}
 
 	want, err := p.Embed(ctx, prefixed, models.EmbedOptions{Normalize: true})
 	require.NoError(t, err)
@@ -110,7 +99,7 @@ func TestEmbedPrompts(t *testing.T) {
 func TestEmbedDimensions(t *testing.T) {
 	ctx := context.Background()
 	p := wordPipeline(t, "golden/models/bert-base", "", models.Options{})
-	texts := []string{"w5 w6 w7", "w9", words(20, 60)}
+	texts := []string{"w5 w6 w7", "w9", encodertest.Words(20, 60)}
 	full, err := p.Embed(ctx, texts, models.EmbedOptions{})
 	require.NoError(t, err)
 	require.Len(t, full[0], 64)
@@ -155,20 +144,20 @@ func TestEmbedDimensions(t *testing.T) {
 func TestTruncationDirection(t *testing.T) {
 	ctx := context.Background()
 	p := wordPipeline(t, "golden/models/bert-base", "", models.Options{MaxLength: 8})
-	long := words(10, 30)
+	long := encodertest.Words(10, 30)
 	right, err := p.Encode(long, nil, models.EncodeOptions{Truncate: true})
 	require.NoError(t, err)
 	assert.Equal(t, append(append([]int32{101}, idsOf(10, 16)...), 102), right.IDs(), "right keeps the start")
 	left, err := p.Encode(long, nil, models.EncodeOptions{Truncate: true, Direction: models.TruncateLeft})
 	require.NoError(t, err)
 	assert.Equal(t, append(append([]int32{101}, idsOf(24, 30)...), 102), left.IDs(), "left keeps the end")
-	prompted, err := p.Encode("w40 w41", nil, models.EncodeOptions{Truncate: true, Direction: models.TruncateLeft, Prompt: words(50, 60) + " "})
+	prompted, err := p.Encode("w40 w41", nil, models.EncodeOptions{Truncate: true, Direction: models.TruncateLeft, Prompt: encodertest.Words(50, 60) + " "})
 	require.NoError(t, err)
 	assert.Equal(t, []int32{101, 56, 57, 58, 59, 40, 41, 102}, prompted.IDs(), "the prompt is cut first")
 
 	got, err := p.Embed(ctx, []string{long}, models.EmbedOptions{Direction: models.TruncateLeft})
 	require.NoError(t, err)
-	want, err := p.Embed(ctx, []string{words(24, 30)}, models.EmbedOptions{})
+	want, err := p.Embed(ctx, []string{encodertest.Words(24, 30)}, models.EmbedOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 	_, err = p.Embed(ctx, []string{long}, models.EmbedOptions{Direction: 2})
@@ -247,19 +236,19 @@ func TestEncodeIDs(t *testing.T) {
 func TestClassifyPromptAndDirection(t *testing.T) {
 	ctx := context.Background()
 	p := wordPipeline(t, "golden/models/bert-seqcls", "", models.Options{MaxLength: 8})
-	texts := []string{"w5 w6", words(10, 30)}
-	want, err := p.Classify(ctx, []string{"w3 w4 w5 w6", "w3 w4 " + words(10, 30)}, models.ClassifyOptions{})
+	texts := []string{"w5 w6", encodertest.Words(10, 30)}
+	want, err := p.Classify(ctx, []string{"w3 w4 w5 w6", "w3 w4 " + encodertest.Words(10, 30)}, models.ClassifyOptions{})
 	require.NoError(t, err)
 	got, err := p.Classify(ctx, texts, models.ClassifyOptions{Prompt: "w3 w4 "})
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
-	want, err = p.Classify(ctx, []string{words(24, 30)}, models.ClassifyOptions{})
+	want, err = p.Classify(ctx, []string{encodertest.Words(24, 30)}, models.ClassifyOptions{})
 	require.NoError(t, err)
 	got, err = p.Classify(ctx, texts[1:], models.ClassifyOptions{Direction: models.TruncateLeft})
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 
-	pairs := []tokenizer.Pair{{A: "w5", B: words(10, 30)}}
+	pairs := []tokenizer.Pair{{A: "w5", B: encodertest.Words(10, 30)}}
 	_, err = p.ClassifyPairs(ctx, pairs, models.ClassifyOptions{Prompt: "w3 "})
 	assert.ErrorIs(t, err, models.ErrInput)
 	_, err = p.Encode("w5", &pairs[0].B, models.EncodeOptions{Prompt: "w3 "})

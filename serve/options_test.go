@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
@@ -51,15 +50,6 @@ func library(t *testing.T, dir string) *models.Pipeline {
 	return p
 }
 
-// wordsFrom is "wlo ... w(hi-1)".
-func wordsFrom(lo, hi int) string {
-	var w []string
-	for i := lo; i < hi; i++ {
-		w = append(w, fmt.Sprintf("w%d", i))
-	}
-	return strings.Join(w, " ")
-}
-
 // embedOK posts body to /embed and returns the vectors of a 200.
 func embedOK(t *testing.T, ts *httptest.Server, body string) [][]float32 {
 	t.Helper()
@@ -95,7 +85,7 @@ func TestEmbedPromptDimensionsDirection(t *testing.T) {
 	dir := wordModel(t, "golden/models/bert-base", false, promptsJSON)
 	p := library(t, dir)
 	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "e", Source: dir}}, Load: wordOptions(t), AutoTruncate: true})
-	texts := []string{"w5 w6 w7", "w9", wordsFrom(20, 60)}
+	texts := []string{"w5 w6 w7", "w9", encodertest.Words(20, 60)}
 	js, _ := json.Marshal(texts)
 	lib := func(o models.EmbedOptions) [][]float32 {
 		t.Helper()
@@ -131,7 +121,7 @@ func TestEmbedPromptDimensionsDirection(t *testing.T) {
 		refused(t, ts, "/embed", `{"inputs": "w5", "dimensions": `+d+`}`, "dimensions")
 	}
 
-	long := wordsFrom(10, 40)
+	long := encodertest.Words(10, 40)
 	left := embedOK(t, ts, fmt.Sprintf(`{"inputs": %q, "truncate": true, "truncation_direction": "left"}`, long))
 	wantLeft, err := p.Embed(ctx, []string{long}, models.EmbedOptions{Normalize: true, Direction: models.TruncateLeft})
 	require.NoError(t, err)
@@ -267,7 +257,7 @@ func TestPredictRerankDirection(t *testing.T) {
 	cls := wordModel(t, "golden/models/bert-seqcls", false, "")
 	rr := wordModel(t, "golden/heads/xlm-roberta-crossencoder", true, "")
 	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "c", Source: cls}, {Name: "r", Source: rr}}, Load: wordOptions(t)})
-	long := wordsFrom(10, 40)
+	long := encodertest.Words(10, 40)
 
 	pc := library(t, cls)
 	for _, d := range []models.TruncationDirection{models.TruncateLeft, models.TruncateRight} {

@@ -74,3 +74,13 @@ func LoadAs(dir string, fam *encoder.Family, o models.Options) (*models.Pipeline
 	}
 	return p, nil
 }
+
+// Words is the text of the ids lo to hi-1 of a WordFolder's tokenizer:
+// "wlo w(lo+1) ... w(hi-1)".
+func Words(lo, hi int) string {
+	w := make([]string, 0, max(hi-lo, 0))
+	for i := lo; i < hi; i++ {
+		w = append(w, fmt.Sprintf("w%d", i))
+	}
+	return strings.Join(w, " ")
+}
