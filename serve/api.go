@@ -221,6 +221,30 @@ func (in *inputs) check(field string, most int) *apiError {
 	return checkInputs(in.set, len(in.list), field, inputsWant, most)
 }
 
+// flag is a boolean field that TEI declares a bool with a default
+// (normalize, raw_scores, return_text, add_special_tokens): absent is the
+// default, null is refused (422), as serde refuses it.
+type flag struct{ v, set bool }
+
+func (f *flag) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return errors.New("a boolean field (normalize, raw_scores, return_text, add_special_tokens) is null: want true or false, or leave it out")
+	}
+	if err := json.Unmarshal(b, &f.v); err != nil {
+		return err
+	}
+	f.set = true
+	return nil
+}
+
+// or is the field's value, or def when it was absent.
+func (f flag) or(def bool) bool {
+	if !f.set {
+		return def
+	}
+	return f.v
+}
+
 // direction is TEI's TruncationDirection: "Right" (the default when the
 // field is absent) or "Left", or the two in lower case; any other value,
 // null included, is refused (422), as serde refuses it.
@@ -301,7 +325,7 @@ func (p *predictInputs) UnmarshalJSON(b []byte) error {
 // DefaultPrompt); Dimensions keeps the first N values of each vector.
 type embedRequest struct {
 	Inputs     inputs    `json:"inputs"`
-	Normalize  *bool     `json:"normalize"`
+	Normalize  flag      `json:"normalize"`
 	Truncate   *bool     `json:"truncate"`
 	Direction  direction `json:"truncation_direction"`
 	PromptName *string   `json:"prompt_name"`
@@ -313,7 +337,7 @@ type predictRequest struct {
 	Inputs    predictInputs `json:"inputs"`
 	Truncate  *bool         `json:"truncate"`
 	Direction direction     `json:"truncation_direction"`
-	RawScores bool          `json:"raw_scores"`
+	RawScores flag          `json:"raw_scores"`
 	Model     string        `json:"model"`
 }
 
@@ -322,14 +346,14 @@ type rerankRequest struct {
 	Texts      texts     `json:"texts"`
 	Truncate   *bool     `json:"truncate"`
 	Direction  direction `json:"truncation_direction"`
-	RawScores  bool      `json:"raw_scores"`
-	ReturnText bool      `json:"return_text"`
+	RawScores  flag      `json:"raw_scores"`
+	ReturnText flag      `json:"return_text"`
 	Model      string    `json:"model"`
 }
 
 type tokenizeRequest struct {
 	Inputs           texts   `json:"inputs"`
-	AddSpecialTokens *bool   `json:"add_special_tokens"`
+	AddSpecialTokens flag    `json:"add_special_tokens"`
 	PromptName       *string `json:"prompt_name"`
 	Model            string  `json:"model"`
 }

@@ -204,7 +204,7 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) error {
 			return invalid("`dimensions` should be positive; given: %d", dims)
 		}
 	}
-	norm := boolOr(req.Normalize, true)
+	norm := req.Normalize.or(true)
 	vecs := make([][]float32, len(req.Inputs.list))
 	_, err = s.batchedWith(r.Context(), m, req.Inputs.list, enc,
 		func(i int, b *models.Batch, row int) error {
@@ -307,7 +307,7 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	o := models.ClassifyOptions{}
-	if req.RawScores {
+	if req.RawScores.v {
 		o.FunctionToApply = models.FunctionNone
 	}
 	out := make([][]prediction, len(req.Inputs.list))
@@ -346,7 +346,7 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 		pairs[i] = sequence{a: *req.Query, b: &req.Texts.list[i]}
 	}
 	o := models.ClassifyOptions{FunctionToApply: models.FunctionSigmoid}
-	if req.RawScores {
+	if req.RawScores.v {
 		o.FunctionToApply = models.FunctionNone
 	}
 	enc, err := s.encoding(m, req.Truncate, req.Direction, nil)
@@ -361,7 +361,7 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			ranks[i] = rank{Index: i, Score: c.Scores[0]}
-			if req.ReturnText {
+			if req.ReturnText.v {
 				ranks[i].Text = &req.Texts.list[i]
 			}
 			return nil
@@ -395,7 +395,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	add := boolOr(req.AddSpecialTokens, true)
+	add := req.AddSpecialTokens.or(true)
 	out := make([][]simpleToken, len(req.Inputs.list))
 	for i, text := range req.Inputs.list {
 		if enc.prompt != nil {

@@ -294,3 +294,26 @@ func maxDiff(a, b []float32) float64 {
 	}
 	return d
 }
+
+// TestNullBooleansAreRefused: the boolean fields TEI declares with a
+// default (not optional) refuse null, as serde does; truncate, which is
+// optional, takes it as absent.
+func TestNullBooleansAreRefused(t *testing.T) {
+	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}})
+	for _, c := range []struct{ route, body string }{
+		{"/embed", `{"inputs": "a", "normalize": null}`},
+		{"/predict", `{"inputs": "a", "raw_scores": null}`},
+		{"/rerank", `{"query": "q", "texts": ["a"], "raw_scores": null}`},
+		{"/rerank", `{"query": "q", "texts": ["a"], "return_text": null}`},
+		{"/tokenize", `{"inputs": "a", "add_special_tokens": null}`},
+	} {
+		refused(t, ts, c.route, c.body, "is null: want true or false")
+	}
+	for _, body := range []string{`{"inputs": "a", "truncate": null}`, `{"inputs": "a", "normalize": true}`} {
+		embedOK(t, ts, body)
+	}
+	code, b := post(t, ts, "/predict", `{"inputs": "a", "raw_scores": false, "truncate": null}`)
+	assert.Equal(t, 200, code, "%s", b)
+	code, b = post(t, ts, "/tokenize", `{"inputs": "a", "add_special_tokens": true}`)
+	assert.Equal(t, 200, code, "%s", b)
+}
