@@ -146,8 +146,11 @@ func (s *Server) encodeWith(ctx context.Context, m *model, inputs []sequence, e 
 		if len(inputs) > 1 {
 			what = fmt.Sprintf("input %d", i)
 		}
+		in, err := limitChars(in, m.p.MaxLength(), e.truncate)
+		if err != nil {
+			return nil, err
+		}
 		var q models.Sequence
-		var err error
 		switch {
 		case e.prompt != nil && in.b != nil:
 			return nil, invalid("%s: a prompt (prompt_name, or the server's default prompt) cannot be set with a pair of texts", what)
@@ -172,6 +175,46 @@ func (s *Server) encodeWith(ctx context.Context, m *model, inputs []sequence, e 
 		seqs[i] = q
 	}
 	return seqs, nil
+}
+
+// teiCharsPerToken is TEI's MAX_CHAR_MULTIPLIER: before it is tokenized,
+// an input of more characters (token ids) than the maximum input length
+// times this is refused, or, when it is to be truncated, cut to that many
+// bytes (each text of a pair to half of them) where that is a character
+// boundary, as TEI's tokenize_input does.
+const teiCharsPerToken = 250
+
+// limitChars applies TEI's character limit (teiCharsPerToken) to in.
+func limitChars(in sequence, maxLength int, truncate bool) (sequence, error) {
+	limit := maxLength * teiCharsPerToken
+	n := len(in.ids)
+	if in.ids == nil {
+		n = utf8.RuneCountInString(in.a)
+		if in.b != nil {
+			n += utf8.RuneCountInString(*in.b)
+		}
+	}
+	switch {
+	case n <= limit:
+		return in, nil
+	case !truncate:
+		return in, invalid("`inputs` must have at most %d characters (%d times the maximum input length); given: %d", limit, teiCharsPerToken, n)
+	case in.ids != nil:
+		return in, nil
+	}
+	cut := func(s string, l int) string {
+		if l < len(s) && utf8.RuneStart(s[l]) {
+			return s[:l]
+		}
+		return s
+	}
+	if in.b == nil {
+		in.a = cut(in.a, limit)
+		return in, nil
+	}
+	b := cut(*in.b, limit/2)
+	in.a, in.b = cut(in.a, limit/2), &b
+	return in, nil
 }
 
 func singles(l []string) []sequence {
@@ -398,6 +441,9 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
 	add := req.AddSpecialTokens.or(true)
 	out := make([][]simpleToken, len(req.Inputs.list))
 	for i, text := range req.Inputs.list {
+		if _, err := limitChars(sequence{a: text}, m.p.MaxLength(), false); err != nil {
+			return err
+		}
 		if enc.prompt != nil {
 			// TEI tokenizes the prompted text, and the tokens' text and
 			// offsets are those of it.

@@ -317,3 +317,37 @@ func TestNullBooleansAreRefused(t *testing.T) {
 	code, b = post(t, ts, "/tokenize", `{"inputs": "a", "add_special_tokens": true}`)
 	assert.Equal(t, 200, code, "%s", b)
 }
+
+// TestCharacterLimit: as TEI, an input of more characters than 250 times
+// the maximum input length is refused without truncation, and with it
+// cut to that many bytes before it is tokenized (so that left truncation
+// keeps the end of the cut text); /tokenize, which never truncates,
+// refuses it.
+func TestCharacterLimit(t *testing.T) {
+	ctx := context.Background()
+	dir := wordModel(t, "golden/models/bert-base", false, "")
+	p := library(t, dir)
+	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "e", Source: dir}}, Load: wordOptions(t)})
+	limit := optionsMaxLength * teiCharsPerToken
+	long := encodertest.Words(10, 1000)
+	require.Greater(t, len(long), limit)
+	js, _ := json.Marshal(long)
+
+	refused(t, ts, "/embed", fmt.Sprintf(`{"inputs": %s}`, js), fmt.Sprintf("at most %d characters", limit))
+	refused(t, ts, "/tokenize", fmt.Sprintf(`{"inputs": %s}`, js), fmt.Sprintf("at most %d characters", limit))
+	got := embedOK(t, ts, fmt.Sprintf(`{"inputs": %s, "truncate": true, "truncation_direction": "left"}`, js))
+	want, err := p.Embed(ctx, []string{long[:limit]}, models.EmbedOptions{Normalize: true, Direction: models.TruncateLeft})
+	require.NoError(t, err)
+	sameVectors(t, want, got, "the text is cut to the limit, then its tokens from the left")
+	whole, err := p.Embed(ctx, []string{long}, models.EmbedOptions{Normalize: true, Direction: models.TruncateLeft})
+	require.NoError(t, err)
+	assert.Greater(t, maxDiff(whole[0], got[0]), 1e-3, "the cut changes what left truncation keeps")
+
+	ids := make([]int, limit+1)
+	for i := range ids {
+		ids[i] = 5
+	}
+	js, _ = json.Marshal(ids)
+	refused(t, ts, "/embed", fmt.Sprintf(`{"inputs": %s}`, js), fmt.Sprintf("at most %d characters", limit))
+	embedOK(t, ts, fmt.Sprintf(`{"inputs": %s, "truncate": true}`, js))
+}
