@@ -13,12 +13,13 @@
 // post-processing): classify.go (Classify, ClassifyPairs: ClassifyOptions
 // holds the text-classification pipeline's function_to_apply and top_k,
 // the zero value its defaults), embed.go (Embed), answer.go (Answer), and
-// run.go (Encode and Run, for a server's batcher that gathers the
-// sequences of many requests). A new task is one new file here plus a
+// run.go (Encode, EncodeIDs and Run, for a server's batcher that gathers
+// the sequences of many requests). A new task is one new file here plus a
 // head in package models/encoder. pipeline.go holds what they share
-// (tokenizing, streaming), load.go the options and Load, quantize.go the
-// precisions and quantization, warmup.go the warm-up, forward.go the
-// token-level types (Inputs, Output, Config, Task, Profile).
+// (tokenizing, streaming), prompts.go the prompts of
+// config_sentence_transformers.json, load.go the options and Load,
+// quantize.go the precisions and quantization, warmup.go the warm-up,
+// forward.go the token-level types (Inputs, Output, Config, Task, Profile).
 //
 // A pipeline serves any number of goroutines. Each call runs in
 // micro-batches under Options.MaxBatchTokens (memory bounded by the
