@@ -79,6 +79,9 @@ func TestEmbedPrompts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "w11 w12 ", text)
 
+	q := wordPipeline(t, "golden/models/bert-base", `{"prompts": {"query": "w11 w12 "}}`, models.Options{Precision: models.PrecisionInt8Dynamic})
+	assert.Equal(t, map[string]string{"query": "w11 w12 "}, q.Prompts(), "a model quantized at load keeps its prompts")
+
 	bare := wordPipeline(t, "golden/models/bert-base", "", models.Options{})
 	assert.Nil(t, bare.Prompts())
 	assert.Empty(t, bare.DefaultPromptName())
