@@ -384,6 +384,9 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 	if e := req.Texts.check("texts", s.cfg.MaxClientBatchSize); e != nil {
 		return e
 	}
+	if req.Texts.single {
+		return invalid("`texts` must be a list of strings, as TEI's Vec<String>; given one string")
+	}
 	pairs := make([]sequence, len(req.Texts.list))
 	for i := range req.Texts.list {
 		pairs[i] = sequence{a: *req.Query, b: &req.Texts.list[i]}

@@ -284,6 +284,7 @@ func TestPredictRerankDirection(t *testing.T) {
 	}
 	assert.NotEqual(t, scores[models.TruncateLeft], scores[models.TruncateRight], "the directions cut different tokens")
 	refused(t, ts, "/rerank", `{"model": "r", "query": "w5", "texts": ["w6"], "truncation_direction": "sideways"}`, "truncation_direction")
+	refused(t, ts, "/rerank", `{"model": "r", "query": "w5", "texts": "w6"}`, "must be a list of strings")
 }
 
 // maxDiff is the largest absolute difference of a and b.
