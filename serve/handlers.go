@@ -189,6 +189,13 @@ func limitChars(in sequence, maxLength int, truncate bool) (sequence, error) {
 	limit := maxLength * teiCharsPerToken
 	n := len(in.ids)
 	if in.ids == nil {
+		b := 0
+		if in.b != nil {
+			b = len(*in.b)
+		}
+		if len(in.a)+b <= limit {
+			return in, nil // no more characters than bytes
+		}
 		n = utf8.RuneCountInString(in.a)
 		if in.b != nil {
 			n += utf8.RuneCountInString(*in.b)
