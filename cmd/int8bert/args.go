@@ -86,3 +86,9 @@ func newLogger(stderr io.Writer) *slog.Logger {
 		},
 	}))
 }
+
+// newJSONLogger is --json-output's logger: one JSON object a line, with
+// the time, as TEI's JSON logs.
+func newJSONLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, nil))
+}

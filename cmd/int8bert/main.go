@@ -63,8 +63,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 
 	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/serve"
 )
 
 const usage = `int8bert: INT8 BERT-family encoders on server CPUs
@@ -115,6 +117,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 && os.Getenv("MODEL_ID") != "" {
+		return runServe(ctx, args, stdout, stderr, true) // TEI's form, from its variables
+	}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")
@@ -139,12 +144,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "tokenize":
 		return runTokenize(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "serve":
-		return runServe(ctx, args[1:], stdout, stderr)
+		return runServe(ctx, args[1:], stdout, stderr, false)
 	case "health":
 		return runHealth(ctx, args[1:], stdout, stderr, exitUnhealthy)
+	case "-V", "--version", "version":
+		ver, rev := serve.Version()
+		fmt.Fprintln(stdout, "int8bert", ver, rev)
+		return nil
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
+	}
+	if strings.HasPrefix(args[0], "-") {
+		// TEI's form: "int8bert --model-id X --port 80" is serve with
+		// TEI's defaults (docs/USAGE.md, "Coming from TEI").
+		return runServe(ctx, args, stdout, stderr, true)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
