@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/int8bert/int8bert/serve"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 )
 
 // teiMainFields are the fields of TEI's Args in the vendored main.rs, with
@@ -116,8 +118,12 @@ var teiCases = map[string][]teiCase{
 		assert.Equal(t, 3, c.TokenizationWorkers)
 	}}, {value: "three", err: "three"}},
 	"dtype": {
-		{value: "float32", check: func(t *testing.T, f *serveFlags, c serve.Config) { assert.Equal(t, models.PrecisionFP32, c.Load.Precision) }},
-		{value: "bfloat16", check: func(t *testing.T, f *serveFlags, c serve.Config) { assert.Equal(t, models.PrecisionBF16, c.Load.Precision) }},
+		{value: "float32", check: func(t *testing.T, f *serveFlags, c serve.Config) {
+			assert.Equal(t, models.PrecisionFP32, c.Load.Precision)
+		}},
+		{value: "bfloat16", check: func(t *testing.T, f *serveFlags, c serve.Config) {
+			assert.Equal(t, models.PrecisionBF16, c.Load.Precision)
+		}},
 		{value: "float16", err: "float16: not supported"},
 		{value: "int4", err: `"int4": want float32 or bfloat16`},
 	},
@@ -506,4 +512,114 @@ func TestTEISettingsSorted(t *testing.T) {
 		require.Positive(t, pos[i], s.field)
 	}
 	assert.True(t, sort.IntsAreSorted(pos))
+}
+
+// teiK8sContainer is what TestKubernetesTEIDeployment reads of a
+// Deployment's container.
+type teiK8sContainer struct {
+	Image string   `yaml:"image"`
+	Args  []string `yaml:"args"`
+	Env   []struct {
+		Name  string `yaml:"name"`
+		Value string `yaml:"value"`
+	} `yaml:"env"`
+	Ports []struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	} `yaml:"ports"`
+	Readiness *k8sProbe `yaml:"readinessProbe"`
+	Liveness  *k8sProbe `yaml:"livenessProbe"`
+	Mounts    []struct {
+		MountPath string `yaml:"mountPath"`
+	} `yaml:"volumeMounts"`
+}
+
+// TestKubernetesTEIDeployment: a Deployment written for TEI's image
+// (testdata/tei-deployment.yaml) runs serve unchanged: its ports are
+// where serve listens with its environment (PORT, TEI's metrics port
+// 9000), and serve starts from its arguments and environment, HOSTNAME
+// being the pod's name as Kubernetes sets it. The test stands in for the
+// pod in two things only: the volume (/data is ../../assets here) and
+// the ports, 0 instead of 80 and 9000, which it checks first.
+func TestKubernetesTEIDeployment(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "tei-deployment.yaml"))
+	require.NoError(t, err)
+	var d struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []teiK8sContainer `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &d))
+	require.Equal(t, "Deployment", d.Kind)
+	require.Len(t, d.Spec.Template.Spec.Containers, 1)
+	c := d.Spec.Template.Spec.Containers[0]
+	require.NotEmpty(t, c.Args)
+	require.NotEqual(t, "serve", c.Args[0], "TEI's arguments have no command word")
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	const pod = "tei-6d4f8b7c9-q8z2m"
+	env["HOSTNAME"] = pod // as the kubelet sets it
+	old := osHostname
+	t.Cleanup(func() { osHostname = old })
+	osHostname = func() (string, error) { return pod, nil }
+
+	// Where the pod listens: the container's ports and probes.
+	f, cfg, err := teiConfig(c.Args, env, true)
+	require.NoError(t, err)
+	ports := map[string]string{}
+	for _, p := range c.Ports {
+		ports[p.Name] = strconv.Itoa(p.ContainerPort)
+	}
+	assert.Equal(t, "0.0.0.0:"+ports["http"], f.listen)
+	assert.Equal(t, "0.0.0.0:"+ports["metrics"], f.promListen)
+	for _, p := range []*k8sProbe{c.Readiness, c.Liveness} {
+		require.NotNil(t, p)
+		assert.Equal(t, "/health", p.HTTPGet.Path)
+		assert.Equal(t, ports["http"], strconv.Itoa(p.HTTPGet.Port))
+	}
+	assert.Equal(t, 8192, cfg.MaxBatchTokens)
+	assert.Equal(t, 64, cfg.MaxClientBatchSize)
+	assert.Equal(t, 128, cfg.MaxConcurrentRequests)
+	assert.Equal(t, int64(4_000_000), cfg.MaxBodyBytes)
+	assert.True(t, cfg.AutoTruncate)
+	assert.Equal(t, map[string]string{"HF_HUB_CACHE": "/data"}, f.hubEnv)
+
+	// serve itself, with the volume and the ports of the test.
+	clearTEIEnv(t)
+	t.Setenv("HF_HUB_CACHE", os.Getenv("HF_HUB_CACHE")) // serve sets it from HUGGINGFACE_HUB_CACHE
+	require.Contains(t, c.Mounts[0].MountPath, "/data")
+	assets, err := filepath.Abs(filepath.Join("..", "..", "assets"))
+	require.NoError(t, err)
+	args := append([]string(nil), c.Args...)
+	for i, a := range args {
+		args[i] = strings.Replace(a, "/data/", assets+"/", 1)
+	}
+	env["PORT"], env["PROMETHEUS_PORT"] = "0", "0"
+	env["HUGGINGFACE_HUB_CACHE"] = t.TempDir()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	urls, errc := startRun(t, ctx, args, 2)
+	for i := range urls {
+		urls[i] = strings.Replace(urls[i], "0.0.0.0", "127.0.0.1", 1)
+	}
+	code, body := getBody(t, urls[0]+"/health")
+	assert.Equal(t, 200, code, body)
+	code, body = getBody(t, urls[0]+"/info")
+	assert.Equal(t, 200, code, body)
+	assert.Contains(t, body, `"max_batch_tokens":8192`)
+	code, body = getBody(t, urls[1]+"/metrics")
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, "int8bert_requests_total")
+	cancel()
+	require.NoError(t, <-errc)
 }
