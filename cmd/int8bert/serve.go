@@ -332,14 +332,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, teiF
 	}
 	defer sel.Close()
 	c.Load.Selector = sel
-	l, err := net.Listen("tcp", f.listen)
+	l, err := listenTCP(f.listen)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer l.Close()
 	var pl net.Listener
 	if f.promListen != "" {
-		if pl, err = net.Listen("tcp", f.promListen); err != nil {
+		if pl, err = listenTCP(f.promListen); err != nil {
 			return fmt.Errorf("serve: --prometheus-port: %w", err)
 		}
 		defer pl.Close()
