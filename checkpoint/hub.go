@@ -61,15 +61,20 @@ type Hub struct {
 }
 
 // NewHub returns a Hub configured from the environment like huggingface_hub:
-// HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub (with
-// XDG_CACHE_HOME honoured); HF_ENDPOINT (default https://huggingface.co);
-// HF_TOKEN; HF_HUB_OFFLINE=1 (or true/yes/on).
+// HF_HUB_CACHE (or its older name HUGGINGFACE_HUB_CACHE), else
+// $HF_HOME/hub, else ~/.cache/huggingface/hub (with XDG_CACHE_HOME
+// honoured); HF_ENDPOINT (default https://huggingface.co); HF_TOKEN, else
+// the token file huggingface-cli login writes (HF_TOKEN_PATH, default
+// $HF_HOME/token); HF_HUB_OFFLINE=1 (or true/yes/on).
 func NewHub() *Hub {
 	h := &Hub{
 		CacheDir: DefaultCacheDir(),
 		Endpoint: strings.TrimRight(os.Getenv("HF_ENDPOINT"), "/"),
 		Token:    os.Getenv("HF_TOKEN"),
 		Offline:  envTrue(os.Getenv("HF_HUB_OFFLINE")),
+	}
+	if h.Token == "" {
+		h.Token = tokenFile()
 	}
 	if h.Endpoint == "" {
 		h.Endpoint = DefaultEndpoint
@@ -89,23 +94,46 @@ func envTrue(v string) bool {
 }
 
 // DefaultCacheDir returns the hub cache folder from the environment:
-// HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
-// ~/.cache/huggingface/hub.
+// HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE (its older name, which TEI's
+// image sets), else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub,
+// else ~/.cache/huggingface/hub.
 func DefaultCacheDir() string {
-	if d := os.Getenv("HF_HUB_CACHE"); d != "" {
+	for _, v := range []string{"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"} {
+		if d := os.Getenv(v); d != "" {
+			return d
+		}
+	}
+	return filepath.Join(hfHome(), "hub")
+}
+
+// hfHome is $HF_HOME, else $XDG_CACHE_HOME/huggingface, else
+// ~/.cache/huggingface.
+func hfHome() string {
+	if d := os.Getenv("HF_HOME"); d != "" {
 		return d
 	}
-	if d := os.Getenv("HF_HOME"); d != "" {
-		return filepath.Join(d, "hub")
-	}
 	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "huggingface", "hub")
+		return filepath.Join(d, "huggingface")
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		home = "."
 	}
-	return filepath.Join(home, ".cache", "huggingface", "hub")
+	return filepath.Join(home, ".cache", "huggingface")
+}
+
+// tokenFile is the token in $HF_TOKEN_PATH, else $HF_HOME/token, or ""
+// when there is none.
+func tokenFile() string {
+	p := os.Getenv("HF_TOKEN_PATH")
+	if p == "" {
+		p = filepath.Join(hfHome(), "token")
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 var (

@@ -276,6 +276,25 @@ func TestHubRefsAndEnv(t *testing.T) {
 	if got := h.RepoDir("bert-base-uncased"); got != filepath.Join("/y/cache", "models--bert-base-uncased") {
 		t.Errorf("RepoDir: %s", got)
 	}
+	// HUGGINGFACE_HUB_CACHE is HF_HUB_CACHE's older name; the token file
+	// of $HF_HOME (or HF_TOKEN_PATH) stands in for HF_TOKEN.
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HUGGINGFACE_HUB_CACHE", "/z/cache")
+	home := t.TempDir()
+	t.Setenv("HF_HOME", home)
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HF_TOKEN_PATH", "")
+	if err := os.WriteFile(filepath.Join(home, "token"), []byte("hf_file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if h := NewHub(); h.CacheDir != "/z/cache" || h.Token != "hf_file" {
+		t.Errorf("NewHub from HUGGINGFACE_HUB_CACHE and $HF_HOME/token: %+v", h)
+	}
+	t.Setenv("HF_TOKEN_PATH", filepath.Join(home, "none"))
+	if h := NewHub(); h.Token != "" {
+		t.Errorf("HF_TOKEN_PATH to no file: token %q", h.Token)
+	}
+	t.Setenv("HF_TOKEN", "tok")
 	for _, bad := range [][3]string{{"../x", "main", "f"}, {"a/b/c", "main", "f"}, {"a", "main", "../f"}, {"a", "..", "f"}, {"a", "main", "/etc/passwd"}} {
 		if _, err := h.Cached(bad[0], bad[1], bad[2]); err == nil || errors.Is(err, ErrNotCached) {
 			t.Errorf("Cached(%q) accepted bad names: %v", bad, err)
