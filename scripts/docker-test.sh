@@ -125,6 +125,7 @@ cleanup() {
 	status=$?
 	set +e
 	podman rm -f "$server" >/dev/null 2>&1
+	podman rm -f "int8bert-docker-test-tei-$$" >/dev/null 2>&1
 	# Build leftovers (buildah's working containers) and the test's image.
 	for c in $(podman ps -aq --external 2>/dev/null); do podman rm -f "$c" >/dev/null 2>&1; done
 	podman rmi -f "$image" >/dev/null 2>&1
@@ -295,5 +296,34 @@ printf '%s\n' "$help" | grep -q '^ *int8bert serve' || fail "int8bert help in th
 	[ "$code" = 0 ] || { podman logs "$server" 2>&1 | tail -20 >&2; fail "serve after SIGTERM: exit $code, want 0"; }
 	step "serve: SIGTERM drained, exit 0"
 }
+
+# 8. TEI's documented command line, unchanged (docs/source/en/quick_tour.md:
+# "docker run ... -v $volume:/data <image> --model-id /data/<model>"): TEI's
+# arguments without "serve", the image's PORT=80 bound by the non-root user,
+# TEI's metrics port 9000 (its exporter answers on every path, so health's
+# GET of it says it is up), and the image's own HEALTHCHECK command.
+tei=int8bert-docker-test-tei-$$
+podman run -d --pull=never --network none --health-cmd none --name "$tei" -v "$repo/assets:/data:ro" "$image" \
+	--model-id /data/sst2-xlmr-mini --max-batch-tokens 2048 --auto-truncate true >/dev/null
+ready=""
+for _ in $(seq 240); do
+	if podman exec "$tei" int8bert health --addr 127.0.0.1:80 --timeout 2s >/dev/null 2>&1; then
+		ready=1
+		break
+	fi
+	[ "$(podman inspect --format '{{.State.Running}}' "$tei")" = true ] || break
+	sleep 0.5
+done
+[ -n "$ready" ] || { podman logs "$tei" 2>&1 | tail -30 >&2; podman rm -f "$tei" >/dev/null; fail "TEI's form (--model-id, no serve): /health never answered 200 on port 80"; }
+[ "$(podman exec "$tei" id -u)" != 0 ] || { podman rm -f "$tei" >/dev/null; fail "TEI's form runs as root"; }
+podman exec "$tei" int8bert health --addr http://127.0.0.1:9000 >/dev/null ||
+	{ podman rm -f "$tei" >/dev/null; fail "TEI's form: nothing on the metrics port 9000"; }
+hc=$(podman image inspect --format '{{join .Config.Healthcheck.Test " "}}' "$image" | sed 's/^CMD //')
+podman exec "$tei" $hc >/dev/null || { podman rm -f "$tei" >/dev/null; fail "the image's HEALTHCHECK ($hc) fails on TEI's port 80"; }
+podman stop -t 30 "$tei" >/dev/null
+code=$(podman inspect --format '{{.State.ExitCode}}' "$tei")
+podman rm -f "$tei" >/dev/null
+[ "$code" = 0 ] || fail "TEI's form after SIGTERM: exit $code, want 0"
+step "TEI's docker run line: --model-id /data/..., port 80 as uid $user, metrics on 9000, HEALTHCHECK ok"
 
 echo "docker-test: ok (image $((size / 1000000)) MB, $(($(date +%s) - t0)) s)"

@@ -28,7 +28,7 @@ func exitUnhealthy() { os.Exit(1) }
 func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer, unhealthy func()) error {
 	fs := flag.NewFlagSet("health", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "the server's HOST:PORT (a bare :PORT means 127.0.0.1), or an http:// URL")
+	addr := fs.String("addr", "127.0.0.1:8080", "the server's HOST:PORT (a bare :PORT means 127.0.0.1), or an http:// URL; several, comma-separated: healthy when one is")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -39,17 +39,29 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer, unh
 	if *timeout <= 0 {
 		return fmt.Errorf("health: --timeout %v: want a positive duration", *timeout)
 	}
-	url, err := healthURL(*addr)
-	if err != nil {
-		return err
+	var urls []string
+	for _, a := range strings.Split(*addr, ",") {
+		url, err := healthURL(strings.TrimSpace(a))
+		if err != nil {
+			return err
+		}
+		urls = append(urls, url)
 	}
-	if err := checkHealth(ctx, url, *timeout); err != nil {
-		fmt.Fprintln(stderr, "int8bert health:", err)
-		unhealthy()
-		return err
+	// Several addresses (the image's: its command's :8080 and TEI's port
+	// 80): healthy when one answers 200.
+	var errs []error
+	for _, url := range urls {
+		err := checkHealth(ctx, url, *timeout)
+		if err == nil {
+			fmt.Fprintln(stdout, "ok", url)
+			return nil
+		}
+		errs = append(errs, err)
 	}
-	fmt.Fprintln(stdout, "ok", url)
-	return nil
+	err := errors.Join(errs...)
+	fmt.Fprintln(stderr, "int8bert health:", err)
+	unhealthy()
+	return err
 }
 
 // healthURL turns --addr into the URL of the health route.

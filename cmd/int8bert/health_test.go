@@ -102,3 +102,25 @@ func TestHealthBadUsage(t *testing.T) {
 		assert.False(t, unhealthy, "%q: a usage error is not a health verdict", args)
 	}
 }
+
+// TestHealthSeveral: with comma-separated addresses (the image's
+// HEALTHCHECK: its command's :8080 and TEI's port 80), one answering 200
+// is healthy; none is unhealthy, naming each.
+func TestHealthSeveral(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	unhealthy, stdout, _, err := runHealthCapture(t, "--addr", dead+","+hostPort(t, srv.URL))
+	require.NoError(t, err)
+	assert.False(t, unhealthy)
+	assert.Contains(t, stdout, hostPort(t, srv.URL))
+	srv.Close()
+	unhealthy, _, stderr, err := runHealthCapture(t, "--addr", dead+","+hostPort(t, srv.URL))
+	require.Error(t, err)
+	assert.True(t, unhealthy)
+	assert.Contains(t, stderr, dead)
+	assert.Contains(t, stderr, hostPort(t, srv.URL))
+}
