@@ -318,8 +318,9 @@ done
 [ "$(podman exec "$tei" id -u)" != 0 ] || { podman rm -f "$tei" >/dev/null; fail "TEI's form runs as root"; }
 podman exec "$tei" int8bert health --addr http://127.0.0.1:9000 >/dev/null ||
 	{ podman rm -f "$tei" >/dev/null; fail "TEI's form: nothing on the metrics port 9000"; }
-hc=$(podman image inspect --format '{{join .Config.Healthcheck.Test " "}}' "$image" | sed 's/^CMD //')
-podman exec "$tei" $hc >/dev/null || { podman rm -f "$tei" >/dev/null; fail "the image's HEALTHCHECK ($hc) fails on TEI's port 80"; }
+mapfile -t hc < <(podman image inspect "$image" | tr -d '\n' | grep -o '"Test": *\[[^]]*\]' | head -1 | grep -o '"[^"]*"' | tr -d '"' | tail -n +2 | grep -vx 'CMD\|CMD-SHELL')
+[ "${hc[0]:-}" = int8bert ] || { podman rm -f "$tei" >/dev/null; fail "no HEALTHCHECK command found in the image (${hc[*]:-})"; }
+podman exec "$tei" "${hc[@]}" >/dev/null || { podman rm -f "$tei" >/dev/null; fail "the image's HEALTHCHECK (${hc[*]}) fails on TEI's port 80"; }
 podman stop -t 30 "$tei" >/dev/null
 code=$(podman inspect --format '{{.State.ExitCode}}' "$tei")
 podman rm -f "$tei" >/dev/null
