@@ -16,6 +16,7 @@
 // Serving (docs/DESIGN.md section 9):
 //
 //	int8bert serve --model [NAME=]MODEL ... [--precision P] [--addr :8080] [--instances N] [--threads-per-instance T] [--pin] [--max-batch-tokens 4096] [--max-concurrent-requests 512]
+//	int8bert --model-id MODEL [TEI's flags: --port, --hostname, --max-batch-tokens, ...]
 //	int8bert bench serve --model MODEL [--clients 1,8,64] [--requests N] [--duration 20s] [--data dev.tsv]
 //
 // Quantizing and evaluating:
@@ -33,6 +34,11 @@
 //	int8bert tune --model MODEL [--max-batch 1] [--max-length N] [--max-tokens N] [--record=true] [-json] [-threads 1] [-cache PATH]
 //	int8bert health [--addr HOST:PORT] [--timeout 3s]
 //	int8bert help
+//
+// serve also takes every flag and variable of TEI's router (MODEL_ID,
+// PORT, AUTO_TRUNCATE, ...), and "int8bert --model-id X" without the
+// word serve runs as TEI's router does (docs/USAGE.md, "Coming from
+// TEI"); flags beat variables.
 //
 // P is fp32, bf16, int8-static or int8-dynamic: an FP32 model is rounded
 // to bf16 (a CPU with AVX512-BF16) or quantized at
@@ -95,6 +101,9 @@ usage:
   int8bert serve --model [NAME=]DIR-or-id [--precision P] [--addr :8080] [--instances N --threads-per-instance T]
                                  HTTP server, drop-in for text-embeddings-inference: /embed /predict /rerank
                                  /tokenize /v1/embeddings /qa /health /info /metrics, dynamic batching
+  int8bert --model-id DIR-or-id [TEI's flags]
+                                 serve as TEI's router is run: its flags and variables (MODEL_ID, PORT, ...),
+                                 its defaults (0.0.0.0:3000, metrics also on :9000); docs/USAGE.md "Coming from TEI"
   int8bert health [--addr A]     GET http://A/health: exit 0 on 200, else 1 (a container's HEALTHCHECK)
   int8bert help                  this text
 

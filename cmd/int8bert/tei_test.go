@@ -623,3 +623,16 @@ func TestKubernetesTEIDeployment(t *testing.T) {
 	cancel()
 	require.NoError(t, <-errc)
 }
+
+// TestTEIDocsTable: docs/USAGE.md's "Coming from TEI" table has a row per
+// TEI setting, with its flag and variable.
+func TestTEIDocsTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "USAGE.md"))
+	require.NoError(t, err)
+	doc := string(b)
+	require.Contains(t, doc, "## Coming from TEI")
+	for _, s := range teiSettings {
+		assert.Contains(t, doc, "| `--"+s.flag(), "docs/USAGE.md has no row of --%s", s.flag())
+		assert.Contains(t, doc, "| `"+s.env()+"` |", "docs/USAGE.md has no row of %s", s.env())
+	}
+}
