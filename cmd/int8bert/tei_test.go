@@ -398,11 +398,15 @@ func startRun(t *testing.T, ctx context.Context, args []string, n int) ([]string
 				Msg string `json:"msg"`
 			}
 			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg != "" {
-				line = rec.Msg
+				line = "json: " + rec.Msg
 			}
 			if _, rest, ok := strings.Cut(line, " on http://"); ok {
 				u, _, _ := strings.Cut(rest, " ")
-				urls <- "http://" + strings.TrimSuffix(u, "/metrics")
+				u = "http://" + strings.TrimSuffix(u, "/metrics")
+				if strings.HasPrefix(line, "json: ") {
+					u = "json " + u
+				}
+				urls <- u
 			}
 		}
 	}()
@@ -451,6 +455,11 @@ func TestTEIServeFromEnv(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	urls, errc := startRun(t, ctx, nil, 2)
+	for i, u := range urls {
+		var ok bool
+		urls[i], ok = strings.CutPrefix(u, "json ")
+		assert.True(t, ok, "JSON_OUTPUT: the line of %s is a JSON record", u)
+	}
 	code, body := getBody(t, urls[0]+"/health")
 	assert.Equal(t, 200, code, body)
 	code, body = getBody(t, urls[0]+"/info")
@@ -610,7 +619,10 @@ func TestKubernetesTEIDeployment(t *testing.T) {
 	defer cancel()
 	urls, errc := startRun(t, ctx, args, 2)
 	for i := range urls {
-		urls[i] = strings.Replace(urls[i], "0.0.0.0", "127.0.0.1", 1)
+		urls[i] = strings.TrimPrefix(urls[i], "json ") // JSON_OUTPUT=true
+		for _, any := range []string{"0.0.0.0", "[::]"} {
+			urls[i] = strings.Replace(urls[i], any, "127.0.0.1", 1)
+		}
 	}
 	code, body := getBody(t, urls[0]+"/health")
 	assert.Equal(t, 200, code, body)
