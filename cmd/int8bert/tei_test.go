@@ -648,3 +648,20 @@ func TestTEIDocsTable(t *testing.T) {
 		assert.Contains(t, doc, "| `"+s.env()+"` |", "docs/USAGE.md has no row of %s", s.env())
 	}
 }
+
+// TestTEIListAndShortForms: --cors-allow-origin repeats (its variable is
+// comma-separated), -p is --port, and "--" ends boolArgs' rewriting.
+func TestTEIListAndShortForms(t *testing.T) {
+	_, c, err := teiConfig([]string{"--model-id", "x", "--cors-allow-origin", "https://a.example", "--cors-allow-origin=https://b.example"}, nil, true)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"https://a.example", "https://b.example"}, c.CORSAllowOrigin)
+	_, c, err = teiConfig(nil, map[string]string{"MODEL_ID": "x", "CORS_ALLOW_ORIGIN": "https://a.example, https://b.example"}, true)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"https://a.example", "https://b.example"}, c.CORSAllowOrigin)
+	f, _, err := teiConfig([]string{"--model-id", "x", "-p", "8088"}, map[string]string{"PORT": "80"}, true)
+	require.NoError(t, err)
+	assert.Equal(t, "0.0.0.0:8088", f.listen, "-p beats PORT")
+	fs := serveFlagSet()
+	assert.Equal(t, []string{"--pin=true", "--", "--warmup", "false"}, boolArgs(fs, []string{"--pin", "true", "--", "--warmup", "false"}))
+	assert.Equal(t, []string{"--model", "true"}, boolArgs(fs, []string{"--model", "true"}), "not a boolean flag")
+}
