@@ -107,11 +107,6 @@ type Config struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	ShutdownTimeout, DrainDelay                               time.Duration
 
-	// DefaultPromptName and DefaultPrompt are TEI's --default-prompt-name
-	// / --default-prompt: the prompt (by its name in the model's
-	// config_sentence_transformers.json, or as text) prefixed to inputs
-	// whose request names none; at most one of the two is set.
-	DefaultPromptName, DefaultPrompt string
 	// APIKey, when not empty, is the Bearer token the guarded routes
 	// require (TEI's --api-key).
 	APIKey string
