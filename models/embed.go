@@ -7,33 +7,15 @@ import (
 	"github.com/int8bert/int8bert/models/encoder"
 )
 
-// Pooling is how Embed turns token states into one vector.
-type Pooling int
-
-// Poolings.
-const (
-	// PoolMean averages the unmasked tokens' last hidden states.
-	PoolMean Pooling = iota
-	// PoolCLS takes the first token's last hidden state.
-	PoolCLS
-)
-
-// String is "mean", "cls", or "Pooling(N)" for a value other than the two.
-func (p Pooling) String() string {
-	switch p {
-	case PoolMean:
-		return "mean"
-	case PoolCLS:
-		return "cls"
-	}
-	return fmt.Sprintf("Pooling(%d)", int(p))
-}
-
 // EmbedOptions control Embed.
 type EmbedOptions struct {
-	// Pool is how token states become one vector (PoolMean by default).
+	// Pool is how token states become one vector (PoolDefault: the
+	// model's own, Pipeline.Pooling).
 	Pool Pooling
-	// Normalize scales every vector to unit L2 norm (after Dimensions).
+	// Normalize scales every vector to unit L2 norm (after the model's
+	// Dense modules and Dimensions; a model whose sentence-transformers
+	// modules include Normalize is normalised without it, as
+	// sentence-transformers does).
 	Normalize bool
 	// Dimensions, when above 0, keeps the first Dimensions values of
 	// every vector, then normalises them when Normalize is set
@@ -55,14 +37,18 @@ type EmbedOptions struct {
 }
 
 // Embed returns one vector per text (texts longer than MaxLength are
-// truncated), pooled and normalised as o says.
+// truncated), pooled and normalised as o says, run through the model's
+// sentence-transformers modules as sentence-transformers' encode does
+// (Pipeline.Sentence). An unknown pooling is an error wrapping ErrInput,
+// splade one wrapping ErrConfig.
 func (p *Pipeline) Embed(ctx context.Context, texts []string, o EmbedOptions) ([][]float32, error) {
 	if err := p.m.Enter(); err != nil {
 		return nil, err
 	}
 	defer p.m.Leave()
-	if o.Pool != PoolMean && o.Pool != PoolCLS {
-		return nil, fmt.Errorf("models: embed: %v: want PoolMean (0, the default) or PoolCLS (1): %w", o.Pool, ErrInput)
+	pool, err := p.pooling(o.Pool)
+	if err != nil {
+		return nil, fmt.Errorf("models: embed: %w", err)
 	}
 	prompt, err := o.check(p)
 	if err != nil {
@@ -74,23 +60,11 @@ func (p *Pipeline) Embed(ctx context.Context, texts []string, o EmbedOptions) ([
 	}
 	res := make([][]float32, len(texts))
 	err = p.stream(ctx, encs, func(idx []int, in *encoder.Inputs, out *encoder.TaskOutput) error {
-		var v []float32
-		if o.Pool == PoolCLS {
-			v = out.CLSRows()
-		} else {
-			v = out.MeanPool(in.Mask)
-		}
-		h := out.Hidden
-		if o.Normalize && o.Dimensions == 0 {
-			encoder.Normalize(v, len(idx), h)
-		}
 		for r, i := range idx {
-			res[i] = v[r*h : (r+1)*h : (r+1)*h]
-			if o.Dimensions > 0 {
-				var err error
-				if res[i], err = ShortenEmbedding(res[i], o.Dimensions, o.Normalize); err != nil {
-					return err
-				}
+			var err error
+			v := p.embedRow(out.Output, r, in.Mask, pool, false, false)
+			if res[i], err = ShortenEmbedding(v, o.Dimensions, o.Normalize); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -382,6 +382,6 @@ func New(w Weights, cfg *checkpoint.Config, o Options) (*Pipeline, error) {
 		m.Close()
 		return nil, err
 	}
-	p.prof = eo.Profile
+	p.prof, p.st = eo.Profile, defaultSentence(fam)
 	return p, nil
 }

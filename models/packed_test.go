@@ -177,7 +177,7 @@ func TestPipelinePassesArePacked(t *testing.T) {
 		require.NoError(t, err)
 		seqs = append(seqs, s)
 	}
-	want, err := p.Embed(ctx, texts, models.EmbedOptions{})
+	want, err := p.Embed(ctx, texts, models.EmbedOptions{Pool: models.PoolMean})
 	require.NoError(t, err)
 	passes := 0
 	require.NoError(t, p.Run(ctx, seqs, func(b *models.Batch) error {

@@ -39,6 +39,8 @@ type Pipeline struct {
 	prof *encoder.Profile
 	// prompts are the folder's named prompts (PromptsFile).
 	prompts prompts
+	// st is what the folder's sentence-transformers files say (sentence.go).
+	st *sentence
 }
 
 // DefaultMaxBatchTokens is the token budget of one forward pass of a
@@ -69,12 +71,17 @@ func loadPipeline(dir string, fam *encoder.Family, o Options, eo encoder.Options
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPipeline(m, tok, o.MaxLength, o.MaxBatchTokens)
+	st, err := readSentence(dir, fam, m.Encoder.Config().Hidden)
 	if err != nil {
 		m.Close()
 		return nil, err
 	}
-	p.prof, p.prompts = eo.Profile, pr
+	p, err := newPipeline(m, tok, st.maxLength(o.MaxLength, m.Encoder.Config().MaxSeq()), o.MaxBatchTokens)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	p.prof, p.prompts, p.st = eo.Profile, pr, st
 	return p, nil
 }
 
@@ -274,7 +281,7 @@ func (p *Pipeline) encodeTextsWith(ctx context.Context, what string, texts []str
 	if err != nil {
 		return nil, err
 	}
-	texts = withPrompt(prompt, texts)
+	texts = p.st.lowerAll(withPrompt(prompt, texts))
 	encs, err := encodeAll(ctx, len(texts),
 		func(lo, hi int) ([]tokenizer.Encoding, error) { return tok.EncodeBatch(ctx, texts[lo:hi], o) },
 		func(i int) error { _, err := tok.Encode(texts[i], o); return err })

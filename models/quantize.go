@@ -164,7 +164,7 @@ func (p *Pipeline) quantize(ctx context.Context, texts []string, extra []*Inputs
 		return nil, err
 	}
 	return &Pipeline{m: q, Tok: p.Tok, maxLength: p.maxLength, maxBatchTokens: p.maxBatchTokens, prof: eo.Profile,
-		prompts: p.prompts}, nil
+		prompts: p.prompts, st: p.st}, nil
 }
 
 // calibBatches tokenizes texts (truncated to MaxLength) into padded

@@ -157,9 +157,9 @@ func (p *Pipeline) Encode(text string, pair *string, o EncodeOptions) (Sequence,
 	case pair != nil && o.Prompt != "":
 		return Sequence{}, fmt.Errorf("models: encode: a prompt cannot be set with a pair of texts: %w", ErrInput)
 	case pair != nil:
-		e, err = tok.EncodePair(text, *pair, to)
+		e, err = tok.EncodePair(p.st.lower(text), p.st.lower(*pair), to)
 	default:
-		e, err = tok.Encode(o.Prompt+text, to)
+		e, err = tok.Encode(p.st.lower(o.Prompt+text), to)
 	}
 	if err != nil {
 		return Sequence{}, fmt.Errorf("models: encode: %w: %w", err, ErrInput)
@@ -231,28 +231,20 @@ func (b *Batch) Tokens() (real, computed int) {
 	return b.in.RealTokens(), len(b.in.IDs)
 }
 
-// Embedding is row r's pooled last hidden state (a new slice of Hidden
-// floats), L2-normalised when normalize is set.
+// Embedding is row r's pooled last hidden state (a new slice), run
+// through the model's Dense modules and L2-normalised when normalize is
+// set: normalize alone decides, whether or not the model has a Normalize
+// module (as TEI's request field does; Pipeline.Sentence says whether
+// it has one). pool is as EmbedOptions.Pool.
 func (b *Batch) Embedding(r int, pool Pooling, normalize bool) ([]float32, error) {
 	if r < 0 || r >= len(b.idx) {
 		return nil, fmt.Errorf("models: batch row %d of %d: %w", r, len(b.idx), ErrInput)
 	}
-	o := b.out.Output
-	h := o.Hidden
-	v := make([]float32, h)
-	switch pool {
-	case PoolCLS:
-		start, _ := o.Rows(r)
-		copy(v, o.Last[start*h:])
-	case PoolMean:
-		o.MeanRow(v, r, b.in.Mask)
-	default:
-		return nil, fmt.Errorf("models: %v: want PoolMean or PoolCLS: %w", pool, ErrInput)
+	pool, err := b.p.pooling(pool)
+	if err != nil {
+		return nil, err
 	}
-	if normalize {
-		encoder.Normalize(v, 1, h)
-	}
-	return v, nil
+	return b.p.embedRow(b.out.Output, r, b.in.Mask, pool, true, normalize), nil
 }
 
 // Classification is row r's prediction, scored as o says (as

@@ -25,7 +25,7 @@ func TestRunMatchesPipelineCalls(t *testing.T) {
 		seqs[i], err = p.Encode(s, nil, models.EncodeOptions{})
 		require.NoError(t, err)
 	}
-	wantE, err := p.Embed(ctx, texts, models.EmbedOptions{Normalize: true})
+	wantE, err := p.Embed(ctx, texts, models.EmbedOptions{Pool: models.PoolMean, Normalize: true})
 	require.NoError(t, err)
 	wantC, err := p.Classify(ctx, texts, models.ClassifyOptions{})
 	require.NoError(t, err)

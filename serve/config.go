@@ -56,8 +56,10 @@ type Config struct {
 	// when a request does not say "truncate" (and on /v1/embeddings,
 	// which has no such field); without it they get 422.
 	AutoTruncate bool
-	// Pooling of /embed for models whose folder has no sentence-transformers
-	// pooling configuration: "mean" (the default) or "cls".
+	// Pooling overrides the embedding models' own pooling, as TEI's
+	// --pooling does: "cls", "mean", "last-token" or "splade" (refused:
+	// no masked-LM head yet); "" (the default) keeps each model's own
+	// (models.Pipeline.Pooling).
 	Pooling string
 	// DefaultPromptName names the prompt (of each model's
 	// config_sentence_transformers.json "prompts") prefixed to the texts
@@ -141,12 +143,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DefaultPromptName != "" && c.DefaultPrompt != "" {
 		return bad("a default prompt name (%q) and a default prompt (%q) are given: give one (--default-prompt-name or --default-prompt)", c.DefaultPromptName, c.DefaultPrompt)
 	}
-	switch c.Pooling {
-	case "":
-		c.Pooling = "mean"
-	case "mean", "cls":
-	default:
-		return bad("pooling %q: want mean or cls", c.Pooling)
+	if _, err := models.ParseTEIPooling(c.Pooling); err != nil {
+		return bad("pooling %q: want cls, mean, last-token or splade (or none: each model's own)", c.Pooling)
 	}
 	def := func(v *int, d int, name string) error {
 		if *v < 0 {

@@ -297,7 +297,7 @@ func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error 
 	default:
 		return invalid("encoding_format %q: want \"float\" or \"base64\"", req.EncodingFormat)
 	}
-	hidden := m.p.Config().Hidden
+	hidden, _ := m.p.EmbeddingDim(m.pool) // after the model's Dense modules
 	if req.Dimensions != nil && *req.Dimensions != hidden {
 		return invalid("dimensions %d: the model's embeddings have %d", *req.Dimensions, hidden)
 	}

@@ -2,10 +2,7 @@ package serve
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 
@@ -50,57 +47,28 @@ func loadModel(ctx context.Context, spec ModelSpec, o models.Options, pooling st
 		return nil, fmt.Errorf("serve: model %s (%s) has no tokenizer (tokenizer.json): the server takes texts: %w", spec.Name, spec.Source, models.ErrConfig)
 	}
 	m := &model{name: spec.Name, source: spec.Source, p: p}
-	m.pool, m.poolFrom = models.PoolMean, "default (--pooling)"
-	if pooling == "cls" {
-		m.pool = models.PoolCLS
-	}
-	if dir, err := models.ResolveModel(ctx, spec.Source, o.Revision); err == nil {
-		if pl, from, ok := sentenceTransformersPooling(dir); ok {
-			m.pool, m.poolFrom = pl, from
+	m.pool, m.poolFrom = p.Pooling()
+	if pooling != "" {
+		pl, err := models.ParseTEIPooling(pooling)
+		if err != nil {
+			p.Close()
+			return nil, err
 		}
+		m.pool, m.poolFrom = pl, "--pooling"
+	}
+	if _, err := p.EmbeddingDim(m.pool); err != nil {
+		if p.Task() == models.TaskBase {
+			p.Close()
+			return nil, fmt.Errorf("serve: model %s (%s): %w", spec.Name, spec.Source, err)
+		}
+		// A classifier's /embed is ours, not TEI's, which ignores
+		// --pooling for a classifier: keep the model's own.
+		if o.Logger != nil {
+			o.Logger.Warn("--pooling does not fit this classifier's embeddings; /embed keeps its own pooling", "model", spec.Name, "err", err)
+		}
+		m.pool, m.poolFrom = p.Pooling()
 	}
 	return m, nil
-}
-
-// sentenceTransformersPooling reads the pooling of a sentence-transformers
-// folder (modules.json naming a Pooling module whose config.json sets
-// pooling_mode_cls_token or pooling_mode_mean_tokens).
-func sentenceTransformersPooling(dir string) (models.Pooling, string, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, "modules.json"))
-	if err != nil {
-		return 0, "", false
-	}
-	var mods []struct {
-		Path string `json:"path"`
-		Type string `json:"type"`
-	}
-	if json.Unmarshal(b, &mods) != nil {
-		return 0, "", false
-	}
-	for _, md := range mods {
-		if md.Type != "sentence_transformers.models.Pooling" {
-			continue
-		}
-		f := filepath.Join(dir, md.Path, "config.json")
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return 0, "", false
-		}
-		var c struct {
-			CLS  bool `json:"pooling_mode_cls_token"`
-			Mean bool `json:"pooling_mode_mean_tokens"`
-		}
-		if json.Unmarshal(b, &c) != nil {
-			return 0, "", false
-		}
-		switch {
-		case c.CLS:
-			return models.PoolCLS, f, true
-		case c.Mean:
-			return models.PoolMean, f, true
-		}
-	}
-	return 0, "", false
 }
 
 // id2label is the classifier's labels as TEI's /info gives them.

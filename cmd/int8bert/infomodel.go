@@ -33,6 +33,9 @@ type modelReport struct {
 	Vocab        int      `json:"vocab"`
 	MaxSeq       int      `json:"max_seq"`
 	Tokenizer    bool     `json:"tokenizer"`
+	// Sentence is what the folder's sentence-transformers files set (the
+	// pooling of embeddings and where it came from, the modules after it).
+	Sentence models.SentenceConfig `json:"sentence"`
 	// Recipe is the INT8 artifact's, nil for FP32 weights.
 	Recipe *recipeSummary `json:"recipe,omitempty"`
 	Tuning tuningState    `json:"tuning"`
@@ -101,7 +104,8 @@ func runInfoModel(ctx context.Context, model string, asJSON bool, stdout, stderr
 	r := modelReport{Model: model, Family: m.FamilyDisplay(), FamilyID: m.Family(),
 		Architecture: m.Architecture(), Task: m.Task().Head(), Labels: m.Labels(),
 		Precision: m.Precision().String(), Layers: cfg.Layers, Hidden: cfg.Hidden, Heads: cfg.Heads,
-		Intermediate: cfg.Intermediate, Vocab: cfg.Vocab, MaxSeq: cfg.MaxSeq(), Tokenizer: p.Tok != nil}
+		Intermediate: cfg.Intermediate, Vocab: cfg.Vocab, MaxSeq: cfg.MaxSeq(), Tokenizer: p.Tok != nil,
+		Sentence: p.Sentence()}
 	if rec := m.Recipe(); rec != nil {
 		r.Recipe = summarize(rec)
 	}
@@ -131,6 +135,15 @@ func runInfoModel(ctx context.Context, model string, asJSON bool, stdout, stderr
 	}
 	fmt.Fprintf(stdout, "shape:     %d layers, hidden %d, %d heads, FFN %d, vocabulary %d, at most %d tokens; %s\n",
 		r.Layers, r.Hidden, r.Heads, r.Intermediate, r.Vocab, r.MaxSeq, tok)
+	st := r.Sentence
+	emb := fmt.Sprintf("pooling %v (%s), %d values", st.Pooling, st.PoolingFrom, st.Dim)
+	if len(st.Modules) > 0 {
+		emb += ", then " + strings.Join(st.Modules, ", ")
+	}
+	if st.Config != "" {
+		emb += fmt.Sprintf("; %s: max_seq_length %d, do_lower_case %v", st.Config, st.MaxSeqLength, st.DoLowerCase)
+	}
+	fmt.Fprintf(stdout, "embedding: %s\n", emb)
 	if s := r.Recipe; s != nil {
 		fmt.Fprintf(stdout, "recipe:    mode %s, alpha %s (%s), range %s\n", s.Mode, s.Alpha, alphaText(s.Alphas), rangeText(s))
 		fmt.Fprintf(stdout, "           %d linears: %d kept in FP32, %d with smoothing folded into V; SQNR min %s, median %s dB\n",

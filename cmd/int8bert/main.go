@@ -8,7 +8,7 @@
 //
 //	int8bert demo [--model MODEL] [--data dev.tsv] [--threads 1] [--seq 128] [--min-time 1s]
 //	int8bert classify --model MODEL [--precision P] [--max-length N] [--pairs] [--batch 256] [--max-batch-tokens 2048] [--lenient] [text ...]
-//	int8bert embed --model MODEL [--precision P] [--pooling mean|cls] [--normalize=true] [text ...]
+//	int8bert embed --model MODEL [--precision P] [--pooling cls|mean|last-token] [--normalize=true] [text ...]
 //	int8bert qa --model MODEL --question Q [--precision P] [--n-best 1] [--max-answer-length 30] [--doc-stride 128] [context ...]
 //	int8bert forward --model DIR --inputs FILE.json [--out FILE.json] [--precision P]
 //	int8bert tokenize --tokenizer FILE [--pair] [--max-length N] [--pad] [--no-special]
@@ -90,7 +90,7 @@ usage:
   int8bert forward --model DIR --inputs FILE.json [--out FILE.json]
                                  run a model on token ids; outputs with Hugging Face's names
   int8bert classify --model DIR-or-id [text ...]     label per text (stdin: one per line)
-  int8bert embed --model DIR-or-id [--pooling mean|cls] [text ...]
+  int8bert embed --model DIR-or-id [--pooling cls|mean|last-token] [text ...]
   int8bert qa --model DIR-or-id --question Q [context ...]
   int8bert quantize --model DIR-or-id --calib FILE --mode static|dynamic --alpha 0.5|auto -o DIR
                                  SmoothQuant W8A8: calibrate, quantize, write the INT8 artifact

@@ -87,7 +87,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.IntVar(&c.TokenizationWorkers, "tokenization-workers", 0, "requests tokenized at once (or TOKENIZATION_WORKERS; default: the CPUs less one, 1 to 64)")
 	fs.DurationVar(&c.BatchWindow, "batch-window", 2*time.Millisecond, "how long an idle instance waits for requests being tokenized to join its batch (negative: never)")
 	fs.BoolVar(&c.AutoTruncate, "auto-truncate", true, "cut inputs longer than the model's limit when a request does not say \"truncate\", else 422 (or AUTO_TRUNCATE)")
-	fs.StringVar(&c.Pooling, "pooling", "", "pooling of /embed: mean or cls, ... (or POOLING; default: the model's sentence-transformers config, else mean)")
+	fs.StringVar(&c.Pooling, "pooling", "", "pooling of the embedding models, overriding their own as TEI's --pooling does: cls, mean, last-token or splade (or POOLING; default: each model's own: its sentence-transformers pooling config, else cls)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", 2_000_000, "largest request body (more: 413); TEI's --payload-limit")
 	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time to read a request's headers")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", 30*time.Second, "time to read a whole request")

@@ -94,7 +94,7 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	batch := fs.Int("batch", 256, "texts per call of the library, whose results are written before the next (the library splits a call into forward passes of at most --max-batch-tokens tokens)")
 	pairs := fs.Bool("pairs", false, "classify: each text is a pair, its two texts separated by a tab (a cross-encoder or an NLI model: text_pair in Hugging Face's pipeline)")
 	lenient := fs.Bool("lenient", false, "report a line the model refuses (such as invalid UTF-8) as an error object on its output line and go on (default: an error naming the line)")
-	pooling := fs.String("pooling", "mean", "embed: mean or cls")
+	pooling := fs.String("pooling", "", "embed: cls, mean, last-token or splade, as TEI's --pooling (default: the model's own: its sentence-transformers pooling config, else cls)")
 	normalize := fs.Bool("normalize", true, "embed: L2-normalise the vectors")
 	question := fs.String("question", "", "qa: the question (the context comes from the arguments or stdin)")
 	nbest := fs.Int("n-best", 1, "qa: answers to return")
@@ -133,13 +133,9 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	if task == "qa" && *question == "" {
 		return fmt.Errorf("qa: --question is required")
 	}
-	pool := models.PoolMean
-	switch *pooling {
-	case "mean":
-	case "cls":
-		pool = models.PoolCLS
-	default:
-		return fmt.Errorf("embed: --pooling %q (mean or cls)", *pooling)
+	pool, err := models.ParseTEIPooling(*pooling)
+	if err != nil {
+		return fmt.Errorf("embed: --pooling: %w", err)
 	}
 	texts := fs.Args()
 	if len(texts) == 0 {
