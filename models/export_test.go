@@ -8,4 +8,15 @@ func Engine(p *Pipeline) *encoder.TaskModel { return p.m }
 
 // WithEngine is a pipeline without a tokenizer over m, for the tests of
 // the post-processing on a model built in memory.
-func WithEngine(m *encoder.TaskModel) *Pipeline { return &Pipeline{m: m} }
+func WithEngine(m *encoder.TaskModel) *Pipeline {
+	return &Pipeline{m: m, st: defaultSentence(m.Family)}
+}
+
+// SequenceOf is a sequence of token ids (types nil: all 0), for the tests
+// of Run on a model folder without a tokenizer.
+func SequenceOf(ids, types []int32) Sequence {
+	return Sequence{t: encoder.Tokens{IDs: ids, Types: types}}
+}
+
+// PyLower is pyLower, for its test.
+var PyLower = pyLower

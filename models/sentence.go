@@ -175,12 +175,9 @@ func (s *sentence) readModules(dir string, hidden int) error {
 			if width == 0 {
 				return fmt.Errorf("%s: a Dense module before the Pooling module: %w", where, ErrConfig)
 			}
-			d, err := readDense(filepath.Join(dir, m.Path))
+			d, err := readDense(filepath.Join(dir, m.Path), width)
 			if err != nil {
 				return fmt.Errorf("%s: %w", where, err)
-			}
-			if d.in != width {
-				return fmt.Errorf("%s: in_features %d, and the embedding before it has %d values: %w", where, d.in, width, ErrConfig)
 			}
 			width = d.out
 			s.after = append(s.after, stModule{dense: d})
@@ -247,10 +244,10 @@ func (s *sentence) readPooling(f string, hidden int) (found bool, err error) {
 	return true, nil
 }
 
-// readDense reads the Dense module in dir: config.json, and the weights
-// linear.weight [out][in] and linear.bias in model.safetensors or
-// pytorch_model.bin.
-func readDense(dir string) (*dense, error) {
+// readDense reads the Dense module in dir, which takes in values:
+// config.json, and the weights linear.weight [out][in] and linear.bias
+// in model.safetensors or pytorch_model.bin.
+func readDense(dir string, in int) (*dense, error) {
 	var c struct {
 		In   int     `json:"in_features"`
 		Out  int     `json:"out_features"`
@@ -267,6 +264,9 @@ func readDense(dir string) (*dense, error) {
 	}
 	if c.In <= 0 || c.Out <= 0 {
 		return nil, fmt.Errorf("%s: in_features %d, out_features %d: want both positive: %w", f, c.In, c.Out, ErrConfig)
+	}
+	if c.In != in {
+		return nil, fmt.Errorf("%s: in_features %d, and the embedding before it has %d values: %w", f, c.In, in, ErrConfig)
 	}
 	d := &dense{path: dir, in: c.In, out: c.Out, act: "torch.nn.modules.linear.Identity"}
 	if c.Act != nil { // TEI takes a missing activation as Identity
