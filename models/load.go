@@ -236,6 +236,9 @@ func resolveModel(ctx context.Context, pathOrID, revision string, log *slog.Logg
 			return "", fmt.Errorf("models: %s: tokenizer_config.json: %w", pathOrID, err)
 		}
 	}
+	if err := resolveSentence(ctx, hub, pathOrID, revision); err != nil {
+		return "", err
+	}
 	return dir, nil
 }
 

@@ -78,6 +78,15 @@ func (p Pooling) String() string {
 // MarshalText is String, so that JSON shows the name.
 func (p Pooling) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
+// UnmarshalText is ParsePooling.
+func (p *Pooling) UnmarshalText(b []byte) error {
+	v, err := ParsePooling(string(b))
+	if err == nil {
+		*p = v
+	}
+	return err
+}
+
 // ParsePooling reads a pooling as TEI's --pooling spells it (cls, mean,
 // splade, last-token), as sentence-transformers' pooling_mode does (cls,
 // lasttoken, max, mean, mean_sqrt_len_tokens, weightedmean), or as String

@@ -243,5 +243,12 @@ func (p *Pipeline) padInputs(seqs []encoder.Tokens, idx []int, seq int, ids, mas
 // without recalibration: the artifact (ArtifactFile), config.json and the
 // tokenizer files of the folder the FP32 model came from, and the tuning
 // record of the model's keys (TuningRecordFile) that its selector has
-// tuned, so that Load on this CPU and build starts warm.
-func (p *Pipeline) Save(dir string) error { return p.m.Save(dir) }
+// tuned, so that Load on this CPU and build starts warm; and the
+// folder's sentence-transformers files (modules.json and its modules,
+// sentence_bert_config.json, config_sentence_transformers.json).
+func (p *Pipeline) Save(dir string) error {
+	if err := p.m.Save(dir); err != nil {
+		return err
+	}
+	return saveSentence(p.m.Dir(), dir)
+}

@@ -1,12 +1,14 @@
 package models
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -94,9 +96,12 @@ var activations = map[string]func(float64) float64{
 // and none for the others.
 func defaultSentence(fam *encoder.Family) *sentence {
 	s := &sentence{includePrompt: true}
+	if fam == nil {
+		return s
+	}
 	for _, t := range fam.ModelTypes {
 		if strings.Contains(strings.ToLower(t), "bert") {
-			s.pool, s.poolFrom = PoolCLS, "default: cls (no pooling configuration; TEI's default for BERT-type models)"
+			s.pool, s.poolFrom = PoolCLS, "default (no pooling configuration; TEI's default for BERT-type models)"
 		}
 	}
 	return s
@@ -557,4 +562,112 @@ func (p *Pipeline) embedRow(out *encoder.Output, r int, mask []int32, pool Pooli
 		encoder.Normalize(v, 1, len(v))
 	}
 	return v
+}
+
+// resolveSentence fetches into the hub cache the sentence-transformers
+// files of the hub model id at revision that Load reads (readSentence):
+// modules.json and the files of its Pooling and Dense modules (or, without
+// it, 1_Pooling/config.json), and the first of sentence_bert_config.json
+// and its older names. A file the repository does not have is skipped.
+func resolveSentence(ctx context.Context, hub *checkpoint.Hub, id, revision string) error {
+	get := func(file string) (string, bool, error) {
+		p, err := hub.Resolve(ctx, id, revision, file)
+		switch {
+		case err == nil:
+			return p, true, nil
+		case errors.Is(err, checkpoint.ErrNotFound) || errors.Is(err, checkpoint.ErrNotCached):
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("models: %s: %s: %w", id, file, err)
+	}
+	mf, ok, err := get(ModulesFile)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if _, _, err := get(PoolingConfigFile); err != nil {
+			return err
+		}
+	} else {
+		var mods []struct {
+			Path string `json:"path"`
+			Type string `json:"type"`
+		}
+		if _, err := readJSON(mf, &mods); err != nil {
+			return err
+		}
+		for _, m := range mods {
+			if m.Type != stPooling && m.Type != stDense {
+				continue
+			}
+			if _, _, err := get(path.Join(m.Path, "config.json")); err != nil {
+				return err
+			}
+			if m.Type == stDense {
+				if _, ok, err := get(path.Join(m.Path, checkpoint.SafetensorsFile)); err != nil || ok {
+					if err != nil {
+						return err
+					}
+					continue
+				}
+				if _, _, err := get(path.Join(m.Path, checkpoint.PytorchFile)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, n := range stConfigNames {
+		if _, ok, err := get(n); err != nil || ok {
+			return err
+		}
+	}
+	return nil
+}
+
+// saveSentence copies the sentence-transformers files of the model
+// folder src into dst (Pipeline.Save): modules.json and the files of the
+// module folders it names (or 1_Pooling/config.json),
+// sentence_bert_config.json and its older names, and
+// config_sentence_transformers.json.
+func saveSentence(src, dst string) error {
+	if src == "" || src == dst {
+		return nil
+	}
+	files := append([]string{ModulesFile, PoolingConfigFile, "config_sentence_transformers.json"}, stConfigNames...)
+	var mods []struct {
+		Path string `json:"path"`
+	}
+	if _, err := readJSON(filepath.Join(src, ModulesFile), &mods); err != nil {
+		return err
+	}
+	for _, m := range mods {
+		if m.Path == "" || !filepath.IsLocal(m.Path) {
+			continue
+		}
+		es, err := os.ReadDir(filepath.Join(src, m.Path))
+		if err != nil {
+			continue // Normalize's folder, say, need not exist
+		}
+		for _, e := range es {
+			if e.Type().IsRegular() {
+				files = append(files, filepath.Join(m.Path, e.Name()))
+			}
+		}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, f)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

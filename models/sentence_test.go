@@ -2,8 +2,12 @@ package models_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -348,6 +352,13 @@ func TestPoolingNames(t *testing.T) {
 		require.NoError(t, err, s)
 		assert.Equal(t, got, back, s)
 	}
+	type box struct{ P models.Pooling }
+	js, err := json.Marshal(box{models.PoolCLS | models.PoolMean})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"P": "cls+mean"}`, string(js))
+	var back box
+	require.NoError(t, json.Unmarshal(js, &back))
+	assert.Equal(t, models.PoolCLS|models.PoolMean, back.P)
 	assert.Equal(t, "last_token", models.PoolLastToken.String())
 	assert.Equal(t, "cls+mean", (models.PoolMean | models.PoolCLS).String())
 	for _, s := range []string{"median", "cls+", "sideways"} {
@@ -372,5 +383,76 @@ func TestPyLower(t *testing.T) {
 		"already lower": "already lower",
 	} {
 		assert.Equal(t, want, models.PyLower(in), in)
+	}
+}
+
+// TestSentenceTransformersFromHub: Load of a hub id fetches the
+// sentence-transformers files with the model (a fake hub serving a
+// folder), so that the model's own pooling and modules apply.
+func TestSentenceTransformersFromHub(t *testing.T) {
+	dir := sentenceFolder(t, "sst2-bert-mini", map[string]string{
+		"modules.json":              stModulesMeanNormalize,
+		"1_Pooling/config.json":     stPoolingMean,
+		"sentence_bert_config.json": `{"max_seq_length": 40}`,
+	})
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		file, ok := strings.CutPrefix(r.URL.Path, "/org/st-mini/resolve/main/")
+		if r.Method == http.MethodHead {
+			asked = append(asked, file)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
+		if !ok || err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		sum := sha256.Sum256(b)
+		w.Header().Set("X-Repo-Commit", strings.Repeat("ab", 20))
+		w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
+		w.Header().Set("Content-Length", itoa(len(b)))
+		if r.Method != http.MethodHead {
+			w.Write(b)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	t.Setenv("HF_HUB_OFFLINE", "")
+	p, err := models.Load(context.Background(), "org/st-mini", models.Options{Selector: encodertest.Selector(t)})
+	require.NoError(t, err)
+	defer p.Close()
+	pool, from := p.Pooling()
+	assert.Equal(t, models.PoolMean, pool)
+	assert.True(t, strings.HasSuffix(from, filepath.Join("1_Pooling", "config.json")), from)
+	assert.Equal(t, []string{"Normalize"}, p.Sentence().Modules)
+	assert.Equal(t, 40, p.MaxLength())
+	assert.Contains(t, asked, "modules.json")
+	assert.Contains(t, asked, "1_Pooling/config.json")
+	assert.Contains(t, asked, "sentence_bert_config.json")
+	assert.NotContains(t, asked, "sentence_roberta_config.json", "the first ST config found ends the search")
+}
+
+// TestSentenceTransformersSaved: an INT8 pipeline saved from a
+// sentence-transformers folder keeps its files, so the saved folder
+// embeds as the pipeline did.
+func TestSentenceTransformersSaved(t *testing.T) {
+	sel := encodertest.Selector(t)
+	for _, c := range stCases(t) {
+		if !strings.HasSuffix(c.dir, "cls_max_mean_dense") {
+			continue
+		}
+		q, err := models.Load(context.Background(), c.dir, models.Options{Selector: sel, Precision: models.PrecisionInt8Dynamic})
+		require.NoError(t, err)
+		defer q.Close()
+		out := t.TempDir()
+		require.NoError(t, q.Save(out))
+		back, err := models.Load(context.Background(), out, models.Options{Selector: sel})
+		require.NoError(t, err)
+		defer back.Close()
+		want, got := q.Sentence(), back.Sentence()
+		want.PoolingFrom, want.Config = "", ""
+		got.PoolingFrom, got.Config = "", ""
+		assert.Equal(t, want, got)
+		assert.Equal(t, c.embeddings(t, q), c.embeddings(t, back))
 	}
 }
