@@ -62,7 +62,7 @@ func (p *Pipeline) Embed(ctx context.Context, texts []string, o EmbedOptions) ([
 	err = p.stream(ctx, encs, func(idx []int, in *encoder.Inputs, out *encoder.TaskOutput) error {
 		for r, i := range idx {
 			var err error
-			v := p.embedRow(out.Output, r, in.Mask, pool, false, false)
+			v := p.embedRow(out.Output, r, in.Mask, pool, 0, false, false)
 			if res[i], err = ShortenEmbedding(v, o.Dimensions, o.Normalize); err != nil {
 				return err
 			}

@@ -20,3 +20,14 @@ func SequenceOf(ids, types []int32) Sequence {
 
 // PyLower is pyLower, for its test.
 var PyLower = pyLower
+
+// PromptEmbedding is Batch.Embedding with the model's own pooling of a
+// text after a prompt of prompt tokens (sentence-transformers'
+// prompt_length), for the test of include_prompt.
+func PromptEmbedding(b *Batch, r, prompt int, normalize bool) ([]float32, error) {
+	pool, err := b.p.pooling(PoolDefault)
+	if err != nil {
+		return nil, err
+	}
+	return b.p.embedRow(b.out.Output, r, b.in.Mask, pool, prompt, true, normalize), nil
+}

@@ -150,9 +150,12 @@ var errSplade = fmt.Errorf("models: splade pooling needs a masked-LM head (ForMa
 // max puts -1e9 where the mask is 0, the means divide by the number of
 // tokens clamped to 1e-9, weightedmean weighs row i by i-start+1, and
 // lasttoken takes the last row whose mask is 1 (zeros when none).
-// Sums are in float64.
-func poolRows(v []float32, p Pooling, last []float32, h, start, end int, mask []int32) {
-	on := func(i int) bool { return mask == nil || mask[i] != 0 }
+// Sums are in float64. The first skip rows count as masked, as
+// sentence-transformers masks a prompt's tokens (its first prompt_length
+// tokens, the CLS token included) for a Pooling module whose
+// include_prompt is false; cls still takes the first row.
+func poolRows(v []float32, p Pooling, last []float32, h, start, end, skip int, mask []int32) {
+	on := func(i int) bool { return i >= start+skip && (mask == nil || mask[i] != 0) }
 	var sum, wsum []float64
 	var n, wn float64
 	if p&(PoolMean|PoolMeanSqrtLen) != 0 {

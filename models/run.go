@@ -244,7 +244,7 @@ func (b *Batch) Embedding(r int, pool Pooling, normalize bool) ([]float32, error
 	if err != nil {
 		return nil, err
 	}
-	return b.p.embedRow(b.out.Output, r, b.in.Mask, pool, true, normalize), nil
+	return b.p.embedRow(b.out.Output, r, b.in.Mask, pool, 0, true, normalize), nil
 }
 
 // Classification is row r's prediction, scored as o says (as

@@ -552,11 +552,17 @@ func (p *Pipeline) pooling(pool Pooling) (Pooling, error) {
 // embedRow is sequence r of out pooled by pool (resolved by
 // p.pooling) and run through the modules after it (Normalize too
 // unless skipNormalize), then L2-normalised when normalize is set.
-func (p *Pipeline) embedRow(out *encoder.Output, r int, mask []int32, pool Pooling, skipNormalize, normalize bool) []float32 {
+// prompt is the number of leading tokens a prompt prefixed to the text
+// took, sentence-transformers' prompt_length (the CLS token included):
+// a Pooling module whose include_prompt is false leaves them out.
+func (p *Pipeline) embedRow(out *encoder.Output, r int, mask []int32, pool Pooling, prompt int, skipNormalize, normalize bool) []float32 {
 	h := out.Hidden
 	v := make([]float32, pool.modes()*h)
 	start, end := out.Rows(r)
-	poolRows(v, pool, out.Last, h, start, end, mask)
+	if p.st.includePrompt {
+		prompt = 0
+	}
+	poolRows(v, pool, out.Last, h, start, end, prompt, mask)
 	v = p.st.apply(v, skipNormalize)
 	if normalize {
 		encoder.Normalize(v, 1, len(v))

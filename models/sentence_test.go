@@ -23,12 +23,15 @@ import (
 // with sentence-transformers' own modules): the sentence-transformers
 // files of a golden model and the embeddings they give.
 type stCase struct {
-	Model      string      `json:"model"`
-	Pooling    string      `json:"pooling"`
-	Normalize  bool        `json:"normalize"`
-	Embeddings [][]float64 `json:"embeddings"`
-	dir        string      // the model folder: the golden model with the case's files
-	seqs       []models.Sequence
+	Model     string `json:"model"`
+	Pooling   string `json:"pooling"`
+	Normalize bool   `json:"normalize"`
+	// PromptLength is the leading tokens a prompt took, which a Pooling
+	// module with include_prompt false leaves out (0: none).
+	PromptLength int         `json:"prompt_length"`
+	Embeddings   [][]float64 `json:"embeddings"`
+	dir          string      // the model folder: the golden model with the case's files
+	seqs         []models.Sequence
 }
 
 // stCases are the fixtures, each in a model folder of its own.
@@ -83,6 +86,9 @@ func (c *stCase) embeddings(t *testing.T, p *models.Pipeline) [][]float32 {
 	require.NoError(t, p.Run(context.Background(), c.seqs, func(b *models.Batch) error {
 		for r, i := range b.Rows() {
 			e, err := b.Embedding(r, models.PoolDefault, c.Normalize)
+			if c.PromptLength > 0 {
+				e, err = models.PromptEmbedding(b, r, c.PromptLength, c.Normalize)
+			}
 			if err != nil {
 				return err
 			}
@@ -96,7 +102,7 @@ func (c *stCase) embeddings(t *testing.T, p *models.Pipeline) [][]float32 {
 // TestSentenceTransformersParity: a golden model with the files of a
 // sentence-transformers folder (every pooling mode, several at once,
 // Dense modules with each activation, weights in pytorch_model.bin and
-// model.safetensors, Normalize) gives the embeddings sentence-transformers'
+// model.safetensors, Normalize, include_prompt false) gives the embeddings sentence-transformers'
 // own modules compute from Hugging Face's hidden states: within 1e-5 at
 // FP32, and within the INT8 gate of the last hidden state (cosine 0.99)
 // when quantized at load.

@@ -16,7 +16,7 @@ mirror of github.com/UKPLab/sentence-transformers (Apache License 2.0,
 Copyright the UKPLab authors): models/Pooling.py, Dense.py and
 Normalize.py of tag v2.2.2, and Pooling.py of tag v2.7.0 for the two modes
 2.2.2 lacks (weightedmean, lasttoken; its code for the other modes is
-2.2.2's). Nothing of it is copied here. Dense.py's import of ..util (used
+2.2.2's) and for include_prompt. Nothing of it is copied here. Dense.py's import of ..util (used
 only to save and load configs) gets a two-function stand-in, since the
 real util.py needs packages that Debian's python3-torch setup lacks.
 
@@ -91,7 +91,10 @@ def write_safetensors(path, tensors):
 
 # Each case: the model, the Pooling config's modes, the Dense modules
 # (out_features, activation class, bias, weight file), whether a
-# Normalize module ends it, and sentence_bert_config.json (or None).
+# Normalize module ends it, and sentence_bert_config.json (or None); a
+# name ending in _prompt3 pools with include_prompt false and a
+# prompt_length of 3, as sentence-transformers' encode does with a prompt
+# of 2 tokens.
 ACT = {"tanh": torch.nn.Tanh, "identity": torch.nn.Identity, "relu": torch.nn.ReLU, "gelu": torch.nn.GELU}
 CASES = [
     ("bert-base", "cls", ["cls"], [], True, None),
@@ -105,6 +108,10 @@ CASES = [
     ("bert-base", "mean_two_dense", ["mean"], [(48, "identity", False, "safetensors"), (16, "relu", True, "bin")], False, None),
     ("distilbert-base", "mean_dense", ["mean"], [(24, "tanh", True, "safetensors")], True, None),
     ("xlm-roberta-base", "weightedmean_dense", ["weightedmean", "lasttoken"], [(40, "gelu", True, "bin")], True, None),
+    # Not cls with max: Pooling.py's cls vector is a view of the token
+    # embeddings that max then overwrites with -1e9 where the prompt is.
+    ("bert-base", "cls_means_last_prompt3", ["cls", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken"], [], False, None),
+    ("bert-base", "max_mean_prompt3", ["max", "mean"], [], False, None),
 ]
 KEYS = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens", "max": "pooling_mode_max_tokens",
         "mean_sqrt_len_tokens": "pooling_mode_mean_sqrt_len_tokens",
@@ -128,15 +135,21 @@ def main(git, golden):
         os.makedirs(os.path.join(out, "1_Pooling"))
         modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"}]
         cfg = {"word_embedding_dimension": hidden}
-        new = any(m in ("weightedmean", "lasttoken") for m in modes)
+        prompt = 3 if name.endswith("_prompt3") else 0
+        # v2.7.0 for the modes and the include_prompt that 2.2.2 lacks
+        new = prompt > 0 or any(m in ("weightedmean", "lasttoken") for m in modes)
         for m, k in KEYS.items():
             if new or m not in ("weightedmean", "lasttoken"):
                 cfg[k] = m in modes
+        if prompt:
+            cfg["include_prompt"] = False
         with open(os.path.join(out, "1_Pooling", "config.json"), "w") as f:
             json.dump(cfg, f, indent=2)
         modules.append({"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"})
         pooling = (pool270 if new else pool222).Pooling.load(os.path.join(out, "1_Pooling"))
         feats = {"token_embeddings": torch.tensor(last), "attention_mask": torch.tensor(mask)}
+        if prompt:
+            feats["prompt_length"] = prompt
         feats = pooling(feats)
         width = pooling.get_sentence_embedding_dimension()
         for i, (n_out, act, bias, fmt) in enumerate(denses):
@@ -171,7 +184,7 @@ def main(git, golden):
                 json.dump(stcfg, f, indent=2)
         emb = feats["sentence_embedding"].detach().numpy().astype(np.float64)
         with open(os.path.join(out, "expected.json"), "w") as f:
-            json.dump({"model": model, "pooling": "+".join(modes), "normalize": normalize,
+            json.dump({"model": model, "pooling": "+".join(modes), "normalize": normalize, "prompt_length": prompt,
                        "sentence_transformers": "v2.7.0 Pooling.py" if new else "v2.2.2",
                        "embeddings": [[float(f"{x:.9g}") for x in row] for row in emb]}, f)
         print(out, emb.shape)
