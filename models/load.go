@@ -35,7 +35,9 @@ type Options struct {
 	Threads int
 	// MaxLength bounds every encoding of the pipeline in tokens (special
 	// tokens included); longer single texts are truncated. 0 means the
-	// model's longest sequence, at most 512; otherwise it must leave room
+	// max_seq_length of the folder's sentence_bert_config.json (at most
+	// the model's longest sequence), else the model's longest sequence,
+	// at most 512; otherwise it must leave room
 	// for text after the tokenizer's special tokens and be at most the
 	// model's longest sequence.
 	MaxLength int
