@@ -54,6 +54,13 @@ func (p *Pipeline) Embed(ctx context.Context, texts []string, o EmbedOptions) ([
 	if err != nil {
 		return nil, err
 	}
+	if w := p.st.width(pool.modes() * p.m.Encoder.Config().Hidden); o.Dimensions > w {
+		return nil, fmt.Errorf("models: embed: dimensions %d: want 1 to %d, the embedding's size (0: all): %w", o.Dimensions, w, ErrInput)
+	}
+	skip, err := p.promptLength("embed", prompt)
+	if err != nil {
+		return nil, err
+	}
 	encs, err := p.encodeTextsWith(ctx, "embed", texts, prompt, o.Direction)
 	if err != nil {
 		return nil, err
@@ -62,7 +69,9 @@ func (p *Pipeline) Embed(ctx context.Context, texts []string, o EmbedOptions) ([
 	err = p.stream(ctx, encs, func(idx []int, in *encoder.Inputs, out *encoder.TaskOutput) error {
 		for r, i := range idx {
 			var err error
-			v := p.embedRow(out.Output, r, in.Mask, pool, 0, false, false)
+			// The modules (Normalize included), then the cut, then
+			// Normalize: sentence-transformers' encode with truncate_dim.
+			v := p.embedRow(out.Output, r, in.Mask, pool, skip, false, false)
 			if res[i], err = ShortenEmbedding(v, o.Dimensions, o.Normalize); err != nil {
 				return err
 			}

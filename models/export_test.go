@@ -31,3 +31,15 @@ func PromptEmbedding(b *Batch, r, prompt int, normalize bool) ([]float32, error)
 	}
 	return b.p.embedRow(b.out.Output, r, b.in.Mask, pool, prompt, true, normalize), nil
 }
+
+// TokenStates are row r's last hidden states, one slice per token, for
+// tests that pool them by hand.
+func TokenStates(b *Batch, r int) [][]float32 {
+	o := b.out.Output
+	start, end := o.Rows(r)
+	var s [][]float32
+	for i := start; i < end; i++ {
+		s = append(s, o.Last[i*o.Hidden:(i+1)*o.Hidden])
+	}
+	return s
+}

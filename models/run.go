@@ -17,6 +17,10 @@ import (
 // passes of its own choosing.
 type Sequence struct {
 	t encoder.Tokens
+	// prompt is the leading tokens the pooling leaves out: a prompt's
+	// (Pipeline.promptLength) when the Pooling module's include_prompt
+	// is false, else 0.
+	prompt int
 }
 
 // Len is the sequence's length in tokens, special tokens included.
@@ -167,7 +171,11 @@ func (p *Pipeline) Encode(text string, pair *string, o EncodeOptions) (Sequence,
 	if e.Len() > p.maxLength {
 		return Sequence{}, &TooLongError{Tokens: e.Len(), Max: p.maxLength}
 	}
-	return Sequence{t: compact(&e)}, nil
+	skip, err := p.promptLength("encode", o.Prompt)
+	if err != nil {
+		return Sequence{}, err
+	}
+	return Sequence{t: compact(&e), prompt: skip}, nil
 }
 
 // EncodeIDs makes a sequence of token ids that are already tokenized, as
@@ -214,10 +222,11 @@ func (p *Pipeline) EncodeIDs(ids []int32, o EncodeOptions) (Sequence, error) {
 // Batch is one forward pass of a Run: the rows it computed and their
 // outputs, valid only while Run's callback runs.
 type Batch struct {
-	idx []int
-	in  *encoder.Inputs
-	out *encoder.TaskOutput
-	p   *Pipeline
+	idx  []int
+	in   *encoder.Inputs
+	out  *encoder.TaskOutput
+	p    *Pipeline
+	seqs []Sequence
 }
 
 // Rows are the indices, into Run's sequences, of the pass's rows: row r
@@ -235,7 +244,10 @@ func (b *Batch) Tokens() (real, computed int) {
 // through the model's Dense modules and L2-normalised when normalize is
 // set: normalize alone decides, whether or not the model has a Normalize
 // module (as TEI's request field does; Pipeline.Sentence says whether
-// it has one). pool is as EmbedOptions.Pool.
+// it has one). pool is as EmbedOptions.Pool. A sequence encoded with a
+// prompt (EncodeOptions.Prompt) on a model whose Pooling module has
+// include_prompt false is pooled without the prompt's tokens, as
+// sentence-transformers pools it.
 func (b *Batch) Embedding(r int, pool Pooling, normalize bool) ([]float32, error) {
 	if r < 0 || r >= len(b.idx) {
 		return nil, fmt.Errorf("models: batch row %d of %d: %w", r, len(b.idx), ErrInput)
@@ -244,7 +256,7 @@ func (b *Batch) Embedding(r int, pool Pooling, normalize bool) ([]float32, error
 	if err != nil {
 		return nil, err
 	}
-	return b.p.embedRow(b.out.Output, r, b.in.Mask, pool, 0, true, normalize), nil
+	return b.p.embedRow(b.out.Output, r, b.in.Mask, pool, b.seqs[b.idx[r]].prompt, true, normalize), nil
 }
 
 // Classification is row r's prediction, scored as o says (as
@@ -287,6 +299,6 @@ func (p *Pipeline) Run(ctx context.Context, seqs []Sequence, each func(b *Batch)
 		ts[i] = s.t
 	}
 	return p.stream(ctx, ts, func(idx []int, in *encoder.Inputs, out *encoder.TaskOutput) error {
-		return each(&Batch{idx: idx, in: in, out: out, p: p})
+		return each(&Batch{idx: idx, in: in, out: out, p: p, seqs: seqs})
 	})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models/encoder"
+	"github.com/int8bert/int8bert/tokenizer"
 )
 
 // The files of a sentence-transformers model folder that Load reads
@@ -676,4 +677,25 @@ func saveSentence(src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// promptLength is the number of leading tokens of a text prefixed with
+// prompt that the pooling leaves out: when the Pooling module's
+// include_prompt is false, sentence-transformers' prompt_length (the
+// prompt tokenized alone, lowercased and truncated as texts are, less
+// its last special token: the CLS token and the prompt's tokens); else,
+// or without a prompt, 0. what names the call in errors.
+func (p *Pipeline) promptLength(what, prompt string) (int, error) {
+	if prompt == "" || p.st == nil || p.st.includePrompt {
+		return 0, nil
+	}
+	tok, err := p.tokenizer(what)
+	if err != nil {
+		return 0, err
+	}
+	e, err := tok.Encode(p.st.lower(prompt), tokenizer.Options{InputsOnly: true, MaxLength: p.maxLength, Truncation: tokenizer.LongestFirst})
+	if err != nil {
+		return 0, fmt.Errorf("models: %s: prompt %q: %w: %w", what, prompt, err, ErrInput)
+	}
+	return max(e.Len()-1, 0), nil
 }

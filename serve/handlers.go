@@ -253,6 +253,10 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) error {
 		if dims = *req.Dimensions; dims < 1 {
 			return invalid("`dimensions` should be positive; given: %d", dims)
 		}
+		// The width after the model's Dense modules, not the hidden size.
+		if w, err := m.p.EmbeddingDim(m.pool); err == nil && dims > w {
+			return invalid("`dimensions` %d should be at most the embedding dimension, %d", dims, w)
+		}
 	}
 	norm := req.Normalize.or(true)
 	vecs := make([][]float32, len(req.Inputs.list))
