@@ -75,3 +75,35 @@ func TestSentenceTransformersPooling(t *testing.T) {
 	require.Equal(t, 200, code, "%s", b)
 	assert.Greater(t, cosine(cls[0], decode[[][]float32](t, b)[0]), 0.99999)
 }
+
+// TestEmbedPromptIncludePromptFalse: /embed with a prompt_name on a model
+// whose Pooling module has include_prompt false pools as the library's
+// Embed does (without the prompt's tokens), and dimensions above the
+// embedding's width is 422.
+func TestEmbedPromptIncludePromptFalse(t *testing.T) {
+	src := sharedModel(t, "models/sst2-bert-mini")
+	dir := filepath.Join(t.TempDir(), "st")
+	require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
+	for n, s := range map[string]string{
+		"modules.json": `[{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},
+{"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"}]`,
+		"1_Pooling/config.json":             `{"word_embedding_dimension": 256, "pooling_mode_mean_tokens": true, "include_prompt": false}`,
+		"config_sentence_transformers.json": `{"prompts": {"query": "query: a long prompt "}}`,
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644))
+	}
+	p, err := models.Load(context.Background(), dir, loadOptions(t))
+	require.NoError(t, err)
+	defer p.Close()
+	texts := []string{"a charming movie", "dull"}
+	want, err := p.Embed(context.Background(), texts, models.EmbedOptions{PromptName: "query", Normalize: true})
+	require.NoError(t, err)
+	prefixed, err := p.Embed(context.Background(), []string{"query: a long prompt a charming movie"}, models.EmbedOptions{Normalize: true})
+	require.NoError(t, err)
+	_, ts := newServer(t, Config{Models: []ModelSpec{{"st", dir}}})
+	got := embedOK(t, ts, `{"inputs": ["a charming movie", "dull"], "prompt_name": "query"}`)
+	sameVectors(t, want, got, "prompt_name with include_prompt false")
+	assert.Less(t, cosine(prefixed[0], got[0]), 0.99999, "the prompt's tokens are left out")
+	refused(t, ts, "/embed", `{"inputs": "dull", "dimensions": 257}`, "at most the embedding dimension, 256")
+}

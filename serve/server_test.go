@@ -450,6 +450,9 @@ func TestConfigErrors(t *testing.T) {
 		{Config{}, "no model"},
 		{Config{Models: []ModelSpec{{"a", shipped}, {"a", shipped}}}, `two models are named "a"`},
 		{Config{Models: []ModelSpec{{"a", shipped}}, Pooling: "max"}, `pooling "max"`},
+		// TEI's --pooling takes clap's spelling of Pool::LastToken only.
+		{Config{Models: []ModelSpec{{"a", shipped}}, Pooling: "last_token"}, `pooling "last_token"`},
+		{Config{Models: []ModelSpec{{"a", shipped}}, Pooling: "lasttoken"}, `pooling "lasttoken"`},
 		{Config{Models: []ModelSpec{{"a", shipped}}, MaxBatchTokens: -1}, "max batch tokens -1"},
 		{Config{Models: []ModelSpec{{"a", shipped}}, Instances: -1}, "instances -1"},
 		{Config{Models: []ModelSpec{{"a", "./no-such-model"}}}, "no-such-model"},
