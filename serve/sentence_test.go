@@ -20,18 +20,12 @@ import (
 // as TEI's does, and a request's normalize alone decides the
 // normalisation of a model with a Normalize module, as TEI.
 func TestSentenceTransformersPooling(t *testing.T) {
-	src := sharedModel(t, "models/sst2-bert-mini")
-	dir := filepath.Join(t.TempDir(), "st")
-	require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
-	for n, s := range map[string]string{
+	dir := stFolder(t, map[string]string{
 		"modules.json": `[{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},
 {"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},
 {"idx":2,"name":"2","path":"2_Normalize","type":"sentence_transformers.models.Normalize"}]`,
 		"1_Pooling/config.json": `{"word_embedding_dimension": 256, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": true}`,
-	} {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644))
-	}
+	})
 	info := func(ts string) modelInfo {
 		resp, err := http.Get(ts + "/info")
 		require.NoError(t, err)
@@ -81,18 +75,12 @@ func TestSentenceTransformersPooling(t *testing.T) {
 // Embed does (without the prompt's tokens), and dimensions above the
 // embedding's width is 422.
 func TestEmbedPromptIncludePromptFalse(t *testing.T) {
-	src := sharedModel(t, "models/sst2-bert-mini")
-	dir := filepath.Join(t.TempDir(), "st")
-	require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
-	for n, s := range map[string]string{
+	dir := stFolder(t, map[string]string{
 		"modules.json": `[{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},
 {"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"}]`,
 		"1_Pooling/config.json":             `{"word_embedding_dimension": 256, "pooling_mode_mean_tokens": true, "include_prompt": false}`,
 		"config_sentence_transformers.json": `{"prompts": {"query": "query: a long prompt "}}`,
-	} {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644))
-	}
+	})
 	p, err := models.Load(context.Background(), dir, loadOptions(t))
 	require.NoError(t, err)
 	defer p.Close()
@@ -106,4 +94,17 @@ func TestEmbedPromptIncludePromptFalse(t *testing.T) {
 	sameVectors(t, want, got, "prompt_name with include_prompt false")
 	assert.Less(t, cosine(prefixed[0], got[0]), 0.99999, "the prompt's tokens are left out")
 	refused(t, ts, "/embed", `{"inputs": "dull", "dimensions": 257}`, "at most the embedding dimension, 256")
+}
+
+// stFolder is a copy of the shared sst2-bert-mini model with files
+// (paths relative to the folder) written into it.
+func stFolder(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "st")
+	require.NoError(t, os.CopyFS(dir, os.DirFS(sharedModel(t, "models/sst2-bert-mini"))))
+	for n, s := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644))
+	}
+	return dir
 }
