@@ -44,14 +44,6 @@ type errorBody struct {
 	ErrorType string `json:"error_type"`
 }
 
-// openAIError is the error shape of the OpenAI-compatible route (TEI's
-// OpenAICompatErrorResponse).
-type openAIError struct {
-	Message string `json:"message"`
-	Code    int    `json:"code"`
-	Type    string `json:"type"`
-}
-
 // decodeBody reads a JSON object of at most limit bytes into v: an
 // oversize body is 413, anything but one JSON value of v's shape is 422.
 // Unknown fields are ignored, as TEI does.
@@ -358,14 +350,6 @@ type tokenizeRequest struct {
 	Model            string  `json:"model"`
 }
 
-type openAIRequest struct {
-	Input          texts  `json:"input"`
-	Model          string `json:"model"`
-	EncodingFormat string `json:"encoding_format"`
-	Dimensions     *int   `json:"dimensions"`
-	User           string `json:"user"`
-}
-
 type qaRequest struct {
 	Question     *string `json:"question"`
 	Context      *string `json:"context"`
@@ -393,24 +377,6 @@ type simpleToken struct {
 	Special bool   `json:"special"`
 	Start   *int   `json:"start"`
 	Stop    *int   `json:"stop"`
-}
-
-type openAIEmbedding struct {
-	Object    string `json:"object"`
-	Embedding any    `json:"embedding"`
-	Index     int    `json:"index"`
-}
-
-type openAIUsage struct {
-	PromptTokens int `json:"prompt_tokens"`
-	TotalTokens  int `json:"total_tokens"`
-}
-
-type openAIResponse struct {
-	Object string            `json:"object"`
-	Data   []openAIEmbedding `json:"data"`
-	Model  string            `json:"model"`
-	Usage  openAIUsage       `json:"usage"`
 }
 
 // boolOr is *b, or def when the field was absent.

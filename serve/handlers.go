@@ -2,11 +2,8 @@ package serve
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"sort"
 	"time"
@@ -278,51 +275,6 @@ func embedRow(v *[]float32, b *models.Batch, r int, pool models.Pooling, norm bo
 		return invalid("`dimensions` %d should be at most the embedding dimension, %d", dims, len(e))
 	}
 	return nil
-}
-
-func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error {
-	var req openAIRequest
-	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
-		return e
-	}
-	m, err := s.pick(req.Model, "/v1/embeddings", nil)
-	if err != nil {
-		return err
-	}
-	if e := req.Input.check("input", s.cfg.MaxClientBatchSize); e != nil {
-		return e
-	}
-	switch req.EncodingFormat {
-	case "", "float", "base64":
-	default:
-		return invalid("encoding_format %q: want \"float\" or \"base64\"", req.EncodingFormat)
-	}
-	hidden := m.p.Config().Hidden
-	if req.Dimensions != nil && *req.Dimensions != hidden {
-		return invalid("dimensions %d: the model's embeddings have %d", *req.Dimensions, hidden)
-	}
-	vecs := make([][]float32, len(req.Input.list))
-	tokens, err := s.batched(r.Context(), m, singles(req.Input.list), s.cfg.AutoTruncate,
-		func(i int, b *models.Batch, row int) (err error) {
-			vecs[i], err = b.Embedding(row, m.pool, true)
-			return err
-		})
-	if err != nil {
-		return err
-	}
-	resp := openAIResponse{Object: "list", Model: m.name, Usage: openAIUsage{PromptTokens: tokens, TotalTokens: tokens}}
-	for i, v := range vecs {
-		var e any = v
-		if req.EncodingFormat == "base64" {
-			buf := make([]byte, 4*len(v))
-			for k, x := range v {
-				binary.LittleEndian.PutUint32(buf[4*k:], math.Float32bits(x))
-			}
-			e = base64.StdEncoding.EncodeToString(buf)
-		}
-		resp.Data = append(resp.Data, openAIEmbedding{Object: "embedding", Embedding: e, Index: i})
-	}
-	return writeJSON(w, resp)
 }
 
 // predictions are c's labels, best first, as TEI's /predict lists them.

@@ -246,8 +246,8 @@ func (s *Server) writeError(w http.ResponseWriter, route string, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(ae.status)
 	var body any = errorBody{Error: ae.msg, ErrorType: ae.typ}
-	if route == "/v1/embeddings" {
-		body = openAIError{Message: ae.msg, Code: ae.status, Type: ae.typ}
+	if isOpenAIRoute(route) {
+		body = openAIError(err, ae)
 	}
 	json.NewEncoder(w).Encode(body)
 }

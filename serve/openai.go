@@ -1,0 +1,198 @@
+package serve
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/int8bert/int8bert/models"
+)
+
+// The OpenAI-compatible route, POST /v1/embeddings (and TEI's alias
+// /embeddings), as TEI's openai_embed answers it, with OpenAI's error
+// shape where the two differ (docs/USAGE.md, "Routes").
+
+// openAIRequest is OpenAI's EmbeddingCreateParams (npm openai 7.55.0),
+// TEI's OpenAICompatRequest.
+type openAIRequest struct {
+	Input          texts   `json:"input"`
+	Model          *string `json:"model"`
+	EncodingFormat *string `json:"encoding_format"`
+	Dimensions     *int    `json:"dimensions"`
+	User           *string `json:"user"`
+}
+
+type openAIEmbedding struct {
+	Object    string `json:"object"`
+	Embedding any    `json:"embedding"`
+	Index     int    `json:"index"`
+}
+
+type openAIUsage struct {
+	PromptTokens int `json:"prompt_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+type openAIResponse struct {
+	Object string            `json:"object"`
+	Data   []openAIEmbedding `json:"data"`
+	Model  string            `json:"model"`
+	Usage  openAIUsage       `json:"usage"`
+}
+
+// openAIErrorBody is OpenAI's error response, which its SDKs read the
+// message from: {"error": {"message", "type", "param", "code"}}.
+type openAIErrorBody struct {
+	Error openAIErrorDetail `json:"error"`
+}
+
+type openAIErrorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// paramError is an apiError about one request field, OpenAI's "param".
+type paramError struct {
+	*apiError
+	param string
+}
+
+func (e *paramError) Unwrap() error { return e.apiError }
+
+func invalidParam(param, format string, args ...any) error {
+	return &paramError{invalid(format, args...), param}
+}
+
+// isOpenAIRoute reports the routes (by metrics name) whose errors take
+// OpenAI's shape.
+func isOpenAIRoute(route string) bool {
+	return route == "/v1/embeddings" || route == "/embeddings" || route == "/v1"
+}
+
+// openAIError is ae (the error err resolved to) in OpenAI's shape: "type"
+// is OpenAI's class of the status (invalid_request_error for a client's
+// error, requests for 429, server_error from 500), "code" TEI's error
+// type in lower case, "param" the field at fault when known.
+func openAIError(err error, ae *apiError) openAIErrorBody {
+	typ := "invalid_request_error"
+	switch {
+	case ae.status == http.StatusTooManyRequests:
+		typ = "requests"
+	case ae.status >= 500 || ae.status == http.StatusFailedDependency:
+		typ = "server_error"
+	}
+	code := strings.ToLower(ae.typ)
+	d := openAIErrorDetail{Message: ae.msg, Type: typ, Code: &code}
+	var pe *paramError
+	if errors.As(err, &pe) {
+		d.Param = &pe.param
+	}
+	return openAIErrorBody{Error: d}
+}
+
+// openAIModel is the model a request's "model" picks, as TEI treats it: a
+// served name picks that model; absent or empty is the default model;
+// anything else (a hub id the server was not started with,
+// "text-embedding-3-small") is answered by the default model, with a
+// logged warning, as TEI does.
+func (s *Server) openAIModel(name *string) *model {
+	if name == nil || *name == "" {
+		return s.models[0]
+	}
+	if m, ok := s.byName[*name]; ok {
+		return m
+	}
+	s.cfg.Logger.Warn("serve: /v1/embeddings: the requested model is not served; the default model answers",
+		"model", *name, "default", s.models[0].name, "served", modelNames(s.models))
+	return s.models[0]
+}
+
+// cutAndNormalize is TEI's dimensions: the first n values of v (a pooled,
+// not yet normalised embedding), L2-normalised after the cut when
+// normalize is set. n must be 1 to len(v) (checked by the caller).
+func cutAndNormalize(v []float32, n int, normalize bool) []float32 {
+	v = v[:n:n]
+	if normalize {
+		var ss float64
+		for _, x := range v {
+			ss += float64(x) * float64(x)
+		}
+		if ss > 0 {
+			scale := float32(1 / math.Sqrt(ss))
+			for i := range v {
+				v[i] *= scale
+			}
+		}
+	}
+	return v
+}
+
+// float32Base64 is OpenAI's base64 encoding of an embedding: the
+// little-endian float32 bytes.
+func float32Base64(v []float32) string {
+	buf := make([]byte, 4*len(v))
+	for k, x := range v {
+		binary.LittleEndian.PutUint32(buf[4*k:], math.Float32bits(x))
+	}
+	return base64.StdEncoding.EncodeToString(buf)
+}
+
+func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error {
+	var req openAIRequest
+	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		return e
+	}
+	if e := req.Input.check("input", s.cfg.MaxClientBatchSize); e != nil {
+		return &paramError{e, "input"}
+	}
+	b64 := false
+	if f := req.EncodingFormat; f != nil {
+		switch *f {
+		case "float":
+		case "base64":
+			b64 = true
+		default:
+			return invalidParam("encoding_format", "encoding_format %q: want \"float\" or \"base64\"", *f)
+		}
+	}
+	m := s.openAIModel(req.Model)
+	hidden := m.p.Config().Hidden
+	dims := hidden
+	if d := req.Dimensions; d != nil {
+		if *d <= 0 {
+			return invalidParam("dimensions", "`dimensions` should be positive; given: %d", *d)
+		}
+		if *d > hidden {
+			return invalidParam("dimensions", "`dimensions` should be smaller than the maximum embedding dimension (%d); given: %d", hidden, *d)
+		}
+		dims = *d
+	}
+	vecs := make([][]float32, len(req.Input.list))
+	tokens, err := s.batched(r.Context(), m, singles(req.Input.list), s.cfg.AutoTruncate,
+		func(i int, b *models.Batch, row int) error {
+			v, err := b.Embedding(row, m.pool, false)
+			if err != nil {
+				return err
+			}
+			vecs[i] = cutAndNormalize(v, dims, true)
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	resp := openAIResponse{Object: "list", Data: make([]openAIEmbedding, len(vecs)), Model: m.name,
+		Usage: openAIUsage{PromptTokens: tokens, TotalTokens: tokens}}
+	for i, v := range vecs {
+		var e any = v
+		if b64 {
+			e = float32Base64(v)
+		}
+		resp.Data[i] = openAIEmbedding{Object: "embedding", Embedding: e, Index: i}
+	}
+	return writeJSON(w, resp)
+}
