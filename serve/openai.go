@@ -96,7 +96,9 @@ func openAIError(err error, ae *apiError) openAIErrorBody {
 }
 
 // openAIModel is the model a request's "model" picks, as TEI treats it: a
-// served name picks that model; absent or empty is the default model;
+// served name picks that model, and so does a model's source (TEI's
+// served name is the model id unless set); absent or empty is the
+// default model;
 // anything else (a hub id the server was not started with,
 // "text-embedding-3-small") is answered by the default model, with a
 // logged warning, as TEI does.
@@ -106,6 +108,11 @@ func (s *Server) openAIModel(name *string) *model {
 	}
 	if m, ok := s.byName[*name]; ok {
 		return m
+	}
+	for _, m := range s.models {
+		if m.source == *name {
+			return m // TEI's served name defaults to the model id
+		}
 	}
 	s.cfg.Logger.Warn("serve: /v1/embeddings: the requested model is not served; the default model answers",
 		"model", *name, "default", s.models[0].name, "served", modelNames(s.models))

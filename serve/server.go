@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -139,28 +140,39 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(pattern, s.wrap(name, admitted, h))
 	}
 	route("POST /embed", "/embed", true, s.embed)
+	route("POST /embed_all", "/embed_all", true, s.embedAll)
+	route("POST /embed_sparse", "/embed_sparse", true, s.embedSparse)
 	route("POST /predict", "/predict", true, s.predict)
 	route("POST /rerank", "/rerank", true, s.rerank)
+	route("POST /similarity", "/similarity", true, s.similarity)
 	route("POST /tokenize", "/tokenize", true, s.tokenize)
+	route("POST /decode", "/decode", true, s.decodeIDs)
 	route("POST /v1/embeddings", "/v1/embeddings", true, s.openAIEmbeddings)
+	route("POST /embeddings", "/embeddings", true, s.openAIEmbeddings)
+	route("POST /vertex", "/vertex", true, s.vertex)
 	route("POST /qa", "/qa", true, s.qa)
+	task := s.taskRoute(os.Getenv("TASK")) // TEI reads TASK the same way
+	route("POST /{$}", "/", true, task)
+	route("POST /invocations", "/invocations", true, task)
 	route("GET /health", "/health", false, s.health)
+	route("GET /{$}", "/", false, s.health)
+	route("GET /ping", "/ping", false, s.health)
 	route("GET /info", "/info", false, s.info)
+	route("GET /docs", "/docs", false, s.swaggerUI)
+	route("GET /docs/{$}", "/docs", false, s.swaggerUI)
+	route("GET /api-doc/openapi.json", "/api-doc/openapi.json", false, s.openAPI)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
-	mux.Handle("/", s.wrap("other", false, func(w http.ResponseWriter, r *http.Request) error {
-		const routes = "the routes are POST /embed, /predict, /rerank, /tokenize, /v1/embeddings, /qa and GET /health, /info, /metrics"
-		if m, ok := routeMethods[r.URL.Path]; ok {
-			w.Header().Set("Allow", m)
-			return &apiError{http.StatusMethodNotAllowed, errValidation, fmt.Sprintf("%s %s: use %s (%s)", r.Method, r.URL.Path, m, routes)}
-		}
-		return &apiError{http.StatusNotFound, errValidation, fmt.Sprintf("no route %s %s: %s", r.Method, r.URL.Path, routes)}
-	}))
+	mux.Handle("/v1/", s.wrap("/v1", false, s.noRoute))
+	mux.Handle("/", s.wrap("other", false, s.noRoute))
 	return mux
 }
 
-// routeMethods is the method of each route, for 405's Allow.
-var routeMethods = map[string]string{"/embed": "POST", "/predict": "POST", "/rerank": "POST", "/tokenize": "POST",
-	"/v1/embeddings": "POST", "/qa": "POST", "/health": "GET", "/info": "GET", "/metrics": "GET"}
+// routeMethods is the methods of each route, for 405's Allow.
+var routeMethods = map[string]string{"/embed": "POST", "/embed_all": "POST", "/embed_sparse": "POST",
+	"/predict": "POST", "/rerank": "POST", "/similarity": "POST", "/tokenize": "POST", "/decode": "POST",
+	"/v1/embeddings": "POST", "/embeddings": "POST", "/vertex": "POST", "/qa": "POST", "/": "GET, POST",
+	"/invocations": "POST", "/health": "GET", "/ping": "GET", "/info": "GET", "/metrics": "GET",
+	"/docs": "GET", "/api-doc/openapi.json": "GET"}
 
 // statusWriter records the status a handler wrote.
 type statusWriter struct {
