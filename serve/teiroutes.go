@@ -277,8 +277,6 @@ func (s *Server) decodeIDs(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case !req.IDs.set:
 		return invalid("`ids` is required: a list of token ids or a list of such lists")
-	case len(req.IDs.list) == 0:
-		return emptyInput("`ids` cannot be empty")
 	case !req.IDs.single && len(req.IDs.list) > s.cfg.MaxClientBatchSize:
 		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", len(req.IDs.list), s.cfg.MaxClientBatchSize)
 	}
