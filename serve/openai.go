@@ -56,13 +56,15 @@ type openAIErrorDetail struct {
 	Code    *string `json:"code"`
 }
 
-// paramError is an apiError about one request field, OpenAI's "param".
+// paramError is an error (an apiError, or one that wraps one) about one
+// request field, OpenAI's "param".
 type paramError struct {
-	*apiError
+	err   error
 	param string
 }
 
-func (e *paramError) Unwrap() error { return e.apiError }
+func (e *paramError) Error() string { return e.err.Error() }
+func (e *paramError) Unwrap() error { return e.err }
 
 func invalidParam(param, format string, args ...any) error {
 	return &paramError{invalid(format, args...), param}

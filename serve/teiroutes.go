@@ -20,8 +20,8 @@ import (
 // /invocations by the model's task, GET / and /ping, and the OpenAPI
 // document (docs/USAGE.md, "Routes").
 
-// emptyInput is TEI's "Empty" error: 400.
-func emptyInput(format string, args ...any) *apiError {
+// emptyBatch is TEI's "Empty" error: 400.
+func emptyBatch(format string, args ...any) *apiError {
 	return &apiError{http.StatusBadRequest, "Empty", fmt.Sprintf(format, args...)}
 }
 
@@ -63,11 +63,14 @@ func needEmbedder(m *model) *apiError {
 }
 
 // checkBatch is texts.check with TEI's 400 for an empty batch.
-func checkBatch(t *texts, field string, most int) *apiError {
+func checkBatch(t *texts, field string, most int) error {
 	if t.set && len(t.list) == 0 {
-		return emptyInput("`%s` cannot be empty", field)
+		return emptyBatch("`%s` cannot be empty", field)
 	}
-	return t.check(field, most)
+	if e := t.check(field, most); e != nil {
+		return e
+	}
+	return nil
 }
 
 type embedAllRequest struct {
@@ -163,7 +166,7 @@ func (s *Server) similarity(w http.ResponseWriter, r *http.Request) error {
 	case in.Sentences == nil:
 		return invalid("`inputs.sentences` is required: a list of strings")
 	case len(*in.Sentences) == 0:
-		return emptyInput("`inputs.sentences` cannot be empty")
+		return emptyBatch("`inputs.sentences` cannot be empty")
 	case len(*in.Sentences)+1 > s.cfg.MaxClientBatchSize:
 		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", len(*in.Sentences)+1, s.cfg.MaxClientBatchSize)
 	}
@@ -284,7 +287,7 @@ func (s *Server) decodeIDs(w http.ResponseWriter, r *http.Request) error {
 	out := make([]string, len(req.IDs.list))
 	for i, ids := range req.IDs.list {
 		if len(ids) == 0 {
-			return emptyInput("`input_ids` cannot be empty")
+			return emptyBatch("`input_ids` cannot be empty")
 		}
 		text, err := m.p.Tok.Decode(ids, skip)
 		if err != nil {
