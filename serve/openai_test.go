@@ -267,7 +267,8 @@ func openAISDK(t *testing.T) (node string, env []string) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--prefix", dir, "openai@7.55.0")
+	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--prefer-offline",
+		"--fetch-retries=0", "--fetch-timeout=30000", "--prefix", dir, "openai@7.55.0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Skipf("TestOpenAISDK: npm openai is not on NODE_PATH and npm install openai@7.55.0 failed (no registry?): %v: %.500s", err, out)
 	}
