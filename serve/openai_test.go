@@ -207,6 +207,7 @@ func TestOpenAIErrors(t *testing.T) {
 		{"/v1/embeddings", `{"input": "a", "dimensions": 1000}`, 422, "smaller than the maximum embedding dimension", "dimensions"},
 		{"/v1/embeddings", `{"input": ["a", "b", "c"]}`, 422, "maximum allowed batch size 2", "input"},
 		{"/embeddings", `{"model": "m"}`, 422, "`input` is required", "input"},
+		{"/v1/embeddings", `{"input": []}`, 400, "`input` cannot be empty", "input"},
 		{"/v1/embeddings", `{"input": "a", "user": 5}`, 422, "invalid JSON", ""},
 		{"/v1/embeddings", `{bad`, 422, "invalid JSON", ""},
 		{"/v1/models", `{}`, 404, "no route POST /v1/models", ""},
@@ -221,7 +222,11 @@ func TestOpenAIErrors(t *testing.T) {
 		assert.Contains(t, e.Error.Message, c.has, "%s %s", c.route, c.body)
 		assert.Equal(t, "invalid_request_error", e.Error.Type)
 		require.NotNil(t, e.Error.Code)
-		assert.Equal(t, "validation", *e.Error.Code)
+		if c.status == 400 {
+			assert.Equal(t, "empty", *e.Error.Code, "TEI's Empty")
+		} else {
+			assert.Equal(t, "validation", *e.Error.Code)
+		}
 		if c.param == "" {
 			assert.Nil(t, e.Error.Param, "%s", b)
 		} else if assert.NotNil(t, e.Error.Param, "%s", b) {
