@@ -73,28 +73,39 @@ func checkBatch(t *texts, field string, most int) error {
 	return nil
 }
 
+// embedAllRequest is TEI's EmbedAllRequest, and its EmbedSparseRequest,
+// which has the same fields.
 type embedAllRequest struct {
 	Inputs texts `json:"inputs"`
 	encodingFields
 	Model string `json:"model"`
 }
 
+// readEmbedAll reads and checks an /embed_all or /embed_sparse request.
+func (s *Server) readEmbedAll(w http.ResponseWriter, r *http.Request, route string) (*embedAllRequest, *model, error) {
+	var req embedAllRequest
+	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		return nil, nil, e
+	}
+	m, err := s.pick(req.Model, route, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if e := checkBatch(&req.Inputs, "inputs", s.cfg.MaxClientBatchSize); e != nil {
+		return nil, nil, e
+	}
+	if e := req.check(); e != nil {
+		return nil, nil, e
+	}
+	return &req, m, nil
+}
+
 // embedAll is TEI's /embed_all: the last hidden state of every token of
 // each input, special tokens included, unpooled and not normalised.
 func (s *Server) embedAll(w http.ResponseWriter, r *http.Request) error {
-	var req embedAllRequest
-	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
-		return e
-	}
-	m, err := s.pick(req.Model, "/embed_all", nil)
+	req, m, err := s.readEmbedAll(w, r, "/embed_all")
 	if err != nil {
 		return err
-	}
-	if e := checkBatch(&req.Inputs, "inputs", s.cfg.MaxClientBatchSize); e != nil {
-		return e
-	}
-	if e := req.check(); e != nil {
-		return e
 	}
 	if e := needEmbedder(m); e != nil {
 		return e
@@ -111,28 +122,12 @@ func (s *Server) embedAll(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, out)
 }
 
-type embedSparseRequest struct {
-	Inputs texts `json:"inputs"`
-	encodingFields
-	Model string `json:"model"`
-}
-
 // embedSparse is TEI's /embed_sparse for a model without a SPLADE head:
 // the request is read and checked as TEI does, and answered 424.
 func (s *Server) embedSparse(w http.ResponseWriter, r *http.Request) error {
-	var req embedSparseRequest
-	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
-		return e
-	}
-	m, err := s.pick(req.Model, "/embed_sparse", nil)
+	_, m, err := s.readEmbedAll(w, r, "/embed_sparse")
 	if err != nil {
 		return err
-	}
-	if e := checkBatch(&req.Inputs, "inputs", s.cfg.MaxClientBatchSize); e != nil {
-		return e
-	}
-	if e := req.check(); e != nil {
-		return e
 	}
 	return &apiError{http.StatusFailedDependency, errBackend,
 		fmt.Sprintf("Model is not an embedding model with SPLADE pooling: model %q pools with %s", m.name, m.pool)}
