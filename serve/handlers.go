@@ -121,9 +121,9 @@ func (s *Server) encode(ctx context.Context, m *model, inputs []sequence, trunca
 }
 
 // encodeWith tokenizes inputs for m as e says. A prompt with a pair of
-// texts is refused, as TEI refuses it; so is one with token ids, which
-// TEI decodes, prefixes and tokenizes again (what it adds special tokens
-// to), which needs a decoder.
+// texts is refused, as TEI refuses it; token ids with a prompt (an empty
+// one included) are decoded, prefixed and tokenized again, as TEI does
+// (models.Pipeline.EncodeIDsAsText).
 func (s *Server) encodeWith(ctx context.Context, m *model, inputs []sequence, e encoding) ([]models.Sequence, error) {
 	select {
 	case s.tokens <- struct{}{}:
@@ -151,8 +151,8 @@ func (s *Server) encodeWith(ctx context.Context, m *model, inputs []sequence, e 
 		switch {
 		case e.prompt != nil && in.b != nil:
 			return nil, invalid("%s: a prompt (prompt_name, or the server's default prompt) cannot be set with a pair of texts", what)
-		case e.prompt != nil && in.ids != nil:
-			return nil, invalid("%s: a prompt (prompt_name, or the server's default prompt) cannot be set with token ids: give the text, or the prompt's ids in front of the input's", what)
+		case in.ids != nil && e.prompt != nil:
+			q, err = m.p.EncodeIDsAsText(in.ids, eo) // an empty prompt too, as TEI
 		case in.ids != nil:
 			q, err = m.p.EncodeIDs(in.ids, eo)
 		default:
