@@ -18,7 +18,7 @@ import (
 // openAIRequest is OpenAI's EmbeddingCreateParams (npm openai 7.55.0),
 // TEI's OpenAICompatRequest.
 type openAIRequest struct {
-	Input          texts   `json:"input"`
+	Input          inputs  `json:"input"`
 	Model          *string `json:"model"`
 	EncodingFormat *string `json:"encoding_format"`
 	Dimensions     *int    `json:"dimensions"`
@@ -156,7 +156,7 @@ func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error 
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
 		return e
 	}
-	if e := checkBatch(&req.Input, "input", s.cfg.MaxClientBatchSize); e != nil {
+	if e := req.Input.checkBatch("input", s.cfg.MaxClientBatchSize); e != nil {
 		return &paramError{e, "input"}
 	}
 	b64 := false
@@ -181,8 +181,15 @@ func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error 
 		}
 		dims = *d
 	}
+	// As TEI's openai_embed: truncated as --auto-truncate says, on the
+	// right, with no prompt_name, so that the server's default prompt
+	// applies (TEI's tokenization workers apply it).
+	enc, err := s.encoding(m, nil, direction{}, nil)
+	if err != nil {
+		return err
+	}
 	vecs := make([][]float32, len(req.Input.list))
-	tokens, err := s.batched(r.Context(), m, singles(req.Input.list), s.cfg.AutoTruncate,
+	tokens, err := s.batchedWith(r.Context(), m, req.Input.list, enc,
 		func(i int, b *models.Batch, row int) error {
 			v, err := b.Embedding(row, m.pool, false)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,6 +185,49 @@ func TestOpenAIEmbeddings(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(logs.String(), "the requested model is not served"), "%s", logs.String())
 }
 
+// TestOpenAITokenIDs: /v1/embeddings takes token ids as TEI's Input (a
+// list of ints, or a list of lists and strings), as /embed does; the
+// server's default prompt applies to texts and ids, as TEI applies it
+// there; ids outside the vocabulary are 422 in OpenAI's shape.
+func TestOpenAITokenIDs(t *testing.T) {
+	dir := wordModel(t, "golden/models/bert-base", false, promptsJSON)
+	cfg := Config{Models: []ModelSpec{{Name: "e", Source: dir}}, Load: wordOptions(t)}
+	_, plain := newServer(t, cfg)
+	cfg.DefaultPromptName = "query"
+	_, named := newServer(t, cfg)
+	openai := func(ts *httptest.Server, input string) openAIBody {
+		t.Helper()
+		code, b := post(t, ts, "/v1/embeddings", `{"model": "e", "input": `+input+`}`)
+		require.Equal(t, 200, code, "%s: %s", input, b)
+		return decode[openAIBody](t, b)
+	}
+
+	texts := embedOK(t, plain, `{"inputs": ["w5 w6 w7", "w9"]}`)
+	one := openai(plain, `[101, 5, 6, 7, 102]`)
+	sameVectors(t, texts[:1], one.vectors(t), "a list of ints is one input")
+	assert.Equal(t, openAIUsage{PromptTokens: 5, TotalTokens: 5}, one.Usage)
+	sameVectors(t, embedOK(t, plain, `{"inputs": [5, 6, 7]}`), openai(plain, `[5, 6, 7]`).vectors(t), "ids as given, as /embed")
+	lists := openai(plain, `[[101, 5, 6, 7, 102], [101, 9, 102]]`)
+	sameVectors(t, texts, lists.vectors(t), "a list of lists")
+	assert.Equal(t, openAIUsage{PromptTokens: 8, TotalTokens: 8}, lists.Usage)
+	sameVectors(t, texts, openai(plain, `[[101, 5, 6, 7, 102], "w9"]`).vectors(t), "ids and texts")
+
+	query := embedOK(t, plain, `{"inputs": ["w5 w6 w7", "w9"], "prompt_name": "query"}`)
+	sameVectors(t, query, openai(named, `["w5 w6 w7", "w9"]`).vectors(t), "the default prompt applies to texts")
+	sameVectors(t, query, openai(named, `[[101, 5, 6, 7, 102], [9]]`).vectors(t), "and to ids, decoded and tokenized again")
+
+	code, b := post(t, plain, "/v1/embeddings", `{"input": [5, 1000]}`)
+	assert.Equal(t, 422, code, "%s", b)
+	var e openAIErrorBody
+	require.NoError(t, json.Unmarshal(b, &e), "%s", b)
+	assert.Contains(t, e.Error.Message, "outside the vocabulary")
+	assert.Equal(t, "invalid_request_error", e.Error.Type)
+	for _, bad := range []string{`[-1]`, `[1.5]`, `[1, "a"]`, `[[1], null]`} {
+		code, b := post(t, plain, "/v1/embeddings", `{"input": `+bad+`}`)
+		assert.Equal(t, 422, code, "%s: %s", bad, b)
+	}
+}
+
 // TestOpenAIErrors: the /v1 routes answer OpenAI's error shape, with
 // the message, OpenAI's type, the field at fault and TEI's error type as
 // the code; unknown /v1 paths and methods too.
@@ -293,6 +337,9 @@ const client = new OpenAI({ baseURL: process.argv[2] + "/v1", apiKey: "sk-any", 
   out.model = def.model;
   out.usage = def.usage;
   out.default = def.data.map((d) => Array.from(d.embedding));
+  const one = await client.embeddings.create({ model: "bge", input: [101, 5, 6, 102] });
+  const many = await client.embeddings.create({ model: "bge", input: [[101, 5, 6, 102], [101, 7, 102]] });
+  out.ids = one.data.concat(many.data).map((d) => Array.from(d.embedding));
   const f = await client.embeddings.create({ model: "text-embedding-3-small", input: "w5 w6", encoding_format: "float", dimensions: 8, user: "u" });
   out.float = f.data.map((d) => d.embedding);
   try {
@@ -307,8 +354,8 @@ const client = new OpenAI({ baseURL: process.argv[2] + "/v1", apiKey: "sk-any", 
 
 // TestOpenAISDK: the OpenAI JavaScript SDK's embeddings.create works
 // unchanged against the server: a hub id as the model, its default
-// base64 encoding decoded into the vectors /embed gives, dimensions, and
-// an error whose message the SDK shows.
+// base64 encoding decoded into the vectors /embed gives, token-id inputs,
+// dimensions, and an error whose message the SDK shows.
 func TestOpenAISDK(t *testing.T) {
 	node, env := openAISDK(t)
 	dir := embeddingFolder(t)
@@ -332,6 +379,7 @@ func TestOpenAISDK(t *testing.T) {
 		Usage   openAIUsage `json:"usage"`
 		Default [][]float32 `json:"default"`
 		Float   [][]float32 `json:"float"`
+		IDs     [][]float32 `json:"ids"`
 		Error   struct {
 			Status  int    `json:"status"`
 			Message string `json:"message"`
@@ -346,6 +394,10 @@ func TestOpenAISDK(t *testing.T) {
 	require.Len(t, got.Default, 2)
 	for i := range want {
 		assert.InDeltaSlice(t, want[i], got.Default[i], 1e-6, "text %d", i)
+	}
+	require.Len(t, got.IDs, 3, "token ids: a list of ints, and a list of two lists")
+	for i, w := range [][]float32{want[0], want[0], want[1]} {
+		assert.InDeltaSlice(t, w, got.IDs[i], 1e-6, "token ids %d", i)
 	}
 	require.Len(t, got.Float, 1)
 	require.Len(t, got.Float[0], 8)

@@ -73,6 +73,17 @@ func checkBatch(t *texts, field string, most int) error {
 	return nil
 }
 
+// checkBatch is inputs.check with TEI's 400 for an empty batch.
+func (in *inputs) checkBatch(field string, most int) error {
+	if in.set && len(in.list) == 0 {
+		return emptyBatch("`%s` cannot be empty", field)
+	}
+	if e := in.check(field, most); e != nil {
+		return e
+	}
+	return nil
+}
+
 // embedAllRequest is TEI's EmbedAllRequest, and its EmbedSparseRequest,
 // which has the same fields.
 type embedAllRequest struct {
