@@ -121,26 +121,6 @@ func (s *Server) openAIModel(name *string) *model {
 	return s.models[0]
 }
 
-// cutAndNormalize is TEI's dimensions: the first n values of v (a pooled,
-// not yet normalised embedding), L2-normalised after the cut when
-// normalize is set. n must be 1 to len(v) (checked by the caller).
-func cutAndNormalize(v []float32, n int, normalize bool) []float32 {
-	v = v[:n:n]
-	if normalize {
-		var ss float64
-		for _, x := range v {
-			ss += float64(x) * float64(x)
-		}
-		if ss > 0 {
-			scale := float32(1 / math.Sqrt(ss))
-			for i := range v {
-				v[i] *= scale
-			}
-		}
-	}
-	return v
-}
-
 // float32Base64 is OpenAI's base64 encoding of an embedding: the
 // little-endian float32 bytes.
 func float32Base64(v []float32) string {
@@ -171,7 +151,7 @@ func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error 
 	}
 	m := s.openAIModel(req.Model)
 	hidden := m.p.Config().Hidden
-	dims := hidden
+	dims := 0 // all
 	if d := req.Dimensions; d != nil {
 		if *d <= 0 {
 			return invalidParam("dimensions", "`dimensions` should be positive; given: %d", *d)
@@ -191,12 +171,9 @@ func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error 
 	vecs := make([][]float32, len(req.Input.list))
 	tokens, err := s.batchedWith(r.Context(), m, req.Input.list, enc,
 		func(i int, b *models.Batch, row int) error {
-			v, err := b.Embedding(row, m.pool, false)
-			if err != nil {
-				return err
-			}
-			vecs[i] = cutAndNormalize(v, dims, true)
-			return nil
+			// /embed's rows with normalize set: dimensions cut, then
+			// normalise (models.ShortenEmbedding), as TEI.
+			return embedRow(&vecs[i], b, row, m.pool, true, dims)
 		})
 	if err != nil {
 		return err
