@@ -92,15 +92,9 @@ func (s *Server) encoding(m *model, truncate *bool, dir direction, promptName *s
 	return e, nil
 }
 
-// batched tokenizes a request's inputs on the calling goroutine (at most
-// TokenizationWorkers requests at once), queues them as one job, and
-// waits for the instance that runs it; fill gets each row.
-func (s *Server) batched(ctx context.Context, m *model, inputs []sequence, truncate bool,
-	fill func(i int, b *models.Batch, r int) error) (tokens int, err error) {
-	return s.batchedWith(ctx, m, inputs, encoding{truncate: truncate}, fill)
-}
-
-// batchedWith is batched with the inputs tokenized as e says.
+// batchedWith tokenizes a request's inputs as e says, on the calling
+// goroutine (at most TokenizationWorkers requests at once), queues them
+// as one job, and waits for the instance that runs it; fill gets each row.
 func (s *Server) batchedWith(ctx context.Context, m *model, inputs []sequence, e encoding,
 	fill func(i int, b *models.Batch, r int) error) (tokens int, err error) {
 	s.sched.expect()
@@ -113,11 +107,6 @@ func (s *Server) batchedWith(ctx context.Context, m *model, inputs []sequence, e
 		tokens += q.Len()
 	}
 	return tokens, s.sched.submit(&job{ctx: ctx, m: m, seqs: seqs, fill: fill}, true)
-}
-
-// encode tokenizes inputs for m.
-func (s *Server) encode(ctx context.Context, m *model, inputs []sequence, truncate bool) ([]models.Sequence, error) {
-	return s.encodeWith(ctx, m, inputs, encoding{truncate: truncate})
 }
 
 // encodeWith tokenizes inputs for m as e says. A prompt with a pair of

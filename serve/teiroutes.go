@@ -27,30 +27,18 @@ func emptyBatch(format string, args ...any) *apiError {
 
 // encodingFields are the fields TEI's embedding requests share besides
 // their inputs (EmbedAllRequest, EmbedSparseRequest and
-// SimilarityParameters).
+// SimilarityParameters), read and honoured as /embed's: truncate (absent:
+// the server's auto-truncate), truncation_direction, prompt_name (absent:
+// the server's default prompt).
 type encodingFields struct {
-	Truncate            *bool   `json:"truncate"`
-	TruncationDirection *string `json:"truncation_direction"`
-	PromptName          *string `json:"prompt_name"`
+	Truncate   *bool     `json:"truncate"`
+	Direction  direction `json:"truncation_direction"`
+	PromptName *string   `json:"prompt_name"`
 }
 
-// check refuses what these routes cannot honour: a direction TEI does not
-// know, left truncation and prompts, which the encode options do not
-// carry here yet (docs/USAGE.md, "Routes").
-func (f *encodingFields) check() *apiError {
-	if d := f.TruncationDirection; d != nil {
-		switch *d {
-		case "right", "Right":
-		case "left", "Left":
-			return invalid("truncation_direction %q: this route truncates on the right only", *d)
-		default:
-			return invalid("truncation_direction %q: want \"right\" or \"left\"", *d)
-		}
-	}
-	if f.PromptName != nil {
-		return invalid("prompt_name %q: this route takes no prompts", *f.PromptName)
-	}
-	return nil
+// encoding resolves f for m, as /embed's fields (Server.encoding).
+func (s *Server) encodingOf(m *model, f encodingFields) (encoding, error) {
+	return s.encoding(m, f.Truncate, f.Direction, f.PromptName)
 }
 
 // needEmbedder is TEI's refusal of an embedding route on a classifier:
@@ -58,17 +46,6 @@ func (f *encodingFields) check() *apiError {
 func needEmbedder(m *model) *apiError {
 	if m.p.Task() == models.TaskSequenceClassification {
 		return &apiError{http.StatusFailedDependency, errBackend, fmt.Sprintf("Model is not an embedding model: model %q is %s", m.name, m.p.Describe())}
-	}
-	return nil
-}
-
-// checkBatch is texts.check with TEI's 400 for an empty batch.
-func checkBatch(t *texts, field string, most int) error {
-	if t.set && len(t.list) == 0 {
-		return emptyBatch("`%s` cannot be empty", field)
-	}
-	if e := t.check(field, most); e != nil {
-		return e
 	}
 	return nil
 }
@@ -87,7 +64,7 @@ func (in *inputs) checkBatch(field string, most int) error {
 // embedAllRequest is TEI's EmbedAllRequest, and its EmbedSparseRequest,
 // which has the same fields.
 type embedAllRequest struct {
-	Inputs texts `json:"inputs"`
+	Inputs inputs `json:"inputs"`
 	encodingFields
 	Model string `json:"model"`
 }
@@ -102,10 +79,7 @@ func (s *Server) readEmbedAll(w http.ResponseWriter, r *http.Request, route stri
 	if err != nil {
 		return nil, nil, err
 	}
-	if e := checkBatch(&req.Inputs, "inputs", s.cfg.MaxClientBatchSize); e != nil {
-		return nil, nil, e
-	}
-	if e := req.check(); e != nil {
+	if e := req.Inputs.checkBatch("inputs", s.cfg.MaxClientBatchSize); e != nil {
 		return nil, nil, e
 	}
 	return &req, m, nil
@@ -121,8 +95,12 @@ func (s *Server) embedAll(w http.ResponseWriter, r *http.Request) error {
 	if e := needEmbedder(m); e != nil {
 		return e
 	}
+	enc, err := s.encodingOf(m, req.encodingFields)
+	if err != nil {
+		return err
+	}
 	out := make([][][]float32, len(req.Inputs.list))
-	_, err = s.batched(r.Context(), m, singles(req.Inputs.list), boolOr(req.Truncate, s.cfg.AutoTruncate),
+	_, err = s.batchedWith(r.Context(), m, req.Inputs.list, enc,
 		func(i int, b *models.Batch, row int) (err error) {
 			out[i], err = b.TokenEmbeddings(row)
 			return err
@@ -180,15 +158,16 @@ func (s *Server) similarity(w http.ResponseWriter, r *http.Request) error {
 	if req.Parameters != nil {
 		par = *req.Parameters
 	}
-	if e := par.check(); e != nil {
-		return e
-	}
 	if e := needEmbedder(m); e != nil {
 		return e
 	}
+	enc, err := s.encodingOf(m, par)
+	if err != nil {
+		return err
+	}
 	inputs := append([]string{*req.Inputs.SourceSentence}, *req.Inputs.Sentences...)
 	vecs := make([][]float32, len(inputs))
-	_, err = s.batched(r.Context(), m, singles(inputs), boolOr(par.Truncate, s.cfg.AutoTruncate),
+	_, err = s.batchedWith(r.Context(), m, singles(inputs), enc,
 		func(i int, b *models.Batch, row int) (err error) {
 			vecs[i], err = b.Embedding(row, m.pool, false)
 			return err

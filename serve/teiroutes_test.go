@@ -49,7 +49,7 @@ func teiError(t *testing.T, code int, b []byte, status int, has string) {
 // TestEmbedAll: /embed_all answers every token's last hidden state,
 // special tokens included: the first is the CLS pooling and their mean
 // the mean pooling of the library's Embed. A classifier gets TEI's 424;
-// empty inputs 400; what the route cannot honour 422.
+// empty inputs 400; bad fields 422.
 func TestEmbedAll(t *testing.T) {
 	dir := embeddingFolder(t)
 	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "bge", Source: dir}, {Name: "sst2", Source: shipped}}, MaxClientBatchSize: 3})
@@ -99,12 +99,97 @@ func TestEmbedAll(t *testing.T) {
 		{map[string]any{"inputs": []string{"a", "b", "c", "d"}}, 422, "maximum allowed batch size 3"},
 		{map[string]any{"inputs": long}, 422, "(the model's maximum input length)"},
 		{map[string]any{"inputs": "w5", "truncation_direction": "sideways"}, 422, `truncation_direction "sideways"`},
-		{map[string]any{"inputs": "w5", "truncation_direction": "left"}, 422, "on the right only"},
-		{map[string]any{"inputs": "w5", "prompt_name": "query"}, 422, "prompt_name"},
+		{map[string]any{"inputs": "w5", "truncation_direction": nil}, 422, "truncation_direction"},
+		{map[string]any{"inputs": "w5", "prompt_name": "query"}, 422, "the model has no prompts"},
+		{map[string]any{"inputs": []int{5, 1000}}, 422, "outside the vocabulary"},
 	} {
 		code, b := postJSON(t, ts, "/embed_all", c.body)
 		teiError(t, code, b, c.status, c.has)
 	}
+}
+
+// TestEmbeddingRouteOptions: /embed_all, /embed_sparse and /similarity
+// take /embed's encode options, as TEI: truncation_direction, prompt_name
+// and the server's default prompt, and (but /similarity) token ids; the
+// results are those of the prompted or truncated texts.
+func TestEmbeddingRouteOptions(t *testing.T) {
+	dir := wordModel(t, "golden/models/bert-base", false, promptsJSON)
+	p := library(t, dir)
+	cfg := Config{Models: []ModelSpec{{Name: "e", Source: dir}}, Load: wordOptions(t)}
+	_, ts := newServer(t, cfg)
+	cfg.DefaultPromptName = "query"
+	_, named := newServer(t, cfg)
+	all := func(ts *httptest.Server, body any) [][][]float32 {
+		t.Helper()
+		code, b := postJSON(t, ts, "/embed_all", body)
+		require.Equal(t, 200, code, "%v: %s", body, b)
+		return decode[[][][]float32](t, b)
+	}
+
+	prompted := all(ts, map[string]any{"inputs": []string{"w11 w12 w5 w6", "w11 w12 w7"}})
+	require.Len(t, prompted[0], 6, "[CLS] w11 w12 w5 w6 [SEP]")
+	assert.Equal(t, prompted, all(ts, map[string]any{"inputs": []string{"w5 w6", "w7"}, "prompt_name": "query"}), "prompt_name")
+	assert.Equal(t, prompted, all(named, map[string]any{"inputs": []string{"w5 w6", "w7"}}), "the default prompt")
+	assert.Equal(t, prompted, all(named, map[string]any{"inputs": []any{[]int{101, 5, 6, 102}, []int{7}}}), "the default prompt with ids")
+	plain := all(ts, map[string]any{"inputs": "w5 w6"})
+	assert.Equal(t, plain, all(named, map[string]any{"inputs": "w5 w6", "prompt_name": "passage"}), "prompt_name wins over the default")
+	assert.Equal(t, plain, all(ts, map[string]any{"inputs": []int{101, 5, 6, 102}}), "ids")
+
+	long := encodertest.Words(10, 40)
+	left, err := p.Encode(long, nil, models.EncodeOptions{Truncate: true, Direction: models.TruncateLeft})
+	require.NoError(t, err)
+	right, err := p.Encode(long, nil, models.EncodeOptions{Truncate: true})
+	require.NoError(t, err)
+	gotLeft := all(ts, map[string]any{"inputs": long, "truncate": true, "truncation_direction": "left"})
+	assert.Equal(t, all(ts, map[string]any{"inputs": left.IDs()}), gotLeft, "left truncation: the tokens of the kept end")
+	assert.Equal(t, all(ts, map[string]any{"inputs": right.IDs()}), all(ts, map[string]any{"inputs": long, "truncate": true, "truncation_direction": "Right"}), "right truncation")
+	assert.NotEqual(t, all(ts, map[string]any{"inputs": right.IDs()}), gotLeft)
+	code, b := postJSON(t, ts, "/embed_all", map[string]any{"inputs": "w5", "prompt_name": "doc"})
+	teiError(t, code, b, 422, `"doc" is not one of the model's prompts (passage, query)`)
+
+	// /embed_sparse reads the same fields, then answers 424 without a
+	// SPLADE head before it looks a prompt up, as TEI.
+	for _, body := range []any{
+		map[string]any{"inputs": []any{"w5", []int{5, 6}}, "truncation_direction": "Left", "prompt_name": "query"},
+		map[string]any{"inputs": "w5", "prompt_name": "doc"},
+	} {
+		code, b = postJSON(t, ts, "/embed_sparse", body)
+		teiError(t, code, b, 424, "SPLADE pooling")
+	}
+	code, b = postJSON(t, ts, "/embed_sparse", map[string]any{"inputs": "w5", "truncation_direction": "up"})
+	teiError(t, code, b, 422, "truncation_direction")
+
+	// /similarity: the cosines of /embed's unnormalised vectors with the
+	// same options.
+	sentences := []string{"w5 w6", long}
+	for _, par := range []map[string]any{
+		{"prompt_name": "query", "truncate": true},
+		{"truncate": true, "truncation_direction": "left"},
+		{"truncate": true, "truncation_direction": "left", "prompt_name": "query"},
+	} {
+		embed := map[string]any{"inputs": append([]string{"w7"}, sentences...), "normalize": false}
+		for k, v := range par {
+			embed[k] = v
+		}
+		code, b := postJSON(t, ts, "/embed", embed)
+		require.Equal(t, 200, code, "%s", b)
+		vecs := decode[[][]float32](t, b)
+		code, b = postJSON(t, ts, "/similarity", map[string]any{"inputs": map[string]any{"source_sentence": "w7", "sentences": sentences}, "parameters": par})
+		require.Equal(t, 200, code, "%v: %s", par, b)
+		sims := decode[[]float32](t, b)
+		require.Len(t, sims, 2)
+		for i, s := range sims {
+			assert.InDelta(t, cosine(vecs[0], vecs[i+1]), s, 1e-5, "%v: sentence %d", par, i)
+		}
+	}
+	code, b = postJSON(t, named, "/similarity", map[string]any{"inputs": map[string]any{"source_sentence": "w7", "sentences": sentences[:1]}})
+	require.Equal(t, 200, code, "%s", b)
+	def := decode[[]float32](t, b)
+	code, b = postJSON(t, ts, "/similarity", map[string]any{"inputs": map[string]any{"source_sentence": "w7", "sentences": sentences[:1]}, "parameters": map[string]any{"prompt_name": "query"}})
+	require.Equal(t, 200, code, "%s", b)
+	assert.InDeltaSlice(t, decode[[]float32](t, b), def, 1e-6, "the default prompt on /similarity")
+	code, b = postJSON(t, ts, "/similarity", map[string]any{"inputs": map[string]any{"source_sentence": "w7", "sentences": sentences[:1]}, "parameters": map[string]any{"prompt_name": "doc"}})
+	teiError(t, code, b, 422, `"doc" is not one of`)
 }
 
 // TestEmbedSparse: without a SPLADE head /embed_sparse reads and checks
