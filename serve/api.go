@@ -84,6 +84,10 @@ func decodeJSON(data []byte, v any) *apiError {
 	return nil
 }
 
+// isNull reports a JSON null, which an optional input field reads as
+// absent (TEI's Option).
+func isNull(b []byte) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("null")) }
+
 // texts is TEI's Input: a string or a list of strings.
 type texts struct {
 	list   []string
@@ -92,10 +96,8 @@ type texts struct {
 }
 
 func (t *texts) UnmarshalJSON(b []byte) error {
-	t.set = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		t.set = false
-		return nil
+	if t.set = !isNull(b); !t.set {
+		return nil // absent
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
@@ -150,10 +152,8 @@ type inputs struct {
 const inputsWant = "a string or a list of strings, token ids (a list of integers), or a list of strings and lists of token ids"
 
 func (in *inputs) UnmarshalJSON(b []byte) error {
-	in.set = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		in.set = false
-		return nil
+	if in.set = !isNull(b); !in.set {
+		return nil // absent
 	}
 	if q, err := inputItem(b); err == nil {
 		if q.ids != nil && len(q.ids) == 0 {
@@ -187,7 +187,7 @@ var errNotInput = errors.New("want a string or a list of token ids (integers fro
 // TEI's u32: integers from 0; above the largest int32, an id is outside
 // every vocabulary).
 func inputItem(b []byte) (sequence, error) {
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+	if isNull(b) {
 		return sequence{}, errNotInput
 	}
 	var s string
@@ -219,7 +219,7 @@ func (in *inputs) check(field string, most int) *apiError {
 type flag struct{ v, set bool }
 
 func (f *flag) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+	if isNull(b) {
 		return errors.New("a boolean field (normalize, raw_scores, return_text, add_special_tokens) is null: want true or false, or leave it out")
 	}
 	if err := json.Unmarshal(b, &f.v); err != nil {
@@ -244,7 +244,7 @@ type direction struct{ d models.TruncationDirection }
 
 func (d *direction) UnmarshalJSON(b []byte) error {
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil || bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+	if err := json.Unmarshal(b, &s); err != nil || isNull(b) {
 		return fmt.Errorf("truncation_direction %s: want \"Right\" or \"Left\" (or \"right\", \"left\")", b)
 	}
 	v, err := models.ParseTruncationDirection(s)
@@ -264,10 +264,8 @@ type predictInputs struct {
 }
 
 func (p *predictInputs) UnmarshalJSON(b []byte) error {
-	p.set = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		p.set = false
-		return nil
+	if p.set = !isNull(b); !p.set {
+		return nil // absent
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {

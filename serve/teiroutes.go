@@ -209,10 +209,8 @@ type idLists struct {
 }
 
 func (l *idLists) UnmarshalJSON(b []byte) error {
-	l.set = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		l.set = false
-		return nil
+	if l.set = !isNull(b); !l.set {
+		return nil // absent
 	}
 	var one []uint32
 	if err := json.Unmarshal(b, &one); err == nil {
