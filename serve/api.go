@@ -22,6 +22,7 @@ const (
 	errUnhealthy  = "Unhealthy"
 	errBackend    = "Backend"
 	errTokenizer  = "Tokenizer"
+	errEmpty      = "Empty"
 )
 
 // apiError is an error answered to the client: its status and TEI's
@@ -118,23 +119,30 @@ func (t *texts) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// check reports an absent or empty input, or more than most texts.
-func (t *texts) check(field string, most int) *apiError {
+// check reports an absent or empty input (400 Empty, as TEI), or more
+// than most texts.
+func (t *texts) check(field string, most int) error {
 	return checkInputs(t.set, len(t.list), field, "a string or a list of strings", most)
 }
 
-// checkInputs reports an absent (set false) or empty input, or more than
-// most inputs (n); want says what the field takes.
-func checkInputs(set bool, n int, field, want string, most int) *apiError {
+// checkInputs reports an absent (set false) or empty input (400 Empty, as
+// TEI), or more than most inputs (n); want says what the field takes.
+func checkInputs(set bool, n int, field, want string, most int) error {
 	switch {
 	case !set:
 		return invalid("`%s` is required: %s", field, want)
 	case n == 0:
-		return invalid("`%s` cannot be empty", field)
+		return emptyInput("validation", "`%s` cannot be empty", field)
 	case n > most:
-		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", n, most)
+		return tooMany(n, most)
 	}
 	return nil
+}
+
+// tooMany is TEI's batch size error (422 Validation, counted as
+// "batch_size").
+func tooMany(n, most int) error {
+	return labelled("batch_size", invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", n, most))
 }
 
 // sequence is one input: a text, a pair of texts (/predict), or token
@@ -164,9 +172,8 @@ func (in *inputs) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if q, err := inputItem(b); err == nil {
-		if q.ids != nil && len(q.ids) == 0 {
-			return nil // [] is no input
-		}
+		// [] is one input of no ids, as TEI's untagged Input reads it
+		// (Single(Ids([]))): its tokenization refuses it, 400 Empty.
 		in.list, in.single = []sequence{q}, true
 		return nil
 	} else if !errors.Is(err, errNotInput) {
@@ -217,7 +224,7 @@ func inputItem(b []byte) (sequence, error) {
 }
 
 // check reports an absent or empty input, or more than most inputs.
-func (in *inputs) check(field string, most int) *apiError {
+func (in *inputs) check(field string, most int) error {
 	return checkInputs(in.set, len(in.list), field, inputsWant, most)
 }
 

@@ -216,8 +216,9 @@ func TestRoutesMatchThePipeline(t *testing.T) {
 }
 
 // TestErrorsAreJSON: every refusal is TEI's {"error", "error_type"} with
-// its status: 422 for bad input, 400 for a route the model's task cannot
-// serve, 413 past the body limit, 404 and 405 for unknown routes.
+// its status: 422 for bad input, 400 for an empty one, 424 for a route
+// the model's task cannot serve, 413 past the body limit, 404 and 405 for
+// unknown routes.
 func TestErrorsAreJSON(t *testing.T) {
 	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, MaxClientBatchSize: 2, MaxBodyBytes: 4000})
 	long := strings.Repeat("word ", 600)
@@ -230,7 +231,7 @@ func TestErrorsAreJSON(t *testing.T) {
 		{"/embed", ``, 422, "empty request body"},
 		{"/embed", `{"inputs": "a"} {"inputs": "b"}`, 422, "more than one value"},
 		{"/embed", `{}`, 422, "`inputs` is required"},
-		{"/embed", `{"inputs": []}`, 422, "cannot be empty"},
+		{"/embed", `{"inputs": []}`, 400, "cannot be empty"},
 		{"/embed", `{"inputs": 7}`, 422, "a string or a list of strings"},
 		{"/embed", `{"inputs": ["a", "b", "c"]}`, 422, "maximum allowed batch size 2"},
 		{"/embed", `{"inputs": "` + long[:3000] + `"}`, 422, "at most 512 tokens (the model's maximum input length); given: 603"},
@@ -240,8 +241,8 @@ func TestErrorsAreJSON(t *testing.T) {
 		{"/predict", `{"inputs": [["a", "b", "c"]]}`, 422, "batch item 0"},
 		{"/predict", `{"inputs": ["a", "b", "c"]}`, 422, "a list of strings is one input"},
 		{"/predict", `{"inputs": null}`, 422, "`inputs` is required"},
-		{"/rerank", `{"query": "q", "texts": ["a"]}`, 400, "needs a reranker"},
-		{"/qa", `{"question": "q", "context": "c"}`, 400, "needs a question answering model"},
+		{"/rerank", `{"query": "q", "texts": ["a"]}`, 424, "needs a reranker"},
+		{"/qa", `{"question": "q", "context": "c"}`, 424, "needs a question answering model"},
 		{"/v1/embeddings", `{"input": "a", "encoding_format": "int8"}`, 422, "encoding_format"},
 		{"/v1/embeddings", `{"input": "a", "dimensions": 3}`, 422, "dimensions 3"},
 		{"/nope", `{}`, 404, "no route POST /nope"},
@@ -422,7 +423,7 @@ func TestSeveralModels(t *testing.T) {
 	}
 	assert.Len(t, seen, 3)
 	code, b = post(t, ts, "/predict", `{"model": "qa", "inputs": "w5"}`)
-	assert.Equal(t, 400, code, "%s", b)
+	assert.Equal(t, 424, code, "%s", b)
 	code, b = post(t, ts, "/embed", `{"model": "qa", "inputs": "w5 w6"}`)
 	require.Equal(t, 200, code, "%s", b)
 	assert.Len(t, decode[[][]float32](t, b)[0], 64, "the QA model's hidden size")
