@@ -224,7 +224,7 @@ type teFamily struct {
 }
 
 // teDurationBuckets: 35 buckets from 1.5e-5 s, each 1.5 times the last,
-// computed as TEI computes them so that the bounds print alike.
+// computed as TEI computes them so that the bounds are the same floats.
 func teDurationBuckets() []float64 {
 	b := make([]float64, 35)
 	v := 0.00001
