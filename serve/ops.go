@@ -13,7 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Operations as TEI v1.9.3's router does them (docs/USAGE.md, "Operations"):
+// Operations as TEI v1.9.3's router does them (docs/USAGE.md, "Serving: the API
+// key, CORS, metrics and headers"; docs/DESIGN.md section 9.6):
 // the API key, CORS, TEI's te_* metrics and its timing headers.
 
 // guardedRoutes are the paths the API key guards, whatever the method:
