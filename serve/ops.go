@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/int8bert/int8bert/models"
@@ -95,10 +96,15 @@ func (c Config) checkOps() error {
 			}
 		}
 	}
+	// HTTP trims a header value's ends: a key that starts or ends with
+	// white space, or holds a control character, could never match.
 	for i := 0; i < len(c.APIKey); i++ {
-		if b := c.APIKey[i]; b < 0x21 || b == 0x7f {
-			return errors.New("serve: the API key has a space or a control character: no Authorization header can carry it")
+		if b := c.APIKey[i]; (b < 0x20 && b != '\t') || b == 0x7f {
+			return errors.New("serve: the API key holds a control character: no Authorization header can carry it")
 		}
+	}
+	if k := c.APIKey; k != "" && (strings.TrimSpace(k) != k) {
+		return errors.New("serve: the API key starts or ends with white space, which HTTP trims from a header: no request could match it")
 	}
 	return nil
 }

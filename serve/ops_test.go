@@ -131,6 +131,13 @@ func TestAPIKeyGuardsTEIRoutes(t *testing.T) {
 	resp, _ = sendReq(t, ts, "GET", "/metrics", "")
 	assert.Equal(t, 200, resp.StatusCode)
 
+	// A key with an inner space is carried as it is.
+	_, spaced := newServer(t, Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, APIKey: "two words"})
+	resp, b = sendReq(t, spaced, "POST", "/embed", body, "Authorization", "Bearer two words")
+	assert.Equal(t, 200, resp.StatusCode, "%s", b)
+	resp, _ = sendReq(t, spaced, "POST", "/embed", body, "Authorization", "Bearer two")
+	assert.Equal(t, 401, resp.StatusCode)
+
 	// No key: nothing is guarded.
 	_, open := newServer(t, Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}})
 	resp, b = sendReq(t, open, "POST", "/embed", body)
@@ -202,7 +209,9 @@ func TestOpsConfigErrors(t *testing.T) {
 		has string
 	}{
 		{func(c *Config) { c.CORSAllowOrigin = []string{"https://a\nb"} }, "CORS allowed origin"},
-		{func(c *Config) { c.APIKey = "two words" }, "API key"},
+		{func(c *Config) { c.APIKey = "key " }, "white space"},
+		{func(c *Config) { c.APIKey = "\tkey" }, "white space"},
+		{func(c *Config) { c.APIKey = "k\x00ey" }, "control character"},
 	} {
 		cfg := base
 		c.mod(&cfg)
@@ -212,7 +221,7 @@ func TestOpsConfigErrors(t *testing.T) {
 		}
 	}
 	cfg := base
-	cfg.APIKey, cfg.CORSAllowOrigin = "k-1.x_Y", []string{"*", "https://a.example"}
+	cfg.APIKey, cfg.CORSAllowOrigin = "k-1.x_Y two", []string{"*", "https://a.example"}
 	_, err := cfg.withDefaults()
 	assert.NoError(t, err)
 }
