@@ -147,17 +147,7 @@ func (s *Server) batchedWith(ctx context.Context, m *model, inputs []sequence, e
 		fam.inference.Observe(j.inferred.Seconds())
 	}
 	if st != nil {
-		st.timed = true
-		st.tokens += tokens
-		for _, in := range inputs {
-			st.chars += utf8.RuneCountInString(in.a)
-			if in.b != nil {
-				st.chars += utf8.RuneCountInString(*in.b)
-			}
-		}
-		st.tokenization += tok
-		st.queue += j.queued
-		st.inference += j.inferred
+		st.add(inputs, tokens, tok, j.queued, j.inferred)
 	}
 	return tokens, nil
 }

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/int8bert/int8bert/models"
 	"github.com/prometheus/client_golang/prometheus"
@@ -169,6 +171,7 @@ func failureLabel(err error) string {
 // reqStats is what one request's inference took, for TEI's headers and
 // te_request_* histograms; it lives in the request's statusWriter.
 type reqStats struct {
+	mu                             sync.Mutex // a route may run its inferences concurrently
 	start                          time.Time
 	route                          string
 	method                         string // te_request_count's label; "" for routes TEI does not count
@@ -188,11 +191,33 @@ func statsOf(ctx context.Context) *reqStats {
 // TEI's te_request_count{method} label.
 func teMethod(r *http.Request, single bool) {
 	if st := statsOf(r.Context()); st != nil {
+		st.mu.Lock()
 		st.method = "batch"
 		if single {
 			st.method = "single"
 		}
+		st.mu.Unlock()
 	}
+}
+
+// add sums one inference of the request: its inputs' characters (both
+// texts of a pair), its tokens and its times.
+func (st *reqStats) add(inputs []sequence, tokens int, tok, queue, inference time.Duration) {
+	chars := 0
+	for _, in := range inputs {
+		chars += utf8.RuneCountInString(in.a)
+		if in.b != nil {
+			chars += utf8.RuneCountInString(*in.b)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.timed = true
+	st.chars += chars
+	st.tokens += tokens
+	st.tokenization += tok
+	st.queue += queue
+	st.inference += inference
 }
 
 // computeType is TEI's x-compute-type, of our hardware (TEI writes
@@ -211,6 +236,8 @@ var (
 // setHeaders writes TEI's timing headers (milliseconds, truncated), in
 // one allocation of values (strconv has no allocation below 100).
 func (st *reqStats) setHeaders(h http.Header) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	v := make([]string, 6)
 	v[0] = ms(time.Since(st.start))
