@@ -323,6 +323,13 @@ func TestTEIMetricsFromSources(t *testing.T) {
 				"TEI counts %s{%s=%q}", m.name, m.label, m.value)
 		}
 	}
+	names := map[string]string{}
+	for _, m := range want {
+		names[m.name] = kinds[m.kind]
+	}
+	for _, m := range regexp.MustCompile(`(?m)^# TYPE (te_[a-z_]+) ([a-z]+)$`).FindAllStringSubmatch(out, -1) {
+		assert.Equal(t, names[m[1]], m[2], "our %s %s: TEI has no such series", m[2], m[1])
+	}
 	assert.Contains(t, out, "int8bert_requests_total", "ours stay")
 }
 
