@@ -74,23 +74,36 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 	return decodeJSON(data, v)
 }
 
-// decodeJSON parses data as one JSON value into v.
+// decodeJSON parses data as one JSON value into v: a body that is not
+// one JSON value is 400, one of another shape 422, as TEI's JSON
+// extractor (axum's syntax and data rejections) answers them.
 func decodeJSON(data []byte, v any) *apiError {
 	if !utf8.Valid(data) {
 		// encoding/json would turn each bad byte into U+FFFD.
-		return invalid("the request body is not valid UTF-8")
+		return notJSON("the request body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return invalid("empty request body: want a JSON object")
+		var syntax *json.SyntaxError
+		switch {
+		case errors.Is(err, io.EOF):
+			return notJSON("empty request body: want a JSON object")
+		case errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || !json.Valid(data):
+			// (A first value of the wrong type followed by bad syntax
+			// is still not JSON.)
+			return notJSON("invalid JSON: %v", err)
 		}
 		return invalid("invalid JSON: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid("invalid JSON: more than one value in the request body")
+		return notJSON("invalid JSON: more than one value in the request body")
 	}
 	return nil
+}
+
+// notJSON is a body that is not one JSON value: 400.
+func notJSON(format string, args ...any) *apiError {
+	return &apiError{http.StatusBadRequest, errValidation, fmt.Sprintf(format, args...)}
 }
 
 // texts is TEI's Input: a string or a list of strings.

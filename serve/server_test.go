@@ -216,7 +216,8 @@ func TestRoutesMatchThePipeline(t *testing.T) {
 }
 
 // TestErrorsAreJSON: every refusal is TEI's {"error", "error_type"} with
-// its status: 422 for bad input, 400 for an empty one, 424 for a route
+// its status: 400 for a body that is not JSON, 422 for bad input, 400 for
+// an empty one, 424 for a route
 // the model's task cannot serve, 413 past the body limit, 404 and 405 for
 // unknown routes.
 func TestErrorsAreJSON(t *testing.T) {
@@ -227,9 +228,10 @@ func TestErrorsAreJSON(t *testing.T) {
 		status      int
 		has         string
 	}{
-		{"/embed", `{bad`, 422, "invalid JSON"},
-		{"/embed", ``, 422, "empty request body"},
-		{"/embed", `{"inputs": "a"} {"inputs": "b"}`, 422, "more than one value"},
+		{"/embed", `{bad`, 400, "invalid JSON"},
+		{"/embed", ``, 400, "empty request body"},
+		{"/embed", `{"inputs": "a"} {"inputs": "b"}`, 400, "more than one value"},
+		{"/embed", `{"inputs": "a"`, 400, "invalid JSON"},
 		{"/embed", `{}`, 422, "`inputs` is required"},
 		{"/embed", `{"inputs": []}`, 400, "cannot be empty"},
 		{"/embed", `{"inputs": 7}`, 422, "a string or a list of strings"},
@@ -237,7 +239,7 @@ func TestErrorsAreJSON(t *testing.T) {
 		{"/embed", `{"inputs": "` + long[:3000] + `"}`, 422, "at most 512 tokens (the model's maximum input length); given: 603"},
 		{"/embed", `{"inputs": "a", "model": "nope"}`, 422, `model "nope" is not served here`},
 		{"/embed", `{"inputs": "` + strings.Repeat("x", 5000) + `"}`, 413, "larger than 4000 bytes"},
-		{"/embed", "{\"inputs\": \"bad \xff utf-8\"}", 422, "not valid UTF-8"},
+		{"/embed", "{\"inputs\": \"bad \xff utf-8\"}", 400, "not valid UTF-8"},
 		{"/predict", `{"inputs": [["a", "b", "c"]]}`, 422, "batch item 0"},
 		{"/predict", `{"inputs": ["a", "b", "c"]}`, 422, "a list of strings is one input"},
 		{"/predict", `{"inputs": null}`, 422, "`inputs` is required"},
