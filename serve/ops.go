@@ -201,10 +201,15 @@ func teMethod(r *http.Request, single bool) {
 }
 
 // add sums one inference of the request: its inputs' characters (both
-// texts of a pair), its tokens and its times.
+// texts of a pair; token ids count one each, as TEI's count_chars), its
+// tokens and its times.
 func (st *reqStats) add(inputs []sequence, tokens int, tok, queue, inference time.Duration) {
 	chars := 0
 	for _, in := range inputs {
+		if in.ids != nil {
+			chars += len(in.ids)
+			continue
+		}
 		chars += utf8.RuneCountInString(in.a)
 		if in.b != nil {
 			chars += utf8.RuneCountInString(*in.b)

@@ -270,7 +270,8 @@ func TestTEIMetricsFromSources(t *testing.T) {
 	}
 	ok(`{"inputs": "a fine film"}`)                                                 // single
 	ok(`{"inputs": ["a fine film", "dull"]}`)                                       // batch
-	post(t, ts, "/embed", `{"inputs": []}`)                                         // validation
+	post(t, ts, "/embed", `{"inputs": "a", "dimensions": 0}`)                       // validation
+	post(t, ts, "/embed", `{"inputs": []}`)                                         // tokenization (no ids)
 	post(t, ts, "/embed", `{"inputs": ["a", "b", "c"]}`)                            // batch_size
 	post(t, ts, "/rerank", `{"query": "q", "texts": ["a"]}`)                        // model_type
 	post(t, ts, "/embed", `{"inputs": "`+strings.Repeat("word ", 600)+`"}`)         // tokenization
@@ -446,4 +447,46 @@ func TestTEIStatusCodes(t *testing.T) {
 	s.writeError(rec, "/embed", errors.New("oneDNN failed"))
 	assert.Equal(t, 424, rec.Code)
 	assert.Equal(t, errBackend, decode[errorBody](t, rec.Body.Bytes()).ErrorType)
+}
+
+// TestTEIEmptyAndTokenIDs: token ids meet TEI's rules for an empty input
+// and its counts: `[]` is one input of no ids (TEI's Single(Ids([]))), 400
+// Empty counted as a single request's tokenization failure, as is an
+// empty list of ids in a batch; ids that are not empty embed, and each id
+// counts as one character. dimensions 0 is TEI's counted Validation, a
+// negative one its JSON's refusal, not counted.
+func TestTEIEmptyAndTokenIDs(t *testing.T) {
+	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}})
+	empty := func(body string) {
+		t.Helper()
+		code, b := post(t, ts, "/embed", body)
+		assert.Equal(t, 400, code, "%s: %s", body, b)
+		assert.Equal(t, errEmpty, decode[errorBody](t, b).ErrorType, body)
+	}
+	empty(`{"inputs": []}`)
+	out := scrapeMetrics(t, ts)
+	assert.Contains(t, out, `te_request_count{method="single"} 1`+"\n")
+	assert.Contains(t, out, `te_request_failure{err="tokenization"} 1`+"\n")
+	assert.NotContains(t, out, `te_request_failure{err="validation"}`)
+	empty(`{"inputs": [[0, 5, 2], []]}`)
+	empty(`{"inputs": [[0, 5, 2], ""]}`)
+	out = scrapeMetrics(t, ts)
+	assert.Contains(t, out, `te_request_count{method="batch"} 2`+"\n")
+	assert.Contains(t, out, `te_request_failure{err="tokenization"} 3`+"\n")
+
+	resp, b := sendReq(t, ts, "POST", "/embed", `{"inputs": [0, 5, 6, 2]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", b)
+	assert.Len(t, decode[[][]float32](t, []byte(b)), 1)
+	assert.Equal(t, "4", resp.Header.Get("x-compute-characters"), "an id counts as one character")
+	assert.Equal(t, "4", resp.Header.Get("x-compute-tokens"))
+	resp, b = sendReq(t, ts, "POST", "/embed", `{"inputs": [[0, 5, 2], "ab"]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", b)
+	assert.Equal(t, "5", resp.Header.Get("x-compute-characters"))
+
+	code, body := post(t, ts, "/embed", `{"inputs": "a", "dimensions": -1}`)
+	assert.Equal(t, 422, code, "%s", body)
+	assert.NotContains(t, scrapeMetrics(t, ts), `te_request_failure{err="validation"}`, "a negative usize is TEI's JSON refusal")
+	code, body = post(t, ts, "/embed", `{"inputs": "a", "dimensions": 0}`)
+	assert.Equal(t, 422, code, "%s", body)
+	assert.Contains(t, scrapeMetrics(t, ts), `te_request_failure{err="validation"} 1`+"\n")
 }
