@@ -389,18 +389,21 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request) error {
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
 		return e
 	}
+	if !req.Inputs.set {
+		return invalid("`inputs` is required: a string, a pair [string, string] or a batch [[string], [string, string], ...]")
+	}
+	// TEI counts the request and checks its size before its Infer checks
+	// the model's type: an empty list is 400 on any model.
+	teMethod(r, req.Inputs.single)
+	switch n := len(req.Inputs.list); {
+	case n == 0:
+		return emptyInput("validation", "`inputs` cannot be empty")
+	case n > s.cfg.MaxClientBatchSize:
+		return tooMany(n, s.cfg.MaxClientBatchSize)
+	}
 	m, err := s.pick(req.Model, "/predict", needClassifier)
 	if err != nil {
 		return err
-	}
-	teMethod(r, req.Inputs.single)
-	switch in := req.Inputs; {
-	case !in.set:
-		return invalid("`inputs` is required: a string, a pair [string, string] or a batch [[string], [string, string], ...]")
-	case len(in.list) == 0:
-		return emptyInput("validation", "`inputs` cannot be empty")
-	case len(in.list) > s.cfg.MaxClientBatchSize:
-		return tooMany(len(in.list), s.cfg.MaxClientBatchSize)
 	}
 	enc, err := s.encoding(m, req.Truncate, req.Direction, nil)
 	if err != nil {
@@ -431,19 +434,24 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
 		return e
 	}
+	// TEI's order: its JSON's refusals (422), an empty list (400 Empty),
+	// the model's type (424), then the request is counted and its size
+	// checked.
+	switch {
+	case req.Query == nil:
+		return invalid("`query` is required")
+	case req.Texts.single:
+		return invalid("`texts` must be a list of strings, as TEI's Vec<String>; given one string")
+	case req.Texts.set && len(req.Texts.list) == 0:
+		return req.Texts.check("texts", s.cfg.MaxClientBatchSize)
+	}
 	m, err := s.pick(req.Model, "/rerank", needReranker)
 	if err != nil {
 		return err
 	}
 	teMethod(r, false) // TEI counts every rerank as a batch
-	if req.Query == nil {
-		return invalid("`query` is required")
-	}
 	if e := req.Texts.check("texts", s.cfg.MaxClientBatchSize); e != nil {
 		return e
-	}
-	if req.Texts.single {
-		return invalid("`texts` must be a list of strings, as TEI's Vec<String>; given one string")
 	}
 	pairs := make([]sequence, len(req.Texts.list))
 	for i := range req.Texts.list {

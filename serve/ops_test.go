@@ -429,6 +429,7 @@ func TestTEIStatusCodes(t *testing.T) {
 		{"/embed", `{"inputs": ["a", "b", "c"]}`, 422, errValidation},
 		{"/embed", `{"inputs": "` + strings.Repeat("word ", 600) + `"}`, 422, errValidation},
 		{"/rerank", `{"query": "q", "texts": ["a"]}`, 424, errBackend},
+		{"/rerank", `{"query": "q", "texts": []}`, 400, errEmpty}, // before the model's type, as TEI
 	} {
 		code, b := post(t, ts, c.route, c.body)
 		assert.Equal(t, c.status, code, "%s %.40s: %s", c.route, c.body, b)

@@ -426,6 +426,8 @@ func TestSeveralModels(t *testing.T) {
 	assert.Len(t, seen, 3)
 	code, b = post(t, ts, "/predict", `{"model": "qa", "inputs": "w5"}`)
 	assert.Equal(t, 424, code, "%s", b)
+	code, b = post(t, ts, "/predict", `{"model": "qa", "inputs": []}`)
+	assert.Equal(t, 400, code, "TEI checks an empty list before the model's type: %s", b)
 	code, b = post(t, ts, "/embed", `{"model": "qa", "inputs": "w5 w6"}`)
 	require.Equal(t, 200, code, "%s", b)
 	assert.Len(t, decode[[][]float32](t, b)[0], 64, "the QA model's hidden size")
