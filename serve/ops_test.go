@@ -491,3 +491,17 @@ func TestTEIEmptyAndTokenIDs(t *testing.T) {
 	assert.Equal(t, 422, code, "%s", body)
 	assert.Contains(t, scrapeMetrics(t, ts), `te_request_failure{err="validation"} 1`+"\n")
 }
+
+// TestTEIPromptNameCounted: a prompt_name the model lacks is refused by
+// TEI's tokenization (422 Validation), so it counts as
+// te_request_failure{err="tokenization"}, on /embed and /tokenize; a
+// truncation_direction TEI's JSON refuses is not counted.
+func TestTEIPromptNameCounted(t *testing.T) {
+	dir := wordModel(t, "golden/models/bert-base", false, promptsJSON)
+	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "e", Source: dir}}, Load: wordOptions(t)})
+	refused(t, ts, "/embed", `{"inputs": "w5", "truncation_direction": "up"}`, "truncation_direction")
+	assert.NotContains(t, scrapeMetrics(t, ts), `te_request_failure{`)
+	refused(t, ts, "/embed", `{"inputs": "w5", "prompt_name": "doc"}`, `"doc" is not one of`)
+	refused(t, ts, "/tokenize", `{"inputs": "w5", "prompt_name": "doc"}`, `"doc" is not one of`)
+	assert.Contains(t, scrapeMetrics(t, ts), `te_request_failure{err="tokenization"} 2`+"\n")
+}
