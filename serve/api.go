@@ -22,6 +22,7 @@ const (
 	errUnhealthy  = "Unhealthy"
 	errBackend    = "Backend"
 	errTokenizer  = "Tokenizer"
+	errEmpty      = "Empty"
 )
 
 // apiError is an error answered to the client: its status and TEI's
@@ -65,21 +66,29 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 	return decodeJSON(data, v)
 }
 
-// decodeJSON parses data as one JSON value into v.
+// decodeJSON parses data as one JSON value into v: a body that is not
+// one JSON value is 400, one of another shape 422, as TEI's JSON
+// extractor (axum's syntax and data rejections) answers them.
 func decodeJSON(data []byte, v any) *apiError {
 	if !utf8.Valid(data) {
 		// encoding/json would turn each bad byte into U+FFFD.
-		return invalid("the request body is not valid UTF-8")
+		return notJSON("the request body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return invalid("empty request body: want a JSON object")
+		var syntax *json.SyntaxError
+		switch {
+		case errors.Is(err, io.EOF):
+			return notJSON("empty request body: want a JSON object")
+		case errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || !json.Valid(data):
+			// (A first value of the wrong type followed by bad syntax
+			// is still not JSON.)
+			return notJSON("invalid JSON: %v", err)
 		}
 		return invalid("invalid JSON: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid("invalid JSON: more than one value in the request body")
+		return notJSON("invalid JSON: more than one value in the request body")
 	}
 	return nil
 }
@@ -87,6 +96,11 @@ func decodeJSON(data []byte, v any) *apiError {
 // isNull reports a JSON null, which an optional input field reads as
 // absent (TEI's Option).
 func isNull(b []byte) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("null")) }
+
+// notJSON is a body that is not one JSON value: 400.
+func notJSON(format string, args ...any) *apiError {
+	return &apiError{http.StatusBadRequest, errValidation, fmt.Sprintf(format, args...)}
+}
 
 // texts is TEI's Input: a string or a list of strings.
 type texts struct {
@@ -112,23 +126,30 @@ func (t *texts) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// check reports an absent or empty input, or more than most texts.
-func (t *texts) check(field string, most int) *apiError {
+// check reports an absent or empty input (400 Empty, as TEI), or more
+// than most texts.
+func (t *texts) check(field string, most int) error {
 	return checkInputs(t.set, len(t.list), field, "a string or a list of strings", most)
 }
 
-// checkInputs reports an absent (set false) or empty input, or more than
-// most inputs (n); want says what the field takes.
-func checkInputs(set bool, n int, field, want string, most int) *apiError {
+// checkInputs reports an absent (set false) or empty input (400 Empty, as
+// TEI), or more than most inputs (n); want says what the field takes.
+func checkInputs(set bool, n int, field, want string, most int) error {
 	switch {
 	case !set:
 		return invalid("`%s` is required: %s", field, want)
 	case n == 0:
-		return invalid("`%s` cannot be empty", field)
+		return emptyInput("validation", "`%s` cannot be empty", field)
 	case n > most:
-		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", n, most)
+		return tooMany(n, most)
 	}
 	return nil
+}
+
+// tooMany is TEI's batch size error (422 Validation, counted as
+// "batch_size").
+func tooMany(n, most int) error {
+	return labelled("batch_size", invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", n, most))
 }
 
 // sequence is one input: a text, a pair of texts (/predict), or token
@@ -156,9 +177,8 @@ func (in *inputs) UnmarshalJSON(b []byte) error {
 		return nil // absent
 	}
 	if q, err := inputItem(b); err == nil {
-		if q.ids != nil && len(q.ids) == 0 {
-			return nil // [] is no input
-		}
+		// [] is one input of no ids, as TEI's untagged Input reads it
+		// (Single(Ids([]))): its tokenization refuses it, 400 Empty.
 		in.list, in.single = []sequence{q}, true
 		return nil
 	} else if !errors.Is(err, errNotInput) {
@@ -209,7 +229,7 @@ func inputItem(b []byte) (sequence, error) {
 }
 
 // check reports an absent or empty input, or more than most inputs.
-func (in *inputs) check(field string, most int) *apiError {
+func (in *inputs) check(field string, most int) error {
 	return checkInputs(in.set, len(in.list), field, inputsWant, most)
 }
 

@@ -20,11 +20,6 @@ import (
 // /invocations by the model's task, GET / and /ping, and the OpenAPI
 // document (docs/USAGE.md, "Routes").
 
-// emptyBatch is TEI's "Empty" error: 400.
-func emptyBatch(format string, args ...any) *apiError {
-	return &apiError{http.StatusBadRequest, "Empty", fmt.Sprintf(format, args...)}
-}
-
 // encodingFields are the fields TEI's embedding requests share besides
 // their inputs (EmbedAllRequest, EmbedSparseRequest and
 // SimilarityParameters), read and honoured as /embed's: truncate (absent:
@@ -50,17 +45,6 @@ func needEmbedder(m *model) *apiError {
 	return nil
 }
 
-// checkBatch is inputs.check with TEI's 400 for an empty batch.
-func (in *inputs) checkBatch(field string, most int) error {
-	if in.set && len(in.list) == 0 {
-		return emptyBatch("`%s` cannot be empty", field)
-	}
-	if e := in.check(field, most); e != nil {
-		return e
-	}
-	return nil
-}
-
 // embedAllRequest is TEI's EmbedAllRequest, and its EmbedSparseRequest,
 // which has the same fields.
 type embedAllRequest struct {
@@ -79,7 +63,7 @@ func (s *Server) readEmbedAll(w http.ResponseWriter, r *http.Request, route stri
 	if err != nil {
 		return nil, nil, err
 	}
-	if e := req.Inputs.checkBatch("inputs", s.cfg.MaxClientBatchSize); e != nil {
+	if e := req.Inputs.check("inputs", s.cfg.MaxClientBatchSize); e != nil {
 		return nil, nil, e
 	}
 	return &req, m, nil
@@ -150,7 +134,7 @@ func (s *Server) similarity(w http.ResponseWriter, r *http.Request) error {
 	case in.Sentences == nil:
 		return invalid("`inputs.sentences` is required: a list of strings")
 	case len(*in.Sentences) == 0:
-		return emptyBatch("`inputs.sentences` cannot be empty")
+		return emptyInput("validation", "`inputs.sentences` cannot be empty")
 	case len(*in.Sentences)+1 > s.cfg.MaxClientBatchSize:
 		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", len(*in.Sentences)+1, s.cfg.MaxClientBatchSize)
 	}
@@ -270,7 +254,7 @@ func (s *Server) decodeIDs(w http.ResponseWriter, r *http.Request) error {
 	out := make([]string, len(req.IDs.list))
 	for i, ids := range req.IDs.list {
 		if len(ids) == 0 {
-			return emptyBatch("`input_ids` cannot be empty")
+			return emptyInput("validation", "`input_ids` cannot be empty")
 		}
 		text, err := m.p.Tok.Decode(ids, skip)
 		if err != nil {

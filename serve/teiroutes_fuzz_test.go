@@ -1,12 +1,15 @@
 package serve
 
 import (
+	"encoding/json"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzDecodeRouteRequests: the requests of /decode, /similarity,
 // /embed_all and /vertex never panic the decoder; what it refuses is a
-// 422 Validation error, and the ids /decode accepts are a single list
+// Validation error, 400 for a body that is not JSON and 422 otherwise
+// (as FuzzDecodeRequests), and the ids /decode accepts are a single list
 // (single) or a batch, each id a token id or -1 (past the tokenizer's
 // range).
 func FuzzDecodeRouteRequests(f *testing.F) {
@@ -21,8 +24,12 @@ func FuzzDecodeRouteRequests(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		check := func(name string, e *apiError) {
-			if e != nil && (e.status != 422 || e.typ != errValidation || e.msg == "") {
-				t.Fatalf("%s: %q: error %d %s %q, want 422 Validation", name, data, e.status, e.typ, e.msg)
+			want := 422
+			if !utf8.Valid(data) || !json.Valid(data) {
+				want = 400
+			}
+			if e != nil && (e.status != want || e.typ != errValidation || e.msg == "") {
+				t.Fatalf("%s: %q: error %d %s %q, want %d Validation", name, data, e.status, e.typ, e.msg, want)
 			}
 		}
 		var d decodeRequest
