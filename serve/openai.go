@@ -136,6 +136,7 @@ func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error 
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
 		return e
 	}
+	teMethod(r, req.Input.single)
 	if e := req.Input.check("input", s.cfg.MaxClientBatchSize); e != nil {
 		return &paramError{e, "input"}
 	}

@@ -63,6 +63,7 @@ func (s *Server) readEmbedAll(w http.ResponseWriter, r *http.Request, route stri
 	if err != nil {
 		return nil, nil, err
 	}
+	teMethod(r, req.Inputs.single)
 	if e := req.Inputs.check("inputs", s.cfg.MaxClientBatchSize); e != nil {
 		return nil, nil, e
 	}
