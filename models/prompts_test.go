@@ -185,7 +185,8 @@ func TestTruncationDirection(t *testing.T) {
 
 // TestEncodeIDs: token ids make the sequence of the text they come from
 // (special tokens as given, none added), truncated on the side asked;
-// no ids, ids outside the vocabulary, a prompt, or too many ids without
+// with a prompt they are decoded and the prompted text encoded again, as
+// TEI does; no ids, ids outside the vocabulary, or too many ids without
 // truncation are errors.
 func TestEncodeIDs(t *testing.T) {
 	ctx := context.Background()
@@ -227,7 +228,33 @@ func TestEncodeIDs(t *testing.T) {
 		_, err := p.EncodeIDs(bad, models.EncodeOptions{})
 		assert.ErrorIs(t, err, models.ErrInput, "%v", bad)
 	}
-	_, err = p.EncodeIDs([]int32{5}, models.EncodeOptions{Prompt: "w3 "})
+	// A prompt: the ids are decoded without their special tokens, the
+	// prompt prefixed and the text encoded again with special tokens and
+	// the truncation asked, as TEI's tokenize_input.
+	prompted, err := p.Encode("w5 w6 w7", nil, models.EncodeOptions{Prompt: "w3 "})
+	require.NoError(t, err)
+	assert.Equal(t, []int32{101, 3, 5, 6, 7, 102}, prompted.IDs())
+	for _, in := range [][]int32{text.IDs(), {5, 6, 7}} {
+		q, err := p.EncodeIDs(in, models.EncodeOptions{Prompt: "w3 "})
+		require.NoError(t, err)
+		assert.Equal(t, prompted.IDs(), q.IDs(), "ids %v with a prompt", in)
+	}
+	for _, d := range []models.TruncationDirection{models.TruncateRight, models.TruncateLeft} {
+		o := models.EncodeOptions{Prompt: "w3 ", Truncate: true, Direction: d}
+		want, err := p.Encode(encodertest.Words(10, 30), nil, o)
+		require.NoError(t, err)
+		q, err := p.EncodeIDs(long, o)
+		require.NoError(t, err)
+		assert.Equal(t, want.IDs(), q.IDs(), "direction %v: truncated as the prompted text", d)
+	}
+	_, err = p.EncodeIDs(long, models.EncodeOptions{Prompt: "w3 "})
+	assert.ErrorIs(t, err, models.ErrTooLong)
+	_, err = p.EncodeIDs([]int32{5, 1000}, models.EncodeOptions{Prompt: "w3 "})
+	assert.ErrorIs(t, err, models.ErrInput, "ids are checked before they are decoded")
+	asText, err := p.EncodeIDsAsText([]int32{5, 6, 7}, models.EncodeOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, text.IDs(), asText.IDs(), "an empty prompt: the decoded text, special tokens added")
+	_, err = p.EncodeIDsAsText(nil, models.EncodeOptions{Prompt: "w3 "})
 	assert.ErrorIs(t, err, models.ErrInput)
 	_, err = p.EncodeIDs([]int32{5}, models.EncodeOptions{Direction: 3})
 	assert.ErrorIs(t, err, models.ErrInput)

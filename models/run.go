@@ -125,10 +125,10 @@ type EncodeOptions struct {
 	// Prompt is prefixed to the text before it is tokenized, as
 	// sentence-transformers (2.4 and later) and TEI apply a prompt: the
 	// prompted text is tokenized and truncated as one text, so that left
-	// truncation cuts the prompt first. A prompt with a pair, or with
-	// token ids (EncodeIDs), is an error wrapping ErrInput (TEI refuses
-	// the first, and re-tokenizes decoded ids for the second).
-	// Pipeline.Prompt gives the text of a named prompt.
+	// truncation cuts the prompt first. A prompt with a pair is an error
+	// wrapping ErrInput, as TEI refuses it; with token ids (EncodeIDs)
+	// the ids are decoded and the prompted text tokenized again, as TEI
+	// does. Pipeline.Prompt gives the text of a named prompt.
 	Prompt string
 }
 
@@ -184,27 +184,15 @@ func (p *Pipeline) Encode(text string, pair *string, o EncodeOptions) (Sequence,
 // o.Truncate an input longer than MaxLength keeps its first (TruncateRight)
 // or last (TruncateLeft) MaxLength ids; without it such an input is an
 // error wrapping ErrTooLong. No ids, an id outside the vocabulary (the
-// tokenizer's, or without one the model's embedding table), a prompt
-// (o.Prompt) or a bad direction are errors wrapping ErrInput. It needs no
-// tokenizer.
+// tokenizer's, or without one the model's embedding table) or a bad
+// direction are errors wrapping ErrInput. It needs no tokenizer, but for
+// a prompt: with o.Prompt set it is EncodeIDsAsText.
 func (p *Pipeline) EncodeIDs(ids []int32, o EncodeOptions) (Sequence, error) {
-	if err := o.Direction.valid(); err != nil {
-		return Sequence{}, err
-	}
 	if o.Prompt != "" {
-		return Sequence{}, fmt.Errorf("models: encode ids: a prompt cannot be set with token ids (prefix the prompt's ids instead): %w", ErrInput)
+		return p.EncodeIDsAsText(ids, o)
 	}
-	if len(ids) == 0 {
-		return Sequence{}, fmt.Errorf("models: encode ids: no token ids: %w", ErrInput)
-	}
-	vocab := p.m.Encoder.Config().Vocab
-	if p.Tok != nil {
-		vocab = p.Tok.VocabSize()
-	}
-	for i, id := range ids {
-		if id < 0 || int(id) >= vocab {
-			return Sequence{}, fmt.Errorf("models: encode ids: token id %d (at %d) is outside the vocabulary (0 to %d): %w", id, i, vocab-1, ErrInput)
-		}
+	if err := p.checkIDs(ids, o); err != nil {
+		return Sequence{}, err
 	}
 	if n := len(ids); n > p.maxLength {
 		if !o.Truncate {
@@ -217,6 +205,47 @@ func (p *Pipeline) EncodeIDs(ids []int32, o EncodeOptions) (Sequence, error) {
 		}
 	}
 	return Sequence{t: encoder.Tokens{IDs: slices.Clone(ids)}}, nil
+}
+
+// EncodeIDsAsText is how TEI's tokenize_input takes token ids with a
+// prompt (an empty one included): the ids, checked as EncodeIDs checks
+// them, are decoded without their special tokens (Tokenizer.Decode),
+// o.Prompt is prefixed, and the text is encoded again as Encode does,
+// with special tokens and o's truncation: Encode(decoded, nil, o). It
+// needs the tokenizer.
+func (p *Pipeline) EncodeIDsAsText(ids []int32, o EncodeOptions) (Sequence, error) {
+	if err := p.checkIDs(ids, o); err != nil {
+		return Sequence{}, err
+	}
+	tok, err := p.tokenizer("encode ids as text")
+	if err != nil {
+		return Sequence{}, err
+	}
+	text, err := tok.Decode(ids, true)
+	if err != nil {
+		return Sequence{}, fmt.Errorf("models: encode ids as text: %w: %w", err, ErrInput)
+	}
+	return p.Encode(text, nil, o)
+}
+
+// checkIDs refuses no ids, ids outside the vocabulary and a bad direction.
+func (p *Pipeline) checkIDs(ids []int32, o EncodeOptions) error {
+	if err := o.Direction.valid(); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("models: encode ids: no token ids: %w", ErrInput)
+	}
+	vocab := p.m.Encoder.Config().Vocab
+	if p.Tok != nil {
+		vocab = p.Tok.VocabSize()
+	}
+	for i, id := range ids {
+		if id < 0 || int(id) >= vocab {
+			return fmt.Errorf("models: encode ids: token id %d (at %d) is outside the vocabulary (0 to %d): %w", id, i, vocab-1, ErrInput)
+		}
+	}
+	return nil
 }
 
 // Batch is one forward pass of a Run: the rows it computed and their

@@ -14,8 +14,9 @@
 #   race         go test -race -short ./...: every test, with oneDNN.
 #   long         without -race and -short, only the tests that read
 #                testing.Short() (found in the source, below): their full form.
-#   nocgo        CGO_ENABLED=0 go test of the packages whose code path cgo
-#                changes (those that import dnnl); the rest build the same.
+#   nocgo        CGO_ENABLED=0 go test -short of the packages whose code
+#                path cgo changes (those that import dnnl); the rest build
+#                the same.
 #   noasm        go test -tags noasm ./kernels/...: the Go twins.
 #   tier-*       the forced lower CPU tiers.
 # Each stage writes a log; the command prints go test's summary lines of a
@@ -151,9 +152,10 @@ long() {
 	go test -timeout 30m -run "^($re)\$" $pkgs
 }
 
-# The native fallback: CGO_ENABLED=0, everything, in the packages that import
-# dnnl (there the selector has no oneDNN candidates and dnnl returns
-# ErrUnavailable). The others (kernels, tokenizer, checkpoint, ...) have no
+# The native fallback: CGO_ENABLED=0, every test in its -short form, in the
+# packages that import dnnl (there the selector has no oneDNN candidates
+# and dnnl returns ErrUnavailable). The full forms differ from the short
+# ones in sizes, not in code path, and ran in the long stage. The others (kernels, tokenizer, checkpoint, ...) have no
 # cgo file nor a dependency on one: their code is the same with and without
 # cgo, and the lint stage builds and vets everything with CGO_ENABLED=0.
 nocgo_pkgs() { # each package whose test binary (pkg.test) links dnnl
@@ -163,7 +165,7 @@ nocgo_pkgs() { # each package whose test binary (pkg.test) links dnnl
 }
 nocgo() {
 	# shellcheck disable=SC2046 # a list of packages
-	CGO_ENABLED=0 go test -timeout 30m $(nocgo_pkgs)
+	CGO_ENABLED=0 go test -short -timeout 30m $(nocgo_pkgs)
 }
 
 # The kernels built as their Go twins (-tags noasm): the same tests then check

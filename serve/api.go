@@ -22,6 +22,7 @@ const (
 	errUnhealthy  = "Unhealthy"
 	errBackend    = "Backend"
 	errTokenizer  = "Tokenizer"
+	errEmpty      = "Empty"
 )
 
 // apiError is an error answered to the client: its status and TEI's
@@ -42,14 +43,6 @@ func invalid(format string, args ...any) *apiError {
 type errorBody struct {
 	Error     string `json:"error"`
 	ErrorType string `json:"error_type"`
-}
-
-// openAIError is the error shape of the OpenAI-compatible route (TEI's
-// OpenAICompatErrorResponse).
-type openAIError struct {
-	Message string `json:"message"`
-	Code    int    `json:"code"`
-	Type    string `json:"type"`
 }
 
 // decodeBody reads a JSON object of at most limit bytes into v: an
@@ -73,23 +66,40 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 	return decodeJSON(data, v)
 }
 
-// decodeJSON parses data as one JSON value into v.
+// decodeJSON parses data as one JSON value into v: a body that is not
+// one JSON value is 400, one of another shape 422, as TEI's JSON
+// extractor (axum's syntax and data rejections) answers them.
 func decodeJSON(data []byte, v any) *apiError {
 	if !utf8.Valid(data) {
 		// encoding/json would turn each bad byte into U+FFFD.
-		return invalid("the request body is not valid UTF-8")
+		return notJSON("the request body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return invalid("empty request body: want a JSON object")
+		var syntax *json.SyntaxError
+		switch {
+		case errors.Is(err, io.EOF):
+			return notJSON("empty request body: want a JSON object")
+		case errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || !json.Valid(data):
+			// (A first value of the wrong type followed by bad syntax
+			// is still not JSON.)
+			return notJSON("invalid JSON: %v", err)
 		}
 		return invalid("invalid JSON: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid("invalid JSON: more than one value in the request body")
+		return notJSON("invalid JSON: more than one value in the request body")
 	}
 	return nil
+}
+
+// isNull reports a JSON null, which an optional input field reads as
+// absent (TEI's Option).
+func isNull(b []byte) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("null")) }
+
+// notJSON is a body that is not one JSON value: 400.
+func notJSON(format string, args ...any) *apiError {
+	return &apiError{http.StatusBadRequest, errValidation, fmt.Sprintf(format, args...)}
 }
 
 // texts is TEI's Input: a string or a list of strings.
@@ -100,10 +110,8 @@ type texts struct {
 }
 
 func (t *texts) UnmarshalJSON(b []byte) error {
-	t.set = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		t.set = false
-		return nil
+	if t.set = !isNull(b); !t.set {
+		return nil // absent
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
@@ -118,23 +126,30 @@ func (t *texts) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// check reports an absent or empty input, or more than most texts.
-func (t *texts) check(field string, most int) *apiError {
+// check reports an absent or empty input (400 Empty, as TEI), or more
+// than most texts.
+func (t *texts) check(field string, most int) error {
 	return checkInputs(t.set, len(t.list), field, "a string or a list of strings", most)
 }
 
-// checkInputs reports an absent (set false) or empty input, or more than
-// most inputs (n); want says what the field takes.
-func checkInputs(set bool, n int, field, want string, most int) *apiError {
+// checkInputs reports an absent (set false) or empty input (400 Empty, as
+// TEI), or more than most inputs (n); want says what the field takes.
+func checkInputs(set bool, n int, field, want string, most int) error {
 	switch {
 	case !set:
 		return invalid("`%s` is required: %s", field, want)
 	case n == 0:
-		return invalid("`%s` cannot be empty", field)
+		return emptyInput("validation", "`%s` cannot be empty", field)
 	case n > most:
-		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", n, most)
+		return tooMany(n, most)
 	}
 	return nil
+}
+
+// tooMany is TEI's batch size error (422 Validation, counted as
+// "batch_size").
+func tooMany(n, most int) error {
+	return labelled("batch_size", invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", n, most))
 }
 
 // sequence is one input: a text, a pair of texts (/predict), or token
@@ -158,15 +173,12 @@ type inputs struct {
 const inputsWant = "a string or a list of strings, token ids (a list of integers), or a list of strings and lists of token ids"
 
 func (in *inputs) UnmarshalJSON(b []byte) error {
-	in.set = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		in.set = false
-		return nil
+	if in.set = !isNull(b); !in.set {
+		return nil // absent
 	}
 	if q, err := inputItem(b); err == nil {
-		if q.ids != nil && len(q.ids) == 0 {
-			return nil // [] is no input
-		}
+		// [] is one input of no ids, as TEI's untagged Input reads it
+		// (Single(Ids([]))): its tokenization refuses it, 400 Empty.
 		in.list, in.single = []sequence{q}, true
 		return nil
 	} else if !errors.Is(err, errNotInput) {
@@ -195,7 +207,7 @@ var errNotInput = errors.New("want a string or a list of token ids (integers fro
 // TEI's u32: integers from 0; above the largest int32, an id is outside
 // every vocabulary).
 func inputItem(b []byte) (sequence, error) {
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+	if isNull(b) {
 		return sequence{}, errNotInput
 	}
 	var s string
@@ -217,7 +229,7 @@ func inputItem(b []byte) (sequence, error) {
 }
 
 // check reports an absent or empty input, or more than most inputs.
-func (in *inputs) check(field string, most int) *apiError {
+func (in *inputs) check(field string, most int) error {
 	return checkInputs(in.set, len(in.list), field, inputsWant, most)
 }
 
@@ -227,7 +239,7 @@ func (in *inputs) check(field string, most int) *apiError {
 type flag struct{ v, set bool }
 
 func (f *flag) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+	if isNull(b) {
 		return errors.New("a boolean field (normalize, raw_scores, return_text, add_special_tokens) is null: want true or false, or leave it out")
 	}
 	if err := json.Unmarshal(b, &f.v); err != nil {
@@ -252,7 +264,7 @@ type direction struct{ d models.TruncationDirection }
 
 func (d *direction) UnmarshalJSON(b []byte) error {
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil || bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+	if err := json.Unmarshal(b, &s); err != nil || isNull(b) {
 		return fmt.Errorf("truncation_direction %s: want \"Right\" or \"Left\" (or \"right\", \"left\")", b)
 	}
 	v, err := models.ParseTruncationDirection(s)
@@ -272,10 +284,8 @@ type predictInputs struct {
 }
 
 func (p *predictInputs) UnmarshalJSON(b []byte) error {
-	p.set = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		p.set = false
-		return nil
+	if p.set = !isNull(b); !p.set {
+		return nil // absent
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
@@ -358,14 +368,6 @@ type tokenizeRequest struct {
 	Model            string  `json:"model"`
 }
 
-type openAIRequest struct {
-	Input          texts  `json:"input"`
-	Model          string `json:"model"`
-	EncodingFormat string `json:"encoding_format"`
-	Dimensions     *int   `json:"dimensions"`
-	User           string `json:"user"`
-}
-
 type qaRequest struct {
 	Question     *string `json:"question"`
 	Context      *string `json:"context"`
@@ -393,24 +395,6 @@ type simpleToken struct {
 	Special bool   `json:"special"`
 	Start   *int   `json:"start"`
 	Stop    *int   `json:"stop"`
-}
-
-type openAIEmbedding struct {
-	Object    string `json:"object"`
-	Embedding any    `json:"embedding"`
-	Index     int    `json:"index"`
-}
-
-type openAIUsage struct {
-	PromptTokens int `json:"prompt_tokens"`
-	TotalTokens  int `json:"total_tokens"`
-}
-
-type openAIResponse struct {
-	Object string            `json:"object"`
-	Data   []openAIEmbedding `json:"data"`
-	Model  string            `json:"model"`
-	Usage  openAIUsage       `json:"usage"`
 }
 
 // boolOr is *b, or def when the field was absent.

@@ -109,11 +109,14 @@ type Config struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	ShutdownTimeout, DrainDelay                               time.Duration
 
-	// APIKey, when not empty, is the Bearer token the guarded routes
-	// require (TEI's --api-key).
+	// APIKey, when set, is the Bearer token every guarded route wants
+	// ("Authorization: Bearer KEY", compared in constant time); a request
+	// without it gets a bare 401, as TEI's --api-key. /health, /ping,
+	// GET /, /metrics and /docs stay public.
 	APIKey string
-	// CORSAllowOrigin are the origins CORS requests may come from (TEI's
-	// --cors-allow-origin); none: no CORS headers.
+	// CORSAllowOrigin are the origins CORS allows, as TEI's
+	// --cors-allow-origin: none (the default) or "*" among them allows
+	// any origin.
 	CORSAllowOrigin []string
 
 	// Warmup tunes every GEMM shape of the batches before serving.
@@ -199,6 +202,9 @@ func (c Config) withDefaults() (Config, error) {
 		if d < 0 {
 			return bad("timeout %v: want 0 (the default) or a positive duration", d)
 		}
+	}
+	if err := c.checkOps(); err != nil {
+		return c, err
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

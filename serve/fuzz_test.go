@@ -8,8 +8,10 @@ import (
 
 // FuzzDecodeRequests: the request decoder never panics on any body, and
 // what it accepts is well formed: every route's request either decodes
-// or is a 422 Validation error; accepted inputs are valid UTF-8 and a
-// predict input is one text or a pair.
+// or is a Validation error, 400 exactly when the body is not one valid
+// JSON value in UTF-8 (as TEI's JSON extractor) and 422 otherwise;
+// accepted inputs are valid UTF-8 and a predict input is one text or a
+// pair.
 func FuzzDecodeRequests(f *testing.F) {
 	for _, s := range []string{
 		`{"inputs": "a"}`, `{"inputs": ["a", "b"]}`, `{"inputs": [["a"], ["b", "c"]]}`, `{"inputs": [["a", "b", "c"]]}`,
@@ -28,8 +30,12 @@ func FuzzDecodeRequests(f *testing.F) {
 			if e == nil {
 				return
 			}
-			if e.status != 422 || e.typ != errValidation || e.msg == "" {
-				t.Fatalf("%s: %q: error %d %s %q, want 422 Validation", name, data, e.status, e.typ, e.msg)
+			want := 422
+			if !utf8.Valid(data) || !json.Valid(data) {
+				want = 400
+			}
+			if e.status != want || e.typ != errValidation || e.msg == "" {
+				t.Fatalf("%s: %q: error %d %s %q, want %d Validation", name, data, e.status, e.typ, e.msg, want)
 			}
 		}
 		var em embedRequest

@@ -2,11 +2,8 @@ package serve
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"sort"
 	"time"
@@ -28,7 +25,8 @@ func (s *Server) pick(name, route string, need func(*model) string) (*model, err
 	}
 	if need != nil {
 		if why := need(m); why != "" {
-			return nil, &apiError{http.StatusBadRequest, errValidation, fmt.Sprintf("%s: model %q is %s: %s", route, m.name, m.p.Describe(), why)}
+			// TEI: 424 Backend, counted as te_request_failure{err="model_type"}.
+			return nil, labelled("model_type", &apiError{http.StatusFailedDependency, errBackend, fmt.Sprintf("%s: model %q is %s: %s", route, m.name, m.p.Describe(), why)})
 		}
 	}
 	return m, nil
@@ -88,45 +86,67 @@ func (s *Server) encoding(m *model, truncate *bool, dir direction, promptName *s
 	if promptName != nil {
 		text, err := m.p.Prompt(*promptName)
 		if err != nil {
-			return e, invalid("prompt_name: %v", err)
+			// TEI's tokenization refuses it, counted as its failure.
+			return e, labelled("tokenization", invalid("prompt_name: %v", err))
 		}
 		e.prompt = &text
 	}
 	return e, nil
 }
 
-// batched tokenizes a request's inputs on the calling goroutine (at most
-// TokenizationWorkers requests at once), queues them as one job, and
-// waits for the instance that runs it; fill gets each row.
-func (s *Server) batched(ctx context.Context, m *model, inputs []sequence, truncate bool,
-	fill func(i int, b *models.Batch, r int) error) (tokens int, err error) {
-	return s.batchedWith(ctx, m, inputs, encoding{truncate: truncate}, fill)
-}
-
-// batchedWith is batched with the inputs tokenized as e says.
+// batchedWith tokenizes a request's inputs as e says, on the calling
+// goroutine (at most TokenizationWorkers requests at once), queues them
+// as one job, and waits for the instance that runs it; fill gets each row.
+// It counts the inputs in TEI's te_embed_* or te_predict_* and gives the
+// request's timings to its TEI headers.
 func (s *Server) batchedWith(ctx context.Context, m *model, inputs []sequence, e encoding,
 	fill func(i int, b *models.Batch, r int) error) (tokens int, err error) {
+	start := time.Now()
+	st := statsOf(ctx)
+	fam := s.met.te.family(st, m)
+	n := float64(len(inputs))
+	fam.count.Add(n)
 	s.sched.expect()
 	seqs, err := s.encodeWith(ctx, m, inputs, e)
 	if err != nil {
 		s.sched.drop()
-		return 0, err
+		return 0, countedAs("tokenization", err) // as TEI counts any error of its tokenization
 	}
 	for _, q := range seqs {
 		tokens += q.Len()
 	}
-	return tokens, s.sched.submit(&job{ctx: ctx, m: m, seqs: seqs, fill: fill}, true)
-}
-
-// encode tokenizes inputs for m.
-func (s *Server) encode(ctx context.Context, m *model, inputs []sequence, truncate bool) ([]models.Sequence, error) {
-	return s.encodeWith(ctx, m, inputs, encoding{truncate: truncate})
+	j := &job{ctx: ctx, m: m, seqs: seqs, fill: fill}
+	tokenized := time.Now()
+	if err := s.sched.submit(j, true); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) || ctx.Err() != nil {
+			return 0, err
+		}
+		// The backend failed: TEI counts each input as
+		// te_request_failure{err="inference"} and answers 424.
+		s.met.te.requestFailure.WithLabelValues("inference").Add(n)
+		s.cfg.Logger.Error("serve: inference failed", "model", m.name, "error", err)
+		return 0, labelled("", &apiError{http.StatusFailedDependency, errBackend, err.Error()})
+	}
+	tok := tokenized.Sub(start)
+	fam.success.Add(n)
+	total := time.Since(start).Seconds()
+	for range inputs {
+		fam.duration.Observe(total)
+		fam.tokenization.Observe(tok.Seconds())
+		fam.queue.Observe(j.queued.Seconds())
+		fam.inference.Observe(j.inferred.Seconds())
+	}
+	if st != nil {
+		st.add(inputs, tokens, tok, j.queued, j.inferred)
+	}
+	return tokens, nil
 }
 
 // encodeWith tokenizes inputs for m as e says. A prompt with a pair of
-// texts is refused, as TEI refuses it; so is one with token ids, which
-// TEI decodes, prefixes and tokenizes again (what it adds special tokens
-// to), which needs a decoder.
+// texts is refused, as TEI refuses it; token ids with a prompt (an empty
+// one included) are decoded, prefixed and tokenized again, as TEI does
+// (models.Pipeline.EncodeIDsAsText).
 func (s *Server) encodeWith(ctx context.Context, m *model, inputs []sequence, e encoding) ([]models.Sequence, error) {
 	select {
 	case s.tokens <- struct{}{}:
@@ -146,6 +166,17 @@ func (s *Server) encodeWith(ctx context.Context, m *model, inputs []sequence, e 
 		if len(inputs) > 1 {
 			what = fmt.Sprintf("input %d", i)
 		}
+		// TEI refuses an empty input (a text "", a pair of two, no token
+		// ids) with 400 Empty before its character limit, counted as a
+		// tokenization failure.
+		if (in.ids == nil && in.a == "" && (in.b == nil || *in.b == "")) || (in.ids != nil && len(in.ids) == 0) {
+			// TEI's message (core/src/tokenization.rs), with the item's
+			// index in a batch.
+			if len(inputs) > 1 {
+				return nil, emptyInput("tokenization", "`inputs` cannot be empty: item %d", i)
+			}
+			return nil, emptyInput("tokenization", "`inputs` cannot be empty")
+		}
 		in, err := limitChars(in, m.p.MaxLength(), e.truncate)
 		if err != nil {
 			return nil, err
@@ -154,8 +185,8 @@ func (s *Server) encodeWith(ctx context.Context, m *model, inputs []sequence, e 
 		switch {
 		case e.prompt != nil && in.b != nil:
 			return nil, invalid("%s: a prompt (prompt_name, or the server's default prompt) cannot be set with a pair of texts", what)
-		case e.prompt != nil && in.ids != nil:
-			return nil, invalid("%s: a prompt (prompt_name, or the server's default prompt) cannot be set with token ids: give the text, or the prompt's ids in front of the input's", what)
+		case in.ids != nil && e.prompt != nil:
+			q, err = m.p.EncodeIDsAsText(in.ids, eo) // an empty prompt too, as TEI
 		case in.ids != nil:
 			q, err = m.p.EncodeIDs(in.ids, eo)
 		default:
@@ -164,7 +195,7 @@ func (s *Server) encodeWith(ctx context.Context, m *model, inputs []sequence, e 
 		if err != nil {
 			var long *models.TooLongError
 			if errors.As(err, &long) {
-				return nil, invalid("%s must have at most %d tokens (the model's maximum input length); given: %d; set \"truncate\": true to cut it", what, long.Max, long.Tokens)
+				return nil, labelled("tokenization", invalid("%s must have at most %d tokens (the model's maximum input length); given: %d; set \"truncate\": true to cut it", what, long.Max, long.Tokens))
 			}
 			if errors.Is(err, models.ErrInput) {
 				return nil, &apiError{http.StatusUnprocessableEntity, errTokenizer, fmt.Sprintf("%s: %v", what, err)}
@@ -172,6 +203,7 @@ func (s *Server) encodeWith(ctx context.Context, m *model, inputs []sequence, e 
 			return nil, err
 		}
 		s.met.inputsTokens.Observe(float64(q.Len()))
+		s.met.te.inputLength.Observe(float64(q.Len()))
 		seqs[i] = q
 	}
 	return seqs, nil
@@ -241,22 +273,25 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	teMethod(r, req.Inputs.single)
 	if e := req.Inputs.check("inputs", s.cfg.MaxClientBatchSize); e != nil {
 		return e
+	}
+	// TEI checks dimensions before it tokenizes (a prompt_name the model
+	// lacks is its tokenization's error); 0 is its counted Validation, a
+	// negative number its JSON's (a usize), which is not counted.
+	dims := 0
+	if req.Dimensions != nil {
+		switch dims = *req.Dimensions; {
+		case dims == 0:
+			return validation("`dimensions` should be positive; given: %d", dims)
+		case dims < 0:
+			return invalid("`dimensions` should be positive; given: %d", dims)
+		}
 	}
 	enc, err := s.encoding(m, req.Truncate, req.Direction, req.PromptName)
 	if err != nil {
 		return err
-	}
-	dims := 0
-	if req.Dimensions != nil {
-		if dims = *req.Dimensions; dims < 1 {
-			return invalid("`dimensions` should be positive; given: %d", dims)
-		}
-		// The width after the model's Dense modules, not the hidden size.
-		if w, err := m.p.EmbeddingDim(m.pool); err == nil && dims > w {
-			return invalid("`dimensions` %d should be at most the embedding dimension, %d", dims, w)
-		}
 	}
 	norm := req.Normalize.or(true)
 	vecs := make([][]float32, len(req.Inputs.list))
@@ -279,54 +314,9 @@ func embedRow(v *[]float32, b *models.Batch, r int, pool models.Pooling, norm bo
 		return err
 	}
 	if *v, err = models.ShortenEmbedding(e, dims, norm); err != nil {
-		return invalid("`dimensions` %d should be at most the embedding dimension, %d", dims, len(e))
+		return validation("`dimensions` %d should be at most the embedding dimension, %d", dims, len(e))
 	}
 	return nil
-}
-
-func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) error {
-	var req openAIRequest
-	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
-		return e
-	}
-	m, err := s.pick(req.Model, "/v1/embeddings", nil)
-	if err != nil {
-		return err
-	}
-	if e := req.Input.check("input", s.cfg.MaxClientBatchSize); e != nil {
-		return e
-	}
-	switch req.EncodingFormat {
-	case "", "float", "base64":
-	default:
-		return invalid("encoding_format %q: want \"float\" or \"base64\"", req.EncodingFormat)
-	}
-	hidden, _ := m.p.EmbeddingDim(m.pool) // after the model's Dense modules
-	if req.Dimensions != nil && *req.Dimensions != hidden {
-		return invalid("dimensions %d: the model's embeddings have %d", *req.Dimensions, hidden)
-	}
-	vecs := make([][]float32, len(req.Input.list))
-	tokens, err := s.batched(r.Context(), m, singles(req.Input.list), s.cfg.AutoTruncate,
-		func(i int, b *models.Batch, row int) (err error) {
-			vecs[i], err = b.Embedding(row, m.pool, true)
-			return err
-		})
-	if err != nil {
-		return err
-	}
-	resp := openAIResponse{Object: "list", Model: m.name, Usage: openAIUsage{PromptTokens: tokens, TotalTokens: tokens}}
-	for i, v := range vecs {
-		var e any = v
-		if req.EncodingFormat == "base64" {
-			buf := make([]byte, 4*len(v))
-			for k, x := range v {
-				binary.LittleEndian.PutUint32(buf[4*k:], math.Float32bits(x))
-			}
-			e = base64.StdEncoding.EncodeToString(buf)
-		}
-		resp.Data = append(resp.Data, openAIEmbedding{Object: "embedding", Embedding: e, Index: i})
-	}
-	return writeJSON(w, resp)
 }
 
 // predictions are c's labels, best first, as TEI's /predict lists them.
@@ -344,17 +334,21 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request) error {
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
 		return e
 	}
+	if !req.Inputs.set {
+		return invalid("`inputs` is required: a string, a pair [string, string] or a batch [[string], [string, string], ...]")
+	}
+	// TEI counts the request and checks its size before its Infer checks
+	// the model's type: an empty list is 400 on any model.
+	teMethod(r, req.Inputs.single)
+	switch n := len(req.Inputs.list); {
+	case n == 0:
+		return emptyInput("validation", "`inputs` cannot be empty")
+	case n > s.cfg.MaxClientBatchSize:
+		return tooMany(n, s.cfg.MaxClientBatchSize)
+	}
 	m, err := s.pick(req.Model, "/predict", needClassifier)
 	if err != nil {
 		return err
-	}
-	switch in := req.Inputs; {
-	case !in.set:
-		return invalid("`inputs` is required: a string, a pair [string, string] or a batch [[string], [string, string], ...]")
-	case len(in.list) == 0:
-		return invalid("`inputs` cannot be empty")
-	case len(in.list) > s.cfg.MaxClientBatchSize:
-		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", len(in.list), s.cfg.MaxClientBatchSize)
 	}
 	enc, err := s.encoding(m, req.Truncate, req.Direction, nil)
 	if err != nil {
@@ -385,18 +379,24 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
 		return e
 	}
+	// TEI's order: its JSON's refusals (422), an empty list (400 Empty),
+	// the model's type (424), then the request is counted and its size
+	// checked.
+	switch {
+	case req.Query == nil:
+		return invalid("`query` is required")
+	case req.Texts.single:
+		return invalid("`texts` must be a list of strings, as TEI's Vec<String>; given one string")
+	case req.Texts.set && len(req.Texts.list) == 0:
+		return req.Texts.check("texts", s.cfg.MaxClientBatchSize)
+	}
 	m, err := s.pick(req.Model, "/rerank", needReranker)
 	if err != nil {
 		return err
 	}
-	if req.Query == nil {
-		return invalid("`query` is required")
-	}
+	teMethod(r, false) // TEI counts every rerank as a batch
 	if e := req.Texts.check("texts", s.cfg.MaxClientBatchSize); e != nil {
 		return e
-	}
-	if req.Texts.single {
-		return invalid("`texts` must be a list of strings, as TEI's Vec<String>; given one string")
 	}
 	pairs := make([]sequence, len(req.Texts.list))
 	for i := range req.Texts.list {
@@ -455,8 +455,11 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
 	add := req.AddSpecialTokens.or(true)
 	out := make([][]simpleToken, len(req.Inputs.list))
 	for i, text := range req.Inputs.list {
+		if text == "" {
+			return emptyInput("tokenization", "input %d cannot be empty", i)
+		}
 		if _, err := limitChars(sequence{a: text}, m.p.MaxLength(), false); err != nil {
-			return err
+			return countedAs("tokenization", err)
 		}
 		if enc.prompt != nil {
 			// TEI tokenizes the prompted text, and the tokens' text and

@@ -22,6 +22,7 @@ type metrics struct {
 	inFlight     prometheus.Gauge
 	panics       prometheus.Counter
 	inputsTokens prometheus.Histogram
+	te           *teMetrics // TEI's te_* series (ops.go)
 }
 
 // Durations from 100 us to ~100 s.
@@ -62,5 +63,6 @@ func newMetrics() *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
+	m.te = newTEMetrics(m.reg)
 	return m
 }

@@ -139,8 +139,9 @@ func TestEmbedPromptDimensionsDirection(t *testing.T) {
 
 // TestEmbedTokenIDs: /embed takes token ids as TEI's Input does (a list
 // of ints, or a batch mixing texts and lists of ints): the ids of a text
-// embed as the text; ids are truncated on the side asked; ids outside the
-// vocabulary, malformed ids, or a prompt with ids are 422.
+// embed as the text; ids are truncated on the side asked; with a prompt
+// they are decoded and the prompted text tokenized again, as TEI; ids
+// outside the vocabulary or malformed ids are 422.
 func TestEmbedTokenIDs(t *testing.T) {
 	dir := wordModel(t, "golden/models/bert-base", false, promptsJSON)
 	p := library(t, dir)
@@ -179,14 +180,27 @@ func TestEmbedTokenIDs(t *testing.T) {
 		code, b := post(t, ts, "/embed", `{"inputs": `+bad+`}`)
 		assert.Equal(t, 422, code, "%s: %s", bad, b)
 	}
-	refused(t, ts, "/embed", `{"inputs": [5, 6], "prompt_name": "query"}`, "cannot be set with token ids")
-	refused(t, ts, "/embed", `{"inputs": ["w5", [5, 6]], "prompt_name": "passage"}`, "cannot be set with token ids")
+
+	// A prompt with ids, as TEI: the ids are decoded without their special
+	// tokens, the prompt prefixed, and the text tokenized again with them;
+	// an empty prompt too.
+	query := embedOK(t, ts, `{"inputs": ["w5 w6 w7", "w9"], "prompt_name": "query"}`)
+	sameVectors(t, query[:1], embedOK(t, ts, `{"inputs": [101, 5, 6, 7, 102], "prompt_name": "query"}`), "ids with a prompt")
+	sameVectors(t, query[:1], embedOK(t, ts, `{"inputs": [5, 6, 7], "prompt_name": "query"}`), "special tokens are added to the prompted text")
+	sameVectors(t, query, embedOK(t, ts, `{"inputs": [[5, 6, 7], "w9"], "prompt_name": "query"}`), "a batch of ids and texts with a prompt")
+	sameVectors(t, text, embedOK(t, ts, `{"inputs": [[5, 6, 7], "w9"], "prompt_name": "passage"}`), "an empty prompt re-tokenizes the ids")
+	promptLeft := embedOK(t, ts, fmt.Sprintf(`{"inputs": %s, "truncate": true, "truncation_direction": "left", "prompt_name": "query"}`, js))
+	wantLeft, err := p.Embed(context.Background(), []string{encodertest.Words(10, 40)}, models.EmbedOptions{Normalize: true, PromptName: "query", Direction: models.TruncateLeft})
+	require.NoError(t, err)
+	sameVectors(t, wantLeft, promptLeft, "ids with a prompt are truncated as the prompted text")
+	refused(t, ts, "/embed", `{"inputs": [5, 1000], "prompt_name": "query"}`, "outside the vocabulary")
 }
 
 // TestDefaultPrompt: the server's default prompt (by name or as text)
 // applies to every request without a prompt_name, as TEI's
 // --default-prompt-name and --default-prompt: on /embed, /tokenize and a
-// classifier's /predict; a pair or token ids with it are 422. A name the
+// classifier's /predict, and to token ids as TEI applies it; a pair with
+// it is 422. A name the
 // model lacks, or both settings, fail New.
 func TestDefaultPrompt(t *testing.T) {
 	ctx := context.Background()
@@ -201,7 +215,7 @@ func TestDefaultPrompt(t *testing.T) {
 	sameVectors(t, want, embedOK(t, text, body), "--default-prompt")
 	sameVectors(t, embedOK(t, plain, body), embedOK(t, named, `{"inputs": ["w5 w6", "w7"], "prompt_name": "passage"}`),
 		"a request's prompt_name wins over the default")
-	refused(t, named, "/embed", `{"inputs": [5, 6]}`, "cannot be set with token ids")
+	sameVectors(t, want[:1], embedOK(t, named, `{"inputs": [101, 5, 6, 102]}`), "the default prompt with token ids, as TEI")
 
 	code, b := post(t, named, "/tokenize", `{"inputs": "w5"}`)
 	require.Equal(t, 200, code, "%s", b)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/int8bert/int8bert/models"
+	"net/http"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -24,6 +25,9 @@ type job struct {
 	run  func() error
 	enq  time.Time
 	done chan error // buffered: the instance never blocks on it
+	// queued and inferred are the job's wait and its batch's run, set by
+	// the instance before done (read only after a result from done).
+	queued, inferred time.Duration
 }
 
 // scheduler queues jobs and hands them to the instances in batches
@@ -34,6 +38,7 @@ type scheduler struct {
 	queue    []*job
 	closed   bool
 	arriving int // requests admitted and not yet queued (being tokenized)
+	seqs     int // sequences queued (TEI's te_queue_size)
 	maxTok   int
 	maxReq   int
 	window   time.Duration
@@ -80,7 +85,8 @@ func (s *scheduler) submit(j *job, counted bool) error {
 		return &apiError{503, errUnhealthy, "the server is shutting down"}
 	}
 	s.queue = append(s.queue, j)
-	s.met.queueLength.Set(float64(len(s.queue)))
+	s.seqs += len(j.seqs)
+	s.queued()
 	s.mu.Unlock()
 	s.cond.Broadcast()
 	select {
@@ -117,7 +123,8 @@ func (s *scheduler) take() []*job {
 		}
 		if head := s.queue[0]; head.run != nil {
 			s.queue = s.queue[1:]
-			s.met.queueLength.Set(float64(len(s.queue)))
+			s.seqs -= len(head.seqs)
+			s.queued()
 			return []*job{head}
 		}
 		if s.window > 0 && s.arriving > 0 && !s.full() && !s.closed {
@@ -151,9 +158,12 @@ func (s *scheduler) gather() []*job {
 		}
 		rest = append(rest, j)
 	}
+	for _, j := range batch {
+		s.seqs -= len(j.seqs)
+	}
 	clear(s.queue[len(rest):])
 	s.queue = rest
-	s.met.queueLength.Set(float64(len(s.queue)))
+	s.queued()
 	return batch
 }
 
@@ -175,6 +185,11 @@ func (s *scheduler) dropCancelled() {
 	kept := s.queue[:0]
 	for _, j := range s.queue {
 		if err := j.ctx.Err(); err != nil {
+			// TEI counts each input of a request gone while queued.
+			if n := len(j.seqs); n > 0 {
+				s.met.te.requestFailure.WithLabelValues("dropped").Add(float64(n))
+			}
+			s.seqs -= len(j.seqs)
 			j.done <- err
 			continue
 		}
@@ -182,7 +197,13 @@ func (s *scheduler) dropCancelled() {
 	}
 	clear(s.queue[len(kept):])
 	s.queue = kept
+	s.queued()
+}
+
+// queued publishes the queue's length in jobs and in sequences (under mu).
+func (s *scheduler) queued() {
 	s.met.queueLength.Set(float64(len(s.queue)))
+	s.met.te.queueSize.Set(float64(s.seqs))
 }
 
 // loop is one instance: it runs batches until the scheduler closes.
@@ -210,7 +231,7 @@ func (s *scheduler) runBatch(batch []*job) {
 				s.met.panics.Inc()
 				s.log("serve: panic in a batch", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				for i := range errs {
-					errs[i] = &apiError{500, errBackend, fmt.Sprintf("internal error: %v", r)}
+					errs[i] = &apiError{http.StatusFailedDependency, errBackend, fmt.Sprintf("internal error: %v", r)}
 				}
 			}
 		}()
@@ -220,8 +241,10 @@ func (s *scheduler) runBatch(batch []*job) {
 		}
 		s.runSeqs(batch, errs)
 	}()
-	s.met.inference.Observe(time.Since(now).Seconds())
+	ran := time.Since(now)
+	s.met.inference.Observe(ran.Seconds())
 	for i, j := range batch {
+		j.queued, j.inferred = now.Sub(j.enq), ran
 		j.done <- errs[i]
 	}
 }
@@ -239,6 +262,12 @@ func (s *scheduler) runSeqs(batch []*job, errs []error) {
 		}
 	}
 	s.met.batchSize.Observe(float64(len(seqs)))
+	queuedTokens := 0
+	for _, j := range batch {
+		queuedTokens += j.tokens
+	}
+	s.met.te.batchSize.Observe(float64(len(seqs)))
+	s.met.te.batchTokens.Observe(float64(queuedTokens))
 	p := batch[0].m.p
 	err := p.Run(context.Background(), seqs, func(b *models.Batch) error {
 		real, computed := b.Tokens()

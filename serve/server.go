@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -77,6 +78,11 @@ func New(ctx context.Context, c Config) (*Server, error) {
 			}
 		}
 	}
+	maxInput := 0
+	for _, m := range s.models {
+		maxInput = max(maxInput, m.p.MaxLength())
+	}
+	s.met.te.registerInputLength(s.met.reg, maxInput)
 	s.sched = newScheduler(&s.cfg, s.met)
 	go func() { s.instDone <- inst.Run(context.Background(), s.sched.loop) }()
 	s.hs = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout,
@@ -139,45 +145,61 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(pattern, s.wrap(name, admitted, h))
 	}
 	route("POST /embed", "/embed", true, s.embed)
+	route("POST /embed_all", "/embed_all", true, s.embedAll)
+	route("POST /embed_sparse", "/embed_sparse", true, s.embedSparse)
 	route("POST /predict", "/predict", true, s.predict)
 	route("POST /rerank", "/rerank", true, s.rerank)
+	route("POST /similarity", "/similarity", true, s.similarity)
 	route("POST /tokenize", "/tokenize", true, s.tokenize)
+	route("POST /decode", "/decode", true, s.decodeIDs)
 	route("POST /v1/embeddings", "/v1/embeddings", true, s.openAIEmbeddings)
+	route("POST /embeddings", "/embeddings", true, s.openAIEmbeddings)
+	route("POST /vertex", "/vertex", true, s.vertex)
 	route("POST /qa", "/qa", true, s.qa)
+	task := s.taskRoute(os.Getenv("TASK")) // TEI reads TASK the same way
+	route("POST /{$}", "/", true, task)
+	route("POST /invocations", "/invocations", true, task)
 	route("GET /health", "/health", false, s.health)
+	route("GET /{$}", "/", false, s.health)
+	route("GET /ping", "/ping", false, s.health)
 	route("GET /info", "/info", false, s.info)
+	route("GET /docs", "/docs", false, s.swaggerUI)
+	route("GET /docs/{$}", "/docs", false, s.swaggerUI)
+	route("GET /api-doc/openapi.json", "/api-doc/openapi.json", false, s.openAPI)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
-	mux.Handle("/", s.wrap("other", false, func(w http.ResponseWriter, r *http.Request) error {
-		const routes = "the routes are POST /embed, /predict, /rerank, /tokenize, /v1/embeddings, /qa and GET /health, /info, /metrics"
-		if m, ok := routeMethods[r.URL.Path]; ok {
-			w.Header().Set("Allow", m)
-			return &apiError{http.StatusMethodNotAllowed, errValidation, fmt.Sprintf("%s %s: use %s (%s)", r.Method, r.URL.Path, m, routes)}
-		}
-		return &apiError{http.StatusNotFound, errValidation, fmt.Sprintf("no route %s %s: %s", r.Method, r.URL.Path, routes)}
-	}))
-	return mux
+	mux.Handle("/v1/", s.wrap("/v1", false, s.noRoute))
+	mux.Handle("/", s.wrap("other", false, s.noRoute))
+	return s.ops(mux)
 }
 
-// routeMethods is the method of each route, for 405's Allow.
-var routeMethods = map[string]string{"/embed": "POST", "/predict": "POST", "/rerank": "POST", "/tokenize": "POST",
-	"/v1/embeddings": "POST", "/qa": "POST", "/health": "GET", "/info": "GET", "/metrics": "GET"}
+// routeMethods is the methods of each route, for 405's Allow.
+var routeMethods = map[string]string{"/embed": "POST", "/embed_all": "POST", "/embed_sparse": "POST",
+	"/predict": "POST", "/rerank": "POST", "/similarity": "POST", "/tokenize": "POST", "/decode": "POST",
+	"/v1/embeddings": "POST", "/embeddings": "POST", "/vertex": "POST", "/qa": "POST", "/": "GET, POST",
+	"/invocations": "POST", "/health": "GET", "/ping": "GET", "/info": "GET", "/metrics": "GET",
+	"/docs": "GET", "/api-doc/openapi.json": "GET"}
 
-// statusWriter records the status a handler wrote.
+// statusWriter records the status a handler wrote, and writes TEI's
+// timing headers on a success that ran an inference.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	stats  reqStats
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		if code == http.StatusOK && w.stats.timed {
+			w.stats.setHeaders(w.Header())
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(b)
 }
@@ -188,7 +210,9 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (s *Server) wrap(name string, admitted bool, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		w := &statusWriter{ResponseWriter: rw}
+		w := &statusWriter{ResponseWriter: rw, stats: reqStats{start: start, route: name}}
+		r = r.WithContext(context.WithValue(r.Context(), statsKey{}, &w.stats))
+		var herr error
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -200,6 +224,7 @@ func (s *Server) wrap(name string, admitted bool, h func(w http.ResponseWriter, 
 					s.writeError(w, name, &apiError{500, errBackend, fmt.Sprintf("internal error: %v", p)})
 				}
 			}
+			s.met.te.done(&w.stats, max(w.status, 200), herr)
 			s.met.requests.WithLabelValues(name, strconv.Itoa(max(w.status, 200))).Inc()
 			s.met.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
 		}()
@@ -215,20 +240,22 @@ func (s *Server) wrap(name string, admitted bool, h func(w http.ResponseWriter, 
 			case s.admit <- struct{}{}:
 				defer func() { <-s.admit }()
 			default:
-				s.writeError(w, name, &apiError{429, errOverloaded, fmt.Sprintf("model is overloaded: %d requests in flight (--max-concurrent-requests)", s.cfg.MaxConcurrentRequests)})
+				herr = &apiError{429, errOverloaded, fmt.Sprintf("model is overloaded: %d requests in flight (--max-concurrent-requests)", s.cfg.MaxConcurrentRequests)}
+				s.writeError(w, name, herr)
 				return
 			}
 			s.met.inFlight.Inc()
 			defer s.met.inFlight.Dec()
 		}
-		if err := h(w, r); err != nil {
-			s.writeError(w, name, err)
+		if herr = h(w, r); herr != nil {
+			s.writeError(w, name, herr)
 		}
 	})
 }
 
 // writeError answers err as JSON: an apiError with its status, a
-// client's gone context as 499 (no one reads it), anything else as 500.
+// client's gone context as 499 (no one reads it), anything else as TEI's
+// 424 Backend.
 func (s *Server) writeError(w http.ResponseWriter, route string, err error) {
 	var ae *apiError
 	switch {
@@ -238,16 +265,16 @@ func (s *Server) writeError(w http.ResponseWriter, route string, err error) {
 	case errors.Is(err, models.ErrClosed):
 		ae = &apiError{503, errUnhealthy, "the model is closed: the server is shutting down"}
 	default:
-		ae = &apiError{500, errBackend, err.Error()}
+		ae = &apiError{http.StatusFailedDependency, errBackend, err.Error()}
 	}
-	if ae.status >= 500 && ae.status != 503 {
+	if (ae.status >= 500 && ae.status != 503) || (ae.status == http.StatusFailedDependency && failureLabel(err) != "model_type") {
 		s.cfg.Logger.Error("serve: request failed", "route", route, "status", ae.status, "error", ae.msg)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(ae.status)
 	var body any = errorBody{Error: ae.msg, ErrorType: ae.typ}
-	if route == "/v1/embeddings" {
-		body = openAIError{Message: ae.msg, Code: ae.status, Type: ae.typ}
+	if isOpenAIRoute(route) {
+		body = openAIError(err, ae)
 	}
 	json.NewEncoder(w).Encode(body)
 }

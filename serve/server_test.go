@@ -216,8 +216,10 @@ func TestRoutesMatchThePipeline(t *testing.T) {
 }
 
 // TestErrorsAreJSON: every refusal is TEI's {"error", "error_type"} with
-// its status: 422 for bad input, 400 for a route the model's task cannot
-// serve, 413 past the body limit, 404 and 405 for unknown routes.
+// its status: 400 for a body that is not JSON, 422 for bad input, 400 for
+// an empty one, 424 for a route the model's task cannot serve, 413 past the
+// body limit, 404 and 405 for unknown routes. (The /v1 routes answer
+// OpenAI's shape: TestOpenAIErrors.)
 func TestErrorsAreJSON(t *testing.T) {
 	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, MaxClientBatchSize: 2, MaxBodyBytes: 4000})
 	long := strings.Repeat("word ", 600)
@@ -226,34 +228,27 @@ func TestErrorsAreJSON(t *testing.T) {
 		status      int
 		has         string
 	}{
-		{"/embed", `{bad`, 422, "invalid JSON"},
-		{"/embed", ``, 422, "empty request body"},
-		{"/embed", `{"inputs": "a"} {"inputs": "b"}`, 422, "more than one value"},
+		{"/embed", `{bad`, 400, "invalid JSON"},
+		{"/embed", ``, 400, "empty request body"},
+		{"/embed", `{"inputs": "a"} {"inputs": "b"}`, 400, "more than one value"},
+		{"/embed", `{"inputs": "a"`, 400, "invalid JSON"},
 		{"/embed", `{}`, 422, "`inputs` is required"},
-		{"/embed", `{"inputs": []}`, 422, "cannot be empty"},
+		{"/embed", `{"inputs": []}`, 400, "cannot be empty"},
 		{"/embed", `{"inputs": 7}`, 422, "a string or a list of strings"},
 		{"/embed", `{"inputs": ["a", "b", "c"]}`, 422, "maximum allowed batch size 2"},
 		{"/embed", `{"inputs": "` + long[:3000] + `"}`, 422, "at most 512 tokens (the model's maximum input length); given: 603"},
 		{"/embed", `{"inputs": "a", "model": "nope"}`, 422, `model "nope" is not served here`},
 		{"/embed", `{"inputs": "` + strings.Repeat("x", 5000) + `"}`, 413, "larger than 4000 bytes"},
-		{"/embed", "{\"inputs\": \"bad \xff utf-8\"}", 422, "not valid UTF-8"},
+		{"/embed", "{\"inputs\": \"bad \xff utf-8\"}", 400, "not valid UTF-8"},
 		{"/predict", `{"inputs": [["a", "b", "c"]]}`, 422, "batch item 0"},
 		{"/predict", `{"inputs": ["a", "b", "c"]}`, 422, "a list of strings is one input"},
 		{"/predict", `{"inputs": null}`, 422, "`inputs` is required"},
-		{"/rerank", `{"query": "q", "texts": ["a"]}`, 400, "needs a reranker"},
-		{"/qa", `{"question": "q", "context": "c"}`, 400, "needs a question answering model"},
-		{"/v1/embeddings", `{"input": "a", "encoding_format": "int8"}`, 422, "encoding_format"},
-		{"/v1/embeddings", `{"input": "a", "dimensions": 3}`, 422, "dimensions 3"},
+		{"/rerank", `{"query": "q", "texts": ["a"]}`, 424, "needs a reranker"},
+		{"/qa", `{"question": "q", "context": "c"}`, 424, "needs a question answering model"},
 		{"/nope", `{}`, 404, "no route POST /nope"},
 	} {
 		code, b := post(t, ts, c.route, c.body)
 		assert.Equal(t, c.status, code, "%s %.60s: %s", c.route, c.body, b)
-		if c.route == "/v1/embeddings" {
-			e := decode[openAIError](t, b)
-			assert.Contains(t, e.Message, c.has)
-			assert.Equal(t, c.status, e.Code)
-			continue
-		}
 		e := decode[errorBody](t, b)
 		assert.Contains(t, e.Error, c.has, "%s %.60s", c.route, c.body)
 		assert.NotEmpty(t, e.ErrorType)
@@ -422,7 +417,9 @@ func TestSeveralModels(t *testing.T) {
 	}
 	assert.Len(t, seen, 3)
 	code, b = post(t, ts, "/predict", `{"model": "qa", "inputs": "w5"}`)
-	assert.Equal(t, 400, code, "%s", b)
+	assert.Equal(t, 424, code, "%s", b)
+	code, b = post(t, ts, "/predict", `{"model": "qa", "inputs": []}`)
+	assert.Equal(t, 400, code, "TEI checks an empty list before the model's type: %s", b)
 	code, b = post(t, ts, "/embed", `{"model": "qa", "inputs": "w5 w6"}`)
 	require.Equal(t, 200, code, "%s", b)
 	assert.Len(t, decode[[][]float32](t, b)[0], 64, "the QA model's hidden size")

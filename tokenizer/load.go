@@ -62,6 +62,7 @@ type jsonTokenizer struct {
 	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage `json:"post_processor"`
 	Model         json.RawMessage `json:"model"`
+	Decoder       json.RawMessage `json:"decoder"`
 	Truncation    *struct {
 		MaxLength int    `json:"max_length"`
 		Strategy  string `json:"strategy"`
@@ -128,6 +129,7 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 	if t.post, err = t.parsePostProcessor(j.PostProcessor); err != nil {
 		return nil, fmt.Errorf("tokenizer: tokenizer.json: post_processor: %w", err)
 	}
+	t.dec = parseDecoder(j.Decoder)
 	if err := t.checkPostIDs(); err != nil {
 		return nil, fmt.Errorf("tokenizer: tokenizer.json: post_processor: %w", err)
 	}
@@ -706,6 +708,7 @@ func FromVocab(vocabTxt, configJSON []byte) (*Tokenizer, error) {
 	}
 	t.model = newWordPiece(vocab, "##", unk, 100)
 	t.kind = "WordPiece"
+	t.dec = wordPieceDecoder{prefix: "##", cleanup: true} // BertTokenizerFast's
 	for _, s := range []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} {
 		if id, ok := vocab[s]; ok {
 			t.added = append(t.added, AddedToken{ID: id, Content: s, Special: true})

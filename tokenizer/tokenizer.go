@@ -137,6 +137,7 @@ type Tokenizer struct {
 	raw     *addedMatcher // tokens matched in the original text
 	normed  *addedMatcher // tokens matched in the normalized text
 	special map[string]int32
+	dec     decoder // tokenizer.json's decoder, for Decode; nil: join by spaces
 
 	// Truncation and padding found in tokenizer.json, for FileOptions.
 	fileOpts    Options

@@ -61,6 +61,10 @@ func Shapes(mr, nr int) [][3]int {
 	}
 }
 
+// shortMACs is the size (m*n*k) above which -short checks a shape in one
+// layout only.
+const shortMACs = 1 << 19
+
 // GEMM runs the suite on k, skipping when this CPU cannot run it.
 func GEMM(t *testing.T, k *kernels.Kernel) {
 	t.Helper()
@@ -74,8 +78,15 @@ func GEMM(t *testing.T, k *kernels.Kernel) {
 				if s[2] > 1000 && ep != "s32" && ep != "requant-u8" && ep != "scale-bias-residual" {
 					continue // long K: enough with these three
 				}
-				for _, pad := range [][2]int{{0, 0}, {5, 3}} {
-					for _, threads := range []int{1, 2} {
+				pads, threadss := [][2]int{{0, 0}, {5, 3}}, []int{1, 2}
+				if testing.Short() && s[0]*s[1]*s[2] > shortMACs {
+					// -short (the race stage): a large shape once,
+					// padded and on two threads; the long stage runs
+					// every combination.
+					pads, threadss = pads[1:], threadss[1:]
+				}
+				for _, pad := range pads {
+					for _, threads := range threadss {
 						seed++
 						c := Case{M: s[0], N: s[1], K: s[2], Epilogue: ep, Threads: threads, Seed: seed}
 						if pad[0] > 0 {

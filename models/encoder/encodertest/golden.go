@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
@@ -90,14 +91,37 @@ func (g *golden) inputs() *encoder.Inputs {
 	return in
 }
 
-// Selector returns a selector for tests: no cache file, short timings.
+// Selector returns the test binary's selector for the CPU features the
+// environment leaves on (INT8BERT_CPU_DISABLE, DNNL_MAX_CPU_ISA): no cache
+// file, short timings, made on first use and never closed, as
+// selector.Default is. Sharing it tunes each GEMM key once per test binary
+// rather than once per test: the verification of every candidate against
+// the reference (docs/DESIGN.md section 4.5) is most of what a models test
+// costs under the race detector. A test that checks tuning itself makes
+// its own selector.
 func Selector(t testing.TB) *selector.Selector {
+	t.Helper()
+	env := os.Getenv("INT8BERT_CPU_DISABLE") + "|" + os.Getenv("DNNL_MAX_CPU_ISA")
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if sel, ok := shared.byEnv[env]; ok {
+		return sel
+	}
 	sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, RepTime: 100 * 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sel.Close() })
+	if shared.byEnv == nil {
+		shared.byEnv = map[string]*selector.Selector{}
+	}
+	shared.byEnv[env] = sel
 	return sel
+}
+
+// shared holds Selector's selectors.
+var shared struct {
+	mu    sync.Mutex
+	byEnv map[string]*selector.Selector
 }
 
 // Golden loads the golden model folder name with fam and compares every
