@@ -59,6 +59,9 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	}
 	for _, spec := range c.Models {
 		m, err := loadModel(ctx, spec, lo, c.Pooling)
+		if err == nil && m.p.MaxLength() > c.MaxBatchTokens {
+			m, err = s.fitBatchTokens(ctx, m, spec, lo)
+		}
 		if err == nil {
 			if err = m.setPrompt(&c); err != nil {
 				m.p.Close()
@@ -88,6 +91,24 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	s.hs = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout,
 		WriteTimeout: c.WriteTimeout, IdleTimeout: c.IdleTimeout, ErrorLog: nil}
 	return s, nil
+}
+
+// fitBatchTokens is TEI's rule (router/src/lib.rs) for a model whose
+// maximum input length exceeds the batch-token budget: refused without
+// auto-truncation; with it, loaded again with the budget as its maximum
+// input length, so that longer inputs are cut to it. m is closed.
+func (s *Server) fitBatchTokens(ctx context.Context, m *model, spec ModelSpec, lo models.Options) (*model, error) {
+	n, budget := m.p.MaxLength(), s.cfg.MaxBatchTokens
+	m.p.Close()
+	if !s.cfg.AutoTruncate {
+		return nil, fmt.Errorf("serve: model %s: the maximum input length is %d, which exceeds the max batch tokens (%d): "+
+			"raise --max-batch-tokens to at least %d, or set --auto-truncate so that inputs are cut to %d tokens: %w",
+			spec.Name, n, budget, n, budget, models.ErrConfig)
+	}
+	s.cfg.Logger.Warn("serve: the model's maximum input length exceeds the max batch tokens: inputs are cut to the budget (auto-truncate), as TEI",
+		"model", spec.Name, "max_input_length", n, "max_batch_tokens", budget)
+	lo.MaxLength = budget
+	return loadModel(ctx, spec, lo, s.cfg.Pooling)
 }
 
 func (s *Server) closeModels() {

@@ -452,6 +452,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Models: []ModelSpec{{"a", shipped}}, Pooling: "lasttoken"}, `pooling "lasttoken"`},
 		{Config{Models: []ModelSpec{{"a", shipped}}, MaxBatchTokens: -1}, "max batch tokens -1"},
 		{Config{Models: []ModelSpec{{"a", shipped}}, Instances: -1}, "instances -1"},
+		// TEI refuses a model longer than the batch budget without auto-truncate.
+		{Config{Models: []ModelSpec{{"a", shipped}}, MaxBatchTokens: 8}, "exceeds the max batch tokens (8)"},
 		{Config{Models: []ModelSpec{{"a", "./no-such-model"}}}, "no-such-model"},
 	} {
 		_, err := New(context.Background(), c.cfg)
@@ -480,4 +482,20 @@ func TestBodyLimitCountsBytes(t *testing.T) {
 	assert.Equal(t, 200, code, "%s", b)
 	code, _ = post(t, ts, "/embed", body+" ")
 	assert.Equal(t, 413, code)
+}
+
+// TestMaxBatchTokensCutsTheModel: with auto-truncate, a model longer than
+// the batch budget serves inputs cut to the budget, as TEI (lib.rs).
+func TestMaxBatchTokensCutsTheModel(t *testing.T) {
+	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, MaxBatchTokens: 8, AutoTruncate: true})
+	code, b, _ := get(t, ts, "GET", "/info")
+	require.Equal(t, 200, code, "%s", b)
+	assert.Equal(t, 8, decode[struct {
+		MaxInputLength int `json:"max_input_length"`
+	}](t, b).MaxInputLength)
+	code, b = post(t, ts, "/embed", `{"inputs": "a b c d e f g h i j k l m n o p", "truncate": true}`)
+	require.Equal(t, 200, code, "%s", b)
+	code, b = post(t, ts, "/embed", `{"inputs": "a b c d e f g h i j k l m n o p", "truncate": false}`)
+	assert.Equal(t, 422, code, "%s", b)
+	assert.Contains(t, string(b), "at most 8 tokens")
 }
