@@ -104,8 +104,12 @@ func TestOutlierAlpha(t *testing.T) {
 		}
 		return q
 	}
-	q0 := run(Options{Mode: Static, Alpha: 0, AlphaSet: true, Selector: testSel})
-	q5 := run(Options{Mode: Static, Alpha: 0.5, Selector: testSel})
+	// The three on the same threads: the selector keys a GEMM by its
+	// threads too, and where several FP32 kernels pass (the AVX2 tier) two
+	// keys may time to kernels that sum in different orders, which would
+	// make auto's SQNRs differ from the fixed runs' in the last bits.
+	q0 := run(Options{Mode: Static, Alpha: 0, AlphaSet: true, Threads: 2, Selector: testSel})
+	q5 := run(Options{Mode: Static, Alpha: 0.5, Threads: 2, Selector: testSel})
 	qa := run(Options{Mode: Static, Auto: true, Threads: 2, Selector: testSel})
 	noSmooth := spec
 	noSmooth.NoSmooth = true
