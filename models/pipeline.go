@@ -214,6 +214,10 @@ func (p *Pipeline) tokenizer(what string) (*tokenizer.Tokenizer, error) {
 	return p.Tok, nil
 }
 
+// Dir is the folder the model was loaded from (a hub id's snapshot
+// folder in the cache), or "" for a model built in memory.
+func (p *Pipeline) Dir() string { return p.m.Dir() }
+
 // Close waits for the calls in flight, then releases the model and
 // unmaps its weights; every call after it (or racing with it) returns
 // ErrClosed, and a second Close returns nil. It must not be called from

@@ -82,7 +82,9 @@ type Config struct {
 	// MaxBatchTokens bounds the tokens of one batch (and of one forward
 	// pass): 0 means 4096.
 	MaxBatchTokens int
-	// MaxBatchRequests bounds the requests of one batch: 0 means 256.
+	// MaxBatchRequests bounds the requests of one batch: 0 means 256, a
+	// negative value no bound but MaxBatchTokens (TEI's default, shown as
+	// null in /info).
 	MaxBatchRequests int
 	// MaxClientBatchSize bounds the inputs of one request: 0 means 32.
 	MaxClientBatchSize int
@@ -158,6 +160,10 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		return nil
 	}
+	unboundedRequests := c.MaxBatchRequests < 0
+	if unboundedRequests {
+		c.MaxBatchRequests = 0
+	}
 	for _, f := range []struct {
 		v    *int
 		d    int
@@ -172,6 +178,9 @@ func (c Config) withDefaults() (Config, error) {
 		if err := def(f.v, f.d, f.name); err != nil {
 			return c, err
 		}
+	}
+	if unboundedRequests {
+		c.MaxBatchRequests = -1
 	}
 	if c.MaxBodyBytes < 0 {
 		return bad("max body bytes %d: want 0 (2,000,000) or more", c.MaxBodyBytes)

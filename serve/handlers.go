@@ -94,13 +94,18 @@ func (s *Server) encoding(m *model, truncate *bool, dir direction, promptName *s
 	return e, nil
 }
 
-// batchedWith tokenizes a request's inputs as e says, on the calling
-// goroutine (at most TokenizationWorkers requests at once), queues them
-// as one job, and waits for the instance that runs it; fill gets each row.
+// batchedWith takes a permit per input (permits), tokenizes a request's
+// inputs as e says on the calling goroutine (at most TokenizationWorkers
+// requests at once), queues them as one job, and waits for the instance
+// that runs it; fill gets each row.
 // It counts the inputs in TEI's te_embed_* or te_predict_* and gives the
 // request's timings to its TEI headers.
 func (s *Server) batchedWith(ctx context.Context, m *model, inputs []sequence, e encoding,
 	fill func(i int, b *models.Batch, r int) error) (tokens int, err error) {
+	if err := s.permits.take(len(inputs)); err != nil {
+		return 0, err
+	}
+	defer s.permits.give(len(inputs))
 	start := time.Now()
 	st := statsOf(ctx)
 	fam := s.met.te.family(st, m)
@@ -515,6 +520,10 @@ func (s *Server) qa(w http.ResponseWriter, r *http.Request) error {
 	case req.MaxAnswerLen < 0 || req.DocStride < 0:
 		return invalid("max_answer_len and doc_stride cannot be negative")
 	}
+	if err := s.permits.take(1); err != nil {
+		return err
+	}
+	defer s.permits.give(1)
 	var answers []models.Answer
 	ctx := r.Context()
 	err = s.sched.submit(&job{ctx: ctx, m: m, run: func() error {

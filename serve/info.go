@@ -2,8 +2,11 @@ package serve
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/int8bert/int8bert/selector"
@@ -29,17 +32,20 @@ type modelInfo struct {
 // ours.
 type infoBody struct {
 	ModelID               string         `json:"model_id"`
+	ModelSHA              *string        `json:"model_sha"` // the hub commit; null for a folder
 	ModelDType            string         `json:"model_dtype"`
+	ServedModelName       string         `json:"served_model_name"`
 	ModelType             map[string]any `json:"model_type"`
 	MaxConcurrentRequests int            `json:"max_concurrent_requests"`
 	MaxInputLength        int            `json:"max_input_length"`
 	MaxBatchTokens        int            `json:"max_batch_tokens"`
-	MaxBatchRequests      int            `json:"max_batch_requests"`
+	MaxBatchRequests      *int           `json:"max_batch_requests"` // null: no bound, as TEI's default
 	MaxClientBatchSize    int            `json:"max_client_batch_size"`
 	AutoTruncate          bool           `json:"auto_truncate"`
 	TokenizationWorkers   int            `json:"tokenization_workers"`
 	Version               string         `json:"version"`
-	SHA                   string         `json:"sha,omitempty"`
+	SHA                   *string        `json:"sha"`
+	DockerLabel           *string        `json:"docker_label"`
 
 	Models             []modelInfo       `json:"models"`
 	Instances          int               `json:"instances"`
@@ -74,14 +80,26 @@ func Version() (version, revision string) {
 func (s *Server) infoBody() infoBody {
 	def := s.models[0]
 	ver, rev := Version()
-	b := infoBody{ModelID: def.source, ModelDType: def.p.Precision().String(),
+	b := infoBody{ModelID: def.source, ModelDType: def.p.Precision().String(), ServedModelName: def.name,
 		MaxConcurrentRequests: s.cfg.MaxConcurrentRequests, MaxInputLength: def.p.MaxLength(),
-		MaxBatchTokens: s.cfg.MaxBatchTokens, MaxBatchRequests: s.cfg.MaxBatchRequests,
+		MaxBatchTokens: s.cfg.MaxBatchTokens,
 		MaxClientBatchSize: s.cfg.MaxClientBatchSize, AutoTruncate: s.cfg.AutoTruncate,
-		TokenizationWorkers: s.cfg.TokenizationWorkers, Version: ver, SHA: rev,
+		TokenizationWorkers: s.cfg.TokenizationWorkers, Version: ver,
 		Instances: s.inst.Len(), ThreadsPerInstance: s.inst.Threads(), BatchWindow: s.cfg.BatchWindow.String(),
 		NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Uptime: time.Since(s.started).Round(time.Second).String(),
 		Draining: s.draining.Load()}
+	if n := s.cfg.MaxBatchRequests; n >= 0 {
+		b.MaxBatchRequests = &n
+	}
+	if rev != "" {
+		b.SHA = &rev
+	}
+	if sha := snapshotCommit(def.p.Dir()); sha != "" {
+		b.ModelSHA = &sha
+	}
+	if l := os.Getenv("DOCKER_LABEL"); l != "" { // the image sets it, as TEI's build does
+		b.DockerLabel = &l
+	}
 	for i := 0; i < s.inst.Len(); i++ {
 		if c := s.inst.Pinned(i); c != nil {
 			b.Pinned = append(b.Pinned, c)
@@ -111,4 +129,19 @@ func (s *Server) infoBody() infoBody {
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, s.infoBody())
+}
+
+// snapshotCommit is the commit of a folder of the hub cache
+// (.../snapshots/<commit>, checkpoint.Hub's layout), or "".
+func snapshotCommit(dir string) string {
+	base := filepath.Base(dir)
+	if filepath.Base(filepath.Dir(dir)) != "snapshots" || len(base) != 40 {
+		return ""
+	}
+	for _, c := range base {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return ""
+		}
+	}
+	return base
 }

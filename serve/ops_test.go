@@ -277,14 +277,10 @@ func TestTEIMetricsFromSources(t *testing.T) {
 	post(t, ts, "/embed", `{"inputs": "`+strings.Repeat("word ", 600)+`"}`)         // tokenization
 	code, b := post(t, ts, "/predict", `{"inputs": [["a fine film"], ["a", "b"]]}`) // te_predict_*
 	require.Equal(t, 200, code, "%s", b)
-	for range s.cfg.MaxConcurrentRequests { // overloaded
-		s.admit <- struct{}{}
-	}
+	require.NoError(t, s.permits.take(s.cfg.MaxConcurrentRequests)) // overloaded
 	code, _ = post(t, ts, "/embed", `{"inputs": "a"}`)
 	require.Equal(t, 429, code)
-	for range s.cfg.MaxConcurrentRequests {
-		<-s.admit
-	}
+	s.permits.give(s.cfg.MaxConcurrentRequests)
 	// inference: the backend fails a row.
 	_, err := s.batchedWith(context.Background(), s.models[0], singles([]string{"x"}), encoding{},
 		func(int, *models.Batch, int) error { return errors.New("the backend failed") })

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"math"
 	"context"
 	"fmt"
 	"github.com/int8bert/int8bert/models"
@@ -49,6 +50,9 @@ type scheduler struct {
 func newScheduler(c *Config, met *metrics) *scheduler {
 	s := &scheduler{maxTok: c.MaxBatchTokens, maxReq: c.MaxBatchRequests, window: c.BatchWindow, met: met,
 		log: c.Logger.Error}
+	if s.maxReq < 0 {
+		s.maxReq = math.MaxInt // no bound but the tokens, as TEI's default
+	}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }

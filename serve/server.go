@@ -26,7 +26,7 @@ type Server struct {
 	inst     *models.Instances
 	sched    *scheduler
 	met      *metrics
-	admit    chan struct{} // MaxConcurrentRequests tokens
+	permits  permits       // MaxConcurrentRequests, one per input as TEI
 	tokens   chan struct{} // TokenizationWorkers tokens
 	draining atomic.Bool
 	hs       *http.Server
@@ -50,7 +50,7 @@ func New(ctx context.Context, c Config) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s := &Server{cfg: c, byName: map[string]*model{}, inst: inst, met: newMetrics(),
-		admit: make(chan struct{}, c.MaxConcurrentRequests), tokens: make(chan struct{}, c.TokenizationWorkers),
+		permits: permits{max: int64(c.MaxConcurrentRequests)}, tokens: make(chan struct{}, c.TokenizationWorkers),
 		started: time.Now(), instDone: make(chan error, 1)}
 	lo := c.Load
 	lo.Threads, lo.MaxBatchTokens = inst.Threads(), c.MaxBatchTokens
@@ -225,9 +225,10 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// wrap adds what every route has: admission (draining, the concurrency
-// bound) for the inference routes, panic recovery, the JSON error
-// response, and the request metrics.
+// wrap adds what every route has: admission while draining for the
+// inference routes (the concurrency bound counts their inputs, in
+// batchedWith), panic recovery, the JSON error response, and the request
+// metrics.
 func (s *Server) wrap(name string, admitted bool, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -255,14 +256,6 @@ func (s *Server) wrap(name string, admitted bool, h func(w http.ResponseWriter, 
 		if admitted {
 			if s.draining.Load() {
 				s.writeError(w, name, &apiError{503, errUnhealthy, "the server is shutting down"})
-				return
-			}
-			select {
-			case s.admit <- struct{}{}:
-				defer func() { <-s.admit }()
-			default:
-				herr = &apiError{429, errOverloaded, fmt.Sprintf("model is overloaded: %d requests in flight (--max-concurrent-requests)", s.cfg.MaxConcurrentRequests)}
-				s.writeError(w, name, herr)
 				return
 			}
 			s.met.inFlight.Inc()

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -263,20 +264,32 @@ func TestErrorsAreJSON(t *testing.T) {
 	assert.Contains(t, decode[errorBody](t, b).Error, "POST")
 }
 
-// TestOverloadAndDrain: past MaxConcurrentRequests a request gets 429
-// (Overloaded); while draining, requests and /health get 503 with
+// TestOverloadAndDrain: MaxConcurrentRequests counts the inputs in flight,
+// as TEI's permits: a request whose inputs do not all fit gets 429
+// (Overloaded) whole, one that fits runs, and the routes without inference
+// take none; while draining, requests and /health get 503 with
 // "Connection: close".
 func TestOverloadAndDrain(t *testing.T) {
-	s, ts := newServer(t, Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, MaxConcurrentRequests: 2})
-	s.admit <- struct{}{}
-	s.admit <- struct{}{}
-	code, b := post(t, ts, "/embed", `{"inputs": "a"}`)
-	assert.Equal(t, 429, code)
+	s, ts := newServer(t, Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, MaxConcurrentRequests: 3})
+	require.NoError(t, s.permits.take(2))
+	code, b := post(t, ts, "/embed", `{"inputs": ["a", "b"]}`)
+	assert.Equal(t, 429, code, "two inputs, one permit free")
 	assert.Equal(t, errOverloaded, decode[errorBody](t, b).ErrorType)
-	<-s.admit
-	code, _ = post(t, ts, "/embed", `{"inputs": "a"}`)
-	assert.Equal(t, 200, code, "one slot free")
-	<-s.admit
+	assert.Contains(t, decode[errorBody](t, b).Error, "--max-concurrent-requests")
+	code, b = post(t, ts, "/embed", `{"inputs": "a"}`)
+	assert.Equal(t, 200, code, "one input, one permit free: %s", b)
+	assert.Equal(t, 2, s.permits.inUse(), "the request gave its permit back")
+	require.NoError(t, s.permits.take(1))
+	code, _ = post(t, ts, "/predict", `{"inputs": "a"}`)
+	assert.Equal(t, 429, code, "none free")
+	code, b = post(t, ts, "/tokenize", `{"inputs": "a"}`)
+	assert.Equal(t, 200, code, "/tokenize takes no permit, as in TEI: %s", b)
+	s.permits.give(3)
+	code, b = post(t, ts, "/embed", `{"inputs": ["a", "b", "c"]}`)
+	assert.Equal(t, 200, code, "three inputs, three free: %s", b)
+	code, _ = post(t, ts, "/embed", `{"inputs": ["a", "b", "c", "d"]}`)
+	assert.Equal(t, 429, code, "more inputs than the bound")
+	assert.Equal(t, 0, s.permits.inUse())
 
 	s.draining.Store(true)
 	resp, err := http.Post(ts.URL+"/predict", "application/json", strings.NewReader(`{"inputs": "a"}`))
@@ -498,4 +511,41 @@ func TestMaxBatchTokensCutsTheModel(t *testing.T) {
 	code, b = post(t, ts, "/embed", `{"inputs": "a b c d e f g h i j k l m n o p", "truncate": false}`)
 	assert.Equal(t, 422, code, "%s", b)
 	assert.Contains(t, string(b), "at most 8 tokens")
+}
+
+// TestInfoHasTEIFields: /info carries every field of TEI's Info (lib.rs,
+// read from the vendored source), with TEI's nulls: max_batch_requests
+// when the batch has no bound of requests, model_sha for a folder.
+func TestInfoHasTEIFields(t *testing.T) {
+	src, err := os.ReadFile("testdata/tei-v1.9.3/lib.rs")
+	require.NoError(t, err)
+	body := string(src)
+	start := strings.Index(body, "pub struct Info {")
+	require.GreaterOrEqual(t, start, 0)
+	body = body[start : start+strings.Index(body[start:], "\n}")]
+	var fields []string
+	for _, m := range regexp.MustCompile(`(?m)^\s*pub (\w+):`).FindAllStringSubmatch(body, -1) {
+		fields = append(fields, m[1])
+	}
+	require.Contains(t, fields, "served_model_name")
+	for _, c := range []struct {
+		maxReq int
+		want   any
+	}{{-1, nil}, {7, float64(7)}} {
+		_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "hub/name", Source: shipped}}, MaxBatchRequests: c.maxReq})
+		code, b, _ := get(t, ts, "GET", "/info")
+		require.Equal(t, 200, code, "%s", b)
+		var got map[string]any
+		require.NoError(t, json.Unmarshal(b, &got))
+		for _, f := range fields {
+			assert.Contains(t, got, f, "TEI's Info field %s", f)
+		}
+		assert.Equal(t, c.want, got["max_batch_requests"])
+		assert.Equal(t, "hub/name", got["served_model_name"])
+		assert.Nil(t, got["model_sha"], "a folder has no hub commit")
+	}
+	assert.Equal(t, "0123456789abcdef0123456789abcdef01234567",
+		snapshotCommit("/c/models--a--b/snapshots/0123456789abcdef0123456789abcdef01234567"))
+	assert.Empty(t, snapshotCommit("/c/models--a--b/snapshots/main"))
+	assert.Empty(t, snapshotCommit(shipped))
 }

@@ -125,8 +125,12 @@ func runBenchServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if *arch != "" {
 			name = *arch + " (random weights)"
 		}
-		rep.Server = fmt.Sprintf("%s, precision %s, %d instances x %d threads, max batch %d tokens / %d requests, window %v",
-			name, precisionName(*f.precision), rep.Instances, rep.Threads, c.MaxBatchTokens, c.MaxBatchRequests, c.BatchWindow)
+		reqs := "no bound of"
+		if c.MaxBatchRequests >= 0 {
+			reqs = fmt.Sprint(c.MaxBatchRequests)
+		}
+		rep.Server = fmt.Sprintf("%s, precision %s, %d instances x %d threads, max batch %d tokens / %s requests, window %v",
+			name, precisionName(*f.precision), rep.Instances, rep.Threads, c.MaxBatchTokens, reqs, c.BatchWindow)
 		// One untimed round trip per text length class warms the kernels.
 		if _, err := serve.LoadTest(ctx, serve.LoadOptions{URL: target, Route: *route, Texts: texts, Clients: 4,
 			Requests: min(len(texts), 200), Duration: time.Minute}); err != nil {

@@ -235,7 +235,7 @@ func (f *serveFlags) teiSettings(c *serve.Config) error {
 		c.TokenizationWorkers = min(max(runtime.NumCPU()-1, 1), 64) // TEI's default
 	}
 	if !set("max-batch-requests") {
-		c.MaxBatchRequests = max(c.MaxBatchTokens, 1) // TEI: no bound; each request has a token
+		c.MaxBatchRequests = -1 // TEI: no bound but --max-batch-tokens
 	}
 	f.hubEnv = map[string]string{}
 	if tok := *t.hfToken; tok != "" {

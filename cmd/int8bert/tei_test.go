@@ -136,7 +136,7 @@ var teiCases = map[string][]teiCase{
 	}}, {value: "-", err: "-"}},
 	"max_batch_tokens": {{value: "1000", check: func(t *testing.T, f *serveFlags, c serve.Config) {
 		assert.Equal(t, 1000, c.MaxBatchTokens)
-		assert.Equal(t, 1000, c.MaxBatchRequests, "no bound of requests but the tokens'")
+		assert.Equal(t, -1, c.MaxBatchRequests, "no bound of requests but the tokens'")
 	}}, {value: "1e3", err: "1e3"}},
 	"max_batch_requests": {{value: "5", check: func(t *testing.T, f *serveFlags, c serve.Config) { assert.Equal(t, 5, c.MaxBatchRequests) }}},
 	"max_client_batch_size": {{value: "9", check: func(t *testing.T, f *serveFlags, c serve.Config) {
@@ -251,7 +251,7 @@ func TestTEIDefaults(t *testing.T) {
 	assert.Equal(t, "0.0.0.0:9000", f.promListen)
 	assert.True(t, c.AutoTruncate)
 	assert.Equal(t, 16384, c.MaxBatchTokens)
-	assert.Equal(t, 16384, c.MaxBatchRequests)
+	assert.Equal(t, -1, c.MaxBatchRequests, "no bound but the tokens, as TEI")
 	assert.Equal(t, 32, c.MaxClientBatchSize)
 	assert.Equal(t, 512, c.MaxConcurrentRequests)
 	assert.Equal(t, int64(2_000_000), c.MaxBodyBytes)
