@@ -82,7 +82,7 @@ func (s *Server) infoBody() infoBody {
 	ver, rev := Version()
 	b := infoBody{ModelID: def.source, ModelDType: def.p.Precision().String(), ServedModelName: def.name,
 		MaxConcurrentRequests: s.cfg.MaxConcurrentRequests, MaxInputLength: def.p.MaxLength(),
-		MaxBatchTokens: s.cfg.MaxBatchTokens,
+		MaxBatchTokens:     s.cfg.MaxBatchTokens,
 		MaxClientBatchSize: s.cfg.MaxClientBatchSize, AutoTruncate: s.cfg.AutoTruncate,
 		TokenizationWorkers: s.cfg.TokenizationWorkers, Version: ver,
 		Instances: s.inst.Len(), ThreadsPerInstance: s.inst.Threads(), BatchWindow: s.cfg.BatchWindow.String(),

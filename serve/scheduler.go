@@ -1,10 +1,10 @@
 package serve
 
 import (
-	"math"
 	"context"
 	"fmt"
 	"github.com/int8bert/int8bert/models"
+	"math"
 	"net/http"
 	"runtime/debug"
 	"sync"
