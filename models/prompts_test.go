@@ -293,3 +293,48 @@ func TestClassifyPromptAndDirection(t *testing.T) {
 	_, err = p.Postprocess(want[0].Logits, models.ClassifyOptions{Direction: models.TruncateLeft})
 	assert.ErrorIs(t, err, models.ErrInput)
 }
+
+// TestEncodeIDsRetokenized: ids without a prompt are read as TEI reads
+// them, decoded with their special tokens and tokenized again without
+// adding any: the tokenizer's own split of a text comes back unchanged,
+// another split of the same text becomes the tokenizer's, special tokens
+// stay where they were, and the checks and truncation are EncodeIDs'.
+func TestEncodeIDsRetokenized(t *testing.T) {
+	p := sst2Model(t, "sst2-bert-mini", models.Options{MaxLength: 8})
+	own, err := p.Encode("a playing cat", nil, models.EncodeOptions{})
+	require.NoError(t, err)
+	q, err := p.EncodeIDsRetokenized(own.IDs(), models.EncodeOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, own.IDs(), q.IDs(), "the tokenizer's own ids, special tokens kept")
+	id := func(tok string) int32 {
+		v, ok := p.Tok.ID(tok)
+		require.True(t, ok, tok)
+		return v
+	}
+	split := []int32{id("play"), id("##ing")} // "playing" has an id of its own
+	q, err = p.EncodeIDsRetokenized(split, models.EncodeOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []int32{id("playing")}, q.IDs(), "another split of the text becomes the tokenizer's; none added")
+	asGiven, err := p.EncodeIDs(split, models.EncodeOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, split, asGiven.IDs(), "EncodeIDs keeps them as given")
+
+	long := make([]int32, 12)
+	for i := range long {
+		long[i] = id("cat")
+	}
+	_, err = p.EncodeIDsRetokenized(long, models.EncodeOptions{})
+	assert.ErrorIs(t, err, models.ErrTooLong)
+	cut, err := p.EncodeIDsRetokenized(long, models.EncodeOptions{Truncate: true})
+	require.NoError(t, err)
+	assert.Equal(t, long[:8], cut.IDs())
+	for _, bad := range [][]int32{nil, {-1}, {int32(p.Tok.VocabSize())}} {
+		_, err := p.EncodeIDsRetokenized(bad, models.EncodeOptions{})
+		assert.ErrorIs(t, err, models.ErrInput, "%v", bad)
+	}
+	withPrompt, err := p.EncodeIDsRetokenized(split, models.EncodeOptions{Prompt: "query: "})
+	require.NoError(t, err)
+	want, err := p.Encode("playing", nil, models.EncodeOptions{Prompt: "query: "})
+	require.NoError(t, err)
+	assert.Equal(t, want.IDs(), withPrompt.IDs(), "with a prompt: EncodeIDsAsText")
+}

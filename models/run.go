@@ -207,6 +207,44 @@ func (p *Pipeline) EncodeIDs(ids []int32, o EncodeOptions) (Sequence, error) {
 	return Sequence{t: encoder.Tokens{IDs: slices.Clone(ids)}}, nil
 }
 
+// EncodeIDsRetokenized is how TEI's tokenize_input takes token ids
+// without a prompt: the ids, checked as EncodeIDs checks them, are
+// decoded with their special tokens (Tokenizer.Decode) and the text is
+// tokenized again without adding any, under o's truncation, so that ids
+// that are not the tokenizer's own split of their text come out as it.
+// With o.Prompt set it is EncodeIDsAsText; without a tokenizer, EncodeIDs.
+func (p *Pipeline) EncodeIDsRetokenized(ids []int32, o EncodeOptions) (Sequence, error) {
+	if o.Prompt != "" {
+		return p.EncodeIDsAsText(ids, o)
+	}
+	if p.Tok == nil {
+		return p.EncodeIDs(ids, o)
+	}
+	if err := p.checkIDs(ids, o); err != nil {
+		return Sequence{}, err
+	}
+	text, err := p.Tok.Decode(ids, false)
+	if err != nil {
+		return Sequence{}, fmt.Errorf("models: encode ids: %w: %w", err, ErrInput)
+	}
+	to, err := p.tokenizerOptions(o)
+	if err != nil {
+		return Sequence{}, err
+	}
+	to.SkipSpecialTokens = true
+	e, err := p.Tok.Encode(text, to)
+	if err != nil {
+		return Sequence{}, fmt.Errorf("models: encode ids: %w: %w", err, ErrInput)
+	}
+	if e.Len() == 0 {
+		return Sequence{}, fmt.Errorf("models: encode ids: the ids decode to no tokens: %w", ErrInput)
+	}
+	if e.Len() > p.maxLength {
+		return Sequence{}, &TooLongError{Tokens: e.Len(), Max: p.maxLength}
+	}
+	return Sequence{t: compact(&e)}, nil
+}
+
 // EncodeIDsAsText is how TEI's tokenize_input takes token ids with a
 // prompt (an empty one included): the ids, checked as EncodeIDs checks
 // them, are decoded without their special tokens (Tokenizer.Decode),

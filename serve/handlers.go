@@ -149,9 +149,10 @@ func (s *Server) batchedWith(ctx context.Context, m *model, inputs []sequence, e
 }
 
 // encodeWith tokenizes inputs for m as e says. A prompt with a pair of
-// texts is refused, as TEI refuses it; token ids with a prompt (an empty
-// one included) are decoded, prefixed and tokenized again, as TEI does
-// (models.Pipeline.EncodeIDsAsText).
+// texts is refused, as TEI refuses it; token ids are decoded and
+// tokenized again, as TEI does: with a prompt (an empty one included)
+// prefixed (models.Pipeline.EncodeIDsAsText), without one with their
+// special tokens kept and none added (EncodeIDsRetokenized).
 func (s *Server) encodeWith(ctx context.Context, m *model, inputs []sequence, e encoding) ([]models.Sequence, error) {
 	select {
 	case s.tokens <- struct{}{}:
@@ -193,7 +194,7 @@ func (s *Server) encodeWith(ctx context.Context, m *model, inputs []sequence, e 
 		case in.ids != nil && e.prompt != nil:
 			q, err = m.p.EncodeIDsAsText(in.ids, eo) // an empty prompt too, as TEI
 		case in.ids != nil:
-			q, err = m.p.EncodeIDs(in.ids, eo)
+			q, err = m.p.EncodeIDsRetokenized(in.ids, eo) // as TEI: decoded, then tokenized again
 		default:
 			q, err = m.p.Encode(in.a, in.b, eo)
 		}
