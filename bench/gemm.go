@@ -106,6 +106,13 @@ type GEMMResult struct {
 	VsDNNL float64 `json:"vs_dnnl"`
 	// Chosen marks the candidate the selector picked.
 	Chosen bool `json:"chosen"`
+	// Spread is the fastest, median and slowest timed repetition (ms per
+	// call; the zero Spread for a candidate pruned before its
+	// repetitions). Noise judges it (Classify) with the peak loop's
+	// slowest and fastest runs around the repetitions as its before and
+	// after.
+	Spread Spread `json:"spread"`
+	Noise  Noise  `json:"noise"`
 }
 
 // Skipped is a candidate that was not measured on a key, and why.
@@ -142,6 +149,22 @@ func measurePeak(d time.Duration, prec models.Precision, threads int) float64 {
 		return p.BF16GFLOPS * float64(threads)
 	}
 	return p.FP32GFLOPS * float64(threads)
+}
+
+// peakRate is one run of the peak loop of prec's arithmetic for d on the
+// calling thread (peak.Rate: VNNI or the INT8 tier's loop, VDPBF16PS,
+// FMA), in GOP/s times threads; 0 without one. Unlike measurePeak's best
+// of short runs it sees what the timed passes next to it see, for the
+// before/after check of Classify.
+func peakRate(d time.Duration, prec models.Precision, threads int) float64 {
+	kind := peak.FP32
+	switch {
+	case prec.Int8():
+		kind = peak.Int8
+	case prec == models.PrecisionBF16:
+		kind = peak.BF16
+	}
+	return peak.Rate(kind, d) / 1e9 * float64(threads)
 }
 
 // GEMM measures every candidate the selector has (native kernels of every
@@ -248,6 +271,10 @@ func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 						Kernel: m.Kernel, Backend: m.Backend, Impl: m.Impl, GOPS: g,
 						MsPerOp: float64(m.Median.Microseconds()) / 1e3,
 						Chosen:  m.Kernel == ch.Kernel,
+					}
+					if m.Min > 0 && m.Runs > 1 {
+						res.Spread = Spread{Min: float64(m.Min) / 1e6, Median: float64(m.Median) / 1e6, Max: float64(m.Max) / 1e6, N: m.Runs}
+						res.Noise = Classify(res.Spread, m.RefMin/1e9, m.RefMax/1e9)
 					}
 					if m.RefWork > 0 {
 						res.PeakGOPS, res.PctPeak = m.RefRate/1e9, 100*s.Ops()/m.RefWork

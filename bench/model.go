@@ -106,6 +106,20 @@ type ModelResult struct {
 	SpeedupVsFP32       float64 `json:"speedup_vs_fp32"`
 	LinearSpeedupVsFP32 float64 `json:"linear_speedup_vs_fp32"`
 	Passes              int     `json:"passes"`
+	// Spread is the minimum, median and maximum of the timed passes (ms;
+	// its median is MsPerBatch), PassesMs every timed pass in the order
+	// it ran (the -benchstat lines).
+	Spread   Spread    `json:"spread"`
+	PassesMs []float64 `json:"passes_ms"`
+	// PeakBefore and PeakAfter are this precision's peak loop (one run of
+	// ModelOptions.PeakTime, peak.Rate, times Threads; GOP/s) right before
+	// and right after the timed passes, 0 without a peak; Noise is the
+	// verdict on the figure (Classify), and SpeedupNoisy says whether this
+	// figure or FP32's is noisy, which makes the speed-ups noisy too.
+	PeakBefore   float64 `json:"peak_before_gops,omitempty"`
+	PeakAfter    float64 `json:"peak_after_gops,omitempty"`
+	Noise        Noise   `json:"noise"`
+	SpeedupNoisy bool    `json:"speedup_noisy,omitempty"`
 	// Instances is the multi-instance measurement (ModelOptions.Instances
 	// > 1), nil otherwise.
 	Instances *InstancesResult `json:"instances,omitempty"`
@@ -252,10 +266,12 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 				return nil, err
 			}
 		}
-		var peak float64
+		var peak, before float64
+		pt := cmp.Or(o.PeakTime, 300*time.Millisecond)
 		if o.PeakTime >= 0 {
 			say("peak microbenchmark")
-			peak = measurePeak(cmp.Or(o.PeakTime, 300*time.Millisecond), p, o.Threads)
+			peak = measurePeak(pt, p, o.Threads)
+			before = peakRate(pt, p, o.Threads)
 		}
 		say("timing %s", p)
 		var r ModelResult
@@ -264,6 +280,9 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		} else {
 			r, err = timeInstances(ctx, m, in, m.Profile, &o, one, many, say)
 		}
+		if err == nil && o.PeakTime >= 0 {
+			r.PeakBefore, r.PeakAfter = before, peakRate(pt, p, o.Threads)
+		}
 		if m != fp32 {
 			m.Close()
 		}
@@ -271,6 +290,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 			return nil, fmt.Errorf("bench: %s: %w", p, err)
 		}
 		r.Precision = p.String()
+		r.Noise = Classify(r.Spread, r.PeakBefore, r.PeakAfter)
 		if peak > 0 {
 			r.PeakGOPS, r.LinearPctPeak = peak, 100*r.LinearGOPS/peak
 		}
@@ -284,6 +304,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		for i := range rep.Results {
 			r := &rep.Results[i]
 			r.SpeedupVsFP32 = fp32Res.MsPerBatch / r.MsPerBatch
+			r.SpeedupNoisy = r.Noise.Noisy || fp32Res.Noise.Noisy
 			if r.LinearMs > 0 {
 				r.LinearSpeedupVsFP32 = fp32Res.LinearMs / r.LinearMs
 			}
@@ -335,11 +356,15 @@ func timePasses(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof
 			after.LayerNorm - before.LayerNorm, after.LinearFLOPs - before.LinearFLOPs})
 	}
 	window := time.Since(start)
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	samples := make([]float64, len(passes))
+	for i, p := range passes {
+		samples[i] = ms(p.total)
+	}
 	sort.Slice(passes, func(i, j int) bool { return passes[i].total < passes[j].total })
 	med := passes[len(passes)/2]
-	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	r := ModelResult{MsPerBatch: ms(med.total), LinearMs: ms(med.linear), AttentionMs: ms(med.attention),
-		LayerNormMs: ms(med.ln), Passes: len(passes)}
+		LayerNormMs: ms(med.ln), Passes: len(passes), Spread: SpreadOf(samples), PassesMs: samples}
 	r.OtherMs = r.MsPerBatch - r.LinearMs - r.AttentionMs
 	r.SeqPerS = float64(in.Batch) / med.total.Seconds()
 	if med.linear > 0 {

@@ -137,6 +137,9 @@ type Hotspot struct {
 	AttentionPct float64 `json:"attention_pct"`
 	LayerNormPct float64 `json:"layernorm_pct"`
 	OtherPct     float64 `json:"other_pct"`
+	// Spread is the pass's spread; Noisy its verdict (Noise).
+	Spread Spread `json:"spread"`
+	Noisy  bool   `json:"noisy,omitempty"`
 }
 
 // Peaks is Table 4: the measured peaks of one core and of Threads cores
@@ -191,6 +194,10 @@ type GEMMFigure struct {
 	PctRoof  float64 `json:"pct_of_roofline"`
 	// Bound is "compute" or "memory": which roof the estimate is.
 	Bound string `json:"bound"`
+	// Spread is the kernel's timed repetitions (ms per call), Noisy the
+	// verdict on them (GEMMResult.Noise).
+	Spread Spread `json:"spread"`
+	Noisy  bool   `json:"noisy,omitempty"`
 }
 
 // Speedup is one row of Tables 11-13.
@@ -207,6 +214,13 @@ type Speedup struct {
 	VsBF16       float64 `json:"speedup_vs_bf16"`
 	LinearVsFP32 float64 `json:"linear_speedup_vs_fp32"`
 	LinearVsBF16 float64 `json:"linear_speedup_vs_bf16"`
+	// Spread is the passes' spread (ms); Noisy says this figure is noisy,
+	// NoisyVsFP32 and NoisyVsBF16 that it or the figure it is divided by
+	// is: such a ratio is never printed without NoisyMark.
+	Spread      Spread `json:"spread"`
+	Noisy       bool   `json:"noisy,omitempty"`
+	NoisyVsFP32 bool   `json:"noisy_vs_fp32,omitempty"`
+	NoisyVsBF16 bool   `json:"noisy_vs_bf16,omitempty"`
 }
 
 // Ceiling is one row of Table 14: the realized throughput against the
@@ -226,6 +240,8 @@ type Ceiling struct {
 	LinearLossMs float64 `json:"linear_loss_ms"`
 	AttentionMs  float64 `json:"attention_ms"`
 	OtherMs      float64 `json:"other_ms"`
+	// Noisy: the realized figure is noisy.
+	Noisy bool `json:"noisy,omitempty"`
 }
 
 // AccuracyRow is one row of Table 15.
@@ -497,7 +513,7 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 	for _, pm := range o.Models {
 		say(fmt.Sprintf("%s at seq %d: %v", pm.Arch, pm.Seq, o.Precisions))
 		mr, err := Model(ctx, ModelOptions{Arch: pm.Arch, Seq: pm.Seq, Batch: o.Batch, Threads: o.Threads, Precisions: o.Precisions,
-			MinTime: o.MinTime, Reps: o.Reps, PeakTime: -1, Selector: sel, Instances: o.Instances, Pin: o.Instances > 1})
+			MinTime: o.MinTime, Reps: o.Reps, PeakTime: o.PeakTime, Selector: sel, Instances: o.Instances, Pin: o.Instances > 1})
 		if err != nil {
 			return nil, fmt.Errorf("bench: paper: %s: %w", pm.Arch, err)
 		}
@@ -546,7 +562,7 @@ func chosenFigure(gr *GEMMReport, s PaperShape, d string, peakGOPS, bw float64) 
 	}
 	ai := s.AI[d]
 	f := GEMMFigure{Shape: fmt.Sprintf("%s %dx%dx%d", s.Name, s.M, s.K, s.N), DType: d, Kernel: best.Kernel, GOPS: best.GOPS, AI: ai,
-		EffGBps: best.GOPS / ai, Roofline: RooflineGOPS(ai, peakGOPS, bw), Bound: "compute"}
+		EffGBps: best.GOPS / ai, Roofline: RooflineGOPS(ai, peakGOPS, bw), Bound: "compute", Spread: best.Spread, Noisy: best.Noise.Noisy}
 	if ai*bw < peakGOPS {
 		f.Bound = "memory"
 	}
@@ -577,13 +593,16 @@ func (rep *PaperReport) addModel(pm PaperModel, mr *ModelReport, shapes []PaperS
 		pct := func(ms float64) float64 { return 100 * ms / r.MsPerBatch }
 		rep.Hotspots = append(rep.Hotspots, Hotspot{Model: pm.Arch, Precision: r.Precision, MsPerBatch: r.MsPerBatch,
 			LinearPct: pct(r.LinearMs), AttentionPct: pct(r.AttentionMs), LayerNormPct: pct(r.LayerNormMs),
-			OtherPct: pct(r.OtherMs - r.LayerNormMs)})
-		sp := Speedup{Model: pm.Arch, Seq: pm.Seq, Precision: r.Precision, SeqPerS: r.SeqPerS, MsPerBatch: r.MsPerBatch, LinearMs: r.LinearMs}
+			OtherPct: pct(r.OtherMs - r.LayerNormMs), Spread: r.Spread, Noisy: r.Noise.Noisy})
+		sp := Speedup{Model: pm.Arch, Seq: pm.Seq, Precision: r.Precision, SeqPerS: r.SeqPerS, MsPerBatch: r.MsPerBatch, LinearMs: r.LinearMs,
+			Spread: r.Spread, Noisy: r.Noise.Noisy}
 		if fp32 != nil {
 			sp.VsFP32, sp.LinearVsFP32 = ratio(fp32.MsPerBatch, r.MsPerBatch), ratio(fp32.LinearMs, r.LinearMs)
+			sp.NoisyVsFP32 = r.Noise.Noisy || fp32.Noise.Noisy
 		}
 		if bf16 != nil {
 			sp.VsBF16, sp.LinearVsBF16 = ratio(bf16.MsPerBatch, r.MsPerBatch), ratio(bf16.LinearMs, r.LinearMs)
+			sp.NoisyVsBF16 = r.Noise.Noisy || bf16.Noise.Noisy
 		}
 		rep.Speedups = append(rep.Speedups, sp)
 
@@ -606,7 +625,7 @@ func (rep *PaperReport) addModel(pm PaperModel, mr *ModelReport, shapes []PaperS
 		}
 		ceilMs := roof + r.AttentionMs + r.OtherMs
 		c := Ceiling{Model: pm.Arch, Precision: r.Precision, SeqPerS: r.SeqPerS, CeilSeqPerS: float64(mr.Batch) / ceilMs * 1e3,
-			LinearMs: r.LinearMs, RoofMs: roof, LinearLossMs: r.LinearMs - roof, AttentionMs: r.AttentionMs, OtherMs: r.OtherMs}
+			LinearMs: r.LinearMs, RoofMs: roof, LinearLossMs: r.LinearMs - roof, AttentionMs: r.AttentionMs, OtherMs: r.OtherMs, Noisy: r.Noise.Noisy}
 		c.GapPct = 100 * (1 - c.SeqPerS/c.CeilSeqPerS)
 		rep.Ceilings = append(rep.Ceilings, c)
 	}

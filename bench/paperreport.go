@@ -60,7 +60,7 @@ func (r *PaperReport) WriteMarkdown(w io.Writer) error {
 		p("- %s\n", n)
 	}
 	p("\n## Table 3: where a pass spends its time\n\n%s\n", r.label())
-	p("| model | precision | ms/batch | linear %% | attention %% | LayerNorm %% | other %% | paper (BERT-large): linear / attention / LN %% |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+	p("| model | precision | ms/batch: median (min-max) | linear %% | attention %% | LayerNorm %% | other %% | paper (BERT-large): linear / attention / LN %% |\n|---|---|---:|---:|---:|---:|---:|---|\n")
 	for _, h := range r.Hotspots {
 		ref := ""
 		switch h.Precision {
@@ -69,8 +69,15 @@ func (r *PaperReport) WriteMarkdown(w io.Writer) error {
 		case "bf16":
 			ref = paperBF16Linear + " / " + paperBF16Attn + " / " + paperBF16LN
 		}
-		p("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n", h.Model, h.Precision, h.MsPerBatch, h.LinearPct, h.AttentionPct, h.LayerNormPct, h.OtherPct, ref)
+		p("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %s |\n", h.Model, h.Precision, markIf(spreadOr(h.Spread, h.MsPerBatch), h.Noisy), h.LinearPct, h.AttentionPct, h.LayerNormPct, h.OtherPct, ref)
 	}
+	r.legend(p, func(yield func(bool) bool) {
+		for _, h := range r.Hotspots {
+			if !yield(h.Noisy) {
+				return
+			}
+		}
+	})
 	pk := r.Peaks
 	p("\n## Table 4: peaks, memory bandwidth and balance points\n\n%s\n", r.label())
 	p("| figure | one core | %d core(s) |\n|---|---:|---:|\n", pk.Threads)
@@ -91,26 +98,49 @@ func (r *PaperReport) WriteMarkdown(w io.Writer) error {
 	p("\nAI (arithmetic intensity) is 2MNK over the bytes of A, B and C read or written once (u8 x s8 -> f32 for int8, bf16 x bf16 -> f32, f32). The QKV projections are one fused GEMM here; the paper counts Q, K, V and the output as four 1024 x 1024 GEMMs per layer (96 per pass of BERT-large).\n")
 
 	p("\n## Tables 6-7: effective bandwidth, throughput and the roofline estimate\n\n%s\n", r.label())
-	p("| GEMM | dtype | kernel | GOP/s | effective GB/s | roofline GOP/s | bound | %% of roofline |\n|---|---|---|---:|---:|---:|---|---:|\n")
+	p("| GEMM | dtype | kernel | ms per call: median (min-max) | GOP/s | effective GB/s | roofline GOP/s | bound | %% of roofline |\n|---|---|---|---:|---:|---:|---:|---|---:|\n")
 	for _, g := range r.GEMMs {
-		p("| %s | %s | %s | %.1f | %.1f | %.1f | %s | %.1f |\n", g.Shape, g.DType, g.Kernel, g.GOPS, g.EffGBps, g.Roofline, g.Bound, g.PctRoof)
+		p("| %s | %s | %s | %s | %s | %.1f | %.1f | %s | %s |\n", g.Shape, g.DType, g.Kernel, markIf(spreadMs(g.Spread), g.Noisy), markIf(fmt.Sprintf("%.1f", g.GOPS), g.Noisy),
+			g.EffGBps, g.Roofline, g.Bound, markIf(fmt.Sprintf("%.1f", g.PctRoof), g.Noisy))
 	}
+	r.legend(p, func(yield func(bool) bool) {
+		for _, g := range r.GEMMs {
+			if !yield(g.Noisy) {
+				return
+			}
+		}
+	})
 	p("\nThe roofline estimate is min(peak, AI x triad bandwidth) of one pass's threads (%.1f GB/s); effective bandwidth is the GEMM's bytes (as counted for AI) over its time.\n", pk.PassGBps)
 
 	p("\n## Tables 11-13: speed-ups\n\n%s\n", r.label())
-	p("| model | seq | precision | seq/s | ms/batch | linear ms | vs fp32 | vs bf16 | linear vs fp32 | linear vs bf16 |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| model | seq | precision | seq/s | ms/batch: median (min-max) | linear ms | vs fp32 | vs bf16 | linear vs fp32 | linear vs bf16 |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.Speedups {
-		p("| %s | %d | %s | %.2f | %.1f | %.1f | %s | %s | %s | %s |\n", s.Model, s.Seq, s.Precision, s.SeqPerS, s.MsPerBatch, s.LinearMs,
-			fx(s.VsFP32), fx(s.VsBF16), fx(s.LinearVsFP32), fx(s.LinearVsBF16))
+		p("| %s | %d | %s | %s | %s | %.1f | %s | %s | %s | %s |\n", s.Model, s.Seq, s.Precision, markIf(fmt.Sprintf("%.2f", s.SeqPerS), s.Noisy),
+			markIf(spreadOr(s.Spread, s.MsPerBatch), s.Noisy), s.LinearMs,
+			Ratio(s.VsFP32, s.NoisyVsFP32), Ratio(s.VsBF16, s.NoisyVsBF16), Ratio(s.LinearVsFP32, s.NoisyVsFP32), Ratio(s.LinearVsBF16, s.NoisyVsBF16))
 	}
+	r.legend(p, func(yield func(bool) bool) {
+		for _, s := range r.Speedups {
+			if !yield(s.Noisy || s.NoisyVsFP32 || s.NoisyVsBF16) {
+				return
+			}
+		}
+	})
 	p("\nThe paper: INT8 up to 5.8x FP32 end to end; %s over BF16.\n", paperInt8OverBF6)
 
 	p("\n## Table 14: realized against the estimated ceiling\n\n%s\n", r.label())
 	p("| model | precision | seq/s | ceiling seq/s | gap %% | linear ms | linear at roofline ms | lost in linears ms | attention ms | other ms |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range r.Ceilings {
-		p("| %s | %s | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", c.Model, c.Precision, c.SeqPerS, c.CeilSeqPerS, c.GapPct,
-			c.LinearMs, c.RoofMs, c.LinearLossMs, c.AttentionMs, c.OtherMs)
+		p("| %s | %s | %s | %.2f | %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", c.Model, c.Precision, markIf(fmt.Sprintf("%.2f", c.SeqPerS), c.Noisy), c.CeilSeqPerS,
+			markIf(fmt.Sprintf("%.1f", c.GapPct), c.Noisy), c.LinearMs, c.RoofMs, c.LinearLossMs, c.AttentionMs, c.OtherMs)
 	}
+	r.legend(p, func(yield func(bool) bool) {
+		for _, c := range r.Ceilings {
+			if !yield(c.Noisy) {
+				return
+			}
+		}
+	})
 	p("\nThe ceiling runs every linear at its roofline estimate and the rest of the pass (attention, LayerNorm, embeddings) as measured: the gap is all in the linears. The paper's gap: %s%%.\n", paperGap)
 
 	p("\n## Table 15: accuracy\n\n%s\n", r.label())
@@ -126,11 +156,32 @@ func (r *PaperReport) WriteMarkdown(w io.Writer) error {
 	return err
 }
 
-func fx(v float64) string {
-	if v == 0 {
+// legend prints NoisyLegend under a table when one of its rows (noisy
+// yields each row's verdict) is noisy.
+func (r *PaperReport) legend(p func(string, ...any), noisy func(yield func(bool) bool)) {
+	for n := range noisy {
+		if n {
+			p("\n%s\n", NoisyLegend)
+			return
+		}
+	}
+}
+
+// spreadOr is the spread, or the median alone where the spread is not
+// known (a report read from an older JSON).
+func spreadOr(s Spread, median float64) string {
+	if s.N == 0 {
+		return fmt.Sprintf("%.1f", median)
+	}
+	return s.String()
+}
+
+// spreadMs is a GEMM's spread in ms per call, three decimals.
+func spreadMs(s Spread) string {
+	if s.N == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2fx", v)
+	return fmt.Sprintf("%.3f (%.3f-%.3f)", s.Median, s.Min, s.Max)
 }
 
 func pctp(v *float64) string {

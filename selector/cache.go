@@ -271,6 +271,14 @@ type Measurement struct {
 	// when it returned 0.
 	RefWork float64 `json:"ref_work,omitempty"`
 	RefRate float64 `json:"ref_rate,omitempty"`
+	// Min and Max are the fastest and slowest timed repetitions (a
+	// measurement's spread, with Median), RefMin and RefMax the slowest
+	// and fastest of the reference's rates around them; 0 where not
+	// timed repeatedly or without a reference.
+	Min    time.Duration `json:"min_ns,omitempty"`
+	Max    time.Duration `json:"max_ns,omitempty"`
+	RefMin float64       `json:"ref_min,omitempty"`
+	RefMax float64       `json:"ref_max,omitempty"`
 }
 
 // Exclusion is a candidate left out of a choice, and why.

@@ -798,10 +798,12 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 		}
 		slices.Sort(t.per)
 		t.m.Median, t.m.Runs = t.per[len(t.per)/2], len(t.per)
+		t.m.Min, t.m.Max = t.per[0], t.per[len(t.per)-1]
 		if len(t.ref) > 0 {
 			slices.Sort(t.ref)
 			slices.Sort(t.rate)
 			t.m.RefWork, t.m.RefRate = t.ref[len(t.ref)/2], t.rate[len(t.rate)/2]
+			t.m.RefMin, t.m.RefMax = t.rate[0], t.rate[len(t.rate)-1]
 		}
 		ch.Measured = append(ch.Measured, t.m)
 	}

@@ -84,7 +84,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	fmt.Fprintln(tw, "shape\tM\tK\tN\tdtype\tepilogue\tkernel\tms\tGOP/s\t% peak\tvs oneDNN\tchosen\t")
+	fmt.Fprintln(tw, "shape\tM\tK\tN\tdtype\tepilogue\tkernel\tms (min-max)\tGOP/s\t% peak\tvs oneDNN\tchosen\t")
+	noisy := false
 	for _, x := range r.Results {
 		vs := "-"
 		if x.VsDNNL > 0 {
@@ -98,11 +99,21 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if x.PctPeak > 0 {
 			pct = fmt.Sprintf("%.1f", x.PctPeak)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.1f\t%s\t%s\t%s\t\n",
-			x.Shape, x.M, x.K, x.N, x.DType, x.Epilogue, x.Kernel, x.MsPerOp, x.GOPS, pct, vs, chosen)
+		ms := fmt.Sprintf("%.3f", x.MsPerOp)
+		if x.Spread.N > 1 {
+			ms = fmt.Sprintf("%.3f (%.3f-%.3f)", x.Spread.Median, x.Spread.Min, x.Spread.Max)
+		}
+		if x.Noise.Noisy {
+			ms, noisy = bench.NoisyMark+ms, true
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t\n",
+			x.Shape, x.M, x.K, x.N, x.DType, x.Epilogue, x.Kernel, ms, x.GOPS, pct, vs, chosen)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if noisy {
+		fmt.Fprintln(stdout, bench.NoisyLegend)
 	}
 	// The same kernel skipped for the same reason on several keys (the
 	// generic twins on every large shape) is one line.

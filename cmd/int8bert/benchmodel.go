@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/bench"
+	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
 )
@@ -34,6 +35,7 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	instances := fs.Int("instances", 1, "also run N instances of the model loaded once, concurrently, and report the aggregate seq/s, the scaling over one instance and the memory per extra instance (--threads per instance)")
 	peakTime := fs.Duration("peak-time", 300*time.Millisecond, "time of the peak microbenchmark run before each precision (0: none)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	benchstat := fs.String("benchstat", "", "also write every timed pass in Go's benchmark format to this file (- for stdout), for golang.org/x/perf/cmd/benchstat before/after comparisons")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -79,25 +81,41 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	if err := writeBenchstat(*benchstat, stdout, r.BenchLines()); err != nil {
+		return fmt.Errorf("bench model: %w", err)
+	}
 	if *asJSON {
 		return writeJSON(stdout, r)
 	}
-	fmt.Fprintf(stdout, "%s, seq %d, batch %d, %d thread(s), %d instance(s); median of timed passes\n", r.Arch, r.Seq, r.Batch, r.Threads, r.Instances)
+	fmt.Fprintf(stdout, "%s, seq %d, batch %d, %d thread(s), %d instance(s); median of timed passes (min-max)\n", r.Arch, r.Seq, r.Batch, r.Threads, r.Instances)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "precision\tseq/s\tms/batch\tlinear ms\tlinear GOP/s\tlinear % peak\tattention ms\tother ms\tspeed-up vs fp32\tlinear speed-up\t")
+	fmt.Fprintln(tw, "precision\tseq/s\tms/batch (min-max)\tpasses\tlinear ms\tlinear GOP/s\tlinear % peak\tattention ms\tother ms\tspeed-up vs fp32\tlinear speed-up\t")
+	noisy := false
 	for _, x := range r.Results {
 		sp, lsp, pp := "-", "-", "-"
 		if x.SpeedupVsFP32 > 0 {
-			sp, lsp = fmt.Sprintf("%.2fx", x.SpeedupVsFP32), fmt.Sprintf("%.2fx", x.LinearSpeedupVsFP32)
+			sp, lsp = bench.Ratio(x.SpeedupVsFP32, x.SpeedupNoisy), bench.Ratio(x.LinearSpeedupVsFP32, x.SpeedupNoisy)
 		}
 		if x.LinearPctPeak > 0 {
 			pp = fmt.Sprintf("%.1f", x.LinearPctPeak)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%s\t%s\t\n", x.Precision, x.SeqPerS, x.MsPerBatch, x.LinearMs,
+		ms := x.Spread.String()
+		if x.Noise.Noisy {
+			ms, noisy = bench.NoisyMark+ms, true
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%d\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%s\t%s\t\n", x.Precision, x.SeqPerS, ms, x.Passes, x.LinearMs,
 			x.LinearGOPS, pp, x.AttentionMs, x.OtherMs, sp, lsp)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if noisy {
+		fmt.Fprintln(stdout, bench.NoisyLegend)
+		for _, x := range r.Results {
+			if x.Noise.Noisy {
+				fmt.Fprintf(stdout, "  %s: %s\n", x.Precision, x.Noise)
+			}
+		}
 	}
 	for _, x := range r.Results {
 		if err := printInstances(stdout, x); err != nil {
@@ -108,6 +126,29 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	return printInt8Tier(stdout, r.Int8, r.Int8Kernels, peakRatio(r.Results))
+}
+
+// writeBenchstat writes lines in Go's benchmark format to path ("-":
+// stdout; "": nothing).
+func writeBenchstat(path string, stdout io.Writer, lines []bench.BenchLine) error {
+	switch path {
+	case "":
+		return nil
+	case "-":
+		return bench.WriteBenchstat(stdout, cpu.X86.Brand, lines)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("-benchstat: %w", err)
+	}
+	if err := bench.WriteBenchstat(f, cpu.X86.Brand, lines); err != nil {
+		f.Close()
+		return fmt.Errorf("-benchstat: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("-benchstat: %w", err)
+	}
+	return nil
 }
 
 // printInstances prints a precision's multi-instance figures, if any.

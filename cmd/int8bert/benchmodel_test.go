@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +127,42 @@ func TestBenchModelInstances(t *testing.T) {
 	}
 	wantCLIError(t, "--instances 0", append([]string{"bench", "model", "--instances", "0"}, fast...)...)
 	wantCLIError(t, "CPUs in all", append([]string{"bench", "model", "--instances", "1000"}, fast...)...)
+}
+
+// TestBenchModelBenchstat: -benchstat writes one line in Go's benchmark
+// format per timed pass of each precision, and the text output gives
+// each figure's spread.
+func TestBenchModelBenchstat(t *testing.T) {
+	fastKernels(t)
+	arch := sharedPath(t, "golden/models/bert-base")
+	file := filepath.Join(t.TempDir(), "new.txt")
+	out := mustCLI(t, "bench", "model", "--arch", arch, "--seq", "4", "--precision", "fp32,int8-dynamic", "--min-time", "1ms", "--reps", "3",
+		"--peak-time", "0", "--benchstat", file)
+	if !strings.Contains(out, "ms/batch (min-max)") {
+		t.Errorf("bench model prints no spread:\n%s", out)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if !strings.HasPrefix(line, "Benchmark") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 4 || f[1] != "1" || f[3] != "ns/op" {
+			t.Errorf("not a benchmark line: %q", line)
+			continue
+		}
+		counts[f[0]]++
+	}
+	name := "BenchmarkModel/arch=bert-base/seq=4/batch=1/threads=1/dtype="
+	for _, p := range []string{"fp32", "int8-dynamic"} {
+		if counts[name+p] < 3 {
+			t.Errorf("%s: %d lines, want one per timed pass (at least 3):\n%s", p, counts[name+p], raw)
+		}
+	}
+	wantCLIError(t, "-benchstat", "bench", "model", "--arch", arch, "--seq", "4", "--precision", "fp32", "--min-time", "1ms", "--reps", "1",
+		"--peak-time", "0", "--benchstat", filepath.Join(t.TempDir(), "no", "such", "file"))
 }

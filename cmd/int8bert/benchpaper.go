@@ -43,6 +43,7 @@ func runBenchPaper(ctx context.Context, args []string, stdout, stderr io.Writer)
 	quick := fs.Bool("quick", false, "small models, short timings: the whole run in under two minutes")
 	asJSON := fs.Bool("json", false, "also print the report's JSON on stdout")
 	pin := fs.Bool("pin", true, "with one thread and one instance, pin the run to one CPU")
+	benchstat := fs.String("benchstat", "", "also write every timed pass of every model in Go's benchmark format to this file (- for stdout), for golang.org/x/perf/cmd/benchstat before/after comparisons")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -143,6 +144,9 @@ func runBenchPaper(ctx context.Context, args []string, stdout, stderr io.Writer)
 	files, err := rep.WriteFiles(*out)
 	if err != nil {
 		return err
+	}
+	if err := writeBenchstat(*benchstat, stdout, rep.BenchLines()); err != nil {
+		return fmt.Errorf("bench paper: %w", err)
 	}
 	if *asJSON {
 		if err := writeJSON(stdout, rep); err != nil {
