@@ -241,7 +241,7 @@ func (r *PaperReport) writeCharts(dir string) ([]string, error) {
 			Bandwidth: pk.PassGBps}
 		for _, d := range PaperDTypes {
 			if v := pk.PeakByDType[d]; v > 0 {
-				rl.Ceilings = append(rl.Ceilings, chart.Ceiling{Name: d + " peak", Peak: v})
+				rl.Ceilings = append(rl.Ceilings, chart.Ceiling{Name: d + " peak", Peak: v, Series: d})
 			}
 		}
 		for _, g := range r.GEMMs {
@@ -258,6 +258,7 @@ func (r *PaperReport) writeCharts(dir string) ([]string, error) {
 	if len(r.Speedups) > 0 {
 		var groups []string
 		series := map[string][]float64{}
+		labels := map[string][]string{}
 		var names []string
 		for _, s := range r.Speedups {
 			g := fmt.Sprintf("%s/%d", s.Model, s.Seq)
@@ -271,11 +272,18 @@ func (r *PaperReport) writeCharts(dir string) ([]string, error) {
 				names = append(names, s.Precision)
 			}
 			series[s.Precision] = append(series[s.Precision], s.VsFP32)
+			labels[s.Precision] = append(labels[s.Precision], strings.TrimSuffix(Ratio(s.VsFP32, s.NoisyVsFP32), "x"))
 		}
 		b := chart.Bars{Title: "throughput speed-up over fp32", YLabel: "x fp32", Groups: groups, RefLine: 1}
+		for _, s := range r.Speedups {
+			if s.NoisyVsFP32 {
+				b.Title += " (" + NoisyMark + ": noisy)"
+				break
+			}
+		}
 		for _, n := range names {
 			if len(series[n]) == len(groups) {
-				b.Series = append(b.Series, chart.Series{Name: n, Values: series[n]})
+				b.Series = append(b.Series, chart.Series{Name: n, Values: series[n], Labels: labels[n]})
 			}
 		}
 		if len(b.Series) > 0 {
@@ -297,7 +305,7 @@ func (r *PaperReport) writeCharts(dir string) ([]string, error) {
 		byModel[h.Model] = append(byModel[h.Model], h)
 	}
 	for _, m := range order {
-		s := chart.Stacked{Title: "where a pass of " + filepath.Base(m) + " spends its time", YLabel: "% of the pass"}
+		s := chart.Stacked{Title: "where a pass of " + filepath.Base(m) + " spends its time", YLabel: "% of the pass", Share: true}
 		parts := [4][]float64{}
 		for _, h := range byModel[m] {
 			s.Groups = append(s.Groups, h.Precision)

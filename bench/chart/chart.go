@@ -23,10 +23,12 @@ import (
 var ErrInput = errors.New("chart: bad input")
 
 // Ceiling is one compute roof of a roofline: a name ("INT8 VNNI", "FP32
-// FMA") and its peak in GOP/s.
+// FMA") and its peak in GOP/s. Series, when set, names the points'
+// series (the data type) whose roof it is: the two share one colour.
 type Ceiling struct {
-	Name string
-	Peak float64
+	Name   string
+	Peak   float64
+	Series string
 }
 
 // Point is one measured kernel on a roofline: its arithmetic intensity in
@@ -48,9 +50,13 @@ type Roofline struct {
 }
 
 // Series is one named row of values, one per group of a bar chart.
+// Labels, when set (one per value), are printed on the bars instead of
+// the values themselves ("" prints nothing there): a noisy figure's mark,
+// say.
 type Series struct {
 	Name   string
 	Values []float64
+	Labels []string
 }
 
 // Bars is a grouped bar chart: one group per Groups entry and in each
@@ -65,11 +71,14 @@ type Bars struct {
 
 // Stacked is a stacked bar chart: one bar per Groups entry made of one
 // segment per part, each part's Values holding one value per group
-// (milliseconds, or percent of a pass).
+// (milliseconds, or percent of a pass). Share says the values are
+// percentages of a whole: the axis runs from 0 to 100 exactly and the
+// legend goes beside the bars.
 type Stacked struct {
 	Title, YLabel string
 	Groups        []string
 	Parts         []Series
+	Share         bool
 }
 
 // The size of every chart.
@@ -128,18 +137,31 @@ func WriteRoofline(path string, r Roofline) error {
 		return fmt.Errorf("%w: roofline %q: values out of the range a log axis can show", ErrInput, r.Title)
 	}
 
-	return draws(path, func() (*plot.Plot, error) {
+	return draws(path, func(lay *layout) (*plot.Plot, error) {
 		p := plot.New()
 		p.Title.Text = r.Title
 		p.X.Label.Text = "arithmetic intensity (ops/byte)"
 		p.Y.Label.Text = "GOP/s"
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+		p.Add(plotter.NewGrid())
 		// Bottom right is below the roofs, where a roofline has no points
 		// but memory-bound ones at low intensity.
-		p.Legend.Top, p.Legend.Left = false, false
-		p.Add(plotter.NewGrid())
+		leg := &legendBox{right: true, style: legendStyle(p), out: lay}
+		leg.corners = [][2]bool{{false, true}, {false, false}, {true, false}, {true, true}}
 
+		// One colour per series: a ceiling and the points of its data
+		// type share it.
+		colours := map[string]int{}
+		colourOf := func(series string) color.Color {
+			if series == "" {
+				series = "\x00" + strconv.Itoa(len(colours))
+			}
+			if _, ok := colours[series]; !ok {
+				colours[series] = len(colours)
+			}
+			return plotutil.Color(colours[series])
+		}
 		for i, c := range r.Ceilings {
 			ridge := c.Peak / r.Bandwidth
 			roof := plotter.XYs{{X: xmin, Y: xmin * r.Bandwidth}, {X: ridge, Y: c.Peak}, {X: xmax, Y: c.Peak}}
@@ -147,11 +169,11 @@ func WriteRoofline(path string, r Roofline) error {
 			if err != nil {
 				return nil, err
 			}
-			l.Color = plotutil.Color(i)
+			l.Color = colourOf(c.Series)
 			l.Width = vg.Points(1.5)
 			l.Dashes = plotutil.Dashes(i)
 			p.Add(l)
-			p.Legend.Add(fmt.Sprintf("%s (%s GOP/s)", c.Name, num(c.Peak)), l)
+			leg.add(fmt.Sprintf("%s (%s GOP/s)", c.Name, num(c.Peak)), l)
 		}
 
 		var order []string
@@ -162,34 +184,31 @@ func WriteRoofline(path string, r Roofline) error {
 			}
 			groups[pt.Series] = append(groups[pt.Series], pt)
 		}
+		labels := &pointLabels{radius: vg.Points(3), style: p.Legend.TextStyle, legend: leg, out: lay}
+		labels.style.Font.Size = vg.Points(7)
 		for i, name := range order {
 			pts := groups[name]
 			xys := make(plotter.XYs, len(pts))
-			labels := make([]string, len(pts))
 			for j, pt := range pts {
 				xys[j] = plotter.XY{X: pt.AI, Y: pt.GOPS}
-				labels[j] = pt.Label
+				labels.xys, labels.labels = append(labels.xys, xys[j]), append(labels.labels, pt.Label)
 			}
 			s, err := plotter.NewScatter(xys)
 			if err != nil {
 				return nil, err
 			}
-			s.GlyphStyle.Color = plotutil.Color(len(r.Ceilings) + i)
+			s.GlyphStyle.Color = colourOf(name)
 			s.GlyphStyle.Shape = plotutil.Shape(i)
-			s.GlyphStyle.Radius = vg.Points(3)
-			lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
-			if err != nil {
-				return nil, err
-			}
-			lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(-3)}
-			for k := range lb.TextStyle {
-				lb.TextStyle[k].Font.Size = vg.Points(7)
-			}
-			p.Add(s, lb)
+			s.GlyphStyle.Radius = labels.radius
+			p.Add(s)
 			if name != "" {
-				p.Legend.Add(name, s)
+				leg.add(name, s)
 			}
 		}
+		// In the corner with the fewest points under it, bottom right
+		// first.
+		leg.avoid = labels.xys
+		p.Add(labels, leg)
 		// Set after Add, which widens the ranges to the data.
 		p.X.Min, p.X.Max = xmin, xmax
 		p.Y.Min, p.Y.Max = ymin, ymax
@@ -197,8 +216,9 @@ func WriteRoofline(path string, r Roofline) error {
 	})
 }
 
-// WriteBars draws b as grouped bars with a legend and, when b.RefLine is
-// above 0, a dashed horizontal line at it. It writes path+".svg" and
+// WriteBars draws b as grouped bars with each value (or its label) on
+// its bar, a legend inside the plot at the top right and, when b.RefLine
+// is above 0, a dashed horizontal line at it. It writes path+".svg" and
 // path+".png".
 func WriteBars(path string, b Bars) error {
 	if err := checkPath(path); err != nil {
@@ -210,8 +230,10 @@ func WriteBars(path string, b Bars) error {
 	if math.IsNaN(b.RefLine) || math.IsInf(b.RefLine, 0) || b.RefLine < 0 {
 		return fmt.Errorf("%w: bars %q: reference line %v", ErrInput, b.Title, b.RefLine)
 	}
-	return draws(path, func() (*plot.Plot, error) {
+	return draws(path, func(lay *layout) (*plot.Plot, error) {
 		p := barPlot(b.Title, b.YLabel, b.Groups)
+		leg := &legendBox{top: true, right: true, style: legendStyle(p), out: lay}
+		vals := &barValues{style: valueStyle(p), out: lay}
 		w := barWidth(len(b.Groups), len(b.Series))
 		n := len(b.Series)
 		for i, s := range b.Series {
@@ -223,7 +245,8 @@ func WriteBars(path string, b Bars) error {
 			bc.LineStyle.Width = 0
 			bc.Offset = vg.Length(float64(i)-float64(n-1)/2) * w
 			p.Add(bc)
-			p.Legend.Add(s.Name, bc)
+			leg.add(s.Name, bc)
+			vals.bars, vals.labels = append(vals.bars, bc), append(vals.labels, valueLabels(s))
 		}
 		if b.RefLine > 0 {
 			l, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: b.RefLine}, {X: float64(len(b.Groups)) - 0.5, Y: b.RefLine}})
@@ -234,6 +257,7 @@ func WriteBars(path string, b Bars) error {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			p.Add(l)
 		}
+		p.Add(vals, leg)
 		top := b.RefLine
 		for _, s := range b.Series {
 			for _, v := range s.Values {
@@ -246,8 +270,10 @@ func WriteBars(path string, b Bars) error {
 }
 
 // WriteStacked draws s as one stacked bar per group, the first part at
-// the bottom, with a legend listed top part first as the bars read. It
-// writes path+".svg" and path+".png".
+// the bottom, each segment's value on it where it fits, with a legend
+// listed top part first as the bars read; with s.Share the y axis runs
+// over 0-100 and the legend stands right of the bars. It writes
+// path+".svg" and path+".png".
 func WriteStacked(path string, s Stacked) error {
 	if err := checkPath(path); err != nil {
 		return err
@@ -255,8 +281,10 @@ func WriteStacked(path string, s Stacked) error {
 	if err := checkTable("stacked bars", s.Title, s.Groups, s.Parts); err != nil {
 		return err
 	}
-	return draws(path, func() (*plot.Plot, error) {
+	return draws(path, func(lay *layout) (*plot.Plot, error) {
 		p := barPlot(s.Title, s.YLabel, s.Groups)
+		leg := &legendBox{top: true, right: true, style: legendStyle(p), out: lay}
+		vals := &barValues{stacked: true, style: valueStyle(p), out: lay}
 		w := barWidth(len(s.Groups), 1)
 		var prev *plotter.BarChart
 		charts := make([]*plotter.BarChart, len(s.Parts))
@@ -273,9 +301,22 @@ func WriteStacked(path string, s Stacked) error {
 			prev = bc
 			charts[i] = bc
 			p.Add(bc)
+			vals.bars, vals.labels = append(vals.bars, bc), append(vals.labels, valueLabels(part))
 		}
 		for i := len(charts) - 1; i >= 0; i-- {
-			p.Legend.Add(s.Parts[i].Name, charts[i])
+			leg.add(s.Parts[i].Name, charts[i])
+		}
+		p.Add(vals, leg)
+		if s.Share {
+			// The bars fill the axis: the legend takes a column of its own
+			// right of them, as wide as it is.
+			lw, _ := leg.size()
+			data := float64(width - 3*vg.Centimeter)
+			frac := min((float64(lw)+float64(4*vg.Millimeter))/data, 0.6)
+			groups := float64(len(s.Groups))
+			p.Y.Min, p.Y.Max = 0, 100
+			p.X.Min, p.X.Max = -0.5, groups-0.5+groups*frac/(1-frac)
+			return p, nil
 		}
 		top := 0.0
 		for j := range s.Groups {
@@ -286,27 +327,53 @@ func WriteStacked(path string, s Stacked) error {
 	})
 }
 
-// barPlot is a plot with a nominal x axis of groups and the legend at the
-// top right.
+// barPlot is a plot with a nominal x axis of groups.
 func barPlot(title, ylabel string, groups []string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = ylabel
 	p.NominalX(groups...)
-	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	return p
 }
 
+// legendStyle is the legends' text: gonum's legend font, smaller.
+func legendStyle(p *plot.Plot) draw.TextStyle {
+	s := p.Legend.TextStyle
+	s.Font.Size = vg.Points(9)
+	return s
+}
+
+// valueStyle is the text of the values on bars.
+func valueStyle(p *plot.Plot) draw.TextStyle {
+	s := p.Legend.TextStyle
+	s.Font.Size = vg.Points(7)
+	return s
+}
+
+// valueLabels are a series' labels, or its values printed.
+func valueLabels(s Series) []string {
+	if len(s.Labels) == len(s.Values) {
+		return s.Labels
+	}
+	out := make([]string, len(s.Values))
+	for i, v := range s.Values {
+		out[i] = num(v)
+	}
+	return out
+}
+
 // fitLegend sets the axes of a bar plot of groups groups whose tallest
-// bar is top: y from 0 with room above the bars for a legend of rows
-// entries at the top, x half a group beyond the first and last.
+// bar is top: y from 0 with room above the bars for their values and a
+// legend of rows entries at the top, x half a group beyond the first and
+// last.
 func fitLegend(p *plot.Plot, groups int, top float64, rows int) {
 	// The data area is about the chart's height less 3 cm of title and
-	// axis; a legend row takes about its font's height and a gap.
+	// axis; a legend row takes about its font's height and a gap, the
+	// values above the bars one more.
 	area := float64(height - 3*vg.Centimeter)
-	row := float64(p.Legend.TextStyle.Font.Size) * 1.2
-	free := 1 - (float64(rows)*row)/area - 0.04
+	row := float64(legendStyle(p).Font.Size) * 1.2
+	free := 1 - (float64(rows+1)*row+float64(2*legendPad+2*vg.Millimeter))/area - 0.02
 	if top <= 0 {
 		top = 1
 	}
@@ -332,6 +399,9 @@ func checkTable(kind, title string, groups []string, series []Series) error {
 	for _, s := range series {
 		if len(s.Values) != len(groups) {
 			return fmt.Errorf("%w: %s %q: series %q has %d values for %d groups", ErrInput, kind, title, s.Name, len(s.Values), len(groups))
+		}
+		if s.Labels != nil && len(s.Labels) != len(s.Values) {
+			return fmt.Errorf("%w: %s %q: series %q has %d labels for %d values", ErrInput, kind, title, s.Name, len(s.Labels), len(s.Values))
 		}
 		for j, v := range s.Values {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
@@ -367,20 +437,27 @@ func checkPath(path string) error {
 }
 
 // draws builds the plot and writes it as SVG and PNG, turning a panic of
-// gonum/plot into an error.
-func draws(path string, build func() (*plot.Plot, error)) (err error) {
+// gonum/plot into an error. build fills the layout it is given as the
+// plot is drawn; testLayout hears the SVG's.
+func draws(path string, build func(*layout) (*plot.Plot, error)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("chart: drawing %s: %v", path, r)
 		}
 	}()
-	p, err := build()
+	lay := &layout{}
+	p, err := build(lay)
 	if err != nil {
 		return fmt.Errorf("chart: %s: %w", path, err)
 	}
 	for _, format := range []string{"svg", "png"} {
+		*lay = layout{}
 		if err := save(p, path+"."+format, format); err != nil {
 			return err
+		}
+		if format == "svg" && testLayout != nil {
+			lay.YMin, lay.YMax = p.Y.Min, p.Y.Max
+			testLayout(path, *lay)
 		}
 	}
 	return nil
