@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -238,7 +239,18 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		return nil, err
 	}
 	loads := 1
-	defer fp32.Close()
+	// fp32 is closed as soon as no precision left needs it (the INT8
+	// ones are quantized from it); closing twice is harmless.
+	defer func() {
+		if fp32 != nil {
+			fp32.Close()
+		}
+	}()
+	// Collect harder while models are built and released: the heap of a
+	// run is a few models' weights, and the default GOGC lets it grow to
+	// twice the largest before a collection (6 GB for xlmr-base's 250k
+	// token embeddings). Timed passes run at the default.
+	defer debug.SetGCPercent(debug.SetGCPercent(leanGCPercent))
 	cfg := fp32.Config()
 	if o.Seq > cfg.MaxSeq() {
 		return nil, fmt.Errorf("bench: seq %d: %s takes at most %d tokens: %w", o.Seq, o.Arch, cfg.MaxSeq(), models.ErrConfig)
@@ -246,7 +258,21 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 	in := randomInputs(cfg, o.Batch, o.Seq, 7)
 	rep := &ModelReport{Arch: o.Arch, Seq: o.Seq, Batch: o.Batch, Threads: o.Threads, Instances: o.Instances, Loads: loads, Int8: selector.DescribeInt8(sel.Features())}
 	var fp32Res *ModelResult
-	for _, p := range o.Precisions {
+	// The INT8 precisions need the FP32 model; BF16 loads its own. Run
+	// BF16 last, after the FP32 model is released, so that two models'
+	// weights are never held at once; the results keep o.Precisions'
+	// order.
+	order := slices.Clone(o.Precisions)
+	slices.SortStableFunc(order, func(a, b models.Precision) int {
+		return cmp.Compare(boolInt(a == models.PrecisionBF16), boolInt(b == models.PrecisionBF16))
+	})
+	results := map[models.Precision]ModelResult{}
+	for i, p := range order {
+		if fp32 != nil && !slices.ContainsFunc(order[i:], func(q models.Precision) bool { return q != models.PrecisionBF16 }) {
+			fp32.Close()
+			fp32 = nil
+			release()
+		}
 		m := fp32
 		if p == models.PrecisionBF16 {
 			say("loading %s at bf16", o.Arch)
@@ -275,16 +301,21 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		}
 		say("timing %s", p)
 		var r ModelResult
+		release()
+		normal := debug.SetGCPercent(100)
 		if one == nil {
 			r, err = timeModel(ctx, m, in, m.Profile, &o)
 		} else {
 			r, err = timeInstances(ctx, m, in, m.Profile, &o, one, many, say)
 		}
+		debug.SetGCPercent(normal)
 		if err == nil && o.PeakTime >= 0 {
 			r.PeakBefore, r.PeakAfter = before, peakRate(pt, p, o.Threads)
 		}
 		if m != fp32 {
 			m.Close()
+			m = nil
+			release()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s: %w", p, err)
@@ -294,7 +325,10 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 		if peak > 0 {
 			r.PeakGOPS, r.LinearPctPeak = peak, 100*r.LinearGOPS/peak
 		}
-		rep.Results = append(rep.Results, r)
+		results[p] = r
+	}
+	for _, p := range o.Precisions {
+		rep.Results = append(rep.Results, results[p])
 		if p == models.PrecisionFP32 {
 			fp32Res = &rep.Results[len(rep.Results)-1]
 		}
@@ -434,17 +468,42 @@ func timeInstances(ctx context.Context, m *models.Pipeline, in *models.Inputs, p
 	return r, nil
 }
 
+// leanGCPercent is GOGC while models are built, quantized and released.
+const leanGCPercent = 20
+
+// release collects what was dropped and gives it back to the OS.
+func release() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// PeakResidentBytes is the process's peak resident memory so far (VmHWM
+// of /proc/self/status), 0 where it is not known (not Linux).
+func PeakResidentBytes() int64 { return statusBytes("VmHWM:") }
+
 // residentBytes is the process's VmRSS after a collection that returns
 // freed memory to the OS; 0 where /proc/self/status does not say.
 func residentBytes() int64 {
-	runtime.GC()
-	debug.FreeOSMemory()
+	release()
+	return statusBytes("VmRSS:")
+}
+
+// statusBytes is a "KEY: N kB" line of /proc/self/status in bytes, 0
+// where it is not there.
+func statusBytes(key string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, key); ok {
 			var kb int64
 			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
 				return kb << 10

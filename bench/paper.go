@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,26 +60,53 @@ type PaperOptions struct {
 	// and what it does.
 	Progress func(step, steps int, what string)
 	// Estimate, when set, hears the expected time of the rest of the run
-	// once the peaks are measured (EstimatePaper).
+	// once the peaks are measured (EstimatePaper), then again after each
+	// part, rescaled by how the parts so far compared with their
+	// estimates.
 	Estimate func(rest time.Duration)
 }
 
-// EstimatePaper is the expected time of the model passes of a run of o
-// (the GEMM step and the passes of every model at every precision) on a
-// CPU of one core's FP32 peak fp32GFLOPS: each pass costs its FLOPs at a
-// third of the peak times the threads (FP32; faster precisions count the
-// same, which covers their loading and quantizing), each precision runs
-// max(MinTime, Reps+1 passes) and each model loads and calibrates with
-// six more FP32 passes. Models given as folders are not counted.
-func EstimatePaper(o PaperOptions, fp32GFLOPS float64) time.Duration {
+// The per-unit costs of EstimatePaper, measured part by part on the
+// 2-vCPU Zen 5-class development VM (one thread; issue 30): building a
+// model of random weights, per parameter, at FP32 and at BF16; quantizing
+// it (calibration, SmoothQuant and the INT8 artifact, embeddings
+// included), per parameter; tuning one GEMM shape of one data type that
+// the tuning cache lacks (its epilogues and the attention products that
+// come with it); and the GEMM step per candidate, shape and data type.
+// The passes themselves are counted from their FLOPs.
+const (
+	estLoadNsPerParam  = 14
+	estBF16NsPerParam  = 12
+	estQuantNsPerParam = 70
+	estTunePerShape    = 2 * time.Second
+	estGEMMPerCand     = 30 * time.Millisecond
+)
+
+// EstimatedPart is one part of a run of bench paper and its expected
+// time.
+type EstimatedPart struct {
+	Name string        `json:"name"`
+	Time time.Duration `json:"ns"`
+}
+
+// EstimatePaper is the expected time of the rest of a run of o once the
+// peaks and the triad are measured, part by part: the GEMM step, then
+// each model (models given as folders are not counted). fp32GFLOPS is
+// one core's FP32 peak; cached, when set, says whether the tuning cache
+// holds a GEMM (op, M, K, N on o.Threads; selector.KnownKeys), so that a
+// shape tuned once costs no more. A model's time is building it at each
+// precision (FP32 once; BF16 on its own), quantizing each INT8 precision,
+// tuning its uncached shapes, then per precision max(MinTime, Reps+1
+// passes) of passes at a third of the peak (FP32; the others faster by
+// their width: 2x BF16, 4x INT8) and three peak loops.
+func EstimatePaper(o PaperOptions, fp32GFLOPS float64, cached func(op string, m, k, n int) bool) []EstimatedPart {
 	if fp32GFLOPS <= 0 {
-		return 0
+		return nil
 	}
 	ms := o.Models
 	if ms == nil {
 		ms = PaperModels
 	}
-	precs := max(len(o.Precisions), 1)
 	minTime := o.MinTime
 	if minTime == 0 {
 		minTime = 2 * time.Second
@@ -87,8 +115,28 @@ func EstimatePaper(o PaperOptions, fp32GFLOPS float64) time.Duration {
 	if reps == 0 {
 		reps = 3
 	}
-	rate := fp32GFLOPS * 1e9 / 3 * float64(max(o.Threads, 1))
-	total := 10 * time.Second // the GEMM step
+	peakTime := o.PeakTime
+	if peakTime <= 0 {
+		peakTime = 300 * time.Millisecond
+	}
+	batch, threads := max(o.Batch, 1), max(o.Threads, 1)
+	rate := fp32GFLOPS * 1e9 / 3 * float64(threads)
+	tuned := map[string]bool{}
+	isCached := func(op string, m, k, n int) bool {
+		key := fmt.Sprint(op, selector.BucketM(m), k, n)
+		if tuned[key] || (cached != nil && cached(op, selector.BucketM(m), k, n)) {
+			return true
+		}
+		tuned[key] = true
+		return false
+	}
+	dtypes := 2
+	if slices.Contains(o.Precisions, models.PrecisionBF16) {
+		dtypes = 3
+	}
+	// Four shapes, about six candidates each, every repetition paired with
+	// peak loops.
+	parts := []EstimatedPart{{Name: "GEMM shapes", Time: time.Duration(4*dtypes*max(o.GEMMReps, 1)*6) * estGEMMPerCand}}
 	for _, m := range ms {
 		a, err := LookupArch(m.Arch)
 		if err != nil {
@@ -98,15 +146,44 @@ func EstimatePaper(o PaperOptions, fp32GFLOPS float64) time.Duration {
 		if err != nil {
 			continue
 		}
-		flops := 0.0
-		for _, s := range ModelShapes(cfg, m.Seq, max(o.Batch, 1)) {
+		shapes := ModelShapes(cfg, m.Seq, batch)
+		flops, params := 0.0, float64(cfg.Vocab+cfg.MaxPositions+cfg.TypeVocab)*float64(cfg.Hidden)
+		for _, s := range shapes {
 			flops += float64(s.Count) * s.Ops()
+			params += float64(s.Count) * float64(s.K*s.N+s.N)
 		}
-		flops += float64(cfg.Layers) * 4 * float64(m.Seq*m.Seq*cfg.Hidden*max(o.Batch, 1))
-		pass := time.Duration(flops / rate * 1e9)
-		total += time.Duration(precs)*max(minTime, time.Duration(reps+1)*pass) + 6*pass
+		flops += float64(cfg.Layers) * 4 * float64(m.Seq*m.Seq*cfg.Hidden*batch)
+		total := time.Duration(params * estLoadNsPerParam)
+		for _, p := range o.Precisions {
+			width, op := 1.0, selector.OpF32
+			switch {
+			case p == models.PrecisionBF16:
+				width, op = 2, selector.OpBF16
+				total += time.Duration(params * estBF16NsPerParam)
+			case p.Int8():
+				width, op = 4, selector.OpU8S8
+				total += time.Duration(params * estQuantNsPerParam)
+			}
+			for _, s := range shapes {
+				if !isCached(op, s.M, s.K, s.N) {
+					total += estTunePerShape
+				}
+			}
+			pass := time.Duration(flops / (rate * width) * 1e9)
+			total += max(minTime, time.Duration(reps+1)*pass) + 3*peakTime
+		}
+		parts = append(parts, EstimatedPart{Name: fmt.Sprintf("%s at seq %d", m.Arch, m.Seq), Time: total})
 	}
-	return total
+	return parts
+}
+
+// SumParts is the sum of parts' times.
+func SumParts(parts []EstimatedPart) time.Duration {
+	var t time.Duration
+	for _, p := range parts {
+		t += p.Time
+	}
+	return t
 }
 
 // PaperMeta says where and how a report was measured.
@@ -272,6 +349,13 @@ type PaperReport struct {
 	Models []*ModelReport `json:"models"`
 	// Notes are what the run could not measure, and why.
 	Notes []string `json:"notes,omitempty"`
+	// Parts are the estimated parts after the peaks (EstimatePaper) and
+	// Actual what each took, in seconds; PeakRSS is the process's peak
+	// resident memory at the end of the measurements (VmHWM; 0 where not
+	// known).
+	Parts   []EstimatedPart `json:"estimated_parts,omitempty"`
+	Actual  []float64       `json:"actual_part_seconds,omitempty"`
+	PeakRSS int64           `json:"peak_rss_bytes,omitempty"`
 }
 
 // DTypeOf is the GEMM data type of a precision: "int8", "bf16" or "fp32".
@@ -476,8 +560,39 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 	// One instance's share of the bandwidth.
 	bw := pk.TriadAll.BestGBps / float64(o.Instances)
 	pk.PassGBps, rep.Peaks.PassGBps = bw, bw
-	if o.Estimate != nil {
-		o.Estimate(EstimatePaper(o, one.FP32GFLOPS))
+	cached := map[string]bool{}
+	for _, key := range sel.KnownKeys() {
+		var op string
+		var m, k, n int
+		if _, err := fmt.Sscanf(key, "%s m=%d k=%d n=%d", &op, &m, &k, &n); err == nil && strings.HasSuffix(key, fmt.Sprintf("threads=%d", o.Threads)) {
+			cached[fmt.Sprint(op, m, k, n)] = true
+		}
+	}
+	rep.Parts = EstimatePaper(o, one.FP32GFLOPS, func(op string, m, k, n int) bool { return cached[fmt.Sprint(op, m, k, n)] })
+	partStart := time.Now()
+	// partDone records the part that just ended and tells o.Estimate the
+	// rest, its estimate scaled by actual over estimated so far.
+	partDone := func() {
+		i := len(rep.Actual)
+		if i >= len(rep.Parts) {
+			return
+		}
+		rep.Actual = append(rep.Actual, time.Since(partStart).Seconds())
+		partStart = time.Now()
+		if o.Estimate == nil || i+1 >= len(rep.Parts) {
+			return
+		}
+		// The models' parts alone: the GEMM step costs differently.
+		var est, act float64
+		for j := 1; j <= i; j++ {
+			est, act = est+rep.Parts[j].Time.Seconds(), act+rep.Actual[j]
+		}
+		if est > 0 {
+			o.Estimate(time.Duration(SumParts(rep.Parts[i+1:]).Seconds() * act / est * 1e9))
+		}
+	}
+	if o.Estimate != nil && len(rep.Parts) > 0 {
+		o.Estimate(SumParts(rep.Parts))
 	}
 
 	// Tables 5-7: the first model's shapes.
@@ -508,6 +623,7 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 			}
 		}
 	}
+	partDone()
 
 	// Tables 3 and 11-14.
 	for _, pm := range o.Models {
@@ -523,7 +639,11 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 			return nil, err
 		}
 		rep.addModel(pm, mr, ModelShapes(cfg, pm.Seq, o.Batch), pk, bw)
+		if _, err := LookupArch(pm.Arch); err == nil {
+			partDone() // folders are not among the estimated parts
+		}
 	}
+	rep.PeakRSS = PeakResidentBytes()
 	return rep, nil
 }
 

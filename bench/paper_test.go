@@ -179,3 +179,25 @@ func TestPaperTiny(t *testing.T) {
 	_, err = Paper(context.Background(), PaperOptions{Models: []PaperModel{{Arch: root, Seq: 0}}})
 	assert.ErrorIs(t, err, models.ErrConfig)
 }
+
+// TestEstimatePaper: one part for the GEMMs and one per architecture
+// (folders are not counted); a shape tuned once, or found in the cache,
+// is not counted again; a longer MinTime costs more.
+func TestEstimatePaper(t *testing.T) {
+	precs := []models.Precision{models.PrecisionFP32, models.PrecisionInt8Static}
+	o := PaperOptions{Models: []PaperModel{{"bert-base", 64}, {"distilbert", 64}, {"xlmr-base", 64}, {"/a/folder", 8}}, Precisions: precs,
+		MinTime: 200 * time.Millisecond, Reps: 2, PeakTime: 100 * time.Millisecond}
+	parts := EstimatePaper(o, 200, nil)
+	require.Len(t, parts, 4)
+	assert.Equal(t, "GEMM shapes", parts[0].Name)
+	assert.Equal(t, "bert-base at seq 64", parts[1].Name)
+	// The same shapes as bert-base: no tuning, and a smaller model.
+	assert.Less(t, parts[2].Time+2*4*estTunePerShape, parts[1].Time)
+	// xlmr-base's 250k-token embeddings cost their building and quantizing.
+	assert.Greater(t, parts[3].Time, parts[2].Time+time.Duration(192e6*(estLoadNsPerParam+estQuantNsPerParam)*0.9))
+	warm := EstimatePaper(o, 200, func(string, int, int, int) bool { return true })
+	assert.Equal(t, SumParts(parts)-2*4*estTunePerShape, SumParts(warm), "8 uncached shapes (2 ops x 4) in the cold run")
+	o.MinTime = 10 * time.Second
+	assert.Greater(t, SumParts(EstimatePaper(o, 200, nil)), SumParts(parts)+3*2*9*time.Second)
+	assert.Nil(t, EstimatePaper(o, 0, nil))
+}

@@ -896,6 +896,26 @@ func (s *Selector) Close() error {
 	return nil
 }
 
+// KnownKeys returns the keys (Key.String) this selector has a choice for
+// without tuning: tuned in this process or read from the cache file (or
+// a tuning record) and not yet used, sorted. bench paper's estimate
+// counts the shapes it would have to tune.
+func (s *Selector) KnownKeys() []string {
+	s.mu.Lock()
+	out := make([]string, 0, len(s.choices)+len(s.cached))
+	for ks := range s.choices {
+		out = append(out, ks)
+	}
+	for ks := range s.cached {
+		if _, ok := s.choices[ks]; !ok {
+			out = append(out, ks)
+		}
+	}
+	s.mu.Unlock()
+	sort.Strings(out)
+	return out
+}
+
 // Choices returns every choice this selector has made or read from its
 // cache and used so far, in key order: the record of which kernel runs
 // each key (Choice.Kernel, Choice.ISA), the default ones of keys waiting

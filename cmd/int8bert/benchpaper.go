@@ -112,8 +112,14 @@ func runBenchPaper(ctx context.Context, args []string, stdout, stderr io.Writer)
 	start := time.Now()
 	bar := newStepBar(stderr, start)
 	o.Progress = bar.step
+	first := true
 	o.Estimate = func(rest time.Duration) {
-		bar.note(fmt.Sprintf("expected time of the rest of the run: about %s (from the models' FLOPs and this core's FP32 peak)", rest.Round(time.Second)))
+		if first {
+			bar.note(fmt.Sprintf("expected time of the rest of the run: about %s (per part: building, quantizing, tuning uncached shapes, passes from their FLOPs and this core's FP32 peak)", rest.Round(time.Second)))
+			first = false
+			return
+		}
+		bar.note(fmt.Sprintf("rest of the run: about %s (rescaled by the parts so far)", rest.Round(time.Second)))
 	}
 	if *quick {
 		bar.note("--quick: small models and short timings (under two minutes); leave it out for the paper's models")
@@ -157,8 +163,28 @@ func runBenchPaper(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return err
 		}
 	}
+	printEstimate(stderr, rep)
 	fmt.Fprintf(stderr, "bench paper: %d files in %s (%s), %.0f s\n", len(files), *out, strings.Join(baseNames(files), ", "), time.Since(start).Seconds())
 	return nil
+}
+
+// printEstimate prints each part's estimate against what it took, and
+// the peak resident memory of the measurements.
+func printEstimate(w io.Writer, rep *bench.PaperReport) {
+	if len(rep.Parts) > 0 && len(rep.Actual) > 0 {
+		var est, act float64
+		for i, p := range rep.Parts {
+			if i >= len(rep.Actual) {
+				break
+			}
+			est, act = est+p.Time.Seconds(), act+rep.Actual[i]
+			fmt.Fprintf(w, "bench paper: %-28s estimated %5.0f s, took %5.0f s\n", p.Name, p.Time.Seconds(), rep.Actual[i])
+		}
+		fmt.Fprintf(w, "bench paper: %-28s estimated %5.0f s, took %5.0f s (%+.0f%%)\n", "after the peaks, in all", est, act, 100*(est-act)/max(act, 1e-9))
+	}
+	if rep.PeakRSS > 0 {
+		fmt.Fprintf(w, "bench paper: peak resident memory %.2f GB (VmHWM)\n", float64(rep.PeakRSS)/1e9)
+	}
 }
 
 func cmpOr[T comparable](a, b T) T {
