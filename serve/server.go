@@ -206,11 +206,19 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	stats  reqStats
+	// draining is the server's drain flag: a response written while it is
+	// set says "Connection: close", whenever its request arrived, so that
+	// no keep-alive client writes its next request on a connection the
+	// listener's close is about to shut (docs/DESIGN.md section 9.3).
+	draining *atomic.Bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		if w.draining != nil && w.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
 		if code == http.StatusOK && w.stats.timed {
 			w.stats.setHeaders(w.Header())
 		}
@@ -232,7 +240,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (s *Server) wrap(name string, admitted bool, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		w := &statusWriter{ResponseWriter: rw, stats: reqStats{start: start, route: name}}
+		w := &statusWriter{ResponseWriter: rw, stats: reqStats{start: start, route: name}, draining: &s.draining}
 		r = r.WithContext(context.WithValue(r.Context(), statsKey{}, &w.stats))
 		var herr error
 		defer func() {

@@ -138,3 +138,57 @@ func TestShutdownAnswersAdmitted(t *testing.T) {
 	assert.NoError(t, <-done)
 	assert.ErrorIs(t, <-served, http.ErrServerClosed)
 }
+
+// TestDrainClosesAdmittedConnections: a request admitted before the drain
+// and answered during it says "Connection: close", so that its keep-alive
+// client does not write its next request on a connection the listener's
+// close is about to shut (docs/DESIGN.md section 9.3); without it, a
+// request outliving the drain delay left its connection idle and open,
+// and the next request on it was lost (an EOF at the client).
+func TestDrainClosesAdmittedConnections(t *testing.T) {
+	s, err := New(context.Background(), Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, Instances: 1,
+		Load: loadOptions(t), DrainDelay: time.Minute})
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	url := "http://" + l.Addr().String()
+	release, held := make(chan struct{}), make(chan struct{})
+	go s.sched.submit(&job{ctx: context.Background(), m: s.models[0], run: func() error { close(held); <-release; return nil }}, false)
+	<-held
+	type answer struct {
+		close  bool
+		status int
+		err    error
+	}
+	got := make(chan answer, 1)
+	client := &http.Client{Transport: &http.Transport{}} // keep-alive
+	go func() {
+		r, err := client.Post(url+"/predict", "application/json", strings.NewReader(`{"inputs": "held up"}`))
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		got <- answer{close: r.Close, status: r.StatusCode}
+	}()
+	require.Eventually(t, func() bool {
+		s.sched.mu.Lock()
+		defer s.sched.mu.Unlock()
+		return len(s.sched.queue) == 1
+	}, 10*time.Second, time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(ctx) }()
+	require.Eventually(t, s.draining.Load, 10*time.Second, time.Millisecond)
+	close(release)
+	a := <-got
+	require.NoError(t, a.err)
+	assert.Equal(t, 200, a.status, "the admitted request is answered")
+	assert.True(t, a.close, "its answer, written during the drain, says Connection: close")
+	cancel() // end the drain delay
+	<-done
+	assert.ErrorIs(t, <-served, http.ErrServerClosed)
+}
