@@ -20,7 +20,7 @@ import (
 // kernel's "isa" (it was "family"), and the f32-kernel operation. 3: a file
 // holds one section per build (header), so that the cgo and the pure-Go
 // binaries, or two CPUs sharing a folder, keep their own entries.
-const CacheFormat = 3
+const CacheFormat = 4
 
 // EnvCache names the environment variable that overrides the cache path
 // ("off" disables the cache). A path that ends in a separator or names a
@@ -318,4 +318,7 @@ type Choice struct {
 	// fallback is what runs when none of Kernel and Measured takes a
 	// call's exact m: the generic kernel, for a default choice.
 	fallback []string
+	// picks are the row model's choices for the M of the key's class
+	// below its own (Selector.setPicks): indexes into Measured.
+	picks []uint8
 }

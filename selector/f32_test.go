@@ -170,7 +170,7 @@ func TestF32Key(t *testing.T) {
 	if err := key.Validate(); err != nil {
 		t.Error(err)
 	}
-	if got := F32Key(3, 8, 8, nil, 2).String(); got != "f32 m=3 k=8 n=8 ep=none/f32 threads=2" {
+	if got := F32Key(3, 8, 8, nil, 2).String(); got != "f32 m=4 k=8 n=8 ep=none/f32 threads=2" {
 		t.Errorf("F32Key(nil): %q", got)
 	}
 	for _, kind := range f32Kinds {

@@ -42,16 +42,13 @@ const OpF32Kernel = "f32-kernel"
 // OpU8S8, its keys come from U8S8KernelKey (every dimension bucketed).
 const OpU8S8Kernel = "u8s8-kernel"
 
-// MaxExactM is the largest M that is its own bucket; above it M is rounded
-// up to the next power of two (see BucketM).
-const MaxExactM = 16
-
-// BucketM returns the M a choice is made for: m itself up to MaxExactM,
-// else the next power of two.
+// BucketM returns the row class a choice is made for: the power of two at
+// or above m (1, 2, 4, 8, ...). A class's key is tuned at its own M, and a
+// call of fewer rows runs the measured candidate the tile cost model
+// (Choice.pickAt, docs/DESIGN.md section 4.4) predicts fastest at its
+// exact M, so that the few classes cost little tuning and lose little to
+// the register tiles' waste.
 func BucketM(m int) int {
-	if m <= MaxExactM {
-		return max(m, 1)
-	}
 	b := 1
 	for b < m {
 		b <<= 1

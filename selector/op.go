@@ -346,8 +346,17 @@ func (l *Linear[G]) Run(g *G) error {
 	if err != nil {
 		return err
 	}
-	// The chosen candidate or, should it not take this exact m (the key's
-	// is an M bucket), the next fastest measured one.
+	// The row model's pick for this exact m in the key's class, else the
+	// chosen candidate or, should it not take this exact m (the key's is
+	// a row class), the next fastest measured one.
+	if name := ch.pickAt(m, key.M); name != "" {
+		if c, found := l.op.byName[name]; found && c.accepts(m, l.n, l.k) {
+			if err := c.run(l, run, key.Epilogue); err != nil {
+				return fmt.Errorf("selector: %s linear m=%d k=%d n=%d with %s: %w", l.op.op, m, l.k, l.n, c.name(), err)
+			}
+			return nil
+		}
+	}
 	for _, name := range ch.runOrder() {
 		c, found := l.op.byName[name]
 		if !found || !c.accepts(m, l.n, l.k) {
@@ -375,6 +384,15 @@ func (l *Linear[G]) Prepare(key Key) error {
 	ch, err := l.s.choose(key)
 	if err != nil {
 		return err
+	}
+	// The weights packed for every native candidate the row model picks
+	// for some M of the class.
+	for i := range ch.picks {
+		if nc, ok := l.op.byName[ch.Measured[ch.picks[i]].Kernel].(*native[G]); ok {
+			if _, err := l.packed(nc.nr); err != nil {
+				return err
+			}
+		}
 	}
 	for _, name := range ch.runOrder() {
 		c, found := l.op.byName[name]

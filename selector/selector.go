@@ -73,9 +73,16 @@ type Options struct {
 	// Reps is the number of timed repetitions per candidate (median); 5 by
 	// default.
 	Reps int
-	// RepTime is the least time of one repetition (a fast call is repeated
-	// within it); 20ms by default.
+	// RepTime is the time of one repetition (a fast call is repeated
+	// within it; KeyBudget may shorten it); 20ms by default.
 	RepTime time.Duration
+	// KeyBudget bounds the timed repetitions of one key, every candidate
+	// together: a repetition lasts RepTime or KeyBudget / (Reps x the
+	// candidates timed), whichever is less (at least one call). 0 means
+	// DefaultKeyBudget; a negative budget means no bound (the bench, whose
+	// figures want RepTime's full repetitions). The checked runs before
+	// the timing (one cold, one or two warm per candidate) are not counted.
+	KeyBudget time.Duration
 	// PruneFactor drops a candidate after one run when it is this many
 	// times slower than the best so far; 8 by default.
 	PruneFactor float64
@@ -124,6 +131,12 @@ const (
 	TuneBackground
 )
 
+// DefaultKeyBudget is Options.KeyBudget's default: the timed repetitions
+// of one key take at most this long, so that a warm-up of a model's keys
+// takes seconds (docs/DESIGN.md section 4.8). A candidate's call that is
+// longer than its share runs once per repetition.
+const DefaultKeyBudget = 60 * time.Millisecond
+
 // EnvTuning names the environment variable of Options.Tuning's default:
 // "sync" or "background".
 const EnvTuning = "INT8BERT_TUNING"
@@ -161,6 +174,9 @@ func (o *Options) defaults() error {
 	}
 	if o.RepTime <= 0 {
 		o.RepTime = 20 * time.Millisecond
+	}
+	if o.KeyBudget == 0 {
+		o.KeyBudget = DefaultKeyBudget
 	}
 	if o.PruneFactor <= 1 {
 		o.PruneFactor = 8
@@ -585,6 +601,7 @@ func (s *Selector) get(ctx context.Context, key Key, wait bool) (*Choice, error)
 		if s.byOp[key.Op].lookup(c.Kernel) != nil {
 			delete(s.cached, ks)
 			c.FromCache = true
+			s.setPicks(&c, key)
 			s.choices[ks] = &c
 			s.mu.Unlock()
 			s.hits.Add(1)
@@ -607,6 +624,9 @@ func (s *Selector) get(ctx context.Context, key Key, wait bool) (*Choice, error)
 	s.mu.Unlock()
 
 	f.ch, f.err = s.tune(ctx, key)
+	if f.err == nil {
+		s.setPicks(f.ch, key)
+	}
 	s.mu.Lock()
 	delete(s.inflight, ks)
 	if f.err == nil {
@@ -744,12 +764,19 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 			ch.Measured = append(ch.Measured, m)
 			continue
 		}
-		iters := 1
-		if warm > 0 && warm < s.opts.RepTime {
-			iters = int(s.opts.RepTime / warm)
-		}
-		timed = append(timed, &timedCand{c: c, m: m, iters: iters, warm: warm})
+		timed = append(timed, &timedCand{c: c, m: m, warm: warm})
 		best = min(best, warm)
+	}
+	// A repetition's length: RepTime, within the key's budget.
+	rep := s.opts.RepTime
+	if b := s.opts.KeyBudget; b > 0 && len(timed) > 0 {
+		rep = min(rep, b/time.Duration(s.opts.Reps*len(timed)))
+	}
+	for _, t := range timed {
+		t.iters = 1
+		if t.warm > 0 && t.warm < rep {
+			t.iters = int(rep / t.warm)
+		}
 	}
 	// Each repetition runs its candidate long enough to last RepTime; the
 	// median repetition is its time. With a reference, a reference run

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,7 +99,7 @@ func mustKey(t *testing.T, m, k, n int, kind string, threads int) Key {
 }
 
 func TestBucketM(t *testing.T) {
-	for _, c := range [][2]int{{0, 1}, {1, 1}, {7, 7}, {16, 16}, {17, 32}, {128, 128}, {129, 256}, {384, 512}} {
+	for _, c := range [][2]int{{0, 1}, {1, 1}, {3, 4}, {7, 8}, {9, 16}, {16, 16}, {17, 32}, {128, 128}, {129, 256}, {384, 512}} {
 		if got := BucketM(c[0]); got != c[1] {
 			t.Errorf("BucketM(%d) = %d, want %d", c[0], got, c[1])
 		}
@@ -646,7 +647,7 @@ func TestWrongCandidateExcluded(t *testing.T) {
 				require.NoError(t, err)
 				why := excludedWhy(ch, broken)
 				assert.Contains(t, why, "differs from the generic reference", "%v: %v", key, ch)
-				assert.Contains(t, why, "row 8", "%v: %v", key, ch)
+				assert.Contains(t, why, "row 15", "%v: %v", key, ch) // the last row of class 16, where m=9 is tuned
 				assert.NotEqual(t, broken, ch.Kernel, "%v", key)
 				assert.False(t, mentionsMeasured(ch, broken), "%v: %v", key, ch)
 				assert.True(t, mentionsMeasured(ch, good), "%v: %v", key, ch)
@@ -835,5 +836,41 @@ func TestReferencePaired(t *testing.T) {
 		if m.RefWork != 0 || m.RefRate != 0 {
 			t.Errorf("%s: no reference, RefWork %v RefRate %v", m.Kernel, m.RefWork, m.RefRate)
 		}
+	}
+}
+
+// TestKeyBudget: Options.KeyBudget bounds the timed repetitions of a key,
+// every candidate together, by the count of calls: a candidate of 1 ms
+// calls, timed in 2 repetitions within a 10 ms budget, runs at most 5
+// calls a repetition (after its cold and warm runs), where a repetition
+// of RepTime (100 ms) without a budget runs many more.
+func TestKeyBudget(t *testing.T) {
+	var calls atomic.Int64
+	slow := fakeKernel("gemmSlow_1x32", "test-isa", false)
+	inner := slow.RunU8S8
+	slow.RunU8S8 = func(g *kernels.GEMMU8S8) error {
+		calls.Add(1)
+		time.Sleep(time.Millisecond)
+		return inner(g)
+	}
+	key := mustKey(t, 4, 16, 32, "none/s32", 1)
+	for _, c := range []struct {
+		budget        time.Duration
+		most, atLeast int64
+	}{
+		{10 * time.Millisecond, 2 + 2*5, 2 + 2},
+		{-1, 1 << 20, 2 + 2*6},
+	} {
+		var w warnings
+		o := testOptions(t, &w)
+		o.CachePath, o.Force, o.Reps, o.RepTime, o.KeyBudget = "off", slow.Name, 2, 100*time.Millisecond, c.budget
+		s := newSelectorWith(t, o, withKernels(t, slow))
+		calls.Store(0)
+		ch, err := s.Choose(key)
+		require.NoError(t, err)
+		require.Equal(t, slow.Name, ch.Kernel)
+		n := calls.Load()
+		assert.LessOrEqual(t, n, c.most, "budget %v: calls", c.budget)
+		assert.GreaterOrEqual(t, n, c.atLeast, "budget %v: calls", c.budget)
 	}
 }

@@ -99,7 +99,8 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	threads := fs.Int("threads", 1, "threads per GEMM")
 	cachePath := fs.String("cache", "", "tuning cache file (default $"+selector.EnvCache+" or the user cache dir; \"off\" for none)")
 	reps := fs.Int("reps", 5, "timed repetitions per candidate (median)")
-	repTime := fs.Duration("rep-time", 20*time.Millisecond, "least time of one repetition")
+	repTime := fs.Duration("rep-time", 20*time.Millisecond, "most time of one repetition (a fast call is repeated within it)")
+	keyBudget := fs.Duration("key-budget", selector.DefaultKeyBudget, "most time of one key's timed repetitions, every candidate together (negative: no bound)")
 	epilogues := fs.String("epilogues", "", "comma-separated epilogue kinds, e.g. none/s32,zp+scale+colscale+bias+gelu/u8 (default: per layer and operation; f32 uses those with an FP32 form: none, bias, gelu, residual)")
 	opsFlag := fs.String("ops", selector.OpU8S8+","+selector.OpF32, "comma-separated operations to tune: u8s8 (INT8 linears), f32 (FP32 linears), bf16 (BF16 linears), f32-kernel (attention's products, MxKxN = seq x d x seq and seq x seq x d; no epilogue)")
 	shapes := fs.String("shapes", "", "comma-separated MxKxN shapes (default: the BERT shapes at M=128 and M=256)")
@@ -159,7 +160,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer measureSetup(stderr, *threads == 1 && *pin, false)()
 	s, err := selector.New(selector.Options{
-		CachePath: *cachePath, Reps: *reps, RepTime: *repTime,
+		CachePath: *cachePath, Reps: *reps, RepTime: *repTime, KeyBudget: *keyBudget,
 		Warn: func(msg string) { fmt.Fprintln(stderr, "note:", msg) },
 	})
 	if err != nil {

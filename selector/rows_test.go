@@ -1,0 +1,96 @@
+package selector
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/int8bert/int8bert/kernels"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tiledKernel is fakeKernel with an mr x 32 register tile, recording the
+// M of each call.
+func tiledKernel(name string, mr int, seen *sync.Map) *kernels.Kernel {
+	k := fakeKernel(name, "test-isa", false)
+	k.MR = mr
+	inner := k.RunU8S8
+	k.RunU8S8 = func(g *kernels.GEMMU8S8) error {
+		if seen != nil {
+			seen.Store(g.M, name)
+		}
+		return inner(g)
+	}
+	return k
+}
+
+// TestTileRows: the row model's work in full tiles (docs/DESIGN.md
+// section 4.4): a partial tile costs half a tile plus its share of the
+// other half; a candidate without a tile is linear in M.
+func TestTileRows(t *testing.T) {
+	for _, c := range []struct {
+		m, mr int
+		want  float64
+	}{{16, 8, 2}, {12, 6, 2}, {12, 8, 1.75}, {15, 8, 1.9375}, {16, 6, 2 + 0.5 + 0.5*4.0/6}, {1, 6, 0.5 + 0.5/6}, {7, 0, 7}} {
+		assert.InDelta(t, c.want, tileRows(c.m, c.mr), 1e-12, "m=%d mr=%d", c.m, c.mr)
+	}
+}
+
+// TestRowClassPicks: a key is tuned at its class's M (16 here), and a call
+// of fewer rows runs the measured candidate the tile model predicts
+// fastest at its exact M: at 12 rows the 6-row tile (two full tiles, no
+// waste) beats the 8-row tile that was 10% faster at 16; at 15 rows the
+// 8-row tile wins again. Classes of at most two rows, and a choice with
+// one measured candidate, pick nothing.
+func TestRowClassPicks(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.CachePath = "off"
+	k8, k6 := tiledKernel("gemmEight_8x32", 8, nil), tiledKernel("gemmSix_6x32", 6, nil)
+	s := newSelectorWith(t, o, withKernels(t, k8, k6))
+	key := mustKey(t, 16, 16, 32, "none/s32", 1)
+	ch := &Choice{Key: key.String(), Kernel: k8.Name, Measured: []Measurement{
+		{Kernel: k8.Name, Median: 100 * time.Microsecond}, {Kernel: k6.Name, Median: 110 * time.Microsecond}}}
+	s.setPicks(ch, key)
+	require.Len(t, ch.picks, 7, "the class's rows 9..15")
+	assert.Equal(t, k6.Name, ch.pickAt(12, 16))
+	assert.Equal(t, k8.Name, ch.pickAt(15, 16))
+	assert.Equal(t, "", ch.pickAt(16, 16), "the class's own M runs its Kernel")
+	assert.Equal(t, "", ch.pickAt(8, 16), "below the class: not its call")
+
+	small := &Choice{Key: key.String(), Kernel: k8.Name, Measured: ch.Measured}
+	key2 := mustKey(t, 2, 16, 32, "none/s32", 1)
+	s.setPicks(small, key2)
+	assert.Nil(t, small.picks)
+	one := &Choice{Key: key.String(), Kernel: k8.Name, Measured: ch.Measured[:1]}
+	s.setPicks(one, key)
+	assert.Nil(t, one.picks)
+}
+
+// TestRowClassRun: a linear's call of M rows runs the pick of its class's
+// choice for M (the weights packed for it), and its result is exact.
+func TestRowClassRun(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.CachePath, o.Force = "off", "test-isa" // the two test kernels only
+	var seen sync.Map
+	k8, k6 := tiledKernel("gemmEight_8x32", 8, &seen), tiledKernel("gemmSix_6x32", 6, &seen)
+	s := newSelectorWith(t, o, withKernels(t, k8, k6))
+	for _, m := range []int{9, 12, 15} {
+		p := newProblem(t, uint64(m), m, 16, 32, "none/s32", 0)
+		runLinear(t, s, p, 0)
+		key := mustKey(t, m, 16, 32, "none/s32", 1)
+		require.Equal(t, 16, key.M, "m=%d is in class 16", m)
+		ch, err := s.Choose(key)
+		require.NoError(t, err)
+		want := ch.pickAt(m, 16)
+		if want == "" {
+			want = ch.Kernel
+		}
+		got, ok := seen.Load(m)
+		if assert.True(t, ok, "m=%d ran no test kernel (%v)", m, ch) {
+			assert.Equal(t, want, got, "m=%d: %v", m, ch)
+		}
+	}
+}
