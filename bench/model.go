@@ -40,7 +40,8 @@ type ModelOptions struct {
 	// for INT8) run on the calling thread right before each precision is
 	// timed, for linear_pct_peak (0: 300ms; negative: none).
 	PeakTime time.Duration
-	// Selector runs the linears (nil: the process-wide one).
+	// Selector runs the linears (nil: the process-wide synchronous one,
+	// selector.DefaultSync).
 	Selector *selector.Selector
 	// Progress, when set, hears what is being done.
 	Progress func(msg string)
@@ -219,7 +220,7 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 	sel := o.Selector
 	if sel == nil {
 		var err error
-		if sel, err = selector.Default(); err != nil {
+		if sel, err = selector.DefaultSync(); err != nil {
 			return nil, err
 		}
 	}

@@ -54,7 +54,8 @@ type PaperOptions struct {
 	// GEMMRepTime and GEMMReps time each GEMM candidate (0: 20ms, 5).
 	GEMMRepTime time.Duration
 	GEMMReps    int
-	// Selector runs everything (nil: the process-wide one).
+	// Selector runs everything (nil: the process-wide synchronous one,
+	// selector.DefaultSync).
 	Selector *selector.Selector
 	// Progress hears each step: its number (from 1), the number of steps
 	// and what it does.
@@ -508,7 +509,7 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 	sel := o.Selector
 	if sel == nil {
 		var err error
-		if sel, err = selector.Default(); err != nil {
+		if sel, err = selector.DefaultSync(); err != nil {
 			return nil, err
 		}
 	}

@@ -377,3 +377,29 @@ func TestCachePathFolder(t *testing.T) {
 	o.CachePath = ""
 	assert.Equal(t, filepath.Join(dir, CacheFileName), newSelector(t, o).CachePath())
 }
+
+// TestLibraryTuning: the library's process-wide selector tunes in the
+// background, unless INT8BERT_TUNING says otherwise or the process is a
+// test binary; a bad value reaches New, which names the variable.
+func TestLibraryTuning(t *testing.T) {
+	for _, c := range []struct {
+		env    string
+		inTest bool
+		want   TuneMode
+	}{
+		{"", false, TuneBackground}, {"", true, TuneSync}, {"sync", false, TuneSync},
+		{" background ", true, TuneBackground}, {"sync", true, TuneSync}, {"later", false, TuneDefault},
+	} {
+		assert.Equal(t, c.want, LibraryTuning(c.env, c.inTest), "%q, test binary %v", c.env, c.inTest)
+	}
+	t.Setenv(EnvTuning, "later")
+	_, err := New(Options{Tuning: LibraryTuning("later", false), CachePath: "off"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), EnvTuning)
+	t.Setenv(EnvTuning, "")
+	for _, f := range []func() (*Selector, error){Default, DefaultSync} {
+		s, err := f()
+		require.NoError(t, err)
+		assert.Equal(t, TuneSync, s.Tuning(), "in a test binary")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/int8bert/int8bert/cpu"
@@ -331,28 +332,58 @@ func newWith(opts Options, ks kernelSet) (*Selector, error) {
 }
 
 var process struct {
-	once sync.Once
-	sel  *Selector
-	err  error
+	once [TuneBackground + 1]sync.Once
+	sel  [TuneBackground + 1]*Selector
+	err  [TuneBackground + 1]error
 	warn atomic.Pointer[func(msg string)]
 }
 
-// Default returns the process-wide selector of the environment, New with
-// the zero Options (INT8BERT_KERNEL, INT8BERT_CPU_DISABLE through cpu.X86,
-// INT8BERT_TUNING_CACHE, INT8BERT_TUNING), made on first use and never
-// closed: what every caller that was given no selector runs on (the model
-// loaders, smoothquant, the bench), so that a process tunes each key once.
-// Its notes go to the function SetDefaultWarn gave last, and are
-// discarded before.
+// Default returns the process-wide selector of the library, made on first
+// use and never closed: what every caller that was given no selector runs
+// on (the model loaders, smoothquant), so that a process tunes each key
+// once. It is New with the zero Options (INT8BERT_KERNEL,
+// INT8BERT_CPU_DISABLE through cpu.X86, INT8BERT_TUNING_CACHE) but for its
+// tuning mode, LibraryTuning: in the background, so that no call of a
+// library user waits for a tuning (docs/DESIGN.md section 4.8). Its notes
+// go to the function SetDefaultWarn gave last, and are discarded before.
 func Default() (*Selector, error) {
-	process.once.Do(func() {
-		process.sel, process.err = New(Options{Warn: func(msg string) {
+	return processSelector(LibraryTuning(os.Getenv(EnvTuning), testing.Testing()))
+}
+
+// DefaultSync is Default's synchronous twin, whatever INT8BERT_TUNING
+// says: every call of a key runs one kernel, the tuned one, which is what
+// the bench's figures need.
+func DefaultSync() (*Selector, error) { return processSelector(TuneSync) }
+
+// LibraryTuning is Default's tuning mode: the one env (INT8BERT_TUNING's
+// value) names, else TuneSync in a test binary (whose results must not
+// depend on when a tuning ends), else TuneBackground. Any other value of
+// env is TuneDefault, which New refuses with the variable's name.
+func LibraryTuning(env string, inTest bool) TuneMode {
+	switch strings.TrimSpace(env) {
+	case "sync":
+		return TuneSync
+	case "background":
+		return TuneBackground
+	case "":
+	default:
+		return TuneDefault
+	}
+	if inTest {
+		return TuneSync
+	}
+	return TuneBackground
+}
+
+func processSelector(mode TuneMode) (*Selector, error) {
+	process.once[mode].Do(func() {
+		process.sel[mode], process.err[mode] = New(Options{Tuning: mode, Warn: func(msg string) {
 			if w := process.warn.Load(); w != nil {
 				(*w)(msg)
 			}
 		}})
 	})
-	return process.sel, process.err
+	return process.sel[mode], process.err[mode]
 }
 
 // SetDefaultWarn sends the notes of Default's selector to warn from now on

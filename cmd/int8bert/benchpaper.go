@@ -103,7 +103,7 @@ func runBenchPaper(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("bench paper: --out: %w", err)
 	}
-	sel, err := selector.Default()
+	sel, err := selector.DefaultSync()
 	if err != nil {
 		return fmt.Errorf("bench paper: %w", err)
 	}
