@@ -221,7 +221,7 @@ func GEMM(ctx context.Context, o GEMMOptions) (*GEMMReport, error) {
 		}
 		return peak.Rate(kind, d) * float64(o.Threads)
 	}
-	sel, err := selector.New(selector.Options{CachePath: "off", Reps: o.Reps, RepTime: o.RepTime, KeyBudget: -1, PruneFactor: math.Inf(1), Reference: ref})
+	sel, err := selector.New(selector.Options{CachePath: "off", Reps: o.Reps, RepTime: o.RepTime, KeyBudget: -1, DeriveAbove: -1, PruneFactor: math.Inf(1), Reference: ref})
 	if err != nil {
 		return nil, err
 	}

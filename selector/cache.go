@@ -305,6 +305,10 @@ type Choice struct {
 	Excluded []Exclusion `json:"excluded,omitempty"`
 	// Forced is the forced ISA or kernel, if any.
 	Forced string `json:"forced,omitempty"`
+	// DerivedFrom is, for a choice made from a smaller row class's
+	// (Options.DeriveAbove), that class's key; Measured then holds its
+	// times scaled by the rows.
+	DerivedFrom string `json:"derived_from,omitempty"`
 	// Tuned is when the tuning ran.
 	Tuned time.Time `json:"tuned"`
 	// FromCache reports whether this choice was read from the cache file

@@ -94,3 +94,46 @@ func TestRowClassRun(t *testing.T) {
 		}
 	}
 }
+
+// TestDeriveAbove: a linear's key of a row class above Options.DeriveAbove
+// takes the choice of the class at DeriveAbove, tuned once: the same
+// kernel and candidates, times scaled by the rows; a negative DeriveAbove
+// tunes it itself, and attention's products are never derived.
+func TestDeriveAbove(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.CachePath, o.DeriveAbove = "off", 16
+	s := newSelectorWith(t, o, compiledKernels())
+	big := mustKey(t, 60, 32, 64, "zp+scale+colscale+bias/f32", 1) // class 64
+	ch, err := s.Choose(big)
+	require.NoError(t, err)
+	base := big
+	base.M = 16
+	assert.Equal(t, base.String(), ch.DerivedFrom)
+	b, err := s.Choose(base)
+	require.NoError(t, err)
+	assert.Equal(t, b.Kernel, ch.Kernel)
+	require.Len(t, ch.Measured, len(b.Measured))
+	for i := range b.Measured {
+		assert.Equal(t, b.Measured[i].Kernel, ch.Measured[i].Kernel)
+		assert.Equal(t, 4*b.Measured[i].Median, ch.Measured[i].Median)
+	}
+	assert.Equal(t, int64(1), s.tuned.Load(), "one tuning, of the class at 16")
+	assert.Contains(t, ch.String(), "derived from "+base.String())
+
+	p := newProblem(t, 7, 60, 32, 64, "zp+scale+colscale+bias/f32", 0)
+	runLinear(t, s, p, 0) // exact with the derived choice
+
+	o = testOptions(t, &w)
+	o.CachePath, o.DeriveAbove = "off", -1
+	s = newSelectorWith(t, o, compiledKernels())
+	ch, err = s.Choose(big)
+	require.NoError(t, err)
+	assert.Empty(t, ch.DerivedFrom, "DeriveAbove -1 tunes every class")
+
+	o.DeriveAbove = 16
+	s = newSelectorWith(t, o, compiledKernels())
+	ch, err = s.Choose(F32KernelKey(60, 64, 60, 1))
+	require.NoError(t, err)
+	assert.Empty(t, ch.DerivedFrom, "attention's products are tuned per class")
+}

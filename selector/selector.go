@@ -84,6 +84,13 @@ type Options struct {
 	// figures want RepTime's full repetitions). The checked runs before
 	// the timing (one cold, one or two warm per candidate) are not counted.
 	KeyBudget time.Duration
+	// DeriveAbove is the largest row class a linear's key (OpU8S8, OpF32,
+	// OpBF16) is timed at: a larger class's choice is derived from that
+	// class's (the same candidates in the same order, their times scaled
+	// by the rows; Choice.DerivedFrom), since a linear's time per row no
+	// longer depends on M there. 0 means DefaultDeriveAbove; a negative
+	// value times every class (the GEMM bench).
+	DeriveAbove int
 	// PruneFactor drops a candidate after one run when it is this many
 	// times slower than the best so far; 8 by default.
 	PruneFactor float64
@@ -138,6 +145,11 @@ const (
 // longer than its share runs once per repetition.
 const DefaultKeyBudget = 60 * time.Millisecond
 
+// DefaultDeriveAbove is Options.DeriveAbove's default: linears' row
+// classes above 256 rows take the 256-row class's choice
+// (docs/DESIGN.md section 4.4).
+const DefaultDeriveAbove = 256
+
 // EnvTuning names the environment variable of Options.Tuning's default:
 // "sync" or "background".
 const EnvTuning = "INT8BERT_TUNING"
@@ -175,6 +187,9 @@ func (o *Options) defaults() error {
 	}
 	if o.RepTime <= 0 {
 		o.RepTime = 20 * time.Millisecond
+	}
+	if o.DeriveAbove == 0 {
+		o.DeriveAbove = DefaultDeriveAbove
 	}
 	if o.KeyBudget == 0 {
 		o.KeyBudget = DefaultKeyBudget
@@ -713,6 +728,9 @@ func putSection(path string, c Cache) error {
 // timed in turns (repetition r of each, then r+1), so that a machine whose
 // speed drifts during the tuning of a key slows them alike.
 func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
+	if base, ok := s.deriveBase(key); ok {
+		return s.derive(ctx, key, base)
+	}
 	s.tuneMu.Lock()
 	defer s.tuneMu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -798,10 +816,39 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 		timed = append(timed, &timedCand{c: c, m: m, warm: warm})
 		best = min(best, warm)
 	}
-	// A repetition's length: RepTime, within the key's budget.
+	// Within the key's budget: when even one call a repetition would
+	// overrun it, only the candidates near the best warm run are timed
+	// (the others are kept as pruned, with their warm time), and then
+	// fewer repetitions (at least budgetMinReps); then a repetition lasts
+	// RepTime or the budget's share, whichever is less.
+	reps := s.opts.Reps
+	if b := s.opts.KeyBudget; b > 0 && len(timed) > 0 {
+		sum := func(ts []*timedCand) (d time.Duration) {
+			for _, t := range ts {
+				d += t.warm
+			}
+			return d
+		}
+		if time.Duration(reps)*sum(timed) > b {
+			sort.SliceStable(timed, func(i, j int) bool { return timed[i].warm < timed[j].warm })
+			cut := len(timed)
+			for cut > 1 && time.Duration(reps)*sum(timed[:cut]) > b && float64(timed[cut-1].warm) > budgetNear*float64(timed[0].warm) {
+				cut--
+			}
+			for _, t := range timed[cut:] {
+				m := t.m
+				m.Median, m.Runs, m.Pruned = t.warm, 2, true
+				ch.Measured = append(ch.Measured, m)
+			}
+			timed = timed[:cut]
+			if w := sum(timed); w > 0 {
+				reps = min(reps, max(budgetMinReps, int(b/w)))
+			}
+		}
+	}
 	rep := s.opts.RepTime
 	if b := s.opts.KeyBudget; b > 0 && len(timed) > 0 {
-		rep = min(rep, b/time.Duration(s.opts.Reps*len(timed)))
+		rep = min(rep, b/time.Duration(reps*len(timed)))
 	}
 	for _, t := range timed {
 		t.iters = 1
@@ -818,7 +865,7 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 	// call, measured at 20-40% for 2-3 ms after oneDNN's) does not make
 	// the candidate look faster than it is.
 	refLen := func(t *timedCand) time.Duration { return max(time.Millisecond, t.warm*time.Duration(t.iters)/4) }
-	for range s.opts.Reps {
+	for range reps {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("selector: tune %v: %w", key, err)
 		}
@@ -882,6 +929,49 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 	return ch, nil
 }
 
+// deriveBase is the key whose choice key's is derived from (Options.
+// DeriveAbove), if any: a linear's key of a row class above DeriveAbove.
+func (s *Selector) deriveBase(key Key) (Key, bool) {
+	switch key.Op {
+	case OpU8S8, OpF32, OpBF16:
+	default:
+		return key, false // attention's products: N grows with M
+	}
+	if s.opts.DeriveAbove < 0 || key.M <= s.opts.DeriveAbove {
+		return key, false
+	}
+	base := key
+	base.M = BucketM(s.opts.DeriveAbove)
+	return base, true
+}
+
+// derive makes key's choice from base's (tuned now if need be): the same
+// kernel, the same candidates in the same order, each time scaled by the
+// ratio of the rows.
+func (s *Selector) derive(ctx context.Context, key, base Key) (*Choice, error) {
+	b, err := s.get(ctx, base, true)
+	if err != nil {
+		return nil, fmt.Errorf("selector: tune %v: from %v: %w", key, base, err)
+	}
+	f := float64(key.M) / float64(base.M)
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * f) }
+	ch := &Choice{Key: key.String(), Kernel: b.Kernel, Backend: b.Backend, ISA: b.ISA, Forced: b.Forced,
+		Tuned: b.Tuned, DerivedFrom: b.Key, Excluded: b.Excluded}
+	for _, m := range b.Measured {
+		m.Median, m.Min, m.Max, m.RefWork = scale(m.Median), scale(m.Min), scale(m.Max), m.RefWork*f
+		ch.Measured = append(ch.Measured, m)
+	}
+	return ch, nil
+}
+
+// Over a key's budget (Options.KeyBudget), candidates whose warm run was
+// more than budgetNear times the best are not timed, and a candidate runs
+// at least budgetMinReps repetitions.
+const (
+	budgetNear    = 1.3
+	budgetMinReps = 3
+)
+
 // A candidate's first run includes its set-up (packing, primitive
 // creation); it is pruned on that run alone only when it took over coldMin
 // and coldFactor times the usual prune factor.
@@ -906,6 +996,9 @@ func (c Choice) String() string {
 	src := "tuned " + c.Tuned.Format(time.RFC3339)
 	if c.FromCache {
 		src = "from the cache (tuned " + c.Tuned.Format(time.RFC3339) + ")"
+	}
+	if c.DerivedFrom != "" {
+		src += ", derived from " + c.DerivedFrom
 	}
 	fmt.Fprintf(&b, "%s: %s (backend %s, isa %s), %s", c.Key, c.Kernel, c.Backend, c.ISA, src)
 	if c.Forced != "" {

@@ -874,3 +874,38 @@ func TestKeyBudget(t *testing.T) {
 		assert.GreaterOrEqual(t, n, c.atLeast, "budget %v: calls", c.budget)
 	}
 }
+
+// TestKeyBudgetPrunes: when even one call a repetition would overrun a
+// key's budget, only the candidates near the best warm run are timed (a
+// 3 ms one beside a 1 ms one is kept as pruned, after its two runs), and
+// the repetitions drop to the budget's count, at least 3.
+func TestKeyBudgetPrunes(t *testing.T) {
+	sleepy := func(name string, d time.Duration) *kernels.Kernel {
+		k := fakeKernel(name, "test-isa", false)
+		inner := k.RunU8S8
+		k.RunU8S8 = func(g *kernels.GEMMU8S8) error {
+			time.Sleep(d)
+			return inner(g)
+		}
+		return k
+	}
+	fast, slow := sleepy("gemmFast_1x32", time.Millisecond), sleepy("gemmSlow_1x32", 4*time.Millisecond)
+	var w warnings
+	o := testOptions(t, &w)
+	o.CachePath, o.Force, o.Reps, o.RepTime, o.KeyBudget = "off", "test-isa", 5, 20*time.Millisecond, 2*time.Millisecond
+	s := newSelectorWith(t, o, withKernels(t, fast, slow))
+	ch, err := s.Choose(mustKey(t, 4, 16, 32, "none/s32", 1))
+	require.NoError(t, err)
+	require.Equal(t, fast.Name, ch.Kernel, "%v", ch)
+	for _, m := range ch.Measured {
+		switch m.Kernel {
+		case fast.Name:
+			assert.Equal(t, 3, m.Runs, "%v", ch)
+			assert.False(t, m.Pruned, "%v", ch)
+		case slow.Name:
+			assert.True(t, m.Pruned, "%v", ch)
+			assert.Equal(t, 2, m.Runs, "%v", ch)
+		}
+	}
+	assert.True(t, mentionsMeasured(ch, slow.Name), "%v", ch)
+}
