@@ -2,7 +2,9 @@
 # Installs what int8bert needs on Debian/Ubuntu and makes oneDNN visible to
 # pkg-config. Safe to run again: it only acts on what is missing.
 #
-#   scripts/setup.sh          oneDNN (libdnnl-dev), pkg-config, gcc
+#   scripts/setup.sh          oneDNN (libdnnl-dev), pkg-config, gcc, and
+#                             protoc (protobuf-compiler, for go generate
+#                             ./serve/teipb and scripts/check-generate.sh)
 #
 # Debian's libdnnl-dev ships no dnnl.pc; this writes one for it, to
 # /usr/local/lib/pkgconfig when that is writable, else to .build/pkgconfig in
@@ -19,6 +21,7 @@ need=""
 command -v go >/dev/null 2>&1 || { echo "setup: Go 1.26 is required and not on PATH" >&2; exit 1; }
 command -v gcc >/dev/null 2>&1 || need="$need gcc"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
+command -v protoc >/dev/null 2>&1 || need="$need protobuf-compiler"
 if ! { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists dnnl; } &&
    [ ! -f /usr/include/oneapi/dnnl/dnnl.h ]; then
 	need="$need libdnnl-dev"

@@ -275,13 +275,24 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) error {
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
 		return e
 	}
-	m, err := s.pick(req.Model, "/embed", nil)
+	vecs, err := s.embedVectors(r.Context(), &req)
 	if err != nil {
 		return err
 	}
-	teMethod(r, req.Inputs.single)
+	return writeJSON(w, vecs)
+}
+
+// embedVectors computes /embed's answer to req (and gRPC's Embed's, one
+// input at a time): it checks the request, then runs its inputs through
+// the batcher.
+func (s *Server) embedVectors(ctx context.Context, req *embedRequest) ([][]float32, error) {
+	m, err := s.pick(req.Model, "/embed", nil)
+	if err != nil {
+		return nil, err
+	}
+	teMethodOf(ctx, req.Inputs.single)
 	if e := req.Inputs.check("inputs", s.cfg.MaxClientBatchSize); e != nil {
-		return e
+		return nil, e
 	}
 	// TEI checks dimensions before it tokenizes (a prompt_name the model
 	// lacks is its tokenization's error); 0 is its counted Validation, a
@@ -290,25 +301,25 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) error {
 	if req.Dimensions != nil {
 		switch dims = *req.Dimensions; {
 		case dims == 0:
-			return validation("`dimensions` should be positive; given: %d", dims)
+			return nil, validation("`dimensions` should be positive; given: %d", dims)
 		case dims < 0:
-			return invalid("`dimensions` should be positive; given: %d", dims)
+			return nil, invalid("`dimensions` should be positive; given: %d", dims)
 		}
 	}
 	enc, err := s.encoding(m, req.Truncate, req.Direction, req.PromptName)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	norm := req.Normalize.or(true)
 	vecs := make([][]float32, len(req.Inputs.list))
-	_, err = s.batchedWith(r.Context(), m, req.Inputs.list, enc,
+	_, err = s.batchedWith(ctx, m, req.Inputs.list, enc,
 		func(i int, b *models.Batch, row int) error {
 			return embedRow(&vecs[i], b, row, m.pool, norm, dims)
 		})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return writeJSON(w, vecs)
+	return vecs, nil
 }
 
 // embedRow sets *v to row r's embedding, cut to dims values (0: all)
@@ -340,37 +351,7 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request) error {
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
 		return e
 	}
-	if !req.Inputs.set {
-		return invalid("`inputs` is required: a string, a pair [string, string] or a batch [[string], [string, string], ...]")
-	}
-	// TEI counts the request and checks its size before its Infer checks
-	// the model's type: an empty list is 400 on any model.
-	teMethod(r, req.Inputs.single)
-	switch n := len(req.Inputs.list); {
-	case n == 0:
-		return emptyInput("validation", "`inputs` cannot be empty")
-	case n > s.cfg.MaxClientBatchSize:
-		return tooMany(n, s.cfg.MaxClientBatchSize)
-	}
-	m, err := s.pick(req.Model, "/predict", needClassifier)
-	if err != nil {
-		return err
-	}
-	enc, err := s.encoding(m, req.Truncate, req.Direction, nil)
-	if err != nil {
-		return err
-	}
-	o := models.ClassifyOptions{}
-	if req.RawScores.v {
-		o.FunctionToApply = models.FunctionNone
-	}
-	out := make([][]prediction, len(req.Inputs.list))
-	_, err = s.batchedWith(r.Context(), m, req.Inputs.list, enc,
-		func(i int, b *models.Batch, row int) error {
-			c, err := b.Classification(row, o)
-			out[i] = predictions(m, c)
-			return err
-		})
+	out, err := s.predictions(r.Context(), &req)
 	if err != nil {
 		return err
 	}
@@ -378,6 +359,46 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request) error {
 		return writeJSON(w, out[0])
 	}
 	return writeJSON(w, out)
+}
+
+// predictions computes /predict's answer to req (and gRPC's Predict's),
+// one list of predictions per input.
+func (s *Server) predictions(ctx context.Context, req *predictRequest) ([][]prediction, error) {
+	if !req.Inputs.set {
+		return nil, invalid("`inputs` is required: a string, a pair [string, string] or a batch [[string], [string, string], ...]")
+	}
+	// TEI counts the request and checks its size before its Infer checks
+	// the model's type: an empty list is 400 on any model.
+	teMethodOf(ctx, req.Inputs.single)
+	switch n := len(req.Inputs.list); {
+	case n == 0:
+		return nil, emptyInput("validation", "`inputs` cannot be empty")
+	case n > s.cfg.MaxClientBatchSize:
+		return nil, tooMany(n, s.cfg.MaxClientBatchSize)
+	}
+	m, err := s.pick(req.Model, "/predict", needClassifier)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := s.encoding(m, req.Truncate, req.Direction, nil)
+	if err != nil {
+		return nil, err
+	}
+	o := models.ClassifyOptions{}
+	if req.RawScores.v {
+		o.FunctionToApply = models.FunctionNone
+	}
+	out := make([][]prediction, len(req.Inputs.list))
+	_, err = s.batchedWith(ctx, m, req.Inputs.list, enc,
+		func(i int, b *models.Batch, row int) error {
+			c, err := b.Classification(row, o)
+			out[i] = predictions(m, c)
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
@@ -408,32 +429,43 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 	for i := range req.Texts.list {
 		pairs[i] = sequence{a: *req.Query, b: &req.Texts.list[i]}
 	}
-	o := models.ClassifyOptions{FunctionToApply: models.FunctionSigmoid}
-	if req.RawScores.v {
-		o.FunctionToApply = models.FunctionNone
-	}
-	enc, err := s.encoding(m, req.Truncate, req.Direction, nil)
+	ranks, err := s.rank(r.Context(), m, pairs, req.Truncate, req.Direction, req.RawScores.v, req.ReturnText.v)
 	if err != nil {
 		return err
 	}
+	return writeJSON(w, ranks)
+}
+
+// rank scores pairs (a query and a text each) on the reranker m, best
+// first, with the text when returnText is set: /rerank's answer once its
+// request is checked, and gRPC's Rerank's.
+func (s *Server) rank(ctx context.Context, m *model, pairs []sequence, truncate *bool, dir direction, raw, returnText bool) ([]rank, error) {
+	o := models.ClassifyOptions{FunctionToApply: models.FunctionSigmoid}
+	if raw {
+		o.FunctionToApply = models.FunctionNone
+	}
+	enc, err := s.encoding(m, truncate, dir, nil)
+	if err != nil {
+		return nil, err
+	}
 	ranks := make([]rank, len(pairs))
-	_, err = s.batchedWith(r.Context(), m, pairs, enc,
+	_, err = s.batchedWith(ctx, m, pairs, enc,
 		func(i int, b *models.Batch, row int) error {
 			c, err := b.Classification(row, o)
 			if err != nil {
 				return err
 			}
 			ranks[i] = rank{Index: i, Score: c.Scores[0]}
-			if req.ReturnText.v {
-				ranks[i].Text = &req.Texts.list[i]
+			if returnText {
+				ranks[i].Text = pairs[i].b
 			}
 			return nil
 		})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sort.SliceStable(ranks, func(a, b int) bool { return ranks[a].Score > ranks[b].Score })
-	return writeJSON(w, ranks)
+	return ranks, nil
 }
 
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
@@ -441,31 +473,41 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
 		return e
 	}
-	m, err := s.pick(req.Model, "/tokenize", nil)
+	out, err := s.tokenizeTexts(r.Context(), &req)
 	if err != nil {
 		return err
 	}
+	return writeJSON(w, out)
+}
+
+// tokenizeTexts computes /tokenize's answer to req (and gRPC's
+// Tokenize's): the tokens of each input.
+func (s *Server) tokenizeTexts(ctx context.Context, req *tokenizeRequest) ([][]simpleToken, error) {
+	m, err := s.pick(req.Model, "/tokenize", nil)
+	if err != nil {
+		return nil, err
+	}
 	if e := req.Inputs.check("inputs", s.cfg.MaxClientBatchSize); e != nil {
-		return e
+		return nil, e
 	}
 	select {
 	case s.tokens <- struct{}{}:
 		defer func() { <-s.tokens }()
-	case <-r.Context().Done():
-		return r.Context().Err()
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	enc, err := s.encoding(m, nil, direction{}, req.PromptName)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	add := req.AddSpecialTokens.or(true)
 	out := make([][]simpleToken, len(req.Inputs.list))
 	for i, text := range req.Inputs.list {
 		if text == "" {
-			return emptyInput("tokenization", "input %d cannot be empty", i)
+			return nil, emptyInput("tokenization", "input %d cannot be empty", i)
 		}
 		if _, err := limitChars(sequence{a: text}, m.p.MaxLength(), false); err != nil {
-			return countedAs("tokenization", err)
+			return nil, countedAs("tokenization", err)
 		}
 		if enc.prompt != nil {
 			// TEI tokenizes the prompted text, and the tokens' text and
@@ -474,7 +516,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
 		}
 		e, err := m.p.Tok.Encode(text, tokenizer.Options{SkipSpecialTokens: !add})
 		if err != nil {
-			return &apiError{http.StatusUnprocessableEntity, errTokenizer, fmt.Sprintf("input %d: %v", i, err)}
+			return nil, &apiError{http.StatusUnprocessableEntity, errTokenizer, fmt.Sprintf("input %d: %v", i, err)}
 		}
 		bytesAt := runeOffsets(text)
 		toks := make([]simpleToken, e.Len())
@@ -489,7 +531,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
 		}
 		out[i] = toks
 	}
-	return writeJSON(w, out)
+	return out, nil
 }
 
 // runeOffsets maps rune offsets of text to byte offsets (one past the end

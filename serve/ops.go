@@ -189,8 +189,11 @@ func statsOf(ctx context.Context) *reqStats {
 
 // teMethod records whether a request's inputs were one input or a list,
 // TEI's te_request_count{method} label.
-func teMethod(r *http.Request, single bool) {
-	if st := statsOf(r.Context()); st != nil {
+func teMethod(r *http.Request, single bool) { teMethodOf(r.Context(), single) }
+
+// teMethodOf is teMethod for the request of ctx.
+func teMethodOf(ctx context.Context, single bool) {
+	if st := statsOf(ctx); st != nil {
 		st.mu.Lock()
 		st.method = "batch"
 		if single {

@@ -16,21 +16,25 @@ import (
 
 	"github.com/int8bert/int8bert/models"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
 )
 
 // Server serves the models of a Config over HTTP.
 type Server struct {
-	cfg      Config
-	models   []*model
-	byName   map[string]*model
-	inst     *models.Instances
-	sched    *scheduler
-	met      *metrics
-	permits  permits       // MaxConcurrentRequests, one per input as TEI
-	tokens   chan struct{} // TokenizationWorkers tokens
-	draining atomic.Bool
-	hs       *http.Server
-	started  time.Time
+	cfg        Config
+	models     []*model
+	byName     map[string]*model
+	inst       *models.Instances
+	sched      *scheduler
+	met        *metrics
+	permits    permits       // MaxConcurrentRequests, one per input as TEI
+	tokens     chan struct{} // TokenizationWorkers tokens
+	draining   atomic.Bool
+	hs         *http.Server
+	gs         *grpc.Server   // TEI's gRPC API (ServeGRPC)
+	grpcHealth *health.Server // gRPC's health service
+	started    time.Time
 
 	instDone chan error
 	stopOnce sync.Once
@@ -90,6 +94,7 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	go func() { s.instDone <- inst.Run(context.Background(), s.sched.loop) }()
 	s.hs = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout,
 		WriteTimeout: c.WriteTimeout, IdleTimeout: c.IdleTimeout, ErrorLog: nil}
+	s.gs, s.grpcHealth = s.newGRPC()
 	return s, nil
 }
 
@@ -122,12 +127,15 @@ func (s *Server) closeModels() {
 func (s *Server) Serve(l net.Listener) error { return s.hs.Serve(l) }
 
 // Shutdown drains the server: /health and new requests answer 503 with
-// "Connection: close" for DrainDelay, then the listeners close and every
-// request already admitted runs to its end (until ctx is done or
-// ShutdownTimeout passes), then the instances stop and the models close.
+// "Connection: close" for DrainDelay (gRPC: its health service answers
+// NOT_SERVING, new calls Unavailable), then the listeners close and every
+// request already admitted, HTTP or gRPC, runs to its end (until ctx is
+// done or ShutdownTimeout passes), then the instances stop and the models
+// close.
 // It returns nil when nothing was cut short.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
+		s.grpcHealth.Shutdown() // NOT_SERVING, before the draining is seen
 		s.draining.Store(true)
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
 		defer cancel()
@@ -135,7 +143,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-time.After(s.cfg.DrainDelay):
 		case <-ctx.Done():
 		}
+		grpcDone := make(chan struct{})
+		go func() {
+			s.stopGRPC(ctx)
+			close(grpcDone)
+		}()
 		err := s.hs.Shutdown(ctx)
+		<-grpcDone
 		s.sched.close()
 		select {
 		case ierr := <-s.instDone:

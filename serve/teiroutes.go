@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,15 +60,22 @@ func (s *Server) readEmbedAll(w http.ResponseWriter, r *http.Request, route stri
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
 		return nil, nil, e
 	}
+	m, err := s.checkEmbedAll(r.Context(), &req, route)
+	return &req, m, err
+}
+
+// checkEmbedAll checks an /embed_all or /embed_sparse request (or
+// gRPC's) and picks its model.
+func (s *Server) checkEmbedAll(ctx context.Context, req *embedAllRequest, route string) (*model, error) {
 	m, err := s.pick(req.Model, route, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	teMethod(r, req.Inputs.single)
+	teMethodOf(ctx, req.Inputs.single)
 	if e := req.Inputs.check("inputs", s.cfg.MaxClientBatchSize); e != nil {
-		return nil, nil, e
+		return nil, e
 	}
-	return &req, m, nil
+	return m, nil
 }
 
 // embedAll is TEI's /embed_all: the last hidden state of every token of
@@ -77,23 +85,33 @@ func (s *Server) embedAll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if e := needEmbedder(m); e != nil {
-		return e
-	}
-	enc, err := s.encodingOf(m, req.encodingFields)
+	out, err := s.tokenEmbeddings(r.Context(), m, req)
 	if err != nil {
 		return err
 	}
+	return writeJSON(w, out)
+}
+
+// tokenEmbeddings computes /embed_all's answer to a checked request (and
+// gRPC's EmbedAll's).
+func (s *Server) tokenEmbeddings(ctx context.Context, m *model, req *embedAllRequest) ([][][]float32, error) {
+	if e := needEmbedder(m); e != nil {
+		return nil, e
+	}
+	enc, err := s.encodingOf(m, req.encodingFields)
+	if err != nil {
+		return nil, err
+	}
 	out := make([][][]float32, len(req.Inputs.list))
-	_, err = s.batchedWith(r.Context(), m, req.Inputs.list, enc,
+	_, err = s.batchedWith(ctx, m, req.Inputs.list, enc,
 		func(i int, b *models.Batch, row int) (err error) {
 			out[i], err = b.TokenEmbeddings(row)
 			return err
 		})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return writeJSON(w, out)
+	return out, nil
 }
 
 // embedSparse is TEI's /embed_sparse for a model without a SPLADE head:
@@ -103,6 +121,12 @@ func (s *Server) embedSparse(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return noSparse(m)
+}
+
+// noSparse is TEI's answer to /embed_sparse (and gRPC's EmbedSparse) on
+// a model without a SPLADE head: 424 Backend.
+func noSparse(m *model) error {
 	return &apiError{http.StatusFailedDependency, errBackend,
 		fmt.Sprintf("Model is not an embedding model with SPLADE pooling: model %q pools with %s", m.name, m.pool)}
 }
@@ -241,29 +265,39 @@ func (s *Server) decodeIDs(w http.ResponseWriter, r *http.Request) error {
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
 		return e
 	}
-	m, err := s.pick(req.Model, "/decode", nil)
+	out, err := s.decodeLists(&req)
 	if err != nil {
 		return err
 	}
+	return writeJSON(w, out)
+}
+
+// decodeLists computes /decode's answer to req (and gRPC's Decode's):
+// the text of each list of ids.
+func (s *Server) decodeLists(req *decodeRequest) ([]string, error) {
+	m, err := s.pick(req.Model, "/decode", nil)
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case !req.IDs.set:
-		return invalid("`ids` is required: a list of token ids or a list of such lists")
+		return nil, invalid("`ids` is required: a list of token ids or a list of such lists")
 	case !req.IDs.single && len(req.IDs.list) > s.cfg.MaxClientBatchSize:
-		return invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", len(req.IDs.list), s.cfg.MaxClientBatchSize)
+		return nil, invalid("batch size %d > maximum allowed batch size %d (--max-client-batch-size)", len(req.IDs.list), s.cfg.MaxClientBatchSize)
 	}
 	skip := boolOr(req.SkipSpecialTokens, true)
 	out := make([]string, len(req.IDs.list))
 	for i, ids := range req.IDs.list {
 		if len(ids) == 0 {
-			return emptyInput("validation", "`input_ids` cannot be empty")
+			return nil, emptyInput("validation", "`input_ids` cannot be empty")
 		}
 		text, err := m.p.Tok.Decode(ids, skip)
 		if err != nil {
-			return &apiError{http.StatusUnprocessableEntity, errTokenizer, err.Error()}
+			return nil, &apiError{http.StatusUnprocessableEntity, errTokenizer, err.Error()}
 		}
 		out[i] = text
 	}
-	return writeJSON(w, out)
+	return out, nil
 }
 
 // taskRoute is the handler TEI routes POST / and /invocations to for the

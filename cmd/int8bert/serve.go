@@ -45,6 +45,7 @@ type serveFlags struct {
 	fs        *flag.FlagSet
 	models    modelList
 	addr      *string
+	grpcAddr  *string
 	precision *string
 	maxLength *int
 	quant     *quantFlags
@@ -73,6 +74,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	f := &serveFlags{fs: fs}
 	c := &f.cfg
 	fs.Var(&f.models, "model", "[NAME=]DIR-or-hub-id, repeatable: the models to serve (the first is the default of a request without \"model\")")
+	f.grpcAddr = fs.String("grpc-addr", "", "also serve TEI's gRPC API (tei.v1, health, reflection) on HOST:PORT, from the same models and batcher (or GRPC_ADDR; default: off)")
 	f.addr = fs.String("addr", ":8080", "listen address, HOST:PORT (\":8080\": every interface; 127.0.0.1:PORT: loopback only); not with --hostname or --port")
 	f.precision = fs.String("precision", "", "fp32, bf16, int8-static or int8-dynamic (default: as each folder is stored); an FP32 model is rounded to bf16 or quantized at load (bf16 needs AVX512-BF16)")
 	f.maxLength = fs.Int("max-length", 0, "longest input in tokens (default: the model's longest, at most 512)")
@@ -112,7 +114,14 @@ func (f *serveFlags) parse(args []string, getenv func(string) string) error {
 		return fmt.Errorf("serve: --model %s and MODEL_ID=%s (environment) both name the model to serve: give one (TEI's arguments, e.g. --model-id, replace the image's default command)",
 			f.models.String(), v)
 	}
-	return applyTEIEnv(f.fs, f.given, getenv)
+	if err := applyTEIEnv(f.fs, f.given, getenv); err != nil {
+		return err
+	}
+	// GRPC_ADDR is ours (TEI's gRPC binary listens on --port).
+	if v := getenv("GRPC_ADDR"); v != "" && !f.given["grpc-addr"] {
+		f.fs.Set("grpc-addr", v)
+	}
+	return nil
 }
 
 // config checks the flags and returns the server's configuration.
@@ -344,6 +353,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, teiF
 		}
 		defer pl.Close()
 	}
+	var gl net.Listener
+	if *f.grpcAddr != "" {
+		if gl, err = listenTCP(*f.grpcAddr); err != nil {
+			return fmt.Errorf("serve: --grpc-addr: %w", err)
+		}
+		defer gl.Close()
+	}
 	start := time.Now()
 	srv, err := serve.New(ctx, c)
 	if err != nil {
@@ -361,7 +377,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, teiF
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
+	grpcErr := make(chan error, 1)
+	if gl != nil {
+		go func() { grpcErr <- srv.ServeGRPC(gl) }()
+		say("gRPC (tei.v1, health, reflection) on %s (--grpc-addr)", gl.Addr())
+	}
 	select {
+	case err := <-grpcErr:
+		srv.Close()
+		return fmt.Errorf("serve: gRPC: %w", err)
 	case err := <-errc:
 		srv.Close()
 		return fmt.Errorf("serve: %w", err)

@@ -188,11 +188,31 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--model", "m", "--threads-per-instance", "0"}, "--threads-per-instance 0"},
 		{[]string{"--model", "m", "--precision", "int4"}, "int4"},
 		{[]string{"--model", "../../assets/sst2-xlmr-mini", "--addr", "256.0.0.1:1"}, "256.0.0.1"},
+		{[]string{"--model", "../../assets/sst2-xlmr-mini", "--addr", "127.0.0.1:0", "--grpc-addr", "256.0.0.1:1"}, "--grpc-addr"},
 	} {
 		err := run(context.Background(), append([]string{"serve"}, c.args...), io.Discard, io.Discard)
 		if assert.Error(t, err, "%v", c.args) {
 			assert.Contains(t, err.Error(), c.has, "%v", c.args)
 		}
+	}
+}
+
+// TestServeGRPCAddr: --grpc-addr, or GRPC_ADDR when the flag is not
+// given; empty is off.
+func TestServeGRPCAddr(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, nil, ""},
+		{[]string{"--grpc-addr", ":50051"}, nil, ":50051"},
+		{nil, map[string]string{"GRPC_ADDR": "127.0.0.1:9"}, "127.0.0.1:9"},
+		{[]string{"--grpc-addr", ":50051"}, map[string]string{"GRPC_ADDR": "127.0.0.1:9"}, ":50051"},
+	} {
+		f, _, err := teiConfig(append([]string{"--model", "m"}, c.args...), c.env, false)
+		require.NoError(t, err, "%v %v", c.args, c.env)
+		assert.Equal(t, c.want, *f.grpcAddr, "%v %v", c.args, c.env)
 	}
 }
 
