@@ -111,6 +111,11 @@ type Config struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	ShutdownTimeout, DrainDelay                               time.Duration
 
+	// GRPCStreamParallel bounds the messages of one gRPC stream in flight
+	// at once (TEI's GRPC_MAX_PARALLEL_STREAM_REQUESTS; 0: TEI's 1024);
+	// each still takes its permits as a unary call does.
+	GRPCStreamParallel int
+
 	// APIKey, when set, is the Bearer token every guarded route wants
 	// ("Authorization: Bearer KEY", compared in constant time); a request
 	// without it gets a bare 401, as TEI's --api-key. /health, /ping,
@@ -203,6 +208,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BatchWindow < 0 {
 		c.BatchWindow = 0
+	}
+	if c.GRPCStreamParallel == 0 {
+		c.GRPCStreamParallel = 1024
+	}
+	if c.GRPCStreamParallel < 0 {
+		return bad("gRPC stream parallelism %d: want 0 (1024) or a positive bound", c.GRPCStreamParallel)
 	}
 	if c.DrainDelay < 0 {
 		c.DrainDelay = 0

@@ -42,10 +42,6 @@ const (
 	grpcTokenize = "tei.v1.Tokenize"
 )
 
-// grpcStreamParallel bounds the messages of one stream in flight at once
-// (TEI: GRPC_MAX_PARALLEL_STREAM_REQUESTS, default 1024); each still
-// takes its permits (--max-concurrent-requests) as a unary call does.
-const grpcStreamParallel = 1024
 
 // newGRPC builds the gRPC server: tei.v1's services, the standard health
 // service and reflection; with an API key, the tei.v1 services want
@@ -251,10 +247,10 @@ func meta(st *reqStats) *teipb.Metadata {
 }
 
 // serveStream answers a stream of requests, each as its unary RPC (call),
-// in the order they came, up to grpcStreamParallel of them in flight at
+// in the order they came, up to parallel of them in flight at
 // once so that they batch together; the first failure (in order) ends
 // the stream with its status, as TEI's streams end.
-func serveStream[Req, Res any](ctx context.Context, recv func() (*Req, error), send func(*Res) error,
+func serveStream[Req, Res any](parallel int, ctx context.Context, recv func() (*Req, error), send func(*Res) error,
 	call func(context.Context, *Req) (*Res, error)) error {
 	ctx, cancel := context.WithCancel(context.WithValue(ctx, streamKey{}, true))
 	defer cancel()
@@ -262,7 +258,7 @@ func serveStream[Req, Res any](ctx context.Context, recv func() (*Req, error), s
 		res *Res
 		err error
 	}
-	order := make(chan chan result, grpcStreamParallel)
+	order := make(chan chan result, parallel)
 	recvErr := make(chan error, 1)
 	go func() {
 		defer close(order)
@@ -389,7 +385,7 @@ func (g grpcEmbedServer) Embed(ctx context.Context, req *teipb.EmbedRequest) (*t
 }
 
 func (g grpcEmbedServer) EmbedStream(ss teipb.Embed_EmbedStreamServer) error {
-	return serveStream(ss.Context(), ss.Recv, ss.Send, g.embed)
+	return serveStream(g.s.cfg.GRPCStreamParallel, ss.Context(), ss.Recv, ss.Send, g.embed)
 }
 
 func (g grpcEmbedServer) embedSparse(ctx context.Context, req *teipb.EmbedSparseRequest) (*teipb.EmbedSparseResponse, error) {
@@ -410,7 +406,7 @@ func (g grpcEmbedServer) EmbedSparse(ctx context.Context, req *teipb.EmbedSparse
 }
 
 func (g grpcEmbedServer) EmbedSparseStream(ss teipb.Embed_EmbedSparseStreamServer) error {
-	return serveStream(ss.Context(), ss.Recv, ss.Send, g.embedSparse)
+	return serveStream(g.s.cfg.GRPCStreamParallel, ss.Context(), ss.Recv, ss.Send, g.embedSparse)
 }
 
 func (g grpcEmbedServer) embedAll(ctx context.Context, req *teipb.EmbedAllRequest) (*teipb.EmbedAllResponse, error) {
@@ -440,7 +436,7 @@ func (g grpcEmbedServer) EmbedAll(ctx context.Context, req *teipb.EmbedAllReques
 }
 
 func (g grpcEmbedServer) EmbedAllStream(ss teipb.Embed_EmbedAllStreamServer) error {
-	return serveStream(ss.Context(), ss.Recv, ss.Send, g.embedAll)
+	return serveStream(g.s.cfg.GRPCStreamParallel, ss.Context(), ss.Recv, ss.Send, g.embedAll)
 }
 
 // Predict.
@@ -496,11 +492,11 @@ func (g grpcPredictServer) PredictPair(ctx context.Context, req *teipb.PredictPa
 }
 
 func (g grpcPredictServer) PredictStream(ss teipb.Predict_PredictStreamServer) error {
-	return serveStream(ss.Context(), ss.Recv, ss.Send, g.single)
+	return serveStream(g.s.cfg.GRPCStreamParallel, ss.Context(), ss.Recv, ss.Send, g.single)
 }
 
 func (g grpcPredictServer) PredictPairStream(ss teipb.Predict_PredictPairStreamServer) error {
-	return serveStream(ss.Context(), ss.Recv, ss.Send, g.pair)
+	return serveStream(g.s.cfg.GRPCStreamParallel, ss.Context(), ss.Recv, ss.Send, g.pair)
 }
 
 // Rerank.
@@ -613,7 +609,7 @@ func (g grpcTokenizeServer) Tokenize(ctx context.Context, req *teipb.EncodeReque
 }
 
 func (g grpcTokenizeServer) TokenizeStream(ss teipb.Tokenize_TokenizeStreamServer) error {
-	return serveStream(ss.Context(), ss.Recv, ss.Send, g.tokenize)
+	return serveStream(g.s.cfg.GRPCStreamParallel, ss.Context(), ss.Recv, ss.Send, g.tokenize)
 }
 
 func (g grpcTokenizeServer) decode(ctx context.Context, req *teipb.DecodeRequest) (*teipb.DecodeResponse, error) {
@@ -636,5 +632,5 @@ func (g grpcTokenizeServer) Decode(ctx context.Context, req *teipb.DecodeRequest
 }
 
 func (g grpcTokenizeServer) DecodeStream(ss teipb.Tokenize_DecodeStreamServer) error {
-	return serveStream(ss.Context(), ss.Recv, ss.Send, g.decode)
+	return serveStream(g.s.cfg.GRPCStreamParallel, ss.Context(), ss.Recv, ss.Send, g.decode)
 }

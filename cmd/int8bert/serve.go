@@ -121,6 +121,15 @@ func (f *serveFlags) parse(args []string, getenv func(string) string) error {
 	if v := getenv("GRPC_ADDR"); v != "" && !f.given["grpc-addr"] {
 		f.fs.Set("grpc-addr", v)
 	}
+	// TEI's gRPC server reads GRPC_MAX_PARALLEL_STREAM_REQUESTS from the
+	// environment only (router/src/grpc/server.rs), 1024 by default.
+	if v := strings.TrimSpace(getenv("GRPC_MAX_PARALLEL_STREAM_REQUESTS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("serve: GRPC_MAX_PARALLEL_STREAM_REQUESTS=%q: want a positive count of a stream's messages in flight", v)
+		}
+		f.cfg.GRPCStreamParallel = n
+	}
 	return nil
 }
 

@@ -214,6 +214,16 @@ func TestServeGRPCAddr(t *testing.T) {
 		require.NoError(t, err, "%v %v", c.args, c.env)
 		assert.Equal(t, c.want, *f.grpcAddr, "%v %v", c.args, c.env)
 	}
+	// TEI's GRPC_MAX_PARALLEL_STREAM_REQUESTS: honoured, or refused by name.
+	f, _, err := teiConfig([]string{"--model", "m"}, map[string]string{"GRPC_MAX_PARALLEL_STREAM_REQUESTS": "7"}, false)
+	require.NoError(t, err)
+	assert.Equal(t, 7, f.cfg.GRPCStreamParallel)
+	for _, v := range []string{"0", "-3", "many"} {
+		_, _, err := teiConfig([]string{"--model", "m"}, map[string]string{"GRPC_MAX_PARALLEL_STREAM_REQUESTS": v}, false)
+		if assert.Error(t, err, v) {
+			assert.Contains(t, err.Error(), "GRPC_MAX_PARALLEL_STREAM_REQUESTS", v)
+		}
+	}
 }
 
 // TestBenchServe: bench serve starts a server on loopback, runs each
