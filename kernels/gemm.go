@@ -169,11 +169,24 @@ func runGenericU8S8(g *GEMMU8S8) error {
 	m, n, k := g.M, g.N, g.K
 	rowsPer := max(1, (m+max(g.Threads, 1)-1)/max(g.Threads, 1))
 	tasks := (m + rowsPer - 1) / rowsPer
+	// acc is Σ_q A[i][q] B[q][j] over B's packed column j (PackedS8.At's
+	// layout, walked a group of 4 at a time: the reference of every check,
+	// so its speed is the selector's tuning time).
+	nr, kp := g.B.NR, g.B.Kp
 	acc := func(i, j int) int32 {
 		var s int32
+		if k == 0 {
+			return 0
+		}
 		a := g.A[i*g.Lda : i*g.Lda+k]
-		for q, x := range a {
-			s += int32(x) * int32(g.B.At(j, q))
+		col := g.B.Data[(j/nr)*nr*kp+(j%nr)*4:]
+		q := 0
+		for ; q+4 <= k; q += 4 {
+			b := col[q*nr : q*nr+4]
+			s += int32(a[q])*int32(b[0]) + int32(a[q+1])*int32(b[1]) + int32(a[q+2])*int32(b[2]) + int32(a[q+3])*int32(b[3])
+		}
+		for ; q < k; q++ {
+			s += int32(a[q]) * int32(col[(q/4)*nr*4+q%4])
 		}
 		return s
 	}
