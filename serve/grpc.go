@@ -42,7 +42,6 @@ const (
 	grpcTokenize = "tei.v1.Tokenize"
 )
 
-
 // newGRPC builds the gRPC server: tei.v1's services, the standard health
 // service and reflection; with an API key, the tei.v1 services want
 // "authorization: Bearer <key>", as TEI's interceptor (health and
