@@ -30,16 +30,17 @@ type background struct {
 	busy   bool               // the goroutine is running
 	idle   chan struct{}      // closed when the running goroutine ends
 
-	// checked holds, per key with M reduced to its check size, the
-	// candidate that passed the quick check (or the error of none).
+	// checked holds, per key with M set to checkRows, the candidates of
+	// the best ISA rank that passed the quick check (or the error of
+	// none).
 	checked  map[string]checkedDefault
 	checkMu  sync.Mutex // one quick check at a time
 	defaults atomic.Int64
 }
 
 type checkedDefault struct {
-	c   candidate
-	err error
+	passed []candidate
+	err    error
 }
 
 func (b *background) init() {
@@ -115,16 +116,19 @@ func (s *Selector) WaitTuned(ctx context.Context) error {
 	}
 }
 
-// checkRows is the largest M a default's quick check runs: enough rows
-// for every kernel's row tiles and tails, few enough that the reference
-// of a BERT-large FFN costs milliseconds.
-const checkRows = 16
+// checkRows is the M a default's quick check runs: a full tile and a
+// partial one of every kernel's row tile (15 = 12+3 = 2x6+3 = 8+7 = 14+1
+// = 3x4+3), few enough that the reference of a BERT-large FFN costs
+// milliseconds.
+const checkRows = 15
 
 // defaultFor returns the default choice of an untuned key: the first
-// candidate, in rank order, that takes the key and passes the reference
-// check on a problem of the key's K, N, epilogue and threads with at most
-// checkRows rows. The check is made once per such problem, so the M
-// buckets of one linear share it.
+// candidate, in rank order at the key's M (rankCandidates), that takes
+// the key and passed the reference check on a problem of the key's K, N,
+// epilogue and threads with checkRows rows (quickCheck). The check is made once per such problem, so the row
+// classes of one linear share it: a request that meets a new class after
+// the first pays a map lookup, not a check (the check's problem and
+// reference cost about 0.1 s on a BERT-base FFN).
 func (s *Selector) defaultFor(key Key) (*Choice, error) {
 	ks := key.String()
 	s.mu.Lock()
@@ -134,26 +138,34 @@ func (s *Selector) defaultFor(key Key) (*Choice, error) {
 	}
 	s.mu.Unlock()
 	ck := key
-	ck.M = min(key.M, checkRows)
+	ck.M = checkRows
 	o := s.byOp[key.Op]
 	s.bg.checkMu.Lock()
 	d, ok := s.bg.checked[ck.String()]
 	if !ok {
-		d.c, d.err = s.quickCheck(o, ck, key)
+		d.passed, d.err = s.quickCheck(o, ck)
 		s.bg.checked[ck.String()] = d
 	}
 	s.bg.checkMu.Unlock()
 	if d.err != nil {
-		return nil, d.err
+		return nil, fmt.Errorf("selector: default for %v: %w", key, d.err)
 	}
-	if d.c.decline(key) != nil {
-		// The check's M takes it and this M does not: tune.
-		return nil, fmt.Errorf("selector: default %s declines %v", d.c.name(), key)
+	// The passed candidate of least waste at this key's M (rankCandidates).
+	var c candidate
+	for _, p := range rankCandidates(d.passed, key) {
+		if p.decline(key) == nil {
+			c = p
+			break
+		}
 	}
-	ch := &Choice{Key: ks, Kernel: d.c.name(), Backend: d.c.backend(), ISA: d.c.isa(), Forced: s.forcedOn(key.Op), Default: true}
-	for _, c := range o.candidates() {
-		if c.isa() == cpu.ISAGeneric && c.name() != d.c.name() {
-			ch.fallback = append(ch.fallback, c.name())
+	if c == nil {
+		// The check's M takes them and this M does not: tune.
+		return nil, fmt.Errorf("selector: no default for %v: the checked candidates decline it", key)
+	}
+	ch := &Choice{Key: ks, Kernel: c.name(), Backend: c.backend(), ISA: c.isa(), Forced: s.forcedOn(key.Op), Default: true}
+	for _, g := range o.candidates() {
+		if g.isa() == cpu.ISAGeneric && g.name() != c.name() {
+			ch.fallback = append(ch.fallback, g.name())
 		}
 	}
 	s.mu.Lock()
@@ -169,21 +181,26 @@ func (s *Selector) defaultFor(key Key) (*Choice, error) {
 	return ch, nil
 }
 
-// quickCheck returns the highest-ranked candidate of o that takes both ck
-// and key and computes ck's problem as the reference does.
-func (s *Selector) quickCheck(o operation, ck, key Key) (candidate, error) {
+// quickCheck returns the candidates of o that take ck and compute its
+// problem as the reference does, of the best ISA rank that has any: the
+// candidates are checked in rank order and the check stops at the first
+// lower rank once one passed, so that the row classes of the problem
+// choose among them by their M.
+func (s *Selector) quickCheck(o operation, ck Key) ([]candidate, error) {
 	tr, err := o.newTrial(s, ck)
 	if err != nil {
-		return nil, fmt.Errorf("selector: default for %v: %w", key, err)
+		return nil, err
 	}
 	defer tr.close()
 	var why []string
-	for _, c := range rankCandidates(o.candidates(), key) {
-		if err := c.decline(ck); err != nil {
-			why = append(why, fmt.Sprintf("%s: %v", c.name(), err))
-			continue
+	var passed []candidate
+	rank := -1
+	for _, c := range rankCandidates(o.candidates(), ck) {
+		r := rankISA(c.isa(), ck.Op)
+		if len(passed) > 0 && r < rank {
+			break
 		}
-		if err := c.decline(key); err != nil {
+		if err := c.decline(ck); err != nil {
 			why = append(why, fmt.Sprintf("%s: %v", c.name(), err))
 			continue
 		}
@@ -195,9 +212,12 @@ func (s *Selector) quickCheck(o operation, ck, key Key) (candidate, error) {
 			why = append(why, fmt.Sprintf("%s: differs from the reference: %v", c.name(), err))
 			continue
 		}
-		return c, nil
+		passed, rank = append(passed, c), r
 	}
-	return nil, fmt.Errorf("selector: default for %v: no candidate passed the quick check (%v): %w", key, why, ErrNoCandidate)
+	if len(passed) == 0 {
+		return nil, fmt.Errorf("no candidate passed the quick check (%v): %w", why, ErrNoCandidate)
+	}
+	return passed, nil
 }
 
 // isaRank orders ISAs for a default: the widest native path first, then

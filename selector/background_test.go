@@ -403,3 +403,29 @@ func TestLibraryTuning(t *testing.T) {
 		assert.Equal(t, TuneSync, s.Tuning(), "in a test binary")
 	}
 }
+
+// TestDefaultsShareOneCheck: the row classes of one linear share one
+// quick check (checkRows rows), and each class's default is the passed
+// candidate that wastes the least of its own M.
+func TestDefaultsShareOneCheck(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.CachePath, o.Tuning = "off", TuneBackground
+	s := newSelector(t, o)
+	for _, m := range []int{1, 4, 8, 64} {
+		key := mustKey(t, m, 64, 96, "zp+scale+colscale+bias/f32", 1)
+		ch, err := s.defaultFor(key)
+		require.NoError(t, err)
+		s.bg.checkMu.Lock()
+		require.Len(t, s.bg.checked, 1, "m=%d", m)
+		var d checkedDefault
+		for _, v := range s.bg.checked {
+			d = v
+		}
+		s.bg.checkMu.Unlock()
+		require.NoError(t, d.err)
+		want := rankCandidates(d.passed, key)[0]
+		assert.Equal(t, want.name(), ch.Kernel, "m=%d", m)
+		assert.True(t, ch.Default)
+	}
+}
