@@ -24,8 +24,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && args[0] == "serve" {
 		return runBenchServe(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "cold" {
+		return runBenchCold(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "gemm" {
-		return fmt.Errorf("bench: want a target: gemm, model, paper or serve")
+		return fmt.Errorf("bench: want a target: gemm, model, paper, serve or cold")
 	}
 	fs := flag.NewFlagSet("bench gemm", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels/peak"
 	"github.com/int8bert/int8bert/selector"
+	"github.com/stretchr/testify/assert"
 )
 
 // benchModelOutput is bench model -json's output.
@@ -165,4 +168,24 @@ func TestBenchModelBenchstat(t *testing.T) {
 	}
 	wantCLIError(t, "-benchstat", "bench", "model", "--arch", arch, "--seq", "4", "--precision", "fp32", "--min-time", "1ms", "--reps", "1",
 		"--peak-time", "0", "--benchstat", filepath.Join(t.TempDir(), "no", "such", "file"))
+}
+
+// TestBenchColdFlags: bench cold refuses bad flags before it loads
+// anything.
+func TestBenchColdFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		has  string
+	}{
+		{[]string{"--threads", "0"}, "threads"},
+		{[]string{"extra"}, `unexpected arguments ["extra"]`},
+		{[]string{"--precision", "int4"}, "int4"},
+		{[]string{"--calls", "-2"}, "must be positive"},
+		{[]string{"--arch", "no-such-arch"}, "neither a model folder nor a known architecture"},
+	} {
+		err := run(context.Background(), append([]string{"bench", "cold"}, c.args...), io.Discard, io.Discard)
+		if assert.Error(t, err, "%v", c.args) {
+			assert.Contains(t, err.Error(), c.has, "%v", c.args)
+		}
+	}
 }

@@ -98,6 +98,8 @@ usage:
                                  accuracy (EM/F1 for squad) per precision and agreement with FP32
   int8bert bench model --arch bert-large|bert-base|distilbert|xlmr-base|DIR --seq 256 [flags]
                                  sequences/s per precision, linear-block time, INT8/FP32 speed-up
+  int8bert bench cold --arch NAME|DIR [--calls 200]
+                                 the first minutes on an empty tuning cache: warm-up, first calls cold vs warm
   int8bert serve --model [NAME=]DIR-or-id [--precision P] [--addr :8080] [--instances N --threads-per-instance T]
                                  HTTP server, drop-in for text-embeddings-inference: /embed /predict /rerank
                                  /tokenize /v1/embeddings /qa /health /info /metrics, dynamic batching
