@@ -133,6 +133,7 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	out := fs.String("o", "", "output folder (the INT8 artifact, config.json and the tokenizer)")
 	threads := fs.Int("threads", 1, "threads for calibration and the alpha search")
 	asJSON := fs.Bool("json", false, "print the recipe as JSON")
+	tuneRecord := fs.Bool("tune-record", true, "tune the artifact's shapes for one sequence of every length up to the model's longest before saving, so that its tuning record (tuning.json) covers every length on this CPU")
 	qf := addQuantFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -175,6 +176,19 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer sel.Close()
 	defer q.Close()
+	if *tuneRecord && sel.Forced() != "" {
+		fmt.Fprintf(stderr, "note: %s=%s forces kernels, whose choices are not saved: the tuning record is not extended to every length\n", selector.EnvKernel, sel.Forced())
+	}
+	if *tuneRecord && sel.Forced() == "" {
+		// Row classes make every length up to the longest a few keys per
+		// linear (docs/DESIGN.md section 4.4).
+		bar := progressPrinter(stderr)
+		wo := models.WarmupOptions{MaxBatch: 1, MaxLength: q.MaxLength(),
+			Progress: func(done, total int, _ selector.Choice) { bar("tuning the artifact's shapes", done, total) }}
+		if err := q.Warmup(ctx, wo); err != nil {
+			return fmt.Errorf("quantize: tuning the artifact's shapes: %w", err)
+		}
+	}
 	if err := q.Save(*out); err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}

@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/int8bert/int8bert/models"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/int8bert/int8bert/models"
+	"github.com/int8bert/int8bert/selector"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // sharedPath is rel inside the project's shared folder ($INT8BERT_SHARED,
@@ -429,4 +433,43 @@ func TestQuantizeIntoOwnFolder(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("the folder was written: %v", entries)
 	}
+}
+
+// TestQuantizeTuningRecord: quantize tunes the artifact's shapes for one
+// sequence of every length up to the model's longest, so that the tuning
+// record it saves holds attention's keys at the longest length's row class;
+// --tune-record=false leaves them out.
+func TestQuantizeTuningRecord(t *testing.T) {
+	testTuningCache(t)
+	model := tinyModel(t, "bert-seqcls")
+	p, err := models.Load(context.Background(), model, models.Options{})
+	require.NoError(t, err)
+	longest := selector.BucketM(p.MaxLength())
+	p.Close()
+	hasLongest := func(dir string) bool {
+		f, err := selector.LoadCacheFile(filepath.Join(dir, models.TuningRecordFile))
+		if err != nil {
+			return false
+		}
+		for _, sec := range f.Sections {
+			for k := range sec.Entries {
+				attention := strings.HasPrefix(k, selector.OpF32Kernel+" ") || strings.HasPrefix(k, selector.OpU8S8Kernel+" ")
+				if attention && strings.Contains(k, fmt.Sprintf(" m=%d ", longest)) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	off := filepath.Join(t.TempDir(), "off")
+	mustCLI(t, "quantize", "--model", model, "--mode", "dynamic", "--tune-record=false", "-o", off)
+	assert.False(t, hasLongest(off), "without --tune-record, nothing ran that long")
+	if testing.Short() {
+		t.Log("TestQuantizeTuningRecord: -short leaves out the tuning of every length (tens of seconds under -race); the long stage runs it")
+		return
+	}
+	testTuningCache(t) // a cache of its own: the record holds what this run tuned
+	on := filepath.Join(t.TempDir(), "on")
+	mustCLI(t, "quantize", "--model", model, "--mode", "dynamic", "-o", on)
+	assert.True(t, hasLongest(on), "the record covers %d rows of attention", longest)
 }
