@@ -253,7 +253,8 @@ func (f *floatSpec[G]) problem(s *Selector, key Key) (*Linear[G], trialData[G], 
 	for i := range a {
 		a[i] = float32((2*r.Float64() - 1) * sc)
 	}
-	t := &floatData[G]{key: key, spec: f, outs: outputs[[]float32]{make: func() []float32 { return newOut(F32, m, n).F32 }}}
+	t := &floatData[G]{key: key, spec: f, outs: outputs[[]float32]{make: func() []float32 { return newOut(F32, m, n).F32 },
+		reset: func(c []float32) { fillOut(kernels.Out{F32: c}) }}}
 	t.g = floatCall{M: m, N: n, K: k, A: a, Lda: k, Ep: randomF32Epilogue(r, key), Ldc: n, Threads: key.Threads}
 	t.rows = verifyRows(r, m, k, n, s.opts.VerifyMACs)
 	ga, ep := gatherRows(a, k, k, n, t.rows, t.g.Ep)

@@ -176,7 +176,7 @@ func (l *Linear[G]) dnnlWeights(mm *dnnl.MatMul, scales []float32, threads int) 
 	if scales != nil {
 		own = slices.Clone(scales)
 	}
-	w, err := mm.PackWeights(l.w, own, threads)
+	w, err := mm.PackWeights(l.weightsLocked(), own, threads)
 	if err != nil {
 		return nil, err
 	}

@@ -279,20 +279,31 @@ func (c *native[G]) run(l *Linear[G], g *G, _ EpilogueKind) error {
 // Linear is one weight matrix W ([N][K], a PyTorch Linear weight) of an
 // operation whose calls are G (kernels.GEMMU8S8 for the int8 linears,
 // kernels.GEMMF32 for the FP32 ones), prepared once: each candidate's
-// packed layout is made on its first use and kept. Run computes the call
-// with the candidate the selector chose for its key. A Linear is safe for
-// concurrent use.
+// packed layout is made on its first use and kept until Trim finds it
+// unused. Run computes the call with the candidate the selector chose for
+// its key. A Linear is safe for concurrent use.
+//
+// An int8 Linear keeps W once: its compact copy until the first packed
+// form is made, then only the packed forms, from which a further form
+// (another kernel's NR, oneDNN's layout) is unpacked exactly.
 type Linear[G any] struct {
 	s      *Selector
 	op     *opSet[G]
 	n, k   int
-	w      any     // []int8 or []float32, [n][k]
+	w      any     // []int8 or []float32, [n][k]; nil ([]int8) once packed
 	colSum []int32 // u8s8: the column sums of W
 
 	mu     sync.Mutex
 	closed bool
-	packs  map[int]any // by NR
+	packs  map[int]*pack // by NR
 	dw     []*dnnlWeights
+}
+
+// pack is one packed form of a Linear's W. used says a call ran on it
+// since the last Trim; pinned (Prepare's, a warm-up's) that Trim keeps it.
+type pack struct {
+	p            any
+	used, pinned bool
 }
 
 // newLinear copies the weights w ([n][ldw], ldw >= k) into a Linear of op.
@@ -304,7 +315,7 @@ func newLinear[G any, E int8 | float32](s *Selector, op *opSet[G], n, k int, w [
 	for j := 0; j < n; j++ {
 		copy(c[j*k:(j+1)*k], w[j*ldw:j*ldw+k])
 	}
-	return &Linear[G]{s: s, op: op, n: n, k: k, w: c, packs: map[int]any{}}, c, nil
+	return &Linear[G]{s: s, op: op, n: n, k: k, w: c, packs: map[int]*pack{}}, c, nil
 }
 
 // N is the number of output features.
@@ -389,7 +400,7 @@ func (l *Linear[G]) Prepare(key Key) error {
 	// for some M of the class.
 	for i := range ch.picks {
 		if nc, ok := l.op.byName[ch.Measured[ch.picks[i]].Kernel].(*native[G]); ok {
-			if _, err := l.packed(nc.nr); err != nil {
+			if _, err := l.pin(nc.nr); err != nil {
 				return err
 			}
 		}
@@ -400,7 +411,7 @@ func (l *Linear[G]) Prepare(key Key) error {
 			continue
 		}
 		if nc, ok := c.(*native[G]); ok {
-			_, err := l.packed(nc.nr)
+			_, err := l.pin(nc.nr)
 			return err
 		}
 		return nil
@@ -420,18 +431,92 @@ func (l *Linear[G]) shape(n, k int, hasB bool) error {
 func (l *Linear[G]) packed(nr int) (any, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	e, err := l.packLocked(nr)
+	if err != nil {
+		return nil, err
+	}
+	e.used = true
+	return e.p, nil
+}
+
+// pin is packed for Prepare: Trim keeps the form.
+func (l *Linear[G]) pin(nr int) (any, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, err := l.packLocked(nr)
+	if err != nil {
+		return nil, err
+	}
+	e.pinned = true
+	return e.p, nil
+}
+
+func (l *Linear[G]) packLocked(nr int) (*pack, error) {
 	if l.closed {
 		return nil, fmt.Errorf("selector: %s linear: %w", l.op.op, ErrClosed)
 	}
-	if p := l.packs[nr]; p != nil {
-		return p, nil
+	if e := l.packs[nr]; e != nil {
+		return e, nil
 	}
-	p, err := l.op.spec.pack(l.w, l.n, l.k, nr)
+	p, err := l.op.spec.pack(l.weightsLocked(), l.n, l.k, nr)
 	if err != nil {
 		return nil, fmt.Errorf("selector: %s linear: %w", l.op.op, err)
 	}
-	l.packs[nr] = p
-	return p, nil
+	e := &pack{p: p}
+	l.packs[nr] = e
+	if _, ok := l.w.([]int8); ok {
+		// The packed form holds W exactly: drop the compact copy.
+		l.w = []int8(nil)
+	}
+	return e, nil
+}
+
+// weightsLocked returns W compact ([n][k]): the Linear's copy, or one
+// unpacked from a packed form (int8 only; the caller must not keep it).
+func (l *Linear[G]) weightsLocked() any {
+	if w, ok := l.w.([]int8); ok && w == nil {
+		for _, e := range l.packs {
+			if p, ok := e.p.(*kernels.PackedS8); ok {
+				return unpackS8(p)
+			}
+		}
+	}
+	return l.w
+}
+
+// unpackS8 returns the [N][K] matrix p was packed from.
+func unpackS8(p *kernels.PackedS8) []int8 {
+	w := make([]int8, p.N*p.K)
+	for j := 0; j < p.N; j++ {
+		row := w[j*p.K : (j+1)*p.K]
+		for q := range row {
+			row[q] = p.At(j, q)
+		}
+	}
+	return w
+}
+
+// Trim releases the packed forms of W that no call has run on since the
+// previous Trim (or since they were made), except those Prepare made (a
+// warm-up's) and the last one: forms that a tuning's default or a since
+// replaced choice needed, or that only an earlier workload's row counts
+// picked. A later call that needs a released form packs it again, from a
+// kept form. oneDNN's reordered weights are kept. Trim returns the bytes
+// it released.
+func (l *Linear[G]) Trim() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	freed := 0
+	for nr, e := range l.packs {
+		if !e.used && !e.pinned && len(l.packs) > 1 {
+			freed += packBytes(e.p)
+			delete(l.packs, nr)
+		}
+	}
+	for _, e := range l.packs {
+		e.used = false
+	}
+	return freed
 }
 
 // Close releases the packed weights (oneDNN's are C memory). A second
@@ -454,23 +539,34 @@ func (l *Linear[G]) Close() error {
 	return first
 }
 
-// outputs are a trial's destinations, one per candidate, made on first use
-// (filled with values a correct kernel overwrites).
+// outputs is a trial's destination, one for every candidate: made on
+// first use and filled again (with values a correct kernel overwrites)
+// on each candidate's first get, its checked run, which verify reads
+// before the next candidate's first run. One destination, not one per
+// candidate: at a large M each is hundreds of MB (16,384 x 3,072 f32
+// values are 200 MB), and a tuning tries a dozen candidates.
 type outputs[O any] struct {
-	make func() O
-	by   map[string]O
+	make  func() O
+	reset func(O)
+	d     O
+	made  bool
+	seen  map[string]bool
 }
 
 func (o *outputs[O]) get(name string) O {
-	if d, ok := o.by[name]; ok {
-		return d
+	if o.seen[name] {
+		return o.d
 	}
-	if o.by == nil {
-		o.by = map[string]O{}
+	if o.seen == nil {
+		o.seen = map[string]bool{}
 	}
-	d := o.make()
-	o.by[name] = d
-	return d
+	o.seen[name] = true
+	if !o.made {
+		o.d, o.made = o.make(), true
+	} else {
+		o.reset(o.d)
+	}
+	return o.d
 }
 
 // compareRows compares a candidate's output with the reference over the
@@ -496,7 +592,21 @@ func compareRows(rows []int, n int, ok func(g, w int) bool, show func(g, w int) 
 	return nil
 }
 
-// Bytes is the memory the Linear's weights take: the compact copy, the
+// packBytes is the memory of a packed form.
+func packBytes(p any) int {
+	switch p := p.(type) {
+	case *kernels.PackedS8:
+		return len(p.Data) + 4*len(p.ColSum)
+	case *kernels.PackedF32:
+		return 4 * len(p.Data)
+	case *kernels.PackedBF16:
+		return 2 * len(p.Data)
+	}
+	return 0
+}
+
+// Bytes is the memory the Linear's weights take: the compact copy (an
+// int8 Linear's until its first packed form), the
 // column sums, every packed form made so far (native panels and oneDNN's
 // reordered copies).
 func (l *Linear[G]) Bytes() int {
@@ -509,15 +619,8 @@ func (l *Linear[G]) Bytes() int {
 	case []float32:
 		n += 4 * len(w)
 	}
-	for _, p := range l.packs {
-		switch p := p.(type) {
-		case *kernels.PackedS8:
-			n += len(p.Data) + 4*len(p.ColSum)
-		case *kernels.PackedF32:
-			n += 4 * len(p.Data)
-		case *kernels.PackedBF16:
-			n += 2 * len(p.Data)
-		}
+	for _, e := range l.packs {
+		n += packBytes(e.p)
 	}
 	for _, d := range l.dw {
 		n += d.w.Size() + 4*len(d.scales)

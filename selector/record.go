@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // A tuning record is a cache file (CacheFile) that travels with a model:
@@ -143,4 +144,49 @@ func ParseKey(s string) (Key, error) {
 		return Key{}, err
 	}
 	return k, nil
+}
+
+// ChoiceBytes estimates the memory of the choices the selector holds
+// (tuned, read from a cache or record, and the background tuner's
+// defaults) whose keys keep accepts (nil: all): each choice's fields,
+// its key, its measurements and exclusions with their strings. It is an
+// estimate from the sizes of the values, not a measurement.
+func (s *Selector) ChoiceBytes(keep func(Key) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	add := func(ks string, ch *Choice) {
+		if keep != nil {
+			key, err := ParseKey(ks)
+			if err != nil || !keep(key) {
+				return
+			}
+		}
+		n += choiceBytes(ks, ch)
+	}
+	for ks, ch := range s.choices {
+		add(ks, ch)
+	}
+	for ks, ch := range s.cached {
+		add(ks, &ch)
+	}
+	for ks, ch := range s.bg.byKey {
+		add(ks, ch)
+	}
+	return n
+}
+
+// choiceBytes estimates the memory of one choice and its map entry.
+func choiceBytes(ks string, ch *Choice) int {
+	n := int(unsafe.Sizeof(*ch)) + 2*len(ks) + 32 + len(ch.Kernel) + len(ch.Backend)
+	for _, m := range ch.Measured {
+		n += int(unsafe.Sizeof(m)) + len(m.Kernel) + len(m.Backend) + len(m.Impl)
+	}
+	for _, e := range ch.Excluded {
+		n += int(unsafe.Sizeof(e)) + len(e.Kernel) + len(e.Backend) + len(e.Reason)
+	}
+	for _, f := range ch.fallback {
+		n += 16 + len(f)
+	}
+	return n + len(ch.picks)
 }

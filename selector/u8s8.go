@@ -150,7 +150,7 @@ func (u8s8Spec) problem(s *Selector, key Key) (*Linear[kernels.GEMMU8S8], trialD
 	for i := range a {
 		a[i] = uint8(r.IntN(256))
 	}
-	t := &u8s8Data{key: key, outs: outputs[kernels.Out]{make: func() kernels.Out { return newOut(key.Epilogue.Out, m, n) }}}
+	t := &u8s8Data{key: key, outs: outputs[kernels.Out]{make: func() kernels.Out { return newOut(key.Epilogue.Out, m, n) }, reset: fillOut}}
 	t.g = kernels.GEMMU8S8{M: m, N: n, K: k, A: a, Lda: k, Ep: randomEpilogue(r, key), Threads: key.Threads}
 	if t.g.Ep != nil && t.g.Ep.ZeroPoint != 0 {
 		t.g.Ep.ColSum = l.colSum
@@ -272,6 +272,18 @@ func newOut(t DType, m, n int) kernels.Out {
 		o.S8 = make([]int8, m*n)
 	}
 	return o
+}
+
+// fillOut fills o again as newOut does.
+func fillOut(o kernels.Out) {
+	for i := range o.S32 {
+		o.S32[i] = math.MinInt32 + 12345
+	}
+	for i := range o.F32 {
+		o.F32[i] = float32(math.NaN())
+	}
+	clear(o.U8)
+	clear(o.S8)
 }
 
 // reference runs the generic kernel on the problem's rows.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -26,6 +27,8 @@ type modelInfo struct {
 	ID2Label       map[string]string `json:"id2label,omitempty"`
 	Label2ID       map[string]int    `json:"label2id,omitempty"`
 	Kernels        string            `json:"kernels"`
+	// Resident is the model's memory by kind (ours; TEI has none).
+	Resident models.ResidentBytes `json:"resident_bytes"`
 }
 
 // infoBody is /info: TEI's fields for the default model first, then
@@ -122,7 +125,7 @@ func (s *Server) infoBody() infoBody {
 		b.Models = append(b.Models, modelInfo{Name: m.name, Source: m.source, Family: m.p.FamilyDisplay(),
 			Task: m.task(), Precision: m.p.Precision().String(), MaxInputLength: m.p.MaxLength(),
 			Hidden: m.p.Config().Hidden, Pooling: m.pool.String(), PoolingFrom: m.poolFrom,
-			ID2Label: id, Label2ID: label, Kernels: sel.ChosenU8S8()})
+			ID2Label: id, Label2ID: label, Kernels: sel.ChosenU8S8(), Resident: m.p.ResidentBytes()})
 	}
 	return b
 }

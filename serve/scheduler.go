@@ -38,8 +38,10 @@ type scheduler struct {
 	cond     *sync.Cond
 	queue    []*job
 	closed   bool
-	arriving int // requests admitted and not yet queued (being tokenized)
-	seqs     int // sequences queued (TEI's te_queue_size)
+	arriving int    // requests admitted and not yet queued (being tokenized)
+	running  int    // batches on the instances
+	ran      uint64 // batches taken so far
+	seqs     int    // sequences queued (TEI's te_queue_size)
 	maxTok   int
 	maxReq   int
 	window   time.Duration
@@ -101,6 +103,14 @@ func (s *scheduler) submit(j *job, counted bool) error {
 	}
 }
 
+// idle returns the batches taken so far and whether none runs, none is
+// queued and no request is being tokenized.
+func (s *scheduler) idle() (ran uint64, idle bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ran, s.running == 0 && len(s.queue) == 0 && s.arriving == 0
+}
+
 // close lets the instances return once the queue is empty.
 func (s *scheduler) close() {
 	s.mu.Lock()
@@ -129,6 +139,8 @@ func (s *scheduler) take() []*job {
 			s.queue = s.queue[1:]
 			s.seqs -= len(head.seqs)
 			s.queued()
+			s.running++
+			s.ran++
 			return []*job{head}
 		}
 		if s.window > 0 && s.arriving > 0 && !s.full() && !s.closed {
@@ -168,6 +180,8 @@ func (s *scheduler) gather() []*job {
 	clear(s.queue[len(rest):])
 	s.queue = rest
 	s.queued()
+	s.running++
+	s.ran++
 	return batch
 }
 
@@ -218,6 +232,9 @@ func (s *scheduler) loop(ctx context.Context, _ int) error {
 			return nil
 		}
 		s.runBatch(batch)
+		s.mu.Lock()
+		s.running--
+		s.mu.Unlock()
 	}
 }
 

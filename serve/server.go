@@ -37,6 +37,8 @@ type Server struct {
 	started    time.Time
 
 	instDone chan error
+	// idleStop stops releaseWhenIdle.
+	idleStop chan struct{}
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -57,7 +59,11 @@ func New(ctx context.Context, c Config) (*Server, error) {
 		permits: permits{max: int64(c.MaxConcurrentRequests)}, tokens: make(chan struct{}, c.TokenizationWorkers),
 		started: time.Now(), instDone: make(chan error, 1)}
 	lo := c.Load
-	lo.Threads, lo.MaxBatchTokens = inst.Threads(), c.MaxBatchTokens
+	// A batch of up to --max-batch-tokens runs in passes of at most
+	// passTokens tokens: the passes' scratch is what an instance holds,
+	// and past 2,048 rows a GEMM gets no faster per row (docs/DESIGN.md
+	// section 2.3), so a larger pass buys memory, not speed.
+	lo.Threads, lo.MaxBatchTokens = inst.Threads(), passTokens(c.MaxBatchTokens)
 	if lo.Logger == nil {
 		lo.Logger = c.Logger
 	}
@@ -79,7 +85,7 @@ func New(ctx context.Context, c Config) (*Server, error) {
 		s.byName[m.name] = m
 		if c.Warmup {
 			c.Logger.Info("serve: warming up", "model", m.name)
-			if err := m.p.Warmup(ctx, models.WarmupOptions{MaxBatch: 64, MaxLength: m.p.MaxLength(), MaxTokens: c.MaxBatchTokens}); err != nil {
+			if err := m.p.Warmup(ctx, models.WarmupOptions{MaxBatch: 64, MaxLength: m.p.MaxLength(), MaxTokens: lo.MaxBatchTokens}); err != nil {
 				s.closeModels()
 				return nil, fmt.Errorf("serve: model %s: warm-up: %w", m.name, err)
 			}
@@ -92,10 +98,18 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	s.met.te.registerInputLength(s.met.reg, maxInput)
 	s.sched = newScheduler(&s.cfg, s.met)
 	go func() { s.instDone <- inst.Run(context.Background(), s.sched.loop) }()
+	s.idleStop = make(chan struct{})
+	go s.releaseWhenIdle(s.idleStop, idleRelease)
 	s.hs = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout,
 		WriteTimeout: c.WriteTimeout, IdleTimeout: c.IdleTimeout, ErrorLog: nil}
 	s.gs, s.grpcHealth = s.newGRPC()
 	return s, nil
+}
+
+// passTokens is the token budget of one forward pass of a batch of up to
+// batchTokens tokens: the batch's, at most models.DefaultMaxBatchTokens.
+func passTokens(batchTokens int) int {
+	return min(batchTokens, models.DefaultMaxBatchTokens)
 }
 
 // fitBatchTokens is TEI's rule (router/src/lib.rs) for a model whose
@@ -157,10 +171,44 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			err = errors.Join(err, fmt.Errorf("serve: instances still busy: %w", ctx.Err()))
 		}
+		close(s.idleStop)
 		s.closeModels()
 		s.stopErr = err
 	})
 	return s.stopErr
+}
+
+// idleRelease is how long the server must have run no batch before it
+// gives memory back (releaseWhenIdle).
+const idleRelease = time.Second
+
+// releaseWhenIdle gives memory back once no batch has run, none runs and
+// none waits for every of two checks every seconds apart, and again after
+// each later busy spell: each model's Trim (packed forms no call ran on,
+// idle pass buffers), then a collection that returns the freed heap to
+// the system (debug.FreeOSMemory), so that a server at rest holds its
+// weights and little else (docs/DESIGN.md section 9.9).
+func (s *Server) releaseWhenIdle(stop <-chan struct{}, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last, released := uint64(0), uint64(0)
+	first := true
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ran, idle := s.sched.idle()
+		if idle && ran == last && (first || ran != released) {
+			for _, m := range s.models {
+				m.p.Trim()
+			}
+			debug.FreeOSMemory()
+			released, first = ran, false
+		}
+		last = ran
+	}
 }
 
 // Close stops at once: Shutdown without the drain delay and with a

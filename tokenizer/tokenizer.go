@@ -800,3 +800,19 @@ func (t *Tokenizer) batch(ctx context.Context, n int, o Options, enc func(i int,
 	}
 	return out, nil
 }
+
+// Bytes estimates the memory the tokenizer holds: its vocabulary's
+// strings, the id table, the token-to-id maps (its own and its model's,
+// about 48 bytes an entry with the map's overhead) and the added tokens.
+// It is an estimate from the vocabulary's size, not a measurement.
+func (t *Tokenizer) Bytes() int {
+	n := 0
+	for _, s := range t.vocab {
+		n += len(s) + 16
+	}
+	n += 2 * 48 * len(t.ids)
+	for _, a := range t.added {
+		n += 2*len(a.Content) + 64
+	}
+	return n
+}

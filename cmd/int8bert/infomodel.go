@@ -42,6 +42,9 @@ type modelReport struct {
 	// Int8Here is the INT8 tier of this host: what an INT8 precision of
 	// this model runs on here. The artifact is the same on every tier.
 	Int8Here selector.Int8Tier `json:"int8_here"`
+	// Resident is the loaded model's memory by kind (before any pass:
+	// an int8 linear holds its compact weights until its first).
+	Resident models.ResidentBytes `json:"resident_bytes"`
 }
 
 // recipeSummary is an artifact's recipe with its per-linear alphas and
@@ -105,7 +108,7 @@ func runInfoModel(ctx context.Context, model string, asJSON bool, stdout, stderr
 		Architecture: m.Architecture(), Task: m.Task().Head(), Labels: m.Labels(),
 		Precision: m.Precision().String(), Layers: cfg.Layers, Hidden: cfg.Hidden, Heads: cfg.Heads,
 		Intermediate: cfg.Intermediate, Vocab: cfg.Vocab, MaxSeq: cfg.MaxSeq(), Tokenizer: p.Tok != nil,
-		Sentence: p.Sentence()}
+		Sentence: p.Sentence(), Resident: p.ResidentBytes()}
 	if rec := m.Recipe(); rec != nil {
 		r.Recipe = summarize(rec)
 	}
@@ -153,6 +156,10 @@ func runInfoModel(ctx context.Context, model string, asJSON bool, stdout, stderr
 	} else {
 		fmt.Fprintln(stdout, "recipe:    none (FP32 weights; an INT8 precision quantizes them at load)")
 	}
+	mb := func(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+	rb := r.Resident
+	fmt.Fprintf(stdout, "resident:  %s as loaded: packed weights %s, other weights %s, scratch %s, tokenizer %s, tuning %s\n",
+		mb(rb.Total), mb(rb.PackedWeights), mb(rb.OtherWeights), mb(rb.Scratch), mb(rb.Tokenizer), mb(rb.Tuning))
 	fmt.Fprintf(stdout, "int8 here: %s tier: %s (one INT8 artifact serves every tier: it holds full-range u8 x s8 and each tier's kernels are exact on it)\n",
 		r.Int8Here.Tier, r.Int8Here.Scheme)
 	t := r.Tuning

@@ -60,8 +60,10 @@ type serveFlags struct {
 	// Set by config: where to listen, and where to serve /metrics too
 	// ("": nowhere else); hubEnv are the hub client's variables to set.
 	listen, promListen string
-	hubEnv             map[string]string
-	notes              []string
+	// pprofAddr: --debug-pprof, where net/http/pprof listens ("": off).
+	pprofAddr *string
+	hubEnv    map[string]string
+	notes     []string
 }
 
 // serveFlagSet is serve's flag set (also read by the tests that check
@@ -97,6 +99,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long to wait for the requests in flight")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", time.Second, "on SIGTERM, how long to answer 503 (health too) before closing the listener (negative: none)")
+	f.pprofAddr = fs.String("debug-pprof", "", "serve Go's profiles (net/http/pprof) on this loopback HOST:PORT, apart from the API (default: off)")
 	fs.BoolVar(&c.Warmup, "warmup", false, "tune every GEMM shape of the batches before serving (else: on first use, or from a tuning record)")
 	f.addTEIFlags()
 	return f
@@ -383,6 +386,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, teiF
 		go ps.Serve(pl)
 		defer ps.Close()
 		say("metrics also on http://%s/metrics (--prometheus-port)", pl.Addr())
+	}
+	if *f.pprofAddr != "" {
+		dl, err := listenPprof(*f.pprofAddr)
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("serve: --debug-pprof: %w", err)
+		}
+		ds := &http.Server{Handler: pprofMux(), ReadHeaderTimeout: c.ReadHeaderTimeout}
+		go ds.Serve(dl)
+		defer ds.Close()
+		say("profiles on http://%s/debug/pprof/ (--debug-pprof)", dl.Addr())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()

@@ -62,3 +62,164 @@ func (p *int8Pass) weightBytes() int {
 	}
 	return n
 }
+
+// Resident is the memory a model holds, by kind (docs/DESIGN.md section
+// 9.9). Every field is in bytes.
+type Resident struct {
+	// Packed is the linears' weights as the kernels run them: every
+	// packed form made so far, a compact copy still held, oneDNN's
+	// reordered copies, and the column sums.
+	Packed int
+	// Other is every other weight: the embeddings (mapped from the file
+	// where the checkpoint is; the kernel brings in the rows that are
+	// read), the LayerNorms, biases, weight scales and smoothing vectors.
+	Other int
+	// Scratch is the pass buffers the model's pool holds: the kept set
+	// (a warm-up's) and the idle sets no collection has freed yet.
+	Scratch int
+}
+
+// Total is the sum of the kinds.
+func (r Resident) Total() int { return r.Packed + r.Other + r.Scratch }
+
+// Resident is the memory the model holds, by kind.
+func (m *TaskModel) Resident() Resident {
+	r := m.Encoder.Resident()
+	for _, d := range append([]*Dense{m.pooler, m.qa}, m.head...) {
+		if d != nil {
+			r.Packed += d.lin.Bytes()
+			r.Other += 4 * len(d.bias)
+		}
+	}
+	return r
+}
+
+// Resident is the memory the encoder holds, by kind (TaskModel.Resident).
+func (m *Model) Resident() Resident {
+	packed := m.pass.linearBytes()
+	return Resident{Packed: packed, Other: m.WeightBytes() - packed, Scratch: m.scratchPool.bytes()}
+}
+
+// Trim gives back what the model holds and no call has used since the
+// previous Trim: the linears' packed forms that no call ran on (selector
+// Linear.Trim; a warm-up's are kept) and the idle pass buffers (not the
+// kept set). It returns the bytes released; the Go runtime returns them
+// to the system at its next collection and scavenge.
+func (m *TaskModel) Trim() int {
+	n := m.Encoder.Trim()
+	for _, d := range append([]*Dense{m.pooler, m.qa}, m.head...) {
+		if d != nil && d.lin != nil {
+			n += d.lin.Trim()
+		}
+	}
+	return n
+}
+
+// Trim is TaskModel.Trim for the encoder.
+func (m *Model) Trim() int {
+	return m.pass.trim() + m.scratchPool.dropIdle()
+}
+
+func (p *floatPass) linearBytes() int {
+	n := 0
+	for _, ly := range p.layers {
+		for _, l := range []linear{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
+			if l != nil {
+				n += l.Bytes()
+			}
+		}
+	}
+	return n
+}
+
+func (p *floatPass) trim() int {
+	n := 0
+	for _, ly := range p.layers {
+		for _, l := range []linear{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
+			if l != nil {
+				n += l.Trim()
+			}
+		}
+	}
+	return n
+}
+
+func (p *int8Pass) linearBytes() int {
+	n := 0
+	for _, q := range p.layers {
+		for _, l := range q.lin {
+			if l != nil && l.lin != nil {
+				n += l.lin.Bytes()
+			}
+			if l != nil && l.f32 != nil {
+				n += l.f32.Bytes()
+			}
+		}
+	}
+	return n
+}
+
+func (p *int8Pass) trim() int {
+	n := 0
+	for _, q := range p.layers {
+		for _, l := range q.lin {
+			if l != nil && l.lin != nil {
+				n += l.lin.Trim()
+			}
+			if l != nil && l.f32 != nil {
+				n += l.f32.Trim()
+			}
+		}
+	}
+	return n
+}
+
+// bytes is the memory of the buffers.
+func (b *buffers) bytes() int {
+	n := floatBytes(b.x, b.qkv, b.ctx, b.t, b.f, b.tmp, b.xq.scales, b.ctxq.scales, b.fq.scales, b.a8.qs, b.a8.ks, b.a8.vs)
+	n += len(b.xq.u8) + len(b.ctxq.u8) + len(b.fq.u8) + len(b.a8.q) + 4*len(b.a8.vb)
+	for _, s := range b.a8.vt {
+		for _, p := range s {
+			n += len(p.Data) + 4*len(p.ColSum)
+		}
+	}
+	return n
+}
+
+// bytes is the memory of the sets the pool holds: the kept one and the
+// idle ones still alive (a set a pass holds is not counted).
+func (p *bufferPool) bytes() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	if p.kept != nil {
+		n += p.kept.bytes()
+	}
+	for _, w := range p.idle {
+		if b := w.Value(); b != nil && b != p.kept {
+			n += b.bytes()
+		}
+	}
+	return n
+}
+
+// dropIdle forgets the idle sets (not the kept one) and returns their
+// bytes.
+func (p *bufferPool) dropIdle() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, w := range p.idle {
+		if b := w.Value(); b != nil {
+			n += b.bytes()
+		}
+	}
+	p.idle = p.idle[:0]
+	return n
+}
+
+// TuningBytes estimates the memory of the selector's choices for the
+// model's keys (selector.Selector.ChoiceBytes): the tuning record in use.
+func (m *TaskModel) TuningBytes() int {
+	return m.Encoder.Selector().ChoiceBytes(m.ownsKey)
+}

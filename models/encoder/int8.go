@@ -103,11 +103,15 @@ func newQlin(sel *selector.Selector, q *smoothquant.QLinear, folded bool) (*qlin
 	var err error
 	if q.Fallback {
 		l.f32, err = sel.NewLinearF32(q.N, q.K, q.WF32, q.K)
+		// The selector's Linear holds the weights from now on: the
+		// QLinear keeps its scales, bias and smoothing only.
+		q.WF32 = nil
 		return l, err
 	}
 	if l.lin, err = sel.NewLinear(q.N, q.K, q.W, q.K); err != nil {
 		return nil, err
 	}
+	q.W = nil
 	if q.Smooth != nil && !folded {
 		l.pre = make([]float32, q.K)
 		for i, s := range q.Smooth {

@@ -18,6 +18,7 @@ type linear interface {
 	key(rows int, ep *kernels.Epilogue, th int) selector.Key
 	Prepare(key selector.Key) error
 	Bytes() int
+	Trim() int
 	Close() error
 }
 

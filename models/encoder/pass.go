@@ -34,6 +34,10 @@ type pass interface {
 	rowKeys(rows int, c Config, threads int) ([]linKey, error)
 	// weightBytes is the memory of the layers' weights.
 	weightBytes() int
+	// linearBytes is the part of weightBytes the linears hold; trim is
+	// Model.Trim for the linears.
+	linearBytes() int
+	trim() int
 	// close releases the layers' linears.
 	close()
 }
