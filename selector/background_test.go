@@ -429,3 +429,28 @@ func TestDefaultsShareOneCheck(t *testing.T) {
 		assert.True(t, ch.Default)
 	}
 }
+
+// TestOnTune: Options.OnTune hears each tuning start and end, in either
+// mode, with the key and, at the end, its time.
+func TestOnTune(t *testing.T) {
+	var mu sync.Mutex
+	var evs []TuneEvent
+	var w warnings
+	o := testOptions(t, &w)
+	o.CachePath = "off"
+	o.OnTune = func(ev TuneEvent) { mu.Lock(); evs = append(evs, ev); mu.Unlock() }
+	s := newSelector(t, o)
+	key := mustKey(t, 4, 32, 64, "none/s32", 1)
+	_, err := s.Choose(key)
+	require.NoError(t, err)
+	_, err = s.Choose(key) // tuned: no event
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, evs, 2)
+	assert.Equal(t, key, evs[0].Key)
+	assert.False(t, evs[0].Done)
+	assert.True(t, evs[1].Done)
+	assert.Positive(t, evs[1].Took)
+	assert.NoError(t, evs[1].Err)
+}

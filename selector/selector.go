@@ -113,6 +113,11 @@ type Options struct {
 	// unusable oneDNN. nil discards them: a library writes nothing to
 	// stderr unless its caller asks (the CLI passes a Warn that prints).
 	Warn func(msg string)
+	// OnTune, when set, is called as each tuning starts (Done false) and
+	// ends (Done true, with its time and error), from the goroutine that
+	// tunes (a caller's, or the background tuner's), outside the
+	// selector's locks: a progress display's hook. It must return soon.
+	OnTune func(TuneEvent)
 	// Tuning says when a key is tuned: TuneDefault ($INT8BERT_TUNING,
 	// else synchronously), TuneSync (on its first call, which waits: the
 	// behaviour tests and the bench need, every call of a key running one
@@ -120,6 +125,15 @@ type Options struct {
 	// once, and a background goroutine tunes, one key at a time; see
 	// docs/DESIGN.md section 4.8).
 	Tuning TuneMode
+}
+
+// TuneEvent is a tuning's start or end, for Options.OnTune.
+type TuneEvent struct {
+	Key  Key
+	Done bool
+	// Took and Err are the tuning's time and error, when Done.
+	Took time.Duration
+	Err  error
 }
 
 // TuneMode says when a selector tunes a key (Options.Tuning).
@@ -669,9 +683,16 @@ func (s *Selector) get(ctx context.Context, key Key, wait bool) (*Choice, error)
 	s.inflight[ks] = f
 	s.mu.Unlock()
 
+	if s.opts.OnTune != nil {
+		s.opts.OnTune(TuneEvent{Key: key})
+	}
+	t0 := time.Now()
 	f.ch, f.err = s.tune(ctx, key)
 	if f.err == nil {
 		s.setPicks(f.ch, key)
+	}
+	if s.opts.OnTune != nil {
+		s.opts.OnTune(TuneEvent{Key: key, Done: true, Took: time.Since(t0), Err: f.err})
 	}
 	s.mu.Lock()
 	delete(s.inflight, ks)

@@ -35,11 +35,15 @@ func openModel(ctx context.Context, model string, o models.Options) (*models.Pip
 // newSelector is a selector with the default tuning cache whose notes go
 // to log (nil: discarded).
 func newSelector(log *slog.Logger) (*selector.Selector, error) {
-	return selector.New(selector.Options{Warn: func(msg string) {
+	o := selector.Options{Warn: func(msg string) {
 		if log != nil {
 			log.Warn(msg, "component", "selector")
 		}
-	}})
+	}}
+	if p := terminalTuneProgress.Load(); p != nil {
+		o.OnTune = p.event
+	}
+	return selector.New(o)
 }
 
 // newServeSelector is serve's selector: as newSelector, but a shape not

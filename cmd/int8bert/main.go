@@ -70,6 +70,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"time"
 
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/serve"
@@ -128,6 +129,11 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if isTerminal(stderr) {
+		terminalTuneProgress.Store(&tuneProgress{w: stderr, now: time.Now})
+	} else {
+		terminalTuneProgress.Store(nil)
+	}
 	if len(args) == 0 && os.Getenv("MODEL_ID") != "" {
 		return runServe(ctx, args, stdout, stderr, true) // TEI's form, from its variables
 	}

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/int8bert/int8bert/selector"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -51,4 +55,35 @@ func TestTuneModel(t *testing.T) {
 	wantCLIError(t, "--shapes is for the BERT shapes", "tune", "--model", dir, "--shapes", "8x8x8")
 	wantCLIError(t, "--max-batch must be >= 1", "tune", "--model", dir, "--max-batch", "0")
 	wantCLIError(t, "--max-length needs --model", "tune", "--max-length", "8")
+}
+
+// TestTuneProgress: a run of tunings is announced after half a second, a
+// line a second at most, whole lines; a run shorter than that says
+// nothing, and a gap of a second starts a new run.
+func TestTuneProgress(t *testing.T) {
+	var out bytes.Buffer
+	clock := time.Unix(0, 0)
+	p := &tuneProgress{w: &out, now: func() time.Time { return clock }}
+	key := selector.F32KernelKey(8, 64, 8, 1)
+	tune := func(d time.Duration) {
+		p.event(selector.TuneEvent{Key: key})
+		clock = clock.Add(d)
+		p.event(selector.TuneEvent{Key: key, Done: true, Took: d})
+	}
+	tune(100 * time.Millisecond)
+	tune(100 * time.Millisecond)
+	assert.Empty(t, out.String(), "a short run says nothing")
+	for range 10 {
+		tune(200 * time.Millisecond) // 2.2 s in all
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, lines, 2, "%q", out.String())
+	assert.Contains(t, lines[0], "tuning kernels for new shapes: 4 done, 0.6 s")
+	assert.Contains(t, lines[1], "9 done, 1.6 s")
+	assert.True(t, strings.HasSuffix(out.String(), "\n"), "whole lines")
+
+	out.Reset()
+	clock = clock.Add(2 * time.Second) // a new run
+	tune(100 * time.Millisecond)
+	assert.Empty(t, out.String())
 }
