@@ -103,7 +103,8 @@ usage:
                                  the first minutes on an empty tuning cache: warm-up, first calls cold vs warm
   int8bert serve --model [NAME=]DIR-or-id [--precision P] [--addr :8080] [--instances N --threads-per-instance T]
                                  HTTP server, drop-in for text-embeddings-inference: /embed /predict /rerank
-                                 /tokenize /v1/embeddings /qa /health /info /metrics, dynamic batching
+                                 /tokenize /v1/embeddings /qa /health /info /metrics, dynamic batching;
+                                 TEI's gRPC API too with --grpc-addr HOST:PORT
   int8bert --model-id DIR-or-id [TEI's flags]
                                  serve as TEI's router is run: its flags and variables (MODEL_ID, PORT, ...),
                                  its defaults (0.0.0.0:3000, metrics also on :9000); docs/USAGE.md "Coming from TEI"
