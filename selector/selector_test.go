@@ -843,7 +843,7 @@ func TestReferencePaired(t *testing.T) {
 // every candidate together, by the count of calls: a candidate of 1 ms
 // calls, timed in 2 repetitions within a 10 ms budget, runs at most 5
 // calls a repetition (after its cold and warm runs), where a repetition
-// of RepTime (100 ms) without a budget runs many more.
+// of RepTime (300 ms) without a budget runs many more.
 func TestKeyBudget(t *testing.T) {
 	var calls atomic.Int64
 	slow := fakeKernel("gemmSlow_1x32", "test-isa", false)
@@ -859,11 +859,11 @@ func TestKeyBudget(t *testing.T) {
 		most, atLeast int64
 	}{
 		{10 * time.Millisecond, 2 + 2*5, 2 + 2},
-		{-1, 1 << 20, 2 + 2*6},
+		{-1, 1 << 20, 2 + 2*6}, // 6 calls a repetition while the warm run is under 50 ms
 	} {
 		var w warnings
 		o := testOptions(t, &w)
-		o.CachePath, o.Force, o.Reps, o.RepTime, o.KeyBudget = "off", slow.Name, 2, 100*time.Millisecond, c.budget
+		o.CachePath, o.Force, o.Reps, o.RepTime, o.KeyBudget = "off", slow.Name, 2, 300*time.Millisecond, c.budget
 		s := newSelectorWith(t, o, withKernels(t, slow))
 		calls.Store(0)
 		ch, err := s.Choose(key)
@@ -877,7 +877,7 @@ func TestKeyBudget(t *testing.T) {
 
 // TestKeyBudgetPrunes: when even one call a repetition would overrun a
 // key's budget, only the candidates near the best warm run are timed (a
-// 3 ms one beside a 1 ms one is kept as pruned, after its two runs), and
+// 30 ms one beside a 1 ms one is kept as pruned, after its two runs), and
 // the repetitions drop to the budget's count, at least 3.
 func TestKeyBudgetPrunes(t *testing.T) {
 	sleepy := func(name string, d time.Duration) *kernels.Kernel {
@@ -889,10 +889,14 @@ func TestKeyBudgetPrunes(t *testing.T) {
 		}
 		return k
 	}
-	fast, slow := sleepy("gemmFast_1x32", time.Millisecond), sleepy("gemmSlow_1x32", 4*time.Millisecond)
+	// 30x apart, so that one preempted warm run (a loaded machine) does not
+	// bring them within 1.3x; PruneFactor 100 leaves the pruning to the
+	// budget.
+	fast, slow := sleepy("gemmFast_1x32", time.Millisecond), sleepy("gemmSlow_1x32", 30*time.Millisecond)
 	var w warnings
 	o := testOptions(t, &w)
 	o.CachePath, o.Force, o.Reps, o.RepTime, o.KeyBudget = "off", "test-isa", 5, 20*time.Millisecond, 2*time.Millisecond
+	o.PruneFactor = 100
 	s := newSelectorWith(t, o, withKernels(t, fast, slow))
 	ch, err := s.Choose(mustKey(t, 4, 16, 32, "none/s32", 1))
 	require.NoError(t, err)
