@@ -298,6 +298,9 @@ type Linear[G any] struct {
 	closed bool
 	packs  map[int]*pack // by NR
 	dw     []*dnnlWeights
+	// single: a new packed form replaces the forms no call ran on since
+	// the last Trim (SetSingleForm).
+	single bool
 }
 
 // pack is one packed form of a Linear's W. used says a call ran on it
@@ -459,7 +462,18 @@ func (l *Linear[G]) packLocked(nr int) (*pack, error) {
 	if e := l.packs[nr]; e != nil {
 		return e, nil
 	}
-	p, err := l.op.spec.pack(l.weightsLocked(), l.n, l.k, nr)
+	w := l.weightsLocked()
+	if l.single {
+		// W compact is the Linear's while the forms it may have come
+		// from go (an exact new form drops it again, below).
+		l.w = w
+		for onr, e := range l.packs {
+			if !e.used && !e.pinned {
+				delete(l.packs, onr)
+			}
+		}
+	}
+	p, err := l.op.spec.pack(w, l.n, l.k, nr)
 	if err != nil {
 		return nil, fmt.Errorf("selector: %s linear: %w", l.op.op, err)
 	}
@@ -546,6 +560,18 @@ func (l *Linear[G]) Trim() int {
 		e.used = false
 	}
 	return freed
+}
+
+// SetSingleForm sets whether a new packed form replaces the forms that no
+// call has run on since the last Trim (and that Prepare did not make), W
+// unpacked from one of them first: for a caller whose row counts only
+// fall, such as a calibration run longest first and trimmed after each
+// batch, a Linear then holds one form, not one for each panel width its
+// row counts met. Off by default: a server's row counts come and go.
+func (l *Linear[G]) SetSingleForm(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.single = on
 }
 
 // Close releases the packed weights (oneDNN's are C memory). A second

@@ -164,6 +164,12 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 			c.Obs[li][w] = smoothquant.NewObserver(dims[w][1], sampleRows, uint64(li*numLin+w+1))
 		}
 	}
+	if p, ok := m.pass.(*floatPass); ok {
+		// Row counts fall from batch to batch (longest first): a linear
+		// whose kernel changes panel width replaces its form.
+		p.setSingleForm(true)
+		defer p.setSingleForm(false)
+	}
 	var buf []float32
 	obs := func(li, which int, x []float32, k int, mask []int32) error {
 		rows := x
