@@ -296,6 +296,19 @@ func (c *Checkpoint) Files() []string {
 	return out
 }
 
+// DropResident is Safetensors.DropResident for every safetensors file of
+// the checkpoint (a torch zip is left as it is).
+func (c *Checkpoint) DropResident() error {
+	for _, f := range c.files {
+		if s, ok := f.(*Safetensors); ok {
+			if err := s.DropResident(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Close releases every file. Slices returned earlier must not be used
 // afterwards.
 func (c *Checkpoint) Close() error {

@@ -258,6 +258,23 @@ func (s *Safetensors) Int8(name string) ([]int8, []int, error) {
 	return unsafe.Slice((*int8)(unsafe.Pointer(&b[0])), len(b)), info.Shape, nil
 }
 
+// DropResident releases the file's pages from the process's resident set
+// (madvise MADV_DONTNEED on the mapping): they stay in the page cache, and
+// slices returned earlier stay valid, their pages read in again from the
+// file on their next use. A caller that has copied what it needs (packed
+// weights) calls it so that the copies are not held twice. A file read
+// into memory (no mmap) or held in memory (ParseSafetensors) is left as
+// it is.
+func (s *Safetensors) DropResident() error {
+	if s.data == nil || s.path == "<memory>" {
+		return nil
+	}
+	if err := dropResident(s.buf, s.buf); err != nil {
+		return fmt.Errorf("checkpoint: %s: drop resident pages: %w", s.path, err)
+	}
+	return nil
+}
+
 // Close unmaps the file. Slices returned earlier must not be used afterwards.
 func (s *Safetensors) Close() error {
 	if s.release == nil {

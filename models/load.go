@@ -299,7 +299,7 @@ func load(ctx context.Context, pathOrID, dir string, fam *encoder.Family, o Opti
 		return nil, fmt.Errorf("models: int8-static on the FP32 model %s needs calibration texts (Options.Calib) or token batches (Options.CalibInputs): %w",
 			pathOrID, smoothquant.ErrCalibration)
 	}
-	q, err := p.quantize(ctx, o.Calib, o.CalibInputs, o.Precision, o.Quant)
+	q, err := p.quantize(ctx, o.Calib, o.CalibInputs, o.Precision, o.Quant, true)
 	p.Close()
 	if err != nil {
 		return nil, err

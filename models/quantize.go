@@ -124,17 +124,19 @@ func (q *QuantizeOptions) engine() encoder.QuantizeOptions {
 // bit as the one just quantized. Empty or NaN-producing texts are errors.
 // Options.Precision quantizes at load instead.
 func (p *Pipeline) Quantize(ctx context.Context, texts []string, prec Precision, o QuantizeOptions) (*Pipeline, error) {
-	return p.quantize(ctx, texts, nil, prec, o)
+	return p.quantize(ctx, texts, nil, prec, o, false)
 }
 
 // QuantizeInputs is Quantize calibrated on token batches rather than
 // texts (a model without a tokenizer, or random inputs of a benchmark).
 func (p *Pipeline) QuantizeInputs(ctx context.Context, batches []*Inputs, prec Precision, o QuantizeOptions) (*Pipeline, error) {
-	return p.quantize(ctx, nil, batches, prec, o)
+	return p.quantize(ctx, nil, batches, prec, o, false)
 }
 
-// quantize is Quantize on texts, then the token batches extra.
-func (p *Pipeline) quantize(ctx context.Context, texts []string, extra []*Inputs, prec Precision, o QuantizeOptions) (*Pipeline, error) {
+// quantize is Quantize on texts, then the token batches extra. consume
+// says that the caller closes p as soon as it returns (Load): p's linears
+// are released after the calibration (encoder.QuantizeOptions.Consume).
+func (p *Pipeline) quantize(ctx context.Context, texts []string, extra []*Inputs, prec Precision, o QuantizeOptions, consume bool) (*Pipeline, error) {
 	if err := p.m.Enter(); err != nil {
 		return nil, err
 	}
@@ -155,6 +157,7 @@ func (p *Pipeline) quantize(ctx context.Context, texts []string, extra []*Inputs
 		batches = append(batches, in.engine())
 	}
 	eo := o.engine()
+	eo.Consume = consume
 	eo.CalibTexts = len(texts)
 	if len(texts) > 0 {
 		eo.CalibHash = smoothquant.HashTexts(texts)

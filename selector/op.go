@@ -283,9 +283,10 @@ func (c *native[G]) run(l *Linear[G], g *G, _ EpilogueKind) error {
 // unused. Run computes the call with the candidate the selector chose for
 // its key. A Linear is safe for concurrent use.
 //
-// An int8 Linear keeps W once: its compact copy until the first packed
-// form is made, then only the packed forms, from which a further form
-// (another kernel's NR, oneDNN's layout) is unpacked exactly.
+// An int8 or FP32 Linear keeps W once: its compact copy until the first
+// packed form is made, then only the packed forms, from which a further
+// form (another kernel's NR, oneDNN's layout) is unpacked exactly. (A
+// BF16 Linear keeps its FP32 copy: its packed forms are rounded.)
 type Linear[G any] struct {
 	s      *Selector
 	op     *opSet[G]
@@ -297,6 +298,9 @@ type Linear[G any] struct {
 	closed bool
 	packs  map[int]*pack // by NR
 	dw     []*dnnlWeights
+	// single: a new packed form replaces the forms no call ran on since
+	// the last Trim (SetSingleForm).
+	single bool
 }
 
 // pack is one packed form of a Linear's W. used says a call ran on it
@@ -458,30 +462,69 @@ func (l *Linear[G]) packLocked(nr int) (*pack, error) {
 	if e := l.packs[nr]; e != nil {
 		return e, nil
 	}
-	p, err := l.op.spec.pack(l.weightsLocked(), l.n, l.k, nr)
+	w := l.weightsLocked()
+	if l.single {
+		// W compact is the Linear's while the forms it may have come
+		// from go (an exact new form drops it again, below).
+		l.w = w
+		for onr, e := range l.packs {
+			if !e.used && !e.pinned {
+				delete(l.packs, onr)
+			}
+		}
+	}
+	p, err := l.op.spec.pack(w, l.n, l.k, nr)
 	if err != nil {
 		return nil, fmt.Errorf("selector: %s linear: %w", l.op.op, err)
 	}
 	e := &pack{p: p}
 	l.packs[nr] = e
-	if _, ok := l.w.([]int8); ok {
-		// The packed form holds W exactly: drop the compact copy.
+	// A packed form that holds W exactly (int8's, FP32's; not BF16's,
+	// which rounds): drop the compact copy.
+	switch p.(type) {
+	case *kernels.PackedS8:
 		l.w = []int8(nil)
+	case *kernels.PackedF32:
+		l.w = []float32(nil)
 	}
 	return e, nil
 }
 
 // weightsLocked returns W compact ([n][k]): the Linear's copy, or one
-// unpacked from a packed form (int8 only; the caller must not keep it).
+// unpacked from an exact packed form (int8, FP32; the caller must not
+// keep it).
 func (l *Linear[G]) weightsLocked() any {
-	if w, ok := l.w.([]int8); ok && w == nil {
-		for _, e := range l.packs {
-			if p, ok := e.p.(*kernels.PackedS8); ok {
-				return unpackS8(p)
+	switch w := l.w.(type) {
+	case []int8:
+		if w == nil {
+			for _, e := range l.packs {
+				if p, ok := e.p.(*kernels.PackedS8); ok {
+					return unpackS8(p)
+				}
+			}
+		}
+	case []float32:
+		if w == nil {
+			for _, e := range l.packs {
+				if p, ok := e.p.(*kernels.PackedF32); ok {
+					return unpackF32(p)
+				}
 			}
 		}
 	}
 	return l.w
+}
+
+// unpackF32 returns the [N][K] matrix p was packed from.
+func unpackF32(p *kernels.PackedF32) []float32 {
+	w := make([]float32, p.N*p.K)
+	for j := 0; j < p.N; j++ {
+		row := w[j*p.K : (j+1)*p.K]
+		for q := range row {
+			row[q] = p.At(j, q)
+		}
+	}
+	return w
 }
 
 // unpackS8 returns the [N][K] matrix p was packed from.
@@ -519,6 +562,18 @@ func (l *Linear[G]) Trim() int {
 	return freed
 }
 
+// SetSingleForm sets whether a new packed form replaces the forms that no
+// call has run on since the last Trim (and that Prepare did not make), W
+// unpacked from one of them first: for a caller whose row counts only
+// fall, such as a calibration run longest first and trimmed after each
+// batch, a Linear then holds one form, not one for each panel width its
+// row counts met. Off by default: a server's row counts come and go.
+func (l *Linear[G]) SetSingleForm(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.single = on
+}
+
 // Close releases the packed weights (oneDNN's are C memory). A second
 // Close returns ErrClosed.
 func (l *Linear[G]) Close() error {
@@ -528,7 +583,7 @@ func (l *Linear[G]) Close() error {
 		return fmt.Errorf("selector: %s linear close: %w", l.op.op, ErrClosed)
 	}
 	l.closed = true
-	l.packs = nil
+	l.packs, l.w = nil, nil
 	var first error
 	for _, d := range l.dw {
 		if err := d.w.Close(); err != nil && first == nil {

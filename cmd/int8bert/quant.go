@@ -134,6 +134,7 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	threads := fs.Int("threads", 1, "threads for calibration and the alpha search")
 	asJSON := fs.Bool("json", false, "print the recipe as JSON")
 	tuneRecord := fs.Bool("tune-record", true, "tune the artifact's shapes for one sequence of every length up to the model's longest before saving, so that its tuning record (tuning.json) covers every length on this CPU")
+	memProfile := fs.String("memprofile", "", "write a heap profile of the highest live heap to this file (go tool pprof); it collects at each new high, so measure the peak without it")
 	qf := addQuantFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -170,6 +171,12 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if _, err := os.Stat(filepath.Join(dir, models.ArtifactFile)); err == nil {
 		return fmt.Errorf("quantize: %s is already an INT8 model", *model)
 	}
+	mp := startPeakHeapProfile(*memProfile, stderr)
+	defer func() {
+		if err := mp.Stop(); err != nil {
+			fmt.Fprintf(stderr, "quantize: --memprofile: %v\n", err)
+		}
+	}()
 	q, sel, err := qf.load(ctx, *model, prec, *threads, 0, stderr)
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)

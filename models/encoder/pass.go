@@ -62,6 +62,30 @@ func (p *floatPass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch
 	return false, m.layer(&p.layers[li], li, x, in, s.scratch, obs)
 }
 
+// setSingleForm is selector.Linear.SetSingleForm for every linear.
+func (p *floatPass) setSingleForm(on bool) {
+	for _, ly := range p.layers {
+		for _, l := range []linear{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
+			if s, ok := l.(interface{ SetSingleForm(bool) }); ok {
+				s.SetSingleForm(on)
+			}
+		}
+	}
+}
+
+// releaseLinears closes the layers' linears and keeps the layers, for a
+// model that its caller closes next (QuantizeOptions.Consume): a pass run
+// on it after fails with the selector's ErrClosed.
+func (p *floatPass) releaseLinears() {
+	for _, ly := range p.layers {
+		for _, l := range []linear{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
+			if l != nil {
+				l.Close()
+			}
+		}
+	}
+}
+
 func (p *floatPass) close() {
 	for _, ly := range p.layers {
 		for _, l := range []linear{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {

@@ -7,9 +7,11 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/kernels"
@@ -107,6 +109,12 @@ type QuantizeOptions struct {
 	// (the pipelines of package models fill them).
 	CalibTexts int
 	CalibHash  string
+	// Consume says that the caller closes the FP32 model as soon as
+	// Quantize returns (models.Load quantizing at load): its linears are
+	// released once the calibration has run, so that their packed
+	// weights and the INT8 model's are not held at once. The FP32 model
+	// is then good for Close only, whatever Quantize returns.
+	Consume bool
 }
 
 // Check reports a quantization option outside its domain, naming the
@@ -156,6 +164,12 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 			c.Obs[li][w] = smoothquant.NewObserver(dims[w][1], sampleRows, uint64(li*numLin+w+1))
 		}
 	}
+	if p, ok := m.pass.(*floatPass); ok {
+		// Row counts fall from batch to batch (longest first): a linear
+		// whose kernel changes panel width replaces its form.
+		p.setSingleForm(true)
+		defer p.setSingleForm(false)
+	}
 	var buf []float32
 	obs := func(li, which int, x []float32, k int, mask []int32) error {
 		rows := x
@@ -192,11 +206,23 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 			return nil, fmt.Errorf("encoder: calibration batch %d: %w", bi, err)
 		}
 		c.Rows += in.RealTokens()
+		// The batches run longest first, so a linear's row count falls
+		// from one to the next and the selector may pick a kernel of
+		// another panel width: release the forms this batch did not run
+		// on, so that a linear holds one or two, not every width met.
+		m.pass.trim()
 		if progress != nil {
 			progress("calibrate", bi+1, len(batches))
 		}
 	}
 	return c, nil
+}
+
+// releaseLinears is floatPass.releaseLinears (QuantizeOptions.Consume).
+func (m *Model) releaseLinears() {
+	if p, ok := m.pass.(*floatPass); ok {
+		p.releaseLinears()
+	}
 }
 
 // linearWeights reads the FP32 weights of layer li's linears again from
@@ -233,6 +259,9 @@ func (m *Model) quantizeLayers(ctx context.Context, cal *Calibration, o Quantize
 		if err != nil {
 			return nil, nil, err
 		}
+		// w and b are copies: the source's pages of this layer are not
+		// read again.
+		dropResident(m.src)
 		spec := func(which int) smoothquant.LinearSpec {
 			sp := smoothquant.LinearSpec{Name: qlinPrefix(li, which), N: dims[which][0], K: dims[which][1], W: w[which], Bias: b[which]}
 			if cal.Obs != nil {
@@ -356,10 +385,17 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 		o.Alpha, o.AlphaSet, o.Auto = 0, true, false
 		cal = &Calibration{}
 	}
+	if o.Consume {
+		// quantizeLayers reads the FP32 weights from the source again,
+		// a layer at a time.
+		m.Encoder.releaseLinears()
+	}
 	tensors, layers, err := m.Encoder.quantizeLayers(ctx, cal, o)
 	if err != nil {
 		return nil, err
 	}
+	calRows := cal.Rows
+	cal = nil // the observers' samples
 	// Every other tensor (embeddings, LayerNorms, heads) stays FP32.
 	skip := map[string]bool{}
 	for li := range m.Encoder.pass.numLayers() {
@@ -374,11 +410,11 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 		if skip[n] {
 			continue
 		}
-		v, shape, err := m.src.Float32(n)
+		t, err := float32Tensor(m.src, n)
 		if err != nil {
 			return nil, fmt.Errorf("encoder: tensor %s: %w", n, err)
 		}
-		tensors[n] = checkpoint.Float32Tensor(shape, v)
+		tensors[n] = t
 	}
 	alpha := strconv.FormatFloat(o.FixedAlpha(), 'g', -1, 64)
 	if o.Auto {
@@ -393,7 +429,7 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 		Family: m.Family.Name, ModelType: m.cfg.ModelType, Task: m.Task.String(), Source: o.Source,
 		Versions: Versions(), Layers: layers, Created: time.Now().UTC()}
 	if len(batches) > 0 {
-		r.CalibRows = cal.Rows
+		r.CalibRows = calRows
 	}
 	meta, err := r.Encode()
 	if err != nil {
@@ -403,6 +439,11 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	if err != nil {
 		return nil, err
 	}
+	// The artifact holds them now: the int8 tensors' copies go before
+	// the INT8 model copies its weights from buf, and the FP32 ones,
+	// read from the source's mapping, leave the resident set.
+	tensors = nil
+	dropResident(m.src)
 	st, err := checkpoint.ParseSafetensors(buf)
 	if err != nil {
 		return nil, err
@@ -414,6 +455,41 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	}
 	q.artifact, q.dir = buf, m.dir
 	return q, nil
+}
+
+// float32Tensor is the tensor name of src as an F32 tensor to write: the
+// source's own bytes where it holds F32 (a read-only mapping, not
+// copied), else a little-endian copy of its float32 values.
+func float32Tensor(src Source, name string) (checkpoint.Tensor, error) {
+	if r, ok := src.(interface {
+		Raw(string) (checkpoint.TensorInfo, []byte, error)
+	}); ok && littleEndian {
+		info, b, err := r.Raw(name)
+		if err == nil && info.Dtype == checkpoint.F32 {
+			return checkpoint.Tensor{Dtype: checkpoint.F32, Shape: slices.Clone(info.Shape), Data: b}, nil
+		}
+	}
+	v, shape, err := src.Float32(name)
+	if err != nil {
+		return checkpoint.Tensor{}, err
+	}
+	return checkpoint.Float32Tensor(shape, v), nil
+}
+
+// littleEndian says whether this machine stores a float32 as the
+// safetensors format does.
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// dropResident releases the mapped pages of src (checkpoint's
+// DropResident) where it maps a file: weights already copied (packed,
+// quantized) are not held twice; what is read again faults back in.
+func dropResident(src any) {
+	if d, ok := src.(interface{ DropResident() error }); ok {
+		_ = d.DropResident() // advice only
+	}
 }
 
 // int8Source is what an INT8 model is read from: a parsed artifact.

@@ -249,6 +249,10 @@ func LoadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 			st.Close()
 			return nil, fmt.Errorf("encoder: %s: %w", art, err)
 		}
+		// The linears hold copies of their weights: the file's pages
+		// leave the resident set, and those read again (embedding
+		// rows, LayerNorms) come back as they are read.
+		dropResident(st)
 	} else {
 		ck, err := checkpoint.Open(dir)
 		if err != nil {
@@ -258,6 +262,7 @@ func LoadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 			ck.Close()
 			return nil, fmt.Errorf("encoder: %s: %w", dir, err)
 		}
+		dropResident(ck)
 	}
 	if declared && m.Task != want {
 		m.Close()
