@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -1028,6 +1029,55 @@ func TestQuantizeBlockU8(t *testing.T) {
 	} {
 		if err := bad(); !errors.Is(err, ErrShape) {
 			t.Errorf("bad arguments: %v, want ErrShape", err)
+		}
+	}
+}
+
+// TestParallelRows checks that ParallelRows covers every row once, in
+// chunks of at least minRows, and returns the lowest chunk's error.
+func TestParallelRows(t *testing.T) {
+	for _, threads := range []int{1, 2, 3, 8} {
+		for _, rows := range []int{0, 1, 15, 16, 31, 32, 128, 1000} {
+			seen := make([]int32, rows)
+			var mu sync.Mutex
+			err := ParallelRows(threads, rows, 16, func(r0, r1 int) error {
+				if threads > 1 && rows >= 32 && r1-r0 < 16 {
+					t.Errorf("threads %d rows %d: chunk [%d, %d) under 16 rows", threads, rows, r0, r1)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for i := r0; i < r1; i++ {
+					seen[i]++
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, n := range seen {
+				if n != 1 {
+					t.Fatalf("threads %d rows %d: row %d ran %d times", threads, rows, i, n)
+				}
+			}
+		}
+		err := ParallelRows(threads, 256, 16, func(r0, r1 int) error {
+			if r1 > 100 {
+				return fmt.Errorf("rows from %d", r0)
+			}
+			return nil
+		})
+		want := "rows from 0"
+		if threads > 1 {
+			chunks := min(256/16, 4*threads)
+			for c := 0; c < chunks; c++ {
+				if r0, r1 := 256*c/chunks, 256*(c+1)/chunks; r1 > 100 {
+					want = fmt.Sprintf("rows from %d", r0)
+					break
+				}
+			}
+		}
+		if err == nil || err.Error() != want {
+			t.Errorf("threads %d: error %v, want %q", threads, err, want)
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 // vnniBenchOperands returns random u8 activations (m x k) and s8 weights
 // (n x k) packed for panels nr wide, with column scales and a bias.
-func vnniBenchOperands(b *testing.B, m, k, n, nr int) (a []uint8, p *PackedS8, cs, bias []float32) {
+func vnniBenchOperands(b testing.TB, m, k, n, nr int) (a []uint8, p *PackedS8, cs, bias []float32) {
 	r := rand.New(rand.NewPCG(7, 8))
 	a = make([]uint8, m*k)
 	for i := range a {

@@ -77,3 +77,29 @@ func (p *pool) loop(job func()) {
 		job = <-p.work
 	}
 }
+
+// ParallelRows runs f over the rows [0, rows) cut into chunks of at least
+// minRows rows (up to four a thread, so that a thread the machine delays
+// leaves its share to the others), on at most threads goroutines of the
+// pool (Parallel), and returns the error of the lowest chunk that failed,
+// as one thread would. With one thread, or fewer than 2*minRows rows, it
+// is f(0, rows) on the calling goroutine. f must treat its rows alone
+// (the row-wise LayerNorm, quantization, elementwise steps of a pass):
+// the result is then the same bits for every thread count.
+func ParallelRows(threads, rows, minRows int, f func(r0, r1 int) error) error {
+	minRows = max(minRows, 1)
+	if threads <= 1 || rows < 2*minRows {
+		return f(0, rows)
+	}
+	chunks := min(rows/minRows, 4*threads)
+	errs := make([]error, chunks)
+	Parallel(threads, chunks, func(t int) {
+		errs[t] = f(rows*t/chunks, rows*(t+1)/chunks)
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

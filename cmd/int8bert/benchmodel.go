@@ -25,7 +25,7 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	arch := fs.String("arch", "bert-base", "architecture ("+strings.Join(bench.Archs(), ", ")+"; random weights of its real shapes) or a model folder")
 	seq := fs.Int("seq", 128, "tokens per sequence")
 	batch := fs.Int("batch", 1, "sequences per forward pass")
-	threads := fs.Int("threads", 1, "threads per linear layer")
+	threadsArg := fs.String("threads", "1", "threads per forward pass, or an ascending list (1,2 or 1,4,16): each count's time per precision, interleaved round by round, and its scaling over the first count beside the peak loop's own, in one run")
 	precs := fs.String("precision", "fp32,int8-static,int8-dynamic", "precisions to measure (fp32, bf16, int8-static, int8-dynamic)")
 	alpha := fs.String("alpha", "0.5", "SmoothQuant alpha, or auto")
 	minTime := fs.Duration("min-time", 2*time.Second, "least time spent timing each precision")
@@ -64,8 +64,30 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *seq < 1 || *batch < 1 || *reps < 1 || *minTime < 0 {
 		return fmt.Errorf("bench model: -seq, -batch and -reps must be positive")
 	}
-	if err := checkThreads("bench model", *threads); err != nil {
-		return err
+	counts, err := bench.ParseThreadCounts(*threadsArg, runtime.NumCPU())
+	if err != nil {
+		return fmt.Errorf("bench model: %w", err)
+	}
+	threads := &counts[0]
+	if len(counts) > 1 {
+		if *instances > 1 {
+			return fmt.Errorf("bench model: --instances %d with --threads %s: give one thread count for instances", *instances, *threadsArg)
+		}
+		o := bench.ModelOptions{Arch: *arch, Seq: *seq, Batch: *batch, Precisions: list, MinTime: *minTime, Reps: *reps, PeakTime: *peakTime,
+			Progress: func(s string) { fmt.Fprintln(stderr, s) }}
+		o.Quant.Alpha, o.Quant.AlphaSet, o.Quant.Auto = a, true, auto
+		if *peakTime <= 0 {
+			o.PeakTime = -1
+		}
+		defer measureSetup(stderr, false, true)()
+		r, err := bench.ModelScaling(ctx, o, counts)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, r)
+		}
+		return printScaling(stdout, r)
 	}
 	if most := runtime.NumCPU(); *instances < 1 || *instances**threads > most {
 		return fmt.Errorf("bench model: --instances %d x --threads %d: want at least one instance and at most %d CPUs in all (the CPUs this process may use)", *instances, *threads, most)
@@ -206,5 +228,50 @@ func printInt8Tier(w io.Writer, t selector.Int8Tier, chosen string, measured flo
 		chosen = "none ran"
 	}
 	_, err := fmt.Fprintf(w, "int8 tier: %s: %s\nint8 kernels chosen: %s; INT8 linears can reach %s\n", t.Tier, t.Scheme, chosen, ceiling)
+	return err
+}
+
+// printScaling prints bench model --threads 1,2,...: per precision and
+// thread count the median pass with its spread and parts, the scaling over
+// the first count (the median of the rounds' ratios, min-max) and the
+// peak loop's own scaling right before and after, and their ratio.
+func printScaling(w io.Writer, r *bench.ScalingReport) error {
+	base := r.Threads[0]
+	fmt.Fprintf(w, "%s, seq %d, batch %d, threads %v: one pass on each count per round, back to back; median of timed passes (min-max)\n", r.Arch, r.Seq, r.Batch, r.Threads)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "precision\tthreads\tms/batch (min-max)\tpasses\tlinear ms\tattention ms\tother ms\tscaling vs %d (min-max)\tpeak loop scaling (before/after)\tof peak scaling\t\n", base)
+	noisy := false
+	for _, p := range r.Precisions {
+		for _, x := range p.Points {
+			ms := x.Spread.String()
+			if x.Noise.Noisy {
+				ms, noisy = bench.NoisyMark+ms, true
+			}
+			sc, pk, of := "1.00x", "-", "-"
+			if x.Threads != base {
+				sc = fmt.Sprintf("%s (%.2f-%.2f)", bench.Ratio(x.Scaling, x.Noise.Noisy || p.Points[0].Noise.Noisy), x.ScalingSpread.Min, x.ScalingSpread.Max)
+			}
+			if x.PeakScaling > 0 && x.Threads != base {
+				pk = fmt.Sprintf("%.2fx/%.2fx", x.PeakScaling, x.PeakScalingAfter)
+				of = fmt.Sprintf("%.2f", x.OfPeak)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t\n", p.Precision, x.Threads, ms, x.Spread.N,
+				x.LinearMs, x.AttentionMs, x.OtherMs, sc, pk, of)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if noisy {
+		fmt.Fprintln(w, bench.NoisyLegend)
+		for _, p := range r.Precisions {
+			for _, x := range p.Points {
+				if x.Noise.Noisy {
+					fmt.Fprintf(w, "  %s on %d thread(s): %s\n", p.Precision, x.Threads, x.Noise)
+				}
+			}
+		}
+	}
+	_, err := fmt.Fprintf(w, "peak loop scaling: the precision's peak loop (FMA, the INT8 tier's, VDPBF16PS) on N goroutines at once, each on its own OS thread, over %d, right before/after the passes; of peak scaling: the pass's scaling over it\n", base)
 	return err
 }

@@ -143,14 +143,29 @@ type qin struct {
 // quantize makes the INT8 input of l from x ([rows][K]) into dst: per token
 // in dynamic mode, with the calibrated per-tensor scale in static mode
 // (used where no producer fused the step).
-func (l *qlin) quantize(mode smoothquant.Mode, x []float32, rows int, dst *qin, tmp []float32) error {
-	k := l.q.K
-	if mode == smoothquant.Dynamic {
-		return kernels.QuantizeRowsU8Pre(dst.u8[:rows*k], dst.scales[:rows], x[:rows*k], rows, k, l.pre)
+func (l *qlin) quantize(mode smoothquant.Mode, x []float32, rows int, dst *qin, tmp []float32, threads int) error {
+	if threads <= 1 {
+		return l.quantizeRows(mode, x, 0, rows, dst, tmp)
 	}
-	src := x[:rows*k]
+	// Each row is quantized alone (its own scale in dynamic mode, the
+	// calibrated one in static mode): chunks of rows on the pass's
+	// threads give the same bits.
+	return kernels.ParallelRows(threads, rows, rowChunk, func(r0, r1 int) error {
+		return l.quantizeRows(mode, x, r0, r1, dst, tmp)
+	})
+}
+
+// quantizeRows is quantize of rows [r0, r1).
+func (l *qlin) quantizeRows(mode smoothquant.Mode, x []float32, r0, r1 int, dst *qin, tmp []float32) error {
+	k, rows := l.q.K, r1-r0
+	x = x[r0*k : r1*k]
+	u8 := dst.u8[r0*k : r1*k]
+	if mode == smoothquant.Dynamic {
+		return kernels.QuantizeRowsU8Pre(u8, dst.scales[r0:r1], x, rows, k, l.pre)
+	}
+	src := x
 	if l.pre != nil {
-		src = tmp[:rows*k]
+		src = tmp[r0*k : r1*k]
 		for i := 0; i < rows; i++ {
 			r, xr := src[i*k:(i+1)*k], x[i*k:(i+1)*k]
 			for j, p := range l.pre[:k] {
@@ -158,7 +173,7 @@ func (l *qlin) quantize(mode smoothquant.Mode, x []float32, rows int, dst *qin, 
 			}
 		}
 	}
-	return kernels.QuantizeTensorU8(dst.u8[:rows*k], src, rows, k, l.q.ActScale, l.q.ActZeroPoint)
+	return kernels.QuantizeTensorU8(u8, src, rows, k, l.q.ActScale, l.q.ActZeroPoint)
 }
 
 // epilogue is the INT8 epilogue of l for an input quantized in mode.
@@ -186,7 +201,7 @@ func (p *int8Pass) runQ(m *Model, l *qlin, rows int, x []float32, in *qin, quant
 	}
 	mode := p.mode
 	if !quantized {
-		if err := l.quantize(mode, x, rows, in, s.tmp); err != nil {
+		if err := l.quantize(mode, x, rows, in, s.tmp, m.threads); err != nil {
 			return err
 		}
 	}
@@ -246,7 +261,7 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 			q = s.xq.u8
 		}
 	}
-	if err := kernels.LayerNorm(x, q, s.t, nil, rows, h, ly.attnLN, ly.attnLNBias, m.cfg.LayerNormEps, qp); err != nil {
+	if err := m.layerNorm(x, q, s.t, rows, ly.attnLN, ly.attnLNBias, qp); err != nil {
 		return false, fmt.Errorf("attention layer norm: %w", err)
 	}
 	prof.add(partLayerNorm, t, 0)
@@ -278,7 +293,7 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 			q = s.xq.u8
 		}
 	}
-	if err := kernels.LayerNorm(x, q, s.t, nil, rows, h, ly.outLN, ly.outLNBias, m.cfg.LayerNormEps, qp); err != nil {
+	if err := m.layerNorm(x, q, s.t, rows, ly.outLN, ly.outLNBias, qp); err != nil {
 		return false, fmt.Errorf("output layer norm: %w", err)
 	}
 	prof.add(partLayerNorm, t, 0)

@@ -513,7 +513,30 @@ func (m *Model) embed(in *Inputs, spans []span, x []float32) {
 // embedNorm is the embeddings' LayerNorm of rows rows, in place on x,
 // with a fused quantize step qp into q when qp is set (pass.embedNorm).
 func (m *Model) embedNorm(x []float32, rows int, q []uint8, qp *kernels.QuantParams) error {
-	return kernels.LayerNorm(x, q, x, nil, rows, m.cfg.Hidden, m.embLN, m.embLNBias, m.cfg.LayerNormEps, qp)
+	return m.layerNorm(x, q, x, rows, m.embLN, m.embLNBias, qp)
+}
+
+// rowChunk is the fewest rows a task of a pass's row-wise steps
+// (LayerNorm, the quantization of a linear's input) takes: below it the
+// hand-off to another thread costs more than the rows.
+const rowChunk = 16
+
+// layerNorm is kernels.LayerNorm of rows rows of the hidden size (no
+// residual: the linears' epilogues add it), in place or from src to dst,
+// with the fused quantize step qp into q when set, on the model's threads
+// by chunks of rows (kernels.ParallelRows: the same bits on any count).
+func (m *Model) layerNorm(dst []float32, q []uint8, src []float32, rows int, gamma, beta []float32, qp *kernels.QuantParams) error {
+	h, eps := m.cfg.Hidden, m.cfg.LayerNormEps
+	if m.threads <= 1 {
+		return kernels.LayerNorm(dst, q, src, nil, rows, h, gamma, beta, eps, qp)
+	}
+	return kernels.ParallelRows(m.threads, rows, rowChunk, func(r0, r1 int) error {
+		var qr []uint8
+		if q != nil {
+			qr = q[r0*h : r1*h]
+		}
+		return kernels.LayerNorm(dst[r0*h:r1*h], qr, src[r0*h:r1*h], nil, r1-r0, h, gamma, beta, eps, qp)
+	})
 }
 
 // position is the position id of token i, the s-th of its sequence; c
@@ -738,7 +761,7 @@ func (m *Model) layer(ly *layer, li int, x []float32, in *Inputs, s *scratch, ob
 	}
 	p.add(partLinear, t, fl(h, h))
 	t = time.Now()
-	if err := kernels.LayerNorm(x, nil, s.t, nil, rows, h, ly.attnLN, ly.attnLNBias, m.cfg.LayerNormEps, nil); err != nil {
+	if err := m.layerNorm(x, nil, s.t, rows, ly.attnLN, ly.attnLNBias, nil); err != nil {
 		return fmt.Errorf("attention layer norm: %w", err)
 	}
 	p.add(partLayerNorm, t, 0)
@@ -757,7 +780,7 @@ func (m *Model) layer(ly *layer, li int, x []float32, in *Inputs, s *scratch, ob
 	}
 	p.add(partLinear, t, 2*fl(inter, h))
 	t = time.Now()
-	if err := kernels.LayerNorm(x, nil, s.t, nil, rows, h, ly.outLN, ly.outLNBias, m.cfg.LayerNormEps, nil); err != nil {
+	if err := m.layerNorm(x, nil, s.t, rows, ly.outLN, ly.outLNBias, nil); err != nil {
 		return fmt.Errorf("output layer norm: %w", err)
 	}
 	p.add(partLayerNorm, t, 0)
