@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,6 +80,9 @@ func ParseThreadCounts(s string, most int) ([]int, error) {
 			return nil, fmt.Errorf("--threads %q: %q is not a number of threads", s, f)
 		}
 		if n < 1 || n > most {
+			if f == strings.TrimSpace(s) { // one count: the other commands' wording
+				return nil, fmt.Errorf("--threads %d: want 1 to %d (the CPUs this process may use)", n, most)
+			}
 			return nil, fmt.Errorf("--threads %q: %d: want 1 to %d (the CPUs this process may use)", s, n, most)
 		}
 		if len(out) > 0 && n <= out[len(out)-1] {
