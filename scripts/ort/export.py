@@ -6,12 +6,18 @@
 # 12 heads, FFN 3072, vocab 30522, 512 positions), post-LayerNorm, erf GELU,
 # softmax attention with an additive padding mask. Weights are N(0, 0.02),
 # seeded, so the graph is the same on every run. Inputs: input_ids and
-# attention_mask, int64 [1, SEQ]; output: last_hidden_state, float [1, SEQ, 768].
+# attention_mask, int64 [batch, seq]; output: last_hidden_state, float
+# [batch, seq, 768]. Both axes are dynamic (dynamic_axes): one graph serves
+# every batch and sequence length (up to the 512 positions). It is traced
+# with a batch of 2 and 16 tokens, so that no size 1 is baked in as a
+# broadcast, and the export is checked by giving the graph's inputs and
+# output named (symbolic) dimensions.
 #
-# usage: python3 export.py OUT.onnx [SEQ]
+# usage: python3 export.py OUT.onnx
 import math
 import sys
 
+import onnx
 import torch
 from torch import nn
 
@@ -68,7 +74,6 @@ class Encoder(nn.Module):
 
 def main():
     out = sys.argv[1]
-    seq = int(sys.argv[2]) if len(sys.argv) > 2 else 128
     torch.set_num_threads(1)
     torch.manual_seed(13)
     model = Encoder().eval()
@@ -80,14 +85,21 @@ def main():
                 p.fill_(1.0)
             else:
                 p.normal_(0.0, 0.02)
-    ids = torch.randint(0, VOCAB, (1, seq), dtype=torch.long)
-    mask = torch.ones(1, seq, dtype=torch.long)
+    ids = torch.randint(0, VOCAB, (2, 16), dtype=torch.long)
+    mask = torch.ones(2, 16, dtype=torch.long)
+    axes = {0: "batch", 1: "seq"}
     torch.onnx.export(
         model, (ids, mask), out,
         input_names=["input_ids", "attention_mask"],
         output_names=["last_hidden_state"],
+        dynamic_axes={"input_ids": axes, "attention_mask": axes, "last_hidden_state": axes},
         opset_version=13, do_constant_folding=True)
-    print(f"export.py: wrote {out} (seq {seq}, opset 13)")
+    g = onnx.load(out, load_external_data=False).graph
+    for v in list(g.input) + list(g.output):
+        dims = [d.dim_param or str(d.dim_value) for d in v.type.tensor_type.shape.dim]
+        if dims[:2] != ["batch", "seq"]:
+            sys.exit(f"export.py: {v.name} has shape {dims}, not [batch, seq, ...]")
+    print(f"export.py: wrote {out} (dynamic batch and seq, opset 13)")
 
 
 if __name__ == "__main__":
