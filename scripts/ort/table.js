@@ -12,8 +12,8 @@
 // is marked "<". A "~" marks a figure that was noisy in some round: ours as
 // `bench model` judged it (spread of its passes over 15% of their median, or
 // its peak loop moved over 10%), ONNX Runtime's by the same spread rule.
-// Everything (meta, every round's figures and spreads, the medians and ratios)
-// goes to JSON_OUT.
+// Everything (meta, every round's figures and spreads, ours' linear, attention
+// and other ms of the median pass, the medians and ratios) goes to JSON_OUT.
 //
 // usage: node table.js DIR ROUNDS JSON_OUT CELL...   (CELL: bB-sS-tT)
 'use strict';
@@ -52,13 +52,19 @@ for (const name of cells) {
   for (let r = 1; r <= rounds; r++) {
     const ours = read(path.join(dir, name, `ours-${r}.json`));
     const ort = read(path.join(dir, name, `ort-${r}.json`));
+    for (const [who, x] of [['ours', ours], ['ORT', ort]]) {
+      if (x.batch !== cell.batch || x.seq !== cell.seq || x.threads !== cell.threads) {
+        throw new Error(`${name} round ${r}: ${who} ran batch ${x.batch}, seq ${x.seq}, ${x.threads} thread(s)`);
+      }
+    }
     const round = { round: r, first: read(path.join(dir, name, `order-${r}.json`)).first };
     for (const [key, , side, prec] of COLS) {
       if (side === 'ours') {
         const x = ours.results.find((y) => y.precision === prec);
         if (!x) throw new Error(`${name} round ${r}: ours has no ${prec}`);
         round[key] = { ms: x.ms_per_batch, min_ms: x.spread.min_ms, max_ms: x.spread.max_ms, passes: x.passes,
-          noisy: !!(x.noise && x.noise.noisy), noise: x.noise };
+          noisy: !!(x.noise && x.noise.noisy), noise: x.noise,
+          linear_ms: x.linear_ms, attention_ms: x.attention_ms, other_ms: x.other_ms };
       } else {
         const x = ort.results.find((y) => y.graph === prec);
         if (!x) throw new Error(`${name} round ${r}: ORT has no ${prec}`);
