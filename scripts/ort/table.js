@@ -102,7 +102,9 @@ for (const c of report.cells) {
   const row = [c.batch, c.seq, c.threads, ...COLS.map(([k]) => fmtMs(c.median[k]))];
   for (const [k] of RATIOS) {
     row.push(c.rounds.map((x) => x[k].toFixed(2)).join(', '));
-    row.push((c.median[k] < TARGET ? '<' : '') + c.median[k].toFixed(2) + 'x');
+    // Three digits where two would round a short median up to the target.
+    const v = c.median[k], digits = v < TARGET && v.toFixed(2) === TARGET.toFixed(2) ? 3 : 2;
+    row.push((v < TARGET ? '<' : '') + v.toFixed(digits) + 'x');
   }
   console.log('| ' + row.join(' | ') + ' |');
 }
