@@ -1,30 +1,36 @@
 // run.js: times ONNX Runtime (the npm package onnxruntime-node) on ONNX graphs.
 //
 // Part of scripts/bench-ort.sh. For each graph given: one session with
-// intraOpNumThreads 1, interOpNumThreads 1, sequential execution and all graph
-// optimizations; batch-1 inputs of --seq tokens (128; input_ids from a
-// fixed seed, attention_mask all ones); warm-up runs, then runs until MIN_TIME
-// seconds have passed (at least 3), and the median. Prints one JSON object.
-// The caller pins the process (taskset -c CPU).
+// intraOpNumThreads THREADS (the calling thread and THREADS-1 pool threads),
+// interOpNumThreads 1, sequential execution and all graph optimizations;
+// inputs of BATCH sequences of SEQ tokens (input_ids from a fixed seed, each
+// row its own, [CLS] first and [SEP] last; attention_mask all ones); warm-up
+// runs (at least one, up to 3 or 1 s), then runs until MIN_TIME seconds have
+// passed (at least 3), and their median, minimum and maximum. Prints one JSON
+// object. The caller pins the process (taskset -c CPUS); ONNX Runtime sets no
+// affinity of its own, so with 2 threads both float over the CPUs given.
 //
-// usage: node run.js [--seq N] [--min-time S] [--check] NAME=GRAPH.onnx ...
+// usage: node run.js [--batch B] [--seq N] [--threads T] [--min-time S] [--check]
+//                    NAME=GRAPH.onnx ...
 // --check: also prints the cosine similarity of each graph's last hidden state
 // against the first graph's (the FP32 one), on the same input.
 'use strict';
 const ort = require('onnxruntime-node');
 
-function inputs(seq) {
-  const ids = new BigInt64Array(seq);
+function inputs(batch, seq) {
+  const ids = new BigInt64Array(batch * seq);
   let s = 12345;
-  for (let i = 0; i < seq; i++) {
-    s = (s * 1103515245 + 12345) % 2147483648;
-    ids[i] = BigInt(1000 + (s % 29000));
+  for (let b = 0; b < batch; b++) {
+    for (let i = 0; i < seq; i++) {
+      s = (s * 1103515245 + 12345) % 2147483648;
+      ids[b * seq + i] = BigInt(1000 + (s % 29000));
+    }
+    ids[b * seq] = 101n; // [CLS]
+    ids[b * seq + seq - 1] = 102n; // [SEP]
   }
-  ids[0] = 101n; // [CLS]
-  ids[seq - 1] = 102n; // [SEP]
   return {
-    input_ids: new ort.Tensor('int64', ids, [1, seq]),
-    attention_mask: new ort.Tensor('int64', new BigInt64Array(seq).fill(1n), [1, seq]),
+    input_ids: new ort.Tensor('int64', ids, [batch, seq]),
+    attention_mask: new ort.Tensor('int64', new BigInt64Array(batch * seq).fill(1n), [batch, seq]),
   };
 }
 
@@ -34,41 +40,57 @@ function cosine(a, b) {
   return ab / Math.sqrt(aa * bb);
 }
 
+const seconds = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
+
 async function main() {
   const args = process.argv.slice(2);
-  let minTime = 3, seq = 128, check = false;
+  let minTime = 3, seq = 128, batch = 1, threads = 1, check = false;
   const graphs = [];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--min-time') minTime = Number(args[++i]);
     else if (args[i] === '--seq') seq = Number(args[++i]);
+    else if (args[i] === '--batch') batch = Number(args[++i]);
+    else if (args[i] === '--threads') threads = Number(args[++i]);
     else if (args[i] === '--check') check = true;
-    else { const j = args[i].indexOf('='); graphs.push([args[i].slice(0, j), args[i].slice(j + 1)]); }
+    else if (args[i].includes('=')) { const j = args[i].indexOf('='); graphs.push([args[i].slice(0, j), args[i].slice(j + 1)]); }
+    else throw new Error(`unknown argument ${args[i]}`);
+  }
+  for (const [k, v] of [['--batch', batch], ['--seq', seq], ['--threads', threads]]) {
+    if (!Number.isInteger(v) || v < 1) throw new Error(`${k} must be a positive integer`);
   }
   const opts = {
-    intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential',
+    intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential',
     graphOptimizationLevel: 'all',
   };
-  const out = { ort_version: ort.env.versions.common, threads: 1, batch: 1, results: [] };
+  const out = { ort_version: ort.env.versions.common, threads, batch, seq, results: [] };
   let ref = null;
+  const feeds = inputs(batch, seq);
   for (const [name, path] of graphs) {
     const t0 = process.hrtime.bigint();
     const sess = await ort.InferenceSession.create(path, opts);
-    const loadS = Number(process.hrtime.bigint() - t0) / 1e9;
-    const feeds = inputs(seq);
-    for (let i = 0; i < 3; i++) await sess.run(feeds); // warm-up
+    const loadS = seconds(t0);
+    const w0 = process.hrtime.bigint();
+    let warm = 0;
+    do { await sess.run(feeds); warm++; } while (warm < 3 && seconds(w0) < 1);
     const times = [];
     const start = process.hrtime.bigint();
-    while (times.length < 3 || Number(process.hrtime.bigint() - start) / 1e9 < minTime) {
+    while (times.length < 3 || seconds(start) < minTime) {
       const a = process.hrtime.bigint();
       await sess.run(feeds);
       times.push(Number(process.hrtime.bigint() - a) / 1e6);
     }
-    times.sort((x, y) => x - y);
-    const ms = times[Math.floor(times.length / 2)];
-    const r = { graph: name, seq, ms_per_batch: ms, seq_per_s: 1000 / ms, runs: times.length, load_s: loadS };
+    const sorted = [...times].sort((x, y) => x - y);
+    // The upper median for an even count, as ours (bench.SpreadOf).
+    const ms = sorted[Math.floor(sorted.length / 2)];
+    const r = {
+      graph: name, batch, seq, threads, ms_per_batch: ms, seq_per_s: 1000 * batch / ms,
+      min_ms: sorted[0], max_ms: sorted[sorted.length - 1], runs: times.length, warmup_runs: warm,
+      load_s: loadS, passes_ms: times,
+    };
     if (check) {
-      const y = (await sess.run(feeds)).last_hidden_state.data;
-      if (ref === null) ref = y; else r.cosine_vs_first = cosine(ref, y);
+      const y = (await sess.run(feeds)).last_hidden_state;
+      if (y.dims.join(',') !== [batch, seq, 768].join(',')) throw new Error(`${name}: output shape ${y.dims}`);
+      if (ref === null) ref = y.data; else r.cosine_vs_first = cosine(ref, y.data);
     }
     out.results.push(r);
     await sess.release();
