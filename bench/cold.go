@@ -123,11 +123,7 @@ func Cold(ctx context.Context, o ColdOptions) (*ColdReport, error) {
 		return nil, fmt.Errorf("bench: cold: threads %d, warm-up %d x %d, calls %d, max length %d and warm rounds %d must be positive: %w",
 			o.Threads, o.WarmBatch, o.WarmLength, o.Calls, o.MaxLength, o.WarmRounds, models.ErrConfig)
 	}
-	say := func(format string, args ...any) {
-		if o.Progress != nil {
-			o.Progress(fmt.Sprintf(format, args...))
-		}
-	}
+	say := sayer(o.Progress)
 	rep := &ColdReport{CPU: cpu.X86.Brand, Model: o.Arch, Precision: o.Precision, Threads: o.Threads,
 		WarmBatch: o.WarmBatch, WarmLength: o.WarmLength, WorstAt: -1}
 

@@ -157,13 +157,7 @@ func measurePeak(d time.Duration, prec models.Precision, threads int) float64 {
 // of short runs it sees what the timed passes next to it see, for the
 // before/after check of Classify.
 func peakRate(d time.Duration, prec models.Precision, threads int) float64 {
-	kind := peak.FP32
-	switch {
-	case prec.Int8():
-		kind = peak.Int8
-	case prec == models.PrecisionBF16:
-		kind = peak.BF16
-	}
+	kind := peakKind(prec)
 	return peak.Rate(kind, d) / 1e9 * float64(threads)
 }
 

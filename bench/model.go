@@ -212,17 +212,10 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 	if o.Seq < 1 || o.Batch < 1 || o.Threads < 1 || o.Instances < 1 {
 		return nil, fmt.Errorf("bench: seq %d, batch %d, threads %d must be positive (instances %d): %w", o.Seq, o.Batch, o.Threads, o.Instances, models.ErrConfig)
 	}
-	say := func(format string, args ...any) {
-		if o.Progress != nil {
-			o.Progress(fmt.Sprintf(format, args...))
-		}
-	}
-	sel := o.Selector
-	if sel == nil {
-		var err error
-		if sel, err = selector.DefaultSync(); err != nil {
-			return nil, err
-		}
+	say := sayer(o.Progress)
+	sel, err := syncOr(o.Selector)
+	if err != nil {
+		return nil, err
 	}
 	var one, many *models.Instances
 	if o.Instances > 1 {

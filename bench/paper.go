@@ -506,12 +506,9 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 			return nil, fmt.Errorf("bench: paper: model %q at seq %d: want an architecture or folder and a positive length: %w", m.Arch, m.Seq, models.ErrConfig)
 		}
 	}
-	sel := o.Selector
-	if sel == nil {
-		var err error
-		if sel, err = selector.DefaultSync(); err != nil {
-			return nil, err
-		}
+	sel, err := syncOr(o.Selector)
+	if err != nil {
+		return nil, err
 	}
 	if o.Precisions == nil {
 		o.Precisions = DefaultPaperPrecisions(sel.Features())
@@ -536,7 +533,6 @@ func Paper(ctx context.Context, o PaperOptions) (*PaperReport, error) {
 		return nil, err
 	}
 	say("memory bandwidth (triad)")
-	var err error
 	if pk.TriadOne, err = Triad(ctx, TriadOptions{Bytes: o.TriadBytes, Threads: 1}); err != nil {
 		return nil, err
 	}

@@ -136,17 +136,10 @@ func ModelScaling(ctx context.Context, o ModelOptions, counts []int) (*ScalingRe
 	if o.Precisions == nil {
 		o.Precisions = []models.Precision{models.PrecisionFP32, models.PrecisionInt8Static}
 	}
-	say := func(format string, args ...any) {
-		if o.Progress != nil {
-			o.Progress(fmt.Sprintf(format, args...))
-		}
-	}
-	sel := o.Selector
-	if sel == nil {
-		var err error
-		if sel, err = selector.DefaultSync(); err != nil {
-			return nil, err
-		}
+	say := sayer(o.Progress)
+	sel, err := syncOr(o.Selector)
+	if err != nil {
+		return nil, err
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(leanGCPercent))
 	// The FP32 models, one per count, are kept while a precision left
@@ -316,13 +309,7 @@ func timeScaling(ctx context.Context, ms []*models.Pipeline, counts []int, in *m
 // goroutines at once, each locked to its OS thread, and returns the
 // summed rates (GOP/s), one per count.
 func peakRates(d time.Duration, prec models.Precision, counts []int) []float64 {
-	kind := peak.FP32
-	switch {
-	case prec.Int8():
-		kind = peak.Int8
-	case prec == models.PrecisionBF16:
-		kind = peak.BF16
-	}
+	kind := peakKind(prec)
 	out := make([]float64, len(counts))
 	for i, c := range counts {
 		out[i] = concurrentRate(kind, d, c)

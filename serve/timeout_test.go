@@ -77,22 +77,30 @@ func TestSlowClients(t *testing.T) {
 	assert.Equal(t, 200, r.StatusCode)
 }
 
-// TestShutdownAnswersAdmitted: requests admitted before Shutdown (here
-// queued behind a held instance) are all answered 200 after the
-// listener has closed, new connections are refused meanwhile, and
-// Shutdown returns nil once they are done.
-func TestShutdownAnswersAdmitted(t *testing.T) {
+// heldServer serves the shipped model on loopback with one instance,
+// held by a job until release is closed; served receives Serve's result.
+func heldServer(t *testing.T, drainDelay time.Duration) (*Server, net.Listener, chan error, chan struct{}) {
+	t.Helper()
 	s, err := New(context.Background(), Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, Instances: 1,
-		Load: loadOptions(t), DrainDelay: -1})
+		Load: loadOptions(t), DrainDelay: drainDelay})
 	require.NoError(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(l) }()
-	url := "http://" + l.Addr().String()
 	release, held := make(chan struct{}), make(chan struct{})
 	go s.sched.submit(&job{ctx: context.Background(), m: s.models[0], run: func() error { close(held); <-release; return nil }}, false)
 	<-held
+	return s, l, served, release
+}
+
+// TestShutdownAnswersAdmitted: requests admitted before Shutdown (here
+// queued behind a held instance) are all answered 200 after the
+// listener has closed, new connections are refused meanwhile, and
+// Shutdown returns nil once they are done.
+func TestShutdownAnswersAdmitted(t *testing.T) {
+	s, l, served, release := heldServer(t, -1)
+	url := "http://" + l.Addr().String()
 	const n = 6
 	codes := make(chan int, n)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -146,17 +154,8 @@ func TestShutdownAnswersAdmitted(t *testing.T) {
 // request outliving the drain delay left its connection idle and open,
 // and the next request on it was lost (an EOF at the client).
 func TestDrainClosesAdmittedConnections(t *testing.T) {
-	s, err := New(context.Background(), Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, Instances: 1,
-		Load: loadOptions(t), DrainDelay: time.Minute})
-	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(l) }()
+	s, l, served, release := heldServer(t, time.Minute)
 	url := "http://" + l.Addr().String()
-	release, held := make(chan struct{}), make(chan struct{})
-	go s.sched.submit(&job{ctx: context.Background(), m: s.models[0], run: func() error { close(held); <-release; return nil }}, false)
-	<-held
 	type answer struct {
 		close  bool
 		status int
