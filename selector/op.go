@@ -294,10 +294,11 @@ type Linear[G any] struct {
 	w      any     // []int8 or []float32, [n][k]; nil ([]int8) once packed
 	colSum []int32 // u8s8: the column sums of W
 
-	mu     sync.Mutex
-	closed bool
-	packs  map[int]*pack // by NR
-	dw     []*dnnlWeights
+	mu      sync.Mutex
+	closed  bool
+	packs   map[int]*pack // by NR
+	packing map[int]bool  // forms being packed in the background (packLater)
+	dw      []*dnnlWeights
 	// single: a new packed form replaces the forms no call ran on since
 	// the last Trim (SetSingleForm).
 	single bool
@@ -363,22 +364,38 @@ func (l *Linear[G]) Run(g *G) error {
 	}
 	// The row model's pick for this exact m in the key's class, else the
 	// chosen candidate or, should it not take this exact m (the key's is
-	// a row class), the next fastest measured one.
+	// a row class), the next fastest measured one. With background
+	// tuning, a candidate whose weights are not packed yet (a choice that
+	// changed under the calls, its tuning done) is packed in the
+	// background while the calls run on a form already packed
+	// (docs/DESIGN.md section 4.8): adopting a tuning costs no call a
+	// packing of every layer.
+	order := ch.runOrder()
 	if name := ch.pickAt(m, key.M); name != "" {
-		if c, found := l.op.byName[name]; found && c.accepts(m, l.n, l.k) {
-			if err := c.run(l, run, key.Epilogue); err != nil {
-				return fmt.Errorf("selector: %s linear m=%d k=%d n=%d with %s: %w", l.op.op, m, l.k, l.n, c.name(), err)
-			}
-			return nil
-		}
+		order = append([]string{name}, order...)
 	}
-	for _, name := range ch.runOrder() {
+	later := l.s.opts.Tuning == TuneBackground && !ch.Default
+	var first cand[G]
+	for _, name := range order {
 		c, found := l.op.byName[name]
 		if !found || !c.accepts(m, l.n, l.k) {
 			continue
 		}
+		if first == nil {
+			first = c
+		}
+		if later && !l.ready(c) {
+			l.packLater(c)
+			continue
+		}
 		if err := c.run(l, run, key.Epilogue); err != nil {
 			return fmt.Errorf("selector: %s linear m=%d k=%d n=%d with %s: %w", l.op.op, m, l.k, l.n, c.name(), err)
+		}
+		return nil
+	}
+	if first != nil { // none is packed: pack the first now
+		if err := first.run(l, run, key.Epilogue); err != nil {
+			return fmt.Errorf("selector: %s linear m=%d k=%d n=%d with %s: %w", l.op.op, m, l.k, l.n, first.name(), err)
 		}
 		return nil
 	}
@@ -441,6 +458,45 @@ func (l *Linear[G]) packed(nr int) (any, error) {
 	}
 	e.used = true
 	return e.p, nil
+}
+
+// ready reports whether c runs on l without packing first: oneDNN's
+// candidate (its weights are its own), or a native one whose form is
+// packed.
+func (l *Linear[G]) ready(c cand[G]) bool {
+	nc, ok := c.(*native[G])
+	if !ok {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.packs[nc.nr] != nil
+}
+
+// packLater packs c's form in a goroutine of its own, once: the calls
+// that come meanwhile run on a form already packed (Run). A linear of
+// SetSingleForm packs on its call, as before.
+func (l *Linear[G]) packLater(c cand[G]) {
+	nc, ok := c.(*native[G])
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	if l.single || l.closed || l.packing[nc.nr] || l.packs[nc.nr] != nil {
+		l.mu.Unlock()
+		return
+	}
+	if l.packing == nil {
+		l.packing = map[int]bool{}
+	}
+	l.packing[nc.nr] = true
+	l.mu.Unlock()
+	go func() {
+		l.packed(nc.nr) // an error (a closed linear) leaves the calls on their form
+		l.mu.Lock()
+		delete(l.packing, nc.nr)
+		l.mu.Unlock()
+	}()
 }
 
 // pin is packed for Prepare: Trim keeps the form.

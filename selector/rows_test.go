@@ -1,6 +1,7 @@
 package selector
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -136,4 +137,45 @@ func TestDeriveAbove(t *testing.T) {
 	ch, err = s.Choose(F32KernelKey(60, 64, 60, 1))
 	require.NoError(t, err)
 	assert.Empty(t, ch.DerivedFrom, "attention's products are tuned per class")
+}
+
+// TestAdoptTuningPacksLater: with background tuning, a call whose tuned
+// choice's weights are not packed yet runs on the form already packed (the
+// default's) while the new form is packed in the background, and the
+// calls after run the tuned kernel; every result is exact.
+func TestAdoptTuningPacksLater(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.CachePath, o.Force, o.Tuning = "off", "test-isa", TuneBackground
+	var seen sync.Map
+	slow := tiledKernel("gemmSlowWide_4x32", 4, &seen) // the default: no waste at M 4, the larger tile
+	inner := slow.RunU8S8
+	slow.RunU8S8 = func(g *kernels.GEMMU8S8) error { time.Sleep(2 * time.Millisecond); return inner(g) }
+	fast := tiledKernel("gemmFastNarrow_1x16", 1, &seen)
+	fast.NR = 16
+	s := newSelectorWith(t, o, withKernels(t, slow, fast))
+	p := newProblem(t, 5, 4, 16, 32, "none/s32", 0)
+	key := mustKey(t, 4, 16, 32, "none/s32", 1)
+
+	l, err := s.NewLinear(p.n, p.k, p.w, p.k)
+	require.NoError(t, err)
+	defer l.Close()
+	call := func() string {
+		seen.Delete(4)
+		out := newOut(p.kind.Out, p.m, p.n)
+		g := &kernels.GEMMU8S8{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, Out: out, Threads: 1}
+		require.NoError(t, l.Run(g))
+		compare(t, "call", p.kind.Out, p.m, p.n, p.n, out, p.want(t, p.n))
+		ran, _ := seen.Load(4)
+		name, _ := ran.(string)
+		return name
+	}
+	assert.Equal(t, slow.Name, call(), "the default runs first")
+	require.NoError(t, s.WaitTuned(context.Background()))
+	ch, err := s.Choose(key)
+	require.NoError(t, err)
+	require.Equal(t, fast.Name, ch.Kernel, "%v", ch)
+	assert.Equal(t, slow.Name, call(), "the tuned kernel's form is not packed yet: the packed one runs")
+	require.Eventually(t, func() bool { return l.ready(l.op.byName[fast.Name]) }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, fast.Name, call(), "once packed, the tuned kernel runs")
 }
