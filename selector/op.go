@@ -370,28 +370,17 @@ func (l *Linear[G]) Run(g *G) error {
 	// background while the calls run on a form already packed
 	// (docs/DESIGN.md section 4.8): adopting a tuning costs no call a
 	// packing of every layer.
-	order := ch.runOrder()
-	if name := ch.pickAt(m, key.M); name != "" {
-		order = append([]string{name}, order...)
-	}
 	later := l.s.opts.Tuning == TuneBackground && !ch.Default
 	var first cand[G]
-	for _, name := range order {
-		c, found := l.op.byName[name]
-		if !found || !c.accepts(m, l.n, l.k) {
-			continue
+	if name := ch.pickAt(m, key.M); name != "" {
+		if ran, err := l.tryRun(name, m, run, key.Epilogue, later, &first); ran {
+			return err
 		}
-		if first == nil {
-			first = c
+	}
+	for _, name := range ch.runOrder() {
+		if ran, err := l.tryRun(name, m, run, key.Epilogue, later, &first); ran {
+			return err
 		}
-		if later && !l.ready(c) {
-			l.packLater(c)
-			continue
-		}
-		if err := c.run(l, run, key.Epilogue); err != nil {
-			return fmt.Errorf("selector: %s linear m=%d k=%d n=%d with %s: %w", l.op.op, m, l.k, l.n, c.name(), err)
-		}
-		return nil
 	}
 	if first != nil { // none is packed: pack the first now
 		if err := first.run(l, run, key.Epilogue); err != nil {
@@ -458,6 +447,28 @@ func (l *Linear[G]) packed(nr int) (any, error) {
 	}
 	e.used = true
 	return e.p, nil
+}
+
+// tryRun runs the candidate name on g when it takes m rows and, with
+// later (background tuning), its form is packed; an unpacked one is
+// queued for packLater and skipped. first keeps the first candidate that
+// took m, for Run to pack now when none was packed.
+func (l *Linear[G]) tryRun(name string, m int, g *G, ep EpilogueKind, later bool, first *cand[G]) (bool, error) {
+	c, found := l.op.byName[name]
+	if !found || !c.accepts(m, l.n, l.k) {
+		return false, nil
+	}
+	if *first == nil {
+		*first = c
+	}
+	if later && !l.ready(c) {
+		l.packLater(c)
+		return false, nil
+	}
+	if err := c.run(l, g, ep); err != nil {
+		return true, fmt.Errorf("selector: %s linear m=%d k=%d n=%d with %s: %w", l.op.op, m, l.k, l.n, c.name(), err)
+	}
+	return true, nil
 }
 
 // ready reports whether c runs on l without packing first: oneDNN's
