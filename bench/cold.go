@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"time"
 
@@ -220,19 +219,9 @@ func withCold(ctx context.Context, o ColdOptions, f func(p *models.Pipeline, sel
 	}
 	defer sel.Close()
 	t0 := time.Now()
-	opts := models.Options{Selector: sel, Threads: o.Threads, Precision: o.Precision}
-	var p *models.Pipeline
-	if st, serr := os.Stat(o.Arch); serr == nil && st.IsDir() {
-		p, err = models.Load(ctx, o.Arch, opts)
-	} else {
-		a, aerr := LookupArch(o.Arch)
-		if aerr != nil {
-			return fmt.Errorf("bench: cold: %q is neither a model folder nor a known architecture: %w", o.Arch, aerr)
-		}
-		p, err = models.New(RandomWeights(a, models.TaskBase, 1), a.Config, opts)
-	}
+	p, err := loadArch(ctx, o.Arch, models.Options{Selector: sel, Threads: o.Threads, Precision: o.Precision})
 	if err != nil {
-		return fmt.Errorf("bench: cold: %w", err)
+		return err // loadArch and models.Load say what failed
 	}
 	defer p.Close()
 	return f(p, sel, time.Since(t0))

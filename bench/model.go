@@ -155,13 +155,18 @@ func loadFP32(ctx context.Context, o *ModelOptions, sel *selector.Selector) (*mo
 // loadAt is loadFP32 at precision prec (PrecisionBF16 rounds the FP32
 // weights to bfloat16 at load).
 func loadAt(ctx context.Context, o *ModelOptions, sel *selector.Selector, prec models.Precision) (*models.Pipeline, error) {
-	opts := models.Options{Selector: sel, Threads: o.Threads, Profile: true, Precision: prec}
-	if st, err := os.Stat(o.Arch); err == nil && st.IsDir() {
-		return models.Load(ctx, o.Arch, opts)
+	return loadArch(ctx, o.Arch, models.Options{Selector: sel, Threads: o.Threads, Profile: true, Precision: prec})
+}
+
+// loadArch loads arch with opts: a model folder, or an architecture of
+// Archs with random weights of its real shapes.
+func loadArch(ctx context.Context, arch string, opts models.Options) (*models.Pipeline, error) {
+	if st, err := os.Stat(arch); err == nil && st.IsDir() {
+		return models.Load(ctx, arch, opts)
 	}
-	a, err := LookupArch(o.Arch)
+	a, err := LookupArch(arch)
 	if err != nil {
-		return nil, fmt.Errorf("bench: %q is neither a model folder nor a known architecture: %w", o.Arch, err)
+		return nil, fmt.Errorf("bench: %q is neither a model folder nor a known architecture: %w", arch, err)
 	}
 	return models.New(RandomWeights(a, models.TaskBase, 1), a.Config, opts)
 }
