@@ -102,7 +102,11 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 }
 
 // attentionHead computes head hd of sequence bi (s.spans[bi]) into s.ctx
-// with the span's kernels.
+// with the span's kernels. K and V^T are packed once; the query rows run
+// in blocks of attnRowBlock (scores, softmax and P V of a block before the
+// next), so that a long head's f32 scores stay in L2 instead of a
+// seq x seq matrix written and read back (docs/DESIGN.md section 3.10).
+// Every row's arithmetic is the unblocked head's, bit for bit.
 func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *attnQuant) error {
 	sp := &s.spans[bi]
 	h, heads, seq, off := m.cfg.Hidden, m.cfg.Heads, sp.n, sp.off
@@ -110,16 +114,21 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q 
 	scale := float32(1 / math.Sqrt(float64(d)))
 	ld := 3 * h
 	qk, pv := sp.kr.qk, sp.kr.pv
-	b.scores = growF32(b.scores, seq*seq)
-	b.mask = growF32(b.mask, seq)
-	if in.Mask == nil {
-		clear(b.mask)
-	} else {
+	// A mask of the span's keys, nil when it masks none (adding zeros
+	// changes no score: x*scale + 0 is x*scale).
+	var mask []float32
+	if in.Mask != nil {
+		b.mask = growF32(b.mask, seq)
+		masked := false
 		for j, mk := range in.Mask[off : off+seq] {
 			b.mask[j] = 0
 			if mk == 0 {
 				b.mask[j] = maskValue
+				masked = true
 			}
+		}
+		if masked {
+			mask = b.mask
 		}
 	}
 	rows := s.qkv[off*ld : (off+seq)*ld]
@@ -127,25 +136,33 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q 
 	if err := kernels.PackF32Into(&b.k, seq, d, rows[ko:], ld, qk.NR); err != nil {
 		return err
 	}
-	b.g = kernels.GEMMF32{M: seq, N: seq, K: d, A: rows[qo:], Lda: ld, B: &b.k, C: b.scores, Ldc: seq}
-	if err := qk.Run(&b.g); err != nil {
-		return fmt.Errorf("attention scores (sequence %d, head %d): %w", bi, hd, err)
-	}
-	if err := kernels.SoftmaxScaled(b.scores, b.scores, seq, seq, scale, b.mask); err != nil {
-		return fmt.Errorf("attention softmax (sequence %d, head %d): %w", bi, hd, err)
-	}
 	// V's rows are V^T's columns: W = V^T ([d][seq]) given transposed.
 	if err := kernels.PackF32TInto(&b.vt, d, seq, rows[vo:], ld, pv.NR); err != nil {
 		return err
 	}
-	o := off*h + hd*d
-	b.g = kernels.GEMMF32{M: seq, N: d, K: seq, A: b.scores, Lda: seq, B: &b.vt, C: s.ctx[o:], Ldc: h}
-	if err := pv.Run(&b.g); err != nil {
-		return fmt.Errorf("attention context (sequence %d, head %d): %w", bi, hd, err)
+	rb := m.attnRowBlock(seq)
+	if rb < seq && qk.MR > 1 && rb >= qk.MR {
+		rb -= rb % qk.MR // whole register tiles but in the last block
 	}
-	if q != nil {
-		if err := kernels.QuantizeBlockU8(q.dst[o:], h, s.ctx[o:], h, seq, d, q.scale, q.zp); err != nil {
+	b.scores = growF32(b.scores, rb*seq)
+	for i0 := 0; i0 < seq; i0 += rb {
+		r := min(rb, seq-i0)
+		b.g = kernels.GEMMF32{M: r, N: seq, K: d, A: rows[i0*ld+qo:], Lda: ld, B: &b.k, C: b.scores, Ldc: seq}
+		if err := qk.Run(&b.g); err != nil {
+			return fmt.Errorf("attention scores (sequence %d, head %d): %w", bi, hd, err)
+		}
+		if err := kernels.SoftmaxScaled(b.scores, b.scores, r, seq, scale, mask); err != nil {
+			return fmt.Errorf("attention softmax (sequence %d, head %d): %w", bi, hd, err)
+		}
+		o := (off+i0)*h + hd*d
+		b.g = kernels.GEMMF32{M: r, N: d, K: seq, A: b.scores, Lda: seq, B: &b.vt, C: s.ctx[o:], Ldc: h}
+		if err := pv.Run(&b.g); err != nil {
 			return fmt.Errorf("attention context (sequence %d, head %d): %w", bi, hd, err)
+		}
+		if q != nil {
+			if err := kernels.QuantizeBlockU8(q.dst[o:], h, s.ctx[o:], h, r, d, q.scale, q.zp); err != nil {
+				return fmt.Errorf("attention context (sequence %d, head %d): %w", bi, hd, err)
+			}
 		}
 	}
 	return nil

@@ -358,7 +358,8 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 	return nil
 }
 
-// attnRowBlock is how many query rows attentionHead8 takes at a time:
+// attnRowBlock is how many query rows attentionHead8 and attentionHead
+// (FP32) take at a time:
 // every row while a head's f32 scores fit in 256 KB (seq <= 256; L2 holds
 // them), else 96 rows (a multiple of every kernel's MR), so the scores
 // and probabilities stay in L2 at seq 512 (docs/DESIGN.md section 3.10).

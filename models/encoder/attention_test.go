@@ -56,7 +56,7 @@ func attentionRef(qkv []float32, mask []int32, batch, seq, h, heads int) []float
 
 func TestAttention(t *testing.T) {
 	for _, c := range []struct{ batch, seq, h, heads int }{
-		{1, 1, 8, 2}, {2, 37, 192, 3}, {3, 20, 96, 2}, {1, 128, 768, 12},
+		{1, 1, 8, 2}, {2, 37, 192, 3}, {3, 20, 96, 2}, {1, 128, 768, 12}, {1, 300, 64, 2},
 	} {
 		r := rand.New(rand.NewPCG(uint64(c.seq), uint64(c.h)))
 		rows := c.batch * c.seq
@@ -82,8 +82,11 @@ func TestAttention(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { sel.Close() })
 			var first []float32
-			for _, threads := range []int{1, 3} {
-				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel, pass: &floatPass{prec: PrecisionFP32}}
+			// Whole heads (or the default blocks past 256 tokens), then
+			// query rows in blocks: bit for bit the same context.
+			for _, run := range []struct{ threads, rows int }{{1, 0}, {3, 0}, {1, 7}, {3, 16}} {
+				threads := run.threads
+				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: threads, sel: sel, pass: &floatPass{prec: PrecisionFP32}, attnRows: run.rows}
 				s := &scratch{qkv: slices.Clone(qkv), ctx: make([]float32, rows*c.h)}
 				if err := m.attention(in, s); err != nil {
 					t.Fatal(err)
@@ -99,7 +102,7 @@ func TestAttention(t *testing.T) {
 				if first == nil {
 					first = s.ctx
 				} else if !slices.Equal(first, s.ctx) {
-					t.Fatalf("%s %v: threads %d differs from threads 1", kern.Name, c, threads)
+					t.Fatalf("%s %v: threads %d, row block %d differs from threads 1, whole", kern.Name, c, threads, run.rows)
 				}
 			}
 		}

@@ -34,7 +34,7 @@ type Model struct {
 	// attnMode is the attention mode asked for (Options.Attention,
 	// resolved); an INT8 pass runs it.
 	attnMode AttentionMode
-	// attnRows, when > 0, fixes INT8 attention's query-row block
+	// attnRows, when > 0, fixes attention's query-row block
 	// (attnRowBlock; tests).
 	attnRows int
 	// scratchPool keeps forward passes' buffers between passes.

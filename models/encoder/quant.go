@@ -459,7 +459,8 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 
 // float32Tensor is the tensor name of src as an F32 tensor to write: the
 // source's own bytes where it holds F32 (a read-only mapping, not
-// copied), else a little-endian copy of its float32 values.
+// copied), else its float32 values (a view of them on a little-endian
+// host, a little-endian copy elsewhere).
 func float32Tensor(src Source, name string) (checkpoint.Tensor, error) {
 	if r, ok := src.(interface {
 		Raw(string) (checkpoint.TensorInfo, []byte, error)
@@ -473,7 +474,9 @@ func float32Tensor(src Source, name string) (checkpoint.Tensor, error) {
 	if err != nil {
 		return checkpoint.Tensor{}, err
 	}
-	return checkpoint.Float32Tensor(shape, v), nil
+	// A view, not a copy: the artifact's encoding copies it, and a
+	// second copy of a 250k-token embedding table is 768 MB at once.
+	return checkpoint.Float32TensorView(shape, v), nil
 }
 
 // littleEndian says whether this machine stores a float32 as the
