@@ -277,3 +277,29 @@ func TestSafetensorsUnaligned(t *testing.T) {
 		t.Error("unaligned F32 returned as a view")
 	}
 }
+
+// TestFloat32TensorView: a view writes the same file as a copy, and on a
+// little-endian host it shares v's memory (no second copy of a large
+// table while an artifact is encoded).
+func TestFloat32TensorView(t *testing.T) {
+	v := []float32{1, -2.5, float32(math.Inf(1)), 3e-38, 0}
+	shape := []int{5}
+	view, cp := Float32TensorView(shape, v), Float32Tensor(shape, v)
+	a, err := EncodeSafetensors(map[string]Tensor{"x": view}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := EncodeSafetensors(map[string]Tensor{"x": cp}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("a view encodes differently from a copy")
+	}
+	if littleEndian && unsafe.Pointer(&view.Data[0]) != unsafe.Pointer(&v[0]) {
+		t.Fatal("little-endian host: the view copied v")
+	}
+	if e := Float32TensorView(shape, nil); e.Dtype != F32 || len(e.Data) != 0 {
+		t.Fatalf("empty view: %+v", e)
+	}
+}

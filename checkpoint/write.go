@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"unsafe"
 )
 
 // Tensor is a tensor to write: its dtype, shape and little-endian bytes.
@@ -24,6 +25,18 @@ func Float32Tensor(shape []int, v []float32) Tensor {
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
+	return Tensor{Dtype: F32, Shape: append([]int(nil), shape...), Data: b}
+}
+
+// Float32TensorView is Float32Tensor without the copy where the host is
+// little-endian: the tensor's bytes are v's, so v must not change until
+// the tensor is written (EncodeSafetensors copies it). Elsewhere it is
+// Float32Tensor.
+func Float32TensorView(shape []int, v []float32) Tensor {
+	if !littleEndian || len(v) == 0 {
+		return Float32Tensor(shape, v)
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
 	return Tensor{Dtype: F32, Shape: append([]int(nil), shape...), Data: b}
 }
 
