@@ -21,6 +21,13 @@ type bf16Driver struct {
 }
 
 func init() {
+	if cpu.X86.AVX512F && cpu.X86.AVX512BW {
+		bf16Rows = func(dst []uint16, src []float32) {
+			if len(src) > 0 {
+				cvtBF16Row(len(src), &src[0], &dst[:len(src)][0])
+			}
+		}
+	}
 	for i := range bf16Drivers {
 		f := &bf16Drivers[i]
 		bf16Asm = append(bf16Asm, &KernelBF16{

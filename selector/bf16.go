@@ -13,10 +13,11 @@ import (
 // and whose weights oneDNN's packing converts. Its reference is
 // kernels.GemmBF16Ref: the bf16-rounded operands multiplied and summed in
 // float64; the products are exact, so only the float32 summation differs
-// from it, as for f32 (f32RelTol).
-func bf16Spec() *floatSpec[kernels.GEMMBF16] {
+// from it, as for f32 (f32RelTol). Without oneDNN (kernelOnly) it is
+// OpBF16Kernel, whose calls the caller runs itself on the kernel chosen.
+func bf16Spec(kernelOnly bool) *floatSpec[kernels.GEMMBF16] {
 	return &floatSpec[kernels.GEMMBF16]{
-		op: OpBF16, salt: 0xbf16,
+		op: OpBF16, kernelOnly: kernelOnly, salt: 0xbf16,
 		packW: func(n, k int, w []float32, nr int) (any, error) { return kernels.PackBF16(n, k, w, k, nr) },
 		reference: func(m, n, k int, a, w, c []float32, ep *kernels.Epilogue) ([]float64, error) {
 			abs := make([]float64, m*n)

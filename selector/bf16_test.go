@@ -140,8 +140,8 @@ func TestBF16Tuning(t *testing.T) {
 	o := testOptions(t, &w)
 	o.Force = string(cpu.ISAAVX512BF16)
 	fs := newSelector(t, o)
-	if ops := fs.ForcedOps(); !slices.Equal(ops, []string{OpBF16}) {
-		t.Errorf("forcing avx512-bf16 applies to %v, want [bf16]", ops)
+	if ops := fs.ForcedOps(); !slices.Equal(ops, []string{OpBF16, OpBF16Kernel}) {
+		t.Errorf("forcing avx512-bf16 applies to %v, want [bf16 bf16-kernel]", ops)
 	}
 	fch, err := fs.Choose(key)
 	require.NoError(t, err)

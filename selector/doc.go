@@ -10,7 +10,8 @@
 //     likewise; for bf16, every kernel of kernels.BF16Kernels() likewise;
 //     for all three, oneDNN when dnnl.Available; for f32-kernel
 //     (attention's products, run by the caller on the kernel chosen) the
-//     FP32 kernels alone; for u8s8-kernel (INT8 attention's) the u8s8
+//     FP32 kernels alone; for bf16-kernel (the bf16 precision's attention)
+//     the BF16 kernels alone; for u8s8-kernel (INT8 attention's) the u8s8
 //     kernels and kernels.AttentionU8S8Kernels(), each of which takes one
 //     form of call (Kernel.Takes: the Q Kᵀ scores kernel) and declines the
 //     keys of any other;
@@ -39,8 +40,9 @@
 //     of the operation's calls (kernels.GEMMU8S8 from NewLinear for int8,
 //     kernels.GEMMF32 from NewLinearF32 for float32, kernels.GEMMBF16 from
 //     NewLinearBF16 for bfloat16); and
-//     Selector.KernelF32 and Selector.KernelU8S8, the kernel of an
-//     f32-kernel or u8s8-kernel product (attention's, FP32 and INT8).
+//     Selector.KernelF32, KernelBF16 and KernelU8S8, the kernel of an
+//     f32-kernel, bf16-kernel or u8s8-kernel product (attention's, FP32,
+//     BF16 and INT8).
 //
 // Nothing else in the module picks a kernel: the encoders' linears and
 // attention and the calibration all ask a Selector, so INT8BERT_KERNEL,
@@ -54,9 +56,9 @@
 // never a fallback. Forcing applies to the operations that have a kernel
 // of that ISA (or that kernel): "avx512-vnni" or "amx" force the u8s8
 // GEMMs and leave the f32 ones to their usual choice, "avx512" the
-// reverse, "avx512-bf16" the bf16 ones only, "avx2" the u8s8, f32,
-// f32-kernel and u8s8-kernel ones, "generic" all, "onednn" u8s8, f32 and
-// bf16 (f32-kernel and u8s8-kernel have no oneDNN candidate). An ISA no operation has is an
+// reverse, "avx512-bf16" the bf16 and bf16-kernel ones only, "avx2" the
+// u8s8, f32, f32-kernel and u8s8-kernel ones, "generic" all, "onednn" u8s8,
+// f32 and bf16 (the -kernel operations have no oneDNN candidate). An ISA no operation has is an
 // error, and so is "onednn" without oneDNN.
 //
 // Operations are generic (op.go): an operation is an opSet[G] over the
@@ -67,10 +69,12 @@
 // -> f32 with bias, activation and residual, Key from F32Key; f32.go) and
 // "f32-kernel" (the f32 spec without oneDNN, Key from F32KernelKey) and
 // "bf16" (f32 activations and weights rounded to bfloat16, float32 sums,
-// the f32 epilogue, Key from BF16Key; bf16.go) and "u8s8-kernel" (the
+// the f32 epilogue, Key from BF16Key; bf16.go), "bf16-kernel" (the bf16
+// spec without oneDNN, Key from BF16KernelKey) and "u8s8-kernel" (the
 // u8s8 spec without oneDNN, Key from U8S8KernelKey). Another (s8 x s8)
 // costs a Key.Op, an opSpec and its line in New with a constructor of its
-// Linear. The operations on float32 activations (f32, f32-kernel, bf16)
+// Linear. The operations on float32 activations (f32, f32-kernel, bf16,
+// bf16-kernel)
 // share one generic spec, floatSpec[G] (float.go), each a small
 // descriptor of what differs: its packing, its reference, the data type
 // of its oneDNN matmul.

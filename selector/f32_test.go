@@ -404,7 +404,7 @@ func TestForcedF32(t *testing.T) {
 		want  want
 	}{
 		// An ISA every operation has.
-		{"generic", want{[]string{OpU8S8, OpF32, OpF32Kernel, OpBF16, OpU8S8Kernel}, kernels.GenericF32.Name, kernels.GenericU8S8.Name}},
+		{"generic", want{[]string{OpU8S8, OpF32, OpF32Kernel, OpBF16, OpBF16Kernel, OpU8S8Kernel}, kernels.GenericF32.Name, kernels.GenericU8S8.Name}},
 		// One kernel by name: the operations of its type only (an FP32
 		// kernel serves f32 and f32-kernel, a u8s8 one u8s8 and
 		// u8s8-kernel).

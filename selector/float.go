@@ -34,7 +34,7 @@ type floatCall struct {
 // calls G, made of its descriptor.
 type floatSpec[G any] struct {
 	op string // OpF32 or OpBF16, for errors
-	// kernelOnly leaves oneDNN out (OpF32Kernel).
+	// kernelOnly leaves oneDNN out (OpF32Kernel, OpBF16Kernel).
 	kernelOnly bool
 	// salt seeds a trial's random data.
 	salt uint64

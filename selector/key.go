@@ -34,6 +34,14 @@ const OpBF16 = "bf16"
 // OpF32 but oneDNN, its keys come from F32KernelKey.
 const OpF32Kernel = "f32-kernel"
 
+// OpBF16Kernel is OpF32Kernel in bfloat16 (Selector.KernelBF16): the
+// product of f32 A rounded to bf16 in the call and B rounded and packed by
+// the caller (kernels.PackBF16Into, PackBF16TInto) with the kernel's NR,
+// float32 sums, no epilogue: the bf16 precision's attention (docs/DESIGN.md
+// section 3.9). Its candidates are OpBF16's but oneDNN, its keys come from
+// BF16KernelKey.
+const OpBF16Kernel = "bf16-kernel"
+
 // OpU8S8Kernel is the operation of a u8 x s8 product the caller runs
 // itself on the native kernel the selector chose (Selector.KernelU8S8),
 // B packed by the caller with that kernel's NR: INT8 attention's Q K^T
@@ -222,8 +230,8 @@ func KindOf(ep *kernels.Epilogue, out kernels.Out) (EpilogueKind, error) {
 
 // Key is what one choice is made for.
 type Key struct {
-	// Op is the operation: OpU8S8, OpF32, OpBF16, OpF32Kernel or
-	// OpU8S8Kernel.
+	// Op is the operation: OpU8S8, OpF32, OpBF16, OpF32Kernel,
+	// OpBF16Kernel or OpU8S8Kernel.
 	Op string
 	// M is the bucketed row count (BucketM), K the input features, N the
 	// output features.
@@ -284,6 +292,13 @@ func F32KernelKey(m, k, n, threads int) Key {
 	return Key{Op: OpF32Kernel, M: BucketM(m), K: BucketM(k), N: BucketM(n), Epilogue: EpilogueKind{Out: F32}, Threads: max(threads, 1)}
 }
 
+// BF16KernelKey returns the key of an OpBF16Kernel product of m x k by
+// k x n on threads threads (<= 1 means 1), every dimension bucketed as
+// F32KernelKey's.
+func BF16KernelKey(m, k, n, threads int) Key {
+	return Key{Op: OpBF16Kernel, M: BucketM(m), K: BucketM(k), N: BucketM(n), Epilogue: EpilogueKind{Out: F32}, Threads: max(threads, 1)}
+}
+
 // U8S8KernelKey returns the key of an OpU8S8Kernel product of m x k by
 // k x n with epilogue kind kind (KindOf) on threads threads (<= 1 means
 // 1). M, K and N are all bucketed (BucketM), as F32KernelKey's.
@@ -311,12 +326,12 @@ func (k Key) Validate() error {
 		if k.K != BucketM(k.K) || k.N != BucketM(k.N) {
 			return fmt.Errorf("selector: key %v: a u8s8-kernel key's k and n are buckets (BucketM): %w", k, ErrKey)
 		}
-	case OpF32Kernel:
+	case OpF32Kernel, OpBF16Kernel:
 		if k.Epilogue != (EpilogueKind{Out: F32}) {
-			return fmt.Errorf("selector: key %v: an f32-kernel product takes no epilogue (none/f32): %w", k, ErrKey)
+			return fmt.Errorf("selector: key %v: an %s product takes no epilogue (none/f32): %w", k, k.Op, ErrKey)
 		}
 		if k.K != BucketM(k.K) || k.N != BucketM(k.N) {
-			return fmt.Errorf("selector: key %v: an f32-kernel key's k and n are buckets (BucketM): %w", k, ErrKey)
+			return fmt.Errorf("selector: key %v: an %s key's k and n are buckets (BucketM): %w", k, k.Op, ErrKey)
 		}
 	default:
 		return fmt.Errorf("selector: key %v: unknown operation %q: %w", k, k.Op, ErrKey)

@@ -72,6 +72,47 @@ func TestKernelF32(t *testing.T) {
 	assert.Same(t, kernels.GenericF32, k)
 }
 
+// TestKernelBF16 checks the bf16-kernel operation as TestKernelF32 does
+// f32-kernel's, and that forcing avx512-bf16 holds for it where the CPU
+// has AVX512-BF16.
+func TestKernelBF16(t *testing.T) {
+	key := BF16KernelKey(37, 64, 300, 0)
+	assert.Equal(t, Key{Op: OpBF16Kernel, M: 64, K: 64, N: 512, Epilogue: EpilogueKind{Out: F32}, Threads: 1}, key)
+	require.NoError(t, key.Validate())
+	bad := key
+	bad.K = 37
+	require.ErrorIs(t, bad.Validate(), ErrKey)
+	bad = key
+	bad.Epilogue.Act = kernels.ActGELU
+	require.ErrorIs(t, bad.Validate(), ErrKey)
+
+	var w warnings
+	s := newSelector(t, testOptions(t, &w))
+	assert.NotContains(t, s.CandidatesOf(OpBF16Kernel), OneDNN)
+	k, err := s.KernelBF16(37, 64, 300, 1)
+	require.NoError(t, err)
+	assert.Contains(t, kernels.BF16Kernels(), k)
+	assert.True(t, k.Available(cpu.X86))
+
+	o := testOptions(t, &w)
+	o.Force = string(cpu.ISAGeneric)
+	g := newSelector(t, o)
+	k, err = g.KernelBF16(37, 64, 300, 1)
+	require.NoError(t, err)
+	assert.Same(t, kernels.GenericBF16, k)
+
+	if !cpu.X86.AVX512BF16 {
+		t.Logf("CPU lacks AVX512-BF16 (%s): forcing avx512-bf16 on bf16-kernel not checked", cpu.X86)
+		return
+	}
+	o = testOptions(t, &w)
+	o.Force = string(cpu.ISAAVX512BF16)
+	f := newSelector(t, o)
+	k, err = f.KernelBF16(37, 64, 300, 1)
+	require.NoError(t, err)
+	assert.Equal(t, cpu.ISAAVX512BF16, k.ISA)
+}
+
 // TestLinearRunRefusesWhatItOwns checks that a call may leave N and K to
 // the Linear or repeat them, but not contradict them nor bring its own B,
 // and that a nil call is an error.

@@ -59,7 +59,7 @@ type Options struct {
 	// Force forces an ISA ("onednn", "avx512-vnni", "amx", "avx2",
 	// "avx512", "generic", ...: a cpu.ISA, or oneDNN) or one kernel by name.
 	// "" means $INT8BERT_KERNEL. Forcing applies to each operation (u8s8,
-	// f32, f32-kernel) that has a kernel of that ISA or name compiled in
+	// f32, f32-kernel, bf16, bf16-kernel, u8s8-kernel) that has a kernel of that ISA or name compiled in
 	// (oneDNN: a oneDNN candidate); the others choose as usual. New fails
 	// (ErrForced) when no operation has it, when an operation has it
 	// compiled in but this CPU cannot run it, or for "onednn" in a build or
@@ -234,10 +234,12 @@ type Selector struct {
 	u8s8      *opSet[kernels.GEMMU8S8]
 	f32       *opSet[kernels.GEMMF32]
 	f32Kernel *opSet[kernels.GEMMF32]
-	bf16      *opSet[kernels.GEMMBF16]
-	u8s8Kern  *opSet[kernels.GEMMU8S8]
-	eng       *dnnl.Engine // nil without oneDNN
-	prims     *dnnlPrims   // nil without oneDNN
+	// bf16Kernel is OpBF16Kernel: the bf16 precision's attention.
+	bf16Kernel *opSet[kernels.GEMMBF16]
+	bf16       *opSet[kernels.GEMMBF16]
+	u8s8Kern   *opSet[kernels.GEMMU8S8]
+	eng        *dnnl.Engine // nil without oneDNN
+	prims      *dnnlPrims   // nil without oneDNN
 
 	mu       sync.Mutex
 	closed   bool
@@ -267,7 +269,7 @@ func New(opts Options) (*Selector, error) { return newWith(opts, compiledKernels
 // kernelSet is the native kernels a selector's operations consider, by
 // kernel type: u8s8 for the u8s8 operations, attention (the kernels of one
 // form of call, Kernel.Takes) for u8s8-kernel only, f32 for f32 and
-// f32-kernel, bf16 for bf16.
+// f32-kernel, bf16 for bf16 and bf16-kernel.
 type kernelSet struct {
 	u8s8      []*kernels.Kernel
 	attention []*kernels.Kernel
@@ -330,13 +332,15 @@ func newWith(opts Options, ks kernelSet) (*Selector, error) {
 	s.u8s8 = newOpSet(s, OpU8S8, opSpec[kernels.GEMMU8S8](u8s8Spec{}), ks, s.prims)
 	s.f32 = newOpSet(s, OpF32, opSpec[kernels.GEMMF32](f32Spec(false)), ks, s.prims)
 	s.f32Kernel = newOpSet(s, OpF32Kernel, opSpec[kernels.GEMMF32](f32Spec(true)), ks, s.prims)
-	s.bf16 = newOpSet(s, OpBF16, opSpec[kernels.GEMMBF16](bf16Spec()), ks, s.prims)
+	s.bf16 = newOpSet(s, OpBF16, opSpec[kernels.GEMMBF16](bf16Spec(false)), ks, s.prims)
+	s.bf16Kernel = newOpSet(s, OpBF16Kernel, opSpec[kernels.GEMMBF16](bf16Spec(true)), ks, s.prims)
 	s.u8s8Kern = newOpSet(s, OpU8S8Kernel, opSpec[kernels.GEMMU8S8](u8s8Spec{kernelOnly: true}), ks, s.prims)
-	s.ops = []string{OpU8S8, OpF32, OpF32Kernel, OpBF16, OpU8S8Kernel}
+	s.ops = []string{OpU8S8, OpF32, OpF32Kernel, OpBF16, OpBF16Kernel, OpU8S8Kernel}
 	s.byOp[OpU8S8] = s.u8s8
 	s.byOp[OpF32] = s.f32
 	s.byOp[OpBF16] = s.bf16
 	s.byOp[OpF32Kernel] = s.f32Kernel
+	s.byOp[OpBF16Kernel] = s.bf16Kernel
 	s.byOp[OpU8S8Kernel] = s.u8s8Kern
 	// The header names every usable candidate of every operation ("op:name"),
 	// forced or not: a forced run reads the same cache and uses the entries
@@ -531,7 +535,8 @@ func (s *Selector) Header() Header { return s.header }
 // Forced returns the forced ISA or kernel, or "".
 func (s *Selector) Forced() string { return s.force }
 
-// ForcedOps returns the operations (OpU8S8, OpF32, OpF32Kernel, OpU8S8Kernel) the forced
+// ForcedOps returns the operations (OpU8S8, OpF32, OpF32Kernel, OpBF16,
+// OpBF16Kernel, OpU8S8Kernel) the forced
 // ISA or kernel applies to, or nil when nothing is forced.
 func (s *Selector) ForcedOps() []string {
 	var ops []string
@@ -1125,6 +1130,25 @@ func (s *Selector) KernelF32(m, k, n, threads int) (*kernels.KernelF32, error) {
 		c, ok := s.f32Kernel.byName[name].(*native[kernels.GEMMF32])
 		if ok && c.accepts(m, n, k) {
 			return c.src.(*kernels.KernelF32), nil
+		}
+	}
+	return nil, fmt.Errorf("selector: %v: no candidate takes m=%d k=%d n=%d: %w", key, m, k, n, ErrNoCandidate)
+}
+
+// KernelBF16 is KernelF32 in bfloat16 (OpBF16Kernel, key BF16KernelKey):
+// the native BF16 kernel chosen for an m x k x n product whose B the
+// caller rounds and packs itself with the kernel's NR, no epilogue (the
+// bf16 precision's attention).
+func (s *Selector) KernelBF16(m, k, n, threads int) (*kernels.KernelBF16, error) {
+	key := BF16KernelKey(m, k, n, threads)
+	ch, err := s.choose(key)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range ch.runOrder() {
+		c, ok := s.bf16Kernel.byName[name].(*native[kernels.GEMMBF16])
+		if ok && c.accepts(m, n, k) {
+			return c.src.(*kernels.KernelBF16), nil
 		}
 	}
 	return nil, fmt.Errorf("selector: %v: no candidate takes m=%d k=%d n=%d: %w", key, m, k, n, ErrNoCandidate)

@@ -60,12 +60,12 @@ func parseOps(s string) ([]string, error) {
 	var ops []string
 	for _, f := range strings.Split(s, ",") {
 		switch op := strings.TrimSpace(f); op {
-		case selector.OpU8S8, selector.OpF32, selector.OpBF16, selector.OpF32Kernel:
+		case selector.OpU8S8, selector.OpF32, selector.OpBF16, selector.OpF32Kernel, selector.OpBF16Kernel:
 			ops = append(ops, op)
 		case selector.OpU8S8Kernel:
 			return nil, fmt.Errorf("tune: -ops: %s (INT8 attention's products) is tuned through the model's warm-up: tune --model MODEL", op)
 		default:
-			return nil, fmt.Errorf("tune: -ops: unknown operation %q (have %s, %s, %s, %s)", op, selector.OpU8S8, selector.OpF32, selector.OpBF16, selector.OpF32Kernel)
+			return nil, fmt.Errorf("tune: -ops: unknown operation %q (have %s, %s, %s, %s, %s)", op, selector.OpU8S8, selector.OpF32, selector.OpBF16, selector.OpF32Kernel, selector.OpBF16Kernel)
 		}
 	}
 	return ops, nil
@@ -102,7 +102,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	repTime := fs.Duration("rep-time", 20*time.Millisecond, "most time of one repetition (a fast call is repeated within it)")
 	keyBudget := fs.Duration("key-budget", selector.DefaultKeyBudget, "most time of one key's timed repetitions, every candidate together (negative: no bound)")
 	epilogues := fs.String("epilogues", "", "comma-separated epilogue kinds, e.g. none/s32,zp+scale+colscale+bias+gelu/u8 (default: per layer and operation; f32 uses those with an FP32 form: none, bias, gelu, residual)")
-	opsFlag := fs.String("ops", selector.OpU8S8+","+selector.OpF32, "comma-separated operations to tune: u8s8 (INT8 linears), f32 (FP32 linears), bf16 (BF16 linears), f32-kernel (attention's products, MxKxN = seq x d x seq and seq x seq x d; no epilogue)")
+	opsFlag := fs.String("ops", selector.OpU8S8+","+selector.OpF32, "comma-separated operations to tune: u8s8 (INT8 linears), f32 (FP32 linears), bf16 (BF16 linears), f32-kernel and bf16-kernel (FP32 and BF16 attention's products, MxKxN = seq x d x seq and seq x seq x d; no epilogue)")
 	shapes := fs.String("shapes", "", "comma-separated MxKxN shapes (default: the BERT shapes at M=128 and M=256)")
 	pin := fs.Bool("pin", true, "with one thread, pin it to one CPU")
 	model := fs.String("model", "", "tune this model's own keys (a folder or a Hugging Face model id) through its warm-up, instead of the BERT shapes")
@@ -189,7 +189,7 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, sh := range list {
 		var ks []opKind
 		for _, op := range ops {
-			if op == selector.OpF32Kernel {
+			if op == selector.OpF32Kernel || op == selector.OpBF16Kernel {
 				ks = append(ks, opKind{op, selector.EpilogueKind{Out: selector.F32}})
 				continue
 			}
@@ -225,8 +225,11 @@ func runTune(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				return err
 			}
 			key, err := selector.NewKey(ok.op, sh.M, sh.K, sh.N, ok.kind, *threads)
-			if ok.op == selector.OpF32Kernel {
+			switch ok.op {
+			case selector.OpF32Kernel:
 				key, err = selector.F32KernelKey(sh.M, sh.K, sh.N, *threads), nil
+			case selector.OpBF16Kernel:
+				key, err = selector.BF16KernelKey(sh.M, sh.K, sh.N, *threads), nil
 			}
 			if err != nil {
 				return fmt.Errorf("tune: %v: %w", sh, err)

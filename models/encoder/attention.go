@@ -20,7 +20,8 @@ type attnBuf struct {
 	scores, mask []float32
 	k, vt        kernels.PackedF32
 	g            kernels.GEMMF32
-	i8           attnBuf8 // INT8 attention's (attention8.go)
+	i8           attnBuf8  // INT8 attention's (attention8.go)
+	bf           attnBufBF // bf16 attention's (attention_bf16.go)
 }
 
 var attnPool = sync.Pool{New: func() any { return new(attnBuf) }}
@@ -67,11 +68,14 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 	heads := m.cfg.Heads
 	tasks := len(s.spans) * heads
 	head := m.attentionHead
-	if m.Attention() == AttentionInt8 {
+	switch m.Attention() {
+	case AttentionInt8:
 		head = m.attentionHead8
 		if err := m.quantQKV(s); err != nil {
 			return err
 		}
+	case AttentionBF16:
+		head = m.attentionHeadBF16
 	}
 	if m.threads <= 1 || tasks == 1 {
 		b := attnPool.Get().(*attnBuf)
@@ -114,23 +118,7 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q 
 	scale := float32(1 / math.Sqrt(float64(d)))
 	ld := 3 * h
 	qk, pv := sp.kr.qk, sp.kr.pv
-	// A mask of the span's keys, nil when it masks none (adding zeros
-	// changes no score: x*scale + 0 is x*scale).
-	var mask []float32
-	if in.Mask != nil {
-		b.mask = growF32(b.mask, seq)
-		masked := false
-		for j, mk := range in.Mask[off : off+seq] {
-			b.mask[j] = 0
-			if mk == 0 {
-				b.mask[j] = maskValue
-				masked = true
-			}
-		}
-		if masked {
-			mask = b.mask
-		}
-	}
+	mask := b.keyMask(in, off, seq)
 	rows := s.qkv[off*ld : (off+seq)*ld]
 	qo, ko, vo := hd*d, h+hd*d, 2*h+hd*d
 	if err := kernels.PackF32Into(&b.k, seq, d, rows[ko:], ld, qk.NR); err != nil {
@@ -168,11 +156,36 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q 
 	return nil
 }
 
-// attnPair is the kernels of attention's two products: FP32, or u8 x s8
-// for INT8 attention (the others nil).
+// keyMask returns the additive mask of the seq keys of the span at row
+// off (0 for a key, maskValue for padding) in b.mask, or nil when it masks
+// none of them: most spans, the padding being cut off; adding zeros
+// changes no score (x*scale + 0 is x*scale) and costs the softmax a pass
+// of loads and stores.
+func (b *attnBuf) keyMask(in *Inputs, off, seq int) []float32 {
+	if in.Mask == nil {
+		return nil
+	}
+	b.mask = growF32(b.mask, seq)
+	masked := false
+	for j, mk := range in.Mask[off : off+seq] {
+		b.mask[j] = 0
+		if mk == 0 {
+			b.mask[j] = maskValue
+			masked = true
+		}
+	}
+	if !masked {
+		return nil
+	}
+	return b.mask
+}
+
+// attnPair is the kernels of attention's two products: FP32, u8 x s8
+// for INT8 attention or BF16 for bf16 attention (the others nil).
 type attnPair struct {
 	qk, pv   *kernels.KernelF32
 	qk8, pv8 *kernels.Kernel
+	qkb, pvb *kernels.KernelBF16
 }
 
 // attnKernels asks the selector for the kernels of Q K^T (seq x d by
@@ -183,9 +196,12 @@ func (m *Model) attnKernels(seq int) (attnPair, error) {
 	if m.sel == nil {
 		return attnPair{}, fmt.Errorf("encoder: attention: nil selector: %w", ErrConfig)
 	}
-	if m.Attention() == AttentionInt8 {
+	switch m.Attention() {
+	case AttentionInt8:
 		qk8, pv8, err := m.attnKernels8(seq)
 		return attnPair{qk8: qk8, pv8: pv8}, err
+	case AttentionBF16:
+		return m.attnKernelsBF16(seq)
 	}
 	d := m.cfg.Hidden / m.cfg.Heads
 	qk, err := m.sel.KernelF32(seq, d, seq, 1)

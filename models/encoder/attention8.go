@@ -30,10 +30,16 @@ const (
 	// AttentionInt8 runs Q K^T and P V on the u8 x s8 kernels: Q per row
 	// and K per key quantized dynamically, P to u8 per row, V per head.
 	AttentionInt8
+	// AttentionBF16 runs a bf16 model's Q K^T and P V on the BF16 kernels
+	// (Q, K, P and V rounded to bfloat16, float32 sums) and the softmax in
+	// FP32: what a bf16 model runs unless told AttentionF32.
+	AttentionBF16
 )
 
 // EnvAttention names the environment variable AttentionAuto reads: "f32"
-// or "int8" ("" or unset: as int8AttentionPays says for the CPU).
+// (every model's attention in FP32), "int8" (INT8 models' in INT8) or
+// "bf16" (bf16 models' in bf16); "" or unset: INT8 models as
+// int8AttentionPays says for the CPU, bf16 models in bf16.
 const EnvAttention = "INT8BERT_ATTENTION"
 
 // String is the mode as EnvAttention spells it ("auto" for AttentionAuto).
@@ -45,11 +51,13 @@ func (a AttentionMode) String() string {
 		return "f32"
 	case AttentionInt8:
 		return "int8"
+	case AttentionBF16:
+		return "bf16"
 	}
 	return fmt.Sprintf("AttentionMode(%d)", int(a))
 }
 
-func (a AttentionMode) valid() bool { return a >= AttentionAuto && a <= AttentionInt8 }
+func (a AttentionMode) valid() bool { return a >= AttentionAuto && a <= AttentionBF16 }
 
 // int8AttentionPays reports whether INT8 attention is faster than FP32's
 // on a CPU of features f: with AVX-512 VNNI (or AMX) kernels and the
@@ -63,34 +71,54 @@ func int8AttentionPays(f cpu.Features) bool {
 	return p == cpu.ISAAVX512VNNI || p == cpu.ISAAMX
 }
 
-// resolve returns the mode a model runs on a CPU of features f: a set mode
-// as it is, AttentionAuto as EnvAttention says, else as int8AttentionPays
-// (an unknown value is an error wrapping ErrConfig).
-func (a AttentionMode) resolve(f cpu.Features) (AttentionMode, error) {
+// resolve returns the mode a model of precision prec runs on a CPU of
+// features f: a set mode as it is (AttentionBF16 only for a bf16 model,
+// AttentionInt8 not for one), AttentionAuto as EnvAttention says, else
+// AttentionBF16 for a bf16 model and, for the others, as
+// int8AttentionPays says (an FP32 model runs FP32 attention whatever its
+// mode: the mode it resolves to is what its INT8 twin inherits). An
+// unknown value or a mode the precision cannot run is an error wrapping
+// ErrConfig.
+func (a AttentionMode) resolve(f cpu.Features, prec Precision) (AttentionMode, error) {
 	if !a.valid() {
-		return 0, fmt.Errorf("encoder: options: %v: want AttentionAuto, AttentionF32 or AttentionInt8: %w", a, ErrConfig)
+		return 0, fmt.Errorf("encoder: options: %v: want AttentionAuto, AttentionF32, AttentionInt8 or AttentionBF16: %w", a, ErrConfig)
 	}
-	if a != AttentionAuto {
+	bf16 := prec == PrecisionBF16
+	switch {
+	case a == AttentionBF16 && !bf16:
+		return 0, fmt.Errorf("encoder: options: bf16 attention is for bf16 models, not %s: %w", prec, ErrConfig)
+	case a == AttentionInt8 && bf16:
+		return 0, fmt.Errorf("encoder: options: int8 attention is for INT8 models: a bf16 model runs bf16 or f32 attention: %w", ErrConfig)
+	case a != AttentionAuto:
 		return a, nil
 	}
-	switch v := strings.TrimSpace(os.Getenv(EnvAttention)); strings.ToLower(v) {
-	case "":
-		if int8AttentionPays(f) {
-			return AttentionInt8, nil
+	auto := func() AttentionMode {
+		switch {
+		case bf16:
+			return AttentionBF16
+		case int8AttentionPays(f):
+			return AttentionInt8
 		}
-		return AttentionF32, nil
+		return AttentionF32
+	}
+	switch v := strings.TrimSpace(os.Getenv(EnvAttention)); strings.ToLower(v) {
+	case "", "bf16":
+		return auto(), nil
 	case "int8":
+		if bf16 {
+			return AttentionBF16, nil
+		}
 		return AttentionInt8, nil
 	case "f32", "fp32":
 		return AttentionF32, nil
 	default:
-		return 0, fmt.Errorf("encoder: %s=%q: want f32 or int8: %w", EnvAttention, v, ErrConfig)
+		return 0, fmt.Errorf("encoder: %s=%q: want f32, int8 or bf16: %w", EnvAttention, v, ErrConfig)
 	}
 }
 
 // Attention returns the arithmetic this model's attention runs in:
-// AttentionF32 for FP32 models and for INT8 ones loaded with it,
-// AttentionInt8 otherwise.
+// AttentionF32 for FP32 models and for INT8 and bf16 ones loaded with it,
+// AttentionInt8 or AttentionBF16 otherwise.
 func (m *Model) Attention() AttentionMode { return m.pass.attention() }
 
 // attnBuf8 is the INT8 half of an attnBuf: P in u8 with its row scales,
@@ -302,24 +330,7 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 	qk, pv := sp.kr.qk8, sp.kr.pv8
 	e := &b.i8
 	qa := &s.a8.seqs[bi]
-	// A mask of the span's keys, nil when it masks none (most spans: the
-	// padding is cut off; adding zeros changes no probability and costs
-	// the softmax a pass of loads and stores).
-	var mask []float32
-	if in.Mask != nil {
-		b.mask = growF32(b.mask, seq)
-		masked := false
-		for j, mk := range in.Mask[off : off+seq] {
-			b.mask[j] = 0
-			if mk == 0 {
-				b.mask[j] = maskValue
-				masked = true
-			}
-		}
-		if masked {
-			mask = b.mask
-		}
-	}
+	mask := b.keyMask(in, off, seq)
 	rb := m.attnRowBlock(seq)
 	b.scores = growF32(b.scores, rb*seq)
 	e.p = growU8(e.p, rb*seq)

@@ -4,13 +4,23 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/selector"
 )
 
 // BenchmarkAttentionLayer times one layer's attention of BERT-large at
-// 256 tokens (16 heads of 64), FP32 against INT8 (docs/DESIGN.md 3.10).
+// 256 tokens (16 heads of 64) and of BERT-base at 512 (12 heads of 64),
+// FP32 against bf16 and INT8 (docs/DESIGN.md 3.9, 3.10).
 func BenchmarkAttentionLayer(b *testing.B) {
-	const seq, h, heads = 256, 1024, 16
+	for _, sh := range []struct {
+		name          string
+		seq, h, heads int
+	}{{"large-256", 256, 1024, 16}, {"base-512", 512, 768, 12}} {
+		b.Run(sh.name, func(b *testing.B) { benchAttentionLayer(b, sh.seq, sh.h, sh.heads) })
+	}
+}
+
+func benchAttentionLayer(b *testing.B, seq, h, heads int) {
 	r := rand.New(rand.NewPCG(1, 2))
 	qkv := make([]float32, seq*3*h)
 	for i := range qkv {
@@ -23,12 +33,19 @@ func BenchmarkAttentionLayer(b *testing.B) {
 	defer sel.Close()
 	for _, c := range []struct {
 		name   string
-		prec   Precision
-		int8   bool
+		pass   pass
 		static bool
-	}{{"f32", PrecisionInt8Dynamic, false, false}, {"int8-dynamic", PrecisionInt8Dynamic, true, false}, {"int8-static", PrecisionInt8Static, true, true}} {
+	}{
+		{"f32", &int8Pass{mode: PrecisionInt8Dynamic.Mode()}, false},
+		{"bf16", &floatPass{prec: PrecisionBF16, attnBF16: true}, false},
+		{"int8-dynamic", &int8Pass{mode: PrecisionInt8Dynamic.Mode(), attn8: true}, false},
+		{"int8-static", &int8Pass{mode: PrecisionInt8Static.Mode(), attn8: true}, true},
+	} {
 		b.Run(c.name, func(b *testing.B) {
-			m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel, pass: &int8Pass{mode: c.prec.Mode(), attn8: c.int8}}
+			if c.pass.attention() == AttentionBF16 && !cpu.X86.AVX512BF16 {
+				b.Skipf("CPU lacks AVX512-BF16 (%s): bf16 attention would run the generic kernel", cpu.X86)
+			}
+			m := &Model{cfg: Config{Hidden: h, Heads: heads}, threads: 1, sel: sel, pass: c.pass}
 			s := &scratch{qkv: qkv, ctx: make([]float32, seq*h)}
 			in := &Inputs{Batch: 1, Seq: seq}
 			var q *attnQuant

@@ -180,37 +180,56 @@ func TestAttentionInt8(t *testing.T) {
 }
 
 // TestAttentionAuto: AttentionAuto runs INT8 attention on the AVX-512 VNNI
-// tier and FP32 attention on the tiers where INT8's is slower, unless
-// INT8BERT_ATTENTION says otherwise; a set mode is kept, a bad one refused.
+// tier and FP32 attention on the tiers where INT8's is slower, and bf16
+// attention in a bf16 model, unless INT8BERT_ATTENTION says otherwise; a
+// set mode is kept, a bad one or one the precision cannot run refused.
 func TestAttentionAuto(t *testing.T) {
 	vnni := cpu.Features{AVX2: true, FMA: true, AVX512F: true, AVX512BW: true, AVX512VL: true, AVX512VNNI: true}
 	avx2 := cpu.Features{AVX2: true, FMA: true}
 	if vnni.Int8Path() != cpu.ISAAVX512VNNI || avx2.Int8Path() != cpu.ISAAVX2 {
 		t.Fatalf("test features: int8 paths %s and %s", vnni.Int8Path(), avx2.Int8Path())
 	}
+	const st, bf, fp = PrecisionInt8Static, PrecisionBF16, PrecisionFP32
 	t.Setenv(EnvAttention, "")
 	for _, c := range []struct {
 		f    cpu.Features
+		prec Precision
 		env  string
 		in   AttentionMode
 		want AttentionMode
 	}{
-		{vnni, "", AttentionAuto, AttentionInt8},
-		{avx2, "", AttentionAuto, AttentionF32},
-		{avx2, "int8", AttentionAuto, AttentionInt8},
-		{vnni, "f32", AttentionAuto, AttentionF32},
-		{avx2, "f32", AttentionInt8, AttentionInt8},
+		{vnni, st, "", AttentionAuto, AttentionInt8},
+		{avx2, st, "", AttentionAuto, AttentionF32},
+		{avx2, st, "int8", AttentionAuto, AttentionInt8},
+		{vnni, st, "f32", AttentionAuto, AttentionF32},
+		{avx2, st, "f32", AttentionInt8, AttentionInt8},
+		{avx2, st, "bf16", AttentionAuto, AttentionF32}, // bf16 is for bf16 models
+		{vnni, fp, "", AttentionAuto, AttentionInt8},    // what its INT8 twin inherits
+		{vnni, bf, "", AttentionAuto, AttentionBF16},
+		{avx2, bf, "", AttentionAuto, AttentionBF16},
+		{vnni, bf, "int8", AttentionAuto, AttentionBF16}, // int8 is for INT8 models
+		{vnni, bf, "f32", AttentionAuto, AttentionF32},
+		{vnni, bf, "bf16", AttentionAuto, AttentionBF16},
+		{vnni, bf, "f32", AttentionBF16, AttentionBF16},
+		{vnni, bf, "", AttentionF32, AttentionF32},
 	} {
 		t.Setenv(EnvAttention, c.env)
-		got, err := c.in.resolve(c.f)
+		got, err := c.in.resolve(c.f, c.prec)
 		require.NoError(t, err)
-		assert.Equal(t, c.want, got, "%s=%q, %v on int8 path %s", EnvAttention, c.env, c.in, c.f.Int8Path())
+		assert.Equal(t, c.want, got, "%s=%q, %v of a %s model on int8 path %s", EnvAttention, c.env, c.in, c.prec, c.f.Int8Path())
 	}
 	t.Setenv(EnvAttention, "fp16")
-	_, err := AttentionAuto.resolve(vnni)
+	_, err := AttentionAuto.resolve(vnni, st)
 	assert.ErrorIs(t, err, ErrConfig)
-	_, err = AttentionMode(9).resolve(vnni)
+	t.Setenv(EnvAttention, "")
+	_, err = AttentionMode(9).resolve(vnni, st)
 	assert.ErrorIs(t, err, ErrConfig)
+	for _, p := range []Precision{st, PrecisionInt8Dynamic, fp} {
+		_, err = AttentionBF16.resolve(vnni, p)
+		assert.ErrorIs(t, err, ErrConfig, "bf16 attention for %s", p)
+	}
+	_, err = AttentionInt8.resolve(vnni, bf)
+	assert.ErrorIs(t, err, ErrConfig, "int8 attention for bf16")
 }
 
 // TestAttentionInt8OnesMask: a mask that masks no key of a span (all

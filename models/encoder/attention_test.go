@@ -298,3 +298,65 @@ func BenchmarkAttentionHead(b *testing.B) {
 		})
 	})
 }
+
+// TestAttentionBF16 holds the bf16 head (attentionHeadBF16) on every BF16
+// kernel this CPU runs to the float64 reference of its rounded operands:
+// Q, K and V rounded to bfloat16 as the kernels round them, so that what
+// is left is the rounding of P to bf16 (2^-9 of each probability, so at
+// most 2^-9 of the largest |V| a context value mixes) and float32 sums. Whole
+// heads, blocks of rows and two threads give the same bits.
+func TestAttentionBF16(t *testing.T) {
+	for _, c := range []struct{ batch, seq, h, heads int }{
+		{1, 1, 32, 2}, {2, 37, 192, 3}, {1, 128, 256, 4}, {1, 300, 64, 1},
+	} {
+		r := rand.New(rand.NewPCG(uint64(c.seq), 7))
+		rows := c.batch * c.seq
+		qkv := make([]float32, rows*3*c.h)
+		for i := range qkv {
+			qkv[i] = float32(r.NormFloat64())
+		}
+		rounded := make([]float32, len(qkv))
+		vmax := 0.0
+		for i, x := range qkv {
+			rounded[i] = kernels.FromBF16(kernels.ToBF16(x))
+			if i%(3*c.h) >= 2*c.h {
+				vmax = max(vmax, math.Abs(float64(rounded[i])))
+			}
+		}
+		in := &Inputs{Batch: c.batch, Seq: c.seq, Mask: make([]int32, rows)}
+		for i := range in.Mask {
+			in.Mask[i] = 1
+			if i%c.seq > 0 && r.IntN(4) == 0 {
+				in.Mask[i] = 0
+			}
+		}
+		ref := attentionRef(rounded, in.Mask, c.batch, c.seq, c.h, c.heads)
+		tol := math.Ldexp(vmax, -9) + 1e-5
+		for _, kern := range kernels.BF16Kernels() {
+			if !kern.Available(cpu.X86) {
+				t.Logf("%s: CPU lacks %s: skipped", kern.Name, kern.ISA)
+				continue
+			}
+			sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, Force: kern.Name})
+			require.NoError(t, err)
+			t.Cleanup(func() { sel.Close() })
+			var first []float32
+			for _, run := range []struct{ threads, rows int }{{1, 0}, {2, 0}, {1, 7}, {2, 16}} {
+				m := &Model{cfg: Config{Hidden: c.h, Heads: c.heads}, threads: run.threads, sel: sel, pass: &floatPass{prec: PrecisionBF16, attnBF16: true}, attnRows: run.rows}
+				require.Equal(t, AttentionBF16, m.Attention())
+				s := &scratch{qkv: slices.Clone(qkv), ctx: make([]float32, rows*c.h)}
+				require.NoError(t, m.attention(in, s))
+				for k, v := range s.ctx {
+					if d := math.Abs(float64(v) - ref[k]); d > tol {
+						t.Fatalf("%s %v threads %d rows %d: ctx[%d] = %v, want %v within %.3g", kern.Name, c, run.threads, run.rows, k, v, ref[k], tol)
+					}
+				}
+				if first == nil {
+					first = s.ctx
+				} else if !slices.Equal(first, s.ctx) {
+					t.Fatalf("%s %v: threads %d, row block %d differs from threads 1, whole", kern.Name, c, run.threads, run.rows)
+				}
+			}
+		}
+	}
+}

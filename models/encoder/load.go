@@ -33,13 +33,15 @@ type Options struct {
 	// Logger receives the process-wide selector's notes about its tuning
 	// cache and oneDNN; nil discards them.
 	Logger *slog.Logger
-	// Attention is the arithmetic of an INT8 model's attention
-	// (docs/DESIGN.md section 3.10): AttentionAuto (the zero value) is
-	// $INT8BERT_ATTENTION ("f32" or "int8") when set, else INT8 on CPUs
-	// with AVX-512 VNNI or AMX and FP32 elsewhere (where INT8 attention
-	// is slower);
-	// AttentionF32 keeps both products and the softmax in FP32, as an FP32
-	// model always runs them. It does not change an FP32 model.
+	// Attention is the arithmetic of an INT8 or bf16 model's attention
+	// (docs/DESIGN.md sections 3.9 and 3.10): AttentionAuto (the zero
+	// value) is $INT8BERT_ATTENTION ("f32", "int8" or "bf16") when set,
+	// else, for an INT8 model, INT8 on CPUs with AVX-512 VNNI or AMX and
+	// FP32 elsewhere (where INT8 attention is slower), and bf16 for a
+	// bf16 model; AttentionF32 keeps both products and the softmax in
+	// FP32, as an FP32 model always runs them. AttentionBF16 is for bf16
+	// models only and AttentionInt8 not for them (ErrConfig). It does not
+	// change an FP32 model.
 	Attention AttentionMode
 }
 
@@ -56,7 +58,7 @@ func (o *Options) Check() error {
 		return bad("%v: want PrecisionAsStored, PrecisionFP32, PrecisionBF16, PrecisionInt8Static or PrecisionInt8Dynamic", o.Precision)
 	}
 	if !o.Attention.valid() {
-		return bad("%v: want AttentionAuto, AttentionF32 or AttentionInt8", o.Attention)
+		return bad("%v: want AttentionAuto, AttentionF32, AttentionInt8 or AttentionBF16", o.Attention)
 	}
 	return nil
 }

@@ -120,6 +120,7 @@ func newModel(cfg Config, l *Loader, names Names, sel *selector.Selector, o Opti
 			m.Close()
 			return nil, err
 		}
+		p.attnBF16 = m.attnMode == AttentionBF16
 	}
 	h := cfg.Hidden
 	get := func(dst *[]float32, name string, shape ...int) {
@@ -171,7 +172,7 @@ func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Optio
 	m := &Model{cfg: cfg, sel: sel, threads: o.Threads, prof: o.Profile,
 		src: l.src, names: names, pass: p}
 	var err error
-	if m.attnMode, err = o.Attention.resolve(sel.Features()); err != nil {
+	if m.attnMode, err = o.Attention.resolve(sel.Features(), p.precision()); err != nil {
 		return nil, err
 	}
 	get := func(dst *[]float32, name string, shape ...int) {

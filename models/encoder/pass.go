@@ -47,12 +47,20 @@ type pass interface {
 type floatPass struct {
 	prec   Precision // PrecisionFP32 or PrecisionBF16
 	layers []layer
+	// attnBF16 runs a bf16 model's attention products in bf16
+	// (attention_bf16.go; Options.Attention).
+	attnBF16 bool
 }
 
-func (p *floatPass) precision() Precision     { return p.prec }
-func (p *floatPass) numLayers() int           { return len(p.layers) }
-func (p *floatPass) int8() bool               { return false }
-func (p *floatPass) attention() AttentionMode { return AttentionF32 }
+func (p *floatPass) precision() Precision { return p.prec }
+func (p *floatPass) numLayers() int       { return len(p.layers) }
+func (p *floatPass) int8() bool           { return false }
+func (p *floatPass) attention() AttentionMode {
+	if p.attnBF16 {
+		return AttentionBF16
+	}
+	return AttentionF32
+}
 
 func (p *floatPass) embedNorm(m *Model, x []float32, s *qscratch) (bool, error) {
 	return false, m.embedNorm(x, s.rows, nil, nil)

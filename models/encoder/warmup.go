@@ -184,6 +184,10 @@ func (m *TaskModel) warmupKeys(o WarmupOptions) ([]*warmKey, error) {
 			add([]linKey{{key: qk}, {key: pv}})
 			continue
 		}
+		if m.Encoder.Attention() == AttentionBF16 {
+			add([]linKey{{key: selector.BF16KernelKey(s, d, s, 1)}, {key: selector.BF16KernelKey(s, s, d, 1)}})
+			continue
+		}
 		add([]linKey{{key: selector.F32KernelKey(s, d, s, 1)}, {key: selector.F32KernelKey(s, s, d, 1)}})
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -318,8 +322,11 @@ func (d *Dense) linKey(rows, threads int) linKey {
 // ownsKey reports whether key is one of the model's: a key of a forward
 // pass of some batch and length (any M).
 func (m *TaskModel) ownsKey(key selector.Key) bool {
-	if key.Op == selector.OpF32Kernel || key.Op == selector.OpU8S8Kernel {
+	if key.Op == selector.OpF32Kernel || key.Op == selector.OpBF16Kernel || key.Op == selector.OpU8S8Kernel {
 		d := selector.BucketM(m.Encoder.cfg.Hidden / m.Encoder.cfg.Heads)
+		if key.Op == selector.OpBF16Kernel && m.Encoder.Attention() != AttentionBF16 {
+			return false
+		}
 		if key.Op == selector.OpU8S8Kernel {
 			kinds := m.Encoder.attnKinds()
 			if m.Encoder.Attention() != AttentionInt8 || (key.Epilogue != kinds[0] && key.Epilogue != kinds[1]) {
