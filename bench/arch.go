@@ -109,6 +109,27 @@ var archDefs = map[string]archDef{
   "type_vocab_size": 1,
   "vocab_size": 250002
 }`},
+	// microsoft/mpnet-base (sentence-transformers/all-mpnet-base-v2 has
+	// the same shapes): no token types, a relative position bias.
+	"mpnet-base": {`{
+  "architectures": ["MPNetForMaskedLM"],
+  "attention_probs_dropout_prob": 0.1,
+  "bos_token_id": 0,
+  "eos_token_id": 2,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 768,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "layer_norm_eps": 1e-05,
+  "max_position_embeddings": 514,
+  "model_type": "mpnet",
+  "num_attention_heads": 12,
+  "num_hidden_layers": 12,
+  "pad_token_id": 1,
+  "relative_attention_num_buckets": 32,
+  "vocab_size": 30527
+}`},
 }
 
 // Archs lists the architecture names LookupArch knows, sorted.

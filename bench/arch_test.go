@@ -35,7 +35,7 @@ func mustArch(t *testing.T, name string) *Arch {
 }
 
 func TestArchs(t *testing.T) {
-	want := []string{"bert-base", "bert-large", "distilbert", "xlmr-base"}
+	want := []string{"bert-base", "bert-large", "distilbert", "mpnet-base", "xlmr-base"}
 	if got := Archs(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Archs() = %v, want %v", got, want)
 	}
@@ -50,6 +50,7 @@ func TestArchs(t *testing.T) {
 		"bert-large": {"bert", 30522, 1024, 24, 16, 4096, 512, 2, 1e-12},
 		"distilbert": {"distilbert", 30522, 768, 6, 12, 3072, 512, 0, 1e-12},
 		"xlmr-base":  {"xlm-roberta", 250002, 768, 12, 12, 3072, 514, 1, 1e-5},
+		"mpnet-base": {"mpnet", 30527, 768, 12, 12, 3072, 514, 0, 1e-5},
 	}
 	for _, name := range want {
 		a := mustArch(t, name)
@@ -127,6 +128,9 @@ func familyTensors(t *testing.T, a *Arch, task encoder.Task) map[string][]int {
 		want[n.TypeEmb] = []int{ec.TypeVocab, h}
 	}
 	want[n.EmbLN], want[n.EmbLNBias] = []int{h}, []int{h}
+	if n.RelBias != "" {
+		want[n.RelBias] = []int{ec.RelTable, ec.Heads}
+	}
 	for i := 0; i < ec.Layers; i++ {
 		l := n.Layer(i)
 		for _, w := range []string{l.Q, l.K, l.V, l.O} {
@@ -242,10 +246,16 @@ func TestRandomWeightsMatchHuggingFace(t *testing.T) {
 		{"xlm-roberta-base", "xlmr-base", encoder.TaskBase},
 		{"xlm-roberta-seqcls", "xlmr-base", encoder.TaskSequenceClassification},
 		{"xlm-roberta-qa", "xlmr-base", encoder.TaskQuestionAnswering},
+		// Committed with the repository (models/testdata).
+		{"../models/testdata/golden/mpnet-base", "mpnet-base", encoder.TaskBase},
+		{"../models/testdata/golden/mpnet-seqcls", "mpnet-base", encoder.TaskSequenceClassification},
 	}
 	for _, c := range cases {
 		t.Run(c.dir, func(t *testing.T) {
 			dir := filepath.Join(root, c.dir)
+			if strings.HasPrefix(c.dir, "../") {
+				dir = c.dir
+			}
 			cfg, err := checkpoint.LoadConfig(dir)
 			if err != nil {
 				t.Skipf("%v", err)

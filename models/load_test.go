@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
@@ -35,8 +36,20 @@ func shared(t *testing.T, rel string) string {
 	return p
 }
 
-// checkpoints are every shared checkpoint with the family and task that
-// Load must pick from its config.json alone, and its number of labels.
+// checkpointDir is a checkpoint of the list below: a fixture committed
+// with the package (testdata/...) as it is, else a folder of the shared
+// folder (shared: skipping the test when it is absent).
+func checkpointDir(t *testing.T, rel string) string {
+	t.Helper()
+	if strings.HasPrefix(rel, "testdata/") {
+		return rel
+	}
+	return shared(t, rel)
+}
+
+// checkpoints are every golden checkpoint (shared, or committed under
+// testdata/) with the family and task that Load must pick from its
+// config.json alone, and its number of labels.
 var checkpoints = []struct {
 	dir    string
 	family string
@@ -58,6 +71,8 @@ var checkpoints = []struct {
 	{"golden/heads/bert-multilabel", "bert", models.TaskSequenceClassification, 4, false},
 	{"golden/heads/distilbert-regression", "distilbert", models.TaskSequenceClassification, 1, false},
 	{"golden/heads/xlm-roberta-crossencoder", "xlm-roberta", models.TaskSequenceClassification, 1, false},
+	{"testdata/golden/mpnet-base", "mpnet", models.TaskBase, 0, false},
+	{"testdata/golden/mpnet-seqcls", "mpnet", models.TaskSequenceClassification, 3, false},
 	{"models/sst2-bert-mini", "bert", models.TaskSequenceClassification, 2, true},
 	{"models/sst2-distilbert-mini", "distilbert", models.TaskSequenceClassification, 2, true},
 	{"models/sst2-xlmr-mini", "xlm-roberta", models.TaskSequenceClassification, 2, true},
@@ -136,7 +151,7 @@ func TestLoadEverySharedCheckpoint(t *testing.T) {
 	sel := encodertest.Selector(t)
 	for _, c := range checkpoints {
 		t.Run(c.dir, func(t *testing.T) {
-			dir := shared(t, c.dir)
+			dir := checkpointDir(t, c.dir)
 			p, err := models.Load(context.Background(), dir, models.Options{Selector: sel, Threads: 1})
 			require.NoError(t, err)
 			defer p.Close()

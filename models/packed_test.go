@@ -194,3 +194,51 @@ func TestPipelinePassesArePacked(t *testing.T) {
 	}))
 	require.Greater(t, passes, 2)
 }
+
+// TestPackedMPNet: a packed pass of the golden MPNet checkpoints (lengths
+// 1 to 128, the relative bias's log-spaced buckets included) gives every
+// sequence what it gets alone, at FP32 and at INT8-static and
+// INT8-dynamic with INT8 attention on and off: each sequence's bias rows
+// are its own length's.
+func TestPackedMPNet(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 1))
+	var seqs [][]int32
+	for _, l := range []int{1, 2, 9, 23, 40, 71, 96, 128} {
+		ids := make([]int32, l)
+		for j := range ids {
+			ids[j] = int32(5 + r.IntN(495))
+		}
+		ids[0], ids[l-1] = 0, 2
+		seqs = append(seqs, ids)
+	}
+	sel := encodertest.Selector(t)
+	for _, name := range []string{"mpnet-base", "mpnet-seqcls"} {
+		dir := filepath.Join("testdata", "golden", name)
+		calib, _ := readGolden(t, dir)
+		for _, c := range []struct {
+			prec models.Precision
+			attn models.AttentionMode
+		}{
+			{models.PrecisionFP32, models.AttentionAuto},
+			{models.PrecisionInt8Static, models.AttentionF32}, {models.PrecisionInt8Static, models.AttentionInt8},
+			{models.PrecisionInt8Dynamic, models.AttentionF32}, {models.PrecisionInt8Dynamic, models.AttentionInt8},
+		} {
+			o := models.Options{Threads: 1, Selector: sel, Precision: c.prec, Attention: c.attn}
+			if c.prec == models.PrecisionInt8Static {
+				o.CalibInputs = []*models.Inputs{calib}
+			}
+			p, err := models.Load(context.Background(), dir, o)
+			require.NoError(t, err)
+			if c.prec != models.PrecisionFP32 {
+				require.Equal(t, encoder.AttentionMode(c.attn), models.Engine(p).Encoder.Attention(), "attention mode")
+			}
+			// The tolerances of TestPackedMatchesOneByOne.
+			tol := 1e-5
+			if c.prec != models.PrecisionFP32 {
+				tol = 2e-2
+			}
+			checkPackedMatchesAlone(t, models.Engine(p), seqs, name+" "+c.prec.String()+" attention "+c.attn.String(), tol)
+			p.Close()
+		}
+	}
+}

@@ -135,6 +135,9 @@ func (r *RandomSource) build(arch string, cfg *checkpoint.Config, task encoder.T
 	}
 	add(names.EmbLN, randInitOnes, h)
 	add(names.EmbLNBias, randInitZeros, h)
+	if names.RelBias != "" && ec.RelBuckets > 0 {
+		add(names.RelBias, randInitNormal, ec.RelTable, ec.Heads)
+	}
 	if names.Layer == nil && ec.Layers > 0 {
 		return fmt.Errorf("models: random weights for %s: the family names no layers: %w", arch, ErrConfig)
 	}

@@ -206,6 +206,22 @@ func TestInfoModel(t *testing.T) {
 	assert.Positive(t, r.Tuning.Entries, "classify tuned the model's linears")
 }
 
+// TestInfoModelMPNet: info --model names the MPNet family and head of the
+// committed golden checkpoint, FP32 and quantized.
+func TestInfoModelMPNet(t *testing.T) {
+	fastKernels(t)
+	model := filepath.Join("..", "..", "models", "testdata", "golden", "mpnet-seqcls")
+	for _, w := range []string{"family:    MPNet (mpnet)", "MPNetForSequenceClassification", "precision: fp32"} {
+		assert.Contains(t, mustCLI(t, "info", "--model", model), w)
+	}
+	dir := filepath.Join(t.TempDir(), "int8")
+	mustCLI(t, "quantize", "--model", model, "--mode", "dynamic", "-o", dir)
+	out := mustCLI(t, "info", "--model", dir)
+	for _, w := range []string{"family:    MPNet (mpnet)", "MPNetForSequenceClassification", "precision: int8-dynamic"} {
+		assert.Contains(t, out, w)
+	}
+}
+
 // TestQuantizeWritesReadableFiles: the artifact folder's files are 0644
 // (the artifact used to be 0600).
 func TestQuantizeWritesReadableFiles(t *testing.T) {

@@ -18,6 +18,7 @@ const maskValue = -math.MaxFloat32
 // allocates nothing per head once the pool is warm.
 type attnBuf struct {
 	scores, mask []float32
+	bias         []float32 // a row's relative bias plus mask (relbias.go)
 	k, vt        kernels.PackedF32
 	g            kernels.GEMMF32
 	i8           attnBuf8  // INT8 attention's (attention8.go)
@@ -139,7 +140,13 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q 
 		if err := qk.Run(&b.g); err != nil {
 			return fmt.Errorf("attention scores (sequence %d, head %d): %w", bi, hd, err)
 		}
-		if err := kernels.SoftmaxScaled(b.scores, b.scores, r, seq, scale, mask); err != nil {
+		var err error
+		if m.relBias == nil {
+			err = kernels.SoftmaxScaled(b.scores, b.scores, r, seq, scale, mask)
+		} else {
+			err = m.softmaxBiased(b, hd, i0, r, seq, scale, mask)
+		}
+		if err != nil {
 			return fmt.Errorf("attention softmax (sequence %d, head %d): %w", bi, hd, err)
 		}
 		o := (off+i0)*h + hd*d

@@ -348,7 +348,13 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 		if err := qk.RunU8S8(&e.g); err != nil {
 			return fail("scores", err)
 		}
-		if err := kernels.SoftmaxU8(e.p, seq, e.ps[:r], b.scores, r, seq, mask); err != nil {
+		var err error
+		if m.relBias == nil {
+			err = kernels.SoftmaxU8(e.p, seq, e.ps[:r], b.scores, r, seq, mask)
+		} else {
+			err = m.softmaxU8Biased(b, e.p, e.ps, hd, i0, r, seq, mask)
+		}
+		if err != nil {
 			return fail("softmax", err)
 		}
 		for i := range e.ps[:r] {

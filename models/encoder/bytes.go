@@ -15,7 +15,7 @@ func (m *TaskModel) WeightBytes() int {
 
 // WeightBytes is the memory of the encoder's weights (TaskModel.WeightBytes).
 func (m *Model) WeightBytes() int {
-	return floatBytes(m.wordEmb, m.posEmb, m.typeEmb, m.embLN, m.embLNBias) + m.pass.weightBytes()
+	return floatBytes(m.wordEmb, m.posEmb, m.typeEmb, m.embLN, m.embLNBias, m.relBias) + m.pass.weightBytes()
 }
 
 // floatBytes is the memory of float32 slices s.

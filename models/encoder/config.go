@@ -30,6 +30,13 @@ type Config struct {
 	// BERT and DistilBERT number them 0, 1, ... .
 	PaddingIdx           int
 	PositionsFromPadding bool
+	// RelBuckets, when > 0, adds a relative position bias to every
+	// layer's attention scores before the softmax (MPNet; relbias.go):
+	// key j's bias for query i is row bucket(j-i) of a table of RelTable
+	// (>= RelBuckets) rows x Heads (Names.RelBias), shared by all layers,
+	// bucketed into RelBuckets buckets as T5's bidirectional buckets, the
+	// log-spaced ones up to RelMaxDistance. 0 means no bias.
+	RelBuckets, RelMaxDistance, RelTable int
 }
 
 // Validate reports the first unsupported or inconsistent value.
@@ -51,6 +58,12 @@ func (c *Config) Validate() error {
 		return bad("activation %v", c.Activation)
 	case c.PositionsFromPadding && (c.PaddingIdx < 0 || c.PaddingIdx+1 >= c.MaxPositions):
 		return bad("padding index %d with %d positions", c.PaddingIdx, c.MaxPositions)
+	case c.RelBuckets < 0 || c.RelBuckets > 0 && (c.RelBuckets < 4 || c.RelBuckets%2 != 0):
+		return bad("%d relative position buckets (want 0, or an even number of at least 4)", c.RelBuckets)
+	case c.RelBuckets > 0 && c.RelMaxDistance <= c.RelBuckets/4:
+		return bad("relative position max distance %d with %d buckets (want more than %d)", c.RelMaxDistance, c.RelBuckets, c.RelBuckets/4)
+	case c.RelBuckets > 0 && c.RelTable < c.RelBuckets:
+		return bad("a relative attention bias of %d buckets, %d are used", c.RelTable, c.RelBuckets)
 	}
 	return nil
 }

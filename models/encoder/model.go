@@ -19,9 +19,12 @@ type Model struct {
 	cfg                      Config
 	wordEmb, posEmb, typeEmb []float32
 	embLN, embLNBias         []float32
-	sel                      *selector.Selector
-	threads                  int
-	prof                     *Profile
+	// relBias is the relative position bias of every head as a vector
+	// over key - query (relbias.go); nil without one.
+	relBias []float32
+	sel     *selector.Selector
+	threads int
+	prof    *Profile
 	// (attention's two products run on the kernels sel chooses for them:
 	// Selector.KernelF32)
 	// src and names are where the weights came from (an FP32 model reads
@@ -187,6 +190,13 @@ func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Optio
 	}
 	get(&m.embLN, names.EmbLN, h)
 	get(&m.embLNBias, names.EmbLNBias, h)
+	if cfg.RelBuckets > 0 {
+		var table []float32
+		get(&table, names.RelBias, cfg.RelTable, cfg.Heads)
+		if err == nil {
+			m.relBias = relBiasVectors(cfg, table)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -27,10 +27,12 @@ type LayerNames struct {
 }
 
 // Names are the tensor names of an encoder; TypeEmb is "" without token
-// types. Layer returns layer i's names.
+// types. Layer returns layer i's names. RelBias is the relative position
+// bias table ([RelTable][Heads]) of a Config with RelBuckets > 0.
 type Names struct {
 	WordEmb, PosEmb, TypeEmb string
 	EmbLN, EmbLNBias         string
+	RelBias                  string
 	Layer                    func(i int) LayerNames
 }
 

@@ -36,11 +36,21 @@ type golden struct {
 	Params     map[string][]int           `json:"params"`
 }
 
-// loadGolden reads the golden folder name (skipping the test when the
-// shared folder is absent) and opens its model with fam.
+// goldenPath is the folder of golden name: a folder of GoldenDir, or,
+// when name holds a path separator, that path (a fixture committed in the
+// repository, such as "../testdata/golden/mpnet-base").
+func goldenPath(name string) string {
+	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) {
+		return name
+	}
+	return filepath.Join(GoldenDir, name)
+}
+
+// loadGolden reads the golden folder name (goldenPath; skipping the test
+// when the shared folder is absent) and opens its model with fam.
 func loadGolden(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family) (*golden, *encoder.TaskModel, *encoder.Inputs) {
 	t.Helper()
-	dir := filepath.Join(GoldenDir, name)
+	dir := goldenPath(name)
 	g, err := readGolden(dir)
 	if os.IsNotExist(err) {
 		t.Skipf("golden models not found at %s (they live in the project's shared folder): %v", dir, err)
