@@ -33,7 +33,8 @@ func (m *Model) attnKernelsBF16(seq int) (attnPair, error) {
 // attentionHeadBF16 is attentionHead with both products in bf16
 // (docs/DESIGN.md section 3.9): K and V^T rounded to bfloat16 and packed
 // once per head, Q and P rounded inside the kernels' calls, float32 sums;
-// the scores, the softmax (scaled by 1/sqrt(d), masked) and the context
+// the scores, the softmax (scaled by 1/sqrt(d), masked, with a relative
+// position bias where the family has one) and the context
 // stay float32. Long heads run in blocks of query rows as the FP32 head.
 func (m *Model) attentionHeadBF16(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *attnQuant) error {
 	sp := &s.spans[bi]
@@ -63,7 +64,13 @@ func (m *Model) attentionHeadBF16(in *Inputs, s *scratch, b *attnBuf, bi, hd int
 		if err := qk.Run(&e.g); err != nil {
 			return fmt.Errorf("bf16 attention scores (sequence %d, head %d): %w", bi, hd, err)
 		}
-		if err := kernels.SoftmaxScaled(b.scores, b.scores, r, seq, scale, mask); err != nil {
+		var err error
+		if m.relBias == nil {
+			err = kernels.SoftmaxScaled(b.scores, b.scores, r, seq, scale, mask)
+		} else {
+			err = m.softmaxBiased(b, hd, i0, r, seq, scale, mask)
+		}
+		if err != nil {
 			return fmt.Errorf("bf16 attention softmax (sequence %d, head %d): %w", bi, hd, err)
 		}
 		o := (off+i0)*h + hd*d
