@@ -406,8 +406,29 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	for _, ig := range m.Family.Ignored {
 		skip[m.prefix+ig] = true
 	}
+	// The embedding tables the model holds are written from its own
+	// slices: read again from a source that makes them (random weights,
+	// a torch file) they would be a second copy of the largest tensors.
+	// (The loader checked their shapes against the config; the artifact
+	// holds F32 either way.)
+	type heldTensor struct {
+		v     []float32
+		shape []int
+	}
+	held := map[string]heldTensor{}
+	if e, h := m.Encoder, m.Encoder.cfg.Hidden; e.names.WordEmb != "" {
+		held[e.names.WordEmb] = heldTensor{e.wordEmb, []int{e.cfg.Vocab, h}}
+		held[e.names.PosEmb] = heldTensor{e.posEmb, []int{e.cfg.MaxPositions, h}}
+		if e.typeEmb != nil {
+			held[e.names.TypeEmb] = heldTensor{e.typeEmb, []int{e.cfg.TypeVocab, h}}
+		}
+	}
 	for _, n := range m.src.Names() {
 		if skip[n] {
+			continue
+		}
+		if t, ok := held[n]; ok && len(t.v) == t.shape[0]*t.shape[1] {
+			tensors[n] = checkpoint.Float32TensorView(t.shape, t.v)
 			continue
 		}
 		t, err := float32Tensor(m.src, n)
