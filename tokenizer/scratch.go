@@ -22,6 +22,9 @@ type scratch struct {
 	spans, nspans []span
 	pieces, tail  []piece
 	viterbi       []viterbiNode
+	bpeSyms       []bpeSymbol
+	bpeHeap       []bpeCand
+	bpeSrc        []byte
 	seqs          [2]seq // the first and second text of an input
 	runeIdx       []int32
 	dec           []rune
@@ -98,7 +101,8 @@ func (sc *scratch) small() bool {
 	}
 	return cap(sc.pieces) <= scratchKeep/8 && cap(sc.tail) <= scratchKeep/8 && cap(sc.spans) <= scratchKeep/16 &&
 		cap(sc.nspans) <= scratchKeep/16 && cap(sc.dec) <= scratchKeep/4 && cap(sc.forms) <= scratchKeep/16 &&
-		cap(sc.locs) <= scratchKeep/16
+		cap(sc.locs) <= scratchKeep/16 && cap(sc.bpeSyms) <= scratchKeep/8 && cap(sc.bpeHeap) <= scratchKeep/8 &&
+		cap(sc.bpeSrc) <= scratchKeep
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
