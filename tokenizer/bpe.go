@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-// Byte-level BPE (GPT-2, RoBERTa): see docs/DESIGN.md, "Byte-level BPE".
+// Byte-level BPE (GPT-2, RoBERTa): see docs/DESIGN.md, 2.5 "The tokenizer's
+// byte-level BPE".
 
 // byteRune is GPT-2's bytes_to_unicode: every byte as a printable
 // character. The printable bytes '!'..'~', '¡'..'¬' and '®'..'ÿ' stand
@@ -158,10 +160,37 @@ func (m *bpe) charID(word []byte, i, j int, first, last bool) (int32, bool) {
 	return id, ok
 }
 
+// bpeCacheWords and bpeCacheLen bound the merged words a scratch keeps:
+// the Rust model caches words too, and a text repeats its short words.
+const (
+	bpeCacheWords = 4096
+	bpeCacheLen   = 48
+)
+
 func (m *bpe) tokenize(word []byte, out []piece, sc *scratch) []piece {
 	if len(word) == 0 {
 		return out
 	}
+	if len(word) > bpeCacheLen {
+		return m.merge(word, out, sc)
+	}
+	if sc.bpeCacheOf != m || sc.bpeCache == nil {
+		sc.bpeCache, sc.bpeCacheOf = make(map[string][]piece, 256), m
+	}
+	if ps, ok := sc.bpeCache[string(word)]; ok {
+		return append(out, ps...)
+	}
+	base := len(out)
+	out = m.merge(word, out, sc)
+	if len(sc.bpeCache) >= bpeCacheWords {
+		clear(sc.bpeCache)
+	}
+	sc.bpeCache[string(word)] = slices.Clone(out[base:])
+	return out
+}
+
+// merge turns word into its pieces, appended to out.
+func (m *bpe) merge(word []byte, out []piece, sc *scratch) []piece {
 	if m.ignoreMerges {
 		if id, ok := m.vocab[string(word)]; ok {
 			return append(out, piece{id: id, i: 0, j: int32(len(word))})

@@ -25,6 +25,8 @@ type scratch struct {
 	bpeSyms       []bpeSymbol
 	bpeHeap       []bpeCand
 	bpeSrc        []byte
+	bpeCache      map[string][]piece // words the model below merged, by their bytes
+	bpeCacheOf    *bpe
 	seqs          [2]seq // the first and second text of an input
 	runeIdx       []int32
 	dec           []rune
@@ -81,7 +83,7 @@ const scratchKeep = 1 << 16
 
 // small reports whether sc is small enough to keep in the pool.
 func (sc *scratch) small() bool {
-	if len(sc.strs) > 64 || len(sc.lists) > 64 || cap(sc.runeIdx) > scratchKeep || cap(sc.viterbi) > scratchKeep {
+	if len(sc.bpeCache) > bpeCacheWords || len(sc.strs) > 64 || len(sc.lists) > 64 || cap(sc.runeIdx) > scratchKeep || cap(sc.viterbi) > scratchKeep {
 		return false
 	}
 	for _, n := range sc.strs {
