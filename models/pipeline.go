@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/int8bert/int8bert/models/encoder"
@@ -85,18 +83,17 @@ func loadPipeline(dir string, fam *encoder.Family, o Options, eo encoder.Options
 	return p, nil
 }
 
-// loadTokenizer loads dir's tokenizer; nil without tokenizer files.
+// loadTokenizer loads dir's tokenizer; nil without tokenizer files
+// (tokenizer.json, vocab.txt, or vocab.json with merges.txt: tokenizer.Find).
 func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
-	for _, f := range []string{"tokenizer.json", "vocab.txt"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-			tok, err := tokenizer.Load(dir)
-			if err != nil {
-				return nil, fmt.Errorf("models: %w: %w", err, ErrConfig)
-			}
-			return tok, nil
-		}
+	if _, ok := tokenizer.Find(dir); !ok {
+		return nil, nil
 	}
-	return nil, nil
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("models: %w: %w", err, ErrConfig)
+	}
+	return tok, nil
 }
 
 // newPipeline pairs a loaded model and tokenizer (nil: none); maxLength 0

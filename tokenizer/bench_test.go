@@ -23,11 +23,17 @@ func benchSentences(b *testing.B) []string {
 }
 
 // BenchmarkEncode encodes the golden sentences on one goroutine and reports
-// tokens/s (special tokens not counted).
+// tokens/s (special tokens not counted): WordPiece (bert-base-uncased),
+// Unigram (xlmr-spm-unigram) and byte-level BPE (roberta-base).
 func BenchmarkEncode(b *testing.B) {
-	for _, name := range []string{"bert-base-uncased", "xlmr-spm-unigram"} {
+	for _, name := range []string{"bert-base-uncased", "xlmr-spm-unigram", "roberta-base"} {
 		b.Run(name, func(b *testing.B) {
-			tk := testTokenizer(b, name)
+			var tk *Tokenizer
+			if name == "roberta-base" {
+				tk = robertaTokenizer(b)
+			} else {
+				tk = testTokenizer(b, name)
+			}
 			texts := benchSentences(b)
 			opts := Options{SkipSpecialTokens: true}
 			tokens := 0

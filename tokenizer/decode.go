@@ -23,7 +23,7 @@ type decoder interface {
 // Decode turns ids back into text as Hugging Face's tokenizers'
 // Tokenizer.decode does: each id's token (ids outside the vocabulary are
 // left out), without the special added tokens when skipSpecial is set,
-// through tokenizer.json's decoder (WordPiece, Metaspace, ByteFallback,
+// through tokenizer.json's decoder (WordPiece, Metaspace, ByteLevel, ByteFallback,
 // Fuse, Strip, Replace with a string pattern, and Sequences of them), or
 // joined by spaces when the file has none. A decoder of another kind is
 // an error wrapping ErrDecoder.
@@ -119,6 +119,8 @@ func readDecoder(m json.RawMessage) (decoder, error) {
 		return metaspaceDecoder{replacement: r, stripFirst: strip}, nil
 	case "ByteFallback":
 		return byteFallbackDecoder{}, nil
+	case "ByteLevel":
+		return byteLevelDecoder{}, nil
 	case "Fuse":
 		return fuseDecoder{}, nil
 	case "Strip":

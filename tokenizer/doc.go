@@ -1,15 +1,19 @@
 // Package tokenizer owns tokenization for int8bert: it loads a Hugging Face
-// tokenizer.json (WordPiece or Unigram models with their normalizers,
-// pre-tokenizers, post-processors and added tokens) or a bare BERT vocab.txt
-// (with tokenizer_config.json when present) and turns text into the ids,
+// tokenizer.json (WordPiece, Unigram or byte-level BPE models with their
+// normalizers, pre-tokenizers, post-processors, decoders and added tokens), a
+// bare BERT vocab.txt, or a RoBERTa/GPT-2 vocab.json with merges.txt (each
+// with tokenizer_config.json when present) and turns text into the ids,
 // type ids, attention masks and offsets that the encoders consume.
 //
-// Supported components: the WordPiece and Unigram models (Unigram with
-// unknown-run fusing and byte fallback); the normalizers BertNormalizer,
+// Supported components: the WordPiece, Unigram and BPE models (Unigram with
+// unknown-run fusing and byte fallback; BPE with merges in either form,
+// continuing_subword_prefix, end_of_word_suffix, unk_token, fuse_unk,
+// byte_fallback and ignore_merges, but not dropout); the normalizers BertNormalizer,
 // Precompiled (SentencePiece's charsmap), Replace, Strip, Lowercase,
 // StripAccents, NFD, NFKD, NFC, NFKC and Sequence; the pre-tokenizers
-// BertPreTokenizer, Metaspace, WhitespaceSplit, Whitespace and Sequence; the
-// post-processors TemplateProcessing, BertProcessing and RobertaProcessing;
+// BertPreTokenizer, Metaspace, WhitespaceSplit, Whitespace, ByteLevel and
+// Sequence; the post-processors TemplateProcessing, BertProcessing,
+// RobertaProcessing and ByteLevel (with trim_offsets);
 // added tokens with their single_word, lstrip, rstrip and normalized flags;
 // truncation (longest_first, only_first, only_second, stride, overflowing
 // windows, either side) and padding (longest, fixed, multiple of, either side).

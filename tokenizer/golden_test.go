@@ -28,9 +28,13 @@ var (
 	goldenOnce sync.Map
 )
 
-// testTokenizer loads testdata/<name>/tokenizer.json once per test binary.
+// testTokenizer loads testdata/<name>/tokenizer.json once per test binary
+// (roberta-base's is gzipped: robertaTokenizer).
 func testTokenizer(t testing.TB, name string) *Tokenizer {
 	t.Helper()
+	if name == "roberta-base" {
+		return robertaTokenizer(t)
+	}
 	if v, ok := tokCache.Load(name); ok {
 		return v.(*Tokenizer)
 	}

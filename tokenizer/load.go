@@ -15,28 +15,52 @@ import (
 	"unicode/utf8"
 )
 
-// Load reads a tokenizer from path: a tokenizer.json, a BERT vocab.txt, or a
-// folder holding either (tokenizer.json preferred; tokenizer_config.json next
-// to a vocab.txt supplies do_lower_case and friends).
+// Load reads a tokenizer from path: a tokenizer.json, a BERT vocab.txt, a
+// byte-level BPE vocab.json or merges.txt (the pair is read together), or a
+// folder holding one of them (tokenizer.json preferred, then vocab.txt,
+// then vocab.json with merges.txt; tokenizer_config.json next to the
+// others supplies do_lower_case, add_prefix_space and friends).
 func Load(path string) (*Tokenizer, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	if st.IsDir() {
-		if _, err := os.Stat(filepath.Join(path, "tokenizer.json")); err == nil {
-			return LoadFile(filepath.Join(path, "tokenizer.json"))
+		f, ok := Find(path)
+		if !ok {
+			return nil, fmt.Errorf("tokenizer: %s holds no tokenizer.json, vocab.txt, or vocab.json with merges.txt", path)
 		}
-		if _, err := os.Stat(filepath.Join(path, "vocab.txt")); err == nil {
-			return LoadFile(filepath.Join(path, "vocab.txt"))
-		}
-		return nil, fmt.Errorf("tokenizer: %s holds neither tokenizer.json nor vocab.txt", path)
+		return LoadFile(f)
 	}
 	return LoadFile(path)
 }
 
-// LoadFile reads a tokenizer.json, or a vocab.txt when the name ends in .txt.
+// Find returns the tokenizer file that Load reads in dir, and whether
+// there is one: tokenizer.json, vocab.txt, or vocab.json when merges.txt
+// is beside it.
+func Find(dir string) (string, bool) {
+	exists := func(name string) bool {
+		st, err := os.Stat(filepath.Join(dir, name))
+		return err == nil && !st.IsDir()
+	}
+	for _, name := range []string{"tokenizer.json", "vocab.txt"} {
+		if exists(name) {
+			return filepath.Join(dir, name), true
+		}
+	}
+	if exists("vocab.json") && exists("merges.txt") {
+		return filepath.Join(dir, "vocab.json"), true
+	}
+	return "", false
+}
+
+// LoadFile reads a tokenizer.json, a vocab.txt when the name ends in
+// .txt, or the vocab.json and merges.txt of one folder when the name is
+// either of them.
 func LoadFile(path string) (*Tokenizer, error) {
+	if base := filepath.Base(path); base == "vocab.json" || base == "merges.txt" {
+		return loadVocabMerges(filepath.Dir(path))
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
@@ -99,7 +123,12 @@ func isNull(m json.RawMessage) bool {
 }
 
 // FromJSON builds a tokenizer from the contents of a tokenizer.json.
-func FromJSON(data []byte) (*Tokenizer, error) {
+func FromJSON(data []byte) (_ *Tokenizer, err error) {
+	defer func() {
+		if err != nil && !errors.Is(err, ErrFormat) {
+			err = formatError{err}
+		}
+	}()
 	var j jsonTokenizer
 	if err := json.Unmarshal(data, &j); err != nil {
 		return nil, fmt.Errorf("tokenizer: tokenizer.json: %w", err)
@@ -119,7 +148,6 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 		t.setToken(a.ID, a.Content)
 		t.added = append(t.added, AddedToken(a))
 	}
-	var err error
 	if t.norm, err = parseNormalizer(j.Normalizer); err != nil {
 		return nil, fmt.Errorf("tokenizer: tokenizer.json: normalizer: %w", err)
 	}
@@ -319,10 +347,12 @@ func (t *Tokenizer) loadModel(m json.RawMessage) error {
 		model.trie = newByteTrie(keys, vals)
 		t.model = model
 		t.kind = "Unigram"
+	case "BPE":
+		return t.loadBPE(m)
 	case "":
 		return errors.New("type: missing")
 	default:
-		return fmt.Errorf("type: %q is not supported (WordPiece and Unigram are)", ty.Type)
+		return fmt.Errorf("type: %q is not supported (WordPiece, Unigram and BPE are)", ty.Type)
 	}
 	return nil
 }
@@ -492,6 +522,15 @@ func parsePreTokenizer(m json.RawMessage) (preTokenizer, error) {
 		return bertPreTokenizer{}, nil
 	case "WhitespaceSplit":
 		return whitespaceSplit{}, nil
+	case "ByteLevel":
+		var b struct {
+			AddPrefixSpace *bool `json:"add_prefix_space"`
+			UseRegex       *bool `json:"use_regex"`
+		}
+		if err := json.Unmarshal(m, &b); err != nil {
+			return nil, fmt.Errorf("type ByteLevel: %w", err)
+		}
+		return byteLevel{addPrefix: b.AddPrefixSpace == nil || *b.AddPrefixSpace, useRegex: b.UseRegex == nil || *b.UseRegex}, nil
 	case "Whitespace":
 		return whitespacePreTokenizer{}, nil
 	case "Metaspace":
@@ -576,10 +615,21 @@ func (t *Tokenizer) parsePostProcessor(m json.RawMessage) (postProcessor, error)
 		return s, id, nil
 	}
 	switch ty.Type {
+	case "ByteLevel":
+		var b struct {
+			Trim           *bool `json:"trim_offsets"`
+			AddPrefixSpace *bool `json:"add_prefix_space"`
+		}
+		if err := json.Unmarshal(m, &b); err != nil {
+			return nil, fmt.Errorf("ByteLevel: %w", err)
+		}
+		return &byteLevelProcessor{trim: offsetTrim{trim: b.Trim == nil || *b.Trim, addPrefix: b.AddPrefixSpace == nil || *b.AddPrefixSpace}}, nil
 	case "BertProcessing", "RobertaProcessing":
 		var b struct {
-			Sep json.RawMessage `json:"sep"`
-			Cls json.RawMessage `json:"cls"`
+			Sep            json.RawMessage `json:"sep"`
+			Cls            json.RawMessage `json:"cls"`
+			Trim           *bool           `json:"trim_offsets"`
+			AddPrefixSpace *bool           `json:"add_prefix_space"`
 		}
 		if err := json.Unmarshal(m, &b); err != nil {
 			return nil, fmt.Errorf("%s: %w", ty.Type, err)
@@ -595,7 +645,8 @@ func (t *Tokenizer) parsePostProcessor(m json.RawMessage) (postProcessor, error)
 		if ty.Type == "BertProcessing" {
 			return &bertProcessor{cls: cls, sep: sep, clsTok: clsTok, sepTok: sepTok}, nil
 		}
-		return &robertaProcessor{cls: cls, sep: sep, clsTok: clsTok, sepTok: sepTok}, nil
+		trim := offsetTrim{trim: b.Trim == nil || *b.Trim, addPrefix: b.AddPrefixSpace == nil || *b.AddPrefixSpace}
+		return &robertaProcessor{cls: cls, sep: sep, clsTok: clsTok, sepTok: sepTok, trim: trim}, nil
 	case "TemplateProcessing":
 		var tp struct {
 			Single        []map[string]json.RawMessage `json:"single"`
@@ -667,7 +718,12 @@ func (t *Tokenizer) parsePostProcessor(m json.RawMessage) (postProcessor, error)
 // vocab.txt (one token per line, the line number is the id) and, when not
 // nil, of its tokenizer_config.json (do_lower_case, strip_accents,
 // tokenize_chinese_chars).
-func FromVocab(vocabTxt, configJSON []byte) (*Tokenizer, error) {
+func FromVocab(vocabTxt, configJSON []byte) (_ *Tokenizer, err error) {
+	defer func() {
+		if err != nil {
+			err = formatError{err}
+		}
+	}()
 	vocab := map[string]int32{}
 	t := &Tokenizer{ids: map[string]int32{}, special: map[string]int32{}}
 	sc := bufio.NewScanner(bytes.NewReader(vocabTxt))
@@ -725,3 +781,160 @@ func FromVocab(vocabTxt, configJSON []byte) (*Tokenizer, error) {
 	t.buildMatchers()
 	return t, nil
 }
+
+// loadVocabMerges reads dir's vocab.json and merges.txt (and
+// tokenizer_config.json when there is one).
+func loadVocabMerges(dir string) (*Tokenizer, error) {
+	vocab, err := os.ReadFile(filepath.Join(dir, "vocab.json"))
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	merges, err := os.ReadFile(filepath.Join(dir, "merges.txt"))
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: byte-level BPE needs merges.txt beside vocab.json: %w", err)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	t, err := FromVocabMerges(vocab, merges, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, dir)
+	}
+	return t, nil
+}
+
+// FromVocabMerges builds a byte-level BPE tokenizer (RoBERTa's, GPT-2's
+// vocabulary) from the contents of a vocab.json (token to id) and a
+// merges.txt (one merge a line, after a "#version" line), as transformers'
+// RobertaTokenizerFast makes it from them: ByteLevel pre-tokenizer and
+// decoder, RobertaProcessing with trimmed offsets, and the special tokens
+// <s>, </s>, <unk>, <pad> and <mask> (which takes the white space before
+// it); a special token missing from vocab.json is added at the next id.
+// configJSON, when not nil, is the tokenizer_config.json beside them:
+// add_prefix_space, trim_offsets and the special tokens' names
+// (bos_token, eos_token, sep_token, cls_token, unk_token, pad_token,
+// mask_token, each a string or an object with "content").
+func FromVocabMerges(vocabJSON, mergesTxt, configJSON []byte) (_ *Tokenizer, err error) {
+	defer func() {
+		if err != nil {
+			err = formatError{err}
+		}
+	}()
+	var vocab map[string]int32
+	if err := json.Unmarshal(vocabJSON, &vocab); err != nil {
+		return nil, fmt.Errorf("tokenizer: vocab.json: %w", err)
+	}
+	if len(vocab) == 0 {
+		return nil, errors.New("tokenizer: vocab.json: empty")
+	}
+	if !utf8.Valid(mergesTxt) {
+		return nil, errors.New("tokenizer: merges.txt: not valid UTF-8")
+	}
+	var merges []string
+	for n, line := range strings.Split(string(mergesTxt), "\n") {
+		line = strings.TrimRight(line, "\r")
+		if (n == 0 && strings.HasPrefix(line, "#version")) || strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return nil, fmt.Errorf("tokenizer: merges.txt: line %d: want two tokens separated by a space, have %q", n+1, line)
+		}
+		merges = append(merges, f[0]+" "+f[1])
+	}
+	if len(merges) == 0 {
+		return nil, errors.New("tokenizer: merges.txt: no merges")
+	}
+	cfg := struct {
+		AddPrefixSpace *bool                      `json:"add_prefix_space"`
+		TrimOffsets    *bool                      `json:"trim_offsets"`
+		Tokens         map[string]json.RawMessage `json:"-"`
+	}{}
+	names := map[string]string{"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
+		"unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"}
+	if len(configJSON) > 0 {
+		if err := json.Unmarshal(configJSON, &cfg); err != nil {
+			return nil, fmt.Errorf("tokenizer: tokenizer_config.json: %w", err)
+		}
+		if err := json.Unmarshal(configJSON, &cfg.Tokens); err != nil {
+			return nil, fmt.Errorf("tokenizer: tokenizer_config.json: %w", err)
+		}
+		for key := range names {
+			raw, ok := cfg.Tokens[key]
+			if !ok || isNull(raw) {
+				continue
+			}
+			var s string
+			var obj struct {
+				Content string `json:"content"`
+			}
+			switch {
+			case json.Unmarshal(raw, &s) == nil:
+			case json.Unmarshal(raw, &obj) == nil:
+				s = obj.Content
+			default:
+				return nil, fmt.Errorf("tokenizer: tokenizer_config.json: %s: want a string or an object with content", key)
+			}
+			if s == "" {
+				return nil, fmt.Errorf("tokenizer: tokenizer_config.json: %s: empty", key)
+			}
+			names[key] = s
+		}
+	}
+	prefix := cfg.AddPrefixSpace != nil && *cfg.AddPrefixSpace
+	trim := cfg.TrimOffsets == nil || *cfg.TrimOffsets
+	next := int32(0)
+	for _, id := range vocab {
+		next = max(next, id+1)
+	}
+	type addedJSON struct {
+		ID         int32  `json:"id"`
+		Content    string `json:"content"`
+		LStrip     bool   `json:"lstrip"`
+		Normalized bool   `json:"normalized"`
+		Special    bool   `json:"special"`
+	}
+	var added []addedJSON
+	seen := map[string]int32{}
+	for _, key := range []string{"bos_token", "pad_token", "eos_token", "unk_token", "sep_token", "cls_token", "mask_token"} {
+		s := names[key]
+		if _, ok := seen[s]; ok {
+			continue
+		}
+		id, ok := vocab[s]
+		if !ok {
+			id = next
+			next++
+		}
+		seen[s] = id
+		added = append(added, addedJSON{ID: id, Content: s, LStrip: key == "mask_token", Special: true})
+	}
+	j := map[string]any{
+		"added_tokens":   added,
+		"normalizer":     nil,
+		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": prefix, "trim_offsets": trim},
+		"post_processor": map[string]any{"type": "RobertaProcessing", "sep": []any{names["sep_token"], seen[names["sep_token"]]}, "cls": []any{names["cls_token"], seen[names["cls_token"]]}, "trim_offsets": trim, "add_prefix_space": prefix},
+		"decoder":        map[string]any{"type": "ByteLevel"},
+		"model":          map[string]any{"type": "BPE", "vocab": vocab, "merges": merges, "continuing_subword_prefix": "", "end_of_word_suffix": ""},
+	}
+	data, err := json.Marshal(j)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: vocab.json and merges.txt: %w", err)
+	}
+	t, err := FromJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (from vocab.json and merges.txt)", err)
+	}
+	return t, nil
+}
+
+// ErrFormat is wrapped by every error that the contents of a tokenizer
+// file cause (tokenizer.json, vocab.txt, vocab.json, merges.txt, or the
+// tokenizer_config.json beside them): bad JSON, a missing or unknown
+// field, an unsupported component, a merge of tokens not in the
+// vocabulary.
+var ErrFormat = errors.New("tokenizer: bad tokenizer file")
+
+// formatError wraps a load error with ErrFormat, keeping its message.
+type formatError struct{ err error }
+
+func (e formatError) Error() string   { return e.err.Error() }
+func (e formatError) Unwrap() []error { return []error{e.err, ErrFormat} }

@@ -1,5 +1,10 @@
 package tokenizer
 
+// trimmer is a post-processor that trims offsets (ByteLevel, RobertaProcessing).
+type trimmer interface {
+	offsetTrim() offsetTrim
+}
+
 // postProcessor adds special tokens and type ids around encoded texts.
 type postProcessor interface {
 	// added returns the number of tokens it adds to a single text or a pair.
@@ -95,12 +100,16 @@ func (p *bertProcessor) apply(e *assembler, a, b seq, pair bool) {
 	}
 }
 
-// robertaProcessor is RobertaProcessing: <s> A </s> (</s> B </s>), type ids 0.
-// Offsets are not trimmed (trim_offsets is accepted but has no effect here).
+// robertaProcessor is RobertaProcessing: <s> A </s> (</s> B </s>), type ids
+// 0, offsets trimmed as its trim_offsets and add_prefix_space say (even
+// without the special tokens).
 type robertaProcessor struct {
 	cls, sep       int32
 	clsTok, sepTok string
+	trim           offsetTrim
 }
+
+func (p *robertaProcessor) offsetTrim() offsetTrim { return p.trim }
 
 func (p *robertaProcessor) added(pair bool) int {
 	if pair {

@@ -22,6 +22,11 @@ type scratch struct {
 	spans, nspans []span
 	pieces, tail  []piece
 	viterbi       []viterbiNode
+	bpeSyms       []bpeSymbol
+	bpeHeap       []bpeCand
+	bpeSrc        []byte
+	bpeCache      map[string][]piece // words the model below merged, by their bytes
+	bpeCacheOf    *bpe
 	seqs          [2]seq // the first and second text of an input
 	runeIdx       []int32
 	dec           []rune
@@ -78,7 +83,7 @@ const scratchKeep = 1 << 16
 
 // small reports whether sc is small enough to keep in the pool.
 func (sc *scratch) small() bool {
-	if len(sc.strs) > 64 || len(sc.lists) > 64 || cap(sc.runeIdx) > scratchKeep || cap(sc.viterbi) > scratchKeep {
+	if len(sc.bpeCache) > bpeCacheWords || len(sc.strs) > 64 || len(sc.lists) > 64 || cap(sc.runeIdx) > scratchKeep || cap(sc.viterbi) > scratchKeep {
 		return false
 	}
 	for _, n := range sc.strs {
@@ -98,7 +103,8 @@ func (sc *scratch) small() bool {
 	}
 	return cap(sc.pieces) <= scratchKeep/8 && cap(sc.tail) <= scratchKeep/8 && cap(sc.spans) <= scratchKeep/16 &&
 		cap(sc.nspans) <= scratchKeep/16 && cap(sc.dec) <= scratchKeep/4 && cap(sc.forms) <= scratchKeep/16 &&
-		cap(sc.locs) <= scratchKeep/16
+		cap(sc.locs) <= scratchKeep/16 && cap(sc.bpeSyms) <= scratchKeep/8 && cap(sc.bpeHeap) <= scratchKeep/8 &&
+		cap(sc.bpeSrc) <= scratchKeep
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

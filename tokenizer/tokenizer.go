@@ -165,7 +165,7 @@ func (t *Tokenizer) Token(id int32) string {
 	return t.vocab[id]
 }
 
-// Model returns "WordPiece" or "Unigram".
+// Model returns "WordPiece", "Unigram" or "BPE".
 func (t *Tokenizer) Model() string { return t.kind }
 
 // AddedTokens returns the added and special tokens.
@@ -242,7 +242,8 @@ func (t *Tokenizer) encodeSeq(text string, sq *seq, full bool, sc *scratch) seq 
 			at := &t.raw.tokens[sp.tok]
 			sq.ids = append(sq.ids, at.ID)
 			if full {
-				sq.tokens = append(sq.tokens, at.Content)
+				// The matched text, with what lstrip and rstrip took, as Hugging Face gives it.
+				sq.tokens = append(sq.tokens, addedText(at.Content, whole.s[sp.i:sp.j]))
 				sq.offs = append(sq.offs, [2]int{sp.i, sp.j})
 			}
 			continue
@@ -265,7 +266,7 @@ func (t *Tokenizer) encodeSeq(text string, sq *seq, full bool, sc *scratch) seq 
 				at := &t.normed.tokens[ns.tok]
 				sq.ids = append(sq.ids, at.ID)
 				if full {
-					sq.tokens = append(sq.tokens, at.Content)
+					sq.tokens = append(sq.tokens, addedText(at.Content, part.s))
 					sq.offs = append(sq.offs, [2]int{int(part.start[0]), int(part.end[len(part.s)-1])})
 				}
 				continue
@@ -299,6 +300,15 @@ func (t *Tokenizer) encodeSeq(text string, sq *seq, full bool, sc *scratch) seq 
 		return seq{ids: sq.ids}
 	}
 	return *sq
+}
+
+// addedText is the text an added token matched: its content (no new
+// string) unless lstrip, rstrip or normalization made it differ.
+func addedText(content string, matched []byte) string {
+	if string(matched) == content {
+		return content
+	}
+	return string(matched)
 }
 
 // Encode encodes one text. With no options it adds special tokens and
@@ -557,6 +567,9 @@ func (t *Tokenizer) assemble(a seq, b *seq, o Options, sc *scratch) Encoding {
 	}
 	asm := &sc.asm
 	*asm = assembler{full: !o.InputsOnly}
+	if tr, ok := t.post.(trimmer); ok && asm.full {
+		asm.trim = tr.offsetTrim()
+	}
 	e := &asm.e
 	// One backing array for the int32 fields; each is capped so that
 	// appending (padding, or a caller) moves it out rather than overwriting
@@ -607,6 +620,7 @@ func (t *Tokenizer) assemble(a seq, b *seq, o Options, sc *scratch) Encoding {
 type assembler struct {
 	e    Encoding
 	full bool
+	trim offsetTrim // the post-processor's offset trimming, applied to each text
 }
 
 // seq appends the tokens of s, of type typeID, from text seqID.
@@ -620,7 +634,11 @@ func (b *assembler) seq(s seq, typeID int32, seqID int8) {
 		return
 	}
 	e.Tokens = append(e.Tokens, s.tokens...)
+	at := len(e.Offsets)
 	e.Offsets = append(e.Offsets, s.offs...)
+	if b.trim.trim {
+		b.trim.trimOffsets(s.tokens, e.Offsets[at:])
+	}
 	for range s.ids {
 		e.SpecialTokensMask = append(e.SpecialTokensMask, 0)
 		e.SequenceIDs = append(e.SequenceIDs, seqID)

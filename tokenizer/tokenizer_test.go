@@ -339,7 +339,8 @@ func TestOffsetsXLMR(t *testing.T) {
 		enc := mustEncode(t, tk, text, Options{SkipSpecialTokens: true})
 		for k, tok := range enc.Tokens {
 			sub := substr(text, enc.Offsets[k])
-			if strings.TrimSpace(sub) != strings.TrimPrefix(tok, "▁") {
+			// An lstrip token (<mask>) holds the white space it took, as in Hugging Face.
+			if strings.TrimSpace(sub) != strings.TrimSpace(strings.TrimPrefix(tok, "▁")) {
 				t.Errorf("%q: token %q at %v maps back to %q", text, tok, enc.Offsets[k], sub)
 			}
 		}
