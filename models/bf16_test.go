@@ -43,7 +43,7 @@ func TestBF16Goldens(t *testing.T) {
 	needBF16(t, sel)
 	for _, c := range checkpoints {
 		t.Run(c.dir, func(t *testing.T) {
-			dir := shared(t, c.dir)
+			dir := checkpointDir(t, c.dir)
 			f32, err := models.Load(context.Background(), dir, models.Options{Selector: sel, Threads: 1})
 			require.NoError(t, err)
 			defer f32.Close()

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
@@ -35,8 +36,19 @@ func shared(t *testing.T, rel string) string {
 	return p
 }
 
-// checkpoints are every shared checkpoint with the family and task that
-// Load must pick from its config.json alone, and its number of labels.
+// checkpointDir returns the folder of a checkpoints entry: one committed
+// into testdata as it is, one of the shared folder through shared.
+func checkpointDir(t *testing.T, dir string) string {
+	t.Helper()
+	if strings.HasPrefix(dir, "testdata/") {
+		return dir
+	}
+	return shared(t, dir)
+}
+
+// checkpoints are every shared checkpoint, and every golden committed
+// into testdata/golden, with the family and task that Load must pick
+// from its config.json alone, and its number of labels.
 var checkpoints = []struct {
 	dir    string
 	family string
@@ -61,6 +73,9 @@ var checkpoints = []struct {
 	{"models/sst2-bert-mini", "bert", models.TaskSequenceClassification, 2, true},
 	{"models/sst2-distilbert-mini", "distilbert", models.TaskSequenceClassification, 2, true},
 	{"models/sst2-xlmr-mini", "xlm-roberta", models.TaskSequenceClassification, 2, true},
+	{"testdata/golden/roberta-base-tiny", "roberta", models.TaskBase, 0, false},
+	{"testdata/golden/roberta-seqcls", "roberta", models.TaskSequenceClassification, 3, false},
+	{"testdata/golden/camembert-base", "camembert", models.TaskBase, 0, false},
 }
 
 // golden is what the three kinds of golden.json hold: inputs and outputs
@@ -129,14 +144,14 @@ func flatten(t *testing.T, raw json.RawMessage) []float64 {
 	return out
 }
 
-// TestLoadEverySharedCheckpoint opens every shared golden checkpoint and
-// trained SST-2 model through Load with no family named, checks the family
+// TestLoadEverySharedCheckpoint opens every shared golden checkpoint,
+// committed golden and trained SST-2 model through Load with no family named, checks the family
 // and task it picked, and compares the FP32 outputs with the reference's.
 func TestLoadEverySharedCheckpoint(t *testing.T) {
 	sel := encodertest.Selector(t)
 	for _, c := range checkpoints {
 		t.Run(c.dir, func(t *testing.T) {
-			dir := shared(t, c.dir)
+			dir := checkpointDir(t, c.dir)
 			p, err := models.Load(context.Background(), dir, models.Options{Selector: sel, Threads: 1})
 			require.NoError(t, err)
 			defer p.Close()
