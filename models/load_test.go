@@ -76,6 +76,8 @@ var checkpoints = []struct {
 	{"testdata/golden/roberta-base-tiny", "roberta", models.TaskBase, 0, false},
 	{"testdata/golden/roberta-seqcls", "roberta", models.TaskSequenceClassification, 3, false},
 	{"testdata/golden/camembert-base", "camembert", models.TaskBase, 0, false},
+	{"testdata/golden/electra-base", "electra", models.TaskBase, 0, false},
+	{"testdata/golden/electra-seqcls", "electra", models.TaskSequenceClassification, 3, false},
 }
 
 // golden is what the three kinds of golden.json hold: inputs and outputs

@@ -27,10 +27,13 @@ type LayerNames struct {
 }
 
 // Names are the tensor names of an encoder; TypeEmb is "" without token
-// types. Layer returns layer i's names.
+// types. EmbProj and EmbProjBias are the projection of the embeddings
+// onto the hidden size (read only when Config.Projects). Layer returns
+// layer i's names.
 type Names struct {
 	WordEmb, PosEmb, TypeEmb string
 	EmbLN, EmbLNBias         string
+	EmbProj, EmbProjBias     string
 	Layer                    func(i int) LayerNames
 }
 
