@@ -11,7 +11,6 @@
 package electra
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/int8bert/int8bert/checkpoint"
@@ -49,16 +48,14 @@ var Family = &encoder.Family{
 }
 
 // EmbeddingSize is config.json's embedding_size (DefaultEmbeddingSize
-// when absent, as transformers reads it); not a positive integer is an
-// error wrapping encoder.ErrConfig.
+// when absent or null, as transformers reads it); not a positive integer
+// is an error wrapping encoder.ErrConfig.
 func EmbeddingSize(c *checkpoint.Config) (int, error) {
-	raw, ok := c.Raw["embedding_size"]
-	if !ok {
-		return DefaultEmbeddingSize, nil
-	}
-	var n int
-	if err := json.Unmarshal(raw, &n); err != nil || n <= 0 {
+	switch raw, ok := c.Raw["embedding_size"]; {
+	case c.EmbeddingSize > 0:
+		return c.EmbeddingSize, nil
+	case ok && string(raw) != "null":
 		return 0, fmt.Errorf("electra: embedding_size %s: want a positive integer: %w", raw, encoder.ErrConfig)
 	}
-	return n, nil
+	return DefaultEmbeddingSize, nil
 }

@@ -60,7 +60,7 @@ func TestEmbeddingSizeErrors(t *testing.T) {
 	}{
 		{"zero", 0, "embedding_size 0"},
 		{"negative", -4, "embedding_size -4"},
-		{"string", "16", `embedding_size "16"`},
+		{"string", "16", "embedding_size"},
 		{"as wide as hidden: no projection, 16-wide tensors", 32, "word_embeddings.weight has shape [1000 16], want [1000 32]"},
 		{"absent: the default 128", nil, "want [1000 128]"},
 	} {
