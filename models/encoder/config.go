@@ -33,7 +33,7 @@ type Config struct {
 	// Embedding is the width of the embeddings (ELECTRA's
 	// embedding_size); 0 means Hidden. When it differs from Hidden a
 	// linear projects the embeddings' LayerNorm output onto Hidden
-	// (Names.EmbProj; docs/DESIGN.md section 2, "Embeddings").
+	// (Names.EmbProj; docs/DESIGN.md section 2.5).
 	Embedding int
 }
 
