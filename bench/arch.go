@@ -109,6 +109,68 @@ var archDefs = map[string]archDef{
   "type_vocab_size": 1,
   "vocab_size": 250002
 }`},
+	// roberta-base: XLM-R's shapes with byte-level BPE's 50265 ids.
+	"roberta-base": {`{
+  "architectures": ["RobertaForMaskedLM"],
+  "attention_probs_dropout_prob": 0.1,
+  "bos_token_id": 0,
+  "eos_token_id": 2,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 768,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "layer_norm_eps": 1e-05,
+  "max_position_embeddings": 514,
+  "model_type": "roberta",
+  "num_attention_heads": 12,
+  "num_hidden_layers": 12,
+  "pad_token_id": 1,
+  "type_vocab_size": 1,
+  "vocab_size": 50265
+}`},
+	// google/electra-base-discriminator: embeddings as wide as the hidden
+	// size (no projection).
+	"electra-base": {`{
+  "architectures": ["ElectraForPreTraining"],
+  "attention_probs_dropout_prob": 0.1,
+  "embedding_size": 768,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 768,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "layer_norm_eps": 1e-12,
+  "max_position_embeddings": 512,
+  "model_type": "electra",
+  "num_attention_heads": 12,
+  "num_hidden_layers": 12,
+  "pad_token_id": 0,
+  "position_embedding_type": "absolute",
+  "type_vocab_size": 2,
+  "vocab_size": 30522
+}`},
+	// google/electra-small-discriminator: 128-wide embeddings projected
+	// onto the hidden size 256.
+	"electra-small": {`{
+  "architectures": ["ElectraForPreTraining"],
+  "attention_probs_dropout_prob": 0.1,
+  "embedding_size": 128,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 256,
+  "initializer_range": 0.02,
+  "intermediate_size": 1024,
+  "layer_norm_eps": 1e-12,
+  "max_position_embeddings": 512,
+  "model_type": "electra",
+  "num_attention_heads": 4,
+  "num_hidden_layers": 12,
+  "pad_token_id": 0,
+  "position_embedding_type": "absolute",
+  "type_vocab_size": 2,
+  "vocab_size": 30522
+}`},
 	// microsoft/mpnet-base (sentence-transformers/all-mpnet-base-v2 has
 	// the same shapes): no token types, a relative position bias.
 	"mpnet-base": {`{

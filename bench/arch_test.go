@@ -35,7 +35,7 @@ func mustArch(t *testing.T, name string) *Arch {
 }
 
 func TestArchs(t *testing.T) {
-	want := []string{"bert-base", "bert-large", "distilbert", "mpnet-base", "xlmr-base"}
+	want := []string{"bert-base", "bert-large", "distilbert", "electra-base", "electra-small", "mpnet-base", "roberta-base", "xlmr-base"}
 	if got := Archs(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Archs() = %v, want %v", got, want)
 	}
@@ -46,11 +46,14 @@ func TestArchs(t *testing.T) {
 		eps                               float64
 	}
 	shapes := map[string]shape{
-		"bert-base":  {"bert", 30522, 768, 12, 12, 3072, 512, 2, 1e-12},
-		"bert-large": {"bert", 30522, 1024, 24, 16, 4096, 512, 2, 1e-12},
-		"distilbert": {"distilbert", 30522, 768, 6, 12, 3072, 512, 0, 1e-12},
-		"xlmr-base":  {"xlm-roberta", 250002, 768, 12, 12, 3072, 514, 1, 1e-5},
-		"mpnet-base": {"mpnet", 30527, 768, 12, 12, 3072, 514, 0, 1e-5},
+		"bert-base":     {"bert", 30522, 768, 12, 12, 3072, 512, 2, 1e-12},
+		"bert-large":    {"bert", 30522, 1024, 24, 16, 4096, 512, 2, 1e-12},
+		"distilbert":    {"distilbert", 30522, 768, 6, 12, 3072, 512, 0, 1e-12},
+		"xlmr-base":     {"xlm-roberta", 250002, 768, 12, 12, 3072, 514, 1, 1e-5},
+		"roberta-base":  {"roberta", 50265, 768, 12, 12, 3072, 514, 1, 1e-5},
+		"electra-base":  {"electra", 30522, 768, 12, 12, 3072, 512, 2, 1e-12},
+		"electra-small": {"electra", 30522, 256, 12, 4, 1024, 512, 2, 1e-12},
+		"mpnet-base":    {"mpnet", 30527, 768, 12, 12, 3072, 514, 0, 1e-5},
 	}
 	for _, name := range want {
 		a := mustArch(t, name)
@@ -88,6 +91,11 @@ func TestArchs(t *testing.T) {
 	if ec, _ := encoderConfig(mustArch(t, "xlmr-base")); !ec.PositionsFromPadding || ec.PaddingIdx != 1 {
 		t.Errorf("xlmr-base: positions from padding %v, padding idx %d", ec.PositionsFromPadding, ec.PaddingIdx)
 	}
+	for name, want := range map[string][2]int{"electra-base": {768, 768}, "electra-small": {128, 256}} {
+		if ec, _ := encoderConfig(mustArch(t, name)); ec.EmbeddingWidth() != want[0] || ec.Hidden != want[1] {
+			t.Errorf("%s: embeddings %d wide, hidden %d; want %v", name, ec.EmbeddingWidth(), ec.Hidden, want)
+		}
+	}
 	if c := mustArch(t, "distilbert").Config; string(c.Raw["dim"]) != "768" || string(c.Raw["n_layers"]) != "6" {
 		t.Errorf("distilbert: raw dim %s, n_layers %s", c.Raw["dim"], c.Raw["n_layers"])
 	}
@@ -122,10 +130,17 @@ func familyTensors(t *testing.T, a *Arch, task encoder.Task) map[string][]int {
 	}
 	want := map[string][]int{}
 	n := fam.Names(prefix)
-	want[n.WordEmb] = []int{ec.Vocab, h}
-	want[n.PosEmb] = []int{ec.MaxPositions, h}
+	// The embeddings are e wide (ELECTRA's embedding_size), projected
+	// onto h where the two differ.
+	e := ec.EmbeddingWidth()
+	want[n.WordEmb] = []int{ec.Vocab, e}
+	want[n.PosEmb] = []int{ec.MaxPositions, e}
 	if n.TypeEmb != "" {
-		want[n.TypeEmb] = []int{ec.TypeVocab, h}
+		want[n.TypeEmb] = []int{ec.TypeVocab, e}
+	}
+	want[n.EmbLN], want[n.EmbLNBias] = []int{e}, []int{e}
+	if e != h {
+		want[n.EmbProj], want[n.EmbProjBias] = []int{h, e}, []int{h}
 	}
 	want[n.EmbLN], want[n.EmbLNBias] = []int{h}, []int{h}
 	if n.RelBias != "" {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/int8bert/int8bert/models/bert"
 	"github.com/int8bert/int8bert/models/distilbert"
+	"github.com/int8bert/int8bert/models/electra"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/mpnet"
 	"github.com/int8bert/int8bert/models/xlmr"
@@ -17,7 +18,7 @@ func archFamily(a *Arch) *encoder.Family {
 	if a == nil || a.Config == nil {
 		return nil
 	}
-	for _, f := range []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family, mpnet.Family} {
+	for _, f := range []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family, xlmr.RoBERTa, xlmr.CamemBERT, electra.Family, mpnet.Family} {
 		if f.HasModelType(a.Config.ModelType) {
 			return f
 		}

@@ -26,6 +26,9 @@ type Config struct {
 	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
 	TypeVocabSize         int      `json:"type_vocab_size"`
 	VocabSize             int      `json:"vocab_size"`
+	// EmbeddingSize is ELECTRA's embedding_size, the width of the
+	// embeddings where it differs from the hidden size; 0 when absent.
+	EmbeddingSize int `json:"embedding_size,omitempty"`
 	// LayerNormEps is layer_norm_eps; zero when the file has none (DistilBERT
 	// hard-codes 1e-12 in its modeling code), see LayerNormEpsilon.
 	LayerNormEps float64 `json:"layer_norm_eps"`

@@ -19,6 +19,8 @@ func FuzzFamilyConfig(f *testing.F) {
 		shared = d
 	}
 	paths := []string{filepath.Join("..", "checkpoint", "testdata", "distilbert-tiny", "config.json")}
+	committed, _ := filepath.Glob(filepath.Join("testdata", "golden", "*", "config.json"))
+	paths = append(paths, committed...)
 	for _, pat := range []string{"golden/models/*/config.json", "golden/heads/*/config.json", "models/*/config.json"} {
 		m, _ := filepath.Glob(filepath.Join(shared, pat))
 		paths = append(paths, m...)
@@ -31,6 +33,7 @@ func FuzzFamilyConfig(f *testing.F) {
 	f.Add([]byte(`{"model_type":"xlm-roberta","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":8,"hidden_act":"gelu","vocab_size":10,"max_position_embeddings":3,"pad_token_id":1}`))
 	f.Add([]byte(`{"architectures":["RobertaForQuestionAnswering"],"hidden_act":"relu"}`))
 	f.Add([]byte(`{"model_type":"gpt2"}`))
+	f.Add([]byte(`{"model_type":"electra","hidden_size":8,"embedding_size":4,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":8,"hidden_act":"gelu","vocab_size":10,"max_position_embeddings":3}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := checkpoint.ParseConfig(data)
 		if err != nil {

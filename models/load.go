@@ -14,6 +14,7 @@ import (
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models/bert"
 	"github.com/int8bert/int8bert/models/distilbert"
+	"github.com/int8bert/int8bert/models/electra"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/mpnet"
 	"github.com/int8bert/int8bert/models/xlmr"
@@ -247,14 +248,14 @@ func resolveModel(ctx context.Context, pathOrID, revision string, log *slog.Logg
 
 // families is the registry: every family Load opens, by config.json's
 // model_type (Family.ModelTypes) and architectures (Family.Classes).
-var families = []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family, mpnet.Family}
+var families = []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family, xlmr.RoBERTa, xlmr.CamemBERT, electra.Family, mpnet.Family}
 
 // Load opens a model from a folder or a Hugging Face model id (config.json,
 // the weights, and the tokenizer when there is one), at o.Precision. The
 // family comes from config.json's model_type (or, without one, its
 // architectures) and the task from its architectures (BertModel,
 // BertForSequenceClassification, BertForQuestionAnswering, and the
-// DistilBert, XLMRoberta, Roberta and MPNet ones), checked against the heads the
+// DistilBert, XLMRoberta, Roberta, Camembert, Electra and MPNet ones), checked against the heads the
 // weights hold; a config without architectures gets the task of its
 // weights. An unsupported model_type or architecture is an error wrapping
 // ErrConfig that lists what is supported; an option outside its domain is

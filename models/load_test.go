@@ -36,20 +36,19 @@ func shared(t *testing.T, rel string) string {
 	return p
 }
 
-// checkpointDir is a checkpoint of the list below: a fixture committed
-// with the package (testdata/...) as it is, else a folder of the shared
-// folder (shared: skipping the test when it is absent).
-func checkpointDir(t *testing.T, rel string) string {
+// checkpointDir returns the folder of a checkpoints entry: one committed
+// into testdata as it is, one of the shared folder through shared.
+func checkpointDir(t *testing.T, dir string) string {
 	t.Helper()
-	if strings.HasPrefix(rel, "testdata/") {
-		return rel
+	if strings.HasPrefix(dir, "testdata/") {
+		return dir
 	}
-	return shared(t, rel)
+	return shared(t, dir)
 }
 
-// checkpoints are every golden checkpoint (shared, or committed under
-// testdata/) with the family and task that Load must pick from its
-// config.json alone, and its number of labels.
+// checkpoints are every shared checkpoint, and every golden committed
+// into testdata/golden, with the family and task that Load must pick
+// from its config.json alone, and its number of labels.
 var checkpoints = []struct {
 	dir    string
 	family string
@@ -76,6 +75,11 @@ var checkpoints = []struct {
 	{"models/sst2-bert-mini", "bert", models.TaskSequenceClassification, 2, true},
 	{"models/sst2-distilbert-mini", "distilbert", models.TaskSequenceClassification, 2, true},
 	{"models/sst2-xlmr-mini", "xlm-roberta", models.TaskSequenceClassification, 2, true},
+	{"testdata/golden/roberta-base-tiny", "roberta", models.TaskBase, 0, false},
+	{"testdata/golden/roberta-seqcls", "roberta", models.TaskSequenceClassification, 3, false},
+	{"testdata/golden/camembert-base", "camembert", models.TaskBase, 0, false},
+	{"testdata/golden/electra-base", "electra", models.TaskBase, 0, false},
+	{"testdata/golden/electra-seqcls", "electra", models.TaskSequenceClassification, 3, false},
 }
 
 // golden is what the three kinds of golden.json hold: inputs and outputs
@@ -144,8 +148,8 @@ func flatten(t *testing.T, raw json.RawMessage) []float64 {
 	return out
 }
 
-// TestLoadEverySharedCheckpoint opens every shared golden checkpoint and
-// trained SST-2 model through Load with no family named, checks the family
+// TestLoadEverySharedCheckpoint opens every shared golden checkpoint,
+// committed golden and trained SST-2 model through Load with no family named, checks the family
 // and task it picked, and compares the FP32 outputs with the reference's.
 func TestLoadEverySharedCheckpoint(t *testing.T) {
 	sel := encodertest.Selector(t)

@@ -117,13 +117,16 @@ func (r *RandomSource) build(arch string, cfg *checkpoint.Config, task encoder.T
 		add(b, randInitNormal, n)
 	}
 	names := fam.Names(p)
-	add(names.WordEmb, randInitNormal, ec.Vocab, h)
+	// The embeddings are e wide (ELECTRA's embedding_size), projected onto
+	// the hidden size when they differ.
+	e := ec.EmbeddingWidth()
+	add(names.WordEmb, randInitNormal, ec.Vocab, e)
 	if cfg.PadTokenID != nil && *cfg.PadTokenID >= 0 && *cfg.PadTokenID < ec.Vocab {
 		s := r.specs[names.WordEmb]
 		s.zeroRow = *cfg.PadTokenID
 		r.specs[names.WordEmb] = s
 	}
-	add(names.PosEmb, randInitNormal, ec.MaxPositions, h)
+	add(names.PosEmb, randInitNormal, ec.MaxPositions, e)
 	if ec.PositionsFromPadding && ec.PaddingIdx >= 0 && ec.PaddingIdx < ec.MaxPositions {
 		// RoBERTa's position embedding has padding_idx too.
 		s := r.specs[names.PosEmb]
@@ -131,10 +134,13 @@ func (r *RandomSource) build(arch string, cfg *checkpoint.Config, task encoder.T
 		r.specs[names.PosEmb] = s
 	}
 	if names.TypeEmb != "" && ec.TypeVocab > 0 {
-		add(names.TypeEmb, randInitNormal, ec.TypeVocab, h)
+		add(names.TypeEmb, randInitNormal, ec.TypeVocab, e)
 	}
-	add(names.EmbLN, randInitOnes, h)
-	add(names.EmbLNBias, randInitZeros, h)
+	add(names.EmbLN, randInitOnes, e)
+	add(names.EmbLNBias, randInitZeros, e)
+	if ec.Projects() {
+		linear(names.EmbProj, names.EmbProjBias, h, e)
+	}
 	if names.RelBias != "" && ec.RelBuckets > 0 {
 		add(names.RelBias, randInitNormal, ec.RelTable, ec.Heads)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/models/bert"
 	"github.com/int8bert/int8bert/models/distilbert"
+	"github.com/int8bert/int8bert/models/electra"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/encoder/encodertest"
 	"github.com/int8bert/int8bert/selector"
@@ -97,13 +98,19 @@ func TestWarmupCoversForward(t *testing.T) {
 		{"bert-qa", "bert-qa", bert.Family, encoder.PrecisionFP32, 1},
 		{"distilbert", "distilbert-seqcls", distilbert.Family, encoder.PrecisionFP32, 1},
 		{"bert-bf16", "bert-seqcls", bert.Family, encoder.PrecisionBF16, 1},
+		// ELECTRA's embeddings projection and its GELU classifier.
+		{"electra-projection", "testdata/golden/electra-base", electra.Family, encoder.PrecisionFP32, 1},
+		{"electra-seqcls", "testdata/golden/electra-seqcls", electra.Family, encoder.PrecisionFP32, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.prec == encoder.PrecisionBF16 && cpu.X86.BF16Path() == cpu.ISANone {
 				t.Skipf("%s: this CPU has no bf16 path (AVX512-BF16 or AMX-BF16)", t.Name())
 			}
-			dir := goldenDir(t, c.dir)
+			dir := c.dir
+			if !strings.HasPrefix(dir, "testdata/") {
+				dir = goldenDir(t, c.dir)
+			}
 			if c.prec.Int8() {
 				dir = savedInt8(t, warmSelector(t, nil, nil), c.prec)
 			}

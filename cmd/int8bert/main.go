@@ -97,7 +97,7 @@ usage:
                                  SmoothQuant W8A8: calibrate, quantize, write the INT8 artifact
   int8bert eval --model DIR --task sst2|mnli|squad --data FILE --precision fp32,int8-static,int8-dynamic
                                  accuracy (EM/F1 for squad) per precision and agreement with FP32
-  int8bert bench model --arch bert-large|bert-base|distilbert|xlmr-base|DIR --seq 256 [flags]
+  int8bert bench model --arch bert-large|bert-base|distilbert|xlmr-base|roberta-base|electra-base|electra-small|DIR --seq 256 [flags]
                                  sequences/s per precision, linear-block time, INT8/FP32 speed-up
   int8bert bench cold --arch NAME|DIR [--calls 200]
                                  the first minutes on an empty tuning cache: warm-up, first calls cold vs warm

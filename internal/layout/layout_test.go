@@ -40,7 +40,7 @@ var frontMay = append([]string{"models/...", "tokenizer"}, encoderMay...)
 // belowCmd is every package bench may import: models, the front door,
 // and never models/encoder, the engine behind it.
 var belowCmd = []string{"cpu", "tokenizer", "checkpoint", "dnnl/...", "kernels/...", "selector/...", "smoothquant",
-	"models", "models/bert", "models/distilbert", "models/xlmr", "models/mpnet"}
+	"models", "models/bert", "models/distilbert", "models/xlmr", "models/electra", "models/mpnet"}
 
 // rules mirrors docs/DESIGN.md section 1.1, bottom up. Change both
 // together.
@@ -61,6 +61,7 @@ var rules = []rule{
 	{pkg: "models/bert", may: append([]string{"models/encoder/..."}, encoderMay...)},
 	{pkg: "models/distilbert", may: append([]string{"models/encoder/..."}, encoderMay...)},
 	{pkg: "models/xlmr", may: append([]string{"models/encoder/..."}, encoderMay...)},
+	{pkg: "models/electra", may: append([]string{"models/encoder/..."}, encoderMay...)},
 	{pkg: "models/mpnet", may: append([]string{"models/encoder/..."}, encoderMay...)},
 	// The front door (models.Load, the text pipelines) and anything else
 	// under models/.
@@ -308,7 +309,7 @@ func TestCheckCatchesViolations(t *testing.T) {
 		"models/encoder imports models/bert: forbidden (models/encoder/... may import: models/encoder/..., cpu, kernels/..., selector, smoothquant, checkpoint)",
 		"models/encoder imports tokenizer: forbidden (models/encoder/... may import: models/encoder/..., cpu, kernels/..., selector, smoothquant, checkpoint)",
 		"selector imports kernels/kernelstest: a test-support package, for _test.go files only",
-		"serve imports models/encoder: forbidden (serve may import: serve/teipb, cpu, tokenizer, checkpoint, dnnl/..., kernels/..., selector/..., smoothquant, models, models/bert, models/distilbert, models/xlmr, models/mpnet)",
+		"serve imports models/encoder: forbidden (serve may import: serve/teipb, cpu, tokenizer, checkpoint, dnnl/..., kernels/..., selector/..., smoothquant, models, models/bert, models/distilbert, models/xlmr, models/electra, models/mpnet)",
 		"server: no import rule: give it a row in internal/layout's rules and in docs/DESIGN.md section 1.1",
 		"smoothquant imports github.com/klauspost/cpuid/v2: only cpu probes the CPU",
 		"smoothquant imports github.com/stretchr/testify/require: testify is for tests and test-support packages",

@@ -15,7 +15,11 @@ func (m *TaskModel) WeightBytes() int {
 
 // WeightBytes is the memory of the encoder's weights (TaskModel.WeightBytes).
 func (m *Model) WeightBytes() int {
-	return floatBytes(m.wordEmb, m.posEmb, m.typeEmb, m.embLN, m.embLNBias, m.relBias) + m.pass.weightBytes()
+	n := floatBytes(m.wordEmb, m.posEmb, m.typeEmb, m.embLN, m.embLNBias, m.relBias) + m.pass.weightBytes()
+	if m.proj != nil {
+		n += m.proj.lin.Bytes() + 4*len(m.proj.bias)
+	}
+	return n
 }
 
 // floatBytes is the memory of float32 slices s.
@@ -97,6 +101,9 @@ func (m *TaskModel) Resident() Resident {
 // Resident is the memory the encoder holds, by kind (TaskModel.Resident).
 func (m *Model) Resident() Resident {
 	packed := m.pass.linearBytes()
+	if m.proj != nil {
+		packed += m.proj.lin.Bytes()
+	}
 	return Resident{Packed: packed, Other: m.WeightBytes() - packed, Scratch: m.scratchPool.bytes()}
 }
 
@@ -117,7 +124,11 @@ func (m *TaskModel) Trim() int {
 
 // Trim is TaskModel.Trim for the encoder.
 func (m *Model) Trim() int {
-	return m.pass.trim() + m.scratchPool.dropIdle()
+	n := m.pass.trim() + m.scratchPool.dropIdle()
+	if m.proj != nil {
+		n += m.proj.lin.Trim()
+	}
+	return n
 }
 
 func (p *floatPass) linearBytes() int {
@@ -176,7 +187,7 @@ func (p *int8Pass) trim() int {
 
 // bytes is the memory of the buffers.
 func (b *buffers) bytes() int {
-	n := floatBytes(b.x, b.qkv, b.ctx, b.t, b.f, b.tmp, b.xq.scales, b.ctxq.scales, b.fq.scales, b.a8.qs, b.a8.ks, b.a8.vs)
+	n := floatBytes(b.x, b.qkv, b.ctx, b.t, b.f, b.tmp, b.emb, b.xq.scales, b.ctxq.scales, b.fq.scales, b.a8.qs, b.a8.ks, b.a8.vs)
 	n += len(b.xq.u8) + len(b.ctxq.u8) + len(b.fq.u8) + len(b.a8.q) + 4*len(b.a8.vb)
 	for _, s := range b.a8.vt {
 		for _, p := range s {

@@ -37,7 +37,24 @@ type Config struct {
 	// bucketed into RelBuckets buckets as T5's bidirectional buckets, the
 	// log-spaced ones up to RelMaxDistance. 0 means no bias.
 	RelBuckets, RelMaxDistance, RelTable int
+	// Embedding is the width of the embeddings (ELECTRA's
+	// embedding_size); 0 means Hidden. When it differs from Hidden a
+	// linear projects the embeddings' LayerNorm output onto Hidden
+	// (Names.EmbProj; docs/DESIGN.md section 2.6).
+	Embedding int
 }
+
+// EmbeddingWidth is the width of the embeddings: Embedding, or Hidden
+// when it is 0.
+func (c Config) EmbeddingWidth() int {
+	if c.Embedding > 0 {
+		return c.Embedding
+	}
+	return c.Hidden
+}
+
+// Projects says the embeddings are projected onto the hidden size.
+func (c Config) Projects() bool { return c.EmbeddingWidth() != c.Hidden }
 
 // Validate reports the first unsupported or inconsistent value.
 func (c *Config) Validate() error {
@@ -50,6 +67,8 @@ func (c *Config) Validate() error {
 			c.Vocab, c.Hidden, c.Layers, c.Heads, c.Intermediate, c.MaxPositions)
 	case c.Hidden%c.Heads != 0:
 		return bad("hidden size %d is not divisible by %d heads", c.Hidden, c.Heads)
+	case c.Embedding < 0:
+		return bad("embedding size %d", c.Embedding)
 	case c.TypeVocab < 0:
 		return bad("type vocabulary %d", c.TypeVocab)
 	case !(c.LayerNormEps > 0):

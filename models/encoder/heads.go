@@ -16,7 +16,21 @@ const (
 	HeadNone HeadAct = iota
 	HeadTanh
 	HeadReLU
+	// HeadGELU is the exact (erf) GELU, as ELECTRA's classifier runs it.
+	HeadGELU
 )
+
+// epilogueAct is the activation the GEMM's epilogue applies for a (tanh
+// is applied after it).
+func (a HeadAct) epilogueAct() kernels.Activation {
+	switch a {
+	case HeadReLU:
+		return kernels.ActReLU
+	case HeadGELU:
+		return kernels.ActGELU
+	}
+	return kernels.ActNone
+}
 
 // Dense is a head's linear layer y = act(x W^T + b), W [N][K].
 type Dense struct {
@@ -56,10 +70,7 @@ func (d *Dense) ApplyTo(y []float32, rows int, x []float32, ldx, threads int) ([
 		y = make([]float32, rows*d.N)
 	}
 	y = y[:rows*d.N]
-	ep := &kernels.Epilogue{Bias: d.bias}
-	if d.act == HeadReLU {
-		ep.Act = kernels.ActReLU
-	}
+	ep := &kernels.Epilogue{Bias: d.bias, Act: d.act.epilogueAct()}
 	if err := d.lin.Run(&kernels.GEMMF32{M: rows, A: x, Lda: ldx, Ep: ep, C: y, Ldc: d.N, Threads: threads}); err != nil {
 		return nil, err
 	}

@@ -22,6 +22,10 @@ type Model struct {
 	// relBias is the relative position bias of every head as a vector
 	// over key - query (relbias.go); nil without one.
 	relBias []float32
+	// proj projects the embeddings onto the hidden size (Config.Projects:
+	// ELECTRA's embeddings_project), an FP32 linear at every precision;
+	// nil without one.
+	proj    *Dense
 	sel     *selector.Selector
 	threads int
 	prof    *Profile
@@ -171,7 +175,7 @@ func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Optio
 	if sel == nil {
 		return nil, fmt.Errorf("encoder: nil selector: %w", ErrConfig)
 	}
-	h := cfg.Hidden
+	h := cfg.EmbeddingWidth()
 	m := &Model{cfg: cfg, sel: sel, threads: o.Threads, prof: o.Profile,
 		src: l.src, names: names, pass: p}
 	var err error
@@ -197,6 +201,13 @@ func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Optio
 			m.relBias = relBiasVectors(cfg, table)
 		}
 	}
+	if err == nil && cfg.Projects() {
+		if names.EmbProj == "" {
+			return nil, fmt.Errorf("encoder: embeddings of %d values for a hidden size of %d, and the family names no projection: %w",
+				h, cfg.Hidden, ErrConfig)
+		}
+		m.proj, err = NewDense(l, sel, names.EmbProj, names.EmbProjBias, cfg.Hidden, h, HeadNone)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +230,7 @@ func (m *Model) Threads() int { return m.threads }
 func (m *Model) Close() error {
 	return m.g.close(func() error {
 		m.pass.close()
+		m.proj.Close()
 		m.scratchPool.keep(nil)
 		return nil
 	})
@@ -461,8 +473,13 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 		return nil, err
 	}
 	b.spans, qs.spans = spans, spans
-	m.embed(in, spans, x)
-	xqReady, err := p.embedNorm(m, x, qs)
+	var xqReady bool
+	if m.proj == nil {
+		m.embed(in, spans, x)
+		xqReady, err = p.embedNorm(m, x, qs)
+	} else {
+		err = m.embedProjected(in, spans, b.emb[:rows*m.cfg.EmbeddingWidth()], x)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encoder: embeddings: %w", err)
 	}
@@ -507,7 +524,7 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 }
 
 // embed writes the sum of the word, position and token type embeddings
-// of every token into x ([rows][Hidden]). Positions restart at every
+// of every token into x ([rows][Config.EmbeddingWidth]). Positions restart at every
 // sequence of spans: 0, 1, ... (BERT, DistilBERT), or for XLM-R counted
 // over the sequence's non-padding tokens from PaddingIdx+1 (padding
 // tokens get PaddingIdx), as Hugging Face's
@@ -519,6 +536,22 @@ func (m *Model) embed(in *Inputs, spans []span, x []float32) {
 			m.embedToken(in, sp.off+s, m.position(in, sp.off+s, s, &c), x)
 		}
 	}
+}
+
+// embedProjected writes the embeddings of a model with a projection into
+// x: the sum of the embeddings and their LayerNorm into e ([rows][Embedding]),
+// then the projection of e onto the hidden size into x. The first layer
+// quantizes its input itself (no LayerNorm produces it).
+func (m *Model) embedProjected(in *Inputs, spans []span, e, x []float32) error {
+	w, rows := m.cfg.EmbeddingWidth(), len(x)/m.cfg.Hidden
+	m.embed(in, spans, e)
+	if err := m.layerNormW(e, nil, e, rows, w, m.embLN, m.embLNBias, nil); err != nil {
+		return err
+	}
+	if _, err := m.proj.ApplyTo(x, rows, e, w, m.threads); err != nil {
+		return fmt.Errorf("projection: %w", err)
+	}
+	return nil
 }
 
 // embedNorm is the embeddings' LayerNorm of rows rows, in place on x,
@@ -537,7 +570,13 @@ const rowChunk = 16
 // with the fused quantize step qp into q when set, on the model's threads
 // by chunks of rows (kernels.ParallelRows: the same bits on any count).
 func (m *Model) layerNorm(dst []float32, q []uint8, src []float32, rows int, gamma, beta []float32, qp *kernels.QuantParams) error {
-	h, eps := m.cfg.Hidden, m.cfg.LayerNormEps
+	return m.layerNormW(dst, q, src, rows, m.cfg.Hidden, gamma, beta, qp)
+}
+
+// layerNormW is layerNorm of rows of width h (the embeddings' width where
+// they are projected).
+func (m *Model) layerNormW(dst []float32, q []uint8, src []float32, rows, h int, gamma, beta []float32, qp *kernels.QuantParams) error {
+	eps := m.cfg.LayerNormEps
 	if m.threads <= 1 {
 		return kernels.LayerNorm(dst, q, src, nil, rows, h, gamma, beta, eps, qp)
 	}
@@ -563,9 +602,10 @@ func (m *Model) position(in *Inputs, i, s int, c *int) int {
 	return *c + m.cfg.PaddingIdx
 }
 
-// embedToken writes token i's embeddings at position pos into its row of x.
+// embedToken writes token i's embeddings at position pos into its row of x
+// (rows of the embeddings' width).
 func (m *Model) embedToken(in *Inputs, i, pos int, x []float32) {
-	h := m.cfg.Hidden
+	h := m.cfg.EmbeddingWidth()
 	row := x[i*h : (i+1)*h]
 	w := m.wordEmb[int(in.IDs[i])*h:]
 	p := m.posEmb[pos*h:]
@@ -613,6 +653,8 @@ type buffers struct {
 	spans []span
 	offs  []int
 	a8    qkv8
+	// emb holds the embeddings before their projection (Config.Projects).
+	emb []float32
 }
 
 // newBuffers makes buffers for passes of up to rows tokens of m.
@@ -621,6 +663,9 @@ func (m *Model) newBuffers(rows int) *buffers {
 	b := &buffers{rows: rows, int8: m.pass.int8(),
 		x: make([]float32, rows*h), qkv: make([]float32, rows*3*h), ctx: make([]float32, rows*h),
 		t: make([]float32, rows*h), f: make([]float32, rows*in)}
+	if m.cfg.Projects() {
+		b.emb = make([]float32, rows*m.cfg.EmbeddingWidth())
+	}
 	if b.int8 {
 		mk := func(k int) qin { return qin{u8: make([]uint8, rows*k), scales: make([]float32, rows)} }
 		b.xq, b.ctxq, b.fq = mk(h), mk(h), mk(in)

@@ -217,6 +217,9 @@ func (m *TaskModel) rowKeys(rows int) ([]linKey, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.proj != nil {
+		keys = append(keys, e.proj.linKey(rows, e.threads))
+	}
 	if m.Task == TaskQuestionAnswering && m.qa != nil {
 		keys = append(keys, m.qa.linKey(rows, e.threads))
 	}
@@ -312,10 +315,7 @@ func (m *TaskModel) batchKeys(batch int) []linKey {
 
 // linKey is the key of Apply on rows rows.
 func (d *Dense) linKey(rows, threads int) linKey {
-	ep := &kernels.Epilogue{Bias: d.bias}
-	if d.act == HeadReLU {
-		ep.Act = kernels.ActReLU
-	}
+	ep := &kernels.Epilogue{Bias: d.bias, Act: d.act.epilogueAct()}
 	return linKey{selector.F32Key(rows, d.K, d.N, ep, threads), d.lin.Prepare}
 }
 

@@ -27,11 +27,14 @@ type LayerNames struct {
 }
 
 // Names are the tensor names of an encoder; TypeEmb is "" without token
-// types. Layer returns layer i's names. RelBias is the relative position
-// bias table ([RelTable][Heads]) of a Config with RelBuckets > 0.
+// types. EmbProj and EmbProjBias are the projection of the embeddings
+// onto the hidden size (read only when Config.Projects). RelBias is the
+// relative position bias table ([RelTable][Heads]) of a Config with
+// RelBuckets > 0. Layer returns layer i's names.
 type Names struct {
 	WordEmb, PosEmb, TypeEmb string
 	EmbLN, EmbLNBias         string
+	EmbProj, EmbProjBias     string
 	RelBias                  string
 	Layer                    func(i int) LayerNames
 }

@@ -36,23 +36,32 @@ type golden struct {
 	Params     map[string][]int           `json:"params"`
 }
 
-// goldenPath is the folder of golden name: a folder of GoldenDir, or,
-// when name holds a path separator, that path (a fixture committed in the
-// repository, such as "../testdata/golden/mpnet-base").
-func goldenPath(name string) string {
-	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) {
-		return name
+// RepoGoldenDir is where the golden models committed into the repository
+// live (models/testdata/golden), relative to a package folder of this
+// module (models/<family>).
+const RepoGoldenDir = "../testdata/golden"
+
+// Repo names the committed golden folder name (RepoGoldenDir) for the
+// golden checks, which otherwise read name from GoldenDir.
+func Repo(name string) string { return filepath.Join(RepoGoldenDir, name) }
+
+// goldenPath is the folder of golden name: a path (holding a separator,
+// as Repo makes) as it is, else name inside GoldenDir; shared says the
+// latter, which a test skips where it is absent.
+func goldenPath(name string) (dir string, shared bool) {
+	if strings.ContainsRune(name, filepath.Separator) || strings.ContainsRune(name, '/') {
+		return name, false
 	}
-	return filepath.Join(GoldenDir, name)
+	return filepath.Join(GoldenDir, name), true
 }
 
-// loadGolden reads the golden folder name (goldenPath; skipping the test
-// when the shared folder is absent) and opens its model with fam.
+// loadGolden reads the golden folder name (skipping the test when the
+// shared folder is absent) and opens its model with fam.
 func loadGolden(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family) (*golden, *encoder.TaskModel, *encoder.Inputs) {
 	t.Helper()
-	dir := goldenPath(name)
+	dir, shared := goldenPath(name)
 	g, err := readGolden(dir)
-	if os.IsNotExist(err) {
+	if os.IsNotExist(err) && shared {
 		t.Skipf("golden models not found at %s (they live in the project's shared folder): %v", dir, err)
 	}
 	if err != nil {
