@@ -142,7 +142,6 @@ func familyTensors(t *testing.T, a *Arch, task encoder.Task) map[string][]int {
 	if e != h {
 		want[n.EmbProj], want[n.EmbProjBias] = []int{h, e}, []int{h}
 	}
-	want[n.EmbLN], want[n.EmbLNBias] = []int{h}, []int{h}
 	if n.RelBias != "" {
 		want[n.RelBias] = []int{ec.RelTable, ec.Heads}
 	}
