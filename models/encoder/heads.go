@@ -16,7 +16,24 @@ const (
 	HeadNone HeadAct = iota
 	HeadTanh
 	HeadReLU
+	// HeadGELU and HeadGELUTanh are the exact (erf) GELU and its tanh
+	// approximation, in the GEMM's epilogue (masked-LM transforms).
+	HeadGELU
+	HeadGELUTanh
 )
+
+// headActOf is the head activation of an encoder activation.
+func headActOf(a kernels.Activation) HeadAct {
+	switch a {
+	case kernels.ActGELU:
+		return HeadGELU
+	case kernels.ActGELUTanh:
+		return HeadGELUTanh
+	case kernels.ActReLU:
+		return HeadReLU
+	}
+	return HeadNone
+}
 
 // Dense is a head's linear layer y = act(x W^T + b), W [N][K].
 type Dense struct {
@@ -57,8 +74,13 @@ func (d *Dense) ApplyTo(y []float32, rows int, x []float32, ldx, threads int) ([
 	}
 	y = y[:rows*d.N]
 	ep := &kernels.Epilogue{Bias: d.bias}
-	if d.act == HeadReLU {
+	switch d.act {
+	case HeadReLU:
 		ep.Act = kernels.ActReLU
+	case HeadGELU:
+		ep.Act = kernels.ActGELU
+	case HeadGELUTanh:
+		ep.Act = kernels.ActGELUTanh
 	}
 	if err := d.lin.Run(&kernels.GEMMF32{M: rows, A: x, Lda: ldx, Ep: ep, C: y, Ldc: d.N, Threads: threads}); err != nil {
 		return nil, err
