@@ -223,3 +223,136 @@ func TestFillMaskErrors(t *testing.T) {
 		t.Errorf("embed on a masked-LM model (its encoder's states): %v", err)
 	}
 }
+
+// sparseEqual compares a SPLADE vector with the golden's [index, value]
+// pairs: the same indices, values within 1e-5 of the largest.
+func sparseEqual(t *testing.T, what string, got []models.SparseValue, want [][2]float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d non-zero values, want %d", what, len(got), len(want))
+		return
+	}
+	maxRef := 0.0
+	for _, w := range want {
+		maxRef = math.Max(maxRef, w[1])
+	}
+	for k, w := range want {
+		if got[k].Index != int(w[0]) || math.Abs(float64(got[k].Value)-w[1]) > 1e-5*maxRef {
+			t.Errorf("%s: #%d = %+v, want %v", what, k, got[k], w)
+			return
+		}
+	}
+}
+
+// TestSpladeGolden: SPLADE vectors equal the python reference's, on token
+// ids (every family) and on texts (EmbedSparse, BERT and DistilBERT).
+func TestSpladeGolden(t *testing.T) {
+	sel := encodertest.Selector(t)
+	for _, name := range mlmFolders {
+		t.Run(name, func(t *testing.T) {
+			dir, g, _ := readMLMGolden(t, name)
+			p, err := models.Load(context.Background(), dir, models.Options{Selector: sel, Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			in := g.padded()
+			out, err := p.Forward(context.Background(), in, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for b, want := range g.Splade {
+				got, err := p.SparseOf(out, b, in.Mask)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sparseEqual(t, name+" ids", got, want)
+			}
+			if g.SpladeText == nil {
+				return
+			}
+			res, err := p.EmbedSparse(context.Background(), g.SpladeText.Texts, models.SparseOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range g.SpladeText.Vectors {
+				sparseEqual(t, name+" text "+g.SpladeText.Texts[i], res[i], want)
+			}
+		})
+	}
+	p := sst2Model(t, "sst2-bert-mini", models.Options{})
+	if _, err := p.EmbedSparse(context.Background(), []string{"x"}, models.SparseOptions{}); !errors.Is(err, models.ErrConfig) {
+		t.Errorf("sparse embedding of a classifier: %v, want ErrConfig", err)
+	}
+}
+
+// TestMaskedLMInt8: int8-static and int8-dynamic masked-LM models keep
+// the logits (cosine >= 0.99 with FP32 where the mask is 1, the gate of
+// the random-weight goldens) and the SPLADE vectors (cosine >= 0.99).
+func TestMaskedLMInt8(t *testing.T) {
+	sel := encodertest.Selector(t)
+	ctx := context.Background()
+	for _, name := range []string{"bert-mlm", "distilbert-mlm"} {
+		t.Run(name, func(t *testing.T) {
+			dir, g, _ := readMLMGolden(t, name)
+			p, err := models.Load(ctx, dir, models.Options{Selector: sel, Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			in := g.padded()
+			ref, err := p.Forward(ctx, in, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refSparse, err := p.EmbedSparse(ctx, g.SpladeText.Texts, models.SparseOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			calib := append(append([]string{}, g.FillMask.Texts...), g.SpladeText.Texts...)
+			for _, prec := range []models.Precision{models.PrecisionInt8Static, models.PrecisionInt8Dynamic} {
+				q, err := p.Quantize(ctx, calib, prec, models.QuantizeOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := q.Forward(ctx, in, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var a, b []float32
+				v := g.LogitsShape[2]
+				for r, m := range in.Mask {
+					if m == 1 {
+						a = append(a, ref.Logits[r*v:(r+1)*v]...)
+						b = append(b, out.Logits[r*v:(r+1)*v]...)
+					}
+				}
+				cos := encodertest.Cosine(a, b)
+				sp, err := q.EmbedSparse(ctx, g.SpladeText.Texts, models.SparseOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				worst := 1.0
+				for i := range sp {
+					worst = math.Min(worst, encodertest.Cosine(densify(refSparse[i], v), densify(sp[i], v)))
+				}
+				t.Logf("%s %s: logits cosine %.5f, SPLADE cosine (worst text) %.5f", name, prec, cos, worst)
+				if !(cos >= 0.99) || !(worst >= 0.99) {
+					t.Errorf("%s %s: logits cosine %.5f, SPLADE %.5f; want >= 0.99", name, prec, cos, worst)
+				}
+				if _, err := q.FillMask(ctx, g.FillMask.Texts, models.FillMaskOptions{}); err != nil {
+					t.Errorf("%s %s: fill-mask: %v", name, prec, err)
+				}
+				q.Close()
+			}
+		})
+	}
+}
+
+func densify(s []models.SparseValue, n int) []float32 {
+	v := make([]float32, n)
+	for _, x := range s {
+		v[x.Index] = x.Value
+	}
+	return v
+}
