@@ -109,3 +109,19 @@ func (p *Pipeline) SparseOf(out *Output, b int, mask []int32) ([]SparseValue, er
 	}
 	return Sparsify(v), nil
 }
+
+// Sparse is row r's SPLADE vector (EmbedSparse's) as its non-zero values
+// by index; the model must have a masked language modeling head.
+func (b *Batch) Sparse(r int) ([]SparseValue, error) {
+	if r < 0 || r >= len(b.idx) {
+		return nil, fmt.Errorf("models: batch row %d of %d: %w", r, len(b.idx), ErrInput)
+	}
+	if err := b.p.needMaskedLM("sparse"); err != nil {
+		return nil, err
+	}
+	v := make([]float32, b.p.m.Vocab())
+	if err := b.p.m.Splade(v, b.out.Output, r, b.in.Mask); err != nil {
+		return nil, fmt.Errorf("models: sparse: %w", err)
+	}
+	return Sparsify(v), nil
+}
