@@ -347,6 +347,9 @@ func (s *Server) taskRoute(taskEnv string) func(w http.ResponseWriter, r *http.R
 	case "question-answering":
 		return s.qa
 	}
+	if s.models[0].splade() {
+		return s.embedSparse // TEI: a model with splade pooling
+	}
 	if taskEnv == "sentence-similarity" {
 		return s.similarity
 	}

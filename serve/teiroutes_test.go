@@ -488,6 +488,10 @@ func TestEmbedSparseSplade(t *testing.T) {
 	code, b = postJSON(t, ts, "/embed_sparse", map[string]any{"inputs": "a good song"})
 	require.Equal(t, 200, code, "%s", b)
 	require.Len(t, decode[[][]map[string]float64](t, b), 1)
+	// POST / answers as /embed_sparse on a SPLADE model, as TEI.
+	code, b2 := postJSON(t, ts, "/", map[string]any{"inputs": "a good song"})
+	require.Equal(t, 200, code, "%s", b2)
+	assert.JSONEq(t, string(b), string(b2))
 
 	_, err = New(context.Background(), Config{Models: []ModelSpec{{Name: "bge", Source: embeddingFolder(t)}}, Pooling: "splade", Load: loadOptions(t), Instances: 1})
 	require.Error(t, err)
