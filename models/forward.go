@@ -21,6 +21,9 @@ const (
 	TaskSequenceClassification = Task(encoder.TaskSequenceClassification)
 	// TaskQuestionAnswering: start and end logits per token (Answer).
 	TaskQuestionAnswering = Task(encoder.TaskQuestionAnswering)
+	// TaskMaskedLM: logits over the vocabulary per token (FillMask,
+	// EmbedSparse).
+	TaskMaskedLM = Task(encoder.TaskMaskedLM)
 )
 
 // String names the task as Hugging Face's class suffix does ("Model",
@@ -66,7 +69,8 @@ type Output struct {
 	Offsets []int
 	// PoolerOutput is [Batch][Hidden] where the model has a pooler.
 	PoolerOutput []float32
-	// Logits is [Batch][labels] (TaskSequenceClassification).
+	// Logits is [Batch][labels] (TaskSequenceClassification), or one row
+	// of Vocab values per row of Last (TaskMaskedLM).
 	Logits []float32
 	// StartLogits and EndLogits are one per row of Last
 	// (TaskQuestionAnswering).

@@ -37,8 +37,8 @@ const (
 	// PoolLastToken takes the last token's state (lasttoken).
 	PoolLastToken
 	// PoolSplade is SPLADE's sparse pooling over a masked-LM head's
-	// logits; no family here has that head yet (issue 31), so it is
-	// refused with ErrConfig.
+	// logits: Pipeline.EmbedSparse computes it; Embed refuses it with
+	// ErrConfig.
 	PoolSplade
 
 	poolAll = PoolCLS | PoolMax | PoolMean | PoolMeanSqrtLen | PoolWeightedMean | PoolLastToken | PoolSplade
@@ -141,7 +141,7 @@ func (p Pooling) check() error {
 }
 
 // errSplade refuses SPLADE pooling.
-var errSplade = fmt.Errorf("models: splade pooling needs a masked-LM head (ForMaskedLM), which no family here has yet (issue 31): %w", ErrConfig)
+var errSplade = fmt.Errorf("models: splade pooling gives sparse vectors from a masked-LM head (ForMaskedLM): EmbedSparse computes them, not Embed or a sentence-transformers module: %w", ErrConfig)
 
 // poolRows writes into v (p.modes() x h values) sequence b's pooled
 // vector: for each mode of p, in sentence-transformers' order, h values

@@ -293,7 +293,7 @@ func TestSentenceTransformersErrors(t *testing.T) {
 		files map[string]string
 		has   string
 	}{
-		{"splade module", map[string]string{"modules.json": modules("SpladePooling")}, "issue 31"},
+		{"splade module", map[string]string{"modules.json": modules("SpladePooling")}, "EmbedSparse"},
 		{"unknown module", map[string]string{"modules.json": modules("Pooling", "LayerNorm"), "1_Pooling/config.json": stPoolingMean}, "not supported"},
 		{"no pooling mode", map[string]string{"1_Pooling/config.json": `{"pooling_mode_mean_tokens": false}`}, "no pooling_mode"},
 		{"bad pooling_mode", map[string]string{"1_Pooling/config.json": `{"pooling_mode": "median"}`}, "median"},

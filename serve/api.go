@@ -377,6 +377,15 @@ type qaRequest struct {
 	Model        string  `json:"model"`
 }
 
+// fillMaskRequest is our /fill-mask: a text or a list of texts, each
+// with mask tokens, and the Hugging Face pipeline's top_k and targets.
+type fillMaskRequest struct {
+	Inputs  json.RawMessage `json:"inputs"`
+	TopK    int             `json:"top_k"`
+	Targets []string        `json:"targets"`
+	Model   string          `json:"model"`
+}
+
 // Responses.
 type prediction struct {
 	Score float32 `json:"score"`

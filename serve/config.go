@@ -57,8 +57,9 @@ type Config struct {
 	// which has no such field); without it they get 422.
 	AutoTruncate bool
 	// Pooling overrides the embedding models' own pooling, as TEI's
-	// --pooling does: "cls", "mean", "last-token" or "splade" (refused:
-	// no masked-LM head yet); "" (the default) keeps each model's own
+	// --pooling does: "cls", "mean", "last-token" or "splade" (a
+	// masked-LM model's SPLADE vectors on /embed_sparse; any other model
+	// fails start-up, as TEI does); "" (the default) keeps each model's own
 	// (models.Pipeline.Pooling).
 	Pooling string
 	// DefaultPromptName names the prompt (of each model's

@@ -388,16 +388,25 @@ func (g grpcEmbedServer) EmbedStream(ss teipb.Embed_EmbedStreamServer) error {
 }
 
 func (g grpcEmbedServer) embedSparse(ctx context.Context, req *teipb.EmbedSparseRequest) (*teipb.EmbedSparseResponse, error) {
-	_, err := g.call(ctx, "Embed/EmbedSparse", true, func(ctx context.Context) error {
+	var out [][]models.SparseValue
+	st, err := g.call(ctx, "Embed/EmbedSparse", true, func(ctx context.Context) error {
 		r := embedAllRequest{Inputs: one(req.Inputs), encodingFields: encodingFields{Truncate: truncateOf(req.Truncate),
 			Direction: directionOf(req.TruncationDirection), PromptName: req.PromptName}}
 		m, err := g.s.checkEmbedAll(ctx, &r, "/embed_sparse")
 		if err != nil {
 			return err
 		}
-		return noSparse(m)
+		out, err = g.s.sparseEmbeddings(ctx, m, &r)
+		return err
 	})
-	return nil, err
+	if err != nil {
+		return nil, err
+	}
+	res := &teipb.EmbedSparseResponse{Metadata: meta(st), SparseEmbeddings: make([]*teipb.SparseValue, len(out[0]))}
+	for i, v := range out[0] {
+		res.SparseEmbeddings[i] = &teipb.SparseValue{Index: uint32(v.Index), Value: v.Value}
+	}
+	return res, nil
 }
 
 func (g grpcEmbedServer) EmbedSparse(ctx context.Context, req *teipb.EmbedSparseRequest) (*teipb.EmbedSparseResponse, error) {

@@ -2,9 +2,11 @@ package serve
 
 import (
 	"context"
+	"github.com/int8bert/int8bert/models"
 	"io"
 	"net"
 	"net/http/httptest"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -450,4 +452,26 @@ func TestGRPCHealthAndShutdown(t *testing.T) {
 	_, err := teipb.NewPredictClient(conn).Predict(ctx, &teipb.PredictRequest{Inputs: "w5"})
 	assert.Equal(t, codes.Unavailable, codeOf(err), "while draining: %v", err)
 	require.NoError(t, <-done)
+}
+
+// TestGRPCEmbedSparse: EmbedSparse on a SPLADE model answers what
+// /embed_sparse answers, and its stream does too.
+func TestGRPCEmbedSparse(t *testing.T) {
+	dir := filepath.Join("..", "models", "testdata", "mlm", "bert-mlm")
+	_, ts, conn := newGRPCServer(t, Config{Models: []ModelSpec{{Name: "splade", Source: dir}}, Pooling: "splade"})
+	ctx := grpcCtx(t)
+	embed := teipb.NewEmbedClient(conn)
+	for _, text := range []string{"the man went to the city.", "a good song"} {
+		code, b := postJSON(t, ts, "/embed_sparse", map[string]any{"inputs": text})
+		require.Equal(t, 200, code, "%s", b)
+		want := decode[[][]models.SparseValue](t, b)[0]
+		got, err := embed.EmbedSparse(ctx, &teipb.EmbedSparseRequest{Inputs: text})
+		require.NoError(t, err)
+		require.Len(t, got.SparseEmbeddings, len(want))
+		for k, v := range got.SparseEmbeddings {
+			assert.Equal(t, uint32(want[k].Index), v.Index)
+			assert.Equal(t, want[k].Value, v.Value)
+		}
+		assert.NotZero(t, got.Metadata.ComputeTokens)
+	}
 }

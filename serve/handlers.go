@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -42,6 +43,13 @@ func needClassifier(m *model) string {
 func needReranker(m *model) string {
 	if m.p.Task() != models.TaskSequenceClassification || len(m.p.Labels()) != 1 {
 		return "this route needs a reranker (a sequence classifier with one label, a cross-encoder)"
+	}
+	return ""
+}
+
+func needMaskedLM(m *model) string {
+	if m.p.Task() != models.TaskMaskedLM {
+		return "this route needs a masked language model (ForMaskedLM)"
 	}
 	return ""
 }
@@ -582,4 +590,62 @@ func (s *Server) qa(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, answers)
+}
+
+// fillMask is our /fill-mask: Hugging Face's fill-mask pipeline
+// (models.Pipeline.FillMask) in its output's shape: for a text, the list
+// of candidates {score, token, token_str, sequence} (a list of such
+// lists when the text has several masks); for a list of texts, one such
+// result each.
+func (s *Server) fillMask(w http.ResponseWriter, r *http.Request) error {
+	var req fillMaskRequest
+	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		return e
+	}
+	m, err := s.pick(req.Model, "/fill-mask", needMaskedLM)
+	if err != nil {
+		return err
+	}
+	var texts []string
+	var one string
+	single := json.Unmarshal(req.Inputs, &one) == nil
+	switch {
+	case single:
+		texts = []string{one}
+	case json.Unmarshal(req.Inputs, &texts) != nil:
+		return invalid("`inputs` must be a text or a list of texts")
+	}
+	switch {
+	case len(texts) == 0:
+		return invalid("`inputs` cannot be empty")
+	case len(texts) > s.cfg.MaxClientBatchSize && s.cfg.MaxClientBatchSize > 0:
+		return invalid("batch size %d > maximum allowed batch size %d", len(texts), s.cfg.MaxClientBatchSize)
+	case req.TopK < 0:
+		return invalid("top_k %d cannot be negative (0 or absent: %d)", req.TopK, models.DefaultFillMaskTopK)
+	}
+	if err := s.permits.take(len(texts)); err != nil {
+		return err
+	}
+	defer s.permits.give(len(texts))
+	var res []models.FillMaskResult
+	ctx := r.Context()
+	err = s.sched.submit(&job{ctx: ctx, m: m, run: func() error {
+		var err error
+		res, err = m.p.FillMask(ctx, texts, models.FillMaskOptions{TopK: req.TopK, Targets: req.Targets})
+		if errors.Is(err, models.ErrInput) {
+			return invalid("%v", err)
+		}
+		return err
+	}}, false)
+	if err != nil {
+		return err
+	}
+	if single {
+		return writeJSON(w, res[0].HF())
+	}
+	out := make([]any, len(res))
+	for i, x := range res {
+		out[i] = x.HF()
+	}
+	return writeJSON(w, out)
 }

@@ -33,6 +33,8 @@ func (m *model) task() string {
 	case models.TaskQuestionAnswering:
 		return "question-answering"
 	}
+	// A masked-LM model is an embedding model to TEI: SPLADE with
+	// --pooling splade, else pooled as any other.
 	return "embedding"
 }
 
@@ -55,6 +57,17 @@ func loadModel(ctx context.Context, spec ModelSpec, o models.Options, pooling st
 			return nil, err
 		}
 		m.pool, m.poolFrom = pl, "--pooling"
+		if pl == models.PoolSplade {
+			// TEI's rule: splade pooling on a ForMaskedLM model makes
+			// it a SPLADE model (/embed_sparse); on any other, start-up
+			// fails.
+			if p.Task() != models.TaskMaskedLM {
+				p.Close()
+				return nil, fmt.Errorf("serve: model %s (%s): Splade pooling is not supported: model is not a ForMaskedLM model (it is %s): %w",
+					spec.Name, spec.Source, p.Describe(), models.ErrConfig)
+			}
+			return m, nil
+		}
 	}
 	if _, err := p.EmbeddingDim(m.pool); err != nil {
 		if p.Task() == models.TaskBase {

@@ -28,7 +28,7 @@ import (
 var guardedRoutes = map[string]bool{
 	"/info": true, "/embed": true, "/embed_all": true, "/embed_sparse": true, "/predict": true,
 	"/rerank": true, "/similarity": true, "/tokenize": true, "/decode": true, "/embeddings": true,
-	"/v1/embeddings": true, "/vertex": true, "/invocations": true, "/qa": true,
+	"/v1/embeddings": true, "/vertex": true, "/invocations": true, "/qa": true, "/fill-mask": true,
 }
 
 func guarded(r *http.Request) bool {

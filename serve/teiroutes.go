@@ -114,14 +114,47 @@ func (s *Server) tokenEmbeddings(ctx context.Context, m *model, req *embedAllReq
 	return out, nil
 }
 
-// embedSparse is TEI's /embed_sparse for a model without a SPLADE head:
-// the request is read and checked as TEI does, and answered 424.
+// embedSparse is TEI's /embed_sparse: each input's SPLADE vector as its
+// non-zero values, [[{"index": i, "value": v}, ...], ...], on a model
+// served with splade pooling (a masked-LM model and --pooling splade);
+// any other model gets TEI's 424.
 func (s *Server) embedSparse(w http.ResponseWriter, r *http.Request) error {
-	_, m, err := s.readEmbedAll(w, r, "/embed_sparse")
+	req, m, err := s.readEmbedAll(w, r, "/embed_sparse")
 	if err != nil {
 		return err
 	}
-	return noSparse(m)
+	out, err := s.sparseEmbeddings(r.Context(), m, req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, out)
+}
+
+// sparseEmbeddings computes /embed_sparse's answer to a checked request
+// (and gRPC's EmbedSparse's).
+func (s *Server) sparseEmbeddings(ctx context.Context, m *model, req *embedAllRequest) ([][]models.SparseValue, error) {
+	if !m.splade() {
+		return nil, noSparse(m)
+	}
+	enc, err := s.encodingOf(m, req.encodingFields)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]models.SparseValue, len(req.Inputs.list))
+	_, err = s.batchedWith(ctx, m, req.Inputs.list, enc,
+		func(i int, b *models.Batch, row int) (err error) {
+			out[i], err = b.Sparse(row)
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// splade reports whether m is served as a SPLADE model (TEI's is_splade).
+func (m *model) splade() bool {
+	return m.pool == models.PoolSplade && m.p.Task() == models.TaskMaskedLM
 }
 
 // noSparse is TEI's answer to /embed_sparse (and gRPC's EmbedSparse) on
@@ -313,6 +346,9 @@ func (s *Server) taskRoute(taskEnv string) func(w http.ResponseWriter, r *http.R
 		return s.rerank
 	case "question-answering":
 		return s.qa
+	}
+	if s.models[0].splade() {
+		return s.embedSparse // TEI: a model with splade pooling
 	}
 	if taskEnv == "sentence-similarity" {
 		return s.similarity

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -453,4 +454,75 @@ func TestRouteLists(t *testing.T) {
 	for _, r := range []string{"/embed_all", "/embed_sparse", "/similarity", "/decode", "/vertex", "/invocations", "/ping", "/embeddings"} {
 		assert.Contains(t, string(b), r)
 	}
+}
+
+// TestEmbedSparseSplade: a masked-LM model served with splade pooling
+// answers /embed_sparse with the library's EmbedSparse, in TEI's shape
+// ([[{"index", "value"}]]); splade pooling on a model without a
+// masked-LM head fails start-up with TEI's message.
+func TestEmbedSparseSplade(t *testing.T) {
+	dir := filepath.Join("..", "models", "testdata", "mlm", "bert-mlm")
+	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "splade", Source: dir}}, Pooling: "splade"})
+	p, err := models.Load(context.Background(), dir, loadOptions(t))
+	require.NoError(t, err)
+	defer p.Close()
+	texts := []string{"the man went to the city.", "a good song"}
+	want, err := p.EmbedSparse(context.Background(), texts, models.SparseOptions{})
+	require.NoError(t, err)
+	code, b := postJSON(t, ts, "/embed_sparse", map[string]any{"inputs": texts})
+	require.Equal(t, 200, code, "%s", b)
+	got := decode[[][]struct {
+		Index *int     `json:"index"`
+		Value *float32 `json:"value"`
+	}](t, b)
+	require.Len(t, got, len(texts))
+	for i := range texts {
+		require.Len(t, got[i], len(want[i]))
+		for k, v := range got[i] {
+			require.NotNil(t, v.Index)
+			require.NotNil(t, v.Value)
+			assert.Equal(t, want[i][k].Index, *v.Index)
+			assert.InDelta(t, want[i][k].Value, *v.Value, 1e-6)
+		}
+	}
+	code, b = postJSON(t, ts, "/embed_sparse", map[string]any{"inputs": "a good song"})
+	require.Equal(t, 200, code, "%s", b)
+	require.Len(t, decode[[][]map[string]float64](t, b), 1)
+	// POST / answers as /embed_sparse on a SPLADE model, as TEI.
+	code, b2 := postJSON(t, ts, "/", map[string]any{"inputs": "a good song"})
+	require.Equal(t, 200, code, "%s", b2)
+	assert.JSONEq(t, string(b), string(b2))
+
+	_, err = New(context.Background(), Config{Models: []ModelSpec{{Name: "bge", Source: embeddingFolder(t)}}, Pooling: "splade", Load: loadOptions(t), Instances: 1})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Splade pooling is not supported: model is not a ForMaskedLM model")
+}
+
+// TestFillMaskRoute: /fill-mask answers the library's FillMask in the
+// Hugging Face pipeline's shape (a list for a text with one mask, a list
+// of lists for several, one result per text of a list); a text without a
+// mask is 422; a model without a masked-LM head is 424.
+func TestFillMaskRoute(t *testing.T) {
+	dir := filepath.Join("..", "models", "testdata", "mlm", "bert-mlm")
+	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "mlm", Source: dir}, {Name: "sst2", Source: shipped}}})
+	p, err := models.Load(context.Background(), dir, loadOptions(t))
+	require.NoError(t, err)
+	defer p.Close()
+	want, err := p.FillMask(context.Background(), []string{"the man went to the [MASK].", "the [MASK] of the [MASK]"}, models.FillMaskOptions{TopK: 3, Targets: []string{"house", "city", "car", "music"}})
+	require.NoError(t, err)
+
+	code, b := postJSON(t, ts, "/fill-mask", map[string]any{"model": "mlm", "inputs": "the man went to the [MASK].", "top_k": 3, "targets": []string{"house", "city", "car", "music"}})
+	require.Equal(t, 200, code, "%s", b)
+	assert.Equal(t, want[0].Masks[0], decode[[]models.FillMaskToken](t, b))
+	code, b = postJSON(t, ts, "/fill-mask", map[string]any{"model": "mlm", "inputs": []string{"the man went to the [MASK].", "the [MASK] of the [MASK]"}, "top_k": 3, "targets": []string{"house", "city", "car", "music"}})
+	require.Equal(t, 200, code, "%s", b)
+	both := decode[[]json.RawMessage](t, b)
+	require.Len(t, both, 2)
+	assert.Equal(t, want[0].Masks[0], decode[[]models.FillMaskToken](t, both[0]))
+	assert.Equal(t, want[1].Masks, decode[[][]models.FillMaskToken](t, both[1]))
+
+	code, b = postJSON(t, ts, "/fill-mask", map[string]any{"model": "mlm", "inputs": "no mask"})
+	teiError(t, code, b, 422, "no mask token")
+	code, b = postJSON(t, ts, "/fill-mask", map[string]any{"model": "sst2", "inputs": "the [MASK]"})
+	teiError(t, code, b, 424, "masked language model")
 }

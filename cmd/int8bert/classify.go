@@ -21,7 +21,7 @@ func addClassifyFlags(fs *flag.FlagSet) *classifyFlags {
 		logits: fs.Bool("logits", false, "classify: also print the head's raw logits"),
 		function: fs.String("function-to-apply", "default",
 			"classify: default (the model's: sigmoid for one label or multi-label, else softmax), sigmoid, softmax or none (raw logits)"),
-		topK: fs.String("top-k", "0", `classify: 0 prints the best label; N >= 1 adds "top", the N best labels; "all" every label, best first`),
+		topK: fs.String("top-k", "0", `classify: 0 prints the best label; N >= 1 adds "top", the N best labels; "all" every label, best first. fill-mask: candidates per mask (0: 5, "all": the whole vocabulary)`),
 	}
 }
 

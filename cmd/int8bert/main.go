@@ -8,8 +8,9 @@
 //
 //	int8bert demo [--model MODEL] [--data dev.tsv] [--threads 1] [--seq 128] [--min-time 1s]
 //	int8bert classify --model MODEL [--precision P] [--max-length N] [--pairs] [--batch 256] [--max-batch-tokens 2048] [--lenient] [text ...]
-//	int8bert embed --model MODEL [--precision P] [--pooling cls|mean|last-token] [--normalize=true] [text ...]
+//	int8bert embed --model MODEL [--precision P] [--pooling cls|mean|last-token|splade] [--normalize=true] [text ...]
 //	int8bert qa --model MODEL --question Q [--precision P] [--n-best 1] [--max-answer-length 30] [--doc-stride 128] [context ...]
+//	int8bert fill-mask --model MODEL [--precision P] [--top-k 5] [--targets w1,w2] [text ...]
 //	int8bert forward --model DIR --inputs FILE.json [--out FILE.json] [--precision P]
 //	int8bert tokenize --tokenizer FILE [--pair] [--max-length N] [--pad] [--no-special]
 //
@@ -91,8 +92,9 @@ usage:
   int8bert forward --model DIR --inputs FILE.json [--out FILE.json]
                                  run a model on token ids; outputs with Hugging Face's names
   int8bert classify --model DIR-or-id [text ...]     label per text (stdin: one per line)
-  int8bert embed --model DIR-or-id [--pooling cls|mean|last-token] [text ...]
+  int8bert embed --model DIR-or-id [--pooling cls|mean|last-token|splade] [text ...]
   int8bert qa --model DIR-or-id --question Q [context ...]
+  int8bert fill-mask --model DIR-or-id [--top-k 5] [--targets w1,w2] [text ...]   the mask tokens' candidates (a ForMaskedLM model)
   int8bert quantize --model DIR-or-id --calib FILE --mode static|dynamic --alpha 0.5|auto -o DIR
                                  SmoothQuant W8A8: calibrate, quantize, write the INT8 artifact
   int8bert eval --model DIR --task sst2|mnli|squad --data FILE --precision fp32,int8-static,int8-dynamic
@@ -145,7 +147,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "info":
 		return runInfo(ctx, args[1:], stdout, stderr)
-	case "classify", "embed", "qa":
+	case "classify", "embed", "qa", "fill-mask":
 		return runTask(ctx, args[0], args[1:], os.Stdin, stdout, stderr)
 	case "forward":
 		return runForward(ctx, args[1:], stdout, stderr)

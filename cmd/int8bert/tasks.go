@@ -81,7 +81,7 @@ func lineResults(texts []string, first int, lenient bool, do func([]string) ([]m
 	return out, nil
 }
 
-// runTask implements classify, embed and qa: texts from the arguments or,
+// runTask implements classify, embed, qa and fill-mask: texts from the arguments or,
 // without any, one per line on stdin; one JSON object per input line out,
 // in order (a blank or, with --lenient, bad line gets an object with its
 // "line" and an "error").
@@ -94,7 +94,8 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	batch := fs.Int("batch", 256, "texts per call of the library, whose results are written before the next (the library splits a call into forward passes of at most --max-batch-tokens tokens)")
 	pairs := fs.Bool("pairs", false, "classify: each text is a pair, its two texts separated by a tab (a cross-encoder or an NLI model: text_pair in Hugging Face's pipeline)")
 	lenient := fs.Bool("lenient", false, "report a line the model refuses (such as invalid UTF-8) as an error object on its output line and go on (default: an error naming the line)")
-	pooling := fs.String("pooling", "", "embed: cls, mean, last-token or splade, as TEI's --pooling (default: the model's own: its sentence-transformers pooling config, else cls)")
+	pooling := fs.String("pooling", "", "embed: cls, mean, last-token or splade, as TEI's --pooling (default: the model's own: its sentence-transformers pooling config, else cls); splade (a ForMaskedLM model) prints each text's non-zero SPLADE values as \"sparse\": [{index, value}]")
+	targets := fs.String("targets", "", "fill-mask: comma-separated words to score instead of the whole vocabulary (a word outside it: its first token, with a warning on stderr)")
 	normalize := fs.Bool("normalize", true, "embed: L2-normalise the vectors")
 	question := fs.String("question", "", "qa: the question (the context comes from the arguments or stdin)")
 	nbest := fs.Int("n-best", 1, "qa: answers to return")
@@ -164,6 +165,29 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 			return []map[string]any{{"question": *question, "answers": ans}}, nil
 		}
 		*batch = 1 // one context per call
+	case "fill-mask":
+		fo := models.FillMaskOptions{TopK: copts.TopK}
+		if *targets != "" {
+			fo.Targets = strings.Split(*targets, ",")
+			_, warns, err := p.ResolveTargets(fo.Targets)
+			if err != nil {
+				return fmt.Errorf("%s: --targets: %w", task, err)
+			}
+			for _, w := range warns {
+				fmt.Fprintln(stderr, "fill-mask:", w)
+			}
+		}
+		do = func(chunk []string) ([]map[string]any, error) {
+			res, err := p.FillMask(ctx, chunk, fo)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]map[string]any, len(res))
+			for k, r := range res {
+				out[k] = map[string]any{"text": chunk[k], "result": r.HF()}
+			}
+			return out, nil
+		}
 	case "classify":
 		do = func(chunk []string) ([]map[string]any, error) {
 			if *pairs {
@@ -179,6 +203,22 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 			}
 			return out, nil
 		}
+	case "embed":
+		if pool == models.PoolSplade {
+			do = func(chunk []string) ([]map[string]any, error) {
+				vecs, err := p.EmbedSparse(ctx, chunk, models.SparseOptions{})
+				if err != nil {
+					return nil, err
+				}
+				out := make([]map[string]any, len(vecs))
+				for k, v := range vecs {
+					out[k] = map[string]any{"text": chunk[k], "sparse": v}
+				}
+				return out, nil
+			}
+			break
+		}
+		fallthrough
 	default:
 		do = func(chunk []string) ([]map[string]any, error) {
 			vecs, err := p.Embed(ctx, chunk, models.EmbedOptions{Pool: pool, Normalize: *normalize})

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/int8bert/int8bert/models"
 )
 
 func sharedModel(t *testing.T, name string) string {
@@ -90,5 +92,64 @@ func TestModelIDOffline(t *testing.T) {
 	err := runTask(context.Background(), "classify", []string{"--model", "someone/some-model", "text"}, nil, &out, &errb)
 	if err == nil || !strings.Contains(err.Error(), "someone/some-model") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestFillMaskAndSparseCommands: fill-mask prints the library's FillMask
+// result in the pipeline's shape, one line a text, with the targets'
+// warnings on stderr; embed --pooling splade prints the SPLADE vector's
+// non-zero values; fill-mask on a classifier is an error.
+func TestFillMaskAndSparseCommands(t *testing.T) {
+	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	dir := filepath.Join("..", "..", "models", "testdata", "mlm", "bert-mlm")
+	ctx := context.Background()
+	p, err := models.Load(ctx, dir, models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	texts := []string{"the man went to the [MASK].", "the [MASK] of the [MASK]"}
+	want, err := p.FillMask(ctx, texts, models.FillMaskOptions{TopK: 2, Targets: []string{"house", "City", "car"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if err := runTask(ctx, "fill-mask", append([]string{"--model", dir, "--top-k", "2", "--targets", "house,City,car"}, texts...), nil, &out, &errb); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	if !strings.Contains(errb.String(), "Replacing with `city`") {
+		t.Errorf("stderr %q: want the target's warning", errb.String())
+	}
+	dec := json.NewDecoder(&out)
+	for i := range texts {
+		var line struct {
+			Text   string          `json:"text"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := dec.Decode(&line); err != nil {
+			t.Fatal(err)
+		}
+		w, _ := json.Marshal(want[i].HF())
+		if line.Text != texts[i] || string(line.Result) != string(w) {
+			t.Errorf("line %d: %s %s, want %s", i, line.Text, line.Result, w)
+		}
+	}
+
+	sparse, err := p.EmbedSparse(ctx, texts[:1], models.SparseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runTask(ctx, "embed", []string{"--model", dir, "--pooling", "splade", texts[0]}, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		Sparse []models.SparseValue `json:"sparse"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if len(line.Sparse) != len(sparse[0]) || line.Sparse[0] != sparse[0][0] {
+		t.Errorf("embed --pooling splade: %d values, want %d", len(line.Sparse), len(sparse[0]))
 	}
 }

@@ -51,7 +51,7 @@ var teiSettings = []teiSetting{
 	{field: "tokenization_workers", how: "requests tokenized at once; default, as TEI, the CPUs less one (1 to 64)"},
 	{field: "dtype", ours: "precision", how: "float32 is --precision fp32, bfloat16 is bf16 (CPUs with AVX512-BF16); float16 is refused"},
 	{field: "served_model_name", how: "the model's name in requests (/v1 \"model\"); default: --model-id as given"},
-	{field: "pooling", how: "overrides each model's own pooling, as TEI's: cls, mean or last-token (splade: refused until a masked-LM head exists; any other value fails start-up)"},
+	{field: "pooling", how: "overrides each model's own pooling, as TEI's: cls, mean, last-token or splade (a ForMaskedLM model's SPLADE vectors on /embed_sparse; splade on another model, or any other value, fails start-up)"},
 	{field: "max_concurrent_requests", how: "most requests admitted at once (more: 429); default 512"},
 	{field: "max_batch_tokens", how: "most tokens of one batch; default 16384, as TEI"},
 	{field: "max_batch_requests", how: "most requests of one batch; default, as TEI, no bound but the tokens'"},

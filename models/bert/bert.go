@@ -22,5 +22,16 @@ var Family = &encoder.Family{
 	PoolerForClassification: true,
 	Classifier:              []encoder.DenseSpec{{Weight: "classifier.weight", Bias: "classifier.bias"}},
 	QA:                      encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
-	Ignored:                 []string{"embeddings.position_ids"},
+	// BertForMaskedLM: cls.predictions (transform dense + hidden_act +
+	// LayerNorm, decoder tied to the word embeddings, bias); a
+	// pre-training checkpoint's next-sentence head is left unread.
+	MaskedLM: &encoder.MaskedLMSpec{
+		Dense:     encoder.DenseSpec{Weight: "cls.predictions.transform.dense.weight", Bias: "cls.predictions.transform.dense.bias"},
+		ConfigAct: true,
+		LN:        "cls.predictions.transform.LayerNorm.weight", LNBias: "cls.predictions.transform.LayerNorm.bias",
+		Decoder: "cls.predictions.decoder.weight",
+		Bias:    []string{"cls.predictions.bias", "cls.predictions.decoder.bias"},
+		Ignored: []string{"cls.seq_relationship.weight", "cls.seq_relationship.bias"},
+	},
+	Ignored: []string{"embeddings.position_ids"},
 }

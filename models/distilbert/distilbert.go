@@ -48,6 +48,15 @@ var Family = &encoder.Family{
 		{Weight: "pre_classifier.weight", Bias: "pre_classifier.bias", Act: encoder.HeadReLU},
 		{Weight: "classifier.weight", Bias: "classifier.bias"},
 	},
-	QA:      encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
+	QA: encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
+	// DistilBertForMaskedLM: vocab_transform, the config's activation,
+	// vocab_layer_norm, vocab_projector (tied to the word embeddings).
+	MaskedLM: &encoder.MaskedLMSpec{
+		Dense:     encoder.DenseSpec{Weight: "vocab_transform.weight", Bias: "vocab_transform.bias"},
+		ConfigAct: true,
+		LN:        "vocab_layer_norm.weight", LNBias: "vocab_layer_norm.bias",
+		Decoder: "vocab_projector.weight",
+		Bias:    []string{"vocab_projector.bias"},
+	},
 	Ignored: []string{"embeddings.position_ids"},
 }

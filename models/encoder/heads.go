@@ -16,8 +16,11 @@ const (
 	HeadNone HeadAct = iota
 	HeadTanh
 	HeadReLU
-	// HeadGELU is the exact (erf) GELU, as ELECTRA's classifier runs it.
+	// HeadGELU and HeadGELUTanh are the exact (erf) GELU and its tanh
+	// approximation, in the GEMM's epilogue (ELECTRA's classifier,
+	// masked-LM transforms).
 	HeadGELU
+	HeadGELUTanh
 )
 
 // epilogueAct is the activation the GEMM's epilogue applies for a (tanh
@@ -28,8 +31,23 @@ func (a HeadAct) epilogueAct() kernels.Activation {
 		return kernels.ActReLU
 	case HeadGELU:
 		return kernels.ActGELU
+	case HeadGELUTanh:
+		return kernels.ActGELUTanh
 	}
 	return kernels.ActNone
+}
+
+// headActOf is the head activation of an encoder activation.
+func headActOf(a kernels.Activation) HeadAct {
+	switch a {
+	case kernels.ActGELU:
+		return HeadGELU
+	case kernels.ActGELUTanh:
+		return HeadGELUTanh
+	case kernels.ActReLU:
+		return HeadReLU
+	}
+	return HeadNone
 }
 
 // Dense is a head's linear layer y = act(x W^T + b), W [N][K].

@@ -24,6 +24,9 @@ const (
 	TaskSequenceClassification
 	// TaskQuestionAnswering: start and end logits per token.
 	TaskQuestionAnswering
+	// TaskMaskedLM: logits over the vocabulary per token (fill-mask,
+	// SPLADE sparse embeddings).
+	TaskMaskedLM
 )
 
 // String names the task as Hugging Face's class suffix does.
@@ -33,6 +36,8 @@ func (t Task) String() string {
 		return "ForSequenceClassification"
 	case TaskQuestionAnswering:
 		return "ForQuestionAnswering"
+	case TaskMaskedLM:
+		return "ForMaskedLM"
 	}
 	return "Model"
 }
@@ -45,6 +50,8 @@ func (t Task) Head() string {
 		return "a sequence classification head"
 	case TaskQuestionAnswering:
 		return "a question answering head"
+	case TaskMaskedLM:
+		return "a masked language modeling head"
 	}
 	return "no head"
 }
@@ -86,6 +93,9 @@ type Family struct {
 	Classifier []DenseSpec
 	// QA is the question answering layer (two outputs: start, end).
 	QA DenseSpec
+	// MaskedLM is the masked language modeling head; nil if the family
+	// has none.
+	MaskedLM *MaskedLMSpec
 	// Ignored are buffers that may be present and are not weights
 	// (position_ids), relative to the prefix.
 	Ignored []string
@@ -110,6 +120,7 @@ type TaskModel struct {
 	pooler *Dense
 	head   []*Dense
 	qa     *Dense
+	mlm    *mlmHead
 	// closer releases the weights' source (a checkpoint or an artifact).
 	closer io.Closer
 	cfg    *checkpoint.Config
@@ -134,6 +145,9 @@ type TaskOutput struct {
 	// StartLogits and EndLogits are one per row of Last ([Batch][Seq]
 	// padded, [sum(Lens)] packed: Output.Rows finds a sequence's).
 	StartLogits, EndLogits []float32
+	// A masked-LM head's logits are one row of Vocab values per row of
+	// Last, in Logits, from Forward; a pipeline's passes leave them out
+	// and score the rows they need (MaskedLMLogits, Splade).
 }
 
 // Display is the family's name in messages: DisplayName, else Name.
@@ -151,7 +165,7 @@ func (f *Family) Describe(t Task) string {
 }
 
 // tasks are the heads a checkpoint can carry, in Task order.
-var tasks = []Task{TaskBase, TaskSequenceClassification, TaskQuestionAnswering}
+var tasks = []Task{TaskBase, TaskSequenceClassification, TaskQuestionAnswering, TaskMaskedLM}
 
 // Architectures are the Hugging Face class names of the family that the
 // loaders open (config.json's architectures), one per class prefix and
@@ -160,6 +174,9 @@ func (f *Family) Architectures() []string {
 	var out []string
 	for _, c := range f.Classes {
 		for _, t := range tasks {
+			if t == TaskMaskedLM && f.MaskedLM == nil {
+				continue
+			}
 			out = append(out, c+t.String())
 		}
 	}
@@ -181,6 +198,9 @@ func (f *Family) HasModelType(t string) bool {
 func (f *Family) TaskOf(arch string) (t Task, ok bool) {
 	for _, c := range f.Classes {
 		for _, t := range tasks {
+			if t == TaskMaskedLM && f.MaskedLM == nil {
+				continue
+			}
 			if arch == c+t.String() {
 				return t, true
 			}
@@ -370,6 +390,11 @@ func buildTask(src Source, closer io.Closer, cfg *checkpoint.Config, ec Config, 
 		if fam.PoolerForClassification && m.pooler == nil && err == nil {
 			err = fmt.Errorf("encoder: the classifier reads the pooler, and %spooler is missing: %w", prefix, ErrConfig)
 		}
+	case fam.MaskedLM != nil && l.Has(fam.MaskedLM.LN):
+		m.Task = TaskMaskedLM
+		if err == nil {
+			m.mlm, err = newMLMHead(l, sel, fam, prefix, ec)
+		}
 	}
 	if err == nil {
 		if extra := l.Unexpected(); len(extra) > 0 {
@@ -487,6 +512,15 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 		for i := 0; i < rows; i++ {
 			r.StartLogits[i], r.EndLogits[i] = y[2*i], y[2*i+1]
 		}
+	case TaskMaskedLM:
+		if b != nil {
+			break // the pipeline scores the rows it needs
+		}
+		rows := out.rows()
+		r.Logits = make([]float32, rows*m.mlm.decoder.N)
+		if err := m.mlm.logits(r.Logits, make([]float32, rows*h), rows, out.Last, th); err != nil {
+			return nil, fmt.Errorf("encoder: masked-LM head: %w", err)
+		}
 	}
 	return r, nil
 }
@@ -522,6 +556,7 @@ func (m *TaskModel) Close() error {
 		for _, d := range append([]*Dense{m.pooler, m.qa}, m.head...) {
 			d.Close()
 		}
+		m.mlm.close()
 		if m.closer != nil {
 			return m.closer.Close()
 		}

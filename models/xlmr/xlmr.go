@@ -52,7 +52,15 @@ func newFamily(name, display, class string) *encoder.Family {
 			{Weight: "classifier.dense.weight", Bias: "classifier.dense.bias", Act: encoder.HeadTanh},
 			{Weight: "classifier.out_proj.weight", Bias: "classifier.out_proj.bias"},
 		},
-		QA:      encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
+		QA: encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
+		// *ForMaskedLM: lm_head (dense, exact GELU whatever hidden_act
+		// says, layer_norm, decoder tied to the word embeddings, bias).
+		MaskedLM: &encoder.MaskedLMSpec{
+			Dense: encoder.DenseSpec{Weight: "lm_head.dense.weight", Bias: "lm_head.dense.bias"},
+			LN:    "lm_head.layer_norm.weight", LNBias: "lm_head.layer_norm.bias",
+			Decoder: "lm_head.decoder.weight",
+			Bias:    []string{"lm_head.bias", "lm_head.decoder.bias"},
+		},
 		Ignored: []string{"embeddings.position_ids"},
 	}
 }
