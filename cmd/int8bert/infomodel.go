@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/smoothquant"
@@ -90,6 +91,27 @@ type tuningState struct {
 	Shapes   []string `json:"shapes"`
 	Entries  int      `json:"entries"`
 	MBuckets []int    `json:"m_buckets,omitempty"`
+	// Attention is the arithmetic the model's attention runs in, AttnOp
+	// the selector operation of its two products.
+	Attention string `json:"attention"`
+	AttnOp    string `json:"attention_op"`
+	// Kernels are the cached choices of every linear and of attention's
+	// products, by part and row class (one thread).
+	Kernels []kernelChoice `json:"kernels,omitempty"`
+}
+
+// kernelChoice is one cached choice: the part of the model ("qkv", "o",
+// "ffn1", "ffn2", "attention scores", "attention context", or "attention
+// scores, context" where the sequence class equals the head size and the
+// two float products share a key), the key's
+// row class (M: the sequence length class for attention), epilogue kind,
+// and the candidate chosen with its ISA.
+type kernelChoice struct {
+	Part     string  `json:"part"`
+	M        int     `json:"m"`
+	Epilogue string  `json:"epilogue"`
+	Kernel   string  `json:"kernel"`
+	ISA      cpu.ISA `json:"isa"`
 }
 
 // runInfoModel implements "int8bert info --model DIR": the model as Load
@@ -119,7 +141,7 @@ func runInfoModel(ctx context.Context, model string, asJSON bool, stdout, stderr
 	case m.Precision() == models.PrecisionBF16:
 		op = selector.OpBF16
 	}
-	r.Tuning = tuning(sel, op, cfg)
+	r.Tuning = tuning(sel, op, cfg, m.Attention())
 	r.Int8Here = selector.DescribeInt8(sel.Features())
 	if asJSON {
 		return writeJSON(stdout, r)
@@ -173,8 +195,43 @@ func runInfoModel(ctx context.Context, model string, asJSON bool, stdout, stderr
 	default:
 		fmt.Fprintf(stdout, "tuning:    cache %s: %d choices for the model's %s linears (%s), row buckets %s\n",
 			t.Cache, t.Entries, t.Op, strings.Join(t.Shapes, ", "), intsText(t.MBuckets))
+		writeKernels(stdout, t)
 	}
 	return nil
+}
+
+// writeKernels prints the cached kernel choices of t, one line per part
+// and epilogue kind, consecutive row classes with the same kernel as one
+// range ("m1-8 gemmVNNI_4x64").
+func writeKernels(w io.Writer, t tuningState) {
+	fmt.Fprintf(w, "attention: %s (%s)\n", t.Attention, t.AttnOp)
+	if len(t.Kernels) == 0 {
+		fmt.Fprintln(w, "kernels:   none cached for one thread yet (tuned on first use, or by int8bert tune --model)")
+		return
+	}
+	label := "kernels:  "
+	for i := 0; i < len(t.Kernels); {
+		j := i
+		for j < len(t.Kernels) && t.Kernels[j].Part == t.Kernels[i].Part && t.Kernels[j].Epilogue == t.Kernels[i].Epilogue {
+			j++
+		}
+		var runs []string
+		for a := i; a < j; {
+			b := a
+			for b+1 < j && t.Kernels[b+1].Kernel == t.Kernels[a].Kernel {
+				b++
+			}
+			m := fmt.Sprintf("m%d", t.Kernels[a].M)
+			if b > a {
+				m += fmt.Sprintf("-%d", t.Kernels[b].M)
+			}
+			runs = append(runs, m+" "+t.Kernels[a].Kernel)
+			a = b + 1
+		}
+		fmt.Fprintf(w, "%s %s (%s): %s\n", label, t.Kernels[i].Part, t.Kernels[i].Epilogue, strings.Join(runs, ", "))
+		label = "          "
+		i = j
+	}
 }
 
 // summarize sums up a recipe.
@@ -208,10 +265,18 @@ func summarize(r *smoothquant.Recipe) *recipeSummary {
 
 // tuning reads the selector's cache file and counts its choices for the
 // linear layers of a model of shape cfg on operation op.
-func tuning(sel *selector.Selector, op string, cfg models.Config) tuningState {
+func tuning(sel *selector.Selector, op string, cfg models.Config, attn models.AttentionMode) tuningState {
 	h, inter := cfg.Hidden, cfg.Intermediate
 	shapes := [][2]int{{h, 3 * h}, {h, h}, {h, inter}, {inter, h}} // K x N: QKV, O, FFN1, FFN2
-	t := tuningState{Cache: sel.CachePath(), Op: op}
+	parts := []string{"qkv", "o", "ffn1", "ffn2"}
+	t := tuningState{Cache: sel.CachePath(), Op: op, Attention: attn.String(), AttnOp: selector.OpF32Kernel}
+	switch attn {
+	case models.AttentionInt8:
+		t.AttnOp = selector.OpU8S8Kernel
+	case models.AttentionBF16:
+		t.AttnOp = selector.OpBF16Kernel
+	}
+	d := selector.BucketM(cfg.Hidden / max(cfg.Heads, 1))
 	for _, s := range shapes {
 		t.Shapes = append(t.Shapes, fmt.Sprintf("%dx%d", s[0], s[1]))
 	}
@@ -235,20 +300,55 @@ func tuning(sel *selector.Selector, op string, cfg models.Config) tuningState {
 	}
 	t.State = "valid"
 	buckets := map[int]bool{}
-	for key := range c.Entries {
-		var kop string
-		var m, k, n int
-		if _, err := fmt.Sscanf(key, "%s m=%d k=%d n=%d", &kop, &m, &k, &n); err != nil || kop != op {
+	for key, ch := range c.Entries {
+		var kop, ep string
+		var m, k, n, threads int
+		if _, err := fmt.Sscanf(key, "%s m=%d k=%d n=%d ep=%s threads=%d", &kop, &m, &k, &n, &ep, &threads); err != nil {
 			continue
 		}
-		for _, s := range shapes {
-			if s == [2]int{k, n} {
-				t.Entries++
-				buckets[m] = true
-				break
+		pick := kernelChoice{M: m, Epilogue: ep, Kernel: ch.Kernel, ISA: ch.ISA}
+		switch {
+		case kop == t.AttnOp && threads == 1 && ((k == d && n == m) || (n == d && k == m)):
+			// Q K^T is seq x d x seq, P V seq x seq x d; at seq = d the
+			// two keys differ only by the INT8 epilogue (the scores'
+			// zero point), and the float ones are one key.
+			switch {
+			case kop == selector.OpU8S8Kernel && strings.Contains(ep, "zp"):
+				pick.Part = "attention scores"
+			case kop == selector.OpU8S8Kernel || (n == d && k != d):
+				pick.Part = "attention context"
+			case m == d:
+				pick.Part = "attention scores, context"
+			default:
+				pick.Part = "attention scores"
+			}
+		case kop == op:
+			for i, s := range shapes {
+				if s == [2]int{k, n} {
+					t.Entries++
+					buckets[m] = true
+					if threads == 1 {
+						pick.Part = parts[i]
+					}
+					break
+				}
 			}
 		}
+		if pick.Part != "" {
+			t.Kernels = append(t.Kernels, pick)
+		}
 	}
+	order := map[string]int{"qkv": 0, "o": 1, "ffn1": 2, "ffn2": 3, "attention scores": 4, "attention scores, context": 5, "attention context": 6}
+	sort.Slice(t.Kernels, func(i, j int) bool {
+		a, b := t.Kernels[i], t.Kernels[j]
+		if a.Part != b.Part {
+			return order[a.Part] < order[b.Part]
+		}
+		if a.Epilogue != b.Epilogue {
+			return a.Epilogue < b.Epilogue
+		}
+		return a.M < b.M
+	})
 	for m := range buckets {
 		t.MBuckets = append(t.MBuckets, m)
 	}

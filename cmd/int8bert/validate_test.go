@@ -204,6 +204,31 @@ func TestInfoModel(t *testing.T) {
 	assert.Equal(t, "valid", r.Tuning.State)
 	assert.Equal(t, "f32", r.Tuning.Op)
 	assert.Positive(t, r.Tuning.Entries, "classify tuned the model's linears")
+	assert.Equal(t, "f32", r.Tuning.Attention)
+	assert.Equal(t, selector.OpF32Kernel, r.Tuning.AttnOp)
+
+	// The artifact's kernels: every linear and both attention products,
+	// by row class, once a call has tuned them.
+	mustCLI(t, "classify", "--model", dir, "the cat sat on the mat")
+	r = modelReport{}
+	require.NoError(t, json.Unmarshal([]byte(mustCLI(t, "info", "--model", dir, "-json")), &r))
+	parts := map[string]bool{}
+	for _, k := range r.Tuning.Kernels {
+		parts[k.Part] = true
+		assert.NotEmpty(t, k.Kernel, "%+v", k)
+		assert.Positive(t, k.M, "%+v", k)
+	}
+	want := []string{"qkv", "o", "ffn1", "ffn2"}
+	if r.Tuning.Attention == "int8" {
+		assert.Equal(t, selector.OpU8S8Kernel, r.Tuning.AttnOp)
+		want = append(want, "attention scores", "attention context")
+	}
+	for _, p := range want {
+		assert.True(t, parts[p], "no kernel listed for %s: %+v", p, r.Tuning.Kernels)
+	}
+	out = mustCLI(t, "info", "--model", dir)
+	assert.Contains(t, out, "attention: "+r.Tuning.Attention+" ("+r.Tuning.AttnOp+")")
+	assert.Regexp(t, `kernels:   qkv \([^)]*\): m[0-9]+ gemm`, out)
 }
 
 // TestInfoModelMPNet: info --model names the MPNet family and head of the
