@@ -80,13 +80,15 @@ type Options struct {
 	// tuning cache and oneDNN). nil discards them: the library never
 	// writes to stderr by itself.
 	Logger *slog.Logger
-	// Attention is the arithmetic of an INT8 model's attention
-	// (docs/DESIGN.md section 3.10): AttentionAuto (the zero value) is
-	// $INT8BERT_ATTENTION ("f32" or "int8") when set, else INT8 on CPUs
-	// with AVX-512 VNNI or AMX and FP32 elsewhere (where INT8 attention
-	// is slower); AttentionF32 keeps both products and the softmax in
-	// FP32, as an FP32 model always runs them. It does not change an FP32
-	// model.
+	// Attention is the arithmetic of an INT8 or bf16 model's attention
+	// (docs/DESIGN.md sections 3.9 and 3.10): AttentionAuto (the zero
+	// value) is $INT8BERT_ATTENTION ("f32", "int8" or "bf16") when set,
+	// else, for an INT8 model, INT8 on CPUs with AVX-512 VNNI or AMX and
+	// FP32 elsewhere (where INT8 attention is slower), and bf16 for a
+	// bf16 model; AttentionF32 keeps both products and the softmax in
+	// FP32, as an FP32 model always runs them. AttentionBF16 is for bf16
+	// models only, AttentionInt8 not for them (ErrConfig). It does not
+	// change an FP32 model.
 	Attention AttentionMode
 	// Warmup, when set, warms the loaded pipeline up before Load returns
 	// (Pipeline.Warmup with these bounds): every shape its calls will meet
@@ -95,7 +97,7 @@ type Options struct {
 	Warmup *WarmupOptions
 }
 
-// AttentionMode is the arithmetic of an INT8 model's attention
+// AttentionMode is the arithmetic of an INT8 or bf16 model's attention
 // (Options.Attention; docs/DESIGN.md section 3.10).
 type AttentionMode int
 
@@ -110,10 +112,14 @@ const (
 	AttentionF32 = AttentionMode(encoder.AttentionF32)
 	// AttentionInt8 runs Q K^T and P V on the u8 x s8 kernels.
 	AttentionInt8 = AttentionMode(encoder.AttentionInt8)
+	// AttentionBF16 runs a bf16 model's Q K^T and P V on the BF16
+	// kernels (the softmax in FP32): a bf16 model's default.
+	AttentionBF16 = AttentionMode(encoder.AttentionBF16)
 )
 
-// EnvAttention names the environment variable AttentionAuto reads: "f32"
-// or "int8" ("" or unset: as the CPU makes it pay).
+// EnvAttention names the environment variable AttentionAuto reads: "f32",
+// "int8" or "bf16" ("" or unset: INT8 models as the CPU makes it pay, bf16
+// models in bf16).
 const EnvAttention = encoder.EnvAttention
 
 // String is the mode as EnvAttention spells it ("auto" for AttentionAuto).

@@ -171,6 +171,10 @@ func (p *Pipeline) Architecture() string { return p.m.Family.Classes[0] + p.m.Ta
 // Precision is the precision the model runs at (never PrecisionAsStored).
 func (p *Pipeline) Precision() Precision { return Precision(p.m.Encoder.Precision()) }
 
+// Attention returns the arithmetic the model's attention runs in:
+// AttentionF32, AttentionInt8 or AttentionBF16 (never AttentionAuto).
+func (p *Pipeline) Attention() AttentionMode { return AttentionMode(p.m.Encoder.Attention()) }
+
 // Config is the encoder's shape and numerics.
 func (p *Pipeline) Config() Config { return configOf(p.m.Encoder.Config()) }
 
