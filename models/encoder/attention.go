@@ -23,6 +23,10 @@ type attnBuf struct {
 	g            kernels.GEMMF32
 	i8           attnBuf8  // INT8 attention's (attention8.go)
 	bf           attnBufBF // bf16 attention's (attention_bf16.go)
+	// f32p and bfp are the float heads' products (floatHead), kept here
+	// so that passing them as an interface allocates nothing.
+	f32p f32Products
+	bfp  bf16Products
 }
 
 var attnPool = sync.Pool{New: func() any { return new(attnBuf) }}
@@ -107,38 +111,90 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 }
 
 // attentionHead computes head hd of sequence bi (s.spans[bi]) into s.ctx
-// with the span's kernels. K and V^T are packed once; the query rows run
-// in blocks of attnRowBlock (scores, softmax and P V of a block before the
+// with the span's FP32 kernels (floatHead).
+func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *attnQuant) error {
+	sp := &s.spans[bi]
+	b.f32p = f32Products{b: b, qk: sp.kr.qk, pv: sp.kr.pv}
+	return m.floatHead(in, s, b, bi, hd, q, &b.f32p)
+}
+
+// floatProducts are the two products of a float attention head, FP32
+// (f32Products) or bf16 (bf16Products, attention_bf16.go): K and V^T are
+// packed once per head, then Q K^T and P V run per block of query rows.
+type floatProducts interface {
+	// pack packs K ([seq][d] at rows[ko:], stride ld) and V^T (V at
+	// rows[vo:]) for the two kernels.
+	pack(rows []float32, ld, seq, d, ko, vo int) error
+	// mr is the scores kernel's register tile height.
+	mr() int
+	// scores computes the r x seq scores of the r query rows a (stride
+	// lda) into c (stride seq); context the r x d context of the r
+	// probability rows p (stride seq) into c (stride ldc).
+	scores(r, seq, d int, a []float32, lda int, c []float32) error
+	context(r, seq, d int, p, c []float32, ldc int) error
+	// what names the arithmetic in errors ("" for FP32).
+	what() string
+}
+
+// f32Products are the FP32 head's products on the selector's FP32
+// kernels (selector.OpF32Kernel).
+type f32Products struct {
+	b      *attnBuf
+	qk, pv *kernels.KernelF32
+}
+
+func (f *f32Products) pack(rows []float32, ld, seq, d, ko, vo int) error {
+	if err := kernels.PackF32Into(&f.b.k, seq, d, rows[ko:], ld, f.qk.NR); err != nil {
+		return err
+	}
+	// V's rows are V^T's columns: W = V^T ([d][seq]) given transposed.
+	return kernels.PackF32TInto(&f.b.vt, d, seq, rows[vo:], ld, f.pv.NR)
+}
+
+func (f *f32Products) mr() int { return f.qk.MR }
+
+func (f *f32Products) scores(r, seq, d int, a []float32, lda int, c []float32) error {
+	f.b.g = kernels.GEMMF32{M: r, N: seq, K: d, A: a, Lda: lda, B: &f.b.k, C: c, Ldc: seq}
+	return f.qk.Run(&f.b.g)
+}
+
+func (f *f32Products) context(r, seq, d int, p, c []float32, ldc int) error {
+	f.b.g = kernels.GEMMF32{M: r, N: d, K: seq, A: p, Lda: seq, B: &f.b.vt, C: c, Ldc: ldc}
+	return f.pv.Run(&f.b.g)
+}
+
+func (f *f32Products) what() string { return "" }
+
+// floatHead computes head hd of sequence bi (s.spans[bi]) into s.ctx
+// with the products p: K and V^T packed once; the query rows run in
+// blocks of attnRowBlock (scores, softmax and P V of a block before the
 // next), so that a long head's f32 scores stay in L2 instead of a
 // seq x seq matrix written and read back (docs/DESIGN.md section 3.10).
 // Every row's arithmetic is the unblocked head's, bit for bit.
-func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *attnQuant) error {
+func (m *Model) floatHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *attnQuant, p floatProducts) error {
 	sp := &s.spans[bi]
 	h, heads, seq, off := m.cfg.Hidden, m.cfg.Heads, sp.n, sp.off
 	d := h / heads
 	scale := float32(1 / math.Sqrt(float64(d)))
 	ld := 3 * h
-	qk, pv := sp.kr.qk, sp.kr.pv
 	mask := b.keyMask(in, off, seq)
 	rows := s.qkv[off*ld : (off+seq)*ld]
 	qo, ko, vo := hd*d, h+hd*d, 2*h+hd*d
-	if err := kernels.PackF32Into(&b.k, seq, d, rows[ko:], ld, qk.NR); err != nil {
-		return err
+	fail := func(step string, err error) error {
+		return fmt.Errorf("%sattention %s (sequence %d, head %d): %w", p.what(), step, bi, hd, err)
 	}
-	// V's rows are V^T's columns: W = V^T ([d][seq]) given transposed.
-	if err := kernels.PackF32TInto(&b.vt, d, seq, rows[vo:], ld, pv.NR); err != nil {
-		return err
+	if err := p.pack(rows, ld, seq, d, ko, vo); err != nil {
+		return fail("k and v", err)
 	}
 	rb := m.attnRowBlock(seq)
-	if rb < seq && qk.MR > 1 && rb >= qk.MR {
-		rb -= rb % qk.MR // whole register tiles but in the last block
+	if mr := p.mr(); rb < seq && mr > 1 && rb >= mr {
+		rb -= rb % mr // whole register tiles but in the last block
 	}
 	b.scores = growF32(b.scores, rb*seq)
 	for i0 := 0; i0 < seq; i0 += rb {
 		r := min(rb, seq-i0)
-		b.g = kernels.GEMMF32{M: r, N: seq, K: d, A: rows[i0*ld+qo:], Lda: ld, B: &b.k, C: b.scores, Ldc: seq}
-		if err := qk.Run(&b.g); err != nil {
-			return fmt.Errorf("attention scores (sequence %d, head %d): %w", bi, hd, err)
+		if err := p.scores(r, seq, d, rows[i0*ld+qo:], ld, b.scores); err != nil {
+			return fail("scores", err)
 		}
 		var err error
 		if m.relBias == nil {
@@ -147,16 +203,15 @@ func (m *Model) attentionHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q 
 			err = m.softmaxBiased(b, hd, i0, r, seq, scale, mask)
 		}
 		if err != nil {
-			return fmt.Errorf("attention softmax (sequence %d, head %d): %w", bi, hd, err)
+			return fail("softmax", err)
 		}
 		o := (off+i0)*h + hd*d
-		b.g = kernels.GEMMF32{M: r, N: d, K: seq, A: b.scores, Lda: seq, B: &b.vt, C: s.ctx[o:], Ldc: h}
-		if err := pv.Run(&b.g); err != nil {
-			return fmt.Errorf("attention context (sequence %d, head %d): %w", bi, hd, err)
+		if err := p.context(r, seq, d, b.scores, s.ctx[o:], h); err != nil {
+			return fail("context", err)
 		}
 		if q != nil {
 			if err := kernels.QuantizeBlockU8(q.dst[o:], h, s.ctx[o:], h, r, d, q.scale, q.zp); err != nil {
-				return fmt.Errorf("attention context (sequence %d, head %d): %w", bi, hd, err)
+				return fail("context", err)
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package encoder
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/int8bert/int8bert/kernels"
 )
@@ -33,56 +32,37 @@ func (m *Model) attnKernelsBF16(seq int) (attnPair, error) {
 // attentionHeadBF16 is attentionHead with both products in bf16
 // (docs/DESIGN.md section 3.9): K and V^T rounded to bfloat16 and packed
 // once per head, Q and P rounded inside the kernels' calls, float32 sums;
-// the scores, the softmax (scaled by 1/sqrt(d), masked, with a relative
-// position bias where the family has one) and the context
-// stay float32. Long heads run in blocks of query rows as the FP32 head.
+// the scores, the softmax and the context stay float32 (floatHead).
 func (m *Model) attentionHeadBF16(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *attnQuant) error {
 	sp := &s.spans[bi]
-	h, heads, seq, off := m.cfg.Hidden, m.cfg.Heads, sp.n, sp.off
-	d := h / heads
-	scale := float32(1 / math.Sqrt(float64(d)))
-	ld := 3 * h
-	qk, pv := sp.kr.qkb, sp.kr.pvb
-	e := &b.bf
-	mask := b.keyMask(in, off, seq)
-	rows := s.qkv[off*ld : (off+seq)*ld]
-	qo, ko, vo := hd*d, h+hd*d, 2*h+hd*d
-	if err := kernels.PackBF16Into(&e.k, seq, d, rows[ko:], ld, qk.NR); err != nil {
-		return err
-	}
-	if err := kernels.PackBF16TInto(&e.vt, d, seq, rows[vo:], ld, pv.NR); err != nil {
-		return err
-	}
-	rb := m.attnRowBlock(seq)
-	if rb < seq && qk.MR > 1 && rb >= qk.MR {
-		rb -= rb % qk.MR
-	}
-	b.scores = growF32(b.scores, rb*seq)
-	for i0 := 0; i0 < seq; i0 += rb {
-		r := min(rb, seq-i0)
-		e.g = kernels.GEMMBF16{M: r, N: seq, K: d, A: rows[i0*ld+qo:], Lda: ld, B: &e.k, C: b.scores, Ldc: seq}
-		if err := qk.Run(&e.g); err != nil {
-			return fmt.Errorf("bf16 attention scores (sequence %d, head %d): %w", bi, hd, err)
-		}
-		var err error
-		if m.relBias == nil {
-			err = kernels.SoftmaxScaled(b.scores, b.scores, r, seq, scale, mask)
-		} else {
-			err = m.softmaxBiased(b, hd, i0, r, seq, scale, mask)
-		}
-		if err != nil {
-			return fmt.Errorf("bf16 attention softmax (sequence %d, head %d): %w", bi, hd, err)
-		}
-		o := (off+i0)*h + hd*d
-		e.g = kernels.GEMMBF16{M: r, N: d, K: seq, A: b.scores, Lda: seq, B: &e.vt, C: s.ctx[o:], Ldc: h}
-		if err := pv.Run(&e.g); err != nil {
-			return fmt.Errorf("bf16 attention context (sequence %d, head %d): %w", bi, hd, err)
-		}
-		if q != nil {
-			if err := kernels.QuantizeBlockU8(q.dst[o:], h, s.ctx[o:], h, r, d, q.scale, q.zp); err != nil {
-				return fmt.Errorf("bf16 attention context (sequence %d, head %d): %w", bi, hd, err)
-			}
-		}
-	}
-	return nil
+	b.bfp = bf16Products{b: &b.bf, qk: sp.kr.qkb, pv: sp.kr.pvb}
+	return m.floatHead(in, s, b, bi, hd, q, &b.bfp)
 }
+
+// bf16Products are the bf16 head's products on the selector's BF16
+// kernels (selector.OpBF16Kernel).
+type bf16Products struct {
+	b      *attnBufBF
+	qk, pv *kernels.KernelBF16
+}
+
+func (f *bf16Products) pack(rows []float32, ld, seq, d, ko, vo int) error {
+	if err := kernels.PackBF16Into(&f.b.k, seq, d, rows[ko:], ld, f.qk.NR); err != nil {
+		return err
+	}
+	return kernels.PackBF16TInto(&f.b.vt, d, seq, rows[vo:], ld, f.pv.NR)
+}
+
+func (f *bf16Products) mr() int { return f.qk.MR }
+
+func (f *bf16Products) scores(r, seq, d int, a []float32, lda int, c []float32) error {
+	f.b.g = kernels.GEMMBF16{M: r, N: seq, K: d, A: a, Lda: lda, B: &f.b.k, C: c, Ldc: seq}
+	return f.qk.Run(&f.b.g)
+}
+
+func (f *bf16Products) context(r, seq, d int, p, c []float32, ldc int) error {
+	f.b.g = kernels.GEMMBF16{M: r, N: d, K: seq, A: p, Lda: seq, B: &f.b.vt, C: c, Ldc: ldc}
+	return f.pv.Run(&f.b.g)
+}
+
+func (f *bf16Products) what() string { return "bf16 " }
