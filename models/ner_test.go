@@ -27,8 +27,8 @@ type nerGolden struct {
 		Offsets [][2]int    `json:"offsets"`
 		Logits  [][]float64 `json:"logits"`
 		Runs    []struct {
-			Strategy string        `json:"aggregation_strategy"`
-			Ignore   []string      `json:"ignore_labels"`
+			Strategy string       `json:"aggregation_strategy"`
+			Ignore   []string     `json:"ignore_labels"`
 			Entities []goldEntity `json:"entities"`
 		} `json:"runs"`
 	} `json:"cases"`
