@@ -16,7 +16,7 @@ import (
 // aggregation_strategy of Hugging Face's token-classification pipeline.
 type AggregationStrategy int
 
-// The strategies (docs/DESIGN.md section 2.4).
+// The strategies (docs/DESIGN.md section 2.8).
 const (
 	// AggregateNone gives every token that is not a special token, with
 	// its best label (Entity.Entity) and index.
