@@ -24,6 +24,8 @@ const (
 	// TaskMaskedLM: logits over the vocabulary per token (FillMask,
 	// EmbedSparse).
 	TaskMaskedLM = Task(encoder.TaskMaskedLM)
+	// TaskTokenClassification: logits per token (TokenClassify).
+	TaskTokenClassification = Task(encoder.TaskTokenClassification)
 )
 
 // String names the task as Hugging Face's class suffix does ("Model",

@@ -22,7 +22,7 @@ type model struct {
 
 // task is the model's task as TEI's /info says it: "embedding",
 // "classifier", "reranker" (a classifier with one label) or our
-// "question-answering".
+// "question-answering" and "token-classification".
 func (m *model) task() string {
 	switch m.p.Task() {
 	case models.TaskSequenceClassification:
@@ -32,6 +32,8 @@ func (m *model) task() string {
 		return "classifier"
 	case models.TaskQuestionAnswering:
 		return "question-answering"
+	case models.TaskTokenClassification:
+		return "token-classification"
 	}
 	// A masked-LM model is an embedding model to TEI: SPLADE with
 	// --pooling splade, else pooled as any other.

@@ -240,6 +240,8 @@ func (s *Server) Handler() http.Handler {
 	route("POST /vertex", "/vertex", true, s.vertex)
 	route("POST /qa", "/qa", true, s.qa)
 	route("POST /fill-mask", "/fill-mask", true, s.fillMask)
+	route("POST /ner", "/ner", true, s.ner)
+	route("POST /zero-shot", "/zero-shot", true, s.zeroShot)
 	task := s.taskRoute(os.Getenv("TASK")) // TEI reads TASK the same way
 	route("POST /{$}", "/", true, task)
 	route("POST /invocations", "/invocations", true, task)
@@ -259,7 +261,7 @@ func (s *Server) Handler() http.Handler {
 // routeMethods is the methods of each route, for 405's Allow.
 var routeMethods = map[string]string{"/embed": "POST", "/embed_all": "POST", "/embed_sparse": "POST",
 	"/predict": "POST", "/rerank": "POST", "/similarity": "POST", "/tokenize": "POST", "/decode": "POST",
-	"/v1/embeddings": "POST", "/embeddings": "POST", "/vertex": "POST", "/qa": "POST", "/fill-mask": "POST", "/": "GET, POST",
+	"/v1/embeddings": "POST", "/embeddings": "POST", "/vertex": "POST", "/qa": "POST", "/fill-mask": "POST", "/ner": "POST", "/zero-shot": "POST", "/": "GET, POST",
 	"/invocations": "POST", "/health": "GET", "/ping": "GET", "/info": "GET", "/metrics": "GET",
 	"/docs": "GET", "/api-doc/openapi.json": "GET"}
 

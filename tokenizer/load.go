@@ -371,7 +371,7 @@ func newWordPiece(vocab map[string]int32, prefix string, unk int32, maxChars int
 	// Keep loading deterministic when two spellings collide: lower id first.
 	sortByID(sk, sv)
 	sortByID(ck, cv)
-	w := &wordPiece{start: newByteTrie(sk, sv), unk: unk, maxChars: maxChars}
+	w := &wordPiece{start: newByteTrie(sk, sv), unk: unk, maxChars: maxChars, prefix: prefix}
 	w.cont = w.start
 	if prefix != "" {
 		w.cont = newByteTrie(ck, cv)

@@ -122,6 +122,7 @@ func (t *byteTrie) longest(s []byte) (value int32, length int) {
 type wordPiece struct {
 	start    *byteTrie // pieces that may begin a word
 	cont     *byteTrie // continuing pieces, prefix removed
+	prefix   string    // continuing_subword_prefix ("##")
 	unk      int32
 	maxChars int
 }

@@ -225,8 +225,10 @@ func (s sequenceNormalizer) normalize(in nstr, sc *scratch) nstr {
 }
 
 // replaceNormalizer is Hugging Face's Replace: every match of a literal string
-// or a regular expression becomes content; the new characters map to the
-// original span of the whole match.
+// or a regular expression becomes content. As NormalizedString::replace
+// (transform_range with the match's characters removed first), the new
+// characters are insertions after the match's last character and take its
+// original span.
 type replaceNormalizer struct {
 	literal string
 	re      *regexp.Regexp
@@ -261,7 +263,7 @@ func (p *replaceNormalizer) normalize(in nstr, sc *scratch) nstr {
 		out.start = append(out.start, in.start[prev:l[0]]...)
 		out.end = append(out.end, in.end[prev:l[0]]...)
 		if l[1] > l[0] {
-			out.appendString(p.content, in.start[l[0]], in.end[l[1]-1])
+			out.appendString(p.content, in.start[l[1]-1], in.end[l[1]-1])
 		} else if len(p.content) > 0 {
 			var a int32
 			if l[0] < len(in.s) {

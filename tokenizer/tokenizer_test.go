@@ -370,9 +370,11 @@ func TestAddedTokens(t *testing.T) {
 	if k < 0 {
 		t.Fatalf("<mask> not found: %q", enc.Tokens)
 	}
-	// lstrip: the match swallows the spaces before it.
-	if enc.Offsets[k] != [2]int{5, 14} {
-		t.Errorf("<mask> offsets %v, want [5 14]", enc.Offsets[k])
+	// lstrip: the match swallows the space before it, which the
+	// normalizer's Replace made of the run of three and which maps to the
+	// run's last character: [7 14], as HF's Rust tokenizers give it.
+	if enc.Offsets[k] != [2]int{7, 14} {
+		t.Errorf("<mask> offsets %v, want [7 14]", enc.Offsets[k])
 	}
 	if id, ok := xlmr.ID("<mask>"); !ok || id != 8001 || xlmr.Token(8001) != "<mask>" {
 		t.Errorf("ID/Token of <mask>")

@@ -81,7 +81,7 @@ func lineResults(texts []string, first int, lenient bool, do func([]string) ([]m
 	return out, nil
 }
 
-// runTask implements classify, embed, qa and fill-mask: texts from the arguments or,
+// runTask implements classify, embed, qa, fill-mask, ner and zero-shot: texts from the arguments or,
 // without any, one per line on stdin; one JSON object per input line out,
 // in order (a blank or, with --lenient, bad line gets an object with its
 // "line" and an "error").
@@ -105,6 +105,7 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	qf := addQuantFlags(fs)
 	qf.addBatchTokensFlag(fs)
 	cf := addClassifyFlags(fs)
+	tf := addTaskFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -156,6 +157,10 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	enc := json.NewEncoder(stdout)
 	var do func(chunk []string) ([]map[string]any, error)
 	switch task {
+	case "ner", "zero-shot":
+		if do, err = tf.do(ctx, p, task); err != nil {
+			return fmt.Errorf("%s: %w", task, err)
+		}
 	case "qa":
 		do = func(chunk []string) ([]map[string]any, error) {
 			ans, err := p.Answer(ctx, *question, chunk[0], models.QAOptions{NBest: *nbest, MaxAnswerLength: *maxAnswer, DocStride: *stride})

@@ -22,6 +22,7 @@ var Family = &encoder.Family{
 	PoolerForClassification: true,
 	Classifier:              []encoder.DenseSpec{{Weight: "classifier.weight", Bias: "classifier.bias"}},
 	QA:                      encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
+	TokenClassifier:         encoder.DenseSpec{Weight: "classifier.weight", Bias: "classifier.bias"},
 	// BertForMaskedLM: cls.predictions (transform dense + hidden_act +
 	// LayerNorm, decoder tied to the word embeddings, bias); a
 	// pre-training checkpoint's next-sentence head is left unread.

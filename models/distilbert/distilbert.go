@@ -48,7 +48,8 @@ var Family = &encoder.Family{
 		{Weight: "pre_classifier.weight", Bias: "pre_classifier.bias", Act: encoder.HeadReLU},
 		{Weight: "classifier.weight", Bias: "classifier.bias"},
 	},
-	QA: encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
+	QA:              encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
+	TokenClassifier: encoder.DenseSpec{Weight: "classifier.weight", Bias: "classifier.bias"},
 	// DistilBertForMaskedLM: vocab_transform, the config's activation,
 	// vocab_layer_norm, vocab_projector (tied to the word embeddings).
 	MaskedLM: &encoder.MaskedLMSpec{

@@ -43,8 +43,9 @@ var Family = &encoder.Family{
 		{Weight: "classifier.dense.weight", Bias: "classifier.dense.bias", Act: encoder.HeadGELU},
 		{Weight: "classifier.out_proj.weight", Bias: "classifier.out_proj.bias"},
 	},
-	QA:      encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
-	Ignored: []string{"embeddings.position_ids", "embeddings.token_type_ids"},
+	QA:              encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
+	TokenClassifier: encoder.DenseSpec{Weight: "classifier.weight", Bias: "classifier.bias"},
+	Ignored:         []string{"embeddings.position_ids", "embeddings.token_type_ids"},
 }
 
 // EmbeddingSize is config.json's embedding_size (DefaultEmbeddingSize

@@ -27,6 +27,8 @@ const (
 	// TaskMaskedLM: logits over the vocabulary per token (fill-mask,
 	// SPLADE sparse embeddings).
 	TaskMaskedLM
+	// TaskTokenClassification: logits per token (NER).
+	TaskTokenClassification
 )
 
 // String names the task as Hugging Face's class suffix does.
@@ -38,6 +40,8 @@ func (t Task) String() string {
 		return "ForQuestionAnswering"
 	case TaskMaskedLM:
 		return "ForMaskedLM"
+	case TaskTokenClassification:
+		return "ForTokenClassification"
 	}
 	return "Model"
 }
@@ -52,6 +56,8 @@ func (t Task) Head() string {
 		return "a question answering head"
 	case TaskMaskedLM:
 		return "a masked language modeling head"
+	case TaskTokenClassification:
+		return "a token classification head"
 	}
 	return "no head"
 }
@@ -96,6 +102,11 @@ type Family struct {
 	// MaskedLM is the masked language modeling head; nil if the family
 	// has none.
 	MaskedLM *MaskedLMSpec
+	// TokenClassifier is the token classification layer (one output per
+	// label, on every token); its Weight is "" where the family has none.
+	// Its tensors may share the names of the sequence classifier's (BERT's
+	// "classifier"): config.json's architectures tell the two apart.
+	TokenClassifier DenseSpec
 	// Ignored are buffers that may be present and are not weights
 	// (position_ids), relative to the prefix.
 	Ignored []string
@@ -108,8 +119,8 @@ type TaskModel struct {
 	Family  *Family
 	Task    Task
 	Encoder *Model
-	// Labels are the class names by index (sequence classification):
-	// config.json's id2label, LABEL_i where it names none.
+	// Labels are the class names by index (sequence and token
+	// classification): config.json's id2label, LABEL_i where it names none.
 	Labels []string
 	// ProblemType is config.json's problem_type ("", or one of
 	// ProblemRegression, ProblemSingleLabelClassification,
@@ -140,7 +151,9 @@ type TaskOutput struct {
 	*Output
 	// PoolerOutput is [Batch][Hidden] where the model has a pooler.
 	PoolerOutput []float32
-	// Logits is [Batch][labels].
+	// Logits is [Batch][labels] (sequence classification), or one row of
+	// labels per row of Last (token classification: [Batch][Seq][labels]
+	// padded, [sum(Lens)][labels] packed).
 	Logits []float32
 	// StartLogits and EndLogits are one per row of Last ([Batch][Seq]
 	// padded, [sum(Lens)] packed: Output.Rows finds a sequence's).
@@ -165,7 +178,18 @@ func (f *Family) Describe(t Task) string {
 }
 
 // tasks are the heads a checkpoint can carry, in Task order.
-var tasks = []Task{TaskBase, TaskSequenceClassification, TaskQuestionAnswering, TaskMaskedLM}
+var tasks = []Task{TaskBase, TaskSequenceClassification, TaskQuestionAnswering, TaskMaskedLM, TaskTokenClassification}
+
+// hasTask reports whether the family can carry the head of task t.
+func (f *Family) hasTask(t Task) bool {
+	switch t {
+	case TaskMaskedLM:
+		return f.MaskedLM != nil
+	case TaskTokenClassification:
+		return f.TokenClassifier.Weight != ""
+	}
+	return true
+}
 
 // Architectures are the Hugging Face class names of the family that the
 // loaders open (config.json's architectures), one per class prefix and
@@ -174,10 +198,9 @@ func (f *Family) Architectures() []string {
 	var out []string
 	for _, c := range f.Classes {
 		for _, t := range tasks {
-			if t == TaskMaskedLM && f.MaskedLM == nil {
-				continue
+			if f.hasTask(t) {
+				out = append(out, c+t.String())
 			}
-			out = append(out, c+t.String())
 		}
 	}
 	return out
@@ -198,10 +221,7 @@ func (f *Family) HasModelType(t string) bool {
 func (f *Family) TaskOf(arch string) (t Task, ok bool) {
 	for _, c := range f.Classes {
 		for _, t := range tasks {
-			if t == TaskMaskedLM && f.MaskedLM == nil {
-				continue
-			}
-			if arch == c+t.String() {
+			if f.hasTask(t) && arch == c+t.String() {
 				return t, true
 			}
 		}
@@ -359,7 +379,17 @@ func buildTask(src Source, closer io.Closer, cfg *checkpoint.Config, ec Config, 
 	if fam.Pooler != nil && l.Has(prefix+fam.Pooler.Weight) {
 		m.pooler = dense(*fam.Pooler, prefix, h, h)
 	}
+	// A token classifier is read where config.json's architectures name
+	// one: its tensors may be named as the sequence classifier's.
+	wantTok := false
+	if t, ok, _ := declaredTask(cfg, fam); ok && t == TaskTokenClassification {
+		wantTok = true
+	}
 	switch {
+	case wantTok && l.Has(fam.TokenClassifier.Weight):
+		m.Task = TaskTokenClassification
+		m.Labels = labelsOf(cfg)
+		m.head = append(m.head, dense(fam.TokenClassifier, "", len(m.Labels), h))
 	case l.Has(fam.QA.Weight):
 		m.Task = TaskQuestionAnswering
 		m.qa = dense(fam.QA, "", 2, h)
@@ -376,13 +406,7 @@ func buildTask(src Source, closer io.Closer, cfg *checkpoint.Config, ec Config, 
 			}
 			m.head = append(m.head, dense(s, "", n, h))
 		}
-		m.Labels = make([]string, labels)
-		for i := range m.Labels {
-			m.Labels[i] = fmt.Sprintf("LABEL_%d", i)
-			if s, ok := cfg.ID2Label[fmt.Sprint(i)]; ok {
-				m.Labels[i] = s
-			}
-		}
+		m.Labels = labelsOf(cfg)
 		m.ProblemType = cfg.ProblemType
 		if err == nil {
 			err = checkProblemType(cfg.ProblemType)
@@ -406,6 +430,23 @@ func buildTask(src Source, closer io.Closer, cfg *checkpoint.Config, ec Config, 
 		return nil, err
 	}
 	return m, nil
+}
+
+// labelsOf is config.json's class names by index: id2label, LABEL_i
+// where it names none, num_labels of them (2 when it is unset).
+func labelsOf(cfg *checkpoint.Config) []string {
+	n := cfg.NumLabels
+	if n <= 0 {
+		n = 2
+	}
+	labels := make([]string, n)
+	for i := range labels {
+		labels[i] = fmt.Sprintf("LABEL_%d", i)
+		if s, ok := cfg.ID2Label[fmt.Sprint(i)]; ok {
+			labels[i] = s
+		}
+	}
+	return labels
 }
 
 // Forward runs the encoder and the head.
@@ -511,6 +552,11 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 		r.StartLogits, r.EndLogits = make([]float32, rows), make([]float32, rows)
 		for i := 0; i < rows; i++ {
 			r.StartLogits[i], r.EndLogits[i] = y[2*i], y[2*i+1]
+		}
+	case TaskTokenClassification:
+		d := m.head[0]
+		if r.Logits, err = d.ApplyTo(spare.take(out.rows()*d.N), out.rows(), out.Last, h, th); err != nil {
+			return nil, fmt.Errorf("encoder: token classifier: %w", err)
 		}
 	case TaskMaskedLM:
 		if b != nil {

@@ -223,6 +223,9 @@ func (m *TaskModel) rowKeys(rows int) ([]linKey, error) {
 	if m.Task == TaskQuestionAnswering && m.qa != nil {
 		keys = append(keys, m.qa.linKey(rows, e.threads))
 	}
+	if m.Task == TaskTokenClassification && len(m.head) > 0 {
+		keys = append(keys, m.head[0].linKey(rows, e.threads))
+	}
 	return keys, nil
 }
 

@@ -77,6 +77,7 @@ var Family = &encoder.Family{
 		{Weight: "classifier.dense.weight", Bias: "classifier.dense.bias", Act: encoder.HeadTanh},
 		{Weight: "classifier.out_proj.weight", Bias: "classifier.out_proj.bias"},
 	},
-	QA:      encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
-	Ignored: []string{"embeddings.position_ids"},
+	QA:              encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
+	TokenClassifier: encoder.DenseSpec{Weight: "classifier.weight", Bias: "classifier.bias"},
+	Ignored:         []string{"embeddings.position_ids"},
 }

@@ -52,7 +52,8 @@ func newFamily(name, display, class string) *encoder.Family {
 			{Weight: "classifier.dense.weight", Bias: "classifier.dense.bias", Act: encoder.HeadTanh},
 			{Weight: "classifier.out_proj.weight", Bias: "classifier.out_proj.bias"},
 		},
-		QA: encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
+		QA:              encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
+		TokenClassifier: encoder.DenseSpec{Weight: "classifier.weight", Bias: "classifier.bias"},
 		// *ForMaskedLM: lm_head (dense, exact GELU whatever hidden_act
 		// says, layer_norm, decoder tied to the word embeddings, bias).
 		MaskedLM: &encoder.MaskedLMSpec{
