@@ -35,17 +35,19 @@ var encoderMay = []string{"cpu", "kernels/...", "selector", "smoothquant", "chec
 
 // frontMay is what models (the front door) may import: the engine, the
 // family packages, and the tokenizer the engine leaves to it.
-var frontMay = append([]string{"models/...", "tokenizer"}, encoderMay...)
+var frontMay = append([]string{"models/...", "tokenizer", "internal/cgroup"}, encoderMay...)
 
 // belowCmd is every package bench may import: models, the front door,
 // and never models/encoder, the engine behind it.
-var belowCmd = []string{"cpu", "tokenizer", "checkpoint", "dnnl/...", "kernels/...", "selector/...", "smoothquant",
+var belowCmd = []string{"cpu", "internal/cgroup", "tokenizer", "checkpoint", "dnnl/...", "kernels/...", "selector/...", "smoothquant",
 	"models", "models/bert", "models/distilbert", "models/xlmr", "models/electra", "models/mpnet"}
 
 // rules mirrors docs/DESIGN.md section 1.1, bottom up. Change both
 // together.
 var rules = []rule{
 	{pkg: "cpu"},
+	// The container's limits: read from files, imports nothing.
+	{pkg: "internal/cgroup"},
 	{pkg: "tokenizer"},
 	{pkg: "checkpoint"},
 	{pkg: "dnnl/cgo"},
@@ -309,7 +311,7 @@ func TestCheckCatchesViolations(t *testing.T) {
 		"models/encoder imports models/bert: forbidden (models/encoder/... may import: models/encoder/..., cpu, kernels/..., selector, smoothquant, checkpoint)",
 		"models/encoder imports tokenizer: forbidden (models/encoder/... may import: models/encoder/..., cpu, kernels/..., selector, smoothquant, checkpoint)",
 		"selector imports kernels/kernelstest: a test-support package, for _test.go files only",
-		"serve imports models/encoder: forbidden (serve may import: serve/teipb, cpu, tokenizer, checkpoint, dnnl/..., kernels/..., selector/..., smoothquant, models, models/bert, models/distilbert, models/xlmr, models/electra, models/mpnet)",
+		"serve imports models/encoder: forbidden (serve may import: serve/teipb, cpu, internal/cgroup, tokenizer, checkpoint, dnnl/..., kernels/..., selector/..., smoothquant, models, models/bert, models/distilbert, models/xlmr, models/electra, models/mpnet)",
 		"server: no import rule: give it a row in internal/layout's rules and in docs/DESIGN.md section 1.1",
 		"smoothquant imports github.com/klauspost/cpuid/v2: only cpu probes the CPU",
 		"smoothquant imports github.com/stretchr/testify/require: testify is for tests and test-support packages",
