@@ -7,12 +7,14 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/int8bert/int8bert/internal/cgroup"
 	"github.com/int8bert/int8bert/models/encoder"
 )
 
 // InstanceOptions size an Instances pool (docs/DESIGN.md section 9.2).
 type InstanceOptions struct {
-	// Instances is the number of workers; 0 means DefaultInstances(Threads).
+	// Instances is the number of workers; 0 means DefaultInstances(Threads):
+	// the container's CPUs, not the host's.
 	Instances int
 	// Threads per instance: the Threads its models were loaded with
 	// (Options.Threads); 0 means 1.
@@ -46,9 +48,19 @@ func PhysicalCores() int {
 }
 
 // DefaultInstances is the instance count for threads per instance that
-// fills the physical cores: PhysicalCores()/threads, at least 1.
+// fills the CPUs this process may keep busy: InstancesFor the CPUs its
+// container allows (internal/cgroup: the least of the affinity mask, the
+// cpuset, the CPU quota rounded up and GOMAXPROCS; docs/DESIGN.md section
+// 9.10).
 func DefaultInstances(threads int) int {
-	return max(1, PhysicalCores()/max(threads, 1))
+	return InstancesFor(cgroup.Current().CPUs, threads)
+}
+
+// InstancesFor is the instance count for threads per instance on cpus
+// usable CPUs: min(PhysicalCores(), cpus)/threads, at least 1 (a quota of
+// 2 CPUs on a host of 64 cores gives 2 instances of one thread, not 64).
+func InstancesFor(cpus, threads int) int {
+	return max(1, min(PhysicalCores(), max(cpus, 1))/max(threads, 1))
 }
 
 // NewInstances checks o against this machine and returns the pool.

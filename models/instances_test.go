@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/int8bert/int8bert/internal/cgroup"
 	"github.com/int8bert/int8bert/models"
 	"golang.org/x/sys/unix"
 )
@@ -99,5 +100,51 @@ func TestInstancesOptions(t *testing.T) {
 	}
 	if d := models.DefaultInstances(1); d != models.PhysicalCores() {
 		t.Errorf("DefaultInstances(1) %d, want %d", d, models.PhysicalCores())
+	}
+}
+
+// TestInstancesFor: the default count fills the CPUs a container allows,
+// never more than the physical cores, at least one.
+func TestInstancesFor(t *testing.T) {
+	cores := models.PhysicalCores()
+	for _, c := range []struct{ cpus, threads, want int }{
+		{1, 1, 1},
+		{cores, 1, cores},
+		{1000, 1, cores},
+		{cores, cores, 1},
+		{0, 1, 1},
+		{1, 4, 1},
+	} {
+		if got := models.InstancesFor(c.cpus, c.threads); got != c.want {
+			t.Errorf("InstancesFor(%d, %d) = %d, want %d (physical cores %d)", c.cpus, c.threads, got, c.want, cores)
+		}
+	}
+	if cores >= 2 {
+		if got := models.InstancesFor(2, 1); got != 2 {
+			t.Errorf("a quota of 2 CPUs: %d instances, want 2", got)
+		}
+	}
+	if got, want := models.DefaultInstances(1), models.InstancesFor(cgroup.Current().CPUs, 1); got != want {
+		t.Errorf("DefaultInstances(1) = %d, want InstancesFor(cgroup's %d CPUs) = %d", got, cgroup.Current().CPUs, want)
+	}
+}
+
+// TestPipelineBudget: SetMaxBatchTokens refuses a budget under one token,
+// and ScratchBytes grows linearly with the tokens.
+func TestPipelineBudget(t *testing.T) {
+	p, err := models.Load(context.Background(), "../assets/sst2-xlmr-mini", models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.SetMaxBatchTokens(0); !errors.Is(err, models.ErrConfig) {
+		t.Errorf("SetMaxBatchTokens(0): %v, want ErrConfig", err)
+	}
+	if err := p.SetMaxBatchTokens(300); err != nil || p.MaxBatchTokens() != 300 {
+		t.Errorf("SetMaxBatchTokens(300): %v, budget %d", err, p.MaxBatchTokens())
+	}
+	one := p.ScratchBytes(1)
+	if one <= 0 || p.ScratchBytes(2048) != 2048*one {
+		t.Errorf("ScratchBytes: %d a token, %d for 2048", one, p.ScratchBytes(2048))
 	}
 }

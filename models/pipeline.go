@@ -140,6 +140,25 @@ func (p *Pipeline) MaxLength() int { return p.maxLength }
 // (Options.MaxBatchTokens, DefaultMaxBatchTokens when that is 0).
 func (p *Pipeline) MaxBatchTokens() int { return p.maxBatchTokens }
 
+// SetMaxBatchTokens sets the token budget of the pipeline's later passes
+// (n >= 1; it does not change the longest input, MaxLength): a server
+// bounds it this way when a memory limit leaves too little for each
+// instance's scratch at the budget it loaded with (docs/DESIGN.md section
+// 9.10). Call it before the pipeline's calls start: it is not safe
+// beside them.
+func (p *Pipeline) SetMaxBatchTokens(n int) error {
+	if n < 1 {
+		return fmt.Errorf("models: max batch tokens %d: want 1 or more: %w", n, ErrConfig)
+	}
+	p.maxBatchTokens = n
+	return nil
+}
+
+// ScratchBytes is the memory of the buffers one forward pass of up to
+// tokens tokens takes (it grows linearly with tokens): what each instance
+// running a pass of the token budget holds beside the shared weights.
+func (p *Pipeline) ScratchBytes(tokens int) int64 { return int64(p.m.Encoder.ScratchBytes(tokens)) }
+
 // Task is what the model's head computes.
 func (p *Pipeline) Task() Task { return Task(p.m.Task) }
 

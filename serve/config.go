@@ -3,10 +3,10 @@ package serve
 import (
 	"fmt"
 	"log/slog"
-	"runtime"
 	"strings"
 	"time"
 
+	"github.com/int8bert/int8bert/internal/cgroup"
 	"github.com/int8bert/int8bert/models"
 )
 
@@ -73,7 +73,8 @@ type Config struct {
 	DefaultPromptName, DefaultPrompt string
 
 	// Instances is the number of workers sharing the models' weights;
-	// 0 means one per ThreadsPerInstance physical cores.
+	// 0 means one per ThreadsPerInstance of Resources.CPUs (at most the
+	// physical cores: models.InstancesFor).
 	Instances int
 	// ThreadsPerInstance is each instance's threads per GEMM (0: 1).
 	ThreadsPerInstance int
@@ -97,7 +98,7 @@ type Config struct {
 	// 2ms, negative means never wait.
 	BatchWindow time.Duration
 	// TokenizationWorkers bounds the requests tokenized at once: 0 means
-	// runtime.NumCPU().
+	// Resources.CPUs.
 	TokenizationWorkers int
 	// MaxBodyBytes bounds a request body: 0 means 2,000,000 (TEI's
 	// payload limit); a larger body gets 413.
@@ -126,6 +127,14 @@ type Config struct {
 	// --cors-allow-origin: none (the default) or "*" among them allows
 	// any origin.
 	CORSAllowOrigin []string
+
+	// Resources are the container's limits and what derives from them
+	// (internal/cgroup; docs/DESIGN.md section 9.10): the default
+	// Instances and TokenizationWorkers fill Resources.CPUs, and its soft
+	// memory limit bounds the pass budget. The zero value (CPUs 0) means
+	// this process's (cgroup.Current()). New does not set the runtime's
+	// memory limit: the command does (Resources.Apply).
+	Resources cgroup.Resources
 
 	// Warmup tunes every GEMM shape of the batches before serving.
 	Warmup bool
@@ -157,6 +166,9 @@ func (c Config) withDefaults() (Config, error) {
 	if _, err := models.ParseTEIPooling(c.Pooling); err != nil {
 		return bad("pooling %q: want cls, mean, last-token or splade (or none: each model's own)", c.Pooling)
 	}
+	if c.Resources.CPUs <= 0 {
+		c.Resources = cgroup.Current()
+	}
 	def := func(v *int, d int, name string) error {
 		if *v < 0 {
 			return fmt.Errorf("serve: %s %d: want 0 (the default, %d) or more", name, *v, d)
@@ -179,7 +191,7 @@ func (c Config) withDefaults() (Config, error) {
 		{&c.MaxBatchRequests, 256, "max batch requests"},
 		{&c.MaxClientBatchSize, 32, "max client batch size"},
 		{&c.MaxConcurrentRequests, 512, "max concurrent requests"},
-		{&c.TokenizationWorkers, runtime.NumCPU(), "tokenization workers"},
+		{&c.TokenizationWorkers, c.Resources.CPUs, "tokenization workers"},
 	} {
 		if err := def(f.v, f.d, f.name); err != nil {
 			return c, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/int8bert/int8bert/internal/cgroup"
 	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/selector"
 )
@@ -57,9 +58,16 @@ type infoBody struct {
 	BatchWindow        string            `json:"batch_window"`
 	CPU                selector.Int8Tier `json:"int8_tier"`
 	NumCPU             int               `json:"num_cpu"`
-	GoVersion          string            `json:"go_version"`
-	Uptime             string            `json:"uptime"`
-	Draining           bool              `json:"draining"`
+	// Resources are the container's limits and what was derived from
+	// them, with where each came from (docs/DESIGN.md section 9.10).
+	Resources cgroup.Resources `json:"resources"`
+	// PassTokens is the token budget of one forward pass and
+	// PassTokensFrom where it came from (a memory limit may lower it).
+	PassTokens     int    `json:"pass_tokens"`
+	PassTokensFrom string `json:"pass_tokens_from"`
+	GoVersion      string `json:"go_version"`
+	Uptime         string `json:"uptime"`
+	Draining       bool   `json:"draining"`
 }
 
 // Version is the module version and VCS revision of the running binary.
@@ -90,7 +98,7 @@ func (s *Server) infoBody() infoBody {
 		TokenizationWorkers: s.cfg.TokenizationWorkers, Version: ver,
 		Instances: s.inst.Len(), ThreadsPerInstance: s.inst.Threads(), BatchWindow: s.cfg.BatchWindow.String(),
 		NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Uptime: time.Since(s.started).Round(time.Second).String(),
-		Draining: s.draining.Load()}
+		Draining: s.draining.Load(), Resources: s.cfg.Resources, PassTokens: s.passTokens, PassTokensFrom: s.passFrom}
 	if n := s.cfg.MaxBatchRequests; n >= 0 {
 		b.MaxBatchRequests = &n
 	}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/int8bert/int8bert/internal/cgroup"
 	"github.com/int8bert/int8bert/models"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
@@ -36,6 +37,12 @@ type Server struct {
 	grpcHealth *health.Server // gRPC's health service
 	started    time.Time
 
+	// passTokens is the token budget of one forward pass (passTokens of
+	// --max-batch-tokens, lowered by a memory limit: fitMemory), and
+	// passFrom says where it came from (/info).
+	passTokens int
+	passFrom   string
+
 	instDone chan error
 	// idleStop stops releaseWhenIdle.
 	idleStop chan struct{}
@@ -51,13 +58,18 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Instances == 0 {
+		// The container's CPUs, not the host's (docs/DESIGN.md section
+		// 9.10).
+		c.Instances = models.InstancesFor(c.Resources.CPUs, max(c.ThreadsPerInstance, 1))
+	}
 	inst, err := models.NewInstances(models.InstanceOptions{Instances: c.Instances, Threads: c.ThreadsPerInstance, Pin: c.Pin})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s := &Server{cfg: c, byName: map[string]*model{}, inst: inst, met: newMetrics(),
 		permits: permits{max: int64(c.MaxConcurrentRequests)}, tokens: make(chan struct{}, c.TokenizationWorkers),
-		started: time.Now(), instDone: make(chan error, 1)}
+		started: time.Now(), instDone: make(chan error, 1), passFrom: "--max-batch-tokens, at most models.DefaultMaxBatchTokens"}
 	lo := c.Load
 	// A batch of up to --max-batch-tokens runs in passes of at most
 	// passTokens tokens: the passes' scratch is what an instance holds,
@@ -83,9 +95,16 @@ func New(ctx context.Context, c Config) (*Server, error) {
 		}
 		s.models = append(s.models, m)
 		s.byName[m.name] = m
+	}
+	s.passTokens = lo.MaxBatchTokens
+	if err := s.fitMemory(); err != nil {
+		s.closeModels()
+		return nil, err
+	}
+	for _, m := range s.models {
 		if c.Warmup {
 			c.Logger.Info("serve: warming up", "model", m.name)
-			if err := m.p.Warmup(ctx, models.WarmupOptions{MaxBatch: 64, MaxLength: m.p.MaxLength(), MaxTokens: lo.MaxBatchTokens}); err != nil {
+			if err := m.p.Warmup(ctx, models.WarmupOptions{MaxBatch: 64, MaxLength: m.p.MaxLength(), MaxTokens: s.passTokens}); err != nil {
 				s.closeModels()
 				return nil, fmt.Errorf("serve: model %s: warm-up: %w", m.name, err)
 			}
@@ -110,6 +129,67 @@ func New(ctx context.Context, c Config) (*Server, error) {
 // batchTokens tokens: the batch's, at most models.DefaultMaxBatchTokens.
 func passTokens(batchTokens int) int {
 	return min(batchTokens, models.DefaultMaxBatchTokens)
+}
+
+// memoryShare is the share of what a soft memory limit leaves after the
+// weights that the instances' pass scratch may take (memoryPassTokens).
+const memoryShare = 0.5
+
+// memoryPassTokens is the pass budget a soft memory limit allows
+// (docs/DESIGN.md section 9.10): budget when instances passes of budget
+// tokens at perToken bytes each fit in memoryShare of what soft leaves
+// after weights; else the most tokens that fit, at least floor (a pass
+// must hold the longest input; ok false then when even that does not
+// fit). soft <= 0 is no limit.
+func memoryPassTokens(soft, weights int64, instances int, perToken int64, budget, floor int) (n int, ok bool) {
+	if soft <= 0 || perToken <= 0 || instances < 1 {
+		return budget, true
+	}
+	room := int64(float64(soft-weights) * memoryShare)
+	if int64(instances)*int64(budget)*perToken <= room {
+		return budget, true
+	}
+	n = int(max(room, 0) / (int64(instances) * perToken))
+	if n < floor {
+		return min(floor, budget), false
+	}
+	return min(n, budget), true
+}
+
+// fitMemory lowers the pass budget of every model when a soft memory limit
+// (the container's, or GOMEMLIMIT) would not hold the instances' scratch
+// at the budget the models were loaded with (memoryPassTokens).
+func (s *Server) fitMemory() error {
+	res := s.cfg.Resources
+	var weights, perToken int64
+	floor := 1
+	for _, m := range s.models {
+		weights += m.p.ResidentBytes().Total
+		perToken = max(perToken, m.p.ScratchBytes(1))
+		floor = max(floor, m.p.MaxLength())
+	}
+	n, ok := memoryPassTokens(res.SoftLimit, weights, s.inst.Len(), perToken, s.passTokens, floor)
+	if n == s.passTokens && ok {
+		return nil
+	}
+	if !ok {
+		s.cfg.Logger.Warn("serve: the memory limit leaves too little for every instance's pass of the longest input: lower --instances or raise the limit",
+			"soft_limit", res.SoftLimit, "weights", weights, "instances", s.inst.Len(), "pass_tokens", n, "scratch_per_token", perToken)
+	}
+	if n == s.passTokens {
+		return nil
+	}
+	for _, m := range s.models {
+		if err := m.p.SetMaxBatchTokens(n); err != nil {
+			return fmt.Errorf("serve: model %s: %w", m.name, err)
+		}
+	}
+	s.cfg.Logger.Info("serve: the pass budget is lowered to fit the memory limit",
+		"pass_tokens", n, "from", s.passTokens, "soft_limit", res.SoftLimit, "weights", weights, "instances", s.inst.Len())
+	s.passFrom = fmt.Sprintf("lowered from %d: %d instances' scratch at %d bytes a token within %.0f%% of what GOMEMLIMIT %s leaves after %s of weights",
+		s.passTokens, s.inst.Len(), perToken, 100*memoryShare, cgroup.GiB(res.SoftLimit), cgroup.GiB(weights))
+	s.passTokens = n
+	return nil
 }
 
 // fitBatchTokens is TEI's rule (router/src/lib.rs) for a model whose

@@ -286,3 +286,22 @@ func TestWarmupKeepsBuffers(t *testing.T) {
 	require.NoError(t, p.Model.Close())
 	assert.Nil(t, m.scratchPool.kept, "Close lets the kept set go")
 }
+
+// TestScratchBytes: the estimate is what the pass buffers take, for FP32
+// and INT8 passes, with and without an embedding projection, and a
+// model's own matches its buffers.
+func TestScratchBytes(t *testing.T) {
+	bert := Config{Hidden: 768, Intermediate: 3072}
+	proj := Config{Hidden: 256, Intermediate: 1024, Embedding: 128}
+	for _, c := range []Config{tinyConfig(), bert, proj} {
+		for _, int8 := range []bool{false, true} {
+			for _, rows := range []int{1, 7, 2048} {
+				assert.Equal(t, newBuffersFor(c, int8, rows).bytes(), scratchBytes(c, int8, rows), "%+v int8 %v rows %d", c, int8, rows)
+			}
+		}
+	}
+	// BERT-base INT8: about 47 KB a token (docs/DESIGN.md section 9.9).
+	assert.InDelta(t, 47.6e3, float64(scratchBytes(bert, true, 1)), 0.5e3)
+	m := tinyModel(t, nil)
+	assert.Equal(t, m.newBuffers(100).bytes(), m.ScratchBytes(100))
+}

@@ -185,6 +185,27 @@ func (p *int8Pass) trim() int {
 	return n
 }
 
+// ScratchBytes is the memory of the pass buffers one pass of up to rows
+// tokens takes (what newBuffers allocates; INT8 attention's quantized
+// Q, K and V, made on first use, are left out): what each instance running
+// a pass of the token budget holds on top of the weights (docs/DESIGN.md
+// section 9.10).
+func (m *Model) ScratchBytes(rows int) int { return scratchBytes(m.cfg, m.pass.int8(), rows) }
+
+// scratchBytes is newBuffersFor(c, int8, rows).bytes() without the
+// buffers.
+func scratchBytes(c Config, int8 bool, rows int) int {
+	h, in := c.Hidden, c.Intermediate
+	n := 4 * rows * (6*h + in)
+	if c.Projects() {
+		n += 4 * rows * c.EmbeddingWidth()
+	}
+	if int8 {
+		n += rows*(2*h+in) + 4*3*rows + 4*rows*max(h, in)
+	}
+	return n
+}
+
 // bytes is the memory of the buffers.
 func (b *buffers) bytes() int {
 	n := floatBytes(b.x, b.qkv, b.ctx, b.t, b.f, b.tmp, b.emb, b.xq.scales, b.ctxq.scales, b.fq.scales, b.a8.qs, b.a8.ks, b.a8.vs)

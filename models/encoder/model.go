@@ -658,13 +658,17 @@ type buffers struct {
 }
 
 // newBuffers makes buffers for passes of up to rows tokens of m.
-func (m *Model) newBuffers(rows int) *buffers {
-	h, in := m.cfg.Hidden, m.cfg.Intermediate
-	b := &buffers{rows: rows, int8: m.pass.int8(),
+func (m *Model) newBuffers(rows int) *buffers { return newBuffersFor(m.cfg, m.pass.int8(), rows) }
+
+// newBuffersFor makes buffers for passes of up to rows tokens of a model
+// of configuration c (int8: an INT8 pass's).
+func newBuffersFor(c Config, int8 bool, rows int) *buffers {
+	h, in := c.Hidden, c.Intermediate
+	b := &buffers{rows: rows, int8: int8,
 		x: make([]float32, rows*h), qkv: make([]float32, rows*3*h), ctx: make([]float32, rows*h),
 		t: make([]float32, rows*h), f: make([]float32, rows*in)}
-	if m.cfg.Projects() {
-		b.emb = make([]float32, rows*m.cfg.EmbeddingWidth())
+	if c.Projects() {
+		b.emb = make([]float32, rows*c.EmbeddingWidth())
 	}
 	if b.int8 {
 		mk := func(k int) qin { return qin{u8: make([]uint8, rows*k), scales: make([]float32, rows)} }
