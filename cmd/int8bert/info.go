@@ -10,6 +10,7 @@ import (
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/dnnl"
+	"github.com/int8bert/int8bert/internal/cgroup"
 	"github.com/int8bert/int8bert/kernels/peak"
 	"github.com/int8bert/int8bert/selector"
 )
@@ -22,6 +23,19 @@ type infoReport struct {
 	Int8     selector.Int8Tier `json:"int8"`
 	DNNL     dnnlReport        `json:"onednn"`
 	Peak     *peak.Figures     `json:"peak,omitempty"`
+	// Resources are the container's limits and the defaults derived from
+	// them (docs/DESIGN.md section 9.10).
+	Resources cgroup.Resources `json:"resources"`
+}
+
+// resourceLines are info's lines on the container's limits: the CPUs
+// the instances fill and the memory limit, each with where it came from.
+func resourceLines(r cgroup.Resources) []string {
+	out := []string{"cpus:     " + r.CPULine(), "memory:   " + r.MemoryLine()}
+	if r.Note != "" {
+		out = append(out, "note:     "+r.Note)
+	}
+	return out
 }
 
 type paths struct {
@@ -40,7 +54,8 @@ type dnnlReport struct {
 
 func gatherInfo() infoReport {
 	f := cpu.X86
-	r := infoReport{CPU: f, Paths: paths{f.Int8Path(), f.FP32Path(), f.BF16Path()}, Int8: selector.DescribeInt8(f)}
+	r := infoReport{CPU: f, Paths: paths{f.Int8Path(), f.FP32Path(), f.BF16Path()}, Int8: selector.DescribeInt8(f),
+		Resources: cgroup.Current()}
 	if err := cpu.OverrideError(); err != nil {
 		r.Override = err.Error()
 	}
@@ -88,6 +103,9 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	f := r.CPU
 	fmt.Fprintf(stdout, "cpu:      %s (%s, family %d model %d stepping %d)\n", f.Brand, f.Vendor, f.Family, f.Model, f.Stepping)
 	fmt.Fprintf(stdout, "cores:    %d usable; caches L1d %s, L2 %s, L3 %s\n", f.NumCPU, kib(f.L1D), kib(f.L2), kib(f.L3))
+	for _, l := range resourceLines(r.Resources) {
+		fmt.Fprintln(stdout, l)
+	}
 	fmt.Fprintf(stdout, "features: %v\n", f.List())
 	if len(f.Disabled) > 0 {
 		fmt.Fprintf(stdout, "disabled: %v (by %s)\n", f.Disabled, cpu.EnvDisable)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/dnnl"
+	"github.com/int8bert/int8bert/internal/cgroup"
 	"github.com/int8bert/int8bert/selector"
 )
 
@@ -32,6 +34,9 @@ func TestInfoJSON(t *testing.T) {
 	if !r.DNNL.Available && !strings.Contains(r.DNNL.Reason, "not available") {
 		t.Errorf("no reason given for oneDNN being unavailable: %q", r.DNNL.Reason)
 	}
+	if r.Resources != cgroup.Current() {
+		t.Errorf("resources %+v, want %+v", r.Resources, cgroup.Current())
+	}
 	want := selector.DescribeInt8(cpu.X86)
 	if r.Int8.Tier != want.Tier || r.Int8.Scheme != want.Scheme || !slices.Contains(r.Int8.Kernels, "gemmGeneric_1x16") || r.Int8.OneDNN == "" {
 		t.Errorf("int8 tier %+v, want %+v", r.Int8, want)
@@ -44,7 +49,7 @@ func TestInfoText(t *testing.T) {
 		t.Fatal(err)
 	}
 	tier := selector.DescribeInt8(cpu.X86)
-	for _, want := range []string{"cpu:", "amx:", "paths:", "oneDNN:", "int8:     " + tier.Tier + " tier: " + tier.Scheme, "gemmGeneric_1x16", "INT8 linears can reach at most"} {
+	for _, want := range []string{"cpu:", "cpus:     " + cgroup.Current().CPULine(), "memory:   ", "amx:", "paths:", "oneDNN:", "int8:     " + tier.Tier + " tier: " + tier.Scheme, "gemmGeneric_1x16", "INT8 linears can reach at most"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("info output lacks %q:\n%s", want, out.String())
 		}
@@ -181,5 +186,31 @@ func TestBF16PeakNote(t *testing.T) {
 		if c.warn && !strings.Contains(got, "slower than fp32") {
 			t.Errorf("fp32 %v bf16 %v: %q does not say bf16 is slower", c.fp32, c.bf16, got)
 		}
+	}
+}
+
+// TestResourceLines: info's lines say what was derived and from where,
+// the memory line whether GOMEMLIMIT was set from the limit or kept, and
+// a cgroup that could not be read gives a note.
+func TestResourceLines(t *testing.T) {
+	l := cgroup.Limits{Version: 2, CPUQuota: 200000, CPUPeriod: 100000, CPUFrom: "cgroup v2 cpu.max",
+		Memory: 4 << 30, MemoryFrom: "cgroup v2 memory.max"}
+	got := resourceLines(cgroup.Derive(l, nil, cgroup.Host{NumCPU: 64, GOMAXPROCS: 2}))
+	want := []string{"cpus:     2 (cgroup v2 cpu.max 200000 100000; host 64; GOMAXPROCS 2)",
+		"memory:   limit 4.0 GiB (cgroup v2 memory.max), GOMEMLIMIT 3.6 GiB set from it (90%)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines\n%q\nwant\n%q", got, want)
+	}
+	got = resourceLines(cgroup.Derive(l, nil, cgroup.Host{NumCPU: 64, GOMAXPROCS: 3, GOMAXPROCSEnv: "3", GOMEMLIMITEnv: "2GiB", SoftLimit: 2 << 30}))
+	want = []string{"cpus:     3 (GOMAXPROCS=3 (environment); host 64; GOMAXPROCS 3)",
+		"memory:   limit 4.0 GiB (cgroup v2 memory.max), GOMEMLIMIT 2.0 GiB from the environment"}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines\n%q\nwant\n%q", got, want)
+	}
+	got = resourceLines(cgroup.Derive(l, fmt.Errorf("cgroup: cpu.max: %q: %w", "x", cgroup.ErrMalformed), cgroup.Host{NumCPU: 64, GOMAXPROCS: 2}))
+	want = []string{"cpus:     2 (GOMAXPROCS; host 64; GOMAXPROCS 2)", "memory:   no limit",
+		`note:     cgroup limits not used, the host's apply: cgroup: cpu.max: "x": malformed cgroup file`}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines\n%q\nwant\n%q", got, want)
 	}
 }

@@ -10,12 +10,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/int8bert/int8bert/internal/cgroup"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/int8bert/int8bert/serve"
 )
@@ -253,7 +253,8 @@ func (f *serveFlags) teiSettings(c *serve.Config) error {
 	c.APIKey = *t.apiKey
 	c.CORSAllowOrigin = append([]string(nil), t.cors...)
 	if !set("tokenization-workers") {
-		c.TokenizationWorkers = min(max(runtime.NumCPU()-1, 1), 64) // TEI's default
+		// TEI's default, on the CPUs the container allows.
+		c.TokenizationWorkers = min(max(cgroup.Current().CPUs-1, 1), 64)
 	}
 	if !set("max-batch-requests") {
 		c.MaxBatchRequests = -1 // TEI: no bound but --max-batch-tokens
@@ -340,6 +341,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, teiF
 		say = func(msg string, args ...any) { c.Logger.Info("int8bert serve: " + fmt.Sprintf(msg, args...)) }
 	}
 	for _, n := range f.notes {
+		c.Logger.Warn("serve: " + n)
+	}
+	// The container's limits (docs/DESIGN.md section 9.10): a soft memory
+	// limit for the runtime from the cgroup's, unless GOMEMLIMIT is set.
+	c.Resources = cgroup.Current()
+	c.Resources.Apply()
+	c.Logger.Info("serve: resources", "cpus", c.Resources.CPULine(), "memory", c.Resources.MemoryLine())
+	if n := c.Resources.Note; n != "" {
 		c.Logger.Warn("serve: " + n)
 	}
 	for k, v := range f.hubEnv {
