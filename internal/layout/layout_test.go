@@ -48,6 +48,8 @@ var rules = []rule{
 	{pkg: "cpu"},
 	// The container's limits: read from files, imports nothing.
 	{pkg: "internal/cgroup"},
+	// The crash tests' process killer: a test-support package.
+	{pkg: "internal/crashtest"},
 	{pkg: "tokenizer"},
 	{pkg: "checkpoint"},
 	{pkg: "dnnl/cgo"},
