@@ -410,6 +410,11 @@ func (h *Hub) fetchBlob(ctx context.Context, u, file, blob string, size int64) e
 	if size >= 0 && have != size {
 		return &networkError{fmt.Errorf("downloaded %d bytes, expected %d (kept in %s for resuming)", have, size, tmp)}
 	}
+	// Synced before the rename, so that a power loss cannot leave a blob
+	// name over data the disk never got (the other writers do the same).
+	if err := f.Sync(); err != nil {
+		return err
+	}
 	if err := f.Close(); err != nil {
 		return err
 	}
