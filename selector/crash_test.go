@@ -19,8 +19,9 @@ import (
 var crashKeys = [][3]int{{4, 16, 16}, {8, 32, 16}, {4, 32, 32}, {16, 16, 32}}
 
 // crashFakes is how many made-up entries each prepared section holds, so
-// that every save rewrites a file of about a megabyte.
-const crashFakes = 2500
+// that every save rewrites a file of about a megabyte (a tenth under
+// -short, to stay brief).
+var crashFakes = 2500
 
 func crashKeyOf(t *testing.T, k [3]int) Key { return mustKey(t, k[0], k[1], k[2], "none/s32", 1) }
 
@@ -76,6 +77,7 @@ func TestCrashTuningCache(t *testing.T) {
 	kills := 50
 	if testing.Short() {
 		kills = 3
+		crashFakes = 250
 	}
 	var w0 warnings
 	ref := newSelector(t, testOptions(t, &w0))
