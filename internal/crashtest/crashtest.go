@@ -80,7 +80,6 @@ func Supported() (bool, string) {
 // child is one started child.
 type child struct {
 	cmd   *exec.Cmd
-	lines chan string
 	ready chan time.Time
 	phase chan string
 	end   chan struct{}
