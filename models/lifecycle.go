@@ -17,3 +17,9 @@ var ErrConfig = encoder.ErrConfig
 // the tokenizer refuses, bad task options, malformed token ids). The
 // engine's errors wrap the same value.
 var ErrInput = encoder.ErrInput
+
+// Error is the engine's error whose message is the useful part alone
+// (what failed, on which input, what to do) while errors.Is finds its
+// sentinel (ErrConfig, ErrInput, ErrClosed) and causes: docs/DESIGN.md
+// section 2.1.
+type Error = encoder.Error

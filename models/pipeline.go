@@ -91,7 +91,7 @@ func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 	}
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
-		return nil, fmt.Errorf("models: %w: %w", err, ErrConfig)
+		return nil, encoder.Errorf(ErrConfig, "models: %w; the tokenizer files must be the model's own: download them again from its repository", err)
 	}
 	return tok, nil
 }
@@ -228,8 +228,8 @@ func (p *Pipeline) tokenizer(what string) (*tokenizer.Tokenizer, error) {
 		if dir == "" {
 			dir = "the model"
 		}
-		return nil, fmt.Errorf("models: %s: %s has no tokenizer (tokenizer.json, or vocab.txt with tokenizer_config.json); run token ids with Forward: %w",
-			what, dir, ErrConfig)
+		return nil, encoder.Errorf(ErrConfig, "models: %s: %s has no tokenizer; copy the model's tokenizer.json (or vocab.txt and tokenizer_config.json) into it, or run token ids with Forward",
+			what, dir)
 	}
 	return p.Tok, nil
 }
