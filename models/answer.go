@@ -36,6 +36,9 @@ type Answer struct {
 // tokens shared), and the best spans over all windows are returned. The
 // model must have a question answering head.
 func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o QAOptions) ([]Answer, error) {
+	if err := p.refuseClosed("Answer"); err != nil {
+		return nil, err
+	}
 	if err := p.m.Enter(); err != nil {
 		return nil, err
 	}

@@ -147,6 +147,9 @@ func (p *Pipeline) MaxBatchTokens() int { return p.maxBatchTokens }
 // 9.10). Call it before the pipeline's calls start: it is not safe
 // beside them.
 func (p *Pipeline) SetMaxBatchTokens(n int) error {
+	if err := p.refuseClosed("SetMaxBatchTokens"); err != nil {
+		return err
+	}
 	if n < 1 {
 		return fmt.Errorf("models: max batch tokens %d: want 1 or more: %w", n, ErrConfig)
 	}
