@@ -12,13 +12,29 @@ import (
 
 // QAOptions control Answer.
 type QAOptions struct {
-	// NBest answers are returned, best first (default 1).
+	// NBest answers are returned, best first (0: the default, 1). A
+	// negative value here or below is an error wrapping ErrInput.
 	NBest int
 	// MaxAnswerLength bounds an answer in tokens (default 30).
 	MaxAnswerLength int
 	// DocStride is how many tokens consecutive windows over a long context
 	// share (default 128, at most a quarter of the window).
 	DocStride int
+}
+
+// check refuses a negative count (ErrInput, naming the field, the value
+// and the domain): zero is the default, as in every option struct.
+func (o QAOptions) check() error {
+	for _, f := range []struct {
+		name string
+		v    int
+		def  string
+	}{{"NBest", o.NBest, "1"}, {"MaxAnswerLength", o.MaxAnswerLength, "30 tokens"}, {"DocStride", o.DocStride, "128 tokens"}} {
+		if f.v < 0 {
+			return encoder.Errorf(ErrInput, "models: answer: %s %d is negative; give 0 (the default, %s) or a positive number", f.name, f.v, f.def)
+		}
+	}
+	return nil
 }
 
 // Answer is a span of the context.
@@ -36,6 +52,9 @@ type Answer struct {
 // tokens shared), and the best spans over all windows are returned. The
 // model must have a question answering head.
 func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o QAOptions) ([]Answer, error) {
+	if err := p.refuseClosed("Answer"); err != nil {
+		return nil, err
+	}
 	if err := p.m.Enter(); err != nil {
 		return nil, err
 	}
@@ -43,13 +62,16 @@ func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o Q
 	if p.m.Task != encoder.TaskQuestionAnswering {
 		return nil, fmt.Errorf("models: answer: the model is %s, not question answering: %w", p.Describe(), ErrConfig)
 	}
-	if o.NBest <= 0 {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if o.NBest == 0 {
 		o.NBest = 1
 	}
-	if o.MaxAnswerLength <= 0 {
+	if o.MaxAnswerLength == 0 {
 		o.MaxAnswerLength = 30
 	}
-	if o.DocStride <= 0 {
+	if o.DocStride == 0 {
 		o.DocStride = 128
 	}
 	o.DocStride = min(o.DocStride, p.maxLength/4)

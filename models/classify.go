@@ -171,6 +171,9 @@ type Classification struct {
 // TaskModel.DefaultFunction). The model must have a sequence
 // classification head; bad options are errors wrapping ErrInput.
 func (p *Pipeline) Classify(ctx context.Context, texts []string, o ClassifyOptions) ([]Classification, error) {
+	if err := p.refuseClosed("Classify"); err != nil {
+		return nil, err
+	}
 	if err := p.m.Enter(); err != nil {
 		return nil, err
 	}
@@ -189,6 +192,9 @@ func (p *Pipeline) Classify(ctx context.Context, texts []string, o ClassifyOptio
 // hypothesis, query and passage for a cross-encoder), truncated longest
 // first to MaxLength, scored as Classify's.
 func (p *Pipeline) ClassifyPairs(ctx context.Context, pairs []tokenizer.Pair, o ClassifyOptions) ([]Classification, error) {
+	if err := p.refuseClosed("ClassifyPairs"); err != nil {
+		return nil, err
+	}
 	if err := p.m.Enter(); err != nil {
 		return nil, err
 	}
@@ -282,6 +288,9 @@ func (p *Pipeline) DefaultFunction() ClassificationFunction {
 // scores), and with o.TopK > 0 the TopK best labels, sorted by score,
 // equal scores in label order. Bad options are errors wrapping ErrInput.
 func (p *Pipeline) Postprocess(logits []float32, o ClassifyOptions) (Classification, error) {
+	if err := p.refuseClosed("Postprocess"); err != nil {
+		return Classification{}, err
+	}
 	if err := o.scoring(); err != nil {
 		return Classification{}, err
 	}

@@ -42,6 +42,9 @@ type EmbedOptions struct {
 // (Pipeline.Sentence). An unknown pooling is an error wrapping ErrInput,
 // splade one wrapping ErrConfig.
 func (p *Pipeline) Embed(ctx context.Context, texts []string, o EmbedOptions) ([][]float32, error) {
+	if err := p.refuseClosed("Embed"); err != nil {
+		return nil, err
+	}
 	if err := p.m.Enter(); err != nil {
 		return nil, err
 	}

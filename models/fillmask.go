@@ -64,6 +64,9 @@ func (r FillMaskResult) HF() any {
 // warning. Duplicate ids count once. No id left is an error wrapping
 // ErrInput.
 func (p *Pipeline) ResolveTargets(targets []string) (ids []int32, warnings []string, err error) {
+	if err := p.refuseClosed("ResolveTargets"); err != nil {
+		return nil, nil, err
+	}
 	tok, err := p.tokenizer("fill-mask")
 	if err != nil {
 		return nil, nil, err
@@ -107,6 +110,9 @@ func resolveTargets(tok *tokenizer.Tokenizer, targets []string) ([]int32, []stri
 // ErrInput. Texts longer than MaxLength are truncated. The model must
 // have a masked language modeling head.
 func (p *Pipeline) FillMask(ctx context.Context, texts []string, o FillMaskOptions) ([]FillMaskResult, error) {
+	if err := p.refuseClosed("FillMask"); err != nil {
+		return nil, err
+	}
 	if err := p.m.Enter(); err != nil {
 		return nil, err
 	}

@@ -102,6 +102,9 @@ func (o *Output) engine() *encoder.Output {
 // returns every layer's output. It stops between layers once ctx is done,
 // returning ctx.Err().
 func (p *Pipeline) Forward(ctx context.Context, in *Inputs, keepHidden bool) (*Output, error) {
+	if err := p.refuseClosed("Forward"); err != nil {
+		return nil, err
+	}
 	r, err := p.m.ForwardContext(ctx, in.engine(), keepHidden)
 	if err != nil {
 		return nil, err

@@ -83,9 +83,40 @@ func TestCallsAfterClose(t *testing.T) {
 				_, err := p.Quantize(ctx, lifeTexts, models.PrecisionInt8Dynamic, models.QuantizeOptions{})
 				return err
 			},
-			"Pipeline.Save":            func() error { return p.Save(t.TempDir()) },
-			"TaskModel.Forward":        func() error { _, err := m.Forward(in, false); return err },
-			"TaskModel.ForwardContext": func() error { _, err := m.ForwardContext(ctx, in, true); return err },
+			"Pipeline.Save": func() error { return p.Save(t.TempDir()) },
+			"Pipeline.QuantizeInputs": func() error {
+				_, err := p.QuantizeInputs(ctx, nil, models.PrecisionInt8Dynamic, models.QuantizeOptions{})
+				return err
+			},
+			"Pipeline.Postprocess":    func() error { _, err := p.Postprocess([]float32{1, 2}, models.ClassifyOptions{}); return err },
+			"Pipeline.ResolveTargets": func() error { _, _, err := p.ResolveTargets([]string{"w5"}); return err },
+			"Pipeline.FillMask":       func() error { _, err := p.FillMask(ctx, lifeTexts, models.FillMaskOptions{}); return err },
+			"Pipeline.Forward": func() error {
+				_, err := p.Forward(ctx, &models.Inputs{Batch: 1, Seq: 2, IDs: []int32{101, 102}, Mask: []int32{1, 1}}, false)
+				return err
+			},
+			"Pipeline.TokenClassify": func() error { _, err := p.TokenClassify(ctx, lifeTexts, models.TokenClassifyOptions{}); return err },
+			"Pipeline.ZeroShot": func() error {
+				_, err := p.ZeroShot(ctx, lifeTexts, models.ZeroShotOptions{CandidateLabels: []string{"a"}})
+				return err
+			},
+			"Pipeline.SetMaxBatchTokens":    func() error { return p.SetMaxBatchTokens(4096) },
+			"Pipeline.Prompt":               func() error { _, err := p.Prompt("query"); return err },
+			"Pipeline.Encode":               func() error { _, err := p.Encode("w5", nil, models.EncodeOptions{}); return err },
+			"Pipeline.EncodeIDs":            func() error { _, err := p.EncodeIDs([]int32{5, 6}, models.EncodeOptions{}); return err },
+			"Pipeline.EncodeIDsRetokenized": func() error { _, err := p.EncodeIDsRetokenized([]int32{5, 6}, models.EncodeOptions{}); return err },
+			"Pipeline.EncodeIDsAsText":      func() error { _, err := p.EncodeIDsAsText([]int32{5, 6}, models.EncodeOptions{}); return err },
+			"Pipeline.Run": func() error {
+				return p.Run(ctx, []models.Sequence{{}}, func(*models.Batch) error { return nil })
+			},
+			"Pipeline.EmbeddingDim":     func() error { _, err := p.EmbeddingDim(models.PoolDefault); return err },
+			"Pipeline.EmbedSparse":      func() error { _, err := p.EmbedSparse(ctx, lifeTexts, models.SparseOptions{}); return err },
+			"Pipeline.SparseOf":         func() error { _, err := p.SparseOf(&models.Output{}, 0, nil); return err },
+			"Pipeline.Warmup":           func() error { return p.Warmup(ctx, models.WarmupOptions{}) },
+			"Pipeline.WarmupKeys":       func() error { _, err := p.WarmupKeys(models.WarmupOptions{}); return err },
+			"Pipeline.SaveTuningRecord": func() error { return p.SaveTuningRecord(t.TempDir()) },
+			"TaskModel.Forward":         func() error { _, err := m.Forward(in, false); return err },
+			"TaskModel.ForwardContext":  func() error { _, err := m.ForwardContext(ctx, in, true); return err },
 			"TaskModel.Quantize": func() error {
 				_, err := m.Quantize(ctx, calibBatches(1000, 1), encoder.PrecisionInt8Static, encoder.QuantizeOptions{})
 				return err
@@ -96,7 +127,21 @@ func TestCallsAfterClose(t *testing.T) {
 			"Model.Calibrate":      func() error { _, err := enc.Calibrate(ctx, calibBatches(1000, 1), 0, nil); return err },
 		}
 		for call, f := range calls {
-			require.ErrorIs(t, f(), models.ErrClosed, "%s: %s after Close", name, call)
+			err := f()
+			require.ErrorIs(t, err, models.ErrClosed, "%s: %s after Close", name, call)
+			require.NotContains(t, err.Error(), "selector:", "%s: %s after Close", name, call)
+		}
+		// Every method of a Pipeline that returns an error is in the
+		// table, so that a new one cannot miss the check.
+		pt := reflect.TypeOf(p)
+		errType := reflect.TypeOf((*error)(nil)).Elem()
+		for i := range pt.NumMethod() {
+			mt := pt.Method(i).Type
+			if mt.NumOut() == 0 || mt.Out(mt.NumOut()-1) != errType || pt.Method(i).Name == "Close" {
+				continue
+			}
+			_, ok := calls["Pipeline."+pt.Method(i).Name]
+			require.True(t, ok, "Pipeline.%s returns an error and is not in the table", pt.Method(i).Name)
 		}
 		require.NoError(t, p.Close(), "%s: a second Close", name)
 		require.NoError(t, m.Close(), "%s: TaskModel.Close after Pipeline.Close", name)

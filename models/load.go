@@ -208,13 +208,16 @@ func resolveModel(ctx context.Context, pathOrID, revision string, log *slog.Logg
 	case err == nil && st.IsDir():
 		return pathOrID, nil
 	case err == nil:
-		return "", fmt.Errorf("models: %s is a file, not a model folder; give the folder that holds config.json and the weights: %w",
-			pathOrID, ErrConfig)
+		return "", encoder.Errorf(ErrConfig, "models: %s is a file, not a model folder; give the folder that holds config.json and the weights",
+			pathOrID)
 	case LooksLikePath(pathOrID):
 		if pathOrID == "" {
-			return "", fmt.Errorf("models: no model folder or Hugging Face model id given: %w", ErrConfig)
+			return "", encoder.Errorf(ErrConfig, "models: no model given; give a model folder or a Hugging Face model id (owner/name)")
 		}
-		return "", fmt.Errorf("models: no such model folder %s (%w): %w", pathOrID, fs.ErrNotExist, ErrConfig)
+		return "", &encoder.Error{
+			Msg:  fmt.Sprintf("models: no such model folder %s; check the path (a Hugging Face model id is owner/name, looked up on the hub)", pathOrID),
+			Errs: []error{ErrConfig, fs.ErrNotExist},
+		}
 	}
 	hub := checkpoint.NewHub()
 	hub.Progress = nil // the library writes nothing to stderr
@@ -276,7 +279,7 @@ func Load(ctx context.Context, pathOrID string, o Options) (*Pipeline, error) {
 	}
 	cfg, err := checkpoint.LoadConfig(dir)
 	if err != nil {
-		return nil, fmt.Errorf("models: %w: %w", err, ErrConfig)
+		return nil, encoder.ConfigFileError("models", dir, err)
 	}
 	fam, err := familyOf(cfg)
 	if err != nil {
@@ -337,8 +340,8 @@ func familyOf(cfg *checkpoint.Config) (*encoder.Family, error) {
 				return f, nil
 			}
 		}
-		return nil, fmt.Errorf("model_type %q (architectures %v) is not supported; supported: %s: %w",
-			cfg.ModelType, cfg.Architectures, supported(), ErrConfig)
+		return nil, encoder.Errorf(ErrConfig, "model_type %q (architectures %v) is not supported; supported: %s",
+			cfg.ModelType, cfg.Architectures, supported())
 	}
 	if len(cfg.Architectures) > 0 {
 		for _, f := range families {
@@ -346,10 +349,10 @@ func familyOf(cfg *checkpoint.Config) (*encoder.Family, error) {
 				return f, nil
 			}
 		}
-		return nil, fmt.Errorf("config.json has no model_type, and architecture %s is not supported; supported: %s: %w",
-			cfg.Architectures[0], supported(), ErrConfig)
+		return nil, encoder.Errorf(ErrConfig, "config.json has no model_type, and architecture %s is not supported; supported: %s",
+			cfg.Architectures[0], supported())
 	}
-	return nil, fmt.Errorf("config.json names neither a model_type nor architectures; supported: %s: %w", supported(), ErrConfig)
+	return nil, encoder.Errorf(ErrConfig, "config.json names neither a model_type nor architectures; add the model_type of its Hugging Face repository (supported: %s)", supported())
 }
 
 // supported lists the model types and architectures Load opens.

@@ -127,6 +127,9 @@ type Entity struct {
 // must have a token classification head; bad options are errors wrapping
 // ErrInput.
 func (p *Pipeline) TokenClassify(ctx context.Context, texts []string, o TokenClassifyOptions) ([][]Entity, error) {
+	if err := p.refuseClosed("TokenClassify"); err != nil {
+		return nil, err
+	}
 	if err := p.m.Enter(); err != nil {
 		return nil, err
 	}

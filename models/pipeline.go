@@ -91,7 +91,7 @@ func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 	}
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
-		return nil, fmt.Errorf("models: %w: %w", err, ErrConfig)
+		return nil, encoder.Errorf(ErrConfig, "models: %w; the tokenizer files must be the model's own: download them again from its repository", err)
 	}
 	return tok, nil
 }
@@ -147,6 +147,9 @@ func (p *Pipeline) MaxBatchTokens() int { return p.maxBatchTokens }
 // 9.10). Call it before the pipeline's calls start: it is not safe
 // beside them.
 func (p *Pipeline) SetMaxBatchTokens(n int) error {
+	if err := p.refuseClosed("SetMaxBatchTokens"); err != nil {
+		return err
+	}
 	if n < 1 {
 		return fmt.Errorf("models: max batch tokens %d: want 1 or more: %w", n, ErrConfig)
 	}
@@ -228,8 +231,8 @@ func (p *Pipeline) tokenizer(what string) (*tokenizer.Tokenizer, error) {
 		if dir == "" {
 			dir = "the model"
 		}
-		return nil, fmt.Errorf("models: %s: %s has no tokenizer (tokenizer.json, or vocab.txt with tokenizer_config.json); run token ids with Forward: %w",
-			what, dir, ErrConfig)
+		return nil, encoder.Errorf(ErrConfig, "models: %s: %s has no tokenizer; copy the model's tokenizer.json (or vocab.txt and tokenizer_config.json) into it, or run token ids with Forward",
+			what, dir)
 	}
 	return p.Tok, nil
 }

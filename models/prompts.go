@@ -64,6 +64,9 @@ func (p *Pipeline) DefaultPromptName() string { return p.prompts.defaultName }
 // Prompt is the text of the prompt named name (Prompts). A name the
 // model's prompts lack is an error wrapping ErrInput that lists them.
 func (p *Pipeline) Prompt(name string) (string, error) {
+	if err := p.refuseClosed("Prompt"); err != nil {
+		return "", err
+	}
 	if text, ok := p.prompts.byName[name]; ok {
 		return text, nil
 	}

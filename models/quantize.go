@@ -124,12 +124,18 @@ func (q *QuantizeOptions) engine() encoder.QuantizeOptions {
 // bit as the one just quantized. Empty or NaN-producing texts are errors.
 // Options.Precision quantizes at load instead.
 func (p *Pipeline) Quantize(ctx context.Context, texts []string, prec Precision, o QuantizeOptions) (*Pipeline, error) {
+	if err := p.refuseClosed("Quantize"); err != nil {
+		return nil, err
+	}
 	return p.quantize(ctx, texts, nil, prec, o, false)
 }
 
 // QuantizeInputs is Quantize calibrated on token batches rather than
 // texts (a model without a tokenizer, or random inputs of a benchmark).
 func (p *Pipeline) QuantizeInputs(ctx context.Context, batches []*Inputs, prec Precision, o QuantizeOptions) (*Pipeline, error) {
+	if err := p.refuseClosed("QuantizeInputs"); err != nil {
+		return nil, err
+	}
 	return p.quantize(ctx, nil, batches, prec, o, false)
 }
 
@@ -250,6 +256,9 @@ func (p *Pipeline) padInputs(seqs []encoder.Tokens, idx []int, seq int, ids, mas
 // folder's sentence-transformers files (modules.json and its modules,
 // sentence_bert_config.json, config_sentence_transformers.json).
 func (p *Pipeline) Save(dir string) error {
+	if err := p.refuseClosed("Save"); err != nil {
+		return err
+	}
 	if err := p.m.Save(dir); err != nil {
 		return err
 	}

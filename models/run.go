@@ -148,6 +148,9 @@ func (p *Pipeline) tokenizerOptions(o EncodeOptions) (tokenizer.Options, error) 
 // Run. A text the tokenizer refuses (invalid UTF-8), one too long
 // without o.Truncate, or bad options are errors wrapping ErrInput.
 func (p *Pipeline) Encode(text string, pair *string, o EncodeOptions) (Sequence, error) {
+	if err := p.refuseClosed("Encode"); err != nil {
+		return Sequence{}, err
+	}
 	tok, err := p.tokenizer("encode")
 	if err != nil {
 		return Sequence{}, err
@@ -188,6 +191,9 @@ func (p *Pipeline) Encode(text string, pair *string, o EncodeOptions) (Sequence,
 // direction are errors wrapping ErrInput. It needs no tokenizer, but for
 // a prompt: with o.Prompt set it is EncodeIDsAsText.
 func (p *Pipeline) EncodeIDs(ids []int32, o EncodeOptions) (Sequence, error) {
+	if err := p.refuseClosed("EncodeIDs"); err != nil {
+		return Sequence{}, err
+	}
 	if o.Prompt != "" {
 		return p.EncodeIDsAsText(ids, o)
 	}
@@ -214,6 +220,9 @@ func (p *Pipeline) EncodeIDs(ids []int32, o EncodeOptions) (Sequence, error) {
 // that are not the tokenizer's own split of their text come out as it.
 // With o.Prompt set it is EncodeIDsAsText; without a tokenizer, EncodeIDs.
 func (p *Pipeline) EncodeIDsRetokenized(ids []int32, o EncodeOptions) (Sequence, error) {
+	if err := p.refuseClosed("EncodeIDsRetokenized"); err != nil {
+		return Sequence{}, err
+	}
 	if o.Prompt != "" {
 		return p.EncodeIDsAsText(ids, o)
 	}
@@ -252,6 +261,9 @@ func (p *Pipeline) EncodeIDsRetokenized(ids []int32, o EncodeOptions) (Sequence,
 // with special tokens and o's truncation: Encode(decoded, nil, o). It
 // needs the tokenizer.
 func (p *Pipeline) EncodeIDsAsText(ids []int32, o EncodeOptions) (Sequence, error) {
+	if err := p.refuseClosed("EncodeIDsAsText"); err != nil {
+		return Sequence{}, err
+	}
 	if err := p.checkIDs(ids, o); err != nil {
 		return Sequence{}, err
 	}
@@ -354,6 +366,9 @@ func (b *Batch) Classification(r int, o ClassifyOptions) (Classification, error)
 // both the head's outputs (when the model has a head) and the last hidden
 // states.
 func (p *Pipeline) Run(ctx context.Context, seqs []Sequence, each func(b *Batch) error) error {
+	if err := p.refuseClosed("Run"); err != nil {
+		return err
+	}
 	if err := p.m.Enter(); err != nil {
 		return err
 	}

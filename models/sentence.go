@@ -517,6 +517,9 @@ func (p *Pipeline) Pooling() (Pooling, string) { return p.st.pool, p.st.poolFrom
 // the model's own): Hidden times pool's modes, or the last Dense
 // module's out_features; a pooling Embed refuses is its error.
 func (p *Pipeline) EmbeddingDim(pool Pooling) (int, error) {
+	if err := p.refuseClosed("EmbeddingDim"); err != nil {
+		return 0, err
+	}
 	pool, err := p.pooling(pool)
 	if err != nil {
 		return 0, err

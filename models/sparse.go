@@ -29,6 +29,9 @@ type SparseOptions struct {
 // pooling and TEI's splade pooling compute it. The model must have a
 // masked language modeling head (an error wrapping ErrConfig otherwise).
 func (p *Pipeline) EmbedSparse(ctx context.Context, texts []string, o SparseOptions) ([][]SparseValue, error) {
+	if err := p.refuseClosed("EmbedSparse"); err != nil {
+		return nil, err
+	}
 	dense, err := p.embedSplade(ctx, texts, o)
 	if err != nil {
 		return nil, err
@@ -97,6 +100,9 @@ func (p *Pipeline) embedSplade(ctx context.Context, texts []string, o SparseOpti
 // of Forward on token ids, over its rows whose mask is 1 (mask: the
 // inputs', nil for all).
 func (p *Pipeline) SparseOf(out *Output, b int, mask []int32) ([]SparseValue, error) {
+	if err := p.refuseClosed("SparseOf"); err != nil {
+		return nil, err
+	}
 	if err := p.needMaskedLM("sparse"); err != nil {
 		return nil, err
 	}

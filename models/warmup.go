@@ -56,11 +56,17 @@ func (p *Pipeline) warmupBounds(o WarmupOptions) encoder.WarmupOptions {
 // then keeps one set of pass buffers for o.MaxTokens tokens until it
 // closes.
 func (p *Pipeline) Warmup(ctx context.Context, o WarmupOptions) error {
+	if err := p.refuseClosed("Warmup"); err != nil {
+		return err
+	}
 	return p.m.Warmup(ctx, p.warmupBounds(o))
 }
 
 // WarmupKeys lists the keys Warmup tunes with o, smallest M first.
 func (p *Pipeline) WarmupKeys(o WarmupOptions) ([]selector.Key, error) {
+	if err := p.refuseClosed("WarmupKeys"); err != nil {
+		return nil, err
+	}
 	return p.m.WarmupKeys(p.warmupBounds(o))
 }
 
@@ -70,4 +76,9 @@ func (p *Pipeline) WarmupKeys(o WarmupOptions) ([]selector.Key, error) {
 // record of the folder the model came from) already holds. Save calls it;
 // `int8bert tune --model DIR` calls it after a warm-up. A model without
 // any tuned key leaves dir's record as it is.
-func (p *Pipeline) SaveTuningRecord(dir string) error { return p.m.SaveTuningRecord(dir) }
+func (p *Pipeline) SaveTuningRecord(dir string) error {
+	if err := p.refuseClosed("SaveTuningRecord"); err != nil {
+		return err
+	}
+	return p.m.SaveTuningRecord(dir)
+}

@@ -109,6 +109,9 @@ func (p *Pipeline) EntailmentID() int {
 // entailment, is an error wrapping ErrConfig; no labels, a blank label
 // or a template without {} are errors wrapping ErrInput.
 func (p *Pipeline) ZeroShot(ctx context.Context, texts []string, o ZeroShotOptions) ([]ZeroShotResult, error) {
+	if err := p.refuseClosed("ZeroShot"); err != nil {
+		return nil, err
+	}
 	if err := p.m.Enter(); err != nil {
 		return nil, err
 	}

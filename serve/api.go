@@ -55,7 +55,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return &apiError{http.StatusRequestEntityTooLarge, errValidation,
-				fmt.Sprintf("request body larger than %d bytes (--max-body-bytes)", limit)}
+				fmt.Sprintf("request body larger than %d bytes; send at most that, or raise --max-body-bytes", limit)}
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {

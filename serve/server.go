@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -406,6 +408,10 @@ func (s *Server) wrap(name string, admitted bool, h func(w http.ResponseWriter, 
 		if s.draining.Load() {
 			w.Header().Set("Connection", "close")
 		}
+		if r.ContentLength > s.cfg.MaxBodyBytes {
+			s.refuseBody(rw, w, r, name)
+			return
+		}
 		if admitted {
 			if s.draining.Load() {
 				s.writeError(w, name, &apiError{503, errUnhealthy, "the server is shutting down"})
@@ -418,6 +424,40 @@ func (s *Server) wrap(name string, admitted bool, h func(w http.ResponseWriter, 
 			s.writeError(w, name, herr)
 		}
 	})
+}
+
+// drainBodyBytes is the most of a refused body (refuseBody) read and
+// discarded so that the client, still sending, reads the 413 and a clean
+// end of the connection; a larger one is left unread and may end in a
+// reset. The server's ReadTimeout bounds the time the reading takes.
+const drainBodyBytes = 64 << 20
+
+// refuseBody answers a request whose declared body (Content-Length) is
+// over MaxBodyBytes with TEI's 413 before reading any of it, and closes
+// the connection. Reading a body is what sends "100 Continue": a client
+// that asked for it gets none and sends nothing. One that sends its body
+// at once has it read and discarded after the answer is flushed (up to
+// drainBodyBytes): closing a connection with unread data in it makes the
+// kernel reset it, and a client still writing loses the 413 to the reset
+// (reading the body up to the limit, as decodeBody does for a body of no
+// declared length, gave "100 Continue" and then that reset). rw is the
+// server's writer, w the route's around it.
+func (s *Server) refuseBody(rw, w http.ResponseWriter, r *http.Request, route string) {
+	w.Header().Set("Connection", "close")
+	expect := strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+	rc := http.NewResponseController(rw)
+	drain := !expect && r.ContentLength <= drainBodyBytes
+	if drain {
+		// Without full duplex the server would not let the handler
+		// read the body once the answer is written. HTTP/2 is full
+		// duplex already, and says so by an error.
+		_ = rc.EnableFullDuplex()
+	}
+	s.writeError(w, route, &apiError{http.StatusRequestEntityTooLarge, errValidation,
+		fmt.Sprintf("request body of %d bytes is larger than %d bytes; send at most that, or raise --max-body-bytes", r.ContentLength, s.cfg.MaxBodyBytes)})
+	if drain && rc.Flush() == nil {
+		io.Copy(io.Discard, r.Body)
+	}
 }
 
 // writeError answers err as JSON: an apiError with its status, a

@@ -256,7 +256,7 @@ func LoadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 	}
 	cfg, err := checkpoint.LoadConfig(dir)
 	if err != nil {
-		return nil, fmt.Errorf("encoder: %w: %w", err, ErrConfig)
+		return nil, ConfigFileError("encoder", dir, err)
 	}
 	// Without a model_type, the architecture must be the family's.
 	if cfg.ModelType != "" && !fam.HasModelType(cfg.ModelType) {
@@ -283,7 +283,7 @@ func LoadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 	if art := filepath.Join(dir, ArtifactFile); fileExists(art) {
 		st, err := checkpoint.OpenSafetensors(art)
 		if err != nil {
-			return nil, fmt.Errorf("encoder: INT8 artifact: %w: %w", err, ErrConfig)
+			return nil, weightsError(dir, err)
 		}
 		if m, err = buildTaskInt8(st, st, cfg, ec, fam, sel, o); err != nil {
 			st.Close()
@@ -296,7 +296,7 @@ func LoadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 	} else {
 		ck, err := checkpoint.Open(dir)
 		if err != nil {
-			return nil, fmt.Errorf("encoder: %w: %w", err, ErrConfig)
+			return nil, weightsError(dir, err)
 		}
 		if m, err = buildTask(ck, ck, cfg, ec, fam, sel, o, nil); err != nil {
 			ck.Close()

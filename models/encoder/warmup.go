@@ -46,6 +46,11 @@ type WarmupOptions struct {
 // closes (on BERT-base about 30 MB per 1,000 tokens FP32, 47 MB INT8), so that the
 // first call after a garbage collection does not allocate them again.
 func (m *TaskModel) Warmup(ctx context.Context, o WarmupOptions) error {
+	// The gate: packing reads the weights, which Close unmaps.
+	if err := m.enter(); err != nil {
+		return err
+	}
+	defer m.leave()
 	keys, err := m.warmupKeys(o)
 	if err != nil {
 		return err
@@ -82,6 +87,11 @@ func (m *TaskModel) Warmup(ctx context.Context, o WarmupOptions) error {
 // WarmupKeys lists the keys Warmup tunes, smallest M first: the union of
 // the keys of every forward pass within o's bounds.
 func (m *TaskModel) WarmupKeys(o WarmupOptions) ([]selector.Key, error) {
+	// The gate: packing reads the weights, which Close unmaps.
+	if err := m.enter(); err != nil {
+		return nil, err
+	}
+	defer m.leave()
 	wks, err := m.warmupKeys(o)
 	if err != nil {
 		return nil, err
@@ -366,6 +376,11 @@ func importTuningRecord(sel *selector.Selector, dir string) {
 // `int8bert tune --model DIR` calls it after a warm-up. A model without
 // any tuned key leaves dir's record as it is.
 func (m *TaskModel) SaveTuningRecord(dir string) error {
+	// The gate: packing reads the weights, which Close unmaps.
+	if err := m.enter(); err != nil {
+		return err
+	}
+	defer m.leave()
 	dst := filepath.Join(dir, TuningRecordFile)
 	if m.dir != "" {
 		src := filepath.Join(m.dir, TuningRecordFile)
