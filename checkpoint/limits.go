@@ -72,3 +72,52 @@ func localName(n string) bool {
 	}
 	return true
 }
+
+// maxFolderDepth bounds how deep CheckSymlinks looks: a model folder
+// holds its files at the top and sentence-transformers modules one
+// level down.
+const maxFolderDepth = 4
+
+// CheckSymlinks returns an error wrapping ErrUnsafePath when a symlink in
+// the model folder dir (to maxFolderDepth levels) resolves to a path
+// outside it, or cannot be resolved. A snapshot folder of the hub cache
+// (.../models--<org>--<name>/snapshots/<commit>) may link into its
+// repository's cache folder, where the hub client keeps the blobs its
+// symlinks name. The folder itself may be reached through a symlink.
+// A caller that trusts the folder's links skips the check
+// (models.Options.AllowSymlinksOutside).
+func CheckSymlinks(dir string) error {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	root, err = filepath.Abs(root)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	allowed := root
+	if snaps := filepath.Dir(root); filepath.Base(snaps) == "snapshots" && strings.HasPrefix(filepath.Base(filepath.Dir(snaps)), "models--") {
+		allowed = filepath.Dir(snaps)
+	}
+	return filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() && rel != "." && strings.Count(rel, string(filepath.Separator)) >= maxFolderDepth-1 {
+			return filepath.SkipDir
+		}
+		if d.Type()&os.ModeSymlink == 0 {
+			return nil
+		}
+		target, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return fmt.Errorf("checkpoint: model folder %s: symlink %s does not resolve (%v): %w", dir, rel, err, ErrUnsafePath)
+		}
+		if r, err := filepath.Rel(allowed, target); err != nil || !filepath.IsLocal(r) {
+			return fmt.Errorf("checkpoint: model folder %s: symlink %s points to %s, outside the folder (allow it with models.Options.AllowSymlinksOutside, the CLI's --allow-symlinks-outside): %w",
+				dir, rel, target, ErrUnsafePath)
+		}
+		return nil
+	})
+}

@@ -1,8 +1,10 @@
 package checkpoint
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
@@ -283,5 +285,73 @@ func TestSizeLimits(t *testing.T) {
 		if _, err := Open(dir); !errors.Is(err, ErrUnsafePath) {
 			t.Errorf("shard %q: %v, want ErrUnsafePath", shard, err)
 		}
+	}
+}
+
+// TestDeclaredLengthLimits: the length fields a weight file declares are
+// bounded: a safetensors header length over maxHeaderSize, a torch
+// storage that a compressed entry would expand far beyond its size, a
+// pickle over maxPickleSize.
+func TestDeclaredLengthLimits(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "model.safetensors")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hdr [8]byte
+	binary.LittleEndian.PutUint64(hdr[:], maxHeaderSize+1)
+	f.Write(hdr[:])
+	f.Truncate(maxHeaderSize + 64) // sparse
+	f.Close()
+	if _, err := OpenSafetensors(p); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "header length") {
+		t.Errorf("safetensors header over the limit: %v", err)
+	}
+
+	// A storage of 16 Mi zeros deflated: a few KB that expand 1000x.
+	const numel = 16 << 20
+	pkl := (&pk{}).proto().op('}').str("w").tensor("FloatStorage", "0", numel, 0, []int{numel}, []int{1}).op('s', '.').b
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, e := range []struct {
+		name string
+		n    int
+	}{{"archive/data.pkl", 0}, {"archive/data/0", 4 * numel}} {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: e.name, Method: zip.Deflate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.n == 0 {
+			w.Write(pkl)
+			continue
+		}
+		zeros := make([]byte, 1<<20)
+		for i := 0; i < e.n; i += len(zeros) {
+			w.Write(zeros)
+		}
+	}
+	zw.Close()
+	tf, err := ParseTorch(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tf.Raw("w"); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "expands") {
+		t.Errorf("a zip-bomb storage (%d bytes compressed): %v", buf.Len(), err)
+	}
+
+	// A data.pkl entry declaring more than maxPickleSize.
+	buf.Reset()
+	zw = zip.NewWriter(&buf)
+	w, err := zw.CreateHeader(&zip.FileHeader{Name: "archive/data.pkl", Method: zip.Deflate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := make([]byte, 1<<20)
+	for i := 0; i <= maxPickleSize; i += len(zeros) {
+		w.Write(zeros)
+	}
+	zw.Close()
+	if _, err := ParseTorch(bytes.NewReader(buf.Bytes()), int64(buf.Len())); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a pickle over the limit: %v", err)
 	}
 }
