@@ -215,7 +215,7 @@ func (e *redactedError) Unwrap() error { return e.err }
 // redact returns err with every occurrence of the token in its text
 // replaced: the token is sent in a header only, but a server may echo it
 // into a status line or a header that an error quotes (docs/DESIGN.md
-// section 6.3), and errors end up in logs.
+// section 6.1), and errors end up in logs.
 func (h *Hub) redact(err error) error {
 	if err == nil || h.Token == "" || !strings.Contains(err.Error(), h.Token) {
 		return err

@@ -10,7 +10,7 @@ import (
 )
 
 // Errors of the checks that keep a hostile model folder, index or hub
-// server inside its bounds (docs/DESIGN.md section 6.3), for errors.Is.
+// server inside its bounds (docs/DESIGN.md section 6.1), for errors.Is.
 var (
 	// ErrUnsafePath: a file name that a file declares (an index's
 	// weight_map), that a caller or server gives the hub client (a file

@@ -97,7 +97,7 @@ type Options struct {
 	Warmup *WarmupOptions
 	// AllowSymlinksOutside lets a model folder hold symlinks that resolve
 	// outside it. By default such a folder is refused (ErrConfig and
-	// checkpoint.ErrUnsafePath; docs/DESIGN.md section 6.3): a folder is
+	// checkpoint.ErrUnsafePath; docs/DESIGN.md section 6.1): a folder is
 	// read as a whole, and a link out of it would feed the process any
 	// file it can read. A hub cache snapshot's links into its own blobs
 	// are inside.

@@ -35,7 +35,7 @@ export PKG_CONFIG_PATH="$PWD/.build/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PAT
 # dependency of the module.
 STATICCHECK=v0.8.2
 # The dependency audit's scanner and database, pinned the same way
-# (docs/DESIGN.md section 6.3): the database is the OSV entries of this
+# (docs/DESIGN.md section 6.1): the database is the OSV entries of this
 # golang.org/x/vulndb version, fetched through the Go module proxy (the
 # public vuln.go.dev is not reachable from CI) and indexed once per version
 # into .build/vulndb-$VULNDB.

@@ -9,7 +9,7 @@ import (
 )
 
 // ErrTooLarge: a tokenizer file is over its size limit (docs/DESIGN.md
-// section 6.3).
+// section 6.1).
 var ErrTooLarge = errors.New("over the size limit")
 
 // The size limits of the files LoadFile reads: far above real tokenizers

@@ -165,7 +165,7 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *qf.calib == "" && prec == models.PrecisionInt8Static {
 		return fmt.Errorf("quantize: --mode static needs --calib FILE")
 	}
-	dir, err := (&models.Options{Logger: newLogger(stderr)}).Resolve(ctx, *model)
+	dir, err := (&models.Options{Logger: newLogger(stderr), AllowSymlinksOutside: *qf.allowSymlinks}).Resolve(ctx, *model)
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}

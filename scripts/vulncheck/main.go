@@ -1,5 +1,5 @@
 // Command vulncheck is the test command's dependency audit (scripts/test.sh,
-// stage vuln; docs/DESIGN.md section 6.3). It has two subcommands:
+// stage vuln; docs/DESIGN.md section 6.1). It has two subcommands:
 //
 //	vulncheck index SRC DST   indexes the OSV entries under SRC (a
 //	                          golang.org/x/vulndb module's data/osv, fetched
