@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // The file names Open looks for, in order of preference.
@@ -164,10 +165,15 @@ func ReadShardIndex(path string) (map[string]string, error) {
 }
 
 func readShardIndex(path string) (*shardIndex, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFileLimited(path, MaxIndexSize, "safetensors index")
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
+	return parseShardIndex(path, data)
+}
+
+// parseShardIndex parses the index at path (named in errors) from data.
+func parseShardIndex(path string, data []byte) (*shardIndex, error) {
 	var idx shardIndex
 	if err := json.Unmarshal(data, &idx); err != nil {
 		return nil, fmt.Errorf("checkpoint: %s: %w", path, err)
@@ -176,8 +182,8 @@ func readShardIndex(path string) (*shardIndex, error) {
 		return nil, fmt.Errorf("checkpoint: %s: empty weight_map", path)
 	}
 	for name, file := range idx.WeightMap {
-		if file == "" || filepath.IsAbs(file) || file != filepath.Base(file) {
-			return nil, fmt.Errorf("checkpoint: %s: tensor %q: shard %q must be a file name in the same folder", path, name, file)
+		if !localName(file) || strings.ContainsAny(file, `/\`) {
+			return nil, fmt.Errorf("checkpoint: %s: tensor %q: shard %q must be a file name in the same folder: %w", path, name, file, ErrUnsafePath)
 		}
 	}
 	return &idx, nil

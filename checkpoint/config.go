@@ -111,7 +111,7 @@ func LoadConfig(path string) (*Config, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, "config.json")
 	}
-	data, err := os.ReadFile(path)
+	data, err := ReadFileLimited(path, MaxConfigSize, "config.json")
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}

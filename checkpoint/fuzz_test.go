@@ -141,3 +141,24 @@ func FuzzConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzShardIndex: any index either fails to parse or names only shards
+// that are plain file names of the index's folder.
+func FuzzShardIndex(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"total_size":8},"weight_map":{"a":"model-00001-of-00002.safetensors","b":"model-00002-of-00002.safetensors"}}`))
+	f.Add([]byte(`{"weight_map":{"a":"../x.safetensors"}}`))
+	f.Add([]byte(`{"weight_map":{"a":".."}}`))
+	f.Add([]byte(`{"weight_map":{}}`))
+	f.Add([]byte(`{"weight_map":{"a":"C:\\x"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		idx, err := parseShardIndex("index.json", data)
+		if err != nil {
+			return
+		}
+		for name, file := range idx.WeightMap {
+			if !localName(file) || file != filepath.Base(file) || filepath.IsAbs(file) || file == ".." || file == "." {
+				t.Fatalf("tensor %q: shard %q accepted", name, file)
+			}
+		}
+	})
+}

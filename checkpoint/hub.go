@@ -150,13 +150,8 @@ func checkNames(repoID, revision, file string) error {
 	if !revisionRe.MatchString(revision) || strings.Contains(revision, "..") {
 		return fmt.Errorf("invalid revision %q", revision)
 	}
-	if file == "" || strings.HasPrefix(file, "/") || strings.Contains(file, "\\") {
-		return fmt.Errorf("invalid file name %q", file)
-	}
-	for _, part := range strings.Split(file, "/") {
-		if part == "" || part == "." || part == ".." {
-			return fmt.Errorf("invalid file name %q", file)
-		}
+	if !localName(file) {
+		return fmt.Errorf("invalid file name %q (a relative name inside the repository, without . or .. elements): %w", file, ErrUnsafePath)
 	}
 	return nil
 }
@@ -203,6 +198,32 @@ func (h *Hub) Cached(repoID, revision, file string) (string, error) {
 // ("" means "main"), downloading it into the cache when missing. In offline
 // mode, or when the hub cannot be reached, it falls back to the cache.
 func (h *Hub) Resolve(ctx context.Context, repoID, revision, file string) (string, error) {
+	p, err := h.resolve(ctx, repoID, revision, file)
+	return p, h.redact(err)
+}
+
+// redactedError is an error whose text has the token replaced; Unwrap
+// keeps the chain for errors.Is.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redact returns err with every occurrence of the token in its text
+// replaced: the token is sent in a header only, but a server may echo it
+// into a status line or a header that an error quotes (docs/DESIGN.md
+// section 6.2), and errors end up in logs.
+func (h *Hub) redact(err error) error {
+	if err == nil || h.Token == "" || !strings.Contains(err.Error(), h.Token) {
+		return err
+	}
+	return &redactedError{strings.ReplaceAll(err.Error(), h.Token, "[HF_TOKEN]"), err}
+}
+
+func (h *Hub) resolve(ctx context.Context, repoID, revision, file string) (string, error) {
 	if revision == "" {
 		revision = "main"
 	}
@@ -311,6 +332,9 @@ func (h *Hub) head(ctx context.Context, u, revision string) (fileMeta, error) {
 	}
 	if !commitRe.MatchString(m.commit) {
 		return fileMeta{}, fmt.Errorf("%s: server sent no valid X-Repo-Commit header (got %q)", u, m.commit)
+	}
+	if m.etag == "." || m.etag == ".." {
+		return fileMeta{}, fmt.Errorf("%s: server sent the ETag %q, which would name a folder of the cache, not a blob in it: %w", u, m.etag, ErrUnsafePath)
 	}
 	if !etagRe.MatchString(m.etag) {
 		return fileMeta{}, fmt.Errorf("%s: server sent no usable ETag (got %q)", u, m.etag)

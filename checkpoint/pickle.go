@@ -191,7 +191,7 @@ func (u *unpickler) memoPut(idx uint32) error {
 		return err
 	}
 	if len(u.memo) >= maxPickleItems {
-		return errors.New("memo too large")
+		return fmt.Errorf("memo of more than %d items: %w", maxPickleItems, ErrTooLarge)
 	}
 	u.memo[idx] = v
 	return nil
@@ -217,7 +217,7 @@ func (u *unpickler) global(module, name string) error {
 func (u *unpickler) run() (any, error) {
 	for {
 		if len(u.stack) > maxPickleItems {
-			return nil, errors.New("stack too deep")
+			return nil, fmt.Errorf("stack of more than %d items: %w", maxPickleItems, ErrTooLarge)
 		}
 		opb, err := u.read(1)
 		if err != nil {

@@ -89,7 +89,7 @@ func parseSafetensors(buf []byte) (*Safetensors, error) {
 		return nil, fmt.Errorf("header length %d runs past the end of the file (%d bytes)", n, len(buf))
 	}
 	if n > maxHeaderSize {
-		return nil, fmt.Errorf("header length %d exceeds the %d-byte limit", n, maxHeaderSize)
+		return nil, fmt.Errorf("header length %d exceeds the %d-byte limit: %w", n, maxHeaderSize, ErrTooLarge)
 	}
 	hdr := buf[8 : 8+n]
 	if len(hdr) == 0 || hdr[0] != '{' {

@@ -60,6 +60,10 @@ func ParseTorch(r io.ReaderAt, size int64) (*TorchFile, error) {
 // even for large models).
 const maxPickleSize = 256 << 20
 
+// maxStorageRatio bounds how much a compressed storage entry may expand
+// (float weights deflate by well under 2x).
+const maxStorageRatio = 16
+
 func newTorchFile(zr *zip.Reader) (*TorchFile, error) {
 	t := &TorchFile{zr: zr, files: map[string]*zip.File{}}
 	var pkl *zip.File
@@ -94,7 +98,7 @@ func newTorchFile(zr *zip.Reader) (*TorchFile, error) {
 		}
 	}
 	if pkl.UncompressedSize64 > maxPickleSize {
-		return nil, fmt.Errorf("%s: %d bytes is too large", pkl.Name, pkl.UncompressedSize64)
+		return nil, fmt.Errorf("%s: %d bytes, over the %d-byte limit of a pickle: %w", pkl.Name, pkl.UncompressedSize64, maxPickleSize, ErrTooLarge)
 	}
 	rc, err := pkl.Open()
 	if err != nil {
@@ -156,6 +160,12 @@ func (t *TorchFile) storage(s *storageRef) ([]byte, error) {
 	want := mulSat(s.numel, int64(s.dtype.Size()))
 	if f.UncompressedSize64 != uint64(want) {
 		return nil, fmt.Errorf("storage %s holds %d bytes, want %d (%d x %s)", name, f.UncompressedSize64, want, s.numel, s.dtype)
+	}
+	if f.Method != zip.Store && f.UncompressedSize64 > maxStorageRatio*f.CompressedSize64+4096 {
+		// torch.save stores entries uncompressed; a compressed one that
+		// would expand this much is a zip bomb, not a tensor.
+		return nil, fmt.Errorf("storage %s expands %d compressed bytes to %d, over %dx: %w",
+			name, f.CompressedSize64, f.UncompressedSize64, maxStorageRatio, ErrTooLarge)
 	}
 	rc, err := f.Open()
 	if err != nil {

@@ -95,6 +95,13 @@ type Options struct {
 	// is tuned and packed, so that no first call stalls. nil leaves the
 	// tuning to the first calls (or to a tuning record next to the model).
 	Warmup *WarmupOptions
+	// AllowSymlinksOutside lets a model folder hold symlinks that resolve
+	// outside it. By default such a folder is refused (ErrConfig and
+	// checkpoint.ErrUnsafePath; docs/DESIGN.md section 6.2): a folder is
+	// read as a whole, and a link out of it would feed the process any
+	// file it can read. A hub cache snapshot's links into its own blobs
+	// are inside.
+	AllowSymlinksOutside bool
 }
 
 // AttentionMode is the arithmetic of an INT8 or bf16 model's attention
@@ -198,7 +205,14 @@ func (o *Options) Resolve(ctx context.Context, pathOrID string) (string, error) 
 	if err := o.Check(); err != nil {
 		return "", err
 	}
-	return resolveModel(ctx, pathOrID, o.Revision, o.logger())
+	dir, err := resolveModel(ctx, pathOrID, o.Revision, o.logger())
+	if err != nil || o.AllowSymlinksOutside {
+		return dir, err
+	}
+	if err := checkpoint.CheckSymlinks(dir); err != nil {
+		return "", fmt.Errorf("models: %w: %w", err, ErrConfig)
+	}
+	return dir, nil
 }
 
 // resolveModel is ResolveModel, logging downloads to log.

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/int8bert/int8bert/checkpoint"
 )
 
 // PromptsFile is the sentence-transformers file (2.4 and later) whose
@@ -29,7 +30,7 @@ type prompts struct {
 // to start on it.
 func readPrompts(dir string) (prompts, error) {
 	f := filepath.Join(dir, PromptsFile)
-	b, err := os.ReadFile(f)
+	b, err := checkpoint.ReadFileLimited(f, checkpoint.MaxConfigSize, "sentence-transformers config")
 	if errors.Is(err, fs.ErrNotExist) {
 		return prompts{}, nil
 	}

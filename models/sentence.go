@@ -127,7 +127,7 @@ func readSentence(dir string, fam *encoder.Family, hidden int) (*sentence, error
 // readJSON unmarshals the file at path into v; ok is false when it does
 // not exist.
 func readJSON(path string, v any) (ok bool, err error) {
-	b, err := os.ReadFile(path)
+	b, err := checkpoint.ReadFileLimited(path, checkpoint.MaxConfigSize, "model folder's JSON file")
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -159,6 +159,9 @@ func (s *sentence) readModules(dir string, hidden int) error {
 	width := 0 // the width of the sentence embedding so far (0: no pooling yet)
 	for i, m := range mods {
 		where := fmt.Sprintf("%s: module %d (%s, %q)", ModulesFile, i, m.Type, m.Path)
+		if m.Path != "" && !filepath.IsLocal(filepath.FromSlash(m.Path)) || strings.Contains(m.Path, `\`) {
+			return fmt.Errorf("%s: the path must stay inside the model folder: %w: %w", where, checkpoint.ErrUnsafePath, ErrConfig)
+		}
 		switch m.Type {
 		case stTransformer:
 			if i != 0 {
@@ -606,7 +609,11 @@ func resolveSentence(ctx context.Context, hub *checkpoint.Hub, id, revision stri
 		if _, err := readJSON(mf, &mods); err != nil {
 			return err
 		}
-		for _, m := range mods {
+		for i, m := range mods {
+			if m.Path != "" && !filepath.IsLocal(filepath.FromSlash(m.Path)) || strings.Contains(m.Path, `\`) {
+				return fmt.Errorf("models: %s: %s: module %d (%s, %q): the path must stay inside the repository: %w: %w",
+					id, ModulesFile, i, m.Type, m.Path, checkpoint.ErrUnsafePath, ErrConfig)
+			}
 			if m.Type != stPooling && m.Type != stDense {
 				continue
 			}

@@ -11,6 +11,11 @@
 #                background, alongside race.
 #   docker       the container image test; in the background after generate
 #                (its package installs and base images wait on the network).
+#   vuln         govulncheck against a local database built from a pinned
+#                golang.org/x/vulndb (scripts/vulncheck); fails on a called
+#                vulnerable symbol of a module, reports the standard
+#                library's (the toolchain is fixed); in the background,
+#                alongside race.
 #   race         go test -race -short ./...: every test, with oneDNN.
 #   long         without -race and -short, only the tests that read
 #                testing.Short() (found in the source, below): their full form.
@@ -29,6 +34,13 @@ export PKG_CONFIG_PATH="$PWD/.build/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PAT
 # The linter's version is pinned here, outside go.mod: it is a tool, not a
 # dependency of the module.
 STATICCHECK=v0.8.2
+# The dependency audit's scanner and database, pinned the same way
+# (docs/DESIGN.md section 6.2): the database is the OSV entries of this
+# golang.org/x/vulndb version, fetched through the Go module proxy (the
+# public vuln.go.dev is not reachable from CI) and indexed once per version
+# into .build/vulndb-$VULNDB.
+GOVULNCHECK=v1.9.0
+VULNDB=v0.0.0-20261105234957-e22db6528018
 # oneDNN's OpenMP threads must not spin while Go's test goroutines run.
 export OMP_WAIT_POLICY=passive
 
@@ -100,6 +112,24 @@ lint() {
 	echo "== go build -tags nodnnl ./... and -tags noasm ./... (plain-Go kernel twins)"
 	go build -tags nodnnl ./...
 	go build -tags noasm ./...
+}
+
+# The dependency audit: govulncheck's call-graph scan of every package
+# against the local database, judged by scripts/vulncheck check (a called
+# vulnerable symbol of a module fails the stage; the standard library's are
+# printed: the Go toolchain is the machine's, fixed by go.mod's go line, and
+# moves with the image, not with a dependency bump here).
+vuln() {
+	db=.build/vulndb-$VULNDB
+	if [ ! -f "$db/index/modules.json" ]; then
+		rm -rf .build/vulndb-*
+		src=$(cd / && go mod download -json "golang.org/x/vulndb@$VULNDB" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		[ -d "$src/data/osv" ] || { echo "vuln: golang.org/x/vulndb@$VULNDB has no data/osv (go mod download failed?)"; exit 1; }
+		go run ./scripts/vulncheck index "$src/data/osv" "$db"
+	fi
+	echo "== govulncheck $GOVULNCHECK -db $db (golang.org/x/vulndb $VULNDB) ./..."
+	go run "golang.org/x/vuln/cmd/govulncheck@$GOVULNCHECK" -db "file://$PWD/$db" -format json ./... >"$logs/vuln.json"
+	go run ./scripts/vulncheck check <"$logs/vuln.json"
 }
 
 # The container image (docker/Dockerfile) built with podman and run: info,
@@ -216,8 +246,10 @@ else
 	start docker docker_test
 fi
 start lint lint
+start vuln vuln
 run race race
 finish lint '^(==|--)'
+finish vuln '^(vulncheck|FAIL|reported)'
 run long long '^tests:'
 run nocgo nocgo
 run noasm noasm

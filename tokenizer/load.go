@@ -61,12 +61,15 @@ func LoadFile(path string) (*Tokenizer, error) {
 	if base := filepath.Base(path); base == "vocab.json" || base == "merges.txt" {
 		return loadVocabMerges(filepath.Dir(path))
 	}
-	data, err := os.ReadFile(path)
+	data, err := readLimited(path, MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	if strings.HasSuffix(path, ".txt") {
-		cfg, _ := os.ReadFile(filepath.Join(filepath.Dir(path), "tokenizer_config.json"))
+		cfg, err := readConfig(filepath.Dir(path))
+		if err != nil {
+			return nil, err
+		}
 		t, err := FromVocab(data, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("%w (in %s)", err, path)
@@ -785,15 +788,18 @@ func FromVocab(vocabTxt, configJSON []byte) (_ *Tokenizer, err error) {
 // loadVocabMerges reads dir's vocab.json and merges.txt (and
 // tokenizer_config.json when there is one).
 func loadVocabMerges(dir string) (*Tokenizer, error) {
-	vocab, err := os.ReadFile(filepath.Join(dir, "vocab.json"))
+	vocab, err := readLimited(filepath.Join(dir, "vocab.json"), MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	merges, err := os.ReadFile(filepath.Join(dir, "merges.txt"))
+	merges, err := readLimited(filepath.Join(dir, "merges.txt"), MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: byte-level BPE needs merges.txt beside vocab.json: %w", err)
 	}
-	cfg, _ := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, err
+	}
 	t, err := FromVocabMerges(vocab, merges, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, dir)

@@ -158,7 +158,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 
-	dir, err := (&models.Options{Logger: newLogger(stderr)}).Resolve(ctx, *model)
+	dir, err := (&models.Options{Logger: newLogger(stderr), AllowSymlinksOutside: *qf.allowSymlinks}).Resolve(ctx, *model)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -30,6 +30,9 @@ type quantFlags struct {
 	// batchTokens is --max-batch-tokens where the command has it
 	// (addBatchTokensFlag), else nil.
 	batchTokens *int
+	// allowSymlinks is --allow-symlinks-outside
+	// (models.Options.AllowSymlinksOutside).
+	allowSymlinks *bool
 }
 
 // addBatchTokensFlag gives a command that runs texts through a pipeline
@@ -48,6 +51,8 @@ func addQuantFlags(fs *flag.FlagSet) *quantFlags {
 		rangeKind:    fs.String("range", "max", "static activation range: max or percentile"),
 		percentile:   fs.Float64("percentile", smoothquant.DefaultPercentile, "percentile of --range percentile"),
 		fallbackSQNR: fs.Float64("fallback-sqnr", 0, "keep in FP32 every linear whose SQNR (dB) stays below this (0: never)"),
+		allowSymlinks: fs.Bool("allow-symlinks-outside", false,
+			"read a model folder whose symlinks point outside it (refused by default; a hub cache snapshot's links to its blobs are inside)"),
 	}
 }
 
@@ -85,7 +90,8 @@ func (q *quantFlags) texts() ([]string, error) {
 // (PrecisionAsStored: as its folder holds it) with these flags; the
 // calibration texts are read for an INT8 precision only.
 func (q *quantFlags) modelOptions(prec models.Precision, threads, maxLen int, stderr io.Writer) (models.Options, error) {
-	o := models.Options{Threads: threads, MaxLength: maxLen, Precision: prec, Logger: newLogger(stderr)}
+	o := models.Options{Threads: threads, MaxLength: maxLen, Precision: prec, Logger: newLogger(stderr),
+		AllowSymlinksOutside: *q.allowSymlinks}
 	if q.batchTokens != nil {
 		o.MaxBatchTokens = *q.batchTokens
 	}
@@ -159,7 +165,7 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *qf.calib == "" && prec == models.PrecisionInt8Static {
 		return fmt.Errorf("quantize: --mode static needs --calib FILE")
 	}
-	dir, err := (&models.Options{Logger: newLogger(stderr)}).Resolve(ctx, *model)
+	dir, err := (&models.Options{Logger: newLogger(stderr), AllowSymlinksOutside: *qf.allowSymlinks}).Resolve(ctx, *model)
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}

@@ -15,7 +15,8 @@ import (
 )
 
 // WordFolder is a model folder for a tiny golden checkpoint of 1000 ids
-// (../shared/golden): dir's config.json and model.safetensors, linked,
+// (../shared/golden): dir's config.json and model.safetensors, hard-linked
+// or copied (LinkFile),
 // and a tokenizer whose word "wN" is id N. XLM-R layout (xlmr: <s> 0,
 // <pad> 1, </s> 2, <unk> 3, a tokenizer.json) or BERT's (a vocab.txt
 // with [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103). So a test
@@ -24,9 +25,7 @@ func WordFolder(tb testing.TB, dir string, xlmr bool) string {
 	tb.Helper()
 	out := tb.TempDir()
 	for _, f := range []string{"config.json", "model.safetensors"} {
-		abs, err := filepath.Abs(filepath.Join(dir, f))
-		require.NoError(tb, err)
-		require.NoError(tb, os.Symlink(abs, filepath.Join(out, f)))
+		LinkFile(tb, filepath.Join(dir, f), filepath.Join(out, f))
 	}
 	if xlmr {
 		vocab := map[string]int32{"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
@@ -83,4 +82,17 @@ func Words(lo, hi int) string {
 		w = append(w, fmt.Sprintf("w%d", i))
 	}
 	return strings.Join(w, " ")
+}
+
+// LinkFile puts the file src at dst as a hard link, or a copy where src
+// is on another file system: not as a symlink, which a model folder may
+// not hold when it points outside the folder (models.Options.AllowSymlinksOutside).
+func LinkFile(tb testing.TB, src, dst string) {
+	tb.Helper()
+	if os.Link(src, dst) == nil {
+		return
+	}
+	b, err := os.ReadFile(src)
+	require.NoError(tb, err)
+	require.NoError(tb, os.WriteFile(dst, b, 0o644))
 }
