@@ -79,6 +79,8 @@ var rules = []rule{
 	{pkg: "serve", may: append([]string{"serve/teipb"}, belowCmd...)},
 	{pkg: "cmd/...", may: append([]string{"bench", "serve"}, belowCmd...)},
 	{pkg: "internal/layout"},
+	// The test command's dependency-audit tool: standard library only.
+	{pkg: "scripts/vulncheck"},
 }
 
 // hotPath are the packages that must not use gonum: the hot path stays on
