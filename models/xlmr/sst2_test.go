@@ -12,6 +12,12 @@ func TestSST2Logits(t *testing.T) {
 	encodertest.SST2Logits(t, encodertest.Selector(t), "sst2-xlmr-mini", xlmr.Family, 1e-5)
 }
 
+// TestSST2Tokens: our tokenizer, from each tokenizer file of the model's
+// folder, gives the 64 golden sentences the reference's ids.
+func TestSST2Tokens(t *testing.T) {
+	encodertest.SST2Tokens(t, "sst2-xlmr-mini")
+}
+
 // TestSST2DevAccuracy: FP32 accuracy on the 872 SST-2 dev sentences, as the
 // model's README states (tokenized by our tokenizer from its tokenizer.json).
 func TestSST2DevAccuracy(t *testing.T) {

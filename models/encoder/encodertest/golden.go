@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/selector"
+	"github.com/int8bert/int8bert/tokenizer"
 )
 
 // GoldenDir is where the shared golden models live, relative to a package
@@ -235,15 +237,26 @@ var ModelsDir = func() string {
 	return "../../../shared/models"
 }()
 
-// SST2Logits runs the trained SST-2 model name (a folder of ModelsDir) on
-// the 64 dev sentences of its golden.json (its own token ids, one padded
-// batch) and compares the logits with the reference within tol relative,
-// and the predictions exactly.
+// sst2Path is the folder of the trained SST-2 model name: a path (holding
+// a separator, as for the models committed under assets/) as it is, else
+// name inside ModelsDir; shared says the latter, which a test skips where
+// it is absent.
+func sst2Path(name string) (dir string, shared bool) {
+	if strings.ContainsRune(name, filepath.Separator) || strings.ContainsRune(name, '/') {
+		return name, false
+	}
+	return filepath.Join(ModelsDir, name), true
+}
+
+// SST2Logits runs the trained SST-2 model name (a folder of ModelsDir, or
+// a path) on the 64 dev sentences of its golden.json (its own token ids,
+// one padded batch) and compares the logits with the reference within tol
+// relative, and the predictions exactly.
 func SST2Logits(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family, tol float64) {
 	t.Helper()
-	dir := filepath.Join(ModelsDir, name)
+	dir, shared := sst2Path(name)
 	raw, err := os.ReadFile(filepath.Join(dir, "golden.json"))
-	if os.IsNotExist(err) {
+	if os.IsNotExist(err) && shared {
 		t.Skipf("trained SST-2 models not found at %s (they live in the project's shared folder): %v", dir, err)
 	}
 	if err != nil {
@@ -336,10 +349,11 @@ func ReadSST2(path string) (texts []string, labels []int, err error) {
 }
 
 // sst2Dev returns the folder of the trained SST-2 model name and the SST-2
-// dev sentences and labels, skipping the test when either is absent.
+// dev sentences and labels, skipping the test when the data or a shared
+// model is absent (a model named by its path must be there).
 func sst2Dev(t *testing.T, name string) (dir string, texts []string, labels []int) {
 	t.Helper()
-	dir = filepath.Join(ModelsDir, name)
+	dir, shared := sst2Path(name)
 	texts, labels, err := ReadSST2(filepath.Join(DataDir, "sst2", "dev.tsv"))
 	if os.IsNotExist(err) {
 		t.Skipf("SST-2 dev data not found in %s (the project's shared folder): %v", DataDir, err)
@@ -348,6 +362,9 @@ func sst2Dev(t *testing.T, name string) (dir string, texts []string, labels []in
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); err != nil {
+		if !shared {
+			t.Fatal(err)
+		}
 		t.Skipf("trained SST-2 model not found at %s: %v", dir, err)
 	}
 	return dir, texts, labels
@@ -385,5 +402,68 @@ func SST2Accuracy(t *testing.T, sel *selector.Selector, name string, fam *encode
 	t.Logf("%s: SST-2 dev accuracy %.4f (%d/%d), reference %.4f", name, acc, correct, len(texts), want)
 	if math.Abs(acc-want) > 0.001 {
 		t.Errorf("%s: accuracy %.4f, want %.4f", name, acc, want)
+	}
+}
+
+// SST2Tokens encodes the sentences of the trained SST-2 model name's
+// golden.json with the tokenizer of its folder (tokenizer.json, as
+// models.Load reads it, and each further tokenizer file the folder holds:
+// vocab.json with merges.txt, vocab.txt), truncated to 64 tokens as
+// trained, and checks the ids and the attention mask against the
+// reference's unpadded rows.
+func SST2Tokens(t *testing.T, name string) {
+	t.Helper()
+	dir, shared := sst2Path(name)
+	raw, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if os.IsNotExist(err) && shared {
+		t.Skipf("trained SST-2 models not found at %s (they live in the project's shared folder): %v", dir, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Sentences     []string  `json:"sentences"`
+		InputIDs      [][]int32 `json:"input_ids"`
+		AttentionMask [][]int32 `json:"attention_mask"`
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Sentences) == 0 || len(g.Sentences) != len(g.InputIDs) || len(g.InputIDs) != len(g.AttentionMask) {
+		t.Fatalf("%s: golden.json holds %d sentences, %d id rows, %d mask rows", name, len(g.Sentences), len(g.InputIDs), len(g.AttentionMask))
+	}
+	files := []string{"tokenizer.json"}
+	for _, f := range []string{"vocab.json", "vocab.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			files = append(files, f)
+		}
+	}
+	for _, f := range files {
+		tok, err := tokenizer.LoadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		bad := 0
+		for i, s := range g.Sentences {
+			enc, err := tok.Encode(s, tokenizer.Options{MaxLength: 64, Truncation: tokenizer.LongestFirst})
+			if err != nil {
+				t.Fatalf("%s %s: sentence %d: %v", name, f, i, err)
+			}
+			n := 0
+			for _, m := range g.AttentionMask[i] {
+				n += int(m)
+			}
+			want := g.InputIDs[i][:n]
+			if !slices.Equal(enc.IDs, want) || !slices.Equal(enc.AttentionMask, g.AttentionMask[i][:n]) {
+				bad++
+				if bad <= 3 {
+					t.Errorf("%s %s: sentence %d %q: ids %v, want %v", name, f, i, s, enc.IDs, want)
+				}
+			}
+		}
+		t.Logf("%s %s: %d/%d sentences tokenized as the reference", name, f, len(g.Sentences)-bad, len(g.Sentences))
+		if bad > 0 {
+			t.Errorf("%s %s: %d of %d sentences differ from the reference's ids", name, f, bad, len(g.Sentences))
+		}
 	}
 }
