@@ -162,6 +162,11 @@ func runInfoModel(ctx context.Context, model string, asJSON bool, stdout, stderr
 		r.Layers, r.Hidden, r.Heads, r.Intermediate, r.Vocab, r.MaxSeq, tok)
 	st := r.Sentence
 	emb := fmt.Sprintf("pooling %v (%s), %d values", st.Pooling, st.PoolingFrom, st.Dim)
+	if st.Pooling == models.PoolDefault {
+		// No sentence-transformers pooling and no BERT-type default: TEI
+		// asks for --pooling on such a model, and so does embed.
+		emb = fmt.Sprintf("no pooling of its own (no sentence-transformers pooling configuration, and %s is not a BERT-type model, for which TEI would default to cls): embed and serve need --pooling", r.Family)
+	}
 	if len(st.Modules) > 0 {
 		emb += ", then " + strings.Join(st.Modules, ", ")
 	}
