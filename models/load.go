@@ -13,6 +13,7 @@ import (
 
 	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models/bert"
+	"github.com/int8bert/int8bert/models/deberta"
 	"github.com/int8bert/int8bert/models/distilbert"
 	"github.com/int8bert/int8bert/models/electra"
 	"github.com/int8bert/int8bert/models/encoder"
@@ -271,7 +272,7 @@ func resolveModel(ctx context.Context, pathOrID, revision string, log *slog.Logg
 
 // families is the registry: every family Load opens, by config.json's
 // model_type (Family.ModelTypes) and architectures (Family.Classes).
-var families = []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family, xlmr.RoBERTa, xlmr.CamemBERT, electra.Family, mpnet.Family}
+var families = []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family, xlmr.RoBERTa, xlmr.CamemBERT, electra.Family, mpnet.Family, deberta.Family}
 
 // Load opens a model from a folder or a Hugging Face model id (config.json,
 // the weights, and the tokenizer when there is one), at o.Precision. The

@@ -72,6 +72,11 @@ var checkpoints = []struct {
 	{"golden/heads/xlm-roberta-crossencoder", "xlm-roberta", models.TaskSequenceClassification, 1, false},
 	{"testdata/golden/mpnet-base", "mpnet", models.TaskBase, 0, false},
 	{"testdata/golden/mpnet-seqcls", "mpnet", models.TaskSequenceClassification, 3, false},
+	{"testdata/golden/deberta-v3-base", "deberta-v2", models.TaskBase, 0, false},
+	{"testdata/golden/deberta-v3-seqcls", "deberta-v2", models.TaskSequenceClassification, 3, false},
+	{"testdata/golden/deberta-v3-tokcls", "deberta-v2", models.TaskTokenClassification, 5, false},
+	{"testdata/golden/deberta-v2-base", "deberta-v2", models.TaskBase, 0, false},
+	{"testdata/golden/deberta-v2-qa", "deberta-v2", models.TaskQuestionAnswering, 0, false},
 	{"models/sst2-bert-mini", "bert", models.TaskSequenceClassification, 2, true},
 	{"models/sst2-distilbert-mini", "distilbert", models.TaskSequenceClassification, 2, true},
 	{"models/sst2-xlmr-mini", "xlm-roberta", models.TaskSequenceClassification, 2, true},
@@ -171,7 +176,8 @@ func TestLoadEverySharedCheckpoint(t *testing.T) {
 			require.NoError(t, err)
 			got := map[string][]float32{"last_hidden_state": out.Last, "pooler_output": out.PoolerOutput,
 				"logits": out.Logits, "start_logits": out.StartLogits, "end_logits": out.EndLogits}
-			perToken := map[string]bool{"last_hidden_state": true, "start_logits": true, "end_logits": true}
+			perToken := map[string]bool{"last_hidden_state": true, "start_logits": true, "end_logits": true,
+				"logits": c.task == models.TaskTokenClassification}
 			require.NotEmpty(t, want)
 			for key, w := range want {
 				g, ok := got[key]

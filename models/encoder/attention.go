@@ -23,6 +23,7 @@ type attnBuf struct {
 	g            kernels.GEMMF32
 	i8           attnBuf8  // INT8 attention's (attention8.go)
 	bf           attnBufBF // bf16 attention's (attention_bf16.go)
+	dis          disBuf    // disentangled attention's (disentangled.go)
 	// f32p and bfp are the float heads' products (floatHead), kept here
 	// so that passing them as an interface allocates nothing.
 	f32p f32Products
@@ -186,6 +187,12 @@ func (m *Model) floatHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *att
 	if err := p.pack(rows, ld, seq, d, ko, vo); err != nil {
 		return fail("k and v", err)
 	}
+	if m.dis != nil {
+		scale = m.dis.scale
+		if err := m.disPrepare(b, s.layer, hd, seq, rows, ld); err != nil {
+			return fail("relative positions", err)
+		}
+	}
 	rb := m.attnRowBlock(seq)
 	if mr := p.mr(); rb < seq && mr > 1 && rb >= mr {
 		rb -= rb % mr // whole register tiles but in the last block
@@ -195,6 +202,11 @@ func (m *Model) floatHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *att
 		r := min(rb, seq-i0)
 		if err := p.scores(r, seq, d, rows[i0*ld+qo:], ld, b.scores); err != nil {
 			return fail("scores", err)
+		}
+		if m.dis != nil {
+			if err := m.disScores(b, hd, i0, r, seq, rows, ld, b.scores); err != nil {
+				return fail("relative scores", err)
+			}
 		}
 		var err error
 		if m.relBias == nil {

@@ -15,7 +15,7 @@ func (m *TaskModel) WeightBytes() int {
 
 // WeightBytes is the memory of the encoder's weights (TaskModel.WeightBytes).
 func (m *Model) WeightBytes() int {
-	n := floatBytes(m.wordEmb, m.posEmb, m.typeEmb, m.embLN, m.embLNBias, m.relBias) + m.pass.weightBytes()
+	n := floatBytes(m.wordEmb, m.posEmb, m.typeEmb, m.embLN, m.embLNBias, m.relBias) + m.dis.bytes() + m.pass.weightBytes()
 	if m.proj != nil {
 		n += m.proj.lin.Bytes() + 4*len(m.proj.bias)
 	}

@@ -42,6 +42,35 @@ type Config struct {
 	// linear projects the embeddings' LayerNorm output onto Hidden
 	// (Names.EmbProj; docs/DESIGN.md section 2.6).
 	Embedding int
+	// NoPositions says the embeddings have no absolute positions
+	// (DeBERTa's position_biased_input false): no position table is read.
+	NoPositions bool
+	// Dis, when Dis.Span > 0, is DeBERTa's disentangled attention
+	// (disentangled.go; docs/DESIGN.md section 3.11).
+	Dis Disentangled
+}
+
+// Disentangled is DeBERTa-v2's relative attention: every layer adds to
+// the score of query i and key j the content-to-position term Q_i .
+// PK[r] and the position-to-content term K_j . PQ[r], r = clamp(bucket(i -
+// j) + Span, 0, 2 Span - 1), where PK and PQ are the layer's key and
+// query projections of the 2 Span shared relative embeddings (after
+// their LayerNorm when NormLN), and scales all three terms by
+// 1/sqrt(d (1 + C2P + P2C)).
+type Disentangled struct {
+	// Span is the attention span (position_buckets, or
+	// max_relative_positions, or max_position_embeddings); 0: none.
+	Span int
+	// Buckets and MaxPos are make_log_bucket_position's bucket_size and
+	// max_position; Buckets 0 leaves the relative positions unbucketed.
+	Buckets, MaxPos int
+	// C2P and P2C are the two relative terms pos_att_type names.
+	C2P, P2C bool
+	// NormLN: norm_rel_ebd holds "layer_norm".
+	NormLN bool
+	// Shared: share_att_key (the positions are projected by the layer's
+	// own query and key linears, else by pos_query_proj / pos_key_proj).
+	Shared bool
 }
 
 // EmbeddingWidth is the width of the embeddings: Embedding, or Hidden
@@ -83,6 +112,11 @@ func (c *Config) Validate() error {
 		return bad("relative position max distance %d with %d buckets (want more than %d)", c.RelMaxDistance, c.RelBuckets, c.RelBuckets/4)
 	case c.RelBuckets > 0 && c.RelTable < c.RelBuckets:
 		return bad("a relative attention bias of %d buckets, %d are used", c.RelTable, c.RelBuckets)
+	case c.Dis.Span < 0 || c.Dis.Span > 0 && c.RelBuckets > 0:
+		return bad("disentangled attention span %d (with %d relative bias buckets)", c.Dis.Span, c.RelBuckets)
+	case c.Dis.Span > 0 && c.Dis.Buckets != 0 && (c.Dis.Buckets < 2 || c.Dis.MaxPos <= c.Dis.Buckets/2+1):
+		return bad("%d position buckets up to position %d (want at least 2 buckets and a max position above %d)",
+			c.Dis.Buckets, c.Dis.MaxPos, c.Dis.Buckets/2+1)
 	}
 	return nil
 }

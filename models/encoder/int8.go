@@ -242,6 +242,7 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 	if static && o.int8() && o.pre == nil {
 		aq = &attnQuant{dst: s.ctxq.u8, scale: o.q.ActScale, zp: o.q.ActZeroPoint}
 	}
+	s.layer = li
 	if err := m.attentionQ(in, s.scratch, aq); err != nil {
 		return false, err
 	}

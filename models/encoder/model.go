@@ -22,6 +22,9 @@ type Model struct {
 	// relBias is the relative position bias of every head as a vector
 	// over key - query (relbias.go); nil without one.
 	relBias []float32
+	// dis is DeBERTa's disentangled attention (disentangled.go); nil
+	// without it.
+	dis *disentangled
 	// proj projects the embeddings onto the hidden size (Config.Projects:
 	// ELECTRA's embeddings_project), an FP32 linear at every precision;
 	// nil without one.
@@ -182,13 +185,23 @@ func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Optio
 	if m.attnMode, err = o.Attention.resolve(sel.Features(), p.precision()); err != nil {
 		return nil, err
 	}
+	if cfg.Dis.Span > 0 && m.attnMode == AttentionInt8 {
+		// Disentangled attention runs in FP32 (or bf16) only
+		// (docs/DESIGN.md section 3.11).
+		if o.Attention == AttentionInt8 {
+			return nil, fmt.Errorf("encoder: options: int8 attention: disentangled (DeBERTa) attention runs in f32: %w", ErrConfig)
+		}
+		m.attnMode = AttentionF32
+	}
 	get := func(dst *[]float32, name string, shape ...int) {
 		if err == nil {
 			*dst, err = l.Get(name, shape...)
 		}
 	}
 	get(&m.wordEmb, names.WordEmb, cfg.Vocab, h)
-	get(&m.posEmb, names.PosEmb, cfg.MaxPositions, h)
+	if !cfg.NoPositions {
+		get(&m.posEmb, names.PosEmb, cfg.MaxPositions, h)
+	}
 	if cfg.TypeVocab > 0 {
 		get(&m.typeEmb, names.TypeEmb, cfg.TypeVocab, h)
 	}
@@ -200,6 +213,9 @@ func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Optio
 		if err == nil {
 			m.relBias = relBiasVectors(cfg, table)
 		}
+	}
+	if err == nil && cfg.Dis.Span > 0 {
+		err = m.newDisentangled(l, names)
 	}
 	if err == nil && cfg.Projects() {
 		if names.EmbProj == "" {
@@ -608,9 +624,13 @@ func (m *Model) embedToken(in *Inputs, i, pos int, x []float32) {
 	h := m.cfg.EmbeddingWidth()
 	row := x[i*h : (i+1)*h]
 	w := m.wordEmb[int(in.IDs[i])*h:]
-	p := m.posEmb[pos*h:]
-	for j := range row {
-		row[j] = w[j] + p[j]
+	if m.posEmb == nil {
+		copy(row, w)
+	} else {
+		p := m.posEmb[pos*h:]
+		for j := range row {
+			row[j] = w[j] + p[j]
+		}
 	}
 	if m.typeEmb != nil {
 		t := 0
@@ -631,6 +651,9 @@ type scratch struct {
 	// rows is the pass's tokens; spans its sequences (forward).
 	rows  int
 	spans []span
+	// layer is the layer whose attention runs (disentangled attention's
+	// position projections are per layer).
+	layer int
 	// a8 is INT8 attention's quantized Q and K (quantQKV), made on
 	// first use.
 	a8 *qkv8
@@ -807,6 +830,7 @@ func (m *Model) layer(ly *layer, li int, x []float32, in *Inputs, s *scratch, ob
 	}
 	p.add(partLinear, t, fl(3*h, h))
 	t = time.Now()
+	s.layer = li
 	if err := m.attention(in, s); err != nil {
 		return err
 	}

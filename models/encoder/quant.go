@@ -235,7 +235,12 @@ func (m *Model) linearWeights(li int) (w, b [numLin][]float32, err error) {
 // replaces with its int8 linears.
 func (m *Model) layerTensorNames(li int) []string {
 	n := m.names.Layer(li)
-	return []string{n.Q, n.QBias, n.K, n.KBias, n.V, n.VBias, n.O, n.OBias, n.FFN1, n.FFN1Bias, n.FFN2, n.FFN2Bias}
+	out := []string{n.Q, n.QBias, n.K, n.KBias, n.V, n.VBias, n.O, n.OBias, n.FFN1, n.FFN1Bias, n.FFN2, n.FFN2Bias}
+	if m.dis != nil && !m.cfg.Dis.Shared {
+		// Replaced by the position projections (disentangled.tables).
+		out = append(out, n.PosQ, n.PosQBias, n.PosK, n.PosKBias)
+	}
+	return out
 }
 
 // quantizeLayers quantizes every linear of the FP32 model from its
@@ -418,7 +423,9 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	held := map[string]heldTensor{}
 	if e, h := m.Encoder, m.Encoder.cfg.Hidden; e.names.WordEmb != "" {
 		held[e.names.WordEmb] = heldTensor{e.wordEmb, []int{e.cfg.Vocab, h}}
-		held[e.names.PosEmb] = heldTensor{e.posEmb, []int{e.cfg.MaxPositions, h}}
+		if e.posEmb != nil {
+			held[e.names.PosEmb] = heldTensor{e.posEmb, []int{e.cfg.MaxPositions, h}}
+		}
 		if e.typeEmb != nil {
 			held[e.names.TypeEmb] = heldTensor{e.typeEmb, []int{e.cfg.TypeVocab, h}}
 		}
@@ -436,6 +443,13 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 			return nil, fmt.Errorf("encoder: tensor %s: %w", n, err)
 		}
 		tensors[n] = t
+	}
+	if d := m.Encoder.dis; d != nil {
+		// The position projections, made from the FP32 weights: the
+		// INT8 model reads them rather than projecting again.
+		for n, v := range d.tables() {
+			tensors[n] = checkpoint.Float32TensorView([]int{2 * m.Encoder.cfg.Dis.Span, m.Encoder.cfg.Hidden}, v)
+		}
 	}
 	alpha := strconv.FormatFloat(o.FixedAlpha(), 'g', -1, 64)
 	if o.Auto {

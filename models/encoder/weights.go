@@ -24,6 +24,10 @@ type LayerNames struct {
 	FFN1, FFN1Bias               string
 	FFN2, FFN2Bias               string
 	OutLN, OutLNBias             string
+	// PosQ and PosK (with biases) project DeBERTa's relative embeddings
+	// where the layer does not share its query and key linears for them
+	// (Disentangled.Shared false).
+	PosQ, PosQBias, PosK, PosKBias string
 }
 
 // Names are the tensor names of an encoder; TypeEmb is "" without token
@@ -36,6 +40,9 @@ type Names struct {
 	EmbLN, EmbLNBias         string
 	EmbProj, EmbProjBias     string
 	RelBias                  string
+	// RelEmb, RelLN and RelLNBias are DeBERTa's relative embeddings
+	// ([2 Span][Hidden]) and their LayerNorm (Config.Dis).
+	RelEmb, RelLN, RelLNBias string
 	Layer                    func(i int) LayerNames
 }
 
