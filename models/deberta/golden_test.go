@@ -1,6 +1,7 @@
 package deberta_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -179,4 +180,38 @@ func TestConfigRefusals(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ec.Dis.C2P && ec.Dis.P2C && ec.Dis.Shared && ec.Dis.NormLN && ec.NoPositions)
 	require.Equal(t, 256, ec.Dis.Span)
+}
+
+// TestGoldenInt8: int8-static and int8-dynamic (SmoothQuant on Q, K, V, O
+// and the FFN) against FP32, the disentangled attention in FP32, within
+// the families' INT8 gate; the saved artifact, which carries the
+// position projections, reloads bit-identical.
+func TestGoldenInt8(t *testing.T) {
+	sel := encodertest.Selector(t)
+	for _, name := range goldens {
+		t.Run(name, func(t *testing.T) { encodertest.GoldenInt8(t, sel, dir(name), deberta.Family, 0.99) })
+	}
+}
+
+// TestInt8AttentionRefused: an INT8 DeBERTa runs FP32 attention by
+// default whatever the CPU, and INT8 attention asked for is refused with
+// ErrConfig, not run without its relative terms.
+func TestInt8AttentionRefused(t *testing.T) {
+	sel := encodertest.Selector(t)
+	m, err := encoder.LoadTask(dir("deberta-v3-seqcls"), deberta.Family, encoder.Options{Selector: sel, Threads: 1})
+	require.NoError(t, err)
+	defer m.Close()
+	in := goldenInputs(t, "deberta-v3-seqcls")
+	q, err := m.Quantize(context.Background(), []*encoder.Inputs{in}, encoder.PrecisionInt8Dynamic, encoder.QuantizeOptions{})
+	require.NoError(t, err)
+	require.Equal(t, encoder.AttentionF32, q.Encoder.Attention())
+	saved := t.TempDir()
+	require.NoError(t, q.Save(saved))
+	q.Close()
+	_, err = encoder.LoadTask(saved, deberta.Family, encoder.Options{Selector: sel, Threads: 1, Attention: encoder.AttentionInt8})
+	require.ErrorIs(t, err, encoder.ErrConfig)
+	back, err := encoder.LoadTask(saved, deberta.Family, encoder.Options{Selector: sel, Threads: 1})
+	require.NoError(t, err)
+	require.Equal(t, encoder.AttentionF32, back.Encoder.Attention())
+	back.Close()
 }
