@@ -13,6 +13,7 @@ import (
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/models/bert"
+	"github.com/int8bert/int8bert/models/deberta"
 	"github.com/int8bert/int8bert/models/distilbert"
 	"github.com/int8bert/int8bert/models/electra"
 	"github.com/int8bert/int8bert/models/encoder"
@@ -101,6 +102,10 @@ func TestWarmupCoversForward(t *testing.T) {
 		// ELECTRA's embeddings projection and its GELU classifier.
 		{"electra-projection", "testdata/golden/electra-base", electra.Family, encoder.PrecisionFP32, 1},
 		{"electra-seqcls", "testdata/golden/electra-seqcls", electra.Family, encoder.PrecisionFP32, 1},
+		// DeBERTa's relative terms (each length's window) and the
+		// position projections made at load.
+		{"deberta-tokcls", "testdata/golden/deberta-v3-tokcls", deberta.Family, encoder.PrecisionFP32, 1},
+		{"deberta-qa-2threads", "testdata/golden/deberta-v2-qa", deberta.Family, encoder.PrecisionFP32, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -142,7 +147,7 @@ func TestWarmupCoversForward(t *testing.T) {
 			// some keys; Warmup tunes the others.
 			assert.Equal(t, len(keys), warm.Tuned+warm.FromCache)
 			inputs := func(batch, seq int, seed uint64) *encoder.Inputs {
-				in := tokenInputs(1000, batch, seq, seed)
+				in := tokenInputs(min(1000, m.Encoder.Config().Vocab), batch, seq, seed)
 				if m.Encoder.Config().TypeVocab == 0 {
 					in.TypeIDs = nil
 				}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/int8bert/int8bert/kernels"
+	"github.com/int8bert/int8bert/selector"
 )
 
 // DeBERTa-v2's disentangled attention (Config.Dis; docs/DESIGN.md section
@@ -67,6 +68,32 @@ type disentangled struct {
 	// queries (nil where the term is off).
 	pk, pq [][]float32
 	scale  float32
+	// projected says the projections were made at load (on the
+	// selector's FP32 linear of 2 Span rows), not read from an artifact.
+	projected bool
+}
+
+// disKeys are the selector keys of the relative terms of sequences up to
+// maxLen tokens (the FP32 products over each length's window), and the
+// key of the projection made at load, which the tuning record then
+// carries for the next load (none without disentangled attention).
+func (m *Model) disKeys(maxLen int) []linKey {
+	d := m.dis
+	if d == nil {
+		return nil
+	}
+	var keys []linKey
+	if d.projected {
+		h := m.cfg.Hidden
+		ep := &kernels.Epilogue{Bias: make([]float32, h)}
+		keys = append(keys, linKey{key: selector.F32Key(2*d.cfg.Span, h, h, ep, m.threads)})
+	}
+	dh := m.cfg.Hidden / m.cfg.Heads
+	for s := 1; s <= min(maxLen, d.l); s++ {
+		_, w := d.window(s)
+		keys = append(keys, linKey{key: selector.F32KernelKey(s, dh, w, 1)})
+	}
+	return keys
 }
 
 // Names of the position projections in an INT8 artifact (made from the
@@ -144,6 +171,7 @@ func (m *Model) newDisentangled(l *Loader, names Names) error {
 		}
 		return out, nil
 	}
+	d.projected = true
 	for li := range c.Layers {
 		n := names.Layer(li)
 		qn, qb, kn, kb := n.Q, n.QBias, n.K, n.KBias

@@ -200,6 +200,7 @@ func (m *TaskModel) warmupKeys(o WarmupOptions) ([]*warmKey, error) {
 		}
 		add([]linKey{{key: selector.F32KernelKey(s, d, s, 1)}, {key: selector.F32KernelKey(s, s, d, 1)}})
 	}
+	add(m.Encoder.disKeys(min(o.MaxLength, o.MaxTokens)))
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := keys[i].key, keys[j].key
 		if a.M != b.M {
@@ -346,7 +347,13 @@ func (m *TaskModel) ownsKey(key selector.Key) bool {
 				return false
 			}
 		}
-		return key.Threads == 1 && ((key.K == d && key.N == key.M) || (key.N == d && key.K == key.M))
+		return key.Threads == 1 && ((key.K == d && key.N == key.M) || (key.N == d && key.K == key.M) ||
+			m.Encoder.dis != nil && key.Op == selector.OpF32Kernel && key.K == d)
+	}
+	for _, lk := range m.Encoder.disKeys(0) {
+		if lk.key == key {
+			return true
+		}
 	}
 	rk, err := m.rowKeys(1)
 	if err != nil {
