@@ -1,7 +1,10 @@
 package kernels
 
 import (
+	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Parallel runs f(0) ... f(tasks-1) on at most threads goroutines of a
@@ -9,9 +12,23 @@ import (
 // or one task it runs them in order on the calling goroutine, so a
 // single-threaded GEMM costs exactly the single-threaded kernel.
 //
+// The calling goroutine is one of the threads: it hands the call to
+// threads-1 workers and then takes tasks itself. Tasks are taken one at a
+// time from an atomic counter, so a thread the machine delays leaves its
+// share to the others. A worker that finished a call waits for the next
+// one spinning for up to poolSpin before it parks (docs/DESIGN.md section
+// 2.4): the steps of a pass follow each other within microseconds, and
+// waking a parked goroutine on another core costs tens of them, so a pass
+// of a hundred pool calls would otherwise lose milliseconds to hand-offs.
+// No worker spins while a foreign runtime's threads (oneDNN's OpenMP,
+// ForeignEnter) run, nor while the pool's callers and unparked workers
+// outnumber GOMAXPROCS (a spinning worker would hold a P that another
+// one needs), nor longer than poolSpin after its last call.
+//
 // The pool never holds more workers than requested by the largest call, so
 // the kernels and oneDNN's OpenMP threads (set per call in package dnnl) can
-// be sized together to the cores without oversubscribing them.
+// be sized together to the cores without oversubscribing them. Parallel
+// allocates nothing itself.
 func Parallel(threads, tasks int, f func(task int)) {
 	if tasks <= 0 {
 		return
@@ -23,58 +40,212 @@ func Parallel(threads, tasks int, f func(task int)) {
 		return
 	}
 	threads = min(threads, tasks)
-	var next sync.Mutex
-	i := 0
-	take := func() int {
-		next.Lock()
-		defer next.Unlock()
-		if i >= tasks {
-			return -1
-		}
-		i++
-		return i - 1
-	}
-	var wg sync.WaitGroup
-	wg.Add(threads - 1)
+	busy.Add(1)
+	defer busy.Add(-1)
+	c := calls.Get().(*call)
+	c.f, c.tasks = f, int64(tasks)
+	c.next.Store(0)
+	c.pending.Store(int32(threads - 1))
+	c.state.Store(callRunning)
 	for w := 0; w < threads-1; w++ {
-		workers.submit(func() {
-			defer wg.Done()
-			for t := take(); t >= 0; t = take() {
-				f(t)
-			}
-		})
+		workers.submit(c)
 	}
-	for t := take(); t >= 0; t = take() {
-		f(t)
-	}
-	wg.Wait()
+	c.run()
+	c.wait()
+	c.f = nil
+	calls.Put(c)
 }
 
-// pool is a set of long-lived worker goroutines fed through a channel.
+// poolSpin is how long an idle worker, or a caller waiting for its
+// workers, polls before it parks.
+const poolSpin = 50 * time.Microsecond
+
+// foreign counts the calls into a runtime with threads of its own
+// (oneDNN's OpenMP) in flight: while it is positive no worker spins.
+var foreign atomic.Int32
+
+// busy counts the goroutines of the pool that want a P: the callers in
+// Parallel and the workers not parked. Nothing spins while it is above
+// GOMAXPROCS.
+var busy atomic.Int32
+
+// ForeignEnter says a call into a runtime with threads of its own (a
+// oneDNN primitive on OpenMP) starts: until the matching ForeignExit, the
+// pool's idle workers park at once instead of spinning against it.
+func ForeignEnter() { foreign.Add(1) }
+
+// ForeignExit ends what ForeignEnter began.
+func ForeignExit() { foreign.Add(-1) }
+
+// The states of a call, as its caller sees them.
+const (
+	callRunning int32 = iota // the caller runs tasks or spins for the workers
+	callWaiting              // the caller is parked on done
+	callDone                 // the last worker finished
+)
+
+// call is one Parallel call shared by its caller and workers.
+type call struct {
+	f       func(task int)
+	tasks   int64
+	next    atomic.Int64 // the next task to take
+	pending atomic.Int32 // workers not yet finished
+	state   atomic.Int32
+	done    chan struct{} // the last worker's word to a parked caller
+}
+
+var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+
+// run takes and runs tasks until none is left.
+func (c *call) run() {
+	for t := c.next.Add(1) - 1; t < c.tasks; t = c.next.Add(1) - 1 {
+		c.f(int(t))
+	}
+}
+
+// finish says a worker is done with c; it does not touch c afterwards
+// unless it is the last, whose word the caller waits for.
+func (c *call) finish() {
+	if c.pending.Add(-1) != 0 {
+		return
+	}
+	if c.state.Swap(callDone) == callWaiting {
+		c.done <- struct{}{}
+	}
+}
+
+// wait returns once every worker of c has finished: spinning first, then
+// parked.
+func (c *call) wait() {
+	if spin(func() bool { return c.state.Load() == callDone }) {
+		return
+	}
+	if c.state.CompareAndSwap(callRunning, callWaiting) {
+		<-c.done
+	}
+}
+
+// spin polls ready for up to poolSpin and says whether it became true.
+// It gives up at once while a foreign runtime runs or the pool's busy
+// goroutines outnumber the Ps, and when the OS took its core away (two
+// checks spinStolen apart, where 64 polls take well under a
+// microsecond): the machine is then oversubscribed, a spinner only burns
+// the share of the CPU that the work needs, and nothing spins for
+// spinCalm.
+func spin(ready func() bool) bool {
+	now := sinceEpoch()
+	if now < time.Duration(calmUntil.Load()) {
+		return ready()
+	}
+	start, last := now, now
+	procs := int32(runtime.GOMAXPROCS(0))
+	for i := 0; ; i++ {
+		if ready() {
+			return true
+		}
+		if i&63 == 63 {
+			if foreign.Load() > 0 || busy.Load() > procs {
+				return false
+			}
+			now = sinceEpoch()
+			if now-last > spinStolen {
+				calmUntil.Store(int64(now + spinCalm))
+				return false
+			}
+			if now-start > poolSpin {
+				return false
+			}
+			last = now
+		}
+	}
+}
+
+const (
+	// spinStolen is a gap between two checks of a spin that only the OS
+	// descheduling the spinner explains.
+	spinStolen = 10 * time.Microsecond
+	// spinCalm is how long nothing spins after a spinner lost its core.
+	spinCalm = 20 * time.Millisecond
+)
+
+// calmUntil is the sinceEpoch time before which nothing spins.
+var calmUntil atomic.Int64
+
+var epoch = time.Now()
+
+// sinceEpoch is monotonic time since the process's start.
+func sinceEpoch() time.Duration { return time.Since(epoch) }
+
+// The states of a worker.
+const (
+	workerSpinning int32 = iota // idle, polling for a call
+	workerParked                // idle, blocked on wake
+	workerClaimed               // a submitter gave it a call
+)
+
+// worker is one long-lived goroutine of the pool.
+type worker struct {
+	job   atomic.Pointer[call]
+	state atomic.Int32
+	wake  chan struct{}
+}
+
+// pool is the process-wide set of workers; idle holds those waiting for a
+// call, the most recently idle last (the likeliest to be spinning).
 type pool struct {
 	mu      sync.Mutex
-	work    chan func()
+	idle    []*worker
 	started int
 }
 
-var workers = &pool{work: make(chan func())}
+var workers = &pool{}
 
-func (p *pool) submit(job func()) {
-	select {
-	case p.work <- job:
-		return
-	default:
-	}
+// submit gives c to an idle worker, or to a new one when none is idle.
+func (p *pool) submit(c *call) {
 	p.mu.Lock()
-	p.started++
+	var w *worker
+	if n := len(p.idle); n > 0 {
+		w = p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+	} else {
+		p.started++
+	}
 	p.mu.Unlock()
-	go p.loop(job)
+	if w == nil {
+		busy.Add(1)
+		w = &worker{wake: make(chan struct{}, 1)}
+		w.job.Store(c)
+		w.state.Store(workerClaimed)
+		go p.loop(w)
+		return
+	}
+	// The job is stored before the claim: a worker that sees its claim
+	// (or fails to park because of it) finds the job.
+	w.job.Store(c)
+	if !w.state.CompareAndSwap(workerSpinning, workerClaimed) {
+		busy.Add(1)
+		w.wake <- struct{}{} // it parked
+	}
 }
 
-func (p *pool) loop(job func()) {
+// loop runs w's calls for ever.
+func (p *pool) loop(w *worker) {
 	for {
-		job()
-		job = <-p.work
+		c := w.job.Swap(nil)
+		c.run()
+		// Idle again before the call's caller may return: its next call
+		// then finds this worker instead of starting one more.
+		w.state.Store(workerSpinning)
+		p.mu.Lock()
+		p.idle = append(p.idle, w)
+		p.mu.Unlock()
+		c.finish()
+		if !spin(func() bool { return w.state.Load() == workerClaimed }) &&
+			w.state.CompareAndSwap(workerSpinning, workerParked) {
+			busy.Add(-1)
+			<-w.wake
+		}
 	}
 }
 

@@ -206,6 +206,10 @@ func (c *dnnlFloat[G]) run(l *Linear[G], g *G, kind EpilogueKind) error {
 	}
 	exec := func(dst any) error {
 		args.Dst = dst
+		// oneDNN's OpenMP threads run now: the pool's idle workers park
+		// rather than spin against them (docs/DESIGN.md section 2.4).
+		kernels.ForeignEnter()
+		defer kernels.ForeignExit()
 		return mm.Execute(w, args)
 	}
 	return viaDst(call.C, call.Ldc, m, n, exec, residualPre(kind, ep, m, n))

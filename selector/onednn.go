@@ -220,6 +220,10 @@ func (c *dnnlU8S8) run(l *Linear[kernels.GEMMU8S8], g *kernels.GEMMU8S8, kind Ep
 	}
 	exec := func(dst any) error {
 		args.Dst = dst
+		// oneDNN's OpenMP threads run now: the pool's idle workers park
+		// rather than spin against them (docs/DESIGN.md section 2.4).
+		kernels.ForeignEnter()
+		defer kernels.ForeignExit()
 		return mm.Execute(w, args)
 	}
 	o := g.Out

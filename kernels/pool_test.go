@@ -1,0 +1,103 @@
+package kernels
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestParallelConcurrentCalls runs Parallel from several goroutines at
+// once, with calls nested in tasks, and wants every task run once.
+func TestParallelConcurrentCalls(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range 50 {
+				threads, tasks := 2+(g+it)%3, 1+(g*7+it)%13
+				seen := make([]atomic.Int32, tasks*3)
+				Parallel(threads, tasks, func(i int) {
+					Parallel(2, 3, func(j int) { seen[i*3+j].Add(1) })
+				})
+				for i := range seen {
+					if n := seen[i].Load(); n != 1 {
+						t.Errorf("goroutine %d, call %d (threads %d, tasks %d): task %d ran %d times", g, it, threads, tasks, i, n)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestParallelReusesWorkers wants one caller's calls one after another to
+// run on the workers of the first: a worker is idle again before the call
+// it served returns.
+func TestParallelReusesWorkers(t *testing.T) {
+	var sum atomic.Int64
+	Parallel(3, 3, func(i int) { sum.Add(int64(i)) })
+	workers.mu.Lock()
+	before := workers.started
+	workers.mu.Unlock()
+	for range 1000 {
+		Parallel(3, 6, func(i int) { sum.Add(int64(i)) })
+	}
+	workers.mu.Lock()
+	after := workers.started
+	workers.mu.Unlock()
+	if after != before {
+		t.Fatalf("1000 calls of 3 threads started %d more workers, want 0", after-before)
+	}
+	if want := int64(3 + 1000*15); sum.Load() != want {
+		t.Fatalf("sum of task indices %d, want %d", sum.Load(), want)
+	}
+}
+
+// TestSpinStopsForForeign wants an idle worker or waiting caller to stop
+// polling at once while a foreign runtime's threads run (ForeignEnter),
+// or for spinCalm after a spinner lost its core, and to poll otherwise.
+func TestSpinStopsForForeign(t *testing.T) {
+	polls := 0
+	ForeignEnter()
+	ok := spin(func() bool { polls++; return false })
+	ForeignExit()
+	if ok || polls != 1 {
+		t.Fatalf("with a foreign runtime running: spin gave %v after %d polls, want false after 1", ok, polls)
+	}
+	polls = 0
+	calm := calmUntil.Load()
+	calmUntil.Store(int64(sinceEpoch() + time.Hour))
+	ok = spin(func() bool { polls++; return false })
+	calmUntil.Store(calm)
+	if ok || polls != 1 {
+		t.Fatalf("after a spinner lost its core: spin gave %v after %d polls, want false after 1", ok, polls)
+	}
+	// Without either it polls on; the OS may take the core away from
+	// a try (a loaded machine), not from all of fifty.
+	for try := 0; ; try++ {
+		calmUntil.Store(0)
+		polls = 0
+		if spin(func() bool { polls++; return polls == 100 }) {
+			break
+		}
+		if try == 50 {
+			t.Fatalf("without a foreign runtime: spin gave up after %d polls in 50 tries, before the condition held", polls)
+		}
+	}
+}
+
+// BenchmarkParallelHandoff is the cost of one Parallel call whose tasks
+// do nothing: the hand-off to the workers and back.
+func BenchmarkParallelHandoff(b *testing.B) {
+	var n atomic.Int64
+	for _, threads := range []int{2, 4} {
+		b.Run(map[int]string{2: "threads=2", 4: "threads=4"}[threads], func(b *testing.B) {
+			for b.Loop() {
+				Parallel(threads, threads, func(int) { n.Add(1) })
+			}
+		})
+	}
+}
