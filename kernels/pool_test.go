@@ -101,3 +101,17 @@ func BenchmarkParallelHandoff(b *testing.B) {
 		})
 	}
 }
+
+// TestParallelAllocatesNothing wants a Parallel call on warm workers to
+// allocate nothing of its own (its f is the caller's).
+func TestParallelAllocatesNothing(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector's sync.Pool drops a quarter of what is put back")
+	}
+	var n atomic.Int64
+	f := func(int) { n.Add(1) }
+	Parallel(2, 4, f)
+	if a := testing.AllocsPerRun(200, func() { Parallel(2, 4, f) }); a > 0 {
+		t.Fatalf("Parallel(2, 4, f) allocates %.1f times a call, want 0", a)
+	}
+}
