@@ -1,6 +1,7 @@
 package encoder
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -545,10 +546,44 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 // over the sequence's non-padding tokens from PaddingIdx+1 (padding
 // tokens get PaddingIdx), as Hugging Face's
 // create_position_ids_from_input_ids does per row.
+//
+// The spans are back to back from row 0; on more than one thread the rows
+// are cut into chunks (kernels.ParallelRows), each token's row summed
+// alone, so the bits do not depend on the count.
 func (m *Model) embed(in *Inputs, spans []span, x []float32) {
-	for _, sp := range spans {
+	rows := 0
+	if n := len(spans); n > 0 {
+		rows = spans[n-1].off + spans[n-1].n
+	}
+	if m.threads <= 1 {
+		m.embedRows(in, spans, 0, rows, x)
+		return
+	}
+	_ = kernels.ParallelRows(m.threads, rows, rowChunk, func(r0, r1 int) error {
+		m.embedRows(in, spans, r0, r1, x)
+		return nil
+	})
+}
+
+// embedRows is embed of the rows [r0, r1).
+func (m *Model) embedRows(in *Inputs, spans []span, r0, r1 int, x []float32) {
+	// The first span that ends after r0.
+	first, _ := slices.BinarySearchFunc(spans, r0, func(sp span, r int) int { return cmp.Compare(sp.off+sp.n, r+1) })
+	for _, sp := range spans[first:] {
+		if sp.off >= r1 {
+			break
+		}
+		s0, s1 := max(r0-sp.off, 0), min(r1-sp.off, sp.n)
+		// c counts the sequence's non-padding tokens before s0 (XLM-R).
 		c := 0
-		for s := 0; s < sp.n; s++ {
+		if m.cfg.PositionsFromPadding {
+			for s := range s0 {
+				if int(in.IDs[sp.off+s]) != m.cfg.PaddingIdx {
+					c++
+				}
+			}
+		}
+		for s := s0; s < s1; s++ {
 			m.embedToken(in, sp.off+s, m.position(in, sp.off+s, s, &c), x)
 		}
 	}
