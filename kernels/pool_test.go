@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -90,11 +92,15 @@ func TestSpinStopsForForeign(t *testing.T) {
 }
 
 // BenchmarkParallelHandoff is the cost of one Parallel call whose tasks
-// do nothing: the hand-off to the workers and back.
+// do nothing: the hand-off to the workers and back, on 2, 4 and 16
+// threads where GOMAXPROCS has them (scripts/machine-check.sh runs it).
 func BenchmarkParallelHandoff(b *testing.B) {
 	var n atomic.Int64
-	for _, threads := range []int{2, 4} {
-		b.Run(map[int]string{2: "threads=2", 4: "threads=4"}[threads], func(b *testing.B) {
+	for _, threads := range []int{2, 4, 16} {
+		if threads > runtime.GOMAXPROCS(0) {
+			continue
+		}
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
 			for b.Loop() {
 				Parallel(threads, threads, func(int) { n.Add(1) })
 			}

@@ -99,6 +99,9 @@ for t in 1 4 "$phys"; do
 		break
 	fi
 done
+# The pool's hand-off: one Parallel call of empty tasks on 2, 4 and 16
+# threads (what each of a pass's ~110 pool calls costs beyond its work).
+step "$bin/kernels.test" -test.run '^$' -test.bench 'ParallelHandoff' -test.benchtime 20000x
 # One request on all its threads: the scaling over one thread, in one
 # run, of every count of 4, 16 and the physical cores that this machine
 # has (issue 30: INT8-static >= 1.85x and FP32 >= 1.9x on 2 threads; the
