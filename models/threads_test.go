@@ -150,10 +150,19 @@ func TestThreadsSameBitsSeq128(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := goldenDir(t, c.name)
 			load := func(o models.Options) (*models.Pipeline, error) { return models.Load(context.Background(), dir, o) }
-			threadsSameBits(t, sel, load, threads, allPrecisions, seq128(c.pad, c.types)...)
+			precs := allPrecisions
+			if testing.Short() {
+				precs = precs[:2] // FP32 and INT8-static; dynamic in the long stage
+			}
+			threadsSameBits(t, sel, load, threads, precs, seq128(c.pad, c.types)...)
 		})
 	}
 	t.Run("bert-base-widths", func(t *testing.T) {
+		if testing.Short() {
+			// About 20 s here, a minute under the race detector: the
+			// long stage runs it.
+			t.Skip("BERT-base's widths take a minute under -race -short; the long stage runs them")
+		}
 		cfg, err := checkpoint.ParseConfig([]byte(`{"model_type": "bert", "architectures": ["BertModel"],
 			"vocab_size": 1000, "hidden_size": 768, "num_hidden_layers": 2, "num_attention_heads": 12,
 			"intermediate_size": 3072, "max_position_embeddings": 128, "type_vocab_size": 2, "pad_token_id": 0,
@@ -164,10 +173,6 @@ func TestThreadsSameBitsSeq128(t *testing.T) {
 		load := func(o models.Options) (*models.Pipeline, error) {
 			return models.New(models.RandomWeights("bert-base-widths", cfg, models.TaskBase, 1), cfg, o)
 		}
-		precs := allPrecisions
-		if testing.Short() {
-			precs = precs[:2] // FP32 and INT8-static; dynamic in the long stage
-		}
-		threadsSameBits(t, sel, load, threads, precs, seq128(0, true)[0])
+		threadsSameBits(t, sel, load, threads, allPrecisions, seq128(0, true)[0])
 	})
 }
