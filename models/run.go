@@ -366,6 +366,31 @@ func (b *Batch) Classification(r int, o ClassifyOptions) (Classification, error)
 // both the head's outputs (when the model has a head) and the last hidden
 // states.
 func (p *Pipeline) Run(ctx context.Context, seqs []Sequence, each func(b *Batch) error) error {
+	return p.RunWith(ctx, seqs, RunOptions{}, each)
+}
+
+// RunOptions are the optional parts of RunWith.
+type RunOptions struct {
+	// Wanted, when set, is asked between the layers of every pass whether
+	// sequence seq (an index into RunWith's sequences) is still wanted
+	// (before layer layer; layer = the model's layers before the heads).
+	// A sequence it refuses leaves the pass: its row is in no Batch, the
+	// rows left keep the bits of the whole pass, and a pass none is left
+	// of ends (encoder.StreamOptions.Wanted, docs/DESIGN.md section 9.1).
+	// It runs on the pass's goroutine and must answer quickly.
+	Wanted func(layer, seq int) bool
+	// Stats, when set, is added the call's token counts: the tokens
+	// planned, and those computed and saved by sequences that left.
+	Stats *RunStats
+}
+
+// RunStats count a Run's work (encoder.StreamStats: Saved and Computed
+// are in whole passes' worth of tokens).
+type RunStats = encoder.StreamStats
+
+// RunWith is Run with options: sequences that are no longer wanted
+// leave their passes between layers, and the call's token counts.
+func (p *Pipeline) RunWith(ctx context.Context, seqs []Sequence, o RunOptions, each func(b *Batch) error) error {
 	if err := p.refuseClosed("Run"); err != nil {
 		return err
 	}
@@ -380,7 +405,8 @@ func (p *Pipeline) Run(ctx context.Context, seqs []Sequence, each func(b *Batch)
 		}
 		ts[i] = s.t
 	}
-	return p.stream(ctx, ts, func(idx []int, in *encoder.Inputs, out *encoder.TaskOutput) error {
+	so := encoder.StreamOptions{Wanted: o.Wanted, Stats: o.Stats}
+	return p.m.StreamWith(ctx, ts, p.maxBatchTokens, so, func(idx []int, in *encoder.Inputs, out *encoder.TaskOutput) error {
 		return each(&Batch{idx: idx, in: in, out: out, p: p, seqs: seqs})
 	})
 }

@@ -350,13 +350,28 @@ func (l *Linear[G]) Key(g *G) (Key, error) {
 // weights), the rest is the caller's (see the kernels descriptor, and
 // NewLinear and NewLinearF32 for what each operation asks). Threads <= 1
 // runs on the calling goroutine. g is not modified.
-func (l *Linear[G]) Run(g *G) error {
+func (l *Linear[G]) Run(g *G) error { return l.RunAs(g, 0) }
+
+// RunAs is Run choosing the candidate as for a call of asRows rows (its
+// key's M bucket and the row model's pick for that count), with g's own
+// rows; asRows <= 0 is g's M, as Run. A pass that drops rows between
+// its linears (a cancelled request's, docs/DESIGN.md section 9.1) keeps
+// the choices of the rows it started with, so that the rows left get
+// the bits they get in the whole pass: a native kernel computes each
+// output from its own row whatever the call's M. Should the candidate
+// chosen not take g's M, the next one in the choice's order that does
+// runs, as in Run.
+func (l *Linear[G]) RunAs(g *G, asRows int) error {
 	if g == nil {
 		return fmt.Errorf("selector: %s linear run: nil call: %w", l.op.op, kernels.ErrShape)
 	}
 	run, m, key, err := l.op.spec.prepare(l, g)
 	if err != nil || m == 0 {
 		return err
+	}
+	pickM := m
+	if asRows > 0 && asRows != m {
+		key.M, pickM = BucketM(asRows), asRows
 	}
 	ch, err := l.s.choose(key)
 	if err != nil {
@@ -372,7 +387,7 @@ func (l *Linear[G]) Run(g *G) error {
 	// packing of every layer.
 	later := l.s.opts.Tuning == TuneBackground && !ch.Default
 	var first cand[G]
-	if name := ch.pickAt(m, key.M); name != "" {
+	if name := ch.pickAt(pickM, key.M); name != "" {
 		if ran, err := l.tryRun(name, m, run, key.Epilogue, later, &first); ran {
 			return err
 		}

@@ -2,6 +2,7 @@ package encoder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -62,19 +63,34 @@ func planBatches(lens []int, budget int) []microBatch {
 // returns; an error from it ends the call. The caller has entered m
 // (Enter): the pipelines hold the model over their whole call.
 func (m *TaskModel) Stream(ctx context.Context, seqs []Tokens, budget int, each func(idx []int, in *Inputs, out *TaskOutput) error) error {
+	return m.StreamWith(ctx, seqs, budget, StreamOptions{}, each)
+}
+
+// StreamWith is Stream with options: sequences no longer wanted leave
+// their passes between layers (StreamOptions.Wanted; each then sees only
+// the rows left, and a pass none is left of is not shown), and the
+// call's token counts (StreamOptions.Stats).
+func (m *TaskModel) StreamWith(ctx context.Context, seqs []Tokens, budget int, o StreamOptions, each func(idx []int, in *Inputs, out *TaskOutput) error) error {
 	if len(seqs) == 0 {
 		return fmt.Errorf("encoder: empty batch: %w", ErrInput)
 	}
 	lens := make([]int, len(seqs))
+	total := 0
 	for i, s := range seqs {
 		lens[i] = len(s.IDs)
+		total += lens[i]
+	}
+	enc := m.Encoder
+	layers := enc.pass.numLayers()
+	if o.Stats != nil {
+		o.Stats.Tokens += total
+		o.Stats.Layers = layers
 	}
 	plan := planBatches(lens, budget)
 	most, mostSeqs := 0, 0
 	for _, b := range plan {
 		most, mostSeqs = max(most, b.tokens()), max(mostSeqs, len(b.idx))
 	}
-	enc := m.Encoder
 	buf := enc.getBuffers(most)
 	defer enc.putBuffers(buf)
 	// One set of input arrays serves every pass, as buf does.
@@ -82,16 +98,49 @@ func (m *TaskModel) Stream(ctx context.Context, seqs []Tokens, budget int, each 
 	if enc.Config().TypeVocab > 0 {
 		ar.types = make([]int32, most)
 	}
+	var live *passLive
+	if o.Wanted != nil {
+		live = &passLive{wanted: o.Wanted, idx: make([]int, 0, mostSeqs)}
+	}
 	for _, b := range plan {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if live != nil {
+			// A sequence gone before its pass starts costs nothing.
+			live.idx, live.dropped, live.tokenLayers = live.idx[:0], false, 0
+			b.seq, b.n = 0, 0
+			for _, i := range b.idx {
+				if o.Wanted(0, i) {
+					live.idx = append(live.idx, i)
+					b.seq, b.n = max(b.seq, lens[i]), b.n+lens[i]
+				}
+			}
+			if len(live.idx) == 0 {
+				continue
+			}
+			b.idx = live.idx
+		}
 		in := packInputs(seqs, b, &ar)
-		out, err := m.forward(ctx, in, false, buf)
+		out, err := m.forwardLive(ctx, in, false, buf, live)
+		if o.Stats != nil {
+			if live != nil {
+				o.Stats.TokenLayers += live.tokenLayers
+			} else if err == nil {
+				o.Stats.TokenLayers += b.tokens() * layers
+			}
+		}
+		if errors.Is(err, errNoneLive) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
-		if err := each(b.idx, in, out); err != nil {
+		idx := b.idx
+		if live != nil {
+			idx = live.idx
+		}
+		if err := each(idx, in, out); err != nil {
 			return err
 		}
 	}

@@ -84,12 +84,18 @@ func (d *Dense) Apply(rows int, x []float32, ldx, threads int) ([]float32, error
 // ApplyTo is Apply writing into y when it holds at least rows x N values
 // (it returns y[:rows*N]), else into a new slice. y must not overlap x.
 func (d *Dense) ApplyTo(y []float32, rows int, x []float32, ldx, threads int) ([]float32, error) {
+	return d.applyAs(y, rows, 0, x, ldx, threads)
+}
+
+// applyAs is ApplyTo on the kernel chosen for asRows rows (0: rows), for
+// a pass whose rows left it (passLive).
+func (d *Dense) applyAs(y []float32, rows, asRows int, x []float32, ldx, threads int) ([]float32, error) {
 	if len(y) < rows*d.N {
 		y = make([]float32, rows*d.N)
 	}
 	y = y[:rows*d.N]
 	ep := &kernels.Epilogue{Bias: d.bias, Act: d.act.epilogueAct()}
-	if err := d.lin.Run(&kernels.GEMMF32{M: rows, A: x, Lda: ldx, Ep: ep, C: y, Ldc: d.N, Threads: threads}); err != nil {
+	if err := d.lin.RunAs(&kernels.GEMMF32{M: rows, A: x, Lda: ldx, Ep: ep, C: y, Ldc: d.N, Threads: threads}, asRows); err != nil {
 		return nil, err
 	}
 	if d.act == HeadTanh {

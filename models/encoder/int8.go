@@ -197,7 +197,7 @@ func (p *int8Pass) runQ(m *Model, l *qlin, rows int, x []float32, in *qin, quant
 	out kernels.Out, outScale float32, outZP int32, s *qscratch) error {
 	if !l.int8() {
 		ep := &kernels.Epilogue{Bias: l.q.Bias, Act: act, Residual: res}
-		return l.f32.Run(&kernels.GEMMF32{M: rows, A: x, Lda: l.q.K, Ep: ep, C: out.F32, Ldc: out.Ldc, Threads: m.threads})
+		return l.f32.RunAs(&kernels.GEMMF32{M: rows, A: x, Lda: l.q.K, Ep: ep, C: out.F32, Ldc: out.Ldc, Threads: m.threads}, s.asRows)
 	}
 	mode := p.mode
 	if !quantized {
@@ -208,7 +208,7 @@ func (p *int8Pass) runQ(m *Model, l *qlin, rows int, x []float32, in *qin, quant
 	ep := l.epilogue(mode, in, rows)
 	ep.Act, ep.Residual = act, res
 	ep.OutScale, ep.OutZeroPoint = outScale, outZP
-	return l.lin.Run(&kernels.GEMMU8S8{M: rows, A: in.u8, Lda: l.q.K, Ep: ep, Out: out, Threads: m.threads})
+	return l.lin.RunAs(&kernels.GEMMU8S8{M: rows, A: in.u8, Lda: l.q.K, Ep: ep, Out: out, Threads: m.threads}, s.asRows)
 }
 
 // qscratch is an INT8 forward pass's buffers (a view of buffers): the

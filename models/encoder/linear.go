@@ -13,6 +13,9 @@ import (
 // whatever the arithmetic inside.
 type linear interface {
 	Run(g *kernels.GEMMF32) error
+	// RunAs is Run on the kernel chosen for a call of asRows rows
+	// (selector.Linear.RunAs; 0: g's own).
+	RunAs(g *kernels.GEMMF32, asRows int) error
 	// key is the selector key of a call of rows rows with epilogue ep on
 	// th threads; Prepare tunes and packs the linear for it (the warm-up).
 	key(rows int, ep *kernels.Epilogue, th int) selector.Key
@@ -77,6 +80,9 @@ func (l bf16Linear) key(rows int, ep *kernels.Epilogue, th int) selector.Key {
 }
 
 // Run runs g's product in bf16.
-func (l bf16Linear) Run(g *kernels.GEMMF32) error {
-	return l.Linear.Run(&kernels.GEMMBF16{M: g.M, N: g.N, K: g.K, A: g.A, Lda: g.Lda, Ep: g.Ep, C: g.C, Ldc: g.Ldc, Threads: g.Threads})
+func (l bf16Linear) Run(g *kernels.GEMMF32) error { return l.RunAs(g, 0) }
+
+// RunAs is Run on the kernel chosen for asRows rows.
+func (l bf16Linear) RunAs(g *kernels.GEMMF32, asRows int) error {
+	return l.Linear.RunAs(&kernels.GEMMBF16{M: g.M, N: g.N, K: g.K, A: g.A, Lda: g.Lda, Ep: g.Ep, C: g.C, Ldc: g.Ldc, Threads: g.Threads}, asRows)
 }

@@ -460,7 +460,18 @@ func (m *Model) ForwardContext(ctx context.Context, in *Inputs, keepHidden bool)
 // output's Last then aliases them and is valid until their next pass.
 // With b nil the pass takes buffers from the pool and Last is its own.
 func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs observeFunc, b *buffers) (*Output, error) {
+	return m.forwardLive(ctx, in, keepHidden, obs, b, nil)
+}
+
+// forwardLive is forward that, with live set (a pipeline call's pass: b
+// set, packed inputs, keepHidden false), asks before every layer which
+// sequences are still wanted and drops the others from the pass
+// (passLive.drop); it returns errNoneLive once none is left.
+func (m *Model) forwardLive(ctx context.Context, in *Inputs, keepHidden bool, obs observeFunc, b *buffers, live *passLive) (*Output, error) {
 	p := m.pass
+	if live != nil && (b == nil || in.Lens == nil || keepHidden) {
+		return nil, fmt.Errorf("encoder: internal error: live rows need a packed pipeline pass without hidden states")
+	}
 	if obs != nil && p.precision() != PrecisionFP32 {
 		return nil, fmt.Errorf("encoder: calibration needs an FP32 model: %w", ErrConfig)
 	}
@@ -485,6 +496,9 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 		x = b.x[:rows*h]
 	}
 	qs := b.view(m.cfg, rows)
+	if live != nil {
+		live.batch0, live.rows0 = in.Batch, rows
+	}
 	spans, err := m.spans(in, b.spans)
 	if err != nil {
 		return nil, err
@@ -528,12 +542,24 @@ func (m *Model) forward(ctx context.Context, in *Inputs, keepHidden bool, obs ob
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if live != nil {
+			if x, qs, err = live.drop(m, li, in, out, b, x, qs, xqReady); err != nil {
+				return nil, err
+			}
+			live.tokenLayers += qs.rows
+		}
 		var err error
 		if xqReady, err = p.layer(m, li, x, in, qs, obs, xqReady); err != nil {
 			return nil, fmt.Errorf("encoder: layer %d: %w", li, err)
 		}
 		if keepHidden {
 			out.HiddenStates = append(out.HiddenStates, append([]float32(nil), x...))
+		}
+	}
+	if live != nil {
+		// Rows gone after the last layer leave before the heads.
+		if x, _, err = live.drop(m, p.numLayers(), in, out, b, x, qs, false); err != nil {
+			return nil, err
 		}
 	}
 	out.Last = x
@@ -689,6 +715,10 @@ type scratch struct {
 	// layer is the layer whose attention runs (disentangled attention's
 	// position projections are per layer).
 	layer int
+	// asRows is the tokens the pass started with when rows have left it
+	// since (passLive): its linears keep the kernels chosen for those;
+	// 0 while none has.
+	asRows int
 	// a8 is INT8 attention's quantized Q and K (quantQKV), made on
 	// first use.
 	a8 *qkv8
@@ -860,7 +890,7 @@ func (m *Model) layer(ly *layer, li int, x []float32, in *Inputs, s *scratch, ob
 		return err
 	}
 	t := time.Now()
-	if err := ly.qkv.Run(&kernels.GEMMF32{M: rows, A: x, Lda: h, Ep: &kernels.Epilogue{Bias: ly.qkvBias}, C: s.qkv, Ldc: 3 * h, Threads: th}); err != nil {
+	if err := ly.qkv.RunAs(&kernels.GEMMF32{M: rows, A: x, Lda: h, Ep: &kernels.Epilogue{Bias: ly.qkvBias}, C: s.qkv, Ldc: 3 * h, Threads: th}, s.asRows); err != nil {
 		return fmt.Errorf("qkv: %w", err)
 	}
 	p.add(partLinear, t, fl(3*h, h))
@@ -875,7 +905,7 @@ func (m *Model) layer(ly *layer, li int, x []float32, in *Inputs, s *scratch, ob
 		return err
 	}
 	t = time.Now()
-	if err := ly.o.Run(&kernels.GEMMF32{M: rows, A: s.ctx, Lda: h, Ep: &kernels.Epilogue{Bias: ly.oBias, Residual: x}, C: s.t, Ldc: h, Threads: th}); err != nil {
+	if err := ly.o.RunAs(&kernels.GEMMF32{M: rows, A: s.ctx, Lda: h, Ep: &kernels.Epilogue{Bias: ly.oBias, Residual: x}, C: s.t, Ldc: h, Threads: th}, s.asRows); err != nil {
 		return fmt.Errorf("attention output: %w", err)
 	}
 	p.add(partLinear, t, fl(h, h))
@@ -888,13 +918,13 @@ func (m *Model) layer(ly *layer, li int, x []float32, in *Inputs, s *scratch, ob
 		return err
 	}
 	t = time.Now()
-	if err := ly.ffn1.Run(&kernels.GEMMF32{M: rows, A: x, Lda: h, Ep: &kernels.Epilogue{Bias: ly.ffn1Bias, Act: m.cfg.Activation}, C: s.f, Ldc: inter, Threads: th}); err != nil {
+	if err := ly.ffn1.RunAs(&kernels.GEMMF32{M: rows, A: x, Lda: h, Ep: &kernels.Epilogue{Bias: ly.ffn1Bias, Act: m.cfg.Activation}, C: s.f, Ldc: inter, Threads: th}, s.asRows); err != nil {
 		return fmt.Errorf("ffn1: %w", err)
 	}
 	if err := see(linFFN2, s.f, inter); err != nil {
 		return err
 	}
-	if err := ly.ffn2.Run(&kernels.GEMMF32{M: rows, A: s.f, Lda: inter, Ep: &kernels.Epilogue{Bias: ly.ffn2Bias, Residual: x}, C: s.t, Ldc: h, Threads: th}); err != nil {
+	if err := ly.ffn2.RunAs(&kernels.GEMMF32{M: rows, A: s.f, Lda: inter, Ep: &kernels.Epilogue{Bias: ly.ffn2Bias, Residual: x}, C: s.t, Ldc: h, Threads: th}, s.asRows); err != nil {
 		return fmt.Errorf("ffn2: %w", err)
 	}
 	p.add(partLinear, t, 2*fl(inter, h))

@@ -498,9 +498,22 @@ func (m *TaskModel) leave() {
 // forward is Forward for a caller that entered m; b are a pipeline call's
 // buffers or nil (see Model.forward).
 func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b *buffers) (*TaskOutput, error) {
-	out, err := m.Encoder.forward(ctx, in, keepHidden, nil, b)
+	return m.forwardLive(ctx, in, keepHidden, b, nil)
+}
+
+// forwardLive is forward whose rows may leave the pass between layers
+// (Model.forwardLive); the heads then run on the rows left, on the
+// kernels chosen for the rows the pass started with.
+func (m *TaskModel) forwardLive(ctx context.Context, in *Inputs, keepHidden bool, b *buffers, live *passLive) (*TaskOutput, error) {
+	out, err := m.Encoder.forwardLive(ctx, in, keepHidden, nil, b, live)
 	if err != nil {
 		return nil, err
+	}
+	// asBatch and asRows are the sequences and rows whose kernels the
+	// heads run on (0: their own).
+	asBatch, asRows := 0, 0
+	if live != nil && live.dropped {
+		asBatch, asRows = live.batch0, live.rows0
 	}
 	r := &TaskOutput{Output: out}
 	th, h := m.Encoder.Threads(), out.Hidden
@@ -526,7 +539,7 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 		cls, ldc = g, h
 	}
 	if m.pooler != nil {
-		if r.PoolerOutput, err = m.pooler.ApplyTo(spare.take(out.Batch*h), out.Batch, cls, ldc, th); err != nil {
+		if r.PoolerOutput, err = m.pooler.applyAs(spare.take(out.Batch*h), out.Batch, asBatch, cls, ldc, th); err != nil {
 			return nil, fmt.Errorf("encoder: pooler: %w", err)
 		}
 	}
@@ -537,7 +550,7 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 			x, ldx = r.PoolerOutput, h
 		}
 		for _, d := range m.head {
-			if x, err = d.ApplyTo(spare.take(out.Batch*d.N), out.Batch, x, ldx, th); err != nil {
+			if x, err = d.applyAs(spare.take(out.Batch*d.N), out.Batch, asBatch, x, ldx, th); err != nil {
 				return nil, fmt.Errorf("encoder: classifier: %w", err)
 			}
 			ldx = d.N
@@ -545,7 +558,7 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 		r.Logits = x
 	case TaskQuestionAnswering:
 		rows := out.rows()
-		y, err := m.qa.ApplyTo(spare.take(2*rows), rows, out.Last, h, th)
+		y, err := m.qa.applyAs(spare.take(2*rows), rows, asRows, out.Last, h, th)
 		if err != nil {
 			return nil, fmt.Errorf("encoder: qa head: %w", err)
 		}
@@ -555,7 +568,7 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 		}
 	case TaskTokenClassification:
 		d := m.head[0]
-		if r.Logits, err = d.ApplyTo(spare.take(out.rows()*d.N), out.rows(), out.Last, h, th); err != nil {
+		if r.Logits, err = d.applyAs(spare.take(out.rows()*d.N), out.rows(), asRows, out.Last, h, th); err != nil {
 			return nil, fmt.Errorf("encoder: token classifier: %w", err)
 		}
 	case TaskMaskedLM:
