@@ -112,6 +112,12 @@ type Config struct {
 	// negative: none).
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	ShutdownTimeout, DrainDelay                               time.Duration
+	// RequestTimeout, when > 0, bounds an inference request end to end,
+	// from its admission to its answer: past it the request is answered
+	// 504 (TEI's error JSON, type Backend; gRPC's DeadlineExceeded) and
+	// its rows leave their pass at the next layer (docs/DESIGN.md section
+	// 9.1). 0 (the default) sets no bound; negative is an error.
+	RequestTimeout time.Duration
 
 	// GRPCStreamParallel bounds the messages of one gRPC stream in flight
 	// at once (TEI's GRPC_MAX_PARALLEL_STREAM_REQUESTS; 0: TEI's 1024);
@@ -230,6 +236,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DrainDelay < 0 {
 		c.DrainDelay = 0
+	}
+	if c.RequestTimeout < 0 {
+		return bad("request timeout %v: want 0 (no bound) or a positive duration", c.RequestTimeout)
 	}
 	for _, d := range []time.Duration{c.ReadHeaderTimeout, c.ReadTimeout, c.WriteTimeout, c.IdleTimeout, c.ShutdownTimeout} {
 		if d < 0 {

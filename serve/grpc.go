@@ -141,6 +141,9 @@ func grpcCode(err error) (codes.Code, string) {
 	default:
 		return codes.FailedPrecondition, err.Error() // TEI's Backend
 	}
+	if ae.status == http.StatusGatewayTimeout { // --request-timeout
+		return codes.DeadlineExceeded, ae.msg
+	}
 	switch ae.typ {
 	case errValidation, errEmpty:
 		return codes.InvalidArgument, ae.msg
@@ -203,8 +206,14 @@ func (g *teiGRPC) call(ctx context.Context, name string, admitted bool, f func(c
 		}
 		s.met.inFlight.Inc()
 		defer s.met.inFlight.Dec()
+		if d := s.cfg.RequestTimeout; d > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeoutCause(ctx, d, errRequestTimeout)
+			defer cancel()
+		}
 	}
 	if herr = f(ctx); herr != nil {
+		herr = s.timedOut(ctx, herr)
 		c, msg := grpcCode(herr)
 		if c == codes.FailedPrecondition && failureLabel(herr) != "model_type" {
 			s.cfg.Logger.Error("serve: gRPC call failed", "method", name, "code", c.String(), "error", msg)

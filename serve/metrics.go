@@ -8,16 +8,20 @@ import (
 // metrics are the server's Prometheus series, on a registry of its own
 // (so that two servers in one process, as in tests, do not collide).
 type metrics struct {
-	reg          *prometheus.Registry
-	requests     *prometheus.CounterVec   // route, status
-	duration     *prometheus.HistogramVec // route
-	queue        prometheus.Histogram
-	tokenize     prometheus.Histogram
-	inference    prometheus.Histogram
-	batchSize    prometheus.Histogram
-	batchTokens  prometheus.Histogram
-	realTokens   prometheus.Counter
-	computed     prometheus.Counter
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec   // route, status
+	duration    *prometheus.HistogramVec // route
+	queue       prometheus.Histogram
+	tokenize    prometheus.Histogram
+	inference   prometheus.Histogram
+	batchSize   prometheus.Histogram
+	batchTokens prometheus.Histogram
+	realTokens  prometheus.Counter
+	computed    prometheus.Counter
+	// savedTokens counts the tokens not computed because their requests
+	// had gone: dropped from the queue, or left a pass between layers
+	// (docs/DESIGN.md section 9.1).
+	savedTokens  prometheus.Counter
 	queueLength  prometheus.Gauge
 	inFlight     prometheus.Gauge
 	panics       prometheus.Counter
@@ -52,6 +56,8 @@ func newMetrics() *metrics {
 		Name: "int8bert_tokens_total", Help: "Tokens of the inputs run (no padding)."})
 	m.computed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "int8bert_computed_tokens_total", Help: "Tokens the forward passes computed, padding included."})
+	m.savedTokens = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "int8bert_cancelled_tokens_saved_total", Help: "Tokens not computed because their requests had gone (client gone, --request-timeout): dropped from the queue, or their rows left the pass between layers (in whole passes' worth)."})
 	m.queueLength = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "int8bert_queue_length", Help: "Jobs waiting for an instance."})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -59,7 +65,7 @@ func newMetrics() *metrics {
 	m.panics = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "int8bert_panics_total", Help: "Panics recovered in handlers and batches (there should be none)."})
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.queue, m.tokenize, m.inference, m.batchSize,
-		m.batchTokens, m.inputsTokens, m.realTokens, m.computed, m.queueLength, m.inFlight, m.panics,
+		m.batchTokens, m.inputsTokens, m.realTokens, m.computed, m.savedTokens, m.queueLength, m.inFlight, m.panics,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}

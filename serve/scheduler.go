@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -207,6 +208,7 @@ func (s *scheduler) dropCancelled() {
 			if n := len(j.seqs); n > 0 {
 				s.met.te.requestFailure.WithLabelValues("dropped").Add(float64(n))
 			}
+			s.met.savedTokens.Add(float64(j.tokens))
 			s.seqs -= len(j.seqs)
 			j.done <- err
 			continue
@@ -270,6 +272,12 @@ func (s *scheduler) runBatch(batch []*job) {
 	}
 }
 
+// testBetweenLayers, when set (tests), is called by a batched pass before
+// every layer, for each row still in it (row: its index among the
+// batch's sequences, the jobs' in arrival order), with the row's request
+// context: a test cancels requests there, at a layer it chooses.
+var testBetweenLayers atomic.Pointer[func(layer, row int, ctx context.Context)]
+
 // runSeqs runs the sequences of batched jobs in one Pipeline.Run.
 func (s *scheduler) runSeqs(batch []*job, errs []error) {
 	var seqs []models.Sequence
@@ -290,10 +298,20 @@ func (s *scheduler) runSeqs(batch []*job, errs []error) {
 	s.met.te.batchSize.Observe(float64(len(seqs)))
 	s.met.te.batchTokens.Observe(float64(queuedTokens))
 	p := batch[0].m.p
-	err := p.Run(context.Background(), seqs, func(b *models.Batch) error {
+	// A row whose request has gone leaves the pass at the next layer
+	// (models.RunOptions.Wanted): its job is answered by submit with the
+	// context's error, and the other rows keep their bits.
+	wanted := func(layer, g int) bool {
+		j := batch[owner[g]]
+		if h := testBetweenLayers.Load(); h != nil {
+			(*h)(layer, g, j.ctx)
+		}
+		return j.ctx.Err() == nil
+	}
+	var st models.RunStats
+	err := p.RunWith(context.Background(), seqs, models.RunOptions{Wanted: wanted, Stats: &st}, func(b *models.Batch) error {
 		real, computed := b.Tokens()
 		s.met.realTokens.Add(float64(real))
-		s.met.computed.Add(float64(computed))
 		s.met.batchTokens.Observe(float64(computed))
 		for r, g := range b.Rows() {
 			k := owner[g]
@@ -304,6 +322,19 @@ func (s *scheduler) runSeqs(batch []*job, errs []error) {
 		}
 		return nil
 	})
+	s.met.computed.Add(float64(st.Computed()))
+	s.met.savedTokens.Add(float64(st.Saved()))
+	for k, j := range batch {
+		// A job some of whose rows left has no whole answer: its request
+		// has gone, and submit has returned (or returns) its context's
+		// error; this only makes sure its fill's partial result is not
+		// taken for one.
+		if errs[k] == nil {
+			if cerr := j.ctx.Err(); cerr != nil {
+				errs[k] = cerr
+			}
+		}
+	}
 	if err != nil {
 		for k := range errs {
 			if errs[k] == nil {

@@ -419,8 +419,14 @@ func (s *Server) wrap(name string, admitted bool, h func(w http.ResponseWriter, 
 			}
 			s.met.inFlight.Inc()
 			defer s.met.inFlight.Dec()
+			if d := s.cfg.RequestTimeout; d > 0 {
+				ctx, cancel := context.WithTimeoutCause(r.Context(), d, errRequestTimeout)
+				defer cancel()
+				r = r.WithContext(ctx)
+			}
 		}
 		if herr = h(w, r); herr != nil {
+			herr = s.timedOut(r.Context(), herr)
 			s.writeError(w, name, herr)
 		}
 	})
@@ -458,6 +464,19 @@ func (s *Server) refuseBody(rw, w http.ResponseWriter, r *http.Request, route st
 	if drain && rc.Flush() == nil {
 		io.Copy(io.Discard, r.Body)
 	}
+}
+
+// errRequestTimeout is the cause of a request context that
+// Config.RequestTimeout ended.
+var errRequestTimeout = errors.New("request timeout")
+
+// timedOut is err, or the 504 of --request-timeout when ctx ended by it.
+func (s *Server) timedOut(ctx context.Context, err error) error {
+	if ctx.Err() == nil || !errors.Is(context.Cause(ctx), errRequestTimeout) {
+		return err
+	}
+	return &apiError{http.StatusGatewayTimeout, errBackend,
+		fmt.Sprintf("the request did not finish within --request-timeout (%v); send fewer or shorter inputs, or retry later", s.cfg.RequestTimeout)}
 }
 
 // writeError answers err as JSON: an apiError with its status, a

@@ -97,6 +97,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", 30*time.Second, "time to read a whole request")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", 120*time.Second, "time from a request's headers to the end of its response")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", 0, "most time an inference request takes from admission to answer, past it: 504, and its rows leave their forward pass (default 0: no bound)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long to wait for the requests in flight")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", time.Second, "on SIGTERM, how long to answer 503 (health too) before closing the listener (negative: none)")
 	f.pprofAddr = fs.String("debug-pprof", "", "serve Go's profiles (net/http/pprof) on this loopback HOST:PORT, apart from the API (default: off)")
