@@ -100,7 +100,7 @@ func TestRunDropsUnwantedRows(t *testing.T) {
 
 			// Every row gone after layer 0: no Batch, one layer computed.
 			var none models.RunStats
-			got, passes = runRows(t, p, seqs, models.RunOptions{Stats: &none,
+			_, passes = runRows(t, p, seqs, models.RunOptions{Stats: &none,
 				Wanted: func(layer, seq int) bool { return layer < 1 }})
 			require.Zero(t, passes)
 			require.Equal(t, total, none.TokenLayers)
