@@ -121,7 +121,8 @@ func TestRunDropsUnwantedRows(t *testing.T) {
 			}
 			plain := run(models.RunOptions{})
 			kept := run(models.RunOptions{Wanted: func(int, int) bool { return true }})
-			require.LessOrEqual(t, kept-plain, 3.0, "allocations with every row wanted: %v against %v", kept, plain)
+			t.Logf("allocations: %v plain, %v with Wanted", plain, kept)
+			require.LessOrEqual(t, kept-plain, 2.0, "allocations with every row wanted: %v against %v", kept, plain)
 		})
 	}
 }
