@@ -186,8 +186,8 @@ func TestCancelledRowsLeaveThePass(t *testing.T) {
 // TestRequestTimeout: with RequestTimeout set, a request still in its
 // pass when the bound passes (held before layer 2 by the hook until its
 // context ends) is answered 504 in TEI's error JSON, its row leaves the
-// pass (tokens saved), and the next request is served; a negative bound
-// is refused.
+// pass (tokens saved) and the instance goes idle; a negative bound is
+// refused.
 func TestRequestTimeout(t *testing.T) {
 	_, err := Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, RequestTimeout: -time.Second}.withDefaults()
 	require.ErrorContains(t, err, "request timeout")
@@ -217,10 +217,14 @@ func TestRequestTimeout(t *testing.T) {
 		assert.Equal(t, http.StatusGatewayTimeout, status, "%s: %s", route, body)
 		assert.JSONEq(t, `{"error": "the request did not finish within --request-timeout (1s); send fewer or shorter inputs, or retry later", "error_type": "Backend"}`, string(body), route)
 	}
+	// The answer comes at the deadline; the pass counts what it saved
+	// when it ends (under a loaded race detector, a linear being tuned
+	// may hold it for seconds), and then the instance is idle.
+	require.Eventually(t, func() bool {
+		_, idle := s.sched.idle()
+		return idle
+	}, time.Minute, time.Millisecond, "the instance goes idle")
 	assert.Greater(t, savedTokens(t, s), 0.0)
-	testBetweenLayers.Store(nil)
-	status, body := post(t, ts, "/embed", text)
-	assert.Equal(t, 200, status, "%s", body)
 }
 
 // TestRequestTimeoutGRPCCode: the 504 of --request-timeout is gRPC's
