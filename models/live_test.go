@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
@@ -48,7 +49,8 @@ func runRows(t *testing.T, p *models.Pipeline, seqs []models.Sequence, o models.
 // Wanted that keeps every row costs no allocation per layer.
 func TestRunDropsUnwantedRows(t *testing.T) {
 	texts := sst2(t, "dev.tsv", 12)
-	calib := sst2(t, "train.tsv", 32)
+	// A few calibration texts: the test is about bits, not accuracy.
+	calib := sst2(t, "train.tsv", 8)
 	for _, prec := range []models.Precision{models.PrecisionFP32, models.PrecisionInt8Static} {
 		t.Run(prec.String(), func(t *testing.T) {
 			o := models.Options{Precision: prec}
@@ -113,7 +115,12 @@ func TestRunDropsUnwantedRows(t *testing.T) {
 			require.Equal(t, total, before.Saved())
 
 			// Keeping every row allocates what Run does, plus a constant
-			// (the live rows' state), not something per layer.
+			// (the live rows' state), not something per layer. (Under
+			// -race, sync.Pool drops items at random: no steady count.)
+			if syncPoolDrops() {
+				t.Log("sync.Pool drops items in this build (-race): allocations not compared")
+				return
+			}
 			run := func(o models.RunOptions) float64 {
 				return testing.AllocsPerRun(5, func() {
 					_ = p.RunWith(context.Background(), seqs, o, func(*models.Batch) error { return nil })
@@ -125,4 +132,17 @@ func TestRunDropsUnwantedRows(t *testing.T) {
 			require.LessOrEqual(t, kept-plain, 2.0, "allocations with every row wanted: %v against %v", kept, plain)
 		})
 	}
+}
+
+// syncPoolDrops reports whether sync.Pool drops what it is given, as it
+// does at random under the race detector.
+func syncPoolDrops() bool {
+	var p sync.Pool
+	for range 64 {
+		p.Put(new(int))
+		if p.Get() == nil {
+			return true
+		}
+	}
+	return false
 }
