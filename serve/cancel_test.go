@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -242,4 +243,65 @@ func TestRequestTimeoutGRPCCode(t *testing.T) {
 	cctx, ccancel := context.WithCancel(context.Background())
 	ccancel()
 	assert.ErrorIs(t, s.timedOut(cctx, cctx.Err()), context.Canceled)
+}
+
+// TestShutdownDeadlineCutsThePass: a request still in its pass when
+// Shutdown's deadline passes (held before layer 2 by the hook until its
+// context ends) has its row leave the pass and is answered 503, and
+// Shutdown returns.
+func TestShutdownDeadlineCutsThePass(t *testing.T) {
+	s, err := New(context.Background(), Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}, Instances: 1,
+		Load: loadOptions(t), ShutdownTimeout: 200 * time.Millisecond, DrainDelay: -1})
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	inPass := make(chan struct{})
+	var once sync.Once
+	h := func(layer, row int, ctx context.Context) {
+		if layer != 2 {
+			return
+		}
+		once.Do(func() { close(inPass) })
+		select {
+		case <-ctx.Done():
+		case <-time.After(30 * time.Second):
+			t.Errorf("row %d: the shutdown deadline did not end its context", row)
+		}
+	}
+	testBetweenLayers.Store(&h)
+	defer testBetweenLayers.Store(nil)
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		r, err := http.Post("http://"+l.Addr().String()+"/embed", "application/json", strings.NewReader(`{"inputs": "held in its pass"}`))
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		b, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		got <- answer{r.StatusCode, string(b), err}
+	}()
+	<-inPass
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
+	a := <-got
+	require.NoError(t, a.err)
+	assert.Equal(t, http.StatusServiceUnavailable, a.status, "%s", a.body)
+	assert.Contains(t, a.body, "--shutdown-timeout")
+	<-done
+	assert.ErrorIs(t, <-served, http.ErrServerClosed)
+	// Shutdown may return (its deadline passed) before the pass has
+	// ended and counted what it saved.
+	deadline := time.Now().Add(time.Minute)
+	for savedTokens(t, s) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Greater(t, savedTokens(t, s), 0.0, "the row left its pass")
 }

@@ -25,16 +25,20 @@ import (
 
 // Server serves the models of a Config over HTTP.
 type Server struct {
-	cfg        Config
-	models     []*model
-	byName     map[string]*model
-	inst       *models.Instances
-	sched      *scheduler
-	met        *metrics
-	permits    permits       // MaxConcurrentRequests, one per input as TEI
-	tokens     chan struct{} // TokenizationWorkers tokens
-	draining   atomic.Bool
-	hs         *http.Server
+	cfg      Config
+	models   []*model
+	byName   map[string]*model
+	inst     *models.Instances
+	sched    *scheduler
+	met      *metrics
+	permits  permits       // MaxConcurrentRequests, one per input as TEI
+	tokens   chan struct{} // TokenizationWorkers tokens
+	draining atomic.Bool
+	hs       *http.Server
+	// cutShort cancels the HTTP requests' base context when Shutdown's
+	// deadline passes with requests still running (errShutdownDeadline),
+	// so that their rows leave their passes (docs/DESIGN.md section 9.1).
+	cutShort   context.CancelCauseFunc
 	gs         *grpc.Server   // TEI's gRPC API (ServeGRPC)
 	grpcHealth *health.Server // gRPC's health service
 	started    time.Time
@@ -121,8 +125,11 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	go func() { s.instDone <- inst.Run(context.Background(), s.sched.loop) }()
 	s.idleStop = make(chan struct{})
 	go s.releaseWhenIdle(s.idleStop, idleRelease)
+	base, cutShort := context.WithCancelCause(context.Background())
+	s.cutShort = cutShort
 	s.hs = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout,
-		WriteTimeout: c.WriteTimeout, IdleTimeout: c.IdleTimeout, ErrorLog: nil}
+		WriteTimeout: c.WriteTimeout, IdleTimeout: c.IdleTimeout, ErrorLog: nil,
+		BaseContext: func(net.Listener) context.Context { return base }}
 	s.gs, s.grpcHealth = s.newGRPC()
 	return s, nil
 }
@@ -245,6 +252,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			close(grpcDone)
 		}()
 		err := s.hs.Shutdown(ctx)
+		if ctx.Err() != nil {
+			// The deadline passed with requests running: their work
+			// stops at the next layer, and they are answered 503.
+			s.cutShort(errShutdownDeadline)
+		}
 		<-grpcDone
 		s.sched.close()
 		select {
@@ -470,13 +482,25 @@ func (s *Server) refuseBody(rw, w http.ResponseWriter, r *http.Request, route st
 // Config.RequestTimeout ended.
 var errRequestTimeout = errors.New("request timeout")
 
-// timedOut is err, or the 504 of --request-timeout when ctx ended by it.
+// errShutdownDeadline is the cause of a request context that Shutdown's
+// deadline ended.
+var errShutdownDeadline = errors.New("shutdown deadline")
+
+// timedOut is err, or the 504 of --request-timeout when ctx ended by it,
+// or the 503 of a shutdown whose deadline cut it short.
 func (s *Server) timedOut(ctx context.Context, err error) error {
-	if ctx.Err() == nil || !errors.Is(context.Cause(ctx), errRequestTimeout) {
+	if ctx.Err() == nil {
 		return err
 	}
-	return &apiError{http.StatusGatewayTimeout, errBackend,
-		fmt.Sprintf("the request did not finish within --request-timeout (%v); send fewer or shorter inputs, or retry later", s.cfg.RequestTimeout)}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errRequestTimeout):
+		return &apiError{http.StatusGatewayTimeout, errBackend,
+			fmt.Sprintf("the request did not finish within --request-timeout (%v); send fewer or shorter inputs, or retry later", s.cfg.RequestTimeout)}
+	case errors.Is(cause, errShutdownDeadline):
+		return &apiError{http.StatusServiceUnavailable, errUnhealthy,
+			fmt.Sprintf("the server is shutting down and its --shutdown-timeout (%v) passed before this request finished; retry it on another replica", s.cfg.ShutdownTimeout)}
+	}
+	return err
 }
 
 // writeError answers err as JSON: an apiError with its status, a
