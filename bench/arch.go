@@ -192,6 +192,34 @@ var archDefs = map[string]archDef{
   "relative_attention_num_buckets": 32,
   "vocab_size": 30527
 }`},
+	// microsoft/deberta-v3-base: model_type deberta-v2 with the
+	// disentangled attention over 256 log-spaced position buckets, the
+	// relative embeddings shared by the layers' own query and key
+	// projections, no absolute positions and no token types.
+	"deberta-v3-base": {`{
+  "architectures": ["DebertaV2ForMaskedLM"],
+  "attention_probs_dropout_prob": 0.1,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 768,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "layer_norm_eps": 1e-07,
+  "max_position_embeddings": 512,
+  "max_relative_positions": -1,
+  "model_type": "deberta-v2",
+  "norm_rel_ebd": "layer_norm",
+  "num_attention_heads": 12,
+  "num_hidden_layers": 12,
+  "pad_token_id": 0,
+  "pos_att_type": ["p2c", "c2p"],
+  "position_biased_input": false,
+  "position_buckets": 256,
+  "relative_attention": true,
+  "share_att_key": true,
+  "type_vocab_size": 0,
+  "vocab_size": 128100
+}`},
 }
 
 // Archs lists the architecture names LookupArch knows, sorted.

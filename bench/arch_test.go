@@ -35,7 +35,7 @@ func mustArch(t *testing.T, name string) *Arch {
 }
 
 func TestArchs(t *testing.T) {
-	want := []string{"bert-base", "bert-large", "distilbert", "electra-base", "electra-small", "mpnet-base", "roberta-base", "xlmr-base"}
+	want := []string{"bert-base", "bert-large", "deberta-v3-base", "distilbert", "electra-base", "electra-small", "mpnet-base", "roberta-base", "xlmr-base"}
 	if got := Archs(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Archs() = %v, want %v", got, want)
 	}
@@ -46,14 +46,15 @@ func TestArchs(t *testing.T) {
 		eps                               float64
 	}
 	shapes := map[string]shape{
-		"bert-base":     {"bert", 30522, 768, 12, 12, 3072, 512, 2, 1e-12},
-		"bert-large":    {"bert", 30522, 1024, 24, 16, 4096, 512, 2, 1e-12},
-		"distilbert":    {"distilbert", 30522, 768, 6, 12, 3072, 512, 0, 1e-12},
-		"xlmr-base":     {"xlm-roberta", 250002, 768, 12, 12, 3072, 514, 1, 1e-5},
-		"roberta-base":  {"roberta", 50265, 768, 12, 12, 3072, 514, 1, 1e-5},
-		"electra-base":  {"electra", 30522, 768, 12, 12, 3072, 512, 2, 1e-12},
-		"electra-small": {"electra", 30522, 256, 12, 4, 1024, 512, 2, 1e-12},
-		"mpnet-base":    {"mpnet", 30527, 768, 12, 12, 3072, 514, 0, 1e-5},
+		"bert-base":       {"bert", 30522, 768, 12, 12, 3072, 512, 2, 1e-12},
+		"bert-large":      {"bert", 30522, 1024, 24, 16, 4096, 512, 2, 1e-12},
+		"distilbert":      {"distilbert", 30522, 768, 6, 12, 3072, 512, 0, 1e-12},
+		"xlmr-base":       {"xlm-roberta", 250002, 768, 12, 12, 3072, 514, 1, 1e-5},
+		"roberta-base":    {"roberta", 50265, 768, 12, 12, 3072, 514, 1, 1e-5},
+		"electra-base":    {"electra", 30522, 768, 12, 12, 3072, 512, 2, 1e-12},
+		"electra-small":   {"electra", 30522, 256, 12, 4, 1024, 512, 2, 1e-12},
+		"mpnet-base":      {"mpnet", 30527, 768, 12, 12, 3072, 514, 0, 1e-5},
+		"deberta-v3-base": {"deberta-v2", 128100, 768, 12, 12, 3072, 512, 0, 1e-7},
 	}
 	for _, name := range want {
 		a := mustArch(t, name)
@@ -134,8 +135,10 @@ func familyTensors(t *testing.T, a *Arch, task encoder.Task) map[string][]int {
 	// onto h where the two differ.
 	e := ec.EmbeddingWidth()
 	want[n.WordEmb] = []int{ec.Vocab, e}
-	want[n.PosEmb] = []int{ec.MaxPositions, e}
-	if n.TypeEmb != "" {
+	if !ec.NoPositions { // DeBERTa's position_biased_input false: none
+		want[n.PosEmb] = []int{ec.MaxPositions, e}
+	}
+	if n.TypeEmb != "" && ec.TypeVocab > 0 {
 		want[n.TypeEmb] = []int{ec.TypeVocab, e}
 	}
 	want[n.EmbLN], want[n.EmbLNBias] = []int{e}, []int{e}
@@ -145,10 +148,26 @@ func familyTensors(t *testing.T, a *Arch, task encoder.Task) map[string][]int {
 	if n.RelBias != "" {
 		want[n.RelBias] = []int{ec.RelTable, ec.Heads}
 	}
+	if ec.Dis.Span > 0 {
+		// DebertaV2Encoder's rel_embeddings (position_buckets, else
+		// max_relative_positions, times 2) and their LayerNorm.
+		want[n.RelEmb] = []int{2 * ec.Dis.Span, h}
+		if ec.Dis.NormLN {
+			want[n.RelLN], want[n.RelLNBias] = []int{h}, []int{h}
+		}
+	}
 	for i := 0; i < ec.Layers; i++ {
 		l := n.Layer(i)
 		for _, w := range []string{l.Q, l.K, l.V, l.O} {
 			want[w] = []int{h, h}
+		}
+		if ec.Dis.Span > 0 && !ec.Dis.Shared {
+			if ec.Dis.C2P {
+				want[l.PosK], want[l.PosKBias] = []int{h, h}, []int{h}
+			}
+			if ec.Dis.P2C {
+				want[l.PosQ], want[l.PosQBias] = []int{h, h}, []int{h}
+			}
 		}
 		for _, b := range []string{l.QBias, l.KBias, l.VBias, l.OBias, l.AttnLN, l.AttnLNBias, l.FFN2Bias, l.OutLN, l.OutLNBias} {
 			want[b] = []int{h}
@@ -263,6 +282,10 @@ func TestRandomWeightsMatchHuggingFace(t *testing.T) {
 		// Committed with the repository (models/testdata).
 		{"../models/testdata/golden/mpnet-base", "mpnet-base", encoder.TaskBase},
 		{"../models/testdata/golden/mpnet-seqcls", "mpnet-base", encoder.TaskSequenceClassification},
+		{"../models/testdata/golden/deberta-v3-base", "deberta-v3-base", encoder.TaskBase},
+		{"../models/testdata/golden/deberta-v3-seqcls", "deberta-v3-base", encoder.TaskSequenceClassification},
+		{"../models/testdata/golden/deberta-v2-base", "deberta-v3-base", encoder.TaskBase},
+		{"../models/testdata/golden/deberta-v2-qa", "deberta-v3-base", encoder.TaskQuestionAnswering},
 	}
 	for _, c := range cases {
 		t.Run(c.dir, func(t *testing.T) {
@@ -321,6 +344,11 @@ func tinyArchOf(t *testing.T, name string) *Arch {
 	c := a.Config
 	c.HiddenSize, c.NumHiddenLayers, c.NumAttentionHeads, c.IntermediateSize = 32, 2, 4, 64
 	c.VocabSize, c.MaxPositionEmbeddings = 100, 40
+	if _, ok := c.Raw["position_buckets"]; ok {
+		// DeBERTa-v3's 256 buckets need positions beyond 129; 16
+		// log-spaced buckets fit the 40 positions.
+		c.Raw["position_buckets"] = json.RawMessage("16")
+	}
 	return a
 }
 
@@ -338,7 +366,7 @@ func TestRandomWeightsLoad(t *testing.T) {
 				// checkpoint's does (the registered ones say ForMaskedLM).
 				c := *a.Config
 				c.Architectures = []string{archFamily(a).Classes[0] + task.String()}
-				cj, err := json.Marshal(&c)
+				cj, err := c.JSON()
 				require.NoError(t, err)
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cj, 0o644))
 				r := RandomWeights(a, models.Task(task), 3)
@@ -566,4 +594,46 @@ func ExampleLookupArch() {
 	}
 	fmt.Println(a.Config.ModelType, a.Config.HiddenSize, a.Config.NumHiddenLayers, len(RandomWeights(a, models.TaskQuestionAnswering, 1).Names()))
 	// Output: distilbert 768 6 102
+}
+
+// TestRandomWeightsDeBERTaUnshared: with share_att_key false each layer
+// has its own pos_key_proj and pos_query_proj (none of the registered
+// architectures or goldens has them), and the folder loads and runs.
+func TestRandomWeightsDeBERTaUnshared(t *testing.T) {
+	a := tinyArchOf(t, "deberta-v3-base")
+	a.Config.Raw["share_att_key"] = json.RawMessage("false")
+	a.Config.Architectures = []string{"DebertaV2Model"}
+	r := RandomWeights(a, models.TaskBase, 5)
+	require.NoError(t, r.Err())
+	want := familyTensors(t, a, encoder.TaskBase)
+	names := r.Names()
+	require.Len(t, names, len(want))
+	for _, n := range names {
+		s, err := r.Shape(n)
+		require.NoError(t, err)
+		require.Equal(t, want[n], s, n)
+	}
+	for _, n := range []string{"encoder.layer.1.attention.self.pos_key_proj.weight", "encoder.layer.0.attention.self.pos_query_proj.bias",
+		"encoder.rel_embeddings.weight", "encoder.LayerNorm.weight"} {
+		require.Contains(t, names, n)
+	}
+	require.NotContains(t, names, "embeddings.position_embeddings.weight")
+	dir := t.TempDir()
+	cj, err := a.Config.JSON()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cj, 0o644))
+	tensors := map[string]checkpoint.Tensor{}
+	for _, n := range names {
+		v, s, err := r.Float32(n)
+		require.NoError(t, err)
+		tensors[n] = checkpoint.Float32Tensor(s, v)
+	}
+	require.NoError(t, checkpoint.Save(filepath.Join(dir, checkpoint.SafetensorsFile), tensors, nil))
+	p, err := models.Load(context.Background(), dir, models.Options{Selector: encodertest.Selector(t), Threads: 1})
+	require.NoError(t, err)
+	defer p.Close()
+	in := &models.Inputs{Batch: 1, Seq: 4, IDs: []int32{1, 10, 11, 2}, Mask: []int32{1, 1, 1, 1}}
+	out, err := p.Forward(context.Background(), in, false)
+	require.NoError(t, err)
+	require.Len(t, out.Last, 4*32)
 }

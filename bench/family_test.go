@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/int8bert/int8bert/models/bert"
+	"github.com/int8bert/int8bert/models/deberta"
 	"github.com/int8bert/int8bert/models/distilbert"
 	"github.com/int8bert/int8bert/models/electra"
 	"github.com/int8bert/int8bert/models/encoder"
@@ -18,7 +19,7 @@ func archFamily(a *Arch) *encoder.Family {
 	if a == nil || a.Config == nil {
 		return nil
 	}
-	for _, f := range []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family, xlmr.RoBERTa, xlmr.CamemBERT, electra.Family, mpnet.Family} {
+	for _, f := range []*encoder.Family{bert.Family, distilbert.Family, xlmr.Family, xlmr.RoBERTa, xlmr.CamemBERT, electra.Family, mpnet.Family, deberta.Family} {
 		if f.HasModelType(a.Config.ModelType) {
 			return f
 		}

@@ -95,6 +95,16 @@ type ModelResult struct {
 	AttentionMs float64 `json:"attention_ms"`
 	OtherMs     float64 `json:"other_ms"`
 	LayerNormMs float64 `json:"layernorm_ms"`
+	// AttentionC2PMs and AttentionP2CMs are the parts of AttentionMs
+	// spent on DeBERTa's content-to-position and position-to-content
+	// terms, AttentionContentMs the rest (the content-to-content scores,
+	// the softmax and the context): AttentionMs split in proportion to
+	// each part's work summed over the attention's goroutines
+	// (models.Profile.AttentionHeads). All three are 0 for the families
+	// without these terms.
+	AttentionContentMs float64 `json:"attention_content_ms,omitempty"`
+	AttentionC2PMs     float64 `json:"attention_c2p_ms,omitempty"`
+	AttentionP2CMs     float64 `json:"attention_p2c_ms,omitempty"`
 	// LinearGOPS is the linears' throughput (2*M*N*K per linear).
 	LinearGOPS float64 `json:"linear_gops"`
 	// PeakGOPS is the peak of this precision's arithmetic (FMA for FP32,
@@ -378,6 +388,7 @@ func timePasses(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof
 	}
 	type pass struct {
 		total, linear, attention, ln time.Duration
+		heads, c2p, p2c              time.Duration
 		flops                        float64
 	}
 	var passes []pass
@@ -393,7 +404,9 @@ func timePasses(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof
 		el := time.Since(t)
 		after := prof()
 		passes = append(passes, pass{el, after.Linear - before.Linear, after.Attention - before.Attention,
-			after.LayerNorm - before.LayerNorm, after.LinearFLOPs - before.LinearFLOPs})
+			after.LayerNorm - before.LayerNorm, after.AttentionHeads - before.AttentionHeads,
+			after.AttentionC2P - before.AttentionC2P, after.AttentionP2C - before.AttentionP2C,
+			after.LinearFLOPs - before.LinearFLOPs})
 	}
 	window := time.Since(start)
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -406,11 +419,25 @@ func timePasses(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof
 	r := ModelResult{MsPerBatch: ms(med.total), LinearMs: ms(med.linear), AttentionMs: ms(med.attention),
 		LayerNormMs: ms(med.ln), Passes: len(passes), Spread: SpreadOf(samples), PassesMs: samples}
 	r.OtherMs = r.MsPerBatch - r.LinearMs - r.AttentionMs
+	r.AttentionContentMs, r.AttentionC2PMs, r.AttentionP2CMs = splitAttention(r.AttentionMs, med.heads, med.c2p, med.p2c)
 	r.SeqPerS = float64(in.Batch) / med.total.Seconds()
 	if med.linear > 0 {
 		r.LinearGOPS = med.flops / med.linear.Seconds() / 1e9
 	}
 	return r, window, nil
+}
+
+// splitAttention splits the attention's wall time (ms) into the content
+// term, c2p and p2c in proportion to their work (heads: all of the
+// attention's work, of which c2p and p2c are parts); all zero without
+// relative terms.
+func splitAttention(ms float64, heads, c2p, p2c time.Duration) (content, c2pMs, p2cMs float64) {
+	if heads <= 0 || c2p+p2c <= 0 {
+		return 0, 0, 0
+	}
+	c2pMs = ms * float64(c2p) / float64(heads)
+	p2cMs = ms * float64(p2c) / float64(heads)
+	return ms - c2pMs - p2cMs, c2pMs, p2cMs
 }
 
 // timeInstances measures m on the pool one (the result, with its profile

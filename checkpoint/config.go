@@ -122,6 +122,36 @@ func LoadConfig(path string) (*Config, error) {
 	return c, nil
 }
 
+// JSON is c as a config.json: its decoded fields as they are now, and
+// every key of Raw that they do not write (the family-specific keys, such
+// as DeBERTa's position_buckets, that only Raw keeps), so that a changed
+// copy of a parsed config still parses to the same family and shape.
+// Where a field and Raw both hold a key the field wins; a field left at
+// its zero value and omitted when empty is taken from Raw.
+func (c *Config) JSON() ([]byte, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: config: %w", err)
+	}
+	if len(c.Raw) == 0 {
+		return b, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("checkpoint: config: %w", err)
+	}
+	for k, v := range c.Raw {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	b, err = json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: config: %w", err)
+	}
+	return b, nil
+}
+
 // IsDistilBERT reports whether the config describes a DistilBERT model.
 func (c *Config) IsDistilBERT() bool {
 	return c.ModelType == "distilbert"

@@ -78,3 +78,41 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("error %v does not name %s", err, path)
 	}
 }
+
+// TestConfigJSON: a changed copy of a parsed config written with JSON
+// keeps the keys only Raw holds and the changed fields, and parses back
+// to the same values.
+func TestConfigJSON(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"model_type":"deberta-v2","hidden_size":768,"num_hidden_layers":12,
+		"num_attention_heads":12,"intermediate_size":3072,"hidden_act":"gelu","max_position_embeddings":512,
+		"vocab_size":128100,"type_vocab_size":0,"position_buckets":256,"pos_att_type":"p2c|c2p","share_att_key":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := *c
+	cc.HiddenSize, cc.VocabSize = 32, 100
+	b, err := cc.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseConfig(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.HiddenSize != 32 || back.VocabSize != 100 || back.NumHiddenLayers != 12 || back.ModelType != "deberta-v2" {
+		t.Errorf("fields %+v", back)
+	}
+	for k, want := range map[string]string{"position_buckets": "256", "pos_att_type": `"p2c|c2p"`, "share_att_key": "true", "hidden_size": "32"} {
+		if got := string(back.Raw[k]); got != want {
+			t.Errorf("%s: %s, want %s", k, got, want)
+		}
+	}
+	if c.HiddenSize != 768 || string(c.Raw["hidden_size"]) != "768" {
+		t.Errorf("the original changed: %d %s", c.HiddenSize, c.Raw["hidden_size"])
+	}
+	// Without Raw, the fields alone.
+	b, err = (&Config{ModelType: "bert", HiddenSize: 8}).JSON()
+	if err != nil || !strings.Contains(string(b), `"hidden_size":8`) || strings.Contains(string(b), "position_buckets") {
+		t.Errorf("%s %v", b, err)
+	}
+}

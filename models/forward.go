@@ -142,6 +142,13 @@ type Profile struct {
 	LinearFLOPs float64
 	// Passes is the number of forward passes.
 	Passes int
+	// AttentionHeads is attention's per-head work summed over the
+	// goroutines that ran it (not wall time, which Attention is);
+	// AttentionC2P and AttentionP2C are the parts of it DeBERTa's
+	// content-to-position and position-to-content terms took (zero for
+	// the other families), the rest being the content term, softmax and
+	// context.
+	AttentionHeads, AttentionC2P, AttentionP2C time.Duration
 }
 
 // ConfigOf is the shape of the encoder of a config.json, as Load reads it

@@ -220,7 +220,8 @@ func (p *Pipeline) Profile() Profile {
 	}
 	s := p.prof.Snapshot()
 	return Profile{Embeddings: s.Embeddings, Linear: s.Linear, Attention: s.Attention, LayerNorm: s.LayerNorm,
-		LinearFLOPs: s.LinearFLOPs, Passes: s.Passes}
+		LinearFLOPs: s.LinearFLOPs, Passes: s.Passes,
+		AttentionHeads: s.AttentionHeads, AttentionC2P: s.AttentionC2P, AttentionP2C: s.AttentionP2C}
 }
 
 // tokenizer is p.Tok, or an error naming what needs it when the model

@@ -55,7 +55,10 @@ type RandomSource struct {
 // pooler; for sequence classification (Config.NumLabels labels, 2 when
 // unset) and question answering they carry the family's prefix and the
 // head's tensors, with the pooler only where Hugging Face's class builds one
-// (BERT's classifier, which reads it). Weights are N(0, initializer_range)
+// (BERT's classifier, which reads it). DeBERTa's are its relative
+// embeddings (with their LayerNorm under norm_rel_ebd layer_norm), the
+// layers' pos_key_proj and pos_query_proj where share_att_key is false,
+// and no position table where position_biased_input is false. Weights are N(0, initializer_range)
 // (0.02 by default), linear biases too, LayerNorm weights 1 and biases 0;
 // the word embedding row of pad_token_id (and for XLM-R the position
 // embedding row of the padding index) is 0 as Hugging Face initialises it.
@@ -126,7 +129,9 @@ func (r *RandomSource) build(arch string, cfg *checkpoint.Config, task encoder.T
 		s.zeroRow = *cfg.PadTokenID
 		r.specs[names.WordEmb] = s
 	}
-	add(names.PosEmb, randInitNormal, ec.MaxPositions, e)
+	if !ec.NoPositions {
+		add(names.PosEmb, randInitNormal, ec.MaxPositions, e)
+	}
 	if ec.PositionsFromPadding && ec.PaddingIdx >= 0 && ec.PaddingIdx < ec.MaxPositions {
 		// RoBERTa's position embedding has padding_idx too.
 		s := r.specs[names.PosEmb]
@@ -144,6 +149,15 @@ func (r *RandomSource) build(arch string, cfg *checkpoint.Config, task encoder.T
 	if names.RelBias != "" && ec.RelBuckets > 0 {
 		add(names.RelBias, randInitNormal, ec.RelTable, ec.Heads)
 	}
+	if dis := ec.Dis; dis.Span > 0 {
+		// DeBERTa's shared relative embeddings (2 Span rows) and their
+		// LayerNorm (norm_rel_ebd layer_norm).
+		add(names.RelEmb, randInitNormal, 2*dis.Span, h)
+		if dis.NormLN {
+			add(names.RelLN, randInitOnes, h)
+			add(names.RelLNBias, randInitZeros, h)
+		}
+	}
 	if names.Layer == nil && ec.Layers > 0 {
 		return fmt.Errorf("models: random weights for %s: the family names no layers: %w", arch, ErrConfig)
 	}
@@ -152,6 +166,16 @@ func (r *RandomSource) build(arch string, cfg *checkpoint.Config, task encoder.T
 		linear(l.Q, l.QBias, h, h)
 		linear(l.K, l.KBias, h, h)
 		linear(l.V, l.VBias, h, h)
+		if dis := ec.Dis; dis.Span > 0 && !dis.Shared {
+			// DeBERTa's pos_key_proj (c2p) and pos_query_proj (p2c)
+			// where share_att_key is false.
+			if dis.C2P {
+				linear(l.PosK, l.PosKBias, h, h)
+			}
+			if dis.P2C {
+				linear(l.PosQ, l.PosQBias, h, h)
+			}
+		}
 		linear(l.O, l.OBias, h, h)
 		add(l.AttnLN, randInitOnes, h)
 		add(l.AttnLNBias, randInitZeros, h)

@@ -89,41 +89,101 @@ func TestZeroShotGolden(t *testing.T) {
 			defer p.Close()
 			want := map[string]int{"cne": 2, "enc": 0}[order]
 			require.Equal(t, want, p.EntailmentID())
-			n := 0
-			for ci, c := range g.Cases {
-				if c.Order != order {
-					continue
-				}
-				n++
-				var labels []string
-				if json.Unmarshal(c.Candidates, &labels) != nil {
-					var s string
-					require.NoError(t, json.Unmarshal(c.Candidates, &s))
-					labels = models.ParseCandidateLabels(s)
-				}
-				for j, l := range labels {
-					h := c.Template
-					if h == "This example is {}." {
-						h = "This example is " + l + "."
-					} else {
-						h = "The topic is " + l
-					}
-					seq, err := p.Encode(c.Text, &h, models.EncodeOptions{Truncate: true})
-					require.NoError(t, err)
-					require.Equal(t, c.PairIDs[j], seq.IDs(), "case %d pair %d", ci, j)
-				}
-				res, err := p.ZeroShot(ctx, []string{c.Text}, models.ZeroShotOptions{CandidateLabels: labels,
-					HypothesisTemplate: c.Template, MultiLabel: c.MultiLabel})
-				require.NoError(t, err)
-				r := res[0]
-				assert.Equal(t, c.Result.Sequence, r.Sequence)
-				assert.Equal(t, c.Result.Labels, r.Labels, "case %d", ci)
-				require.Len(t, r.Scores, len(c.Result.Scores))
-				for j, s := range c.Result.Scores {
-					assert.InDelta(t, s, r.Scores[j], 1e-5, "case %d score %d", ci, j)
-				}
+			checkZeroShotCases(t, p, &g, order)
+		})
+	}
+}
+
+// checkZeroShotCases runs the golden cases of one id2label order on p:
+// the (premise, hypothesis) ids, then the labels in HF's order and the
+// scores within 1e-5.
+func checkZeroShotCases(t *testing.T, p *models.Pipeline, g *zeroShotGolden, order string) {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	for ci, c := range g.Cases {
+		if c.Order != order {
+			continue
+		}
+		n++
+		var labels []string
+		if json.Unmarshal(c.Candidates, &labels) != nil {
+			var s string
+			require.NoError(t, json.Unmarshal(c.Candidates, &s))
+			labels = models.ParseCandidateLabels(s)
+		}
+		for j, l := range labels {
+			h := c.Template
+			if h == "This example is {}." {
+				h = "This example is " + l + "."
+			} else {
+				h = "The topic is " + l
 			}
-			require.Positive(t, n)
+			seq, err := p.Encode(c.Text, &h, models.EncodeOptions{Truncate: true})
+			require.NoError(t, err)
+			require.Equal(t, c.PairIDs[j], seq.IDs(), "case %d pair %d", ci, j)
+		}
+		res, err := p.ZeroShot(ctx, []string{c.Text}, models.ZeroShotOptions{CandidateLabels: labels,
+			HypothesisTemplate: c.Template, MultiLabel: c.MultiLabel})
+		require.NoError(t, err)
+		r := res[0]
+		assert.Equal(t, c.Result.Sequence, r.Sequence)
+		assert.Equal(t, c.Result.Labels, r.Labels, "case %d", ci)
+		require.Len(t, r.Scores, len(c.Result.Scores))
+		for j, s := range c.Result.Scores {
+			assert.InDelta(t, s, r.Scores[j], 1e-5, "case %d score %d", ci, j)
+		}
+	}
+	require.Positive(t, n)
+}
+
+// TestZeroShotGoldenDeBERTa: the zero-shot pipeline on a DeBERTa-v3 NLI
+// cross-encoder (testdata/tasks/deberta-nli, labels contradiction,
+// entailment, neutral: entailment in the middle) with the DeBERTa-v3
+// tokenizer layout (../tokenizer/testdata/deberta-v3-spm) equals HF's:
+// the pairs' ids, the labels' order and the scores, single- and
+// multi-label, the default and a custom template, under the folder's
+// id2label and another order of the same weights.
+func TestZeroShotGoldenDeBERTa(t *testing.T) {
+	sel := encodertest.Selector(t)
+	src := filepath.Join("testdata", "tasks", "deberta-nli")
+	b, err := os.ReadFile(filepath.Join(src, "golden.json"))
+	require.NoError(t, err)
+	var g zeroShotGolden
+	require.NoError(t, json.Unmarshal(b, &g))
+	for _, order := range []string{"cen", "enc"} {
+		t.Run(order, func(t *testing.T) {
+			// The folder lacks the tokenizer (kept once, in the
+			// tokenizer's testdata): a copy gets it and the order.
+			dst := t.TempDir()
+			copyFile := func(from, to string) {
+				b, err := os.ReadFile(from)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(to, b, 0o644))
+			}
+			copyFile(filepath.Join(src, "model.safetensors"), filepath.Join(dst, "model.safetensors"))
+			copyFile(filepath.Join("..", "tokenizer", "testdata", "deberta-v3-spm", "tokenizer.json"), filepath.Join(dst, "tokenizer.json"))
+			b, err := os.ReadFile(filepath.Join(src, "config.json"))
+			require.NoError(t, err)
+			var cfg map[string]any
+			require.NoError(t, json.Unmarshal(b, &cfg))
+			l2i := map[string]any{}
+			for i, l := range g.Orders[order] {
+				var k int
+				_, err := fmt.Sscan(i, &k)
+				require.NoError(t, err)
+				l2i[l] = k
+			}
+			cfg["id2label"], cfg["label2id"] = g.Orders[order], l2i
+			b, err = json.Marshal(cfg)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dst, "config.json"), b, 0o644))
+			p, err := models.Load(context.Background(), dst, models.Options{Selector: sel, Threads: 1})
+			require.NoError(t, err)
+			defer p.Close()
+			require.Equal(t, "deberta-v2", p.Family())
+			require.Equal(t, map[string]int{"cen": 1, "enc": 0}[order], p.EntailmentID())
+			checkZeroShotCases(t, p, &g, order)
 		})
 	}
 }

@@ -350,6 +350,7 @@ func (t *Tokenizer) loadModel(m json.RawMessage) error {
 		model.trie = newByteTrie(keys, vals)
 		t.model = model
 		t.kind = "Unigram"
+		t.unkText, t.unkID = true, model.unk
 	case "BPE":
 		return t.loadBPE(m)
 	case "":
@@ -536,6 +537,17 @@ func parsePreTokenizer(m json.RawMessage) (preTokenizer, error) {
 		return byteLevel{addPrefix: b.AddPrefixSpace == nil || *b.AddPrefixSpace, useRegex: b.UseRegex == nil || *b.UseRegex}, nil
 	case "Whitespace":
 		return whitespacePreTokenizer{}, nil
+	case "Punctuation":
+		var b struct {
+			Behavior *string `json:"behavior"`
+		}
+		if err := json.Unmarshal(m, &b); err != nil {
+			return nil, fmt.Errorf("type Punctuation: %w", err)
+		}
+		if b.Behavior != nil && *b.Behavior != "Isolated" {
+			return nil, fmt.Errorf("type Punctuation: behavior %q is not supported (only Isolated)", *b.Behavior)
+		}
+		return punctuationPreTokenizer{}, nil
 	case "Metaspace":
 		var ms struct {
 			Replacement    string  `json:"replacement"`

@@ -121,7 +121,7 @@ func (p *precompiledNormalizer) normalize(in nstr, sc *scratch) nstr {
 		}
 		if j-i < 6 {
 			if r, ok := p.transform(in.s[i:j]); ok {
-				out.appendBytes(r, a, e)
+				appendAligned(out, r, in, i, j)
 				i = j
 				continue
 			}
@@ -140,6 +140,26 @@ func (p *precompiledNormalizer) normalize(in nstr, sc *scratch) nstr {
 		}
 	}
 	return *out
+}
+
+// appendAligned appends r, the rewriting of the grapheme in.s[i:j], as
+// Hugging Face's Precompiled aligns it (its replace and
+// NormalizedString.transform): the k-th character of r takes the
+// alignment of the grapheme's k-th character; characters beyond the
+// grapheme's count take its last one's, and the grapheme's characters
+// beyond r's count are dropped ("e" + U+0301 -> "é" spans the "e" only).
+func appendAligned(out *nstr, r []byte, in nstr, i, j int) {
+	a, e := in.start[i], in.end[j-1]
+	for k := 0; k < len(r); {
+		_, size := utf8.DecodeRune(r[k:])
+		if i < j {
+			_, os := utf8.DecodeRune(in.s[i:j])
+			a, e = in.start[i], in.end[i+os-1]
+			i += os
+		}
+		out.appendBytes(r[k:k+size], a, e)
+		k += size
+	}
 }
 
 // graphemeEnd returns the end of the extended grapheme cluster that starts at

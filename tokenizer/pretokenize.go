@@ -76,6 +76,39 @@ func (bertPreTokenizer) split(in []nstr, sc *scratch) []nstr {
 	return out
 }
 
+// punctuationPreTokenizer is Hugging Face's Punctuation pre-tokenizer with
+// behavior Isolated (DeBERTa-v2's split_by_punct): every punctuation
+// character (ASCII punctuation or Unicode category P, as isBertPunct) is
+// a piece of its own; everything else, spaces included, stays in runs.
+type punctuationPreTokenizer struct{}
+
+func (punctuationPreTokenizer) split(in []nstr, sc *scratch) []nstr {
+	list := sc.list(len(in) * 4)
+	out := *list
+	for _, n := range in {
+		start := 0
+		for i := 0; i < len(n.s); {
+			r, size := rune(n.s[i]), 1
+			if r >= utf8.RuneSelf {
+				r, size = utf8.DecodeRune(n.s[i:])
+			}
+			if isBertPunct(r) {
+				if start < i {
+					out = append(out, n.slice(start, i))
+				}
+				out = append(out, n.slice(i, i+size))
+				start = i + size
+			}
+			i += size
+		}
+		if start < len(n.s) {
+			out = append(out, n.slice(start, len(n.s)))
+		}
+	}
+	*list = out
+	return out
+}
+
 // whitespaceSplit splits on whitespace, dropping it.
 type whitespaceSplit struct{}
 
@@ -153,7 +186,7 @@ const (
 )
 
 // metaspace replaces spaces with the replacement character (▁), prepends
-// one as the scheme says, and, when split is set, starts a new word at every
+// one as the scheme says (aligned with the piece's first character), and, when split is set, starts a new word at every
 // replacement character.
 type metaspace struct {
 	replacement rune
@@ -186,7 +219,10 @@ func (m *metaspace) split(in []nstr, sc *scratch) []nstr {
 			add = first != m.replacement && first != ' ' && n.start[0] == 0
 		}
 		if add {
-			buf.appendString(m.rep, n.start[0], n.start[0])
+			// Hugging Face's NormalizedString.prepend gives the new
+			// character the alignment of the first one: a "▁" that
+			// ends up a token alone spans that character.
+			buf.appendString(m.rep, n.start[0], n.end[0])
 		}
 		for i := 0; i < len(n.s); i++ {
 			if n.s[i] == ' ' {

@@ -89,7 +89,8 @@ type Encoding struct {
 	// SpecialTokensMask is 1 where the post-processor or padding put a token.
 	SpecialTokensMask []int32
 	// Tokens are the vocabulary strings of IDs (a fused run of unknown
-	// characters shows as the unknown token, "[UNK]" or "<unk>").
+	// characters shows as the unknown token, "[UNK]" or "<unk>", but for
+	// a Unigram model as its normalized text, as Hugging Face's does).
 	Tokens []string
 	// Offsets are [start, end) in runes of the original text (see the package doc).
 	Offsets [][2]int
@@ -146,6 +147,10 @@ type Tokenizer struct {
 	padTypeID   int32
 	padToken    string
 	kind        string
+	// unkText: an unknown piece's token is the text it covers, not the
+	// unknown token's string (Hugging Face's Unigram); unkID is its id.
+	unkText bool
+	unkID   int32
 }
 
 // VocabSize returns the number of ids, added tokens included.
@@ -286,7 +291,11 @@ func (t *Tokenizer) encodeSeq(text string, sq *seq, full bool, sc *scratch) seq 
 				for _, p := range pieces {
 					sq.ids = append(sq.ids, p.id)
 					if full {
-						sq.tokens = append(sq.tokens, t.vocab[p.id])
+						tok := t.vocab[p.id]
+						if t.unkText && p.id == t.unkID {
+							tok = string(w.s[p.i:p.j])
+						}
+						sq.tokens = append(sq.tokens, tok)
 						sq.offs = append(sq.offs, [2]int{int(w.start[p.i]), int(w.end[p.j-1])})
 					}
 				}

@@ -131,6 +131,12 @@ func runBenchModel(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, x := range r.Results {
+		if x.AttentionC2PMs > 0 || x.AttentionP2CMs > 0 {
+			fmt.Fprintf(stdout, "%s attention: content %.1f ms, c2p %.1f ms, p2c %.1f ms (split by each term's work over the heads)\n",
+				x.Precision, x.AttentionContentMs, x.AttentionC2PMs, x.AttentionP2CMs)
+		}
+	}
 	if noisy {
 		fmt.Fprintln(stdout, bench.NoisyLegend)
 		for _, x := range r.Results {

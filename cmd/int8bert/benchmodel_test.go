@@ -189,3 +189,44 @@ func TestBenchColdFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchModelDeBERTaAttentionSplit: on a DeBERTa folder (the committed
+// tiny golden) bench model splits the attention into its content, c2p
+// and p2c terms, at FP32 and INT8 (whose attention is FP32), and prints
+// the split; a family without the terms reports none.
+func TestBenchModelDeBERTaAttentionSplit(t *testing.T) {
+	fastKernels(t)
+	arch := filepath.Join("..", "..", "models", "testdata", "golden", "deberta-v3-base")
+	args := []string{"bench", "model", "--arch", arch, "--seq", "16", "--precision", "fp32,int8-static", "--min-time", "1ms", "--reps", "2", "--peak-time", "0"}
+	out := mustCLI(t, append(args, "-json")...)
+	var r struct {
+		Results []struct {
+			Precision   string  `json:"precision"`
+			AttentionMs float64 `json:"attention_ms"`
+			Content     float64 `json:"attention_content_ms"`
+			C2P         float64 `json:"attention_c2p_ms"`
+			P2C         float64 `json:"attention_p2c_ms"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bench model -json: %v\n%s", err, out)
+	}
+	if len(r.Results) != 2 {
+		t.Fatalf("%d results, want 2:\n%s", len(r.Results), out)
+	}
+	for _, x := range r.Results {
+		if x.Content <= 0 || x.C2P <= 0 || x.P2C <= 0 {
+			t.Errorf("%s: attention split content %v c2p %v p2c %v, want all positive:\n%s", x.Precision, x.Content, x.C2P, x.P2C, out)
+		}
+		if sum := x.Content + x.C2P + x.P2C; math.Abs(sum-x.AttentionMs) > 1e-9*x.AttentionMs+1e-12 {
+			t.Errorf("%s: the split sums to %v, attention %v", x.Precision, sum, x.AttentionMs)
+		}
+	}
+	if text := mustCLI(t, args...); !strings.Contains(text, "int8-static attention: content ") || !strings.Contains(text, "fp32 attention: content ") {
+		t.Errorf("bench model does not print the attention split:\n%s", text)
+	}
+	bert := filepath.Join("..", "..", "models", "testdata", "golden", "mpnet-base")
+	if out := mustCLI(t, "bench", "model", "--arch", bert, "--seq", "8", "--precision", "fp32", "--min-time", "1ms", "--reps", "1", "--peak-time", "0", "-json"); strings.Contains(out, "c2p") {
+		t.Errorf("a family without relative terms reports a c2p split:\n%s", out)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/int8bert/int8bert/kernels"
 )
@@ -82,6 +83,18 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 		}
 	case AttentionBF16:
 		head = m.attentionHeadBF16
+	}
+	if prof := m.prof; prof != nil {
+		// Each task's time, and its relative terms' (disPrepare and
+		// disScores add them to b.dis), for the profile.
+		inner := head
+		head = func(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *attnQuant) error {
+			b.dis.c2pTime, b.dis.p2cTime = 0, 0
+			t := time.Now()
+			err := inner(in, s, b, bi, hd, q)
+			prof.addHead(time.Since(t), b.dis.c2pTime, b.dis.p2cTime)
+			return err
+		}
 	}
 	if m.threads <= 1 || tasks == 1 {
 		b := attnPool.Get().(*attnBuf)

@@ -3,6 +3,7 @@ package encoder
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/int8bert/int8bert/kernels"
 	"github.com/int8bert/int8bert/selector"
@@ -232,6 +233,31 @@ type disBuf struct {
 	c2p, p2c []float32
 	pk, pq   kernels.PackedF32
 	g        kernels.GEMMF32
+	// c2pTime and p2cTime are the head's time in each term when the
+	// model profiles (Profile.AttentionC2P, AttentionP2C).
+	c2pTime, p2cTime time.Duration
+}
+
+// disClock times the relative terms when the model profiles: lap adds
+// the time since the previous lap (or start) to *to.
+type disClock struct {
+	on bool
+	t  time.Time
+}
+
+func (m *Model) disClock() disClock {
+	if m.prof == nil {
+		return disClock{}
+	}
+	return disClock{on: true, t: time.Now()}
+}
+
+func (c *disClock) lap(to *time.Duration) {
+	if c.on {
+		now := time.Now()
+		*to += now.Sub(c.t)
+		c.t = now
+	}
 }
 
 // disPrepare computes, for head hd of layer li on a sequence of seq rows
@@ -247,10 +273,12 @@ func (m *Model) disPrepare(b *attnBuf, li, hd, seq int, rows []float32, ld int) 
 	if err != nil {
 		return err
 	}
+	clk := m.disClock()
 	if d.cfg.C2P {
 		if err := kernels.PackF32Into(&e.pk, w, dh, d.pk[li][lo*h+hd*dh:], h, kr.NR); err != nil {
 			return err
 		}
+		clk.lap(&e.c2pTime)
 	}
 	if d.cfg.P2C {
 		if err := kernels.PackF32Into(&e.pq, w, dh, d.pq[li][lo*h+hd*dh:], h, kr.NR); err != nil {
@@ -261,6 +289,7 @@ func (m *Model) disPrepare(b *attnBuf, li, hd, seq int, rows []float32, ld int) 
 		if err := kr.Run(&e.g); err != nil {
 			return err
 		}
+		clk.lap(&e.p2cTime)
 	}
 	return nil
 }
@@ -272,6 +301,11 @@ func (m *Model) disScores(b *attnBuf, hd, i0, r, seq int, rows []float32, ld int
 	dh := h / m.cfg.Heads
 	lo, w := d.window(seq)
 	e := &b.dis
+	// idx of query i0+i and key j: d.idx[d.l-1 + i0+i - j] - lo. The
+	// c2p term is added to every row before the p2c term, as the
+	// interleaved order would (each score's two additions keep their
+	// order), so that the profile can time the two apart.
+	clk := m.disClock()
 	if d.cfg.C2P {
 		kr, err := m.sel.KernelF32(seq, dh, w, 1)
 		if err != nil {
@@ -282,22 +316,25 @@ func (m *Model) disScores(b *attnBuf, hd, i0, r, seq int, rows []float32, ld int
 		if err := kr.Run(&e.g); err != nil {
 			return err
 		}
-	}
-	for i := range r {
-		row := scores[i*seq : (i+1)*seq]
-		// idx of query i0+i and key j: d.idx[d.l-1 + i0+i - j] - lo.
-		ix := d.idx[d.l-1+i0+i-(seq-1) : d.l+i0+i]
-		if d.cfg.C2P {
+		for i := range r {
+			row := scores[i*seq : (i+1)*seq]
+			ix := d.idx[d.l-1+i0+i-(seq-1) : d.l+i0+i]
 			c := e.c2p[i*w : (i+1)*w]
 			for j := range row {
 				row[j] += c[int(ix[seq-1-j])-lo]
 			}
 		}
-		if d.cfg.P2C {
+		clk.lap(&e.c2pTime)
+	}
+	if d.cfg.P2C {
+		for i := range r {
+			row := scores[i*seq : (i+1)*seq]
+			ix := d.idx[d.l-1+i0+i-(seq-1) : d.l+i0+i]
 			for j := range row {
 				row[j] += e.p2c[j*w+int(ix[seq-1-j])-lo]
 			}
 		}
+		clk.lap(&e.p2cTime)
 	}
 	return nil
 }

@@ -76,6 +76,23 @@ type Profile struct {
 	// LinearFLOPs counts 2*M*K*N of every linear layer run.
 	LinearFLOPs float64
 	Passes      int
+	// AttentionHeads is attention's (sequence, head) tasks' time summed
+	// over the goroutines that ran them (work, not wall: Attention is the
+	// wall time); AttentionC2P and AttentionP2C are the parts of it spent
+	// on DeBERTa's content-to-position and position-to-content terms
+	// (disentangled.go: their products, packing and gathers), zero
+	// without them. The rest of AttentionHeads is the content term's
+	// scores, the softmax and the context.
+	AttentionHeads, AttentionC2P, AttentionP2C time.Duration
+}
+
+// addHead adds one attention task's time and its relative terms' parts.
+func (p *Profile) addHead(head, c2p, p2c time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.AttentionHeads += head
+	p.AttentionC2P += c2p
+	p.AttentionP2C += p2c
 }
 
 // Parts of a forward pass, for Profile.add.
@@ -112,7 +129,8 @@ func (p *Profile) Snapshot() Profile {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return Profile{Embeddings: p.Embeddings, Linear: p.Linear, Attention: p.Attention, LayerNorm: p.LayerNorm,
-		LinearFLOPs: p.LinearFLOPs, Passes: p.Passes}
+		LinearFLOPs: p.LinearFLOPs, Passes: p.Passes,
+		AttentionHeads: p.AttentionHeads, AttentionC2P: p.AttentionC2P, AttentionP2C: p.AttentionP2C}
 }
 
 // newModel loads the encoder's weights from l (names as given) and
