@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -273,6 +274,30 @@ func (s *Safetensors) DropResident() error {
 		return fmt.Errorf("checkpoint: %s: drop resident pages: %w", s.path, err)
 	}
 	return nil
+}
+
+// WriteTo writes the whole file's bytes to w (a copy of the file it was
+// opened from, or the buffer it was parsed from), in chunks; where the
+// file is mapped, each chunk's pages leave the resident set once written
+// (DropResident), so that a copy does not make the whole file resident.
+func (s *Safetensors) WriteTo(w io.Writer) (int64, error) {
+	if s.buf == nil {
+		return 0, fmt.Errorf("checkpoint: %s: file is closed", s.path)
+	}
+	const chunk = 8 << 20
+	var total int64
+	for off := 0; off < len(s.buf); off += chunk {
+		b := s.buf[off:min(off+chunk, len(s.buf))]
+		n, err := w.Write(b)
+		total += int64(n)
+		if err != nil {
+			return total, fmt.Errorf("checkpoint: %s: %w", s.path, err)
+		}
+		if s.path != "<memory>" {
+			_ = dropResident(s.buf, b) // advice only
+		}
+	}
+	return total, nil
 }
 
 // Close unmaps the file. Slices returned earlier must not be used afterwards.

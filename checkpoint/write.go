@@ -2,9 +2,11 @@ package checkpoint
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -30,7 +32,8 @@ func Float32Tensor(shape []int, v []float32) Tensor {
 
 // Float32TensorView is Float32Tensor without the copy where the host is
 // little-endian: the tensor's bytes are v's, so v must not change until
-// the tensor is written (EncodeSafetensors copies it). Elsewhere it is
+// the tensor is written (EncodeSafetensors copies it; WriteSafetensors
+// and Save write it out). Elsewhere it is
 // Float32Tensor.
 func Float32TensorView(shape []int, v []float32) Tensor {
 	if !littleEndian || len(v) == 0 {
@@ -50,10 +53,60 @@ func Int8Tensor(shape []int, v []int8) Tensor {
 }
 
 // EncodeSafetensors returns the bytes of a safetensors file holding tensors
-// and metadata. Tensors are laid out by decreasing element size, then name,
-// and the header is padded with spaces to a multiple of 8 bytes, so every
-// tensor is aligned to its element size in the file.
+// and metadata, laid out as WriteSafetensors writes them.
 func EncodeSafetensors(tensors map[string]Tensor, metadata map[string]string) ([]byte, error) {
+	l, err := layoutSafetensors(tensors, metadata)
+	if err != nil {
+		return nil, err
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, l.size()))
+	if _, err := l.writeTo(buf, tensors); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteSafetensors writes a safetensors file holding tensors and metadata
+// to w, a tensor at a time, and returns the bytes written: the file is
+// never held whole in memory. Tensors are laid out by decreasing element
+// size, then name, and the header is padded with spaces to a multiple of
+// 8 bytes, so every tensor is aligned to its element size in the file.
+// The bytes are EncodeSafetensors's.
+func WriteSafetensors(w io.Writer, tensors map[string]Tensor, metadata map[string]string) (int64, error) {
+	l, err := layoutSafetensors(tensors, metadata)
+	if err != nil {
+		return 0, err
+	}
+	return l.writeTo(w, tensors)
+}
+
+// safetensorsLayout is a file's header and the order of its tensors.
+type safetensorsLayout struct {
+	header []byte // the length prefix and the padded JSON header
+	names  []string
+	data   int64 // the data section's size
+}
+
+func (l *safetensorsLayout) size() int64 { return int64(len(l.header)) + l.data }
+
+func (l *safetensorsLayout) writeTo(w io.Writer, tensors map[string]Tensor) (int64, error) {
+	n, err := w.Write(l.header)
+	total := int64(n)
+	if err != nil {
+		return total, fmt.Errorf("checkpoint: safetensors: %w", err)
+	}
+	for _, name := range l.names {
+		n, err := w.Write(tensors[name].Data)
+		total += int64(n)
+		if err != nil {
+			return total, fmt.Errorf("checkpoint: safetensors: tensor %q: %w", name, err)
+		}
+	}
+	return total, nil
+}
+
+// layoutSafetensors checks tensors and lays them out (see WriteSafetensors).
+func layoutSafetensors(tensors map[string]Tensor, metadata map[string]string) (*safetensorsLayout, error) {
 	names := make([]string, 0, len(tensors))
 	for name, t := range tensors {
 		if name == "__metadata__" || name == "" {
@@ -100,20 +153,17 @@ func EncodeSafetensors(tensors map[string]Tensor, metadata map[string]string) ([
 	for len(js)%8 != 0 {
 		js = append(js, ' ')
 	}
-	out := make([]byte, 8, 8+int64(len(js))+off)
-	binary.LittleEndian.PutUint64(out, uint64(len(js)))
-	out = append(out, js...)
-	for _, name := range names {
-		out = append(out, tensors[name].Data...)
-	}
-	return out, nil
+	head := make([]byte, 8, 8+len(js))
+	binary.LittleEndian.PutUint64(head, uint64(len(js)))
+	return &safetensorsLayout{header: append(head, js...), names: names, data: off}, nil
 }
 
 // Save writes tensors and metadata as a safetensors file at path (see
-// EncodeSafetensors for the layout). It writes a temporary file in the same
-// folder and renames it, so readers never see a partial file.
+// WriteSafetensors for the layout), a tensor at a time. It writes a
+// temporary file in the same folder, synced, and renames it, so readers
+// never see a partial file.
 func Save(path string, tensors map[string]Tensor, metadata map[string]string) (err error) {
-	b, err := EncodeSafetensors(tensors, metadata)
+	l, err := layoutSafetensors(tensors, metadata)
 	if err != nil {
 		return fmt.Errorf("%w (writing %s)", err, path)
 	}
@@ -128,8 +178,8 @@ func Save(path string, tensors map[string]Tensor, metadata map[string]string) (e
 		}
 	}()
 	w := bufio.NewWriterSize(f, 1<<20)
-	if _, err = w.Write(b); err != nil {
-		return fmt.Errorf("checkpoint: %s: %w", path, err)
+	if _, err = l.writeTo(w, tensors); err != nil {
+		return fmt.Errorf("%w (writing %s)", err, path)
 	}
 	if err = w.Flush(); err != nil {
 		return fmt.Errorf("checkpoint: %s: %w", path, err)
