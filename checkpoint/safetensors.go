@@ -48,6 +48,14 @@ func OpenSafetensors(path string) (*Safetensors, error) {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	defer f.Close()
+	return OpenSafetensorsFile(f)
+}
+
+// OpenSafetensorsFile maps the open file f (named by f.Name() in errors)
+// and validates its header; f may be closed (and its file removed) once
+// it returns, as the mapping keeps the data.
+func OpenSafetensorsFile(f *os.File) (*Safetensors, error) {
+	path := f.Name()
 	buf, release, err := mapFile(f)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %s: %w", path, err)

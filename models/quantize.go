@@ -94,6 +94,10 @@ type QuantizeOptions struct {
 	// Profile makes the INT8 pipeline count where its forward passes
 	// spend their time (Pipeline.Profile).
 	Profile bool
+	// TempDir is the folder the artifact is written to, a tensor at a
+	// time, while it is made ("": os.TempDir()); the file is removed at
+	// once and read through a mapping (encoder.QuantizeOptions.TempDir).
+	TempDir string
 }
 
 // check reports a quantization option outside its domain, naming the
@@ -109,7 +113,7 @@ func (q *QuantizeOptions) check() error {
 
 // engine is q as the encoder's quantization takes it.
 func (q *QuantizeOptions) engine() encoder.QuantizeOptions {
-	eo := encoder.QuantizeOptions{Options: q.Options, SampleRows: q.SampleRows, Progress: q.Progress, Source: q.Source}
+	eo := encoder.QuantizeOptions{Options: q.Options, SampleRows: q.SampleRows, Progress: q.Progress, Source: q.Source, TempDir: q.TempDir}
 	if q.Profile {
 		eo.Profile = &encoder.Profile{}
 	}

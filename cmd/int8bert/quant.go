@@ -33,6 +33,9 @@ type quantFlags struct {
 	// allowSymlinks is --allow-symlinks-outside
 	// (models.Options.AllowSymlinksOutside).
 	allowSymlinks *bool
+	// tempDir is where a quantization writes its artifact while making
+	// it (models.QuantizeOptions.TempDir): quantize's output folder.
+	tempDir string
 }
 
 // addBatchTokensFlag gives a command that runs texts through a pipeline
@@ -68,6 +71,7 @@ func (q *quantFlags) options(stderr io.Writer, threads int) (models.QuantizeOpti
 		o.Percentile = *q.percentile
 	}
 	o.Progress = progressPrinter(stderr)
+	o.TempDir = q.tempDir
 	return o, nil
 }
 
@@ -177,6 +181,12 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if _, err := os.Stat(filepath.Join(dir, models.ArtifactFile)); err == nil {
 		return fmt.Errorf("quantize: %s is already an INT8 model", *model)
 	}
+	// The artifact is made in the output folder (on the disk it is saved
+	// to, not in a tmpfs /tmp that would hold it in memory).
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("quantize: %w", err)
+	}
+	qf.tempDir = *out
 	mp := startPeakHeapProfile(*memProfile, stderr)
 	defer func() {
 		if err := mp.Stop(); err != nil {

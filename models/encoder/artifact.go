@@ -1,10 +1,13 @@
 package encoder
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/int8bert/int8bert/checkpoint"
 )
 
 // saveArtifact writes the INT8 model's artifact to path (atomically: a
@@ -18,9 +21,54 @@ func (m *TaskModel) saveArtifact(path string) error {
 		return copyFile(src, path)
 	}
 	return writeAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(m.artifact)
-		return err
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if _, err := m.artifact.WriteTo(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
 	})
+}
+
+// writeArtifact writes the artifact's tensors and metadata to a temporary
+// file in dir (os.TempDir() when ""), a tensor at a time, and returns it
+// opened (mapped) and already removed, so that nothing is left behind
+// whatever happens next, and the artifact is never whole in memory. Where
+// no file can be made or mapped, it is encoded in memory instead.
+func writeArtifact(dir string, tensors map[string]checkpoint.Tensor, meta map[string]string) (*checkpoint.Safetensors, error) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	if st, err := writeArtifactFile(dir, tensors, meta); err == nil {
+		return st, nil
+	}
+	// (Tensors that cannot be encoded fail here again, with the reason.)
+	buf, err := checkpoint.EncodeSafetensors(tensors, meta)
+	if err != nil {
+		return nil, err
+	}
+	return checkpoint.ParseSafetensors(buf)
+}
+
+func writeArtifactFile(dir string, tensors map[string]checkpoint.Tensor, meta map[string]string) (*checkpoint.Safetensors, error) {
+	f, err := os.CreateTemp(dir, ".int8bert-artifact-*.safetensors")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Removed at once, so that nothing is left behind whatever happens
+	// next: the open file, and then its mapping, keep its data until
+	// they go (where mmap is missing, the file is read into memory).
+	if err := os.Remove(f.Name()); err != nil {
+		return nil, err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if _, err := checkpoint.WriteSafetensors(bw, tensors, meta); err != nil {
+		return nil, err
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	return checkpoint.OpenSafetensorsFile(f)
 }
 
 // fileMode is the mode of the files Save writes: readable by everyone, as

@@ -115,6 +115,13 @@ type QuantizeOptions struct {
 	// weights and the INT8 model's are not held at once. The FP32 model
 	// is then good for Close only, whatever Quantize returns.
 	Consume bool
+	// TempDir is the folder the artifact is written to while it is
+	// made ("" : os.TempDir()): a temporary file, removed at once and
+	// mapped, so that the artifact is never held whole in memory next to
+	// the FP32 model. A folder on the disk the model is saved to (the
+	// output folder) is best; where no file can be made there, the
+	// artifact is encoded in memory.
+	TempDir string
 }
 
 // Check reports a quantization option outside its domain, naming the
@@ -421,7 +428,7 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 		shape []int
 	}
 	held := map[string]heldTensor{}
-	if e, h := m.Encoder, m.Encoder.cfg.Hidden; e.names.WordEmb != "" {
+	if e, h := m.Encoder, m.Encoder.cfg.EmbeddingWidth(); e.names.WordEmb != "" {
 		held[e.names.WordEmb] = heldTensor{e.wordEmb, []int{e.cfg.Vocab, h}}
 		if e.posEmb != nil {
 			held[e.names.PosEmb] = heldTensor{e.posEmb, []int{e.cfg.MaxPositions, h}}
@@ -470,25 +477,25 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	if err != nil {
 		return nil, err
 	}
-	buf, err := checkpoint.EncodeSafetensors(tensors, map[string]string{smoothquant.MetadataKey: meta, "format": "int8bert"})
+	st, err := writeArtifact(o.TempDir, tensors, map[string]string{smoothquant.MetadataKey: meta, "format": "int8bert"})
 	if err != nil {
 		return nil, err
 	}
 	// The artifact holds them now: the int8 tensors' copies go before
-	// the INT8 model copies its weights from buf, and the FP32 ones,
+	// the INT8 model copies its weights from st, and the FP32 ones,
 	// read from the source's mapping, leave the resident set.
 	tensors = nil
 	dropResident(m.src)
-	st, err := checkpoint.ParseSafetensors(buf)
-	if err != nil {
-		return nil, err
-	}
 	ec := m.Encoder.cfg
-	q, err := buildTaskInt8(st, nil, m.cfg, ec, m.Family, m.Encoder.sel, Options{Threads: m.Encoder.threads, Profile: o.Profile, Attention: m.Encoder.attnMode})
+	q, err := buildTaskInt8(st, st, m.cfg, ec, m.Family, m.Encoder.sel, Options{Threads: m.Encoder.threads, Profile: o.Profile, Attention: m.Encoder.attnMode})
 	if err != nil {
+		st.Close()
 		return nil, err
 	}
-	q.artifact, q.dir = buf, m.dir
+	// Its weights are copied (packed): the artifact's pages go too, and
+	// what is read again (embedding rows, LayerNorms) faults back in.
+	dropResident(st)
+	q.artifact, q.dir = st, m.dir
 	return q, nil
 }
 

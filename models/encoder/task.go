@@ -138,10 +138,10 @@ type TaskModel struct {
 	src    Source
 	prefix string
 	// dir is the folder the model was loaded from ("" for weights from
-	// memory); artifact is an INT8 model's artifact file when it was made
-	// in memory (Quantize), for Save.
+	// memory); artifact is an INT8 model's artifact when it was made by
+	// Quantize (a removed temporary file, mapped, or a buffer), for Save.
 	dir      string
-	artifact []byte
+	artifact *checkpoint.Safetensors
 	// g admits calls until Close (lifecycle.go).
 	g gate
 }
