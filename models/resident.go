@@ -48,3 +48,12 @@ func (p *Pipeline) ResidentBytes() ResidentBytes {
 // bytes released, which the Go runtime returns to the system at its next
 // collection (runtime/debug.FreeOSMemory at once).
 func (p *Pipeline) Trim() int64 { return int64(p.m.Trim()) }
+
+// Compact is Trim for a model at rest (a server idle for a while): each
+// linear also keeps just one packed form, the one most calls ran on since
+// the previous Trim (and a warm-up's), as a workload's row counts pick
+// kernels of a few panel widths, each a whole copy of the weights. A
+// later call that needs a released form packs it again from the kept one
+// (with background tuning, off the request path). It returns the bytes
+// released.
+func (p *Pipeline) Compact() int64 { return int64(p.m.Compact()) }

@@ -15,7 +15,8 @@ import (
 // what its weights' sizes imply, at FP32 and INT8-static: the linears'
 // weights once (4 bytes a weight at FP32, 1 at INT8) up to a few packed
 // forms, the rest of the weights in float32, kinds that sum to the total,
-// and a Trim that keeps what the calls need (the same results after it).
+// a Trim that keeps what the calls need and a Compact that keeps one
+// packed form a linear (the same results after each).
 func TestResidentBytes(t *testing.T) {
 	// The shared folder next to the repository (GoldenDir is relative to
 	// models/<family>, one level below this package).
@@ -101,6 +102,24 @@ func TestResidentBytes(t *testing.T) {
 				for j := range before[i].Scores {
 					if before[i].Scores[j] != again[i].Scores[j] {
 						t.Fatalf("text %d: score %d %v after Trim, %v before", i, j, again[i].Scores[j], before[i].Scores[j])
+					}
+				}
+			}
+			// At rest: one packed form a linear (and the INT8 column sums),
+			// the others made again from it by the next call, exactly.
+			if _, err := p.Classify(ctx, texts[:1], models.ClassifyOptions{}); err != nil { // a second row count
+				t.Fatal(err)
+			}
+			p.Compact()
+			check("compacted", p.ResidentBytes(), packedMin*5/4+4*c.Layers*(3*h+h+in+h)+heads)
+			again, err = p.Classify(ctx, texts, models.ClassifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range before {
+				for j := range before[i].Scores {
+					if before[i].Scores[j] != again[i].Scores[j] {
+						t.Fatalf("text %d: score %d %v after Compact, %v before", i, j, again[i].Scores[j], before[i].Scores[j])
 					}
 				}
 			}

@@ -1,6 +1,7 @@
 package selector
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -68,5 +69,67 @@ func TestF32FormsOnce(t *testing.T) {
 	}
 	if got, min := l.Bytes(), 4*n*k; got < min || got > 2*min {
 		t.Errorf("Bytes() = %d, want one form (%d to %d)", got, min, 2*min)
+	}
+}
+
+// TestLinearCompact checks that Compact keeps one packed form, the one
+// most calls ran on since the last Trim (and a warm-up's pinned ones),
+// that a released form is made again exactly from the kept one, and
+// that it reports the bytes it released.
+func TestLinearCompact(t *testing.T) {
+	s, err := New(Options{CachePath: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n, k := 70, 45
+	r := rand.New(rand.NewPCG(3, 4))
+	w := make([]int8, n*k)
+	for i := range w {
+		w[i] = int8(r.IntN(255) - 127)
+	}
+	l, err := s.NewLinear(n, k, w, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	want := func(nr int) []int8 {
+		p, err := kernels.PackS8(n, k, w, k, nr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Data
+	}
+	form := func(nr int) []int8 {
+		p, err := l.packed(nr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.(*kernels.PackedS8).Data
+	}
+	form(16)
+	form(32)
+	form(32)
+	form(48)
+	before := l.Bytes()
+	freed := l.Compact()
+	if len(l.packs) != 1 || l.packs[32] == nil {
+		t.Fatalf("Compact kept forms %v, want the busiest (32) only", slices.Sorted(maps.Keys(l.packs)))
+	}
+	if after := l.Bytes(); freed <= 0 || before-after != freed {
+		t.Errorf("Compact released %d bytes; Bytes %d -> %d", freed, before, after)
+	}
+	if got := form(16); !slices.Equal(got, want(16)) {
+		t.Fatal("a form made again after Compact differs from W packed")
+	}
+	// Equal counts (16 made again: one call; 32: none since Compact, then
+	// one): the widest stays; a pinned form stays whatever its count.
+	form(32)
+	if _, err := l.pin(64); err != nil {
+		t.Fatal(err)
+	}
+	l.Compact()
+	if len(l.packs) != 2 || l.packs[32] == nil || l.packs[64] == nil {
+		t.Fatalf("Compact kept forms %v, want 32 (the widest of equal counts) and the pinned 64", slices.Sorted(maps.Keys(l.packs)))
 	}
 }

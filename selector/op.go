@@ -309,6 +309,9 @@ type Linear[G any] struct {
 type pack struct {
 	p            any
 	used, pinned bool
+	// calls counts the calls that ran on the form since the last Trim
+	// or Compact (which keeps the busiest).
+	calls int64
 }
 
 // newLinear copies the weights w ([n][ldw], ldw >= k) into a Linear of op.
@@ -461,6 +464,7 @@ func (l *Linear[G]) packed(nr int) (any, error) {
 		return nil, err
 	}
 	e.used = true
+	e.calls++
 	return e.p, nil
 }
 
@@ -639,7 +643,37 @@ func (l *Linear[G]) Trim() int {
 		}
 	}
 	for _, e := range l.packs {
-		e.used = false
+		e.used, e.calls = false, 0
+	}
+	return freed
+}
+
+// Compact releases every packed form of W but one, and those Prepare made
+// (a warm-up's): the one most calls ran on since the previous Trim or
+// Compact (of equal counts, the widest panel). It is Trim for a caller at
+// rest (a server idle for a while): the row counts of a workload pick
+// kernels of a few panel widths, each a form of the whole W, and one form
+// runs every row count. A later call that needs a released form packs it
+// again from the kept one (off the request path with background tuning).
+// It returns the bytes it released.
+func (l *Linear[G]) Compact() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keep, best := -1, int64(-1)
+	for nr, e := range l.packs {
+		if e.calls > best || e.calls == best && nr > keep {
+			keep, best = nr, e.calls
+		}
+	}
+	freed := 0
+	for nr, e := range l.packs {
+		if nr != keep && !e.pinned {
+			freed += packBytes(e.p)
+			delete(l.packs, nr)
+		}
+	}
+	for _, e := range l.packs {
+		e.used, e.calls = false, 0
 	}
 	return freed
 }

@@ -276,17 +276,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // gives memory back (releaseWhenIdle).
 const idleRelease = time.Second
 
+// idleCompact is how many idleRelease periods with no batch pass before
+// the server, at rest, keeps one packed form of each linear
+// (Pipeline.Compact): long enough that a steady trickle of requests does
+// not pack the others again after every pause.
+const idleCompact = 10
+
 // releaseWhenIdle gives memory back once no batch has run, none runs and
 // none waits for every of two checks every seconds apart, and again after
 // each later busy spell: each model's Trim (packed forms no call ran on,
 // idle pass buffers), then a collection that returns the freed heap to
 // the system (debug.FreeOSMemory), so that a server at rest holds its
-// weights and little else (docs/DESIGN.md section 9.9).
+// weights and little else (docs/DESIGN.md section 9.9). Still idle
+// idleCompact checks on, each model keeps one packed form a linear
+// (Compact), once a rest.
 func (s *Server) releaseWhenIdle(stop <-chan struct{}, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	last, released := uint64(0), uint64(0)
-	first := true
+	last, released, compacted := uint64(0), uint64(0), uint64(0)
+	first, firstCompact := true, true
+	quiet := 0 // checks in a row with no new batch, idle
 	for {
 		select {
 		case <-stop:
@@ -294,7 +303,19 @@ func (s *Server) releaseWhenIdle(stop <-chan struct{}, every time.Duration) {
 		case <-t.C:
 		}
 		ran, idle := s.sched.idle()
-		if idle && ran == last && (first || ran != released) {
+		if idle && ran == last {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		switch {
+		case quiet >= idleCompact && (firstCompact || ran != compacted):
+			for _, m := range s.models {
+				m.p.Compact()
+			}
+			debug.FreeOSMemory()
+			compacted, released, firstCompact, first = ran, ran, false, false
+		case quiet >= 1 && (first || ran != released):
 			for _, m := range s.models {
 				m.p.Trim()
 			}

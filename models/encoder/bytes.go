@@ -112,21 +112,45 @@ func (m *Model) Resident() Resident {
 // Linear.Trim; a warm-up's are kept) and the idle pass buffers (not the
 // kept set). It returns the bytes released; the Go runtime returns them
 // to the system at its next collection and scavenge.
-func (m *TaskModel) Trim() int {
-	n := m.Encoder.Trim()
+func (m *TaskModel) Trim() int { return m.trim(false) }
+
+// Compact is Trim for a model at rest: each linear keeps one packed form,
+// the one most calls ran on (selector Linear.Compact), and a warm-up's.
+// A later call that needs a released form packs it again from the kept
+// one (docs/DESIGN.md section 9.9).
+func (m *TaskModel) Compact() int { return m.trim(true) }
+
+func (m *TaskModel) trim(compact bool) int {
+	n := m.Encoder.trim(compact)
 	for _, d := range append([]*Dense{m.pooler, m.qa}, m.head...) {
 		if d != nil && d.lin != nil {
-			n += d.lin.Trim()
+			n += trimLinear(d.lin, compact)
 		}
 	}
 	return n
 }
 
+// trimmer is a selector Linear of any operation.
+type trimmer interface {
+	Trim() int
+	Compact() int
+}
+
+// trimLinear is l.Compact() where compact, else l.Trim().
+func trimLinear(l trimmer, compact bool) int {
+	if compact {
+		return l.Compact()
+	}
+	return l.Trim()
+}
+
 // Trim is TaskModel.Trim for the encoder.
-func (m *Model) Trim() int {
-	n := m.pass.trim() + m.scratchPool.dropIdle()
+func (m *Model) Trim() int { return m.trim(false) }
+
+func (m *Model) trim(compact bool) int {
+	n := m.pass.trim(compact) + m.scratchPool.dropIdle()
 	if m.proj != nil {
-		n += m.proj.lin.Trim()
+		n += trimLinear(m.proj.lin, compact)
 	}
 	return n
 }
@@ -143,12 +167,12 @@ func (p *floatPass) linearBytes() int {
 	return n
 }
 
-func (p *floatPass) trim() int {
+func (p *floatPass) trim(compact bool) int {
 	n := 0
 	for _, ly := range p.layers {
 		for _, l := range []linear{ly.qkv, ly.o, ly.ffn1, ly.ffn2} {
 			if l != nil {
-				n += l.Trim()
+				n += trimLinear(l, compact)
 			}
 		}
 	}
@@ -170,15 +194,15 @@ func (p *int8Pass) linearBytes() int {
 	return n
 }
 
-func (p *int8Pass) trim() int {
+func (p *int8Pass) trim(compact bool) int {
 	n := 0
 	for _, q := range p.layers {
 		for _, l := range q.lin {
 			if l != nil && l.lin != nil {
-				n += l.lin.Trim()
+				n += trimLinear(l.lin, compact)
 			}
 			if l != nil && l.f32 != nil {
-				n += l.f32.Trim()
+				n += trimLinear(l.f32, compact)
 			}
 		}
 	}

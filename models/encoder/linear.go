@@ -22,6 +22,7 @@ type linear interface {
 	Prepare(key selector.Key) error
 	Bytes() int
 	Trim() int
+	Compact() int
 	Close() error
 }
 

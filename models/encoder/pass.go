@@ -35,9 +35,9 @@ type pass interface {
 	// weightBytes is the memory of the layers' weights.
 	weightBytes() int
 	// linearBytes is the part of weightBytes the linears hold; trim is
-	// Model.Trim for the linears.
+	// Model.Trim (or Compact) for the linears.
 	linearBytes() int
-	trim() int
+	trim(compact bool) int
 	// close releases the layers' linears.
 	close()
 }

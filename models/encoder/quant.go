@@ -217,7 +217,7 @@ func (m *Model) Calibrate(ctx context.Context, batches []*Inputs, sampleRows int
 		// from one to the next and the selector may pick a kernel of
 		// another panel width: release the forms this batch did not run
 		// on, so that a linear holds one or two, not every width met.
-		m.pass.trim()
+		m.pass.trim(false)
 		if progress != nil {
 			progress("calibrate", bi+1, len(batches))
 		}
