@@ -329,6 +329,8 @@ func (m *Model) quantizeLayers(ctx context.Context, cal *Calibration, o Quantize
 			recipes = append(recipes, smoothquant.LayerRecipe{Name: strings.TrimSuffix(qlinPrefix(li, which), "."), Alpha: q.Alpha,
 				SQNR: q.SQNR, Fallback: q.Fallback, Folded: which == linO && folded})
 		}
+		// The layer's observers (their reservoirs of rows) are spent.
+		cal.Obs[li] = [numLin]*smoothquant.Observer{}
 		if o.Progress != nil {
 			o.Progress("quantize", li+1, layers)
 		}
