@@ -242,6 +242,14 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 			return nil, err
 		}
 	}
+	// Collect harder while models are built (the FP32 one first: its
+	// random weights are made and copied, so half its heap is garbage),
+	// quantized and released: the heap of a run is a few models' weights,
+	// and the default GOGC lets it grow to twice the largest before a
+	// collection (6 GB for xlmr-base's 250k token embeddings); at 5% the
+	// collections are cheap, the weights holding no pointers. Timed
+	// passes run at the default.
+	defer debug.SetGCPercent(debug.SetGCPercent(leanGCPercent))
 	say("loading %s", o.Arch)
 	fp32, err := loadFP32(ctx, &o, sel)
 	if err != nil {
@@ -255,11 +263,6 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 			fp32.Close()
 		}
 	}()
-	// Collect harder while models are built and released: the heap of a
-	// run is a few models' weights, and the default GOGC lets it grow to
-	// twice the largest before a collection (6 GB for xlmr-base's 250k
-	// token embeddings). Timed passes run at the default.
-	defer debug.SetGCPercent(debug.SetGCPercent(leanGCPercent))
 	cfg := fp32.Config()
 	if o.Seq > cfg.MaxSeq() {
 		return nil, fmt.Errorf("bench: seq %d: %s takes at most %d tokens: %w", o.Seq, o.Arch, cfg.MaxSeq(), models.ErrConfig)
@@ -501,8 +504,10 @@ func timeInstances(ctx context.Context, m *models.Pipeline, in *models.Inputs, p
 	return r, nil
 }
 
-// leanGCPercent is GOGC while models are built, quantized and released.
-const leanGCPercent = 20
+// leanGCPercent is GOGC while models are built, quantized and released
+// (5: xlmr-base quantized at 20 peaked at 1.70 GB, its load, made at
+// the default GOGC before, at 1.55 GB; docs/PERFORMANCE.md).
+const leanGCPercent = 5
 
 // release collects what was dropped and gives it back to the OS.
 func release() {
