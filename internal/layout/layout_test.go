@@ -67,6 +67,7 @@ var rules = []rule{
 	{pkg: "models/xlmr", may: append([]string{"models/encoder/..."}, encoderMay...)},
 	{pkg: "models/electra", may: append([]string{"models/encoder/..."}, encoderMay...)},
 	{pkg: "models/mpnet", may: append([]string{"models/encoder/..."}, encoderMay...)},
+	{pkg: "models/deberta", may: append([]string{"models/encoder/..."}, encoderMay...)},
 	// The front door (models.Load, the text pipelines) and anything else
 	// under models/.
 	{pkg: "models/...", may: frontMay},
