@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // streamTensors is a fixed set of tensors of mixed element sizes, shapes
@@ -121,5 +122,37 @@ func TestWriteSafetensorsErrors(t *testing.T) {
 	bad := map[string]Tensor{"x": {Dtype: F32, Shape: []int{3}, Data: make([]byte, 8)}}
 	if _, err := WriteSafetensors(&bytes.Buffer{}, bad, nil); err == nil {
 		t.Error("a tensor whose bytes do not fit its shape: no error")
+	}
+}
+
+// TestSaveSweepsDeadTemporaries: Save removes the temporary files of a
+// writer killed before its rename (older than atomicfile.Stale), and
+// keeps a recent one, which a writer still running may own.
+func TestSaveSweepsDeadTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.safetensors")
+	dead := filepath.Join(dir, ".model.safetensors.tmp1234")
+	live := filepath.Join(dir, ".model.safetensors.tmp5678")
+	for _, p := range []string{dead, live} {
+		if err := os.WriteFile(p, []byte("half a file"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(dead, old, old); err != nil {
+		t.Fatal(err)
+	}
+	tensors, meta := streamTensors()
+	if err := Save(path, tensors, meta); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a dead writer's temporary file is still there (%v)", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a recent temporary file was removed: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
 	}
 }

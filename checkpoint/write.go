@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/int8bert/int8bert/internal/atomicfile"
 	"io"
 	"math"
 	"os"
@@ -167,6 +168,8 @@ func Save(path string, tensors map[string]Tensor, metadata map[string]string) (e
 	if err != nil {
 		return fmt.Errorf("%w (writing %s)", err, path)
 	}
+	// A killed writer's temporary files go first (DESIGN 6.1).
+	atomicfile.Sweep(filepath.Dir(path), "."+filepath.Base(path)+".tmp", atomicfile.Stale)
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)

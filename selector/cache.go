@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/int8bert/int8bert/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"slices"
@@ -194,6 +195,8 @@ func (f *CacheFile) Save(path string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("selector: save cache: %w", err)
 	}
+	// A killed writer's temporary files go first (DESIGN 6.1).
+	atomicfile.Sweep(dir, filepath.Base(path)+".tmp", atomicfile.Stale)
 	tf, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("selector: save cache: %w", err)

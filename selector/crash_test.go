@@ -179,3 +179,30 @@ func TestCrashTuningCache(t *testing.T) {
 	})
 	t.Logf("%v; outcomes %v; temporary files left by kills: %d", res, outcomes, leftovers)
 }
+
+// TestCacheSaveSweepsDeadTemporaries: saving the cache removes the
+// temporary files of a writer killed before its rename (older than
+// atomicfile.Stale) and keeps a recent one.
+func TestCacheSaveSweepsDeadTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, CacheFileName)
+	dead, live := path+".tmp111", path+".tmp222"
+	for _, p := range []string{dead, live} {
+		if err := os.WriteFile(p, []byte("{\"format\""), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(dead, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&CacheFile{Format: CacheFormat}).Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("a dead writer's temporary file is still there (%v)", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a recent temporary file was removed: %v", err)
+	}
+}

@@ -31,7 +31,7 @@ type rule struct {
 
 // encoderMay is what models/encoder may import, and so the base of every
 // row above it: the engine takes tokens in, so never tokenizer.
-var encoderMay = []string{"cpu", "kernels/...", "selector", "smoothquant", "checkpoint"}
+var encoderMay = []string{"cpu", "kernels/...", "selector", "smoothquant", "checkpoint", "internal/atomicfile"}
 
 // frontMay is what models (the front door) may import: the engine, the
 // family packages, and the tokenizer the engine leaves to it.
@@ -50,15 +50,17 @@ var rules = []rule{
 	{pkg: "internal/cgroup"},
 	// The crash tests' process killer: a test-support package.
 	{pkg: "internal/crashtest"},
+	// The sweep of killed writers' temporary files: imports nothing.
+	{pkg: "internal/atomicfile"},
 	{pkg: "tokenizer"},
-	{pkg: "checkpoint"},
+	{pkg: "checkpoint", may: []string{"internal/atomicfile"}},
 	{pkg: "dnnl/cgo"},
 	{pkg: "dnnl", may: []string{"dnnl/cgo"}},
 	// kernels and its sub-packages (the peak loops): cpu and each other.
 	{pkg: "kernels/...", may: []string{"cpu", "kernels/..."}},
 	{pkg: "kernels/kernelstest", may: []string{"cpu", "kernels"}},
 	// The one package that knows both kernels and dnnl.
-	{pkg: "selector/...", may: []string{"cpu", "kernels/...", "dnnl", "selector/..."}},
+	{pkg: "selector/...", may: []string{"cpu", "kernels/...", "dnnl", "selector/...", "internal/atomicfile"}},
 	{pkg: "smoothquant", may: []string{"cpu", "kernels/...", "selector", "checkpoint"}},
 	{pkg: "models/encoder/...", may: append([]string{"models/encoder/..."}, encoderMay...)},
 	// The family packages: the encoder and the front door, never each other.
@@ -312,9 +314,9 @@ func TestCheckCatchesViolations(t *testing.T) {
 		"bench imports cmd/int8bert: nothing imports the command",
 		"kernels imports dnnl: forbidden (kernels/... may import: cpu, kernels/...)",
 		"kernels/peak imports gonum.org/v1/gonum/mat: gonum stays off the hot path (cpu, kernels, dnnl, selector)",
-		"models/bert imports models/distilbert: forbidden (models/bert may import: models/encoder/..., cpu, kernels/..., selector, smoothquant, checkpoint)",
-		"models/encoder imports models/bert: forbidden (models/encoder/... may import: models/encoder/..., cpu, kernels/..., selector, smoothquant, checkpoint)",
-		"models/encoder imports tokenizer: forbidden (models/encoder/... may import: models/encoder/..., cpu, kernels/..., selector, smoothquant, checkpoint)",
+		"models/bert imports models/distilbert: forbidden (models/bert may import: models/encoder/..., cpu, kernels/..., selector, smoothquant, checkpoint, internal/atomicfile)",
+		"models/encoder imports models/bert: forbidden (models/encoder/... may import: models/encoder/..., cpu, kernels/..., selector, smoothquant, checkpoint, internal/atomicfile)",
+		"models/encoder imports tokenizer: forbidden (models/encoder/... may import: models/encoder/..., cpu, kernels/..., selector, smoothquant, checkpoint, internal/atomicfile)",
 		"selector imports kernels/kernelstest: a test-support package, for _test.go files only",
 		"serve imports models/encoder: forbidden (serve may import: serve/teipb, cpu, internal/cgroup, tokenizer, checkpoint, dnnl/..., kernels/..., selector/..., smoothquant, models, models/bert, models/distilbert, models/xlmr, models/electra, models/mpnet)",
 		"server: no import rule: give it a row in internal/layout's rules and in docs/DESIGN.md section 1.1",

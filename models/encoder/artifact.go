@@ -3,6 +3,7 @@ package encoder
 import (
 	"bufio"
 	"fmt"
+	"github.com/int8bert/int8bert/internal/atomicfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -79,6 +80,8 @@ const fileMode = 0o644
 // writeAtomic writes path through a temporary file in the same folder,
 // renamed into place, with mode fileMode.
 func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	// A killed writer's temporary files go first (DESIGN 6.1).
+	atomicfile.Sweep(filepath.Dir(path), "."+filepath.Base(path)+".", atomicfile.Stale)
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
