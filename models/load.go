@@ -257,8 +257,16 @@ func resolveModel(ctx context.Context, pathOrID, revision string, log *slog.Logg
 		if !errors.Is(err, checkpoint.ErrNotFound) {
 			return "", fmt.Errorf("models: %s: tokenizer.json: %w", pathOrID, err)
 		}
-		if _, err := hub.Resolve(ctx, pathOrID, revision, "vocab.txt"); err != nil {
-			return "", fmt.Errorf("models: %s: no tokenizer.json, and vocab.txt: %w", pathOrID, err)
+		// Without tokenizer.json: vocab.txt, else a SentencePiece model
+		// (converted at load, tokenizer.FromSentencePiece).
+		var found error
+		for _, name := range []string{"vocab.txt", "spm.model", "sentencepiece.bpe.model"} {
+			if _, found = hub.Resolve(ctx, pathOrID, revision, name); found == nil || !errors.Is(found, checkpoint.ErrNotFound) {
+				break
+			}
+		}
+		if found != nil {
+			return "", fmt.Errorf("models: %s: no tokenizer.json, and vocab.txt, spm.model or sentencepiece.bpe.model: %w", pathOrID, found)
 		}
 		if _, err := hub.Resolve(ctx, pathOrID, revision, "tokenizer_config.json"); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
 			return "", fmt.Errorf("models: %s: tokenizer_config.json: %w", pathOrID, err)

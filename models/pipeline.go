@@ -84,7 +84,8 @@ func loadPipeline(dir string, fam *encoder.Family, o Options, eo encoder.Options
 }
 
 // loadTokenizer loads dir's tokenizer; nil without tokenizer files
-// (tokenizer.json, vocab.txt, or vocab.json with merges.txt: tokenizer.Find).
+// (tokenizer.json, vocab.txt, vocab.json with merges.txt, or a
+// SentencePiece spm.model or sentencepiece.bpe.model: tokenizer.Find).
 func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 	if _, ok := tokenizer.Find(dir); !ok {
 		return nil, nil
@@ -232,7 +233,7 @@ func (p *Pipeline) tokenizer(what string) (*tokenizer.Tokenizer, error) {
 		if dir == "" {
 			dir = "the model"
 		}
-		return nil, encoder.Errorf(ErrConfig, "models: %s: %s has no tokenizer; copy the model's tokenizer.json (or vocab.txt and tokenizer_config.json) into it, or run token ids with Forward",
+		return nil, encoder.Errorf(ErrConfig, "models: %s: %s has no tokenizer; copy the model's tokenizer.json (or vocab.txt, spm.model or sentencepiece.bpe.model, with tokenizer_config.json) into it, or run token ids with Forward",
 			what, dir)
 	}
 	return p.Tok, nil

@@ -1,8 +1,11 @@
 // Package tokenizer owns tokenization for int8bert: it loads a Hugging Face
 // tokenizer.json (WordPiece, Unigram or byte-level BPE models with their
 // normalizers, pre-tokenizers, post-processors, decoders and added tokens), a
-// bare BERT vocab.txt, or a RoBERTa/GPT-2 vocab.json with merges.txt (each
-// with tokenizer_config.json when present) and turns text into the ids,
+// bare BERT vocab.txt, a RoBERTa/GPT-2 vocab.json with merges.txt, or a
+// SentencePiece spm.model / sentencepiece.bpe.model converted as
+// transformers' DeBERTa-v2, XLM-R and CamemBERT converters do
+// (FromSentencePiece; each with tokenizer_config.json when present) and
+// turns text into the ids,
 // type ids, attention masks and offsets that the encoders consume.
 //
 // Supported components: the WordPiece, Unigram and BPE models (Unigram with

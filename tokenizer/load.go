@@ -16,10 +16,12 @@ import (
 )
 
 // Load reads a tokenizer from path: a tokenizer.json, a BERT vocab.txt, a
-// byte-level BPE vocab.json or merges.txt (the pair is read together), or a
-// folder holding one of them (tokenizer.json preferred, then vocab.txt,
-// then vocab.json with merges.txt; tokenizer_config.json next to the
-// others supplies do_lower_case, add_prefix_space and friends).
+// byte-level BPE vocab.json or merges.txt (the pair is read together), a
+// SentencePiece spm.model or sentencepiece.bpe.model, or a folder holding
+// one of them (tokenizer.json preferred, then vocab.txt, then vocab.json
+// with merges.txt, then spm.model, then sentencepiece.bpe.model;
+// tokenizer_config.json next to the others supplies do_lower_case,
+// add_prefix_space and friends).
 func Load(path string) (*Tokenizer, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -28,7 +30,7 @@ func Load(path string) (*Tokenizer, error) {
 	if st.IsDir() {
 		f, ok := Find(path)
 		if !ok {
-			return nil, fmt.Errorf("tokenizer: %s holds no tokenizer.json, vocab.txt, or vocab.json with merges.txt", path)
+			return nil, fmt.Errorf("tokenizer: %s holds no tokenizer.json, vocab.txt, vocab.json with merges.txt, spm.model or sentencepiece.bpe.model", path)
 		}
 		return LoadFile(f)
 	}
@@ -36,8 +38,8 @@ func Load(path string) (*Tokenizer, error) {
 }
 
 // Find returns the tokenizer file that Load reads in dir, and whether
-// there is one: tokenizer.json, vocab.txt, or vocab.json when merges.txt
-// is beside it.
+// there is one: tokenizer.json, vocab.txt, vocab.json when merges.txt
+// is beside it, spm.model, or sentencepiece.bpe.model.
 func Find(dir string) (string, bool) {
 	exists := func(name string) bool {
 		st, err := os.Stat(filepath.Join(dir, name))
@@ -51,13 +53,23 @@ func Find(dir string) (string, bool) {
 	if exists("vocab.json") && exists("merges.txt") {
 		return filepath.Join(dir, "vocab.json"), true
 	}
+	for _, name := range []string{"spm.model", "sentencepiece.bpe.model"} {
+		if exists(name) {
+			return filepath.Join(dir, name), true
+		}
+	}
 	return "", false
 }
 
 // LoadFile reads a tokenizer.json, a vocab.txt when the name ends in
-// .txt, or the vocab.json and merges.txt of one folder when the name is
-// either of them.
+// .txt, the vocab.json and merges.txt of one folder when the name is
+// either of them, or a SentencePiece model when the name ends in .model
+// (converted as tokenizer_config.json's tokenizer_class or config.json's
+// model_type says: FromSentencePiece).
 func LoadFile(path string) (*Tokenizer, error) {
+	if strings.HasSuffix(path, ".model") {
+		return loadSPM(path)
+	}
 	if base := filepath.Base(path); base == "vocab.json" || base == "merges.txt" {
 		return loadVocabMerges(filepath.Dir(path))
 	}
