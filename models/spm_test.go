@@ -2,10 +2,16 @@ package models_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
@@ -20,20 +26,7 @@ import (
 // DebertaV2Converter does: the ids tokenizer.Load gives, [CLS] text
 // [SEP], and a finite embedding.
 func TestLoadSentencePieceOnly(t *testing.T) {
-	dir := t.TempDir()
-	for dst, src := range map[string]string{
-		"config.json":       "testdata/golden/deberta-v3-base/config.json",
-		"model.safetensors": "testdata/golden/deberta-v3-base/model.safetensors",
-		"spm.model":         "testdata/spm/spm.model",
-	} {
-		data, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, dst), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := spmOnlyFolder(t)
 	p, err := models.Load(context.Background(), dir, models.Options{Selector: encodertest.Selector(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -70,4 +63,89 @@ func TestLoadSentencePieceOnly(t *testing.T) {
 			t.Fatalf("embedding %v", vecs[0])
 		}
 	}
+
+	// An INT8 artifact saved from it keeps spm.model, so it reloads
+	// with the same tokenizer.
+	q, err := models.Load(context.Background(), dir, models.Options{Selector: encodertest.Selector(t), Precision: models.PrecisionInt8Dynamic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	out := t.TempDir()
+	if err := q.Save(out); err != nil {
+		t.Fatal(err)
+	}
+	back, err := models.Load(context.Background(), out, models.Options{Selector: encodertest.Selector(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	if back.Tok == nil {
+		t.Fatal("the saved artifact has no tokenizer")
+	}
+	if e, _ := back.Tok.Encode(text); !slices.Equal(e.IDs, enc.IDs) {
+		t.Errorf("saved artifact's ids %v, want %v", e.IDs, enc.IDs)
+	}
+}
+
+// TestLoadSentencePieceFromHub: a hub id whose repository has spm.model
+// and no tokenizer.json or vocab.txt is fetched with its spm.model and
+// loads with that tokenizer.
+func TestLoadSentencePieceFromHub(t *testing.T) {
+	dir := spmOnlyFolder(t)
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		file, ok := strings.CutPrefix(r.URL.Path, "/org/deberta-spm/resolve/main/")
+		if r.Method == http.MethodHead {
+			asked = append(asked, file)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
+		if !ok || err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		sum := sha256.Sum256(b)
+		w.Header().Set("X-Repo-Commit", strings.Repeat("ab", 20))
+		w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		if r.Method != http.MethodHead {
+			w.Write(b)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	t.Setenv("HF_HUB_OFFLINE", "")
+	p, err := models.Load(context.Background(), "org/deberta-spm", models.Options{Selector: encodertest.Selector(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Tok == nil || p.Tok.Model() != "Unigram" {
+		t.Fatalf("tokenizer %v", p.Tok)
+	}
+	if !slices.Contains(asked, "spm.model") {
+		t.Errorf("spm.model was not fetched (asked %v)", asked)
+	}
+}
+
+// spmOnlyFolder is the DeBERTa-v3 golden model's folder with
+// testdata/spm/spm.model as its only tokenizer file.
+func spmOnlyFolder(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for dst, src := range map[string]string{
+		"config.json":       "testdata/golden/deberta-v3-base/config.json",
+		"model.safetensors": "testdata/golden/deberta-v3-base/model.safetensors",
+		"spm.model":         "testdata/spm/spm.model",
+	} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
