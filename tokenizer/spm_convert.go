@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -110,7 +111,7 @@ type spmSpecial struct {
 // split_by_punct (DeBERTa-v2), and the special tokens (bos_token,
 // eos_token, unk_token, sep_token, pad_token, cls_token, mask_token,
 // additional_special_tokens; a string or an AddedToken object).
-// Only Unigram models (trainer_spec.model_type 1) are converted.
+// Unigram and BPE models (trainer_spec.model_type 1 and 2) are converted.
 func FromSentencePiece(model []byte, conv string, configJSON []byte) (_ *Tokenizer, err error) {
 	defer func() {
 		if err != nil && !errors.Is(err, ErrFormat) {
@@ -141,12 +142,8 @@ func spmTokenizerJSON(m *spmModel, conv string, configJSON []byte) (map[string]a
 	if len(m.pieces) == 0 {
 		return nil, errors.New("no pieces")
 	}
-	switch m.modelType {
-	case 1:
-	case 2:
-		return nil, errors.New("trainer_spec.model_type 2 (BPE) is not supported; only Unigram models (1) are converted")
-	default:
-		return nil, fmt.Errorf("trainer_spec.model_type %d is not supported; only Unigram models (1) are converted", m.modelType)
+	if m.modelType != 1 && m.modelType != 2 {
+		return nil, fmt.Errorf("trainer_spec.model_type %d is not supported; Unigram (1) and BPE (2) models are converted", m.modelType)
 	}
 	var cfg struct {
 		Lower        bool
@@ -357,9 +354,23 @@ func spmTokenizerJSON(m *spmModel, conv string, configJSON []byte) (map[string]a
 	if conv == SPMDebertaV2 {
 		pre = map[string]any{"type": "Sequence", "pretokenizers": append(pretok, metaspace)}
 	}
-	uv := make([][2]any, len(vocab))
-	for i, e := range vocab {
-		uv[i] = [2]any{e.piece, e.score}
+	var model map[string]any
+	if m.modelType == 1 {
+		uv := make([][2]any, len(vocab))
+		for i, e := range vocab {
+			uv[i] = [2]any{e.piece, e.score}
+		}
+		model = map[string]any{"type": "Unigram", "unk_id": unkID, "vocab": uv}
+	} else {
+		bv := make(map[string]int32, len(vocab))
+		for i, e := range vocab {
+			bv[e.piece] = int32(i)
+		}
+		if _, ok := bv[m.unkPiece]; !ok {
+			return nil, fmt.Errorf("trainer_spec.unk_piece %q is not in the vocabulary", m.unkPiece)
+		}
+		model = map[string]any{"type": "BPE", "vocab": bv, "merges": spmMerges(m.pieces), "unk_token": m.unkPiece,
+			"fuse_unk": true, "byte_fallback": false}
 	}
 	return map[string]any{
 		"added_tokens":   added,
@@ -367,6 +378,60 @@ func spmTokenizerJSON(m *spmModel, conv string, configJSON []byte) (map[string]a
 		"pre_tokenizer":  pre,
 		"post_processor": post,
 		"decoder":        metaspace,
-		"model":          map[string]any{"type": "Unigram", "unk_id": unkID, "vocab": uv},
+		"model":          model,
 	}, nil
+}
+
+// spmMerges is what transformers 4.31's SentencePieceExtractor.extract()
+// derives from a BPE model's pieces (SpmConverter passes no scores): for
+// each piece in id order, every split into two pieces of the model
+// (at character boundaries), ordered by the left piece's id then the
+// right's, then all ordered by the merged piece's id. Where a piece
+// repeats, it is split once and its last id counts, as in the
+// extractor's dict.
+func spmMerges(pieces []spmPiece) [][2]string {
+	id := make(map[string]int, len(pieces))
+	for i, p := range pieces {
+		id[p.piece] = i
+	}
+	type merge struct {
+		pair [2]string
+		rank int // the merged piece's id
+	}
+	var merges []merge
+	done := make(map[string]bool, len(pieces))
+	for _, p := range pieces {
+		if done[p.piece] { // a dict's keys: each piece once, at its first place
+			continue
+		}
+		done[p.piece] = true
+		var local [][2]string
+		for k := range p.piece {
+			if k == 0 {
+				continue
+			}
+			l, r := p.piece[:k], p.piece[k:]
+			if _, ok := id[l]; !ok {
+				continue
+			}
+			if _, ok := id[r]; ok {
+				local = append(local, [2]string{l, r})
+			}
+		}
+		sort.SliceStable(local, func(a, b int) bool {
+			if id[local[a][0]] != id[local[b][0]] {
+				return id[local[a][0]] < id[local[b][0]]
+			}
+			return id[local[a][1]] < id[local[b][1]]
+		})
+		for _, pair := range local {
+			merges = append(merges, merge{pair, id[p.piece]})
+		}
+	}
+	sort.SliceStable(merges, func(a, b int) bool { return merges[a].rank < merges[b].rank })
+	out := make([][2]string, len(merges))
+	for i, m := range merges {
+		out[i] = m.pair
+	}
+	return out
 }

@@ -268,6 +268,44 @@ func TestSPMCamembertLayout(t *testing.T) {
 	}
 }
 
+// TestSPMBPE follows SpmConverter's BPE branch on a small BPE model:
+// the merges SentencePieceExtractor derives (every split into two
+// pieces, by the merged piece's id, then the halves' ids), XLM-R's
+// vocabulary, the unknown piece.
+func TestSPMBPE(t *testing.T) {
+	pieces := []testPiece{{"<unk>", 0, spmUnknown}, {"<s>", 0, spmControl}, {"</s>", 0, spmControl},
+		{"▁", 0, 0}, {"a", 0, 0}, {"b", 0, 0}, {"c", 0, 0}, {"▁a", 0, 0}, {"ab", 0, 0}, {"▁ab", 0, 0}, {"bc", 0, 0}, {"abc", 0, 0}}
+	model := spmProto(pieces, 0, nil)
+	model = append(model, pbField(2, 2, pbInt(3, 2))...) // a later trainer_spec merges into the first
+	m, err := parseSPM(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.modelType != 2 || m.unkPiece != "<unk>" {
+		t.Fatalf("model_type %d, unk_piece %q", m.modelType, m.unkPiece)
+	}
+	want := [][2]string{{"▁", "a"}, {"a", "b"}, {"▁", "ab"}, {"▁a", "b"}, {"b", "c"}, {"a", "bc"}, {"ab", "c"}}
+	if have := spmMerges(m.pieces); !reflect.DeepEqual(have, want) {
+		t.Fatalf("merges %q, want %q", have, want)
+	}
+	tk, err := FromSentencePiece(model, SPMXLMRoberta, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Model() != "BPE" || tk.VocabSize() != 14 || tk.Token(10) != "▁ab" || tk.Token(13) != "<mask>" {
+		t.Fatalf("model %q, vocabulary %d, 10 %q, 13 %q", tk.Model(), tk.VocabSize(), tk.Token(10), tk.Token(13))
+	}
+	for text, ids := range map[string][]int32{"ab abc": {0, 10, 10, 7, 2}, "x": {0, 4, 3, 2}} {
+		enc, err := tk.Encode(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(enc.IDs, ids) {
+			t.Errorf("%q: ids %v (%q), want %v", text, enc.IDs, enc.Tokens, ids)
+		}
+	}
+}
+
 // TestSPMConverterChoice: the converter comes from tokenizer_class, then
 // model_type, then the spm.model name; otherwise a clear error.
 func TestSPMConverterChoice(t *testing.T) {
@@ -323,7 +361,8 @@ func TestSPMMalformed(t *testing.T) {
 		{"bad utf-8", pbField(1, 2, pbField(1, 2, []byte{0xff})), "UTF-8"},
 		{"bad type", pbField(1, 2, append(pbField(1, 2, []byte("a")), pbInt(3, 9)...)), "type 9"},
 		{"nan score", nan, "not finite"},
-		{"bpe", append(slices.Clone(good), pbField(2, 2, pbInt(3, 2))...), "BPE"},
+		{"word model", append(slices.Clone(good), pbField(2, 2, pbInt(3, 3))...), "model_type 3"},
+		{"bpe without unk", append(slices.Clone(good), pbField(2, 2, append(pbInt(3, 2), pbField(45, 2, []byte("<zz>"))...))...), "unk_piece"},
 		{"unk out of range", append(slices.Clone(good), pbField(2, 2, pbInt(40, 7))...), "unk_id 7"},
 		{"negative unk", append(slices.Clone(good), pbField(2, 2, pbInt(40, -1))...), "unk_id -1"},
 		{"unk_id overflow", append(slices.Clone(good), pbField(2, 2, pbInt(40, 1<<40))...), "int32"},
@@ -357,6 +396,8 @@ func TestSPMMalformed(t *testing.T) {
 func FuzzSentencePiece(f *testing.F) {
 	f.Add(spmProto([]testPiece{{"<unk>", 0, spmUnknown}, {"<s>", 0, spmControl}, {"</s>", 0, spmControl}, {"▁a", -1, 0}, {"b", -2, 0}}, 0, nil))
 	f.Add([]byte{0x0a, 0x05, 0x0a, 0x01, 'a', 0x10, 0x01})
+	f.Add(append(spmProto([]testPiece{{"<unk>", 0, spmUnknown}, {"<s>", 0, spmControl}, {"</s>", 0, spmControl},
+		{"▁", 0, 0}, {"a", 0, 0}, {"▁a", 0, 0}, {"aa", 0, 0}}, 0, nil), pbField(2, 2, pbInt(3, 2))...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, conv := range []string{SPMDebertaV2, SPMXLMRoberta, SPMCamembert} {
 			tk, err := FromSentencePiece(data, conv, nil)
