@@ -211,6 +211,9 @@ func TestSPMXLMRShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameLayout(t, model, SPMXLMRoberta, cfg, want)
+	// Its tokenizer_config.json holds XLMRobertaTokenizerFast's defaults
+	// (mask_token lstrip, normalized), so without it the layout is the same.
+	sameLayout(t, model, SPMXLMRoberta, nil, want)
 	// Without tokenizer_class, config.json's model_type picks the converter.
 	noClass := strings.Replace(string(cfg), `"tokenizer_class"`, `"tokenizer_class_"`, 1)
 	folder := spmFolder(t, map[string][]byte{"sentencepiece.bpe.model": model, "tokenizer_config.json": []byte(noClass),
@@ -256,6 +259,11 @@ func TestSPMCamembertLayout(t *testing.T) {
 	for _, s := range []string{"<s>NOTUSED", "</s>NOTUSED", "<mask>", "<pad>"} {
 		if _, ok := tk.special[s]; !ok {
 			t.Errorf("%q is not a special token", s)
+		}
+	}
+	for _, a := range tk.added {
+		if mask := a.Content == "<mask>"; a.LStrip != mask || a.Normalized != mask || !a.Special {
+			t.Errorf("added token %+v: only <mask> is lstrip and normalized (CamembertTokenizerFast)", a)
 		}
 	}
 	// Unknown text is <unk> (3), not the piece <unk>NOTUSED.
