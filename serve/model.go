@@ -48,7 +48,7 @@ func loadModel(ctx context.Context, spec ModelSpec, o models.Options, pooling st
 	}
 	if p.Tok == nil {
 		p.Close()
-		return nil, fmt.Errorf("serve: model %s (%s) has no tokenizer (tokenizer.json): the server takes texts: %w", spec.Name, spec.Source, models.ErrConfig)
+		return nil, fmt.Errorf("serve: model %s (%s) has no tokenizer (tokenizer.json, vocab.txt, vocab.json with merges.txt, spm.model or sentencepiece.bpe.model): the server takes texts: %w", spec.Name, spec.Source, models.ErrConfig)
 	}
 	m := &model{name: spec.Name, source: spec.Source, p: p}
 	m.pool, m.poolFrom = p.Pooling()
