@@ -35,6 +35,21 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 
+// overloaded is a 429 with its Retry-After: the seconds the instances
+// are expected to take to run the work in flight (docs/DESIGN.md section
+// 9.11).
+type overloaded struct {
+	*apiError
+	retryAfter int
+}
+
+func (e *overloaded) Unwrap() error { return e.apiError }
+
+// overload is a 429 Overloaded with msg and Retry-After seconds.
+func overload(msg string, retryAfter int) error {
+	return &overloaded{&apiError{http.StatusTooManyRequests, errOverloaded, msg}, max(retryAfter, 1)}
+}
+
 func invalid(format string, args ...any) *apiError {
 	return &apiError{http.StatusUnprocessableEntity, errValidation, fmt.Sprintf(format, args...)}
 }

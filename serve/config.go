@@ -93,6 +93,13 @@ type Config struct {
 	// MaxConcurrentRequests bounds the requests admitted at once; the
 	// next gets 429. 0 means 512.
 	MaxConcurrentRequests int
+	// MaxQueuedPasses bounds the work admitted: the tokens of the jobs
+	// queued or running stay under MaxQueuedPasses passes (the pass
+	// budget, 2,048 tokens at most) per instance, and a request past it
+	// gets 429 with Retry-After, so that an admitted request's latency is
+	// bounded (docs/DESIGN.md section 9.11). A request is always admitted
+	// when nothing is in flight. 0 means 4, negative no bound.
+	MaxQueuedPasses int
 	// BatchWindow is how long an idle instance waits for requests still
 	// being tokenized to join its batch (never when none is): 0 means
 	// 2ms, negative means never wait.
@@ -205,6 +212,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if unboundedRequests {
 		c.MaxBatchRequests = -1
+	}
+	if c.MaxQueuedPasses == 0 {
+		c.MaxQueuedPasses = 4
 	}
 	if c.MaxBodyBytes < 0 {
 		return bad("max body bytes %d: want 0 (2,000,000) or more", c.MaxBodyBytes)

@@ -65,9 +65,14 @@ type infoBody struct {
 	// PassTokensFrom where it came from (a memory limit may lower it).
 	PassTokens     int    `json:"pass_tokens"`
 	PassTokensFrom string `json:"pass_tokens_from"`
-	GoVersion      string `json:"go_version"`
-	Uptime         string `json:"uptime"`
-	Draining       bool   `json:"draining"`
+	// MaxQueuedPasses and AdmittedTokens are the bound on the work
+	// admitted (docs/DESIGN.md section 9.11): AdmittedTokens =
+	// MaxQueuedPasses x instances x pass tokens, 0 for no bound.
+	MaxQueuedPasses int    `json:"max_queued_passes"`
+	AdmittedTokens  int    `json:"admitted_tokens"`
+	GoVersion       string `json:"go_version"`
+	Uptime          string `json:"uptime"`
+	Draining        bool   `json:"draining"`
 }
 
 // Version is the module version and VCS revision of the running binary.
@@ -98,7 +103,8 @@ func (s *Server) infoBody() infoBody {
 		TokenizationWorkers: s.cfg.TokenizationWorkers, Version: ver,
 		Instances: s.inst.Len(), ThreadsPerInstance: s.inst.Threads(), BatchWindow: s.cfg.BatchWindow.String(),
 		NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Uptime: time.Since(s.started).Round(time.Second).String(),
-		Draining: s.draining.Load(), Resources: s.cfg.Resources, PassTokens: s.passTokens, PassTokensFrom: s.passFrom}
+		Draining: s.draining.Load(), Resources: s.cfg.Resources, PassTokens: s.passTokens, PassTokensFrom: s.passFrom,
+		MaxQueuedPasses: s.cfg.MaxQueuedPasses, AdmittedTokens: s.sched.admit}
 	if n := s.cfg.MaxBatchRequests; n >= 0 {
 		b.MaxBatchRequests = &n
 	}

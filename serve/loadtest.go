@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sort"
@@ -21,6 +22,10 @@ import (
 // LoadOptions configure LoadTest: Clients concurrent clients, each
 // sending one text per request (the texts in turn), until Requests
 // requests have been sent or Duration has passed, whichever is first.
+// With Rate, arrivals are open-loop instead: one request every 1/Rate
+// seconds, each on its own, whether or not the earlier ones have been
+// answered (an overload test: the server's answers do not slow the
+// arrivals down); every request sent is waited for to its end.
 type LoadOptions struct {
 	// URL of the server, e.g. http://127.0.0.1:8080.
 	URL string
@@ -34,6 +39,9 @@ type LoadOptions struct {
 	// Duration bounds the time (0: 30s).
 	Requests int
 	Duration time.Duration
+	// Rate is the open-loop arrivals per second (0: Clients closed-loop
+	// clients).
+	Rate float64
 	// SampleEvery is how often the server's resident memory is read from
 	// /metrics (0: a tenth of Duration, at most 10s).
 	SampleEvery time.Duration
@@ -44,6 +52,7 @@ type LoadOptions struct {
 // over the level, from /metrics).
 type LoadResult struct {
 	Clients   int            `json:"clients"`
+	Rate      float64        `json:"rate,omitempty"`
 	Requests  int            `json:"requests"`
 	OK        int            `json:"ok"`
 	ByStatus  map[string]int `json:"by_status"`
@@ -68,6 +77,15 @@ type LoadResult struct {
 	RSSFirstMiB float64   `json:"rss_first_mib"`
 	RSSLastMiB  float64   `json:"rss_last_mib"`
 	FirstError  string    `json:"first_error,omitempty"`
+	// Refused counts the 429s and RefusedP99Ms is their p99 latency;
+	// NoRetryAfter counts the 429s without a Retry-After of whole
+	// seconds (there should be none). Lost is the requests sent less
+	// those answered with a whole response of any status: transport
+	// failures and requests never answered (there should be none).
+	Refused      int     `json:"refused"`
+	RefusedP99Ms float64 `json:"refused_p99_ms"`
+	NoRetryAfter int     `json:"no_retry_after"`
+	Lost         int     `json:"lost"`
 }
 
 // serverStats are the /metrics series LoadTest reads.
@@ -114,7 +132,9 @@ func LoadTest(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 		return nil, errors.New("serve: load test: no server URL")
 	case len(o.Texts) == 0:
 		return nil, errors.New("serve: load test: no texts")
-	case o.Clients < 1:
+	case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):
+		return nil, fmt.Errorf("serve: load test: rate %v: want a finite rate of 0 (closed loop) or more", o.Rate)
+	case o.Rate == 0 && o.Clients < 1:
 		return nil, fmt.Errorf("serve: load test: %d clients: want 1 or more", o.Clients)
 	case o.Requests < 0 || o.Duration < 0:
 		return nil, errors.New("serve: load test: requests and duration cannot be negative")
@@ -140,7 +160,11 @@ func LoadTest(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 		}
 		bodies[i], _ = json.Marshal(m)
 	}
-	tr := &http.Transport{MaxIdleConnsPerHost: o.Clients, MaxConnsPerHost: 0,
+	idle := o.Clients
+	if o.Rate > 0 {
+		idle = 1024
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: idle, MaxConnsPerHost: 0,
 		DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 2 * time.Minute}
@@ -175,7 +199,57 @@ func LoadTest(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 		}
 	}()
 	var wg sync.WaitGroup
-	for c := 0; c < o.Clients; c++ {
+	var refusedLat []float64
+	record := func(ms float64, status int, retry string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		res.Requests++
+		switch {
+		case err != nil:
+			res.Failed++
+			if res.FirstError == "" {
+				res.FirstError = err.Error()
+			}
+		default:
+			res.ByStatus[strconv.Itoa(status)]++
+			switch status {
+			case 200:
+				res.OK++
+				lat = append(lat, ms)
+			case http.StatusTooManyRequests:
+				res.Refused++
+				refusedLat = append(refusedLat, ms)
+				if n, err := strconv.Atoi(retry); err != nil || n < 1 {
+					res.NoRetryAfter++
+				}
+			}
+		}
+	}
+	if o.Rate > 0 {
+		// Open loop: each request on its own goroutine, sent at its
+		// arrival time and waited for to its end (bounded by the
+		// client's timeout), not cancelled by the level's end.
+		interval := time.Duration(float64(time.Second) / o.Rate)
+		for i := 0; ctx.Err() == nil && (o.Requests == 0 || i < o.Requests); i++ {
+			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(d):
+				}
+				if ctx.Err() != nil {
+					break
+				}
+			}
+			wg.Add(1)
+			go func(body []byte) {
+				defer wg.Done()
+				t0 := time.Now()
+				status, retry, err := send(context.Background(), client, o.URL+o.Route, body)
+				record(float64(time.Since(t0).Microseconds())/1000, status, retry, err)
+			}(bodies[i%len(bodies)])
+		}
+	}
+	for c := 0; o.Rate == 0 && c < o.Clients; c++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -185,32 +259,27 @@ func LoadTest(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 					return
 				}
 				t0 := time.Now()
-				status, err := send(ctx, client, o.URL+o.Route, bodies[i%len(bodies)])
+				status, retry, err := send(ctx, client, o.URL+o.Route, bodies[i%len(bodies)])
 				ms := float64(time.Since(t0).Microseconds()) / 1000
 				if ctx.Err() != nil && err != nil {
 					return // the level's time ran out mid-request: not counted
 				}
-				mu.Lock()
-				res.Requests++
-				switch {
-				case err != nil:
-					res.Failed++
-					if res.FirstError == "" {
-						res.FirstError = err.Error()
-					}
-				default:
-					res.ByStatus[strconv.Itoa(status)]++
-					if status == 200 {
-						res.OK++
-						lat = append(lat, ms)
-					}
-				}
-				mu.Unlock()
+				record(ms, status, retry, err)
 			}
 		}()
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
+	res.Rate = o.Rate
+	answered := 0
+	for _, n := range res.ByStatus {
+		answered += n
+	}
+	res.Lost = res.Requests - answered
+	sort.Float64s(refusedLat)
+	if n := len(refusedLat); n > 0 {
+		res.RefusedP99Ms = refusedLat[min(n-1, int(0.99*float64(n)))]
+	}
 	cancel()
 	samples.Wait()
 	after, err := scrape(context.Background(), client, o.URL)
@@ -251,25 +320,26 @@ func LoadTest(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	return res, nil
 }
 
-// send posts body and reads the whole response: its status, or an error
-// for a transport failure or a 200 whose body is not one JSON value.
-func send(ctx context.Context, c *http.Client, url string, body []byte) (int, error) {
+// send posts body and reads the whole response: its status and
+// Retry-After, or an error for a transport failure or a body that is not
+// one JSON value.
+func send(ctx context.Context, c *http.Client, url string, body []byte) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("%s: reading the body: %w", resp.Status, err)
+		return resp.StatusCode, "", fmt.Errorf("%s: reading the body: %w", resp.Status, err)
 	}
 	if !json.Valid(b) {
-		return resp.StatusCode, fmt.Errorf("%s: the body is not one JSON value (%d bytes)", resp.Status, len(b))
+		return resp.StatusCode, "", fmt.Errorf("%s: the body is not one JSON value (%d bytes)", resp.Status, len(b))
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, resp.Header.Get("Retry-After"), nil
 }

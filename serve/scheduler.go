@@ -48,6 +48,16 @@ type scheduler struct {
 	window   time.Duration
 	met      *metrics
 	log      func(msg string, args ...any)
+	// Admission by work (docs/DESIGN.md section 9.11): inflight is the
+	// tokens of the jobs queued or running; a job that would take it past
+	// admit (when anything is in flight) is refused 429. rate is the
+	// instances' measured tokens per second of a busy instance (a moving
+	// average over batches), instances their number: together they give
+	// Retry-After.
+	inflight  int
+	admit     int
+	rate      float64
+	instances int
 }
 
 func newScheduler(c *Config, met *metrics) *scheduler {
@@ -91,6 +101,13 @@ func (s *scheduler) submit(j *job, counted bool) error {
 		s.mu.Unlock()
 		return &apiError{503, errUnhealthy, "the server is shutting down"}
 	}
+	if s.admit > 0 && s.inflight > 0 && s.inflight+j.tokens > s.admit {
+		err := overload(fmt.Sprintf("model is overloaded: %d tokens queued or running, %d more asked, at most %d admitted (--max-queued-passes); retry later",
+			s.inflight, j.tokens, s.admit), s.retryAfterLocked())
+		s.mu.Unlock()
+		return err
+	}
+	s.inflight += j.tokens
 	s.queue = append(s.queue, j)
 	s.seqs += len(j.seqs)
 	s.queued()
@@ -210,6 +227,7 @@ func (s *scheduler) dropCancelled() {
 			}
 			s.met.savedTokens.Add(float64(j.tokens))
 			s.seqs -= len(j.seqs)
+			s.inflight -= j.tokens
 			j.done <- err
 			continue
 		}
@@ -218,6 +236,23 @@ func (s *scheduler) dropCancelled() {
 	clear(s.queue[len(kept):])
 	s.queue = kept
 	s.queued()
+}
+
+// retryAfter is the seconds a refused client should wait: the time the
+// instances take to run the tokens in flight at the measured rate,
+// rounded up, at least 1 (1 before any batch has run).
+func (s *scheduler) retryAfter() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.retryAfterLocked()
+}
+
+func (s *scheduler) retryAfterLocked() int {
+	if s.rate <= 0 || s.inflight <= 0 {
+		return 1
+	}
+	sec := float64(s.inflight) / (s.rate * float64(max(s.instances, 1)))
+	return max(1, int(math.Ceil(min(sec, 3600))))
 }
 
 // queued publishes the queue's length in jobs and in sequences (under mu).
@@ -266,6 +301,21 @@ func (s *scheduler) runBatch(batch []*job) {
 	}()
 	ran := time.Since(now)
 	s.met.inference.Observe(ran.Seconds())
+	tokens := 0
+	for _, j := range batch {
+		tokens += j.tokens
+	}
+	s.mu.Lock()
+	s.inflight -= tokens
+	if tokens > 0 && ran > 0 {
+		r := float64(tokens) / ran.Seconds()
+		if s.rate == 0 {
+			s.rate = r
+		} else {
+			s.rate += (r - s.rate) / 8
+		}
+	}
+	s.mu.Unlock()
 	for i, j := range batch {
 		j.queued, j.inferred = now.Sub(j.enq), ran
 		j.done <- errs[i]

@@ -122,6 +122,11 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	}
 	s.met.te.registerInputLength(s.met.reg, maxInput)
 	s.sched = newScheduler(&s.cfg, s.met)
+	s.sched.instances = inst.Len()
+	if c.MaxQueuedPasses > 0 {
+		s.sched.admit = c.MaxQueuedPasses * inst.Len() * s.passTokens
+	}
+	s.permits.retry = s.sched.retryAfter
 	go func() { s.instDone <- inst.Run(context.Background(), s.sched.loop) }()
 	s.idleStop = make(chan struct{})
 	go s.releaseWhenIdle(s.idleStop, idleRelease)
@@ -540,6 +545,10 @@ func (s *Server) writeError(w http.ResponseWriter, route string, err error) {
 	}
 	if (ae.status >= 500 && ae.status != 503) || (ae.status == http.StatusFailedDependency && failureLabel(err) != "model_type") {
 		s.cfg.Logger.Error("serve: request failed", "route", route, "status", ae.status, "error", ae.msg)
+	}
+	var ov *overloaded
+	if errors.As(err, &ov) {
+		w.Header().Set("Retry-After", strconv.Itoa(ov.retryAfter))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(ae.status)

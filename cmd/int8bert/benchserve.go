@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -27,6 +30,60 @@ type benchServeReport struct {
 	Instances int                 `json:"instances,omitempty"`
 	Threads   int                 `json:"threads_per_instance,omitempty"`
 	Levels    []*serve.LoadResult `json:"levels"`
+	// Overload is the open-loop level of --rate, and Bound its latency
+	// bound (docs/DESIGN.md section 9.11).
+	Overload *serve.LoadResult `json:"overload,omitempty"`
+	Bound    *overloadBound    `json:"bound,omitempty"`
+}
+
+// overloadBound is DESIGN 9.11's bound on an admitted request's latency
+// under overload, (k+1) x instances x pass tokens / R, with R the
+// tokens per second the server ran over the overload level.
+type overloadBound struct {
+	QueuedPasses int     `json:"max_queued_passes"`
+	Instances    int     `json:"instances"`
+	PassTokens   int     `json:"pass_tokens"`
+	TokensPerS   float64 `json:"tokens_per_s"`
+	Ms           float64 `json:"ms"`
+}
+
+// parseRate reads --rate: requests per second, or "Nx", N times the
+// best throughput (200s per second) of the closed-loop levels.
+func parseRate(s string) (rate, times float64, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	num, x := strings.CutSuffix(s, "x")
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > 1e6 {
+		return 0, 0, fmt.Errorf("bench serve: --rate %q: want requests per second (e.g. 200) or a multiple of the measured capacity (e.g. 2x), positive and finite", s)
+	}
+	if x {
+		return 0, v, nil
+	}
+	return v, 0, nil
+}
+
+// readBound reads the admission bound from the server's /info.
+func readBound(ctx context.Context, url string) (*overloadBound, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", url+"/info", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var info struct {
+		Instances       int `json:"instances"`
+		PassTokens      int `json:"pass_tokens"`
+		MaxQueuedPasses int `json:"max_queued_passes"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+		return nil, fmt.Errorf("GET /info: %w", err)
+	}
+	return &overloadBound{QueuedPasses: info.MaxQueuedPasses, Instances: info.Instances, PassTokens: info.PassTokens}, nil
 }
 
 // runBenchServe is "int8bert bench serve": a load test of the HTTP server
@@ -46,14 +103,29 @@ func runBenchServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	url := fs.String("url", "", "load an already running server at this URL instead of starting one (loopback)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	arch := fs.String("arch", "", "instead of --model: a classifier of this architecture ("+strings.Join(bench.Archs(), ", ")+") with random weights, written to a temporary folder, with the tokenizer of --tokenizer")
+	rateFlag := fs.String("rate", "", "after the --clients levels, an open-loop overload level: requests per second, or Nx, N times the best 200s per second of the --clients levels (e.g. 2x); reports admitted (200) and refused (429) requests, the admitted ones' latency against the server's bound, resident memory, and lost requests")
+	rateDuration := fs.Duration("rate-duration", 0, "the --rate level's time (default: --duration)")
 	tokDir := fs.String("tokenizer", "tokenizer/testdata/bert-base-uncased", "with --arch: the folder of the tokenizer (tokenizer.json or vocab.txt)")
 	fs.Set("addr", "127.0.0.1:0")
 	fs.Set("drain-delay", "-1s")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	rate, times, err := parseRate(*rateFlag)
+	if err != nil {
+		return err
+	}
+	if *rateDuration < 0 {
+		return fmt.Errorf("bench serve: --rate-duration %v: want a positive duration (or 0: --duration)", *rateDuration)
+	}
+	if *rateDuration == 0 {
+		*rateDuration = *duration
+	}
 	var levels []int
 	for _, s := range strings.Split(*clients, ",") {
+		if *clients == "" && (rate > 0 || times > 0) {
+			break // only the --rate level
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 4096 {
 			return fmt.Errorf("bench serve: --clients %q: want a comma-separated list of 1 to 4096", *clients)
@@ -67,6 +139,9 @@ func runBenchServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if *requests < 0 || *duration <= 0 {
 		return errors.New("bench serve: --requests must be 0 or more and --duration positive")
+	}
+	if times > 0 && len(levels) == 0 {
+		return fmt.Errorf("bench serve: --rate %s: a multiple of the capacity wants --clients levels to measure it", *rateFlag)
 	}
 	texts, err := bench.ReadTexts(*data, 0)
 	if err != nil {
@@ -171,6 +246,11 @@ func runBenchServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 				r.RSSFirstMiB, r.RSSLastMiB, len(r.RSSSamples))
 		}
 	}
+	if rate > 0 || times > 0 {
+		if err := benchOverload(ctx, rep, target, *route, texts, rate, times, *rateDuration, *asJSON, stdout); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		return writeJSON(stdout, rep)
 	}
@@ -181,6 +261,67 @@ func runBenchServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if failed > 0 {
 		return fmt.Errorf("bench serve: %d requests failed in transport", failed)
+	}
+	if o := rep.Overload; o != nil {
+		other := o.Requests - o.OK - o.Refused - o.Lost
+		if o.Lost > 0 || o.NoRetryAfter > 0 || other > 0 {
+			return fmt.Errorf("bench serve: overload: %d requests lost, %d answered with another status than 200 or 429, %d 429s without Retry-After: want none", o.Lost, other, o.NoRetryAfter)
+		}
+	}
+	return nil
+}
+
+// benchOverload runs bench serve's --rate level: open-loop arrivals at
+// rate per second (or times the best closed-loop level's 200s per
+// second) for d, and prints what DESIGN 9.11 bounds.
+func benchOverload(ctx context.Context, rep *benchServeReport, target, route string, texts []string,
+	rate, times float64, d time.Duration, asJSON bool, stdout io.Writer) error {
+	capacity := 0.0
+	for _, l := range rep.Levels {
+		capacity = max(capacity, l.PerSecond)
+	}
+	if times > 0 {
+		if capacity <= 0 {
+			return errors.New("bench serve: --rate: the --clients levels answered no request, so there is no capacity to multiply")
+		}
+		rate = times * capacity
+	}
+	r, err := serve.LoadTest(ctx, serve.LoadOptions{URL: target, Route: route, Texts: texts, Rate: rate, Duration: d})
+	if err != nil {
+		return err
+	}
+	rep.Overload = r
+	b, err := readBound(ctx, target)
+	if err != nil {
+		return fmt.Errorf("bench serve: %w", err)
+	}
+	if r.Tokens > 0 && r.Seconds > 0 {
+		b.TokensPerS = r.Tokens / r.Seconds
+		if b.QueuedPasses > 0 {
+			b.Ms = 1000 * float64((b.QueuedPasses+1)*b.Instances*b.PassTokens) / b.TokensPerS
+		}
+	}
+	rep.Bound = b
+	if asJSON {
+		return nil
+	}
+	of := ""
+	if capacity > 0 {
+		of = fmt.Sprintf(" (%.2fx the best level's %.1f 200s/s)", rate/capacity, capacity)
+	}
+	fmt.Fprintf(stdout, "overload: open-loop arrivals at %.1f/s%s for %v\n", rate, of, d)
+	fmt.Fprintf(stdout, "  sent %d: admitted (200) %d, refused (429) %d (%d without Retry-After), other statuses %d, lost %d\n",
+		r.Requests, r.OK, r.Refused, r.NoRetryAfter, r.Requests-r.OK-r.Refused-r.Lost, r.Lost)
+	fmt.Fprintf(stdout, "  admitted latency: p50 %.2f ms, p99 %.2f ms; 429 p99 %.2f ms\n", r.P50Ms, r.P99Ms, r.RefusedP99Ms)
+	if b.Ms > 0 {
+		fmt.Fprintf(stdout, "  bound (DESIGN 9.11): (%d+1) passes x %d instances x %d tokens at %.0f tokens/s = %.0f ms, plus tokenization and the batch window\n",
+			b.QueuedPasses, b.Instances, b.PassTokens, b.TokensPerS, b.Ms)
+	} else {
+		fmt.Fprintln(stdout, "  bound: none (--max-queued-passes negative, or no tokens ran)")
+	}
+	if r.RSSFirstMiB > 0 {
+		fmt.Fprintf(stdout, "  server resident memory: %.1f MiB in the first part, %.1f MiB in the last (%d samples)\n",
+			r.RSSFirstMiB, r.RSSLastMiB, len(r.RSSSamples))
 	}
 	return nil
 }

@@ -88,6 +88,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.IntVar(&c.MaxBatchRequests, "max-batch-requests", 0, "most requests gathered into one batch (or MAX_BATCH_REQUESTS; default: no bound but --max-batch-tokens)")
 	fs.IntVar(&c.MaxClientBatchSize, "max-client-batch-size", 32, "most inputs of one request, more: 422 (or MAX_CLIENT_BATCH_SIZE)")
 	fs.IntVar(&c.MaxConcurrentRequests, "max-concurrent-requests", 512, "most requests admitted at once, more: 429 (or MAX_CONCURRENT_REQUESTS)")
+	fs.IntVar(&c.MaxQueuedPasses, "max-queued-passes", 4, "most work admitted, in passes (of the pass budget, at most 2,048 tokens) per instance; more: 429 with Retry-After, so that an admitted request's latency stays bounded (negative: no bound)")
 	fs.IntVar(&c.TokenizationWorkers, "tokenization-workers", 0, "requests tokenized at once (or TOKENIZATION_WORKERS; default: the CPUs less one, 1 to 64)")
 	fs.DurationVar(&c.BatchWindow, "batch-window", 2*time.Millisecond, "how long an idle instance waits for requests being tokenized to join its batch (negative: never)")
 	fs.BoolVar(&c.AutoTruncate, "auto-truncate", true, "cut inputs longer than the model's limit when a request does not say \"truncate\", else 422 (or AUTO_TRUNCATE)")

@@ -271,3 +271,38 @@ func TestBenchServe(t *testing.T) {
 		assert.Error(t, err, "%v", args)
 	}
 }
+
+// TestBenchServeOverload: bench serve's --rate level runs open-loop
+// arrivals at a multiple of the measured capacity against a server of
+// two permits and reports every request sent as admitted or refused
+// (none lost, every 429 with Retry-After) and the server's bound; bad
+// rates are refused.
+func TestBenchServeOverload(t *testing.T) {
+	t.Setenv("INT8BERT_TUNING_CACHE", "off")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"bench", "serve", "--model", "../../assets/sst2-xlmr-mini", "--data", "../../assets/sst2/dev.tsv",
+		"--clients", "2", "--requests", "0", "--duration", "1s", "--rate", "3x", "--rate-duration", "2s",
+		"--instances", "1", "--max-concurrent-requests", "2", "-json"}, &out, io.Discard)
+	require.NoError(t, err, "%s", &out)
+	var rep benchServeReport
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), "%s", &out)
+	o := rep.Overload
+	require.NotNil(t, o)
+	assert.InDelta(t, 3*rep.Levels[0].PerSecond, o.Rate, 1e-9)
+	assert.Positive(t, o.Requests)
+	assert.Zero(t, o.Lost)
+	assert.Zero(t, o.NoRetryAfter)
+	assert.Equal(t, o.Requests, o.OK+o.Refused, "every request answered 200 or 429: %v", o.ByStatus)
+	require.NotNil(t, rep.Bound)
+	assert.Equal(t, 4, rep.Bound.QueuedPasses)
+	assert.Equal(t, 1, rep.Bound.Instances)
+	assert.Positive(t, rep.Bound.PassTokens)
+
+	for _, rate := range []string{"0", "-1", "NaN", "Inf", "x", "2y", "-2x", "1e9"} {
+		err := run(context.Background(), []string{"bench", "serve", "--data", "../../assets/sst2/dev.tsv", "--rate", rate}, io.Discard, io.Discard)
+		require.Error(t, err, "--rate %s", rate)
+		assert.Contains(t, err.Error(), "--rate", "--rate %s", rate)
+	}
+	err = run(context.Background(), []string{"bench", "serve", "--data", "../../assets/sst2/dev.tsv", "--clients", "", "--rate", "2x"}, io.Discard, io.Discard)
+	assert.ErrorContains(t, err, "wants --clients levels")
+}
