@@ -35,6 +35,15 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 
+// tooLarge is a 413 for a body found over the limit while it was read
+// (sent chunked, with no Content-Length to refuse it by): the route's
+// wrapper answers it and then reads the rest of the body away, so that
+// a client still sending reads the answer rather than a reset
+// (Server.drainAfter).
+type tooLarge struct{ *apiError }
+
+func (e *tooLarge) Unwrap() error { return e.apiError }
+
 // overloaded is a 429 with its Retry-After: the seconds the instances
 // are expected to take to run the work in flight (docs/DESIGN.md section
 // 9.11).
@@ -63,14 +72,14 @@ type errorBody struct {
 // decodeBody reads a JSON object of at most limit bytes into v: an
 // oversize body is 413, anything but one JSON value of v's shape is 422.
 // Unknown fields are ignored, as TEI does.
-func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiError {
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	body := http.MaxBytesReader(w, r.Body, limit)
 	data, err := io.ReadAll(body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return &apiError{http.StatusRequestEntityTooLarge, errValidation,
-				fmt.Sprintf("request body larger than %d bytes; send at most that, or raise --max-body-bytes", limit)}
+			return &tooLarge{&apiError{http.StatusRequestEntityTooLarge, errValidation,
+				fmt.Sprintf("request body larger than %d bytes; send at most that, or raise --max-body-bytes", limit)}}
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
@@ -78,7 +87,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 		}
 		return invalid("reading the request body: %v", err)
 	}
-	return decodeJSON(data, v)
+	if err := decodeJSON(data, v); err != nil {
+		return err
+	}
+	return nil
 }
 
 // decodeJSON parses data as one JSON value into v: a body that is not

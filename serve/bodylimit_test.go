@@ -88,3 +88,69 @@ func TestOverLimitBodyGets413NotReset(t *testing.T) {
 		assert.NoError(t, <-sent, "the client's body is read to its end, not reset")
 	})
 }
+
+// TestChunkedOverLimitBodyGets413: a 50 MB body sent chunked (no
+// Content-Length), generated as it is sent, is refused with TEI's 413
+// JSON once the limit is passed, read through a limited reader (never
+// whole), with a clean end of the connection rather than a reset; the
+// server goes on serving. Every route that reads a body does the same.
+func TestChunkedOverLimitBodyGets413(t *testing.T) {
+	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "sst2", Source: shipped}}})
+	const size = 50_000_000
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	for _, route := range []string{"/embed", "/predict", "/v1/embeddings", "/tokenize", "/qa", "/similarity", "/vertex", "/invocations"} {
+		t.Run(route, func(t *testing.T) {
+			c, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			defer c.Close()
+			require.NoError(t, c.SetDeadline(time.Now().Add(60*time.Second)))
+			sent := make(chan error, 1)
+			go func() {
+				bw := bufio.NewWriter(c)
+				fmt.Fprintf(bw, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", route, addr)
+				chunk := strings.Repeat(" ", 1<<20)
+				for left := size; left > 0; left -= len(chunk) {
+					n := min(left, len(chunk))
+					fmt.Fprintf(bw, "%x\r\n%s\r\n", n, chunk[:n])
+					if err := bw.Flush(); err != nil {
+						sent <- fmt.Errorf("after %d bytes of the body: %w", size-left, err)
+						return
+					}
+				}
+				_, err := io.WriteString(bw, "0\r\n\r\n")
+				if err == nil {
+					err = bw.Flush()
+				}
+				sent <- err
+			}()
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+			assert.True(t, resp.Close, "Connection: close")
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			var e errorBody
+			if route == "/v1/embeddings" {
+				var o struct {
+					Error struct {
+						Message string `json:"message"`
+					} `json:"error"`
+				}
+				require.NoError(t, json.Unmarshal(body, &o), "%s", body)
+				e.Error, e.ErrorType = o.Error.Message, errValidation
+			} else {
+				require.NoError(t, json.Unmarshal(body, &e), "%s", body)
+			}
+			assert.Equal(t, errValidation, e.ErrorType)
+			assert.Contains(t, e.Error, "larger than 2000000 bytes")
+			assert.Contains(t, e.Error, "raise --max-body-bytes")
+			n, err := io.Copy(io.Discard, br)
+			assert.NoError(t, err, "after the 413: the end of the connection, not a reset")
+			assert.Zero(t, n)
+			assert.NoError(t, <-sent, "the client's body is read to its end, not reset")
+		})
+	}
+	code, b := post(t, ts, "/embed", `{"inputs": "still serving"}`)
+	assert.Equal(t, 200, code, "%s", b)
+}

@@ -464,6 +464,11 @@ func (s *Server) wrap(name string, admitted bool, h func(w http.ResponseWriter, 
 			}
 		}
 		if herr = h(w, r); herr != nil {
+			var big *tooLarge
+			if errors.As(herr, &big) && w.status == 0 {
+				s.drainAfter(rw, w, r, name, herr)
+				return
+			}
 			herr = s.timedOut(r.Context(), herr)
 			s.writeError(w, name, herr)
 		}
@@ -527,6 +532,23 @@ func (s *Server) timedOut(ctx context.Context, err error) error {
 			fmt.Sprintf("the server is shutting down and its --shutdown-timeout (%v) passed before this request finished; retry it on another replica", s.cfg.ShutdownTimeout)}
 	}
 	return err
+}
+
+// drainAfter answers err, a 413 for a body found over the limit while
+// it was read (sent chunked), and closes the connection; it then reads
+// and discards the rest of the body, up to drainBodyBytes, as refuseBody
+// does, so that a client still sending reads the 413 and a clean end of
+// the connection rather than a reset. Only the limit's bytes were ever
+// held (decodeBody reads through http.MaxBytesReader). rw is the
+// server's writer, w the route's around it.
+func (s *Server) drainAfter(rw, w http.ResponseWriter, r *http.Request, route string, err error) {
+	w.Header().Set("Connection", "close")
+	rc := http.NewResponseController(rw)
+	_ = rc.EnableFullDuplex()
+	s.writeError(w, route, err)
+	if rc.Flush() == nil {
+		io.Copy(io.Discard, io.LimitReader(r.Body, drainBodyBytes))
+	}
 }
 
 // writeError answers err as JSON: an apiError with its status, a
