@@ -144,12 +144,13 @@ func (o Options) Validate() error {
 			return bad("grid alpha %v not in [0,1]", a)
 		}
 	}
+	if o.Percentile != 0 && !(o.Percentile > 50 && o.Percentile <= 100) {
+		// Checked whatever the range, so that a bad value is not
+		// silently ignored by a max range.
+		return bad("percentile %v not in (50,100] (0: %v)", o.Percentile, DefaultPercentile)
+	}
 	switch o.Range {
-	case "", RangeMax:
-	case RangePercentile:
-		if o.Percentile != 0 && !(o.Percentile > 50 && o.Percentile <= 100) {
-			return bad("percentile %v not in (50,100]", o.Percentile)
-		}
+	case "", RangeMax, RangePercentile:
 	default:
 		return bad("range %q (want max or percentile)", o.Range)
 	}

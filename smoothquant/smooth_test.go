@@ -163,7 +163,7 @@ func TestParse(t *testing.T) {
 	}
 	bad := []Options{{Mode: 5}, {Alpha: 1.1}, {Alpha: math.NaN()}, {Auto: true, Grid: []float64{}},
 		{Auto: true, Grid: []float64{0.5, 2}}, {Range: "minmax"}, {Range: "percentile", Percentile: 30},
-		{FallbackSQNR: math.Inf(1)}}
+		{Percentile: math.NaN()}, {Range: "max", Percentile: 101}, {FallbackSQNR: math.Inf(1)}}
 	for _, o := range bad {
 		if err := o.Validate(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%+v: %v, want ErrInvalid", o, err)

@@ -375,6 +375,13 @@ func (m *TaskModel) Quantize(ctx context.Context, batches []*Inputs, p Precision
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
+	// The caller's values as given, before the precision sets the mode.
+	if err := o.Options.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Mode != p.Mode() && o.Mode != smoothquant.Dynamic {
+		return nil, fmt.Errorf("encoder: quantize options: Mode %v contradicts the precision %s; leave Mode 0, the precision sets it: %w", o.Mode, p, ErrConfig)
+	}
 	o.Mode = p.Mode()
 	if o.Threads == 0 {
 		o.Threads = m.Encoder.threads
