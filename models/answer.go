@@ -71,10 +71,15 @@ func (p *Pipeline) Answer(ctx context.Context, question, contextText string, o Q
 	if o.MaxAnswerLength == 0 {
 		o.MaxAnswerLength = 30
 	}
-	if o.DocStride == 0 {
-		o.DocStride = 128
+	switch limit := max(p.maxLength/4, 1); {
+	case o.DocStride == 0:
+		o.DocStride = min(128, limit)
+	case o.DocStride > limit:
+		// Hugging Face's pipeline refuses a stride the window cannot
+		// hold too, rather than shortening it.
+		return nil, encoder.Errorf(ErrInput, "models: answer: DocStride %d is more than a quarter of the model's %d-token window; give at most %d (0: the default, %d)",
+			o.DocStride, p.maxLength, limit, min(128, limit))
 	}
-	o.DocStride = min(o.DocStride, p.maxLength/4)
 	tok, err := p.tokenizer("answer")
 	if err != nil {
 		return nil, err

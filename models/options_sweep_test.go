@@ -60,6 +60,7 @@ var sweepRules = map[string]sweepRule{
 	"QuantizeOptions.Options.Alpha":        {bad: []any{1.5}},
 	"QuantizeOptions.Options.Percentile":   {bad: []any{101.0, 50.0}},
 	"QuantizeOptions.Options.Grid":         {names: []string{"grid"}},
+	"QAOptions.DocStride":                  {bad: []any{1 << 30}},
 	"ClassifyOptions.TopK":                 {names: []string{"top_k"}},
 	"ClassifyOptions.FunctionToApply":      {names: []string{"function"}},
 	// 99 is a set of modes with splade, a valid value Embed refuses

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -112,12 +113,43 @@ func decodeJSON(data []byte, v any) *apiError {
 			// is still not JSON.)
 			return notJSON("invalid JSON: %v", err)
 		}
+		if name := blame(data, v); name != "" && !strings.Contains(err.Error(), name) {
+			return invalid("invalid JSON: `%s`: %v", name, err)
+		}
 		return invalid("invalid JSON: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return notJSON("invalid JSON: more than one value in the request body")
 	}
 	return nil
+}
+
+// blame names the field of data that does not fit v, a pointer to a
+// request struct: a field's own decoder (inputs, texts, direction, ...)
+// says what it wants but not its name, which encoding/json does not add.
+// It returns "" when no single field is at fault.
+func blame(data []byte, v any) string {
+	t := reflect.TypeOf(v)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return ""
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil {
+		return ""
+	}
+	t = t.Elem()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		raw, ok := obj[name]
+		if name == "" || name == "-" || !ok {
+			continue
+		}
+		if json.Unmarshal(raw, reflect.New(f.Type).Interface()) != nil {
+			return name
+		}
+	}
+	return ""
 }
 
 // isNull reports a JSON null, which an optional input field reads as

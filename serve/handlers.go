@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -582,7 +583,9 @@ func (s *Server) qa(w http.ResponseWriter, r *http.Request) error {
 		answers, err = m.p.Answer(ctx, *req.Question, *req.Context,
 			models.QAOptions{NBest: req.TopK, MaxAnswerLength: req.MaxAnswerLen, DocStride: req.DocStride})
 		if errors.Is(err, models.ErrInput) {
-			return invalid("%v", err)
+			// The library names its options' Go fields; the client
+			// sent the request's.
+			return invalid("%s", qaFieldNames.Replace(err.Error()))
 		}
 		return err
 	}}, false)
@@ -633,7 +636,9 @@ func (s *Server) fillMask(w http.ResponseWriter, r *http.Request) error {
 		var err error
 		res, err = m.p.FillMask(ctx, texts, models.FillMaskOptions{TopK: req.TopK, Targets: req.Targets})
 		if errors.Is(err, models.ErrInput) {
-			return invalid("%v", err)
+			// The library names its options' Go fields; the client
+			// sent the request's.
+			return invalid("%s", qaFieldNames.Replace(err.Error()))
 		}
 		return err
 	}}, false)
@@ -649,3 +654,6 @@ func (s *Server) fillMask(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, out)
 }
+
+// qaFieldNames are QAOptions' fields as /qa's request names them.
+var qaFieldNames = strings.NewReplacer("NBest", "top_k", "MaxAnswerLength", "max_answer_len", "DocStride", "doc_stride")

@@ -396,7 +396,7 @@ func (s *Server) vertex(w http.ResponseWriter, r *http.Request) error {
 	for i, raw := range inst {
 		h, err := s.vertexRoute(raw)
 		if err != nil {
-			return err
+			return inInstance(i, err)
 		}
 		wg.Add(1)
 		go func() {
@@ -410,12 +410,24 @@ func (s *Server) vertex(w http.ResponseWriter, r *http.Request) error {
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
+	for i, err := range errs {
 		if err != nil {
-			return err
+			return inInstance(i, err)
 		}
 	}
 	return writeJSON(w, map[string][]json.RawMessage{"predictions": preds})
+}
+
+// inInstance says which /vertex instance a refusal is about; a 429
+// keeps its Retry-After, and an error that is not a refusal (a backend
+// failure) is left as it is.
+func inInstance(i int, err error) error {
+	var ae *apiError
+	var ov *overloaded
+	if !errors.As(err, &ae) || errors.As(err, &ov) {
+		return err
+	}
+	return &apiError{ae.status, ae.typ, fmt.Sprintf("instances[%d]: %s", i, ae.msg)}
 }
 
 // vertexRoute is the handler of one /vertex instance.
