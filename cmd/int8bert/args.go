@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // parseFlags parses args into fs and refuses a flag of fs given after the
@@ -15,8 +17,20 @@ import (
 // hint. Arguments after "--" are taken as they are, so that a text may
 // start with "-".
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	if seenFlags != nil {
+		seenFlags(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var bad error
+	fs.Visit(func(f *flag.Flag) {
+		if bad == nil {
+			bad = checkNumber(fs.Name(), f)
+		}
+	})
+	if bad != nil {
+		return bad
 	}
 	rest := fs.Args()
 	if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
@@ -33,6 +47,56 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+// negativeMeans are the numeric flags whose negative value means
+// something (each one's help says what); every other numeric flag
+// refuses one, and every float flag refuses NaN and the infinities.
+var negativeMeans = map[string]bool{
+	"max-queued-passes": true, // serve: no bound
+	"batch-window":      true, // serve: never wait
+	"drain-delay":       true, // serve: no drain delay
+	"key-budget":        true, // tune: no bound
+	"fallback-sqnr":     true, // dB: a threshold below zero is a threshold
+}
+
+// checkNumber refuses a numeric flag's value outside every flag's domain
+// (NaN, an infinity, a negative count or duration where a negative means
+// nothing) when it is parsed, naming the command and the flag, before
+// the command does anything; --threads gets its whole domain (1 to the
+// CPUs). Other flags' own bounds (a percentile above 50, a length at
+// most the model's) are checked by their command.
+func checkNumber(cmd string, f *flag.Flag) error {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return nil
+	}
+	if n, ok := g.Get().(int); ok && f.Name == "threads" {
+		return checkThreads(cmd, n) // its whole domain, 1 to the CPUs
+	}
+	var neg bool
+	switch v := g.Get().(type) {
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s: --%s %v is not a finite number; give a value its help allows: %s (default %s)", cmd, f.Name, f.Value, f.Usage, f.DefValue)
+		}
+		neg = v < 0
+	case int:
+		neg = v < 0
+	case int64:
+		neg = v < 0
+	case time.Duration:
+		neg = v < 0
+	default:
+		return nil
+	}
+	if neg && !negativeMeans[f.Name] {
+		return fmt.Errorf("%s: --%s %v is negative, which means nothing for it; give a value its help allows: %s (default %s)", cmd, f.Name, f.Value, f.Usage, f.DefValue)
+	}
+	return nil
+}
+
+// seenFlags, when set (by a test), sees every flag set a command parses.
+var seenFlags func(*flag.FlagSet)
 
 // flagName is the flag an argument like "-x", "--x" or "--x=v" names.
 func flagName(a string) (string, bool) {

@@ -180,7 +180,7 @@ func TestBenchColdFlags(t *testing.T) {
 		{[]string{"--threads", "0"}, "threads"},
 		{[]string{"extra"}, `unexpected arguments ["extra"]`},
 		{[]string{"--precision", "int4"}, "int4"},
-		{[]string{"--calls", "-2"}, "must be positive"},
+		{[]string{"--calls", "-2"}, "--calls -2 is negative"},
 		{[]string{"--arch", "no-such-arch"}, "neither a model folder nor a known architecture"},
 	} {
 		err := run(context.Background(), append([]string{"bench", "cold"}, c.args...), io.Discard, io.Discard)

@@ -30,6 +30,9 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer, unh
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "the server's HOST:PORT (a bare :PORT means 127.0.0.1), or an http:// URL; several, comma-separated: healthy when one is")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
+	if seenFlags != nil {
+		seenFlags(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -100,7 +100,7 @@ func runTask(ctx context.Context, task string, args []string, stdin io.Reader, s
 	question := fs.String("question", "", "qa: the question (the context comes from the arguments or stdin)")
 	nbest := fs.Int("n-best", 1, "qa: answers to return")
 	maxAnswer := fs.Int("max-answer-length", 30, "qa: longest answer in tokens")
-	stride := fs.Int("doc-stride", 128, "qa: tokens shared by consecutive windows of a long context")
+	stride := fs.Int("doc-stride", 0, "qa: tokens shared by consecutive windows of a long context (0: 128, at most a quarter of the model's window; more is refused)")
 	precision := fs.String("precision", "", "fp32, bf16, int8-static or int8-dynamic (default: as the model folder holds it; an FP32 model is rounded to bf16 or quantized at load; bf16 needs AVX512-BF16)")
 	qf := addQuantFlags(fs)
 	qf.addBatchTokensFlag(fs)

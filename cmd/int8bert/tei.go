@@ -214,7 +214,9 @@ func applyTEIEnv(fs *flag.FlagSet, given map[string]bool, getenv func(string) st
 				}
 			}
 		default:
-			err = fs.Set(s.flag(), v)
+			if err = fs.Set(s.flag(), v); err == nil {
+				err = checkNumber(fs.Name(), fs.Lookup(s.flag()))
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("%s: environment %s=%q: %w", fs.Name(), s.env(), v, err)
