@@ -98,3 +98,47 @@ func TestEveryFlagRefusesInvalidValues(t *testing.T) {
 	sort.Strings(report)
 	assert.Empty(t, report, "%s", strings.Join(report, "\n"))
 }
+
+// TestEnumFlagsRefuseUnknownValues: a flag that takes one of a set of
+// words (or a number in a domain) refuses anything else naming the flag
+// and the value, before the command does anything (the context is
+// cancelled: a value let through ends in another error), also where
+// the command would not use it (SmoothQuant's flags at FP32).
+func TestEnumFlagsRefuseUnknownValues(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	m := "../../assets/sst2-xlmr-mini"
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"precision", []string{"classify", "--model", m, "--precision", "int4", "x"}},
+		{"function_to_apply", []string{"classify", "--model", m, "--function-to-apply", "cube", "x"}},
+		{"top-k", []string{"classify", "--model", m, "--top-k", "many", "x"}},
+		{"range", []string{"classify", "--model", m, "--range", "median", "x"}},
+		{"alpha", []string{"classify", "--model", m, "--alpha", "NaN", "x"}},
+		{"alpha", []string{"embed", "--model", m, "--alpha", "1.5", "x"}},
+		{"percentile", []string{"embed", "--model", m, "--percentile", "101", "x"}},
+		{"percentile", []string{"classify", "--model", m, "--range", "percentile", "--percentile", "30", "x"}},
+		{"pooling", []string{"embed", "--model", m, "--pooling", "median", "x"}},
+		{"aggregation_strategy", []string{"ner", "--model", m, "--aggregation-strategy", "longest", "x"}},
+		{"mode", []string{"quantize", "--model", m, "-o", "unused", "--mode", "median"}},
+		{"range", []string{"quantize", "--model", m, "-o", "unused", "--range", "median"}},
+		{"alpha", []string{"quantize", "--model", m, "-o", "unused", "--alpha", "2"}},
+		{"pooling", []string{"serve", "--model", m, "--pooling", "median"}},
+		{"precision", []string{"serve", "--model", m, "--precision", "int4"}},
+		{"dtype", []string{"serve", "--model", m, "--dtype", "float8"}},
+		{"dtype", []string{"bench", "gemm", "--dtypes", "int4"}},
+		{"route", []string{"bench", "serve", "--model", m, "--route", "/x"}},
+		{"rate", []string{"bench", "serve", "--model", m, "--rate", "NaN"}},
+		{"architecture", []string{"bench", "model", "--arch", "bert-huge"}},
+		{"task", []string{"eval", "--model", m, "--data", "x", "--task", "glue"}},
+		{"precision", []string{"eval", "--model", m, "--data", "x", "--precision", "int4"}},
+	} {
+		err := run(ctx, c.args, io.Discard, io.Discard)
+		if assert.Error(t, err, "%v", c.args) {
+			assert.Contains(t, err.Error(), c.flag, "%v", c.args)
+			assert.NotContains(t, err.Error(), "context canceled", "%v: checked after the work began", c.args)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/int8bert/int8bert/bench"
@@ -47,16 +48,85 @@ func (q *quantFlags) addBatchTokensFlag(fs *flag.FlagSet) {
 }
 
 func addQuantFlags(fs *flag.FlagSet) *quantFlags {
-	return &quantFlags{
+	q := &quantFlags{
 		calib:        fs.String("calib", "", "calibration texts: one per line (of a tab-separated file, the first column); required for int8-static on an FP32 model"),
 		calibSize:    fs.Int("calib-size", 512, "use at most this many calibration texts"),
-		alpha:        fs.String("alpha", "0.5", "SmoothQuant migration strength in [0,1], or auto (per-layer search)"),
-		rangeKind:    fs.String("range", "max", "static activation range: max or percentile"),
-		percentile:   fs.Float64("percentile", smoothquant.DefaultPercentile, "percentile of --range percentile"),
+		alpha:        new(string),
+		rangeKind:    new(string),
+		percentile:   new(float64),
 		fallbackSQNR: fs.Float64("fallback-sqnr", 0, "keep in FP32 every linear whose SQNR (dB) stays below this (0: never)"),
 		allowSymlinks: fs.Bool("allow-symlinks-outside", false,
 			"read a model folder whose symlinks point outside it (refused by default; a hub cache snapshot's links to its blobs are inside)"),
 	}
+	// Checked as they are parsed, so that a bad value is refused on
+	// every command, also where no INT8 precision uses it.
+	*q.alpha, *q.rangeKind, *q.percentile = "0.5", smoothquant.RangeMax, smoothquant.DefaultPercentile
+	fs.Var(checkedString{q.alpha, func(v string) error { _, _, err := smoothquant.ParseAlpha(v); return err }},
+		"alpha", "SmoothQuant migration strength in [0,1], or auto (per-layer search)")
+	fs.Var(checkedString{q.rangeKind, func(v string) error {
+		if v != smoothquant.RangeMax && v != smoothquant.RangePercentile {
+			return fmt.Errorf("want %s or %s", smoothquant.RangeMax, smoothquant.RangePercentile)
+		}
+		return nil
+	}}, "range", "static activation range: max or percentile")
+	fs.Var(checkedFloat{q.percentile, func(v float64) error {
+		if !(v > 50 && v <= 100) {
+			return fmt.Errorf("want more than 50 and at most 100")
+		}
+		return nil
+	}}, "percentile", "percentile of --range percentile")
+	return q
+}
+
+// checkedString is a string flag whose value check refuses when it is
+// parsed.
+type checkedString struct {
+	p     *string
+	check func(string) error
+}
+
+func (c checkedString) String() string {
+	if c.p == nil {
+		return ""
+	}
+	return *c.p
+}
+func (c checkedString) Get() any { return *c.p }
+func (c checkedString) Set(v string) error {
+	if err := c.check(v); err != nil {
+		return err
+	}
+	*c.p = v
+	return nil
+}
+
+// checkedFloat is a float flag whose value check refuses when it is
+// parsed (after NaN and the infinities, which no float flag takes).
+type checkedFloat struct {
+	p     *float64
+	check func(float64) error
+}
+
+func (c checkedFloat) String() string {
+	if c.p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*c.p, 'g', -1, 64)
+}
+func (c checkedFloat) Get() any { return *c.p }
+func (c checkedFloat) Set(v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	switch {
+	case err != nil:
+		return errors.New("want a number")
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return errors.New("want a finite number")
+	}
+	if err := c.check(f); err != nil {
+		return err
+	}
+	*c.p = f
+	return nil
 }
 
 // options turns the flags into quantization options.
