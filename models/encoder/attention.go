@@ -217,7 +217,7 @@ func (m *Model) floatHead(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q *att
 			return fail("scores", err)
 		}
 		if m.dis != nil {
-			if err := m.disScores(b, hd, i0, r, seq, rows, ld, b.scores); err != nil {
+			if err := m.disScores(b, hd, i0, r, seq, rows, ld, b.scores, 1); err != nil {
 				return fail("relative scores", err)
 			}
 		}

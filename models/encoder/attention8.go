@@ -178,6 +178,9 @@ func (m *Model) quantQKV(s *scratch) error {
 	}
 	a.seqs = a.seqs[:len(s.spans)]
 	scale := float32(1 / math.Sqrt(float64(d)))
+	if m.dis != nil {
+		scale = m.dis.scale // 1/sqrt(d * (1 + relative terms)) (section 3.11)
+	}
 	tasks := 0
 	for bi, sp := range s.spans {
 		qa := &a.seqs[bi]
@@ -341,12 +344,29 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 	so := hd * qa.Lds
 	kp := &qa.K[hd]
 	vs := s.a8.vs[bi*m.cfg.Heads+hd]
+	// DeBERTa's relative terms: FP32 products of the FP32 Q and K rows
+	// with the position projections, scaled as the INT8 scores are
+	// (their Q carries the scale) and added before the softmax
+	// (docs/DESIGN.md section 3.11).
+	ld := 3 * h
+	var rows []float32
+	if m.dis != nil {
+		rows = s.qkv[off*ld : (off+seq)*ld]
+		if err := m.disPrepare(b, s.layer, hd, seq, rows, ld); err != nil {
+			return fail("relative positions", err)
+		}
+	}
 	for i0 := 0; i0 < seq; i0 += rb {
 		r := min(rb, seq-i0)
 		e.epS = kernels.Epilogue{ZeroPoint: 128, ColSum: kp.ColSum, RowScale: qa.QScale[so+i0 : so+i0+r], ColScale: qa.KScale[so : so+seq]}
 		e.g = kernels.GEMMU8S8{M: r, N: seq, K: d, A: qa.Q[i0*h+hd*d:], Lda: h, B: kp, Ep: &e.epS, Out: kernels.Out{F32: b.scores, Ldc: seq}}
 		if err := qk.RunU8S8(&e.g); err != nil {
 			return fail("scores", err)
+		}
+		if m.dis != nil {
+			if err := m.disScores(b, hd, i0, r, seq, rows, ld, b.scores, m.dis.scale); err != nil {
+				return fail("relative scores", err)
+			}
 		}
 		var err error
 		if m.relBias == nil {

@@ -294,9 +294,12 @@ func (m *Model) disPrepare(b *attnBuf, li, hd, seq int, rows []float32, ld int) 
 	return nil
 }
 
-// disScores adds the relative terms to the r raw scores (stride seq) of
-// the query rows i0.. of head hd (after disPrepare on the same head).
-func (m *Model) disScores(b *attnBuf, hd, i0, r, seq int, rows []float32, ld int, scores []float32) error {
+// disScores adds the relative terms, times mul, to the r scores (stride
+// seq) of the query rows i0.. of head hd (after disPrepare on the same
+// head): mul is 1 where the scores are raw and scaled with the terms
+// after (the float heads: 1*x is x, bit for bit), the attention's scale
+// where they come scaled already (the INT8 head, whose Q carries it).
+func (m *Model) disScores(b *attnBuf, hd, i0, r, seq int, rows []float32, ld int, scores []float32, mul float32) error {
 	d, h := m.dis, m.cfg.Hidden
 	dh := h / m.cfg.Heads
 	lo, w := d.window(seq)
@@ -321,7 +324,7 @@ func (m *Model) disScores(b *attnBuf, hd, i0, r, seq int, rows []float32, ld int
 			ix := d.idx[d.l-1+i0+i-(seq-1) : d.l+i0+i]
 			c := e.c2p[i*w : (i+1)*w]
 			for j := range row {
-				row[j] += c[int(ix[seq-1-j])-lo]
+				row[j] += mul * c[int(ix[seq-1-j])-lo]
 			}
 		}
 		clk.lap(&e.c2pTime)
@@ -331,7 +334,7 @@ func (m *Model) disScores(b *attnBuf, hd, i0, r, seq int, rows []float32, ld int
 			row := scores[i*seq : (i+1)*seq]
 			ix := d.idx[d.l-1+i0+i-(seq-1) : d.l+i0+i]
 			for j := range row {
-				row[j] += e.p2c[j*w+int(ix[seq-1-j])-lo]
+				row[j] += mul * e.p2c[j*w+int(ix[seq-1-j])-lo]
 			}
 		}
 		clk.lap(&e.p2cTime)

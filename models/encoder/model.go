@@ -204,14 +204,6 @@ func newBase(cfg Config, l *Loader, names Names, sel *selector.Selector, o Optio
 	if m.attnMode, err = o.Attention.resolve(sel.Features(), p.precision()); err != nil {
 		return nil, err
 	}
-	if cfg.Dis.Span > 0 && m.attnMode == AttentionInt8 {
-		// Disentangled attention runs in FP32 (or bf16) only
-		// (docs/DESIGN.md section 3.11).
-		if o.Attention == AttentionInt8 {
-			return nil, fmt.Errorf("encoder: options: int8 attention: disentangled (DeBERTa) attention runs in f32: %w", ErrConfig)
-		}
-		m.attnMode = AttentionF32
-	}
 	get := func(dst *[]float32, name string, shape ...int) {
 		if err == nil {
 			*dst, err = l.Get(name, shape...)
