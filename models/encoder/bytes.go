@@ -121,6 +121,13 @@ func (m *TaskModel) Trim() int { return m.trim(false) }
 func (m *TaskModel) Compact() int { return m.trim(true) }
 
 func (m *TaskModel) trim(compact bool) int {
+	// Through the gate, as every call: a Trim racing with Close (a
+	// server's idle release during its shutdown) releases nothing once
+	// Close has begun, and Close waits for a Trim in progress.
+	if m.enter() != nil {
+		return 0
+	}
+	defer m.leave()
 	n := m.Encoder.trim(compact)
 	for _, d := range append([]*Dense{m.pooler, m.qa}, m.head...) {
 		if d != nil && d.lin != nil {
@@ -144,8 +151,14 @@ func trimLinear(l trimmer, compact bool) int {
 	return l.Trim()
 }
 
-// Trim is TaskModel.Trim for the encoder.
-func (m *Model) Trim() int { return m.trim(false) }
+// Trim is TaskModel.Trim for the encoder: 0 once Close has begun.
+func (m *Model) Trim() int {
+	if m.g.enter() != nil {
+		return 0
+	}
+	defer m.g.leave()
+	return m.trim(false)
+}
 
 func (m *Model) trim(compact bool) int {
 	n := m.pass.trim(compact) + m.scratchPool.dropIdle()
