@@ -37,6 +37,17 @@ func runBenchCold(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := checkThreads("bench cold", *threads); err != nil {
 		return err
 	}
+	// bench.ColdOptions takes 0 as "the default": a 0 given here would
+	// silently run the default's 200 calls (or 8 x 128 warm-up, 3 rounds).
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"calls", *calls}, {"warm-batch", *warmBatch}, {"warm-length", *warmLength}, {"max-length", *maxLength}, {"warm-rounds", *rounds}} {
+		if f.v == 0 {
+			return fmt.Errorf("bench cold: --%s 0: want at least 1 (leave the flag out for its default, %s): %w",
+				f.name, fs.Lookup(f.name).DefValue, models.ErrConfig)
+		}
+	}
 	o := bench.ColdOptions{Arch: *arch, Threads: *threads, WarmBatch: *warmBatch, WarmLength: *warmLength,
 		Calls: *calls, MaxLength: *maxLength, WarmRounds: *rounds, Seed: *seed}
 	if *prec != "" {

@@ -181,6 +181,11 @@ func TestBenchColdFlags(t *testing.T) {
 		{[]string{"extra"}, `unexpected arguments ["extra"]`},
 		{[]string{"--precision", "int4"}, "int4"},
 		{[]string{"--calls", "-2"}, "--calls -2 is negative"},
+		{[]string{"--calls", "0"}, "--calls 0: want at least 1 (leave the flag out for its default, 200)"},
+		{[]string{"--warm-batch", "0"}, "--warm-batch 0: want at least 1"},
+		{[]string{"--warm-length", "0"}, "--warm-length 0: want at least 1"},
+		{[]string{"--max-length", "0"}, "--max-length 0: want at least 1"},
+		{[]string{"--warm-rounds", "0"}, "--warm-rounds 0: want at least 1"},
 		{[]string{"--arch", "no-such-arch"}, "neither a model folder nor a known architecture"},
 	} {
 		err := run(context.Background(), append([]string{"bench", "cold"}, c.args...), io.Discard, io.Discard)
@@ -192,7 +197,8 @@ func TestBenchColdFlags(t *testing.T) {
 
 // TestBenchModelDeBERTaAttentionSplit: on a DeBERTa folder (the committed
 // tiny golden) bench model splits the attention into its content, c2p
-// and p2c terms, at FP32 and INT8 (whose attention is FP32), and prints
+// and p2c terms, at FP32 and INT8 (INT8 attention with the FP32 relative
+// terms where the CPU's auto mode picks it), and prints
 // the split; a family without the terms reports none.
 func TestBenchModelDeBERTaAttentionSplit(t *testing.T) {
 	fastKernels(t)
