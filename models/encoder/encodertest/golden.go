@@ -250,11 +250,10 @@ func sst2Path(name string) (dir string, shared bool) {
 	return filepath.Join(ModelsDir, name), true
 }
 
-// SST2Logits runs the trained SST-2 model name (a folder of ModelsDir, or
-// a path) on the 64 dev sentences of its golden.json (its own token ids,
-// one padded batch) and compares the logits with the reference within tol
-// relative, and the predictions exactly.
-func SST2Logits(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family, tol float64) {
+// sst2Golden returns the folder of the trained SST-2 model name and its
+// golden.json, or skips the test, naming why, where the shared folder
+// that holds it is absent.
+func sst2Golden(t *testing.T, name string) (string, []byte) {
 	t.Helper()
 	dir, shared := sst2Path(name)
 	raw, err := os.ReadFile(filepath.Join(dir, "golden.json"))
@@ -264,6 +263,16 @@ func SST2Logits(t *testing.T, sel *selector.Selector, name string, fam *encoder.
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, raw
+}
+
+// SST2Logits runs the trained SST-2 model name (a folder of ModelsDir, or
+// a path) on the 64 dev sentences of its golden.json (its own token ids,
+// one padded batch) and compares the logits with the reference within tol
+// relative, and the predictions exactly.
+func SST2Logits(t *testing.T, sel *selector.Selector, name string, fam *encoder.Family, tol float64) {
+	t.Helper()
+	dir, raw := sst2Golden(t, name)
 	var g struct {
 		InputIDs      [][]int32   `json:"input_ids"`
 		AttentionMask [][]int32   `json:"attention_mask"`
@@ -415,14 +424,7 @@ func SST2Accuracy(t *testing.T, sel *selector.Selector, name string, fam *encode
 // reference's unpadded rows.
 func SST2Tokens(t *testing.T, name string) {
 	t.Helper()
-	dir, shared := sst2Path(name)
-	raw, err := os.ReadFile(filepath.Join(dir, "golden.json"))
-	if os.IsNotExist(err) && shared {
-		t.Skipf("trained SST-2 models not found at %s (they live in the project's shared folder): %v", dir, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, raw := sst2Golden(t, name)
 	var g struct {
 		Sentences     []string  `json:"sentences"`
 		InputIDs      [][]int32 `json:"input_ids"`
