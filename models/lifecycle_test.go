@@ -110,6 +110,9 @@ func TestCallsAfterClose(t *testing.T) {
 			"Pipeline.Run": func() error {
 				return p.Run(ctx, []models.Sequence{{}}, func(*models.Batch) error { return nil })
 			},
+			"Pipeline.RunWith": func() error {
+				return p.RunWith(ctx, []models.Sequence{{}}, models.RunOptions{}, func(*models.Batch) error { return nil })
+			},
 			"Pipeline.EmbeddingDim":     func() error { _, err := p.EmbeddingDim(models.PoolDefault); return err },
 			"Pipeline.EmbedSparse":      func() error { _, err := p.EmbedSparse(ctx, lifeTexts, models.SparseOptions{}); return err },
 			"Pipeline.SparseOf":         func() error { _, err := p.SparseOf(&models.Output{}, 0, nil); return err },

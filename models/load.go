@@ -63,7 +63,9 @@ type Options struct {
 	// other than the five constants is an error.
 	Precision Precision
 	// Calib are the calibration texts of an at-load quantization
-	// (tokenized with the model's tokenizer, truncated to MaxLength).
+	// (tokenized with the model's tokenizer, truncated to MaxLength); given
+	// when nothing is quantized (an FP32 precision, an INT8 artifact), an
+	// error wrapping ErrConfig.
 	Calib []string
 	// CalibInputs are calibration batches as token ids, for a model
 	// folder without a tokenizer; they are used after Calib's batches.
@@ -322,6 +324,10 @@ func load(ctx context.Context, pathOrID, dir string, fam *encoder.Family, o Opti
 	}
 	stored := p.Precision()
 	switch {
+	case (o.Precision == PrecisionAsStored || o.Precision == stored) && (len(o.Calib) > 0 || len(o.CalibInputs) > 0):
+		p.Close()
+		return nil, fmt.Errorf("models: %s: calibration (Options.Calib, Options.CalibInputs) is given, but %s runs as stored (%s) and nothing is quantized; "+
+			"set Precision to int8-static or int8-dynamic on an FP32 model, or give no calibration: %w", pathOrID, pathOrID, stored, ErrConfig)
 	case o.Precision == PrecisionAsStored || o.Precision == stored:
 		return warmedUp(ctx, p, o.Warmup)
 	case stored.Int8():

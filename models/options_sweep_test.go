@@ -70,8 +70,20 @@ var sweepRules = map[string]sweepRule{
 	// with ErrConfig (no masked-LM head); 1<<20 is no mode.
 	"EmbedOptions.Pool":                        {valid: []any{models.Pooling(99)}, bad: []any{models.Pooling(1 << 20)}, names: []string{"pool"}},
 	"TokenClassifyOptions.AggregationStrategy": {names: []string{"aggregation"}},
-	"FillMaskOptions.TopK":                     {names: []string{"top_k"}},
+	// A revision picks a version of a hub id; a local folder has one,
+	// and transformers' from_pretrained ignores it there as Load does.
+	"Options.Revision": {none: true},
+	// Calibration with nothing to quantize is refused (ErrConfig).
+	"Options.Calib":        {bad: []any{[]string{"a text"}}, names: []string{"calib"}},
+	"Options.CalibInputs":  {bad: []any{[]*models.Inputs{{Batch: 1, Seq: 2, IDs: []int32{101, 102}, Mask: []int32{1, 1}}}}, names: []string{"calib"}},
+	"Options.Precision":    {names: []string{"precision"}},
+	"Options.Attention":    {names: []string{"attention"}},
+	"FillMaskOptions.TopK": {names: []string{"top_k"}},
 }
+
+// sweepNested are the struct fields whose own fields are swept, under
+// their type's rules, as part of the struct holding them.
+var sweepNested = map[string]bool{"Options.Quant": true}
 
 // sweepValues are the invalid values of a field by its kind: a negative
 // count, NaN, infinities and a negative float, an unknown enum value (a
@@ -142,6 +154,12 @@ func sweep(t *testing.T, zero any, call func(o any) error, sentinels ...error) {
 			idx := append(append([]int(nil), path...), i)
 			if f.Anonymous && f.Type.Kind() == reflect.Struct {
 				walk(key, f.Type, idx)
+				continue
+			}
+			if f.Type.Kind() == reflect.Struct && sweepNested[key] {
+				// An options struct inside another (Options.Quant): its
+				// fields keep their own type's rules.
+				walk(f.Type.Name(), f.Type, idx)
 				continue
 			}
 			vals, ok := sweepValues(key, f)
@@ -287,4 +305,21 @@ func TestEveryOptionRefusesInvalidValues(t *testing.T) {
 			return err
 		}, models.ErrInput)
 	})
+}
+
+// TestLoadOptionsRefuseInvalidValues is the sweep of models.Load's own
+// options (Options, with its QuantizeOptions): every invalid value is
+// refused naming the field, never loaded with a default in its place.
+func TestLoadOptionsRefuseInvalidValues(t *testing.T) {
+	sel := encodertest.Selector(t)
+	dir := goldenFolder(t, "bert-base")
+	sweep(t, models.Options{}, func(o any) error {
+		lo := o.(models.Options)
+		lo.Selector = sel // the zero value's process-wide selector would write the user's tuning cache
+		p, err := models.Load(context.Background(), dir, lo)
+		if err == nil {
+			p.Close()
+		}
+		return err
+	}, models.ErrConfig, smoothquant.ErrInvalid)
 }

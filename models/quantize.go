@@ -101,14 +101,22 @@ type QuantizeOptions struct {
 }
 
 // check reports a quantization option outside its domain, naming the
-// value and the domain (encoder.QuantizeOptions.Check; the SmoothQuant
-// ones are checked by smoothquant.Options.Validate when they are used).
+// value and the domain (smoothquant.Options.Validate and
+// encoder.QuantizeOptions.Check), whether or not a quantization uses it.
 func (q *QuantizeOptions) check() error {
 	if q.BatchSize < 0 {
 		return fmt.Errorf("models: quantize options: BatchSize %d: want 0 (8 texts) or a positive number of texts: %w", q.BatchSize, ErrConfig)
 	}
 	eo := q.engine()
-	return eo.Check()
+	if err := eo.Check(); err != nil {
+		return err
+	}
+	if err := q.Options.Validate(); err != nil {
+		// smoothquant's own message, under both sentinels.
+		msg := strings.TrimSuffix(err.Error(), ": "+smoothquant.ErrInvalid.Error())
+		return &encoder.Error{Msg: "models: quantize " + strings.TrimPrefix(msg, "smoothquant: "), Errs: []error{ErrConfig, err}}
+	}
+	return nil
 }
 
 // engine is q as the encoder's quantization takes it.

@@ -18,12 +18,7 @@ import (
 // a Trim that keeps what the calls need and a Compact that keeps one
 // packed form a linear (the same results after each).
 func TestResidentBytes(t *testing.T) {
-	// The shared folder next to the repository (GoldenDir is relative to
-	// models/<family>, one level below this package).
-	shared := filepath.Join("..", "..", "shared")
-	if d := os.Getenv("INT8BERT_SHARED"); d != "" {
-		shared = d
-	}
+	shared := encodertest.SharedDir
 	dir := filepath.Join(shared, "golden", "models", "bert-seqcls")
 	if _, err := os.Stat(dir); os.IsNotExist(err) {
 		t.Skipf("no golden model at %s", dir)
@@ -31,8 +26,11 @@ func TestResidentBytes(t *testing.T) {
 	texts := []string{"w5 w6 w7", "w8 w9", "w5 w7 w9 w6 w8 w5"}
 	for _, prec := range []encoder.Precision{encoder.PrecisionFP32, encoder.PrecisionInt8Static} {
 		t.Run(prec.String(), func(t *testing.T) {
-			p, err := models.Load(context.Background(), encodertest.WordFolder(t, dir, false), models.Options{Threads: 1, Selector: encodertest.Selector(t),
-				Precision: models.Precision(prec), Calib: texts})
+			o := models.Options{Threads: 1, Selector: encodertest.Selector(t), Precision: models.Precision(prec)}
+			if prec.Int8() {
+				o.Calib = texts
+			}
+			p, err := models.Load(context.Background(), encodertest.WordFolder(t, dir, false), o)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,15 +21,29 @@ import (
 	"github.com/int8bert/int8bert/tokenizer"
 )
 
-// GoldenDir is where the shared golden models live, relative to a package
-// folder of this module (models/<family>): the project's shared folder next
-// to the repository. INT8BERT_SHARED overrides the shared folder.
-var GoldenDir = func() string {
+// SharedDir is the project's shared folder: $INT8BERT_SHARED when set,
+// else "shared" next to the repository (the module root found from the
+// working directory, so that a test of any package finds it).
+var SharedDir = func() string {
 	if d := os.Getenv("INT8BERT_SHARED"); d != "" {
-		return filepath.Join(d, "golden", "models")
+		return d
 	}
-	return "../../../shared/golden/models"
+	dir, err := os.Getwd()
+	if err != nil {
+		return filepath.Join("..", "shared")
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "..", "shared")
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Join(dir, "..", "shared")
+		}
+	}
 }()
+
+// GoldenDir is where the shared golden models live (SharedDir/golden/models).
+var GoldenDir = filepath.Join(SharedDir, "golden", "models")
 
 type golden struct {
 	ModelClass string                     `json:"model_class"`
@@ -232,12 +246,7 @@ func flatten(raw json.RawMessage) ([]float64, error) {
 }
 
 // ModelsDir is where the shared SST-2 models live (see GoldenDir).
-var ModelsDir = func() string {
-	if d := os.Getenv("INT8BERT_SHARED"); d != "" {
-		return filepath.Join(d, "models")
-	}
-	return "../../../shared/models"
-}()
+var ModelsDir = filepath.Join(SharedDir, "models")
 
 // sst2Path is the folder of the trained SST-2 model name: a path (holding
 // a separator, as for the models committed under assets/) as it is, else
@@ -327,12 +336,7 @@ func SST2Logits(t *testing.T, sel *selector.Selector, name string, fam *encoder.
 }
 
 // DataDir is where the shared SST-2 data live (see GoldenDir).
-var DataDir = func() string {
-	if d := os.Getenv("INT8BERT_SHARED"); d != "" {
-		return filepath.Join(d, "data")
-	}
-	return "../../../shared/data"
-}()
+var DataDir = filepath.Join(SharedDir, "data")
 
 // ReadSST2 reads a GLUE SST-2 TSV (header, sentence<TAB>label); sentences
 // are stripped as the training scripts did.
