@@ -85,16 +85,20 @@ type MixOptions struct {
 
 // MixRouteResult is one target's figures.
 type MixRouteResult struct {
-	Route    string         `json:"route"`
-	Model    string         `json:"model,omitempty"`
-	Requests int            `json:"requests"`
-	OK       int            `json:"ok"`     // 2xx
-	Errors   int            `json:"errors"` // 4xx and 5xx, a 429 with Retry-After aside
-	Refused  int            `json:"refused"`
-	Failed   int            `json:"failed"` // transport errors
-	ByStatus map[string]int `json:"by_status"`
-	P50Ms    float64        `json:"p50_ms"`
-	P99Ms    float64        `json:"p99_ms"`
+	Route    string `json:"route"`
+	Model    string `json:"model,omitempty"`
+	Requests int    `json:"requests"`
+	OK       int    `json:"ok"`     // 2xx
+	Errors   int    `json:"errors"` // 4xx and 5xx, a 429 with Retry-After aside
+	// Errors4xx and Errors5xx split Errors (a status below 400 is
+	// counted with the 4xx).
+	Errors4xx int            `json:"errors_4xx"`
+	Errors5xx int            `json:"errors_5xx"`
+	Refused   int            `json:"refused"`
+	Failed    int            `json:"failed"` // transport errors
+	ByStatus  map[string]int `json:"by_status"`
+	P50Ms     float64        `json:"p50_ms"`
+	P99Ms     float64        `json:"p99_ms"`
 	// FirstError is the first error's status and body, or transport
 	// error.
 	FirstError string `json:"first_error,omitempty"`
@@ -264,24 +268,25 @@ func mixBodies(ctx context.Context, c *http.Client, url, route string, m mixMode
 	other := func(i, k int) string { return texts[(i+k)%len(texts)] }
 	var ids [][]int32
 	if route == "/decode" {
-		// The texts' own ids, from the server's tokenizer.
-		b, _ := json.Marshal(map[string]any{"inputs": texts, "model": m.Name})
-		status, body, err := mixPost(ctx, c, url+"/tokenize", b)
-		if err != nil {
-			return nil, err
-		}
-		if status != 200 {
-			return nil, fmt.Errorf("POST /tokenize: %d: %s", status, body)
-		}
-		var toks [][]struct {
-			ID int32 `json:"id"`
-		}
-		if err := json.Unmarshal(body, &toks); err != nil || len(toks) != len(texts) {
-			return nil, fmt.Errorf("POST /tokenize: want a list of %d token lists: %v", len(texts), err)
-		}
-		for _, l := range toks {
-			row := make([]int32, len(l))
-			for j, t := range l {
+		// The texts' own ids, from the server's tokenizer, a text a
+		// request (under any --max-client-batch-size).
+		for k := 0; k < len(texts); k++ {
+			b, _ := json.Marshal(map[string]any{"inputs": texts[k], "model": m.Name})
+			status, body, err := mixPost(ctx, c, url+"/tokenize", b)
+			if err != nil {
+				return nil, err
+			}
+			if status != 200 {
+				return nil, fmt.Errorf("POST /tokenize: %d: %s", status, body)
+			}
+			var toks [][]struct {
+				ID int32 `json:"id"`
+			}
+			if err := json.Unmarshal(body, &toks); err != nil || len(toks) != 1 {
+				return nil, fmt.Errorf("POST /tokenize: want one list of tokens: %v", err)
+			}
+			row := make([]int32, len(toks[0]))
+			for j, t := range toks[0] {
 				row[j] = t.ID
 			}
 			ids = append(ids, row)
@@ -411,10 +416,12 @@ func MixTest(ctx context.Context, plan []*MixTarget, o MixOptions) (*MixResult, 
 	var mu sync.Mutex
 	// Per interval: requests, errors and the targets answered.
 	var inReq, inErr int
+	var lastSample time.Time
 	hit := make([]bool, len(plan))
 	sample := func(start time.Time) {
 		st, err := scrapeMix(ctx, client, o.URL)
 		mu.Lock()
+		lastSample = time.Now()
 		s := MixSample{At: time.Since(start), Requests: inReq, Errors: inErr}
 		for i, h := range hit {
 			if h {
@@ -455,6 +462,11 @@ func MixTest(ctx context.Context, plan []*MixTarget, o MixOptions) (*MixResult, 
 		default:
 			r.Errors++
 			inErr++
+			if status >= 500 {
+				r.Errors5xx++
+			} else {
+				r.Errors4xx++
+			}
 			if r.FirstError == "" {
 				r.FirstError = fmt.Sprintf("%d: %s", status, bytes.TrimSpace(body[:min(len(body), 300)]))
 			}
@@ -508,7 +520,11 @@ func MixTest(ctx context.Context, plan []*MixTarget, o MixOptions) (*MixResult, 
 	res.Seconds = time.Since(start).Seconds()
 	cancel()
 	samples.Wait()
-	sample(start) // the last interval's reading, after the last answer
+	if lastSample.IsZero() || time.Since(lastSample) >= o.SampleEvery/2 {
+		// The last interval's reading, after the last answer, unless a
+		// tick has just read it under load.
+		sample(start)
+	}
 	for _, r := range res.Targets {
 		sort.Float64s(r.lat)
 		if n := len(r.lat); n > 0 {
