@@ -135,3 +135,24 @@ func TestFlatnessJudge(t *testing.T) {
 		}
 	}
 }
+
+// TestMixedLoadSplade: a SPLADE model's plan has /embed_sparse, also as
+// its POST / (TEI's task route of a SPLADE model), and both answer.
+func TestMixedLoadSplade(t *testing.T) {
+	_, ts := newServer(t, Config{Models: []ModelSpec{{Name: "splade", Source: filepath.Join("..", "models", "testdata", "mlm", "bert-mlm")}},
+		Pooling: "splade"})
+	ctx := context.Background()
+	plan, err := MixPlan(ctx, ts.URL, []string{"the man went home", "a fine film"}, []string{"/embed_sparse", "POST /", "/fill-mask"}, nil)
+	require.NoError(t, err)
+	var keys []string
+	for _, tg := range plan {
+		keys = append(keys, tg.Key())
+	}
+	assert.Equal(t, []string{"/embed_sparse splade", "/fill-mask splade", "POST / splade"}, keys)
+	res, err := MixTest(ctx, plan, MixOptions{URL: ts.URL, Clients: 2, Requests: 2 * len(mixCycle(plan)), Duration: 5 * time.Minute})
+	require.NoError(t, err)
+	for i, tr := range res.Targets {
+		assert.Positive(t, tr.Requests, keys[i])
+		assert.Equal(t, tr.Requests, tr.OK, "%s: %v %s", keys[i], tr.ByStatus, tr.FirstError)
+	}
+}
