@@ -110,7 +110,7 @@ func runBenchServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	rateDuration := fs.Duration("rate-duration", 0, "the --rate level's time (default: --duration)")
 	tokDir := fs.String("tokenizer", "tokenizer/testdata/bert-base-uncased", "with --arch: the folder of the tokenizer (tokenizer.json or vocab.txt)")
 	var mf mixFlags
-	fs.StringVar(&mf.mix, "mix", "", "instead of --route's levels, a mixed load: all (every route of every served model, as /info lists them, and the GET routes) or a comma-separated list of ROUTE or ROUTE=WEIGHT (1 to 100; default 2 for a route that runs a model, 1 for the others), at the one --clients level (default 64) for --duration")
+	fs.StringVar(&mf.mix, "mix", "", "instead of --route's levels, a mixed load: all (every route of every served model, as /info lists them, and the GET routes) or a comma-separated list of ROUTE or ROUTE=WEIGHT (1 to 100; default 2 for a route that runs a model, 1 for the others), at the one --clients level (default 64) for --duration (--requests does not bound it)")
 	fs.DurationVar(&mf.soak, "soak", 0, "a soak: the mixed load (--mix, default all) for this long, judged flat or not on the server's resident memory and goroutines, first sample against last (default 0: no soak)")
 	fs.DurationVar(&mf.sample, "sample", 0, "with --mix or --soak: how often to read the server's resident memory and goroutines (default 0: a tenth of the run, at most 1m)")
 	fs.Float64Var(&mf.rssTol, "rss-tolerance", 10, "the mixed load's verdict: the most the last sample's resident memory may exceed the first's, in percent")
