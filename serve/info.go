@@ -30,6 +30,11 @@ type modelInfo struct {
 	Kernels        string            `json:"kernels"`
 	// Resident is the model's memory by kind (ours; TEI has none).
 	Resident models.ResidentBytes `json:"resident_bytes"`
+	// Routes are the POST routes that answer this model (ours; bench
+	// serve's mixed load reads them, docs/DESIGN.md section 9.4), and
+	// MaskToken the text of its mask token where /fill-mask answers it.
+	Routes    []string `json:"routes"`
+	MaskToken string   `json:"mask_token,omitempty"`
 }
 
 // infoBody is /info: TEI's fields for the default model first, then
@@ -139,7 +144,8 @@ func (s *Server) infoBody() infoBody {
 		b.Models = append(b.Models, modelInfo{Name: m.name, Source: m.source, Family: m.p.FamilyDisplay(),
 			Task: m.task(), Precision: m.p.Precision().String(), MaxInputLength: m.p.MaxLength(),
 			Hidden: m.p.Config().Hidden, Pooling: m.pool.String(), PoolingFrom: m.poolFrom,
-			ID2Label: id, Label2ID: label, Kernels: sel.ChosenU8S8(), Resident: m.p.ResidentBytes()})
+			ID2Label: id, Label2ID: label, Kernels: sel.ChosenU8S8(), Resident: m.p.ResidentBytes(),
+			Routes: m.routes(), MaskToken: m.maskToken()})
 	}
 	return b
 }

@@ -108,3 +108,46 @@ func modelNames(ms []*model) []string {
 	sort.Strings(n)
 	return n
 }
+
+// routes are the POST routes that answer m by its task, from the same
+// checks the handlers make (pick's need functions, needEmbedder and
+// splade): what /info's "routes" lists for a client, such as bench
+// serve's mixed load, to send m only what it serves. /tokenize and
+// /decode answer every model.
+func (m *model) routes() []string {
+	var r []string
+	add := func(route string, ok bool) {
+		if ok {
+			r = append(r, route)
+		}
+	}
+	task := m.task()
+	add("/predict", needClassifier(m) == "")
+	add("/rerank", needReranker(m) == "")
+	add("/zero-shot", needNLI(m) == "")
+	add("/qa", needQA(m) == "")
+	add("/ner", needTokenClassifier(m) == "")
+	embedding := task == "embedding" && needEmbedder(m) == nil
+	for _, route := range []string{"/embed", "/embed_all", "/similarity", "/v1/embeddings", "/embeddings"} {
+		add(route, embedding)
+	}
+	add("/embed_sparse", m.splade())
+	add("/fill-mask", needMaskedLM(m) == "" && m.maskToken() != "")
+	// /vertex sends an instance to /predict, /rerank, /qa or /embed by
+	// the model's task (vertexRoute).
+	add("/vertex", task == "classifier" || task == "reranker" || embedding)
+	return append(r, "/tokenize", "/decode")
+}
+
+// maskToken is the text of m's mask token, "" when its tokenizer has
+// none or it has no masked-LM head.
+func (m *model) maskToken() string {
+	if m.p.Tok == nil || needMaskedLM(m) != "" {
+		return ""
+	}
+	id := m.p.Tok.Special().MASK
+	if id < 0 {
+		return ""
+	}
+	return m.p.Tok.Token(id)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -34,6 +35,8 @@ type benchServeReport struct {
 	// bound (docs/DESIGN.md section 9.11).
 	Overload *serve.LoadResult `json:"overload,omitempty"`
 	Bound    *overloadBound    `json:"bound,omitempty"`
+	// Mix is the mixed load of --mix or --soak.
+	Mix *mixReport `json:"mix,omitempty"`
 }
 
 // overloadBound is DESIGN 9.11's bound on an admitted request's latency
@@ -106,6 +109,13 @@ func runBenchServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	rateFlag := fs.String("rate", "", "after the --clients levels, an open-loop overload level: requests per second, or Nx, N times the best 200s per second of the --clients levels (e.g. 2x); reports admitted (200) and refused (429) requests, the admitted ones' latency against the server's bound, resident memory, and lost requests")
 	rateDuration := fs.Duration("rate-duration", 0, "the --rate level's time (default: --duration)")
 	tokDir := fs.String("tokenizer", "tokenizer/testdata/bert-base-uncased", "with --arch: the folder of the tokenizer (tokenizer.json or vocab.txt)")
+	var mf mixFlags
+	fs.StringVar(&mf.mix, "mix", "", "instead of --route's levels, a mixed load: all (every route of every served model, as /info lists them, and the GET routes) or a comma-separated list of ROUTE or ROUTE=WEIGHT (1 to 100; default 2 for a route that runs a model, 1 for the others), at the one --clients level (default 64) for --duration (--requests does not bound it)")
+	fs.DurationVar(&mf.soak, "soak", 0, "a soak: the mixed load (--mix, default all) for this long, judged flat or not on the server's resident memory and goroutines, first sample against last (default 0: no soak)")
+	fs.DurationVar(&mf.sample, "sample", 0, "with --mix or --soak: how often to read the server's resident memory and goroutines (default 0: a tenth of the run, at most 1m)")
+	fs.Float64Var(&mf.rssTol, "rss-tolerance", 10, "the mixed load's verdict: the most the last sample's resident memory may exceed the first's, in percent")
+	fs.Float64Var(&mf.goroutineTol, "goroutine-tolerance", 10, "the mixed load's verdict: the most the last sample's goroutines may exceed the first's, in percent (plus --goroutine-slack)")
+	fs.IntVar(&mf.goroutineSlack, "goroutine-slack", 16, "the mixed load's verdict: goroutines the last sample may have over the first's beyond --goroutine-tolerance (connections and timers come and go)")
 	fs.Set("addr", "127.0.0.1:0")
 	fs.Set("drain-delay", "-1s")
 	if err := parseFlags(fs, args); err != nil {
@@ -114,6 +124,25 @@ func runBenchServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	rate, times, err := parseRate(*rateFlag)
 	if err != nil {
 		return err
+	}
+	mixed, err := mf.parse()
+	if err != nil {
+		return err
+	}
+	if mixed {
+		given := map[string]bool{}
+		fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+		switch {
+		case rate > 0 || times > 0:
+			return errors.New("bench serve: --rate and --mix (or --soak): give one")
+		case given["route"]:
+			return errors.New("bench serve: --route and --mix (or --soak): give one (--mix takes a list of routes)")
+		case !given["clients"]:
+			*clients = "64"
+		}
+		if mf.soak > 0 {
+			*duration = mf.soak
+		}
 	}
 	if *rateDuration < 0 {
 		return fmt.Errorf("bench serve: --rate-duration %v: want a positive duration (or 0: --duration)", *rateDuration)
@@ -131,6 +160,9 @@ func runBenchServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return fmt.Errorf("bench serve: --clients %q: want a comma-separated list of 1 to 4096", *clients)
 		}
 		levels = append(levels, n)
+	}
+	if mixed && len(levels) != 1 {
+		return fmt.Errorf("bench serve: --clients %q: the mixed load (--mix, --soak) runs one level: give one number", *clients)
 	}
 	switch *route {
 	case "/predict", "/embed", "/v1/embeddings":
@@ -200,19 +232,32 @@ func runBenchServe(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if *arch != "" {
 			name = *arch + " (random weights)"
 		}
+		if len(c.Models) > 1 {
+			var names []string
+			for _, m := range c.Models {
+				names = append(names, m.Name+"="+m.Source)
+			}
+			name = strings.Join(names, ", ")
+		}
 		reqs := "no bound of"
 		if c.MaxBatchRequests >= 0 {
 			reqs = fmt.Sprint(c.MaxBatchRequests)
 		}
 		rep.Server = fmt.Sprintf("%s, precision %s, %d instances x %d threads, max batch %d tokens / %s requests, window %v",
 			name, precisionName(*f.precision), rep.Instances, rep.Threads, c.MaxBatchTokens, reqs, c.BatchWindow)
-		// One untimed round trip per text length class warms the kernels.
-		if _, err := serve.LoadTest(ctx, serve.LoadOptions{URL: target, Route: *route, Texts: texts, Clients: 4,
-			Requests: min(len(texts), 200), Duration: time.Minute}); err != nil {
-			return err
+		// One untimed round trip per text length class warms the kernels
+		// (the mixed load warms its own routes).
+		if !mixed {
+			if _, err := serve.LoadTest(ctx, serve.LoadOptions{URL: target, Route: *route, Texts: texts, Clients: 4,
+				Requests: min(len(texts), 200), Duration: time.Minute}); err != nil {
+				return err
+			}
 		}
 	} else {
 		rep.Server = target
+	}
+	if mixed {
+		return benchMix(ctx, rep, &mf, target, texts, levels[0], *duration, *asJSON, stdout, stderr)
 	}
 	if !*asJSON {
 		bound := fmt.Sprintf("at most %d requests or %v per level", *requests, *duration)
