@@ -1023,7 +1023,8 @@ const scoresMaxMR = 6
 // over every 64-key panel of b in one call (docs/DESIGN.md section 3.10):
 // for each panel the K loop of vnniU8S8_<mr>x64 (k a multiple of 4) and
 // the scores epilogue of vnniEpilogue on the accumulators, in its order
-// (acc - zp*colsum, to f32, times the row's scale, times the key's), each
+// (acc - zp*colsum, to f32, times the row's scale, times the key's; the
+// subtraction as the accumulators' start), each
 // panel's columns past n masked. The per-tile Go call, flag tests and
 // destination prefetches of the fused kernels are what it saves.
 func scores(mr int) {
@@ -1072,22 +1073,6 @@ func scores(mr int) {
 		LEAQ(Mem{Base: a, Index: lda, Scale: 4}, a4)
 		bases = append(bases, a4)
 	}
-	for i := range acc {
-		for v := range acc[i] {
-			VPXORD(acc[i][v], acc[i][v], acc[i][v])
-		}
-	}
-	b := GP64()
-	MOVQ(bp, b)
-	groups := Load(Param("k"), GP64())
-	SHRQ(U8(2), groups)
-	JZ(LabelRef(name + "_epi"))
-	Label(name + "_loop")
-	kGroup(b, bases, lda, lda3, bz, bc, acc, 0)
-	DECQ(groups)
-	JNZ(LabelRef(name + "_loop"))
-
-	Label(name + "_epi")
 	// The panel's column mask: all 64, or the n left.
 	m := GP64()
 	MOVQ(I64(-1), m)
@@ -1102,17 +1087,33 @@ func scores(mr int) {
 	for v := 1; v < nv; v++ {
 		KSHIFTRQ(U8(16), masks[v-1], masks[v])
 	}
-	// acc -= zp*colSum (the B registers are free now), to f32, times the
-	// row's scale, times the key's.
-	zp := bc[0]
+	// The accumulators start at -zp*colSum: the sums then come out as
+	// acc - zp*colSum, the same int32 (wrapping addition is associative)
+	// without the epilogue's mr*4 subtractions (the B registers are free
+	// until the loop).
+	zp, zero := bc[0], bc[1]
 	VPBROADCASTD(Load(Param("zp"), GP32()), zp)
+	VPXORD(zero, zero, zero)
 	for v := 0; v < nv; v++ {
 		VMOVDQU32_Z(Mem{Base: cs, Disp: 64 * v}, masks[v], bz[v])
 		VPMULLD(zp, bz[v], bz[v])
+		VPSUBD(bz[v], zero, bz[v])
 		for i := 0; i < mr; i++ {
-			VPSUBD(bz[v], acc[i][v], acc[i][v])
+			VMOVDQA32(bz[v], acc[i][v])
 		}
 	}
+	b := GP64()
+	MOVQ(bp, b)
+	groups := Load(Param("k"), GP64())
+	SHRQ(U8(2), groups)
+	JZ(LabelRef(name + "_epi"))
+	Label(name + "_loop")
+	kGroup(b, bases, lda, lda3, bz, bc, acc, 0)
+	DECQ(groups)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_epi")
+	// To f32, times the row's scale, times the key's.
 	for i := 0; i < mr; i++ {
 		for v := 0; v < nv; v++ {
 			VCVTDQ2PS(acc[i][v], acc[i][v])
