@@ -2,6 +2,7 @@ package encoder
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/int8bert/int8bert/cpu"
@@ -10,7 +11,11 @@ import (
 
 // BenchmarkAttentionLayer times one layer's attention of BERT-large at
 // 256 tokens (16 heads of 64) and of BERT-base at 512 (12 heads of 64),
-// FP32 against bf16 and INT8 (docs/DESIGN.md 3.9, 3.10).
+// FP32 against bf16 and INT8 (docs/DESIGN.md 3.9, 3.10). Beside ns/op it
+// reports cpu-ns/op, the benchmark thread's own CPU time a layer (Linux;
+// threadCPUNanos): on a machine shared with other jobs, wall time counts
+// the time they held the core and this does not, so an A/B comparison
+// there reads cpu-ns/op (one thread, pinned: taskset -c 1).
 func BenchmarkAttentionLayer(b *testing.B) {
 	for _, sh := range []struct {
 		name          string
@@ -55,11 +60,20 @@ func benchAttentionLayer(b *testing.B, seq, h, heads int) {
 			if err := m.attentionQ(in, s, q); err != nil {
 				b.Fatal(err)
 			}
+			// The thread's CPU time needs the goroutine on one thread
+			// (threads: 1 runs the heads on it).
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			c0, cpuOK := threadCPUNanos()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if err := m.attentionQ(in, s, q); err != nil {
 					b.Fatal(err)
 				}
+			}
+			b.StopTimer()
+			if c1, ok := threadCPUNanos(); ok && cpuOK {
+				b.ReportMetric(float64(c1-c0)/float64(b.N), "cpu-ns/op")
 			}
 		})
 	}
