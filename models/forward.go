@@ -26,6 +26,11 @@ const (
 	TaskMaskedLM = Task(encoder.TaskMaskedLM)
 	// TaskTokenClassification: logits per token (TokenClassify).
 	TaskTokenClassification = Task(encoder.TaskTokenClassification)
+	// TaskReplacedTokenDetection: one logit per token, an ELECTRA
+	// discriminator's (ElectraForPreTraining; Forward's Logits, positive
+	// where a token looks replaced). The pipeline embeds as a base
+	// model's does.
+	TaskReplacedTokenDetection = Task(encoder.TaskReplacedTokenDetection)
 )
 
 // String names the task as Hugging Face's class suffix does ("Model",
@@ -71,8 +76,10 @@ type Output struct {
 	Offsets []int
 	// PoolerOutput is [Batch][Hidden] where the model has a pooler.
 	PoolerOutput []float32
-	// Logits is [Batch][labels] (TaskSequenceClassification), or one row
-	// of Vocab values per row of Last (TaskMaskedLM).
+	// Logits is [Batch][labels] (TaskSequenceClassification), one row
+	// of labels per row of Last (TaskTokenClassification), one row of
+	// Vocab values per row of Last (TaskMaskedLM), or one value per row
+	// of Last (TaskReplacedTokenDetection).
 	Logits []float32
 	// StartLogits and EndLogits are one per row of Last
 	// (TaskQuestionAnswering).

@@ -85,6 +85,7 @@ var checkpoints = []struct {
 	{"testdata/golden/camembert-base", "camembert", models.TaskBase, 0, false},
 	{"testdata/golden/electra-base", "electra", models.TaskBase, 0, false},
 	{"testdata/golden/electra-seqcls", "electra", models.TaskSequenceClassification, 3, false},
+	{"testdata/golden/electra-discriminator", "electra", models.TaskReplacedTokenDetection, 0, false},
 }
 
 // golden is what the three kinds of golden.json hold: inputs and outputs
@@ -177,7 +178,7 @@ func TestLoadEverySharedCheckpoint(t *testing.T) {
 			got := map[string][]float32{"last_hidden_state": out.Last, "pooler_output": out.PoolerOutput,
 				"logits": out.Logits, "start_logits": out.StartLogits, "end_logits": out.EndLogits}
 			perToken := map[string]bool{"last_hidden_state": true, "start_logits": true, "end_logits": true,
-				"logits": c.task == models.TaskTokenClassification}
+				"logits": c.task == models.TaskTokenClassification || c.task == models.TaskReplacedTokenDetection}
 			require.NotEmpty(t, want)
 			for key, w := range want {
 				g, ok := got[key]

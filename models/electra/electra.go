@@ -1,5 +1,7 @@
 // Package electra maps Hugging Face ELECTRA discriminator checkpoints
-// (ElectraModel, ...ForSequenceClassification, ...ForQuestionAnswering)
+// (ElectraModel, ...ForSequenceClassification, ...ForQuestionAnswering,
+// ...ForTokenClassification, and ...ForPreTraining as the discriminators
+// are published: the replaced-token detection head)
 // onto the shared encoder: BERT's layers and absolute positions, with
 // embeddings embedding_size wide projected onto the hidden size by
 // embeddings_project where the two differ, no pooler, and the
@@ -45,7 +47,13 @@ var Family = &encoder.Family{
 	},
 	QA:              encoder.DenseSpec{Weight: "qa_outputs.weight", Bias: "qa_outputs.bias"},
 	TokenClassifier: encoder.DenseSpec{Weight: "classifier.weight", Bias: "classifier.bias"},
-	Ignored:         []string{"embeddings.position_ids", "embeddings.token_type_ids"},
+	// ElectraForPreTraining, as google/electra-*-discriminator are
+	// published: the replaced-token detection head, read where present.
+	Discriminator: &encoder.DiscriminatorSpec{
+		Dense:      encoder.DenseSpec{Weight: "discriminator_predictions.dense.weight", Bias: "discriminator_predictions.dense.bias"},
+		Prediction: encoder.DenseSpec{Weight: "discriminator_predictions.dense_prediction.weight", Bias: "discriminator_predictions.dense_prediction.bias"},
+	},
+	Ignored: []string{"embeddings.position_ids", "embeddings.token_type_ids"},
 }
 
 // EmbeddingSize is config.json's embedding_size (DefaultEmbeddingSize

@@ -9,11 +9,14 @@ import (
 
 // goldens are the committed ELECTRA goldens (models/testdata/golden):
 // electra-base projects its 16-wide embeddings onto the hidden size 32,
-// electra-seqcls has embeddings as wide as the hidden size.
-var goldens = []string{"electra-base", "electra-seqcls"}
+// electra-seqcls has embeddings as wide as the hidden size;
+// electra-discriminator is an ElectraForPreTraining (projected
+// embeddings, the replaced-token detection head).
+var goldens = []string{"electra-base", "electra-seqcls", "electra-discriminator"}
 
 // TestGolden: FP32 parity with Hugging Face on the base model (with
-// embeddings_project) and the sequence classifier (dense+GELU+out_proj).
+// embeddings_project), the sequence classifier (dense+GELU+out_proj) and
+// the discriminator (its per-token logits).
 func TestGolden(t *testing.T) {
 	sel := encodertest.Selector(t)
 	for _, name := range goldens {

@@ -29,6 +29,10 @@ const (
 	TaskMaskedLM
 	// TaskTokenClassification: logits per token (NER).
 	TaskTokenClassification
+	// TaskReplacedTokenDetection: one logit per token, ELECTRA's
+	// discriminator (ElectraForPreTraining): positive where the token
+	// looks replaced.
+	TaskReplacedTokenDetection
 )
 
 // String names the task as Hugging Face's class suffix does.
@@ -42,6 +46,8 @@ func (t Task) String() string {
 		return "ForMaskedLM"
 	case TaskTokenClassification:
 		return "ForTokenClassification"
+	case TaskReplacedTokenDetection:
+		return "ForPreTraining"
 	}
 	return "Model"
 }
@@ -58,6 +64,8 @@ func (t Task) Head() string {
 		return "a masked language modeling head"
 	case TaskTokenClassification:
 		return "a token classification head"
+	case TaskReplacedTokenDetection:
+		return "a replaced-token detection head"
 	}
 	return "no head"
 }
@@ -66,6 +74,14 @@ func (t Task) Head() string {
 type DenseSpec struct {
 	Weight, Bias string
 	Act          HeadAct
+}
+
+// DiscriminatorSpec names a replaced-token detection head (ELECTRA's
+// discriminator_predictions): Dense [Hidden][Hidden] with the config's
+// hidden_act (its Act is ignored), then Prediction [1][Hidden], one logit
+// per token.
+type DiscriminatorSpec struct {
+	Dense, Prediction DenseSpec
 }
 
 // Family describes one model family to the shared loader: how its
@@ -107,6 +123,9 @@ type Family struct {
 	// Its tensors may share the names of the sequence classifier's (BERT's
 	// "classifier"): config.json's architectures tell the two apart.
 	TokenClassifier DenseSpec
+	// Discriminator is the replaced-token detection head of the family's
+	// pre-training checkpoints; nil where it has none.
+	Discriminator *DiscriminatorSpec
 	// Ignored are buffers that may be present and are not weights
 	// (position_ids), relative to the prefix.
 	Ignored []string
@@ -160,7 +179,9 @@ type TaskOutput struct {
 	StartLogits, EndLogits []float32
 	// A masked-LM head's logits are one row of Vocab values per row of
 	// Last, in Logits, from Forward; a pipeline's passes leave them out
-	// and score the rows they need (MaskedLMLogits, Splade).
+	// and score the rows they need (MaskedLMLogits, Splade). A
+	// replaced-token detection head's are one value per row of Last, in
+	// Logits, from Forward alone.
 }
 
 // Display is the family's name in messages: DisplayName, else Name.
@@ -178,7 +199,8 @@ func (f *Family) Describe(t Task) string {
 }
 
 // tasks are the heads a checkpoint can carry, in Task order.
-var tasks = []Task{TaskBase, TaskSequenceClassification, TaskQuestionAnswering, TaskMaskedLM, TaskTokenClassification}
+var tasks = []Task{TaskBase, TaskSequenceClassification, TaskQuestionAnswering, TaskMaskedLM, TaskTokenClassification,
+	TaskReplacedTokenDetection}
 
 // hasTask reports whether the family can carry the head of task t.
 func (f *Family) hasTask(t Task) bool {
@@ -187,6 +209,8 @@ func (f *Family) hasTask(t Task) bool {
 		return f.MaskedLM != nil
 	case TaskTokenClassification:
 		return f.TokenClassifier.Weight != ""
+	case TaskReplacedTokenDetection:
+		return f.Discriminator != nil
 	}
 	return true
 }
@@ -304,7 +328,9 @@ func LoadTask(dir string, fam *Family, o Options) (*TaskModel, error) {
 		}
 		dropResident(ck)
 	}
-	if declared && m.Task != want {
+	// A pre-training checkpoint without its head is the encoder, as
+	// AutoModel opens it.
+	if declared && m.Task != want && !(want == TaskReplacedTokenDetection && m.Task == TaskBase) {
 		m.Close()
 		return nil, fmt.Errorf("encoder: %s: config.json names %s, and the weights hold the head of %s%s: %w",
 			dir, cfg.Architectures[0], fam.Classes[0], m.Task, ErrConfig)
@@ -414,6 +440,11 @@ func buildTask(src Source, closer io.Closer, cfg *checkpoint.Config, ec Config, 
 		if fam.PoolerForClassification && m.pooler == nil && err == nil {
 			err = fmt.Errorf("encoder: the classifier reads the pooler, and %spooler is missing: %w", prefix, ErrConfig)
 		}
+	case fam.Discriminator != nil && l.Has(fam.Discriminator.Prediction.Weight):
+		m.Task = TaskReplacedTokenDetection
+		s := fam.Discriminator
+		m.head = append(m.head, dense(DenseSpec{s.Dense.Weight, s.Dense.Bias, headActOf(ec.Activation)}, "", h, h),
+			dense(s.Prediction, "", 1, h))
 	case fam.MaskedLM != nil && l.Has(fam.MaskedLM.LN):
 		m.Task = TaskMaskedLM
 		if err == nil {
@@ -570,6 +601,18 @@ func (m *TaskModel) forwardLive(ctx context.Context, in *Inputs, keepHidden bool
 		d := m.head[0]
 		if r.Logits, err = d.applyAs(spare.take(out.rows()*d.N), out.rows(), asRows, out.Last, h, th); err != nil {
 			return nil, fmt.Errorf("encoder: token classifier: %w", err)
+		}
+	case TaskReplacedTokenDetection:
+		if b != nil {
+			break // a pipeline's passes embed; Forward scores
+		}
+		rows := out.rows()
+		x, err := m.head[0].applyAs(nil, rows, asRows, out.Last, h, th)
+		if err == nil {
+			r.Logits, err = m.head[1].applyAs(nil, rows, asRows, x, h, th)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("encoder: discriminator head: %w", err)
 		}
 	case TaskMaskedLM:
 		if b != nil {

@@ -11,7 +11,10 @@ commit as test fixtures (hidden 32, 2 layers, vocab 1000). For each model this w
 
 Padded positions hold whatever HF computes there: compare where attention_mask == 1.
 
-usage: /usr/bin/python3 make_golden_families.py [--seed 0] [--out golden/families]
+For ElectraForPreTraining, last_hidden_state is also checked equal to what ElectraModel
+(AutoModel's class) computes from the same folder, the head's weights left unread.
+
+usage: /usr/bin/python3 make_golden_families.py [--seed 0] [--out golden/families] [--only NAME ...]
 """
 import argparse
 import json
@@ -21,8 +24,9 @@ import oracle_env  # noqa: F401
 import numpy as np
 import torch
 import transformers
-from transformers import (CamembertConfig, CamembertModel, ElectraConfig, ElectraForSequenceClassification,
-                          ElectraModel, RobertaConfig, RobertaForSequenceClassification, RobertaModel)
+from transformers import (CamembertConfig, CamembertModel, ElectraConfig, ElectraForPreTraining,
+                          ElectraForSequenceClassification, ElectraModel, RobertaConfig,
+                          RobertaForSequenceClassification, RobertaModel)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -50,6 +54,10 @@ def models(a):
         "electra-base": (ele(a.hidden // 2), ElectraModel, (101, 102, 0), True),
         # embedding_size == hidden_size: no projection (electra-base-discriminator's shape).
         "electra-seqcls": (ele(a.hidden, **LABELS), ElectraForSequenceClassification, (101, 102, 0), True),
+        # A discriminator as google/electra-*-discriminator are published (ElectraForPreTraining):
+        # embedding_size != hidden_size (electra-small's shape), the replaced-token detection head
+        # (discriminator_predictions: dense, hidden_act, dense_prediction: one logit per token).
+        "electra-discriminator": (ele(a.hidden // 2), ElectraForPreTraining, (101, 102, 0), True),
     }
 
 
@@ -115,10 +123,13 @@ def main():
     ap.add_argument("--intermediate", type=int, default=64)
     ap.add_argument("--vocab", type=int, default=1000)
     ap.add_argument("--max-pos", dest="max_pos", type=int, default=64)
+    ap.add_argument("--only", nargs="*", default=None, help="make only these models (the others' seeds are unchanged)")
     a = ap.parse_args()
     torch.set_num_threads(1)  # bit-reproducible across runs
 
     for mi, (name, (cfg, cls, layout, types)) in enumerate(models(a).items()):
+        if a.only and name not in a.only:
+            continue
         inp = make_inputs(layout, types, a.vocab, torch.Generator().manual_seed(a.seed * 1000 + 100 + mi))
         torch.manual_seed(a.seed)
         model = cls(cfg)
@@ -135,6 +146,11 @@ def main():
         o2 = run(m2, inp, torch.float32)
         for k in out32:
             assert np.array_equal(out32[k], o2[k]), (name, k)
+        if cls is ElectraForPreTraining:
+            # What AutoModel opens from the folder: the encoder alone.
+            base = ElectraModel.from_pretrained(d, use_safetensors=True)
+            ob = run(base, inp, torch.float32)
+            assert np.array_equal(ob["last_hidden_state"], out32["last_hidden_state"]), name
         sd = model.state_dict()
         golden = {
             "model_class": cls.__name__,

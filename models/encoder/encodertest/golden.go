@@ -183,7 +183,7 @@ func Golden(t *testing.T, sel *selector.Selector, name string, fam *encoder.Fami
 		case "logits":
 			// Token classification's are per token: Hugging Face's at
 			// padding are whatever its attention leaves there.
-			got, perToken = out.Logits, m.Task == encoder.TaskTokenClassification
+			got, perToken = out.Logits, PerTokenLogits(m.Task)
 		case "start_logits":
 			got, perToken = out.StartLogits, true
 		case "end_logits":
@@ -217,6 +217,13 @@ func Golden(t *testing.T, sel *selector.Selector, name string, fam *encoder.Fami
 		}
 	}
 	return worst
+}
+
+// PerTokenLogits reports whether task t's logits are one row per token
+// (token classification, replaced-token detection) rather than one per
+// sequence: compared where attention_mask is 1.
+func PerTokenLogits(t encoder.Task) bool {
+	return t == encoder.TaskTokenClassification || t == encoder.TaskReplacedTokenDetection
 }
 
 // flatten reads a nested JSON array of numbers.

@@ -141,7 +141,7 @@ func GoldenInt8(t *testing.T, sel *selector.Selector, name string, fam *encoder.
 		if err != nil {
 			t.Fatalf("%s %s: forward: %v", name, prec, err)
 		}
-		for _, o := range outputsOf(ref, got) {
+		for _, o := range outputsOf(ref, got, m.Task) {
 			a, b := maskRows(o.ref, in), maskRows(o.got, in)
 			if !o.perToken {
 				a, b = o.ref, o.got
@@ -167,7 +167,7 @@ func GoldenInt8(t *testing.T, sel *selector.Selector, name string, fam *encoder.
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, o := range outputsOf(got, again) {
+		for _, o := range outputsOf(got, again, m.Task) {
 			for i := range o.ref {
 				if math.Float32bits(o.ref[i]) != math.Float32bits(o.got[i]) {
 					t.Errorf("%s %s %s: loaded artifact differs at %d: %v, before saving %v", name, prec, o.name, i, o.got[i], o.ref[i])
@@ -186,8 +186,9 @@ type outputPair struct {
 	perToken bool
 }
 
-// outputsOf pairs the outputs two forward passes both have.
-func outputsOf(a, b *encoder.TaskOutput) []outputPair {
+// outputsOf pairs the outputs two forward passes of a model of task t
+// both have.
+func outputsOf(a, b *encoder.TaskOutput, t encoder.Task) []outputPair {
 	var out []outputPair
 	add := func(name string, x, y []float32, perToken bool) {
 		if x != nil {
@@ -196,7 +197,7 @@ func outputsOf(a, b *encoder.TaskOutput) []outputPair {
 	}
 	add("last_hidden_state", a.Last, b.Last, true)
 	add("pooler_output", a.PoolerOutput, b.PoolerOutput, false)
-	add("logits", a.Logits, b.Logits, false)
+	add("logits", a.Logits, b.Logits, PerTokenLogits(t))
 	add("start_logits", a.StartLogits, b.StartLogits, true)
 	add("end_logits", a.EndLogits, b.EndLogits, true)
 	return out
