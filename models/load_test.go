@@ -2,7 +2,9 @@ package models_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -47,8 +49,8 @@ func checkpointDir(t *testing.T, dir string) string {
 }
 
 // checkpoints are every shared checkpoint, and every golden committed
-// into testdata/golden, with the family and task that Load must pick
-// from its config.json alone, and its number of labels.
+// into testdata (golden, mlm, tasks), with the family and task that Load
+// must pick from its config.json alone, and its number of labels.
 var checkpoints = []struct {
 	dir    string
 	family string
@@ -86,11 +88,20 @@ var checkpoints = []struct {
 	{"testdata/golden/electra-base", "electra", models.TaskBase, 0, false},
 	{"testdata/golden/electra-seqcls", "electra", models.TaskSequenceClassification, 3, false},
 	{"testdata/golden/electra-discriminator", "electra", models.TaskReplacedTokenDetection, 0, false},
+	{"testdata/mlm/bert-mlm", "bert", models.TaskMaskedLM, 0, true},
+	{"testdata/mlm/distilbert-mlm", "distilbert", models.TaskMaskedLM, 0, true},
+	{"testdata/mlm/xlm-roberta-mlm", "xlm-roberta", models.TaskMaskedLM, 0, false},
+	{"testdata/tasks/bert-ner", "bert", models.TaskTokenClassification, 9, true},
+	{"testdata/tasks/xlmr-ner", "xlm-roberta", models.TaskTokenClassification, 9, true},
+	{"testdata/tasks/xlmr-nli", "xlm-roberta", models.TaskSequenceClassification, 3, true},
+	{"testdata/tasks/deberta-nli", "deberta-v2", models.TaskSequenceClassification, 3, false},
 }
 
-// golden is what the three kinds of golden.json hold: inputs and outputs
-// (golden/models), inputs and logits (golden/heads), or top-level ids and
-// logits (the trained SST-2 models).
+// golden is what the five kinds of golden.json hold: inputs and outputs
+// (golden/models), inputs and logits (golden/heads), top-level ids and
+// logits (the trained SST-2 models), inputs with the logits in
+// logits.f32 (testdata/mlm), or pipeline cases with their ids and
+// logits (testdata/tasks).
 type golden struct {
 	Inputs        map[string][][]int32       `json:"inputs"`
 	Outputs       map[string]json.RawMessage `json:"outputs"`
@@ -98,6 +109,73 @@ type golden struct {
 	AttentionMask [][]int32                  `json:"attention_mask"`
 	TokenTypeIDs  [][]int32                  `json:"token_type_ids"`
 	Logits        json.RawMessage            `json:"logits"`
+	LogitsShape   []int                      `json:"logits_shape"`
+	Cases         []goldenCase               `json:"cases"`
+}
+
+// goldenCase is one case of a testdata/tasks golden: a NER text's ids and
+// its logits per token, or a zero-shot case's (premise, hypothesis) ids
+// and the logits of each pair.
+type goldenCase struct {
+	IDs     []int32     `json:"ids"`
+	PairIDs [][]int32   `json:"pair_ids"`
+	Logits  [][]float64 `json:"logits"`
+}
+
+// casesInputs are the distinct sequences of a tasks golden's cases, packed
+// (one pass, no padding), and their logits in the same order: one row per
+// token for NER, one per pair for zero-shot.
+func casesInputs(t *testing.T, cases []goldenCase) (*models.Inputs, map[string][]float64) {
+	t.Helper()
+	in := &models.Inputs{}
+	var logits []float64
+	seen := map[string]bool{}
+	add := func(ids []int32, rows [][]float64) {
+		key := fmt.Sprint(ids)
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		in.Lens = append(in.Lens, len(ids))
+		in.IDs = append(in.IDs, ids...)
+		in.Seq = max(in.Seq, len(ids))
+		for _, r := range rows {
+			logits = append(logits, r...)
+		}
+	}
+	for _, c := range cases {
+		switch {
+		case c.IDs != nil:
+			require.Len(t, c.Logits, len(c.IDs), "a NER case's logits: one row per token")
+			add(c.IDs, c.Logits)
+		case c.Logits != nil:
+			require.Len(t, c.Logits, len(c.PairIDs), "a zero-shot case's logits: one row per pair")
+			for i, ids := range c.PairIDs {
+				add(ids, c.Logits[i:i+1])
+			}
+		}
+	}
+	require.NotEmpty(t, in.Lens, "golden cases with logits")
+	in.Batch = len(in.Lens)
+	return in, map[string][]float64{"logits": logits}
+}
+
+// readLogitsF32 reads testdata/mlm's logits.f32: little-endian float32
+// values of the given shape.
+func readLogitsF32(t *testing.T, dir string, shape []int) []float64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "logits.f32"))
+	require.NoError(t, err)
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	require.Len(t, b, 4*n, "logits.f32 for shape %v", shape)
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+	}
+	return out
 }
 
 func readGolden(t *testing.T, dir string) (*models.Inputs, map[string][]float64) {
@@ -106,6 +184,9 @@ func readGolden(t *testing.T, dir string) (*models.Inputs, map[string][]float64)
 	require.NoError(t, err)
 	var g golden
 	require.NoError(t, json.Unmarshal(raw, &g))
+	if g.Cases != nil {
+		return casesInputs(t, g.Cases)
+	}
 	if g.Inputs != nil {
 		g.InputIDs, g.AttentionMask, g.TokenTypeIDs = g.Inputs["input_ids"], g.Inputs["attention_mask"], g.Inputs["token_type_ids"]
 	}
@@ -128,6 +209,9 @@ func readGolden(t *testing.T, dir string) (*models.Inputs, map[string][]float64)
 	want := map[string][]float64{}
 	for k, v := range outs {
 		want[k] = flatten(t, v)
+	}
+	if g.LogitsShape != nil {
+		want["logits"] = readLogitsF32(t, dir, g.LogitsShape)
 	}
 	return in, want
 }
@@ -178,16 +262,22 @@ func TestLoadEverySharedCheckpoint(t *testing.T) {
 			got := map[string][]float32{"last_hidden_state": out.Last, "pooler_output": out.PoolerOutput,
 				"logits": out.Logits, "start_logits": out.StartLogits, "end_logits": out.EndLogits}
 			perToken := map[string]bool{"last_hidden_state": true, "start_logits": true, "end_logits": true,
-				"logits": c.task == models.TaskTokenClassification || c.task == models.TaskReplacedTokenDetection}
+				"logits": c.task == models.TaskTokenClassification || c.task == models.TaskReplacedTokenDetection ||
+					c.task == models.TaskMaskedLM}
 			require.NotEmpty(t, want)
 			for key, w := range want {
 				g, ok := got[key]
 				require.True(t, ok, "unknown golden output %q", key)
 				require.Len(t, g, len(w), key)
-				per := len(w) / (in.Batch * in.Seq)
+				// Packed inputs (Lens) have no padding: every row counts.
+				rows := in.Batch * in.Seq
+				if in.Lens != nil {
+					rows = len(in.IDs)
+				}
+				per := len(w) / rows
 				maxRef, maxDiff := 0.0, 0.0
 				for i := range w {
-					if perToken[key] && in.Mask[i/max(per, 1)] == 0 {
+					if perToken[key] && in.Mask != nil && in.Mask[i/max(per, 1)] == 0 {
 						continue
 					}
 					maxRef = math.Max(maxRef, math.Abs(w[i]))
@@ -198,6 +288,35 @@ func TestLoadEverySharedCheckpoint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEveryGoldenListed: every model folder committed into the golden
+// folders of testdata (golden, mlm, tasks: a config.json beside
+// model.safetensors) is in checkpoints, so that the parity test covers
+// each golden as it is added. (testdata/sentence holds sentence-transformers
+// modules over the shared models.)
+func TestEveryGoldenListed(t *testing.T) {
+	listed := map[string]bool{}
+	for _, c := range checkpoints {
+		listed[c.dir] = true
+	}
+	found := 0
+	for _, root := range []string{"testdata/golden", "testdata/mlm", "testdata/tasks"} {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "model.safetensors" {
+				return err
+			}
+			dir := filepath.ToSlash(filepath.Dir(path))
+			if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+				return nil
+			}
+			found++
+			assert.True(t, listed[dir], "%s is a model folder the parity test does not list (checkpoints)", dir)
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	require.GreaterOrEqual(t, found, 20, "model folders under testdata's golden folders")
 }
 
 // writeConfig makes a model folder holding only config.json.

@@ -260,7 +260,8 @@ def make_nli(out, seed):
                         r = pipe.postprocess(outs, multi_label=multi)
                         cases.append({"text": text, "template": template, "candidate_labels": labels,
                                       "order": order, "multi_label": multi, "result": r,
-                                      "pair_ids": [o["ids"] for o in outs]})
+                                      "pair_ids": [o["ids"] for o in outs],
+                                      "logits": [o["logits"][0].tolist() for o in outs]})
     model.config.id2label, model.config.label2id = id2label, {v: k for k, v in id2label.items()}
     json.dump({"source": "transformers 4.31 ZeroShotClassificationPipeline; HF Rust tokenizers",
                "orders": {k: {str(i): l for i, l in v.items()} for k, v in orders.items()}, "cases": cases},
