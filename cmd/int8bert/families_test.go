@@ -34,6 +34,7 @@ func TestInfoModelFamilies(t *testing.T) {
 		{"camembert-base", "CamemBERT", "camembert", "CamembertModel"},
 		{"electra-base", "ELECTRA", "electra", "ElectraModel"},
 		{"electra-seqcls", "ELECTRA", "electra", "ElectraForSequenceClassification"},
+		{"electra-discriminator", "ELECTRA", "electra", "ElectraForPreTraining"},
 	} {
 		t.Run(c.golden, func(t *testing.T) {
 			model := committedGolden(t, c.golden)
