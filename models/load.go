@@ -259,16 +259,29 @@ func resolveModel(ctx context.Context, pathOrID, revision string, log *slog.Logg
 		if !errors.Is(err, checkpoint.ErrNotFound) {
 			return "", fmt.Errorf("models: %s: tokenizer.json: %w", pathOrID, err)
 		}
-		// Without tokenizer.json: vocab.txt, else a SentencePiece model
-		// (converted at load, tokenizer.FromSentencePiece).
+		// Without tokenizer.json: vocab.txt, else a byte-level BPE
+		// vocab.json with merges.txt (and added_tokens.json where the
+		// repository has one), else a SentencePiece model (converted at
+		// load, tokenizer.FromSentencePiece).
 		var found error
-		for _, name := range []string{"vocab.txt", "spm.model", "sentencepiece.bpe.model"} {
-			if _, found = hub.Resolve(ctx, pathOrID, revision, name); found == nil || !errors.Is(found, checkpoint.ErrNotFound) {
+		name := ""
+		for _, name = range []string{"vocab.txt", "vocab.json", "spm.model", "sentencepiece.bpe.model"} {
+			_, found = hub.Resolve(ctx, pathOrID, revision, name)
+			if found == nil && name == "vocab.json" {
+				// Only with merges.txt, as tokenizer.Find takes it.
+				_, found = hub.Resolve(ctx, pathOrID, revision, "merges.txt")
+			}
+			if found == nil || !errors.Is(found, checkpoint.ErrNotFound) {
 				break
 			}
 		}
 		if found != nil {
-			return "", fmt.Errorf("models: %s: no tokenizer.json, and vocab.txt, spm.model or sentencepiece.bpe.model: %w", pathOrID, found)
+			return "", fmt.Errorf("models: %s: no tokenizer.json, and vocab.txt, vocab.json with merges.txt, spm.model or sentencepiece.bpe.model: %w", pathOrID, found)
+		}
+		if name == "vocab.json" {
+			if _, err := hub.Resolve(ctx, pathOrID, revision, "added_tokens.json"); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+				return "", fmt.Errorf("models: %s: added_tokens.json: %w", pathOrID, err)
+			}
 		}
 		if _, err := hub.Resolve(ctx, pathOrID, revision, "tokenizer_config.json"); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
 			return "", fmt.Errorf("models: %s: tokenizer_config.json: %w", pathOrID, err)

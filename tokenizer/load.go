@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,7 +23,8 @@ import (
 // one of them (tokenizer.json preferred, then vocab.txt, then vocab.json
 // with merges.txt, then spm.model, then sentencepiece.bpe.model;
 // tokenizer_config.json next to the others supplies do_lower_case,
-// add_prefix_space and friends).
+// add_prefix_space and friends, and added_tokens.json the legacy BPE
+// pair's added tokens).
 func Load(path string) (*Tokenizer, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -810,7 +813,7 @@ func FromVocab(vocabTxt, configJSON []byte) (_ *Tokenizer, err error) {
 }
 
 // loadVocabMerges reads dir's vocab.json and merges.txt (and
-// tokenizer_config.json when there is one).
+// tokenizer_config.json and added_tokens.json when they are there).
 func loadVocabMerges(dir string) (*Tokenizer, error) {
 	vocab, err := readLimited(filepath.Join(dir, "vocab.json"), MaxFileSize)
 	if err != nil {
@@ -824,7 +827,14 @@ func loadVocabMerges(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := FromVocabMerges(vocab, merges, cfg)
+	added, err := readLimited(filepath.Join(dir, "added_tokens.json"), MaxConfigSize)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		added = nil
+	case err != nil:
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	t, err := FromVocabMergesAdded(vocab, merges, cfg, added)
 	if err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, dir)
 	}
@@ -842,7 +852,23 @@ func loadVocabMerges(dir string) (*Tokenizer, error) {
 // add_prefix_space, trim_offsets and the special tokens' names
 // (bos_token, eos_token, sep_token, cls_token, unk_token, pad_token,
 // mask_token, each a string or an object with "content").
-func FromVocabMerges(vocabJSON, mergesTxt, configJSON []byte) (_ *Tokenizer, err error) {
+func FromVocabMerges(vocabJSON, mergesTxt, configJSON []byte) (*Tokenizer, error) {
+	return FromVocabMergesAdded(vocabJSON, mergesTxt, configJSON, nil)
+}
+
+// FromVocabMergesAdded is FromVocabMerges with, when addedTokensJSON is not
+// nil, the added_tokens.json beside them (token to id), read as
+// transformers 4.31's from_pretrained reads it for a folder without
+// tokenizer.json (docs/DESIGN.md section 2.5): the tokens in the order
+// of their ids, each id the tokenizer's size so far (vocab.json's
+// entries and the tokens added before it), else an error wrapping
+// ErrFormat, as transformers refuses such a file; a token is special
+// when it is one of the special tokens' names, and runs of special and
+// of other tokens are added in turn: a new token takes the next id, a
+// special token already in vocab.json keeps its id, and an ordinary one
+// already there is left as the vocabulary has it. Special tokens
+// missing from vocab.json come after them.
+func FromVocabMergesAdded(vocabJSON, mergesTxt, configJSON, addedTokensJSON []byte) (_ *Tokenizer, err error) {
 	defer func() {
 		if err != nil {
 			err = formatError{err}
@@ -923,10 +949,35 @@ func FromVocabMerges(vocabJSON, mergesTxt, configJSON []byte) (_ *Tokenizer, err
 		Special    bool   `json:"special"`
 	}
 	var added []addedJSON
+	// byContent indexes added by content.
+	byContent := map[string]int{}
+	if addedTokensJSON != nil {
+		special := map[string]bool{}
+		for _, s := range names {
+			special[s] = true
+		}
+		extra, err := readAddedTokens(addedTokensJSON, vocab, special)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range extra {
+			byContent[a.Content] = len(added)
+			added = append(added, addedJSON{ID: a.ID, Content: a.Content, Normalized: !a.Special, Special: a.Special})
+			next = max(next, a.ID+1)
+		}
+	}
 	seen := map[string]int32{}
 	for _, key := range []string{"bos_token", "pad_token", "eos_token", "unk_token", "sep_token", "cls_token", "mask_token"} {
 		s := names[key]
 		if _, ok := seen[s]; ok {
+			continue
+		}
+		if i, ok := byContent[s]; ok {
+			// Already added: it keeps its id and takes the special
+			// token's settings, as transformers' last pass over the
+			// special tokens gives them.
+			added[i] = addedJSON{ID: added[i].ID, Content: s, LStrip: key == "mask_token", Special: true}
+			seen[s] = added[i].ID
 			continue
 		}
 		id, ok := vocab[s]
@@ -954,6 +1005,94 @@ func FromVocabMerges(vocabJSON, mergesTxt, configJSON []byte) (_ *Tokenizer, err
 		return nil, fmt.Errorf("%w (from vocab.json and merges.txt)", err)
 	}
 	return t, nil
+}
+
+// addedToken is one token of an added_tokens.json as the tokenizer holds
+// it.
+type addedToken struct {
+	ID      int32
+	Content string
+	Special bool
+}
+
+// readAddedTokens reads an added_tokens.json (token to id) beside a
+// vocab.json as transformers 4.31's PreTrainedTokenizerBase.from_pretrained
+// adds it to a fast tokenizer made from the slow files, with the Rust
+// tokenizers' AddedVocabulary (0.13) under it: sorted by id, each id must
+// be the tokenizer's size so far (the vocabulary's entries, the new tokens
+// added and those of the run not added yet); runs of special (in special)
+// and of other tokens are added in turn, a new token at the vocabulary's
+// size plus the new tokens before it, a special one already in the
+// vocabulary at its id, an ordinary one already there not at all.
+func readAddedTokens(data []byte, vocab map[string]int32, special map[string]bool) ([]addedToken, error) {
+	var m map[string]int64
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("tokenizer: added_tokens.json: want an object of token to id: %w", err)
+	}
+	type entry struct {
+		tok string
+		id  int64
+	}
+	entries := make([]entry, 0, len(m))
+	for tok, id := range m {
+		if tok == "" {
+			return nil, errors.New("tokenizer: added_tokens.json: an empty token")
+		}
+		entries = append(entries, entry{tok, id})
+	}
+	slices.SortFunc(entries, func(a, b entry) int {
+		if c := cmp.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return strings.Compare(a.tok, b.tok)
+	})
+	ids := make(map[int32]bool, len(vocab))
+	for _, id := range vocab {
+		ids[id] = true
+	}
+	var out []addedToken
+	fresh := 0 // tokens added that vocab.json lacks
+	has := map[string]bool{}
+	var run []string
+	runSpecial := false
+	flush := func() error {
+		for _, s := range run {
+			if has[s] {
+				continue
+			}
+			if id, ok := vocab[s]; ok {
+				if runSpecial {
+					out, has[s] = append(out, addedToken{id, s, true}), true
+				}
+				continue
+			}
+			id := int32(len(vocab) + fresh)
+			if ids[id] {
+				return fmt.Errorf("tokenizer: added_tokens.json: %q would take id %d, which vocab.json gives another token (its ids are not 0 to %d)",
+					s, id, len(vocab)-1)
+			}
+			fresh++
+			out, has[s] = append(out, addedToken{id, s, runSpecial}), true
+		}
+		run = run[:0]
+		return nil
+	}
+	for i, e := range entries {
+		if want := int64(len(vocab) + fresh + len(run)); e.id != want {
+			return nil, fmt.Errorf("tokenizer: added_tokens.json: %q has id %d, want %d (the tokenizer's size before it; transformers refuses a non-consecutive added token)",
+				e.tok, e.id, want)
+		}
+		if sp := special[e.tok]; i > 0 && sp != runSpecial {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+		run, runSpecial = append(run, e.tok), special[e.tok]
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ErrFormat is wrapped by every error that the contents of a tokenizer

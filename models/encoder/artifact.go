@@ -158,7 +158,7 @@ func (m *TaskModel) Save(dir string) error {
 	// Every file tokenizer.Find may read, so that the artifact keeps the
 	// model's tokenizer.
 	for _, f := range []string{"config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
-		"vocab.json", "merges.txt", "spm.model", "sentencepiece.bpe.model"} {
+		"vocab.json", "merges.txt", "added_tokens.json", "spm.model", "sentencepiece.bpe.model"} {
 		src := filepath.Join(m.dir, f)
 		if !fileExists(src) {
 			continue
