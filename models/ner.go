@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -94,6 +95,15 @@ type TokenClassifyOptions struct {
 	// than AggregateNone) left out of the result: nil is the pipeline's
 	// default, ["O"]; an empty, non-nil slice leaves out nothing.
 	IgnoreLabels []string
+	// Stride, when set, runs the whole of a text longer than MaxLength
+	// rather than its first MaxLength tokens, as the pipeline's stride:
+	// overflowing windows of MaxLength tokens sharing *Stride tokens,
+	// each aggregated and filtered, then the windows' entities merged
+	// where they overlap (of entities starting inside the one before,
+	// the longer is kept, on equal length the more confident). nil is the
+	// pipeline's default (truncation); it needs a strategy other than
+	// AggregateNone and 0 <= *Stride < MaxLength (ErrInput otherwise).
+	Stride *int
 }
 
 // Entity is one token (AggregateNone) or one group of tokens, as the
@@ -122,7 +132,8 @@ type Entity struct {
 // TokenClassify finds the entities of each text with a token
 // classification (NER) head, as Hugging Face's token-classification
 // pipeline (transformers 4.31) does with a fast tokenizer: texts longer
-// than MaxLength are truncated, every non-special token is scored by the
+// than MaxLength are truncated (with o.Stride, run in overflowing
+// windows whose entities are merged), every non-special token is scored by the
 // softmax of its logits, and o says how tokens become entities. The model
 // must have a token classification head; bad options are errors wrapping
 // ErrInput.
@@ -149,13 +160,33 @@ func (p *Pipeline) TokenClassify(ctx context.Context, texts []string, o TokenCla
 		return nil, err
 	}
 	to.InputsOnly = false // offsets, tokens and the special tokens' mask
+	if s := o.Stride; s != nil {
+		// The pipeline's own checks (_sanitize_parameters).
+		switch {
+		case *s < 0 || *s >= to.MaxLength:
+			return nil, fmt.Errorf("models: token classify: stride %d: want 0 to %d, less than the maximum length: %w", *s, to.MaxLength-1, ErrInput)
+		case o.AggregationStrategy == AggregateNone:
+			return nil, fmt.Errorf("models: token classify: a stride needs an aggregation strategy other than none (the pipeline's rule): %w", ErrInput)
+		}
+		to.Overflow, to.Stride = true, *s
+	}
+	// encs are the texts' windows (one per text without a stride), of
+	// text owner[i].
 	var encs []tokenizer.Encoding
+	var owner []int
 	for lo := 0; lo < len(texts); lo += encodeChunk {
 		e, err := tok.EncodeBatch(ctx, texts[lo:min(lo+encodeChunk, len(texts))], to)
 		if err != nil {
 			return nil, inputError(ctx, "token classify", err)
 		}
-		encs = append(encs, e...)
+		for k := range e {
+			more := e[k].Overflowing
+			e[k].Overflowing = nil
+			encs, owner = append(encs, e[k]), append(owner, lo+k)
+			for _, w := range more {
+				encs, owner = append(encs, w), append(owner, lo+k)
+			}
+		}
 	}
 	seqs := make([]encoder.Tokens, len(encs))
 	for i := range encs {
@@ -179,19 +210,55 @@ func (p *Pipeline) TokenClassify(ctx context.Context, texts []string, o TokenCla
 	}
 	nc := nerContext{tok: tok, labels: p.m.Labels, prefix: tok.ContinuingSubwordPrefix(), unk: tok.Special().UNK}
 	res := make([][]Entity, len(texts))
+	windows := make([]int, len(texts))
 	for i := range encs {
-		ents, err := nc.entities(texts[i], &encs[i], logits[i], o.AggregationStrategy)
+		t := owner[i]
+		ents, err := nc.entities(texts[t], &encs[i], logits[i], o.AggregationStrategy)
 		if err != nil {
 			return nil, err
 		}
-		res[i] = []Entity{}
+		if res[t] == nil {
+			res[t] = []Entity{}
+		}
+		windows[t]++
 		for _, e := range ents {
 			if !slices.Contains(ignore, e.Entity+e.EntityGroup) {
-				res[i] = append(res[i], e)
+				res[t] = append(res[t], e)
 			}
 		}
 	}
+	for t, n := range windows {
+		if n > 1 {
+			res[t] = mergeOverlapping(res[t])
+		}
+	}
 	return res, nil
+}
+
+// mergeOverlapping is the pipeline's aggregate_overlapping_entities on
+// the entities of a text's windows: sorted by start (stably), then of an
+// entity that starts inside the one kept before it and that one, the
+// longer is kept, on equal length the one with the higher score.
+func mergeOverlapping(ents []Entity) []Entity {
+	if len(ents) == 0 {
+		return ents
+	}
+	slices.SortStableFunc(ents, func(a, b Entity) int { return cmp.Compare(a.Start, b.Start) })
+	var out []Entity
+	prev := ents[0]
+	// As the pipeline's loop, from the first entity itself.
+	for _, e := range ents {
+		if prev.Start <= e.Start && e.Start < prev.End {
+			cur, was := e.End-e.Start, prev.End-prev.Start
+			if cur > was || cur == was && e.Score > prev.Score {
+				prev = e
+			}
+			continue
+		}
+		out = append(out, prev)
+		prev = e
+	}
+	return append(out, prev)
 }
 
 // nerContext is what the post-processing reads of the model and its

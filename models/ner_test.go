@@ -1,16 +1,19 @@
 package models_test
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder/encodertest"
+	"github.com/int8bert/int8bert/tokenizer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -204,4 +207,130 @@ func oneInput(ids []int32) *models.Inputs {
 		in.Mask[i] = 1
 	}
 	return in
+}
+
+// nerStrideGolden is testdata/tasks/*-ner/golden_stride.json.gz
+// (scripts/oracle/make_ner_stride_golden.py): per maximum length, stride
+// and text, the Rust tokenizer's overflowing windows and the pipeline's
+// entities with that stride.
+type nerStrideGolden struct {
+	Cases []struct {
+		MaxLength int    `json:"max_length"`
+		Stride    int    `json:"stride"`
+		Text      string `json:"text"`
+		Windows   []struct {
+			IDs []int32 `json:"ids"`
+		} `json:"windows"`
+		Runs []struct {
+			Strategy string       `json:"aggregation_strategy"`
+			Ignore   []string     `json:"ignore_labels"`
+			Entities []goldEntity `json:"entities"`
+		} `json:"runs"`
+	} `json:"cases"`
+}
+
+// TestTokenClassifyStrideGolden: with a stride, TokenClassify runs texts
+// longer than MaxLength in the Rust tokenizer's overflowing windows and
+// gives the entities of Hugging Face's pipeline with that stride (each
+// window aggregated and filtered, then merged where they overlap), for
+// every strategy but none and ignore_labels defaulted and empty; all of a
+// batch's texts at once give the same.
+func TestTokenClassifyStrideGolden(t *testing.T) {
+	sel := encodertest.Selector(t)
+	ctx := context.Background()
+	for _, name := range nerModels {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("testdata", "tasks", name)
+			f, err := os.Open(filepath.Join(dir, "golden_stride.json.gz"))
+			require.NoError(t, err)
+			defer f.Close()
+			zr, err := gzip.NewReader(f)
+			require.NoError(t, err)
+			var g nerStrideGolden
+			require.NoError(t, json.NewDecoder(zr).Decode(&g))
+			require.NotEmpty(t, g.Cases)
+			pipes := map[int]*models.Pipeline{}
+			defer func() {
+				for _, p := range pipes {
+					p.Close()
+				}
+			}()
+			multi := 0
+			batches := map[[2]int][]int{} // (max length, stride) -> cases
+			for ci, c := range g.Cases {
+				p := pipes[c.MaxLength]
+				if p == nil {
+					p, err = models.Load(ctx, dir, models.Options{Selector: sel, Threads: 1, MaxLength: c.MaxLength})
+					require.NoError(t, err)
+					pipes[c.MaxLength] = p
+				}
+				batches[[2]int{c.MaxLength, c.Stride}] = append(batches[[2]int{c.MaxLength, c.Stride}], ci)
+				// The windows are the Rust tokenizer's.
+				enc, err := p.Tok.Encode(c.Text, tokenizer.Options{MaxLength: c.MaxLength, Truncation: tokenizer.LongestFirst,
+					Overflow: true, Stride: c.Stride})
+				require.NoError(t, err)
+				wins := append([]tokenizer.Encoding{enc}, enc.Overflowing...)
+				require.Len(t, wins, len(c.Windows), "case %d windows", ci)
+				for wi, w := range c.Windows {
+					require.Equal(t, w.IDs, wins[wi].IDs, "case %d window %d ids", ci, wi)
+				}
+				if len(wins) > 1 {
+					multi++
+				}
+				stride := c.Stride
+				for _, r := range c.Runs {
+					strat, err := models.ParseAggregationStrategy(r.Strategy)
+					require.NoError(t, err)
+					o := models.TokenClassifyOptions{AggregationStrategy: strat, IgnoreLabels: r.Ignore, Stride: &stride}
+					got, err := p.TokenClassify(ctx, []string{c.Text}, o)
+					require.NoError(t, err)
+					compareEntities(t, r.Entities, got[0], "%s case %d (max %d stride %d) %s ignore %v", name, ci, c.MaxLength, c.Stride, r.Strategy, r.Ignore)
+				}
+			}
+			require.Greater(t, multi, len(g.Cases)/2, "cases that overflow")
+			for key, cis := range batches {
+				var texts []string
+				for _, ci := range cis {
+					texts = append(texts, g.Cases[ci].Text)
+				}
+				stride := key[1]
+				all, err := pipes[key[0]].TokenClassify(ctx, texts, models.TokenClassifyOptions{AggregationStrategy: models.AggregateMax, Stride: &stride})
+				require.NoError(t, err)
+				for k, ci := range cis {
+					for _, r := range g.Cases[ci].Runs {
+						if r.Strategy == "max" && r.Ignore == nil {
+							compareEntities(t, r.Entities, all[k], "batch (max %d stride %d) case %d", key[0], key[1], ci)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTokenClassifyStrideErrors: the pipeline's refusals of a stride.
+func TestTokenClassifyStrideErrors(t *testing.T) {
+	sel := encodertest.Selector(t)
+	ctx := context.Background()
+	dir, _ := readNERGolden(t, "bert-ner")
+	p, err := models.Load(ctx, dir, models.Options{Selector: sel, Threads: 1, MaxLength: 16})
+	require.NoError(t, err)
+	defer p.Close()
+	for _, c := range []struct {
+		stride int
+		strat  models.AggregationStrategy
+		want   string
+	}{
+		{-1, models.AggregateSimple, "stride -1"},
+		{16, models.AggregateSimple, "stride 16: want 0 to 15"},
+		{4, models.AggregateNone, "aggregation strategy other than none"},
+		// Under the maximum length, but not under the tokens left after
+		// [CLS] and [SEP]: the tokenizer's refusal.
+		{14, models.AggregateFirst, "stride 14"},
+	} {
+		s := c.stride
+		_, err := p.TokenClassify(ctx, []string{strings.Repeat("berlin ", 30)}, models.TokenClassifyOptions{AggregationStrategy: c.strat, Stride: &s})
+		assert.True(t, errors.Is(err, models.ErrInput), "stride %d: %v", c.stride, err)
+		assert.ErrorContains(t, err, c.want)
+	}
 }
