@@ -10,12 +10,13 @@ import (
 )
 
 // nerRequest is our /ner: a text or a list of texts, and the Hugging Face
-// token-classification pipeline's aggregation_strategy and ignore_labels
-// (absent: ["O"]).
+// token-classification pipeline's aggregation_strategy, ignore_labels
+// (absent: ["O"]) and stride (absent: texts truncated).
 type nerRequest struct {
 	Inputs              json.RawMessage `json:"inputs"`
 	AggregationStrategy string          `json:"aggregation_strategy"`
 	IgnoreLabels        *[]string       `json:"ignore_labels"`
+	Stride              *int            `json:"stride"`
 	Model               string          `json:"model"`
 }
 
@@ -83,7 +84,7 @@ func (s *Server) ner(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return invalid("%v", err)
 	}
-	o := models.TokenClassifyOptions{AggregationStrategy: a}
+	o := models.TokenClassifyOptions{AggregationStrategy: a, Stride: req.Stride}
 	if req.IgnoreLabels != nil {
 		o.IgnoreLabels = append([]string{}, *req.IgnoreLabels...)
 	}

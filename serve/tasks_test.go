@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
@@ -37,6 +38,19 @@ func TestNERAndZeroShotRoutes(t *testing.T) {
 	require.Len(t, all, 2)
 	assert.Len(t, all[0], 10, "every token without ignore_labels")
 
+	// With a stride, a text longer than the maximum length (64) is run
+	// whole, as the library runs it.
+	long := strings.Repeat("Wolfgang and Angela live in Berlin. ", 12)
+	stride := 16
+	want, err = p.TokenClassify(ctx, []string{long}, models.TokenClassifyOptions{AggregationStrategy: models.AggregateFirst, Stride: &stride})
+	require.NoError(t, err)
+	trunc, err := p.TokenClassify(ctx, []string{long}, models.TokenClassifyOptions{AggregationStrategy: models.AggregateFirst})
+	require.NoError(t, err)
+	require.Greater(t, want[0][len(want[0])-1].End, trunc[0][len(trunc[0])-1].End, "the stride reaches past the truncation")
+	code, b = post(t, ts, "/ner", `{"inputs": "`+long+`", "aggregation_strategy": "first", "stride": 16, "model": "ner"}`)
+	require.Equal(t, 200, code, "%s", b)
+	assert.Equal(t, want[0], decode[[]models.Entity](t, b))
+
 	nli, err := models.Load(ctx, tasksModel("xlmr-nli"), models.Options{Selector: loadOptions(t).Selector})
 	require.NoError(t, err)
 	defer nli.Close()
@@ -58,6 +72,8 @@ func TestNERAndZeroShotRoutes(t *testing.T) {
 		{"/ner", `{"inputs": [], "model": "ner"}`, 422, "`inputs` is required"},
 		{"/ner", `{"inputs": "x", "aggregation_strategy": "longest", "model": "ner"}`, 422, "aggregation_strategy"},
 		{"/ner", `{"inputs": "x", "model": "nli"}`, 424, "token classification"},
+		{"/ner", `{"inputs": "x", "stride": 4, "model": "ner"}`, 422, "aggregation strategy other than none"},
+		{"/ner", `{"inputs": "x", "aggregation_strategy": "simple", "stride": 64, "model": "ner"}`, 422, "stride 64"},
 		{"/zero-shot", `{"inputs": "x", "candidate_labels": [], "model": "nli"}`, 422, "`candidate_labels` is required"},
 		{"/zero-shot", `{"inputs": "x", "candidate_labels": "a", "hypothesis_template": "about", "model": "nli"}`, 422, "no {}"},
 		{"/zero-shot", `{"inputs": "x", "candidate_labels": "a", "model": "ner"}`, 424, "NLI"},

@@ -11,7 +11,7 @@
 //	int8bert embed --model MODEL [--precision P] [--pooling cls|mean|last-token|splade] [--normalize=true] [text ...]
 //	int8bert qa --model MODEL --question Q [--precision P] [--n-best 1] [--max-answer-length 30] [--doc-stride 128] [context ...]
 //	int8bert fill-mask --model MODEL [--precision P] [--top-k 5] [--targets w1,w2] [text ...]
-//	int8bert ner --model MODEL [--precision P] [--aggregation-strategy none] [--ignore-labels O] [text ...]
+//	int8bert ner --model MODEL [--precision P] [--aggregation-strategy none] [--ignore-labels O] [--stride N] [text ...]
 //	int8bert zero-shot --model MODEL --labels a,b [--precision P] [--hypothesis-template T] [--multi-label] [text ...]
 //	int8bert forward --model DIR --inputs FILE.json [--out FILE.json] [--precision P]
 //	int8bert tokenize --tokenizer FILE [--pair] [--max-length N] [--pad] [--no-special]
@@ -97,7 +97,7 @@ usage:
   int8bert embed --model DIR-or-id [--pooling cls|mean|last-token|splade] [text ...]
   int8bert qa --model DIR-or-id --question Q [context ...]
   int8bert fill-mask --model DIR-or-id [--top-k 5] [--targets w1,w2] [text ...]   the mask tokens' candidates (a ForMaskedLM model)
-  int8bert ner --model DIR-or-id [--aggregation-strategy none|simple|first|average|max] [--ignore-labels O] [text ...]
+  int8bert ner --model DIR-or-id [--aggregation-strategy none|simple|first|average|max] [--ignore-labels O] [--stride N] [text ...]
                                  entities per text (a ForTokenClassification model)
   int8bert zero-shot --model DIR-or-id --labels a,b,c [--hypothesis-template T] [--multi-label] [text ...]
                                  candidate labels per text, best first (an NLI classifier)

@@ -14,6 +14,8 @@ import (
 type taskFlags struct {
 	aggregation *string
 	ignore      *string
+	stride      *int
+	fs          *flag.FlagSet
 	labels      *string
 	template    *string
 	multiLabel  *bool
@@ -23,6 +25,8 @@ func addTaskFlags(fs *flag.FlagSet) *taskFlags {
 	return &taskFlags{
 		aggregation: fs.String("aggregation-strategy", "none", "ner: none, simple, first, average or max (Hugging Face's aggregation_strategy)"),
 		ignore:      fs.String("ignore-labels", "O", `ner: comma-separated labels left out of the result ("" keeps every label)`),
+		stride:      fs.Int("stride", 0, "ner: when given, run texts longer than the maximum length in overflowing windows sharing this many tokens, the entities merged (Hugging Face's stride; needs an aggregation strategy other than none); not given, they are truncated"),
+		fs:          fs,
 		labels:      fs.String("labels", "", "zero-shot: the candidate labels, comma-separated"),
 		template:    fs.String("hypothesis-template", models.DefaultHypothesisTemplate, "zero-shot: the hypothesis, {} standing for the label"),
 		multiLabel:  fs.Bool("multi-label", false, "zero-shot: score each label on its own (entailment against contradiction)"),
@@ -38,6 +42,9 @@ func (f *taskFlags) do(ctx context.Context, p *models.Pipeline, task string) (fu
 			return nil, fmt.Errorf("--aggregation-strategy: %w", err)
 		}
 		o := models.TokenClassifyOptions{AggregationStrategy: a, IgnoreLabels: []string{}}
+		if isSet(f.fs, "stride") {
+			o.Stride = f.stride
+		}
 		for _, l := range strings.Split(*f.ignore, ",") {
 			if l = strings.TrimSpace(l); l != "" {
 				o.IgnoreLabels = append(o.IgnoreLabels, l)

@@ -46,6 +46,31 @@ func TestNERCommand(t *testing.T) {
 	if !strings.Contains(out.String(), `"entity_group"`) || strings.Contains(out.String(), `"index"`) {
 		t.Errorf("ner first: %s", out.String())
 	}
+	// --stride runs a text longer than --max-length whole: entities past
+	// the truncation; without a strategy it is refused.
+	long := strings.Repeat("Wolfgang lives in Berlin. ", 8)
+	for _, stride := range []string{"", "4"} {
+		out.Reset()
+		args := []string{"--model", tasksModel("bert-ner"), "--max-length", "16", "--aggregation-strategy", "simple", "--ignore-labels", ""}
+		if stride != "" {
+			args = append(args, "--stride", stride)
+		}
+		err = runTask(context.Background(), "ner", append(args, long), nil, &out, &errb)
+		if err != nil {
+			t.Fatal(err, errb.String())
+		}
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatal(err, out.String())
+		}
+		last := r.Entities[len(r.Entities)-1].End
+		if reach := len(long) - 1; (stride == "4") != (last == reach) {
+			t.Errorf("--stride %s: entities end at %d, the text at %d", stride, last, reach)
+		}
+	}
+	err = runTask(context.Background(), "ner", []string{"--model", tasksModel("bert-ner"), "--stride", "4", long}, nil, &out, &errb)
+	if !errors.Is(err, models.ErrInput) || !strings.Contains(err.Error(), "other than none") {
+		t.Errorf("--stride with none: %v", err)
+	}
 	err = runTask(context.Background(), "ner", []string{"--model", tasksModel("bert-ner"), "--aggregation-strategy", "longest", text}, nil, &out, &errb)
 	if !errors.Is(err, models.ErrInput) || !strings.Contains(err.Error(), "aggregation_strategy") {
 		t.Errorf("bad strategy: %v", err)
