@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/int8bert/int8bert/cpu"
 )
@@ -36,6 +37,16 @@ type background struct {
 	checked  map[string]checkedDefault
 	checkMu  sync.Mutex // one quick check at a time
 	defaults atomic.Int64
+	checks   atomic.Int64 // quick checks run (Stats.Checks)
+
+	// Requests in flight (BeginRequest, EndRequest): the tuner's timed
+	// work waits for none (yieldToRequests).
+	reqMu    sync.Mutex
+	requests int           // passes in flight
+	quiet    chan struct{} // closed while requests == 0
+	lastEnd  time.Time     // when requests last fell to 0
+	yields   atomic.Int64  // waits of the tuner for requests (Stats.Yields)
+	starved  atomic.Int64  // units run beside requests after yieldMaxShare
 }
 
 type checkedDefault struct {
@@ -48,6 +59,141 @@ func (b *background) init() {
 	b.queued = map[string]bool{}
 	b.byKey = map[string]*Choice{}
 	b.checked = map[string]checkedDefault{}
+	b.quiet = make(chan struct{})
+	close(b.quiet)
+}
+
+// BeginRequest marks a request (a forward pass) in flight until its
+// EndRequest; every BeginRequest must be paired with one EndRequest. The
+// background tuner (TuneBackground) runs its timed work and its packing
+// only while no request is in flight (docs/DESIGN.md section 4.8), so
+// that a tuning does not take a request's core, its caches or its memory
+// bandwidth; under a load that never pauses it still runs, a small share
+// of the time. Passes nest: a request is in flight until every
+// BeginRequest has ended.
+func (s *Selector) BeginRequest() {
+	b := &s.bg
+	b.reqMu.Lock()
+	if b.requests == 0 {
+		b.quiet = make(chan struct{})
+	}
+	b.requests++
+	b.reqMu.Unlock()
+}
+
+// EndRequest ends a request that BeginRequest began.
+func (s *Selector) EndRequest() {
+	b := &s.bg
+	b.reqMu.Lock()
+	if b.requests > 0 {
+		b.requests--
+		if b.requests == 0 {
+			b.lastEnd = time.Now()
+			close(b.quiet)
+		}
+	}
+	b.reqMu.Unlock()
+}
+
+// The tuner yields to requests: it starts a unit of work (a candidate's
+// run or repetition, a packing) once no request has been in flight for
+// yieldGrace (back-to-back requests leave gaps of microseconds between
+// them), or, starved, after waiting yieldMaxShare times its previous
+// unit (within yieldMinWait and yieldMaxWait), so that it takes at most
+// about a tenth of the time of a load that never pauses and its tunings
+// still end.
+const (
+	yieldGrace    = time.Millisecond
+	yieldMaxShare = 9
+	yieldMinWait  = 5 * time.Millisecond
+	yieldMaxWait  = 250 * time.Millisecond
+)
+
+// tunerCtx marks the background tuner's context: only its work yields.
+type tunerCtx struct{}
+
+// yielder is a tuning's state of yielding: when its previous unit began.
+type yielder struct {
+	on   bool
+	last time.Time
+}
+
+// newYielder returns the yielder of a tuning under ctx: on for the
+// background tuner's, off (yielding nothing) for a caller's own tuning
+// (a warm-up's Tune, a synchronous first call).
+func (s *Selector) newYielder(ctx context.Context) *yielder {
+	_, on := ctx.Value(tunerCtx{}).(bool)
+	return &yielder{on: on}
+}
+
+// wait returns once the tuner may start its next unit (yieldToRequests),
+// or ctx's error.
+func (y *yielder) wait(ctx context.Context, s *Selector) error {
+	if !y.on {
+		return ctx.Err()
+	}
+	var unit time.Duration
+	if !y.last.IsZero() {
+		unit = time.Since(y.last)
+	}
+	err := s.yieldToRequests(ctx, unit)
+	y.last = time.Now()
+	return err
+}
+
+// yieldToRequests waits until no request has been in flight for
+// yieldGrace, or for at most yieldMaxShare times unit (the tuner's
+// previous unit of work) within yieldMinWait and yieldMaxWait, or until
+// ctx is done.
+func (s *Selector) yieldToRequests(ctx context.Context, unit time.Duration) error {
+	b := &s.bg
+	var deadline *time.Timer
+	waited := false
+	defer func() {
+		if deadline != nil {
+			deadline.Stop()
+		}
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b.reqMu.Lock()
+		n, quiet, since := b.requests, b.quiet, time.Since(b.lastEnd)
+		b.reqMu.Unlock()
+		if n == 0 && since >= yieldGrace {
+			return nil
+		}
+		if !waited {
+			waited = true
+			b.yields.Add(1)
+			deadline = time.NewTimer(min(max(yieldMaxShare*unit, yieldMinWait), yieldMaxWait))
+		}
+		if n == 0 {
+			// Quiet, but not for long: wait out the grace, unless the
+			// deadline comes first.
+			t := time.NewTimer(yieldGrace - since)
+			select {
+			case <-t.C:
+			case <-deadline.C:
+				t.Stop()
+				b.starved.Add(1)
+				return nil
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+			continue
+		}
+		select {
+		case <-quiet:
+		case <-deadline.C:
+			b.starved.Add(1)
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // cancel stops the tuner; the caller holds Selector.mu and then waits on
@@ -92,7 +238,7 @@ func (s *Selector) tuneQueued(idle chan struct{}) {
 		// A failure leaves the default in place: it passed its check, and
 		// the key is not queued again. The error is a note, but not for a
 		// tuning stopped by Close.
-		if _, err := s.get(s.bg.ctx, key, true); err != nil && s.bg.ctx.Err() == nil {
+		if _, err := s.get(context.WithValue(s.bg.ctx, tunerCtx{}, true), key, true); err != nil && s.bg.ctx.Err() == nil {
 			s.opts.Warn(fmt.Sprintf("background tuning: %v; the default kernel stays", err))
 		}
 	}
@@ -143,6 +289,7 @@ func (s *Selector) defaultFor(key Key) (*Choice, error) {
 	s.bg.checkMu.Lock()
 	d, ok := s.bg.checked[ck.String()]
 	if !ok {
+		s.bg.checks.Add(1)
 		d.passed, d.err = s.quickCheck(o, ck)
 		s.bg.checked[ck.String()] = d
 	}
@@ -150,7 +297,7 @@ func (s *Selector) defaultFor(key Key) (*Choice, error) {
 	if d.err != nil {
 		return nil, fmt.Errorf("selector: default for %v: %w", key, d.err)
 	}
-	// The passed candidate of least waste at this key's M (rankCandidates).
+	// The passed candidate of least cost at this key's M and N (rankCandidates).
 	var c candidate
 	for _, p := range rankCandidates(d.passed, key) {
 		if p.decline(key) == nil {
@@ -254,19 +401,16 @@ func rankISA(isa cpu.ISA, op string) int {
 // ISAs, such as the tests' own kernels, between AVX2 and oneDNN; an avx512 u8 x s8
 // kernel, the int16 scheme without VNNI, between AVX-VNNI and AVX2, since
 // VPDPBUSD does 32 multiply-adds per ymm instruction as VPMADDWD does per
-// zmm one, without the VPADDD), then, within an ISA,
-// the kernel whose row tile wastes the least of the key's M, then the
-// larger tile; ties keep the candidates' order.
+// zmm one, without the VPADDD), then, within an ISA, by the cost model of
+// tileCost (the work of the key's M and N in the kernel's register tiles,
+// padding included), then the larger tile; ties keep the candidates'
+// order.
 func rankCandidates(cs []candidate, key Key) []candidate {
 	out := append([]candidate(nil), cs...)
 	rank := func(c candidate) int { return rankISA(c.isa(), key.Op) }
-	waste := func(c candidate) float64 {
-		mr, _ := tileOf(c)
-		if mr <= 0 {
-			return 0
-		}
-		tiles := (key.M + mr - 1) / mr
-		return float64(tiles*mr-key.M) / float64(tiles*mr)
+	cost := func(c candidate) float64 {
+		mr, nr := tileOf(c)
+		return tileCost(key.M, key.N, mr, nr)
 	}
 	area := func(c candidate) int {
 		mr, nr := tileOf(c)
@@ -277,12 +421,32 @@ func rankCandidates(cs []candidate, key Key) []candidate {
 		if ra, rb := rank(a), rank(b); ra != rb {
 			return ra > rb
 		}
-		if wa, wb := waste(a), waste(b); wa != wb {
-			return wa < wb
+		if ca, cb := cost(a), cost(b); ca != cb {
+			return ca < cb
 		}
 		return area(a) > area(b)
 	})
 	return out
+}
+
+// tileCost is the default's cost model of m x n outputs on a kernel of
+// mr x nr register tiles (docs/DESIGN.md section 4.8): the rows as the
+// row model counts them (tileRows: a partial tile of rows costs half a
+// tile and its share of the other half) times the columns padded to whole
+// panels of nr (a partial panel computes, and streams, a full one). The
+// kernels of one ISA fill the same registers, so that the work computed,
+// padding included, orders them; a candidate without a tile (oneDNN) or an
+// unknown n counts the exact rows or columns.
+func tileCost(m, n, mr, nr int) float64 {
+	rows := float64(m)
+	if mr > 0 {
+		rows = tileRows(m, mr) * float64(mr)
+	}
+	cols := float64(max(n, 1))
+	if nr > 0 && n > 0 {
+		cols = float64((n + nr - 1) / nr * nr)
+	}
+	return rows * cols
 }
 
 // tileOf is a native candidate's register tile (0, 0 for oneDNN).

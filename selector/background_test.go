@@ -89,7 +89,7 @@ func TestBackgroundDefaultRunsAtOnce(t *testing.T) {
 	assert.NotEmpty(t, chs[0].Measured)
 	runOn(t, l, p)
 	st = s.Stats()
-	assert.Equal(t, Stats{Tuned: 1, Defaults: 1}, st)
+	assert.Equal(t, Stats{Tuned: 1, Defaults: 1, Checks: 1}, st)
 	// The tuned choice is saved, the default never was.
 	c, err := loadCache(o.CachePath)
 	require.NoError(t, err)
@@ -254,6 +254,19 @@ func TestRankCandidates(t *testing.T) {
 	// less of M, above AVX2.
 	cs = append(cs, mk("avx512w", cpu.ISAAVX512, 12), mk("avxvnni", cpu.ISAAVXVNNI, 8))
 	assert.Equal(t, []string{"vnni", "avxvnni", "avx512w", "avx2-6", "avx2-2", "gen"}, names(rankCandidates(cs, Key{Op: OpU8S8, M: 12})))
+
+	// Within an ISA the cost model counts N's padding too: at M 512 and
+	// N 64, a 6 x 64 tile (a partial tile of 2 rows) beats an 8 x 48 one
+	// (N padded to 96); at N 48 the 8 x 48 wins; at M 12 and N 64 the 6 x 64.
+	mkf := func(name string, mr, nr int) candidate {
+		return &native[kernels.GEMMF32]{kname: name, kisa: cpu.ISAAVX512, src: &kernels.KernelF32{Name: name, ISA: cpu.ISAAVX512, MR: mr, NR: nr}}
+	}
+	fs := []candidate{mkf("8x48", 8, 48), mkf("6x64", 6, 64), mkf("14x32", 14, 32)}
+	assert.Equal(t, []string{"6x64", "14x32", "8x48"}, names(rankCandidates(fs, Key{Op: OpF32Kernel, M: 512, N: 64})))
+	assert.Equal(t, []string{"8x48", "6x64", "14x32"}, names(rankCandidates(fs, Key{Op: OpF32Kernel, M: 512, N: 48})))
+	assert.Equal(t, "6x64", names(rankCandidates(fs, Key{Op: OpF32Kernel, M: 12, N: 64}))[0])
+	assert.InDelta(t, 512*96, tileCost(512, 64, 8, 48), 1e-9)
+	assert.InDelta(t, 7, tileCost(7, 0, 0, 0), 1e-9, "no tile, no N: the exact rows")
 }
 
 // TestBuildsKeepTheirSections checks that two builds (here: two feature
@@ -453,4 +466,88 @@ func TestOnTune(t *testing.T) {
 	assert.True(t, evs[1].Done)
 	assert.Positive(t, evs[1].Took)
 	assert.NoError(t, evs[1].Err)
+}
+
+// TestBackgroundYieldsToRequests checks that the background tuner waits
+// for a request in flight (BeginRequest) before it runs a candidate, that
+// it still ends its tuning under a request that never ends (starved, a
+// small share of the time), and that a caller's own tuning does not wait.
+// Nothing here depends on how long anything takes: the tuner meets the
+// request at its first wait whatever the machine's speed.
+func TestBackgroundYieldsToRequests(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.Tuning = TuneBackground
+	s := newSelector(t, o)
+	s.BeginRequest()
+	assert.Equal(t, 1, s.Stats().Requests)
+
+	key := mustKey(t, 4, 32, 32, "none/s32", 1)
+	ch, err := s.Choose(key)
+	require.NoError(t, err)
+	assert.True(t, ch.Default, "an untuned key runs its default")
+	require.NoError(t, s.WaitTuned(context.Background()), "a request that never ends holds a tuning back, never forever")
+	st := s.Stats()
+	assert.Positive(t, st.Yields, "the tuner waited for the request in flight: %+v", st)
+	assert.Positive(t, st.Starved, "and, the request never ending, ran beside it: %+v", st)
+	assert.LessOrEqual(t, st.Starved, st.Yields)
+	ch, err = s.Choose(key)
+	require.NoError(t, err)
+	assert.False(t, ch.Default, "tuned")
+
+	// A caller's own tuning (a warm-up's Tune) does not yield.
+	before := s.Stats().Yields
+	_, err = s.Tune(context.Background(), mustKey(t, 6, 32, 32, "none/s32", 1))
+	require.NoError(t, err)
+	assert.Equal(t, before, s.Stats().Yields, "Tune waited for a request")
+
+	s.EndRequest()
+	s.EndRequest() // one too many is ignored
+	assert.Equal(t, 0, s.Stats().Requests)
+	assert.Empty(t, w.String())
+}
+
+// TestYieldToRequests checks yieldToRequests itself: at once with no
+// request in flight (once the grace after the last one is over), a wait
+// that ends when the last request ends, and ctx's error when ctx ends
+// first.
+func TestYieldToRequests(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.Tuning = TuneBackground
+	s := newSelector(t, o)
+	ctx := context.Background()
+	require.NoError(t, s.yieldToRequests(ctx, time.Hour))
+	assert.Equal(t, 0, s.Stats().Yields, "nothing in flight: no wait")
+
+	s.BeginRequest()
+	s.BeginRequest() // nested: in flight until both end
+	done := make(chan error, 1)
+	go func() { done <- s.yieldToRequests(ctx, time.Hour) }() // starved only after yieldMaxWait
+	s.EndRequest()
+	s.EndRequest()
+	require.NoError(t, <-done)
+	assert.Equal(t, 1, s.Stats().Yields)
+
+	s.BeginRequest()
+	defer s.EndRequest()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	assert.ErrorIs(t, s.yieldToRequests(cctx, time.Hour), context.Canceled)
+}
+
+// TestCloseStopsYieldingTuner checks that Close ends a background tuning
+// that waits for a request that never ends.
+func TestCloseStopsYieldingTuner(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.Tuning = TuneBackground
+	s, err := New(o)
+	require.NoError(t, err)
+	s.BeginRequest()
+	_, err = s.Choose(mustKey(t, 4, 32, 32, "none/s32", 1))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, s.WaitTuned(context.Background()))
+	s.EndRequest()
 }

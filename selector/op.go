@@ -3,6 +3,7 @@ package selector
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/int8bert/int8bert/cpu"
 	"github.com/int8bert/int8bert/kernels"
@@ -522,12 +523,21 @@ func (l *Linear[G]) packLater(c cand[G]) {
 	l.packing[nc.nr] = true
 	l.mu.Unlock()
 	go func() {
+		// As the tuner's runs, the packing waits for the requests in
+		// flight (yieldToRequests); a packing is a unit of about
+		// packUnit. A closed selector stops the wait, not the packing.
+		_ = l.s.yieldToRequests(l.s.bg.ctx, packUnit)
 		l.packed(nc.nr) // an error (a closed linear) leaves the calls on their form
 		l.mu.Lock()
 		delete(l.packing, nc.nr)
 		l.mu.Unlock()
 	}()
 }
+
+// packUnit is the unit a background packing counts as when it yields to
+// the requests in flight (yieldToRequests): about a BERT-base FFN
+// linear's packing.
+const packUnit = 20 * time.Millisecond
 
 // pin is packed for Prepare: Trim keeps the form.
 func (l *Linear[G]) pin(nr int) (any, error) {

@@ -584,17 +584,32 @@ type Stats struct {
 	// they waited for their background tuning (Options.Tuning), Pending
 	// those still waiting.
 	Defaults, Pending int
+	// Yields counts the background tuner's waits for requests in flight
+	// (Selector.BeginRequest), Starved those that ended with requests
+	// still in flight, the tuner's work then running beside them.
+	Yields, Starved int
+	// Requests is the requests (passes) in flight now
+	// (Selector.BeginRequest).
+	Requests int
+	// Checks is the number of quick checks of a default's candidates
+	// (one per operation, K, N, epilogue and threads), each on the call
+	// that met its problem first.
+	Checks int
 }
 
 // Stats returns the counts so far.
 func (s *Selector) Stats() Stats {
-	st := Stats{Tuned: int(s.tuned.Load()), FromCache: int(s.hits.Load()), Defaults: int(s.bg.defaults.Load())}
+	st := Stats{Tuned: int(s.tuned.Load()), FromCache: int(s.hits.Load()), Defaults: int(s.bg.defaults.Load()),
+		Checks: int(s.bg.checks.Load()), Yields: int(s.bg.yields.Load()), Starved: int(s.bg.starved.Load())}
 	s.mu.Lock()
 	st.Pending = len(s.bg.queue)
 	if s.bg.busy {
 		st.Pending++
 	}
 	s.mu.Unlock()
+	s.bg.reqMu.Lock()
+	st.Requests = s.bg.requests
+	s.bg.reqMu.Unlock()
 	return st
 }
 
@@ -771,6 +786,9 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 		return nil, fmt.Errorf("selector: tune %v: %w", key, err)
 	}
 	defer tr.close()
+	// The background tuner's runs wait for the requests in flight
+	// (yieldToRequests); a caller's own tuning does not.
+	y := s.newYielder(ctx)
 	// best is the fastest warm run so far, against which later candidates
 	// are pruned; timed are the candidates left to time.
 	best := time.Duration(math.MaxInt64)
@@ -786,7 +804,7 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 	}
 	var timed []*timedCand
 	for _, c := range o.candidates() {
-		if err := ctx.Err(); err != nil {
+		if err := y.wait(ctx, s); err != nil {
 			return nil, fmt.Errorf("selector: tune %v: %w", key, err)
 		}
 		exclude := func(format string, args ...any) {
@@ -818,6 +836,9 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 			m.Median, m.Runs, m.Pruned, m.Cold = cold, 1, true, true
 			ch.Measured = append(ch.Measured, m)
 			continue
+		}
+		if err := y.wait(ctx, s); err != nil {
+			return nil, fmt.Errorf("selector: tune %v: %w", key, err)
 		}
 		t0 = time.Now()
 		if err := tr.exec(c); err != nil {
@@ -902,6 +923,9 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 		for _, t := range timed {
 			if t.err != nil {
 				continue
+			}
+			if err := y.wait(ctx, s); err != nil {
+				return nil, fmt.Errorf("selector: tune %v: %w", key, err)
 			}
 			t0 := time.Now()
 			for range t.iters {

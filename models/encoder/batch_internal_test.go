@@ -2,6 +2,7 @@ package encoder
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -304,4 +305,28 @@ func TestScratchBytes(t *testing.T) {
 	assert.InDelta(t, 47.6e3, float64(scratchBytes(bert, true, 1)), 0.5e3)
 	m := tinyModel(t, nil)
 	assert.Equal(t, m.newBuffers(100).bytes(), m.ScratchBytes(100))
+}
+
+// TestPassIsARequest: a pass is a request in flight for the selector's
+// background tuner (selector.BeginRequest, docs/DESIGN.md section 4.8)
+// from its first linear to its last, and no longer once it has returned,
+// failed or not.
+func TestPassIsARequest(t *testing.T) {
+	sel := testSelector(t)
+	m := tinyModel(t, sel)
+	in := &Inputs{Batch: 1, Seq: 3, IDs: []int32{1, 2, 3}, Mask: []int32{1, 1, 1}}
+	seen := 0
+	obs := func(li, which int, x []float32, k int, mask []int32) error {
+		assert.Equal(t, 1, sel.Stats().Requests, "layer %d, linear %d", li, which)
+		seen++
+		return nil
+	}
+	_, err := m.forward(context.Background(), in, false, obs, nil)
+	require.NoError(t, err)
+	assert.Positive(t, seen)
+	assert.Equal(t, 0, sel.Stats().Requests)
+	fail := func(li, which int, x []float32, k int, mask []int32) error { return errors.New("stop") }
+	_, err = m.forward(context.Background(), in, false, fail, nil)
+	require.Error(t, err)
+	assert.Equal(t, 0, sel.Stats().Requests, "a failed pass ends its request")
 }

@@ -491,6 +491,10 @@ func (m *Model) forwardLive(ctx context.Context, in *Inputs, keepHidden bool, ob
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// A pass is a request in flight: the background tuner waits for it
+	// (docs/DESIGN.md section 4.8).
+	m.sel.BeginRequest()
+	defer m.sel.EndRequest()
 	h, rows := m.cfg.Hidden, in.Tokens()
 	t0 := time.Now()
 	var x []float32

@@ -536,6 +536,9 @@ func (m *TaskModel) forward(ctx context.Context, in *Inputs, keepHidden bool, b 
 // (Model.forwardLive); the heads then run on the rows left, on the
 // kernels chosen for the rows the pass started with.
 func (m *TaskModel) forwardLive(ctx context.Context, in *Inputs, keepHidden bool, b *buffers, live *passLive) (*TaskOutput, error) {
+	// The heads too are the request's (Model.forwardLive).
+	m.Encoder.sel.BeginRequest()
+	defer m.Encoder.sel.EndRequest()
 	out, err := m.Encoder.forwardLive(ctx, in, keepHidden, nil, b, live)
 	if err != nil {
 		return nil, err
