@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"time"
 
@@ -69,6 +70,11 @@ type ColdReport struct {
 	ColdTotal, WarmTotal time.Duration `json:"-"`
 	Worst                float64       `json:"worst_ratio_after_1s"`
 	WorstAt              int           `json:"worst_call"`
+	// ColdCPUTotal, WarmCPUTotal, WorstCPU and WorstCPUAt are the same in
+	// thread CPU time (ColdCall.ColdCPU; 0 and -1 where it is not read).
+	ColdCPUTotal, WarmCPUTotal time.Duration `json:"-"`
+	WorstCPU                   float64       `json:"worst_cpu_ratio_after_1s"`
+	WorstCPUAt                 int           `json:"worst_cpu_call"`
 	// Defaults and Tuned are the cold run's selector counts: keys that
 	// ran a default kernel while queued, and the tunings.
 	Defaults, Tuned int `json:"-"`
@@ -77,12 +83,27 @@ type ColdReport struct {
 	Settle time.Duration `json:"settle_ns"`
 }
 
-// ColdCall is one call of Cold.
+// ColdCall is one call of Cold. Defaults, Checks and Tuned are what the
+// cold call added to the selector's counts (selector.Stats): keys that
+// met a default, quick checks of a default's candidates run on the call,
+// and tunings that ended during it; Pending is the keys waiting for the
+// background tuner when the call began. They say why a call was slow.
+//
+// ColdCPU and WarmCPU are the same calls in the calling thread's CPU time
+// (Linux; 0 elsewhere): the pass runs on that thread with one thread per
+// linear, and CPU time leaves out the time that other processes of a
+// shared machine held its core, which wall time counts.
 type ColdCall struct {
-	Length int           `json:"length"`
-	Start  time.Duration `json:"start_ns"`
-	Cold   time.Duration `json:"cold_ns"`
-	Warm   time.Duration `json:"warm_ns"`
+	Length   int           `json:"length"`
+	Start    time.Duration `json:"start_ns"`
+	Cold     time.Duration `json:"cold_ns"`
+	Warm     time.Duration `json:"warm_ns"`
+	ColdCPU  time.Duration `json:"cold_cpu_ns,omitempty"`
+	WarmCPU  time.Duration `json:"warm_cpu_ns,omitempty"`
+	Defaults int           `json:"defaults"`
+	Checks   int           `json:"checks"`
+	Tuned    int           `json:"tuned"`
+	Pending  int           `json:"pending"`
 }
 
 // Ratio is the report's cold total over its warm total.
@@ -124,7 +145,7 @@ func Cold(ctx context.Context, o ColdOptions) (*ColdReport, error) {
 	}
 	say := sayer(o.Progress)
 	rep := &ColdReport{CPU: cpu.X86.Brand, Model: o.Arch, Precision: o.Precision, Threads: o.Threads,
-		WarmBatch: o.WarmBatch, WarmLength: o.WarmLength, WorstAt: -1}
+		WarmBatch: o.WarmBatch, WarmLength: o.WarmLength, WorstAt: -1, WorstCPUAt: -1}
 
 	// The warm-up.
 	say("warm-up %d x %d on an empty cache", o.WarmBatch, o.WarmLength)
@@ -164,13 +185,25 @@ func Cold(ctx context.Context, o ColdOptions) (*ColdReport, error) {
 			ins[i] = randomInputs(cfg, 1, n, o.Seed+uint64(i))
 			rep.Calls[i].Length = n
 		}
+		// The passes run on this goroutine (one thread per linear): on
+		// its thread for the thread's CPU time.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		loaded := time.Now()
 		for i, in := range ins {
+			st0 := sel.Stats()
+			c0, cpuOK := threadCPU()
 			t0 := time.Now()
 			if _, err := p.Forward(ctx, in, false); err != nil {
 				return fmt.Errorf("cold call %d (%d tokens): %w", i, in.Seq, err)
 			}
-			rep.Calls[i].Start, rep.Calls[i].Cold = t0.Sub(loaded), time.Since(t0)
+			c := &rep.Calls[i]
+			c.Start, c.Cold = t0.Sub(loaded), time.Since(t0)
+			if c1, ok := threadCPU(); ok && cpuOK {
+				c.ColdCPU = max(c1-c0, 1)
+			}
+			st := sel.Stats()
+			c.Defaults, c.Checks, c.Tuned, c.Pending = st.Defaults-st0.Defaults, st.Checks-st0.Checks, st.Tuned-st0.Tuned, st0.Pending
 		}
 		st := sel.Stats()
 		rep.Defaults, rep.Tuned = st.Defaults, st.Tuned
@@ -182,12 +215,19 @@ func Cold(ctx context.Context, o ColdOptions) (*ColdReport, error) {
 		say("warm: %d rounds of the same calls", o.WarmRounds)
 		for round := range o.WarmRounds {
 			for i, in := range ins {
+				c0, cpuOK := threadCPU()
 				t0 := time.Now()
 				if _, err := p.Forward(ctx, in, false); err != nil {
 					return fmt.Errorf("warm call %d (%d tokens): %w", i, in.Seq, err)
 				}
-				if d := time.Since(t0); round == 0 || d < rep.Calls[i].Warm {
-					rep.Calls[i].Warm = d
+				c := &rep.Calls[i]
+				if d := time.Since(t0); round == 0 || d < c.Warm {
+					c.Warm = d
+				}
+				if c1, ok := threadCPU(); ok && cpuOK {
+					if d := max(c1-c0, 1); round == 0 || d < c.WarmCPU {
+						c.WarmCPU = d
+					}
 				}
 			}
 		}
@@ -199,9 +239,16 @@ func Cold(ctx context.Context, o ColdOptions) (*ColdReport, error) {
 	for i, c := range rep.Calls {
 		rep.ColdTotal += c.Cold
 		rep.WarmTotal += c.Warm
+		rep.ColdCPUTotal += c.ColdCPU
+		rep.WarmCPUTotal += c.WarmCPU
 		if c.Start >= time.Second && c.Warm > 0 {
 			if x := float64(c.Cold) / float64(c.Warm); x > rep.Worst {
 				rep.Worst, rep.WorstAt = x, i
+			}
+		}
+		if c.Start >= time.Second && c.WarmCPU > 0 {
+			if x := float64(c.ColdCPU) / float64(c.WarmCPU); x > rep.WorstCPU {
+				rep.WorstCPU, rep.WorstCPUAt = x, i
 			}
 		}
 	}
@@ -225,6 +272,15 @@ func withCold(ctx context.Context, o ColdOptions, f func(p *models.Pipeline, sel
 	}
 	defer p.Close()
 	return f(p, sel, time.Since(t0))
+}
+
+// CPURatio is the report's cold total over its warm total in thread CPU
+// time (0 where it was not read).
+func (r *ColdReport) CPURatio() float64 {
+	if r.WarmCPUTotal <= 0 {
+		return 0
+	}
+	return float64(r.ColdCPUTotal) / float64(r.WarmCPUTotal)
 }
 
 // Percentile is the q-th quantile (0..1) of the calls' cold over warm

@@ -31,6 +31,22 @@ func TestCold(t *testing.T) {
 			assert.GreaterOrEqual(t, c.Start, r.Calls[i-1].Start+r.Calls[i-1].Cold, "call %d starts after the one before", i)
 		}
 	}
+	_, cpuOK := threadCPU()
+	checks, defaults := 0, 0
+	for i, c := range r.Calls {
+		checks += c.Checks
+		defaults += c.Defaults
+		if cpuOK {
+			assert.Positive(t, c.ColdCPU, "call %d: thread CPU time read", i)
+			assert.Positive(t, c.WarmCPU, "call %d", i)
+		}
+	}
+	assert.Positive(t, r.Calls[0].Checks, "the first call checks its defaults")
+	assert.Equal(t, r.Defaults, defaults, "the calls' records add up to the selector's counts")
+	assert.Positive(t, checks)
+	if cpuOK {
+		assert.Positive(t, r.CPURatio())
+	}
 	assert.Positive(t, r.Ratio())
 	assert.Positive(t, r.Defaults, "without a warm-up, keys run defaults while queued")
 	assert.LessOrEqual(t, r.Percentile(0.5), r.Percentile(1))

@@ -83,6 +83,12 @@ func runBenchCold(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	} else {
 		fmt.Fprintf(stdout, "worst after 1 s            - (every call started within a second of the load)\n")
 	}
+	if r.WorstCPUAt >= 0 {
+		c := r.Calls[r.WorstCPUAt]
+		fmt.Fprintf(stdout, "in thread CPU time         cold %s, warm %s: %.2fx; worst after 1 s %.2fx: call %d, %d tokens, %v against %v\n",
+			sec(r.ColdCPUTotal), sec(r.WarmCPUTotal), r.CPURatio(), r.WorstCPU, r.WorstCPUAt, c.Length,
+			c.ColdCPU.Round(time.Microsecond), c.WarmCPU.Round(time.Microsecond))
+	}
 	fmt.Fprintf(stdout, "background tuning          %d keys ran a default while queued, %d tunings; %s more after the last call\n",
 		r.Defaults, r.Tuned, sec(r.Settle))
 	return nil
