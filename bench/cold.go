@@ -78,6 +78,9 @@ type ColdReport struct {
 	// Defaults and Tuned are the cold run's selector counts: keys that
 	// ran a default kernel while queued, and the tunings.
 	Defaults, Tuned int `json:"-"`
+	// Prechecks are the quick checks of defaults that the background
+	// tuner ran ahead of the calls (selector.Precheck).
+	Prechecks int `json:"-"`
 	// Settle is how long the background tuning ran on after the last
 	// cold call.
 	Settle time.Duration `json:"settle_ns"`
@@ -206,7 +209,7 @@ func Cold(ctx context.Context, o ColdOptions) (*ColdReport, error) {
 			c.Defaults, c.Checks, c.Tuned, c.Pending = st.Defaults-st0.Defaults, st.Checks-st0.Checks, st.Tuned-st0.Tuned, st0.Pending
 		}
 		st := sel.Stats()
-		rep.Defaults, rep.Tuned = st.Defaults, st.Tuned
+		rep.Defaults, rep.Tuned, rep.Prechecks = st.Defaults, st.Tuned, st.Prechecks
 		t0 := time.Now()
 		if err := sel.WaitTuned(ctx); err != nil {
 			return err

@@ -360,10 +360,11 @@ func load(ctx context.Context, pathOrID, dir string, fam *encoder.Family, o Opti
 	return warmedUp(ctx, q, o.Warmup)
 }
 
-// warmedUp is p after Warmup with wo (nil: p as it is); a failed warm-up
-// closes p.
+// warmedUp is p after Warmup with wo (nil: p as it is, its defaults'
+// checks queued: precheckDefaults); a failed warm-up closes p.
 func warmedUp(ctx context.Context, p *Pipeline, wo *WarmupOptions) (*Pipeline, error) {
 	if wo == nil {
+		p.precheckDefaults()
 		return p, nil
 	}
 	if err := p.Warmup(ctx, *wo); err != nil {
@@ -441,5 +442,6 @@ func New(w Weights, cfg *checkpoint.Config, o Options) (*Pipeline, error) {
 		return nil, err
 	}
 	p.prof, p.st = eo.Profile, defaultSentence(fam)
+	p.precheckDefaults()
 	return p, nil
 }

@@ -62,6 +62,24 @@ func (p *Pipeline) Warmup(ctx context.Context, o WarmupOptions) error {
 	return p.m.Warmup(ctx, p.warmupBounds(o))
 }
 
+// precheckDefaults queues, on a selector that tunes in the background,
+// the quick checks of the default kernels of every key a pass of one
+// sequence of any length meets (selector.Precheck): the checks are per
+// operation, K, N and epilogue, which batches share, so a call of a new
+// length (a new class of attention's products) finds its defaults checked
+// instead of checking them itself (docs/DESIGN.md section 4.12).
+func (p *Pipeline) precheckDefaults() {
+	sel := p.m.Encoder.Selector()
+	if sel.Tuning() != selector.TuneBackground {
+		return
+	}
+	keys, err := p.m.WarmupKeys(p.warmupBounds(WarmupOptions{MaxBatch: 1}))
+	if err != nil {
+		return // the calls check their defaults themselves, as without it
+	}
+	sel.Precheck(keys)
+}
+
 // WarmupKeys lists the keys Warmup tunes with o, smallest M first.
 func (p *Pipeline) WarmupKeys(o WarmupOptions) ([]selector.Key, error) {
 	if err := p.refuseClosed("WarmupKeys"); err != nil {

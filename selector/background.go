@@ -25,19 +25,23 @@ type background struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
-	queue  []Key              // keys waiting, first come first tuned
-	queued map[string]bool    // keys ever queued (a failed tuning is not retried)
-	byKey  map[string]*Choice // the default choice of each key not yet tuned
-	busy   bool               // the goroutine is running
-	idle   chan struct{}      // closed when the running goroutine ends
+	queue []Key // keys waiting, first come first tuned
+	// prechecks are keys whose defaults' quick checks are to run ahead
+	// of their first call (Precheck), before the queue's tunings.
+	prechecks []Key
+	queued    map[string]bool    // keys ever queued (a failed tuning is not retried)
+	byKey     map[string]*Choice // the default choice of each key not yet tuned
+	busy      bool               // the goroutine is running
+	idle      chan struct{}      // closed when the running goroutine ends
 
 	// checked holds, per key with M set to checkRows, the candidates of
 	// the best ISA rank that passed the quick check (or the error of
 	// none).
-	checked  map[string]checkedDefault
-	checkMu  sync.Mutex // one quick check at a time
-	defaults atomic.Int64
-	checks   atomic.Int64 // quick checks run (Stats.Checks)
+	checked    map[string]checkedDefault
+	checkMu    sync.Mutex // one quick check at a time
+	defaults   atomic.Int64
+	checks     atomic.Int64 // quick checks run on a call (Stats.Checks)
+	prechecked atomic.Int64 // quick checks run ahead (Stats.Prechecks)
 
 	// Requests in flight (BeginRequest, EndRequest): the tuner's timed
 	// work waits for none (yieldToRequests).
@@ -211,6 +215,12 @@ func (s *Selector) enqueue(key Key) {
 	}
 	s.bg.queued[ks] = true
 	s.bg.queue = append(s.bg.queue, key)
+	s.startTunerLocked()
+}
+
+// startTunerLocked starts the tuner's goroutine when it is not running;
+// the caller holds s.mu.
+func (s *Selector) startTunerLocked() {
 	if !s.bg.busy {
 		s.bg.busy = true
 		s.bg.idle = make(chan struct{})
@@ -219,18 +229,82 @@ func (s *Selector) enqueue(key Key) {
 	}
 }
 
+// Precheck queues, with TuneBackground, the quick checks of the defaults
+// of keys (one per operation, K, N, epilogue and threads: quickCheck) for
+// the background tuner, which runs them before its tunings and, as those,
+// only while no request is in flight (yieldToRequests). A key whose check
+// has run, or that is tuned, costs nothing. A model calls it at load with
+// the keys of every length it may meet (docs/DESIGN.md section 4.12), so
+// that a call of a new length class finds its defaults checked instead
+// of checking them itself. Invalid keys are skipped; with TuneSync it
+// does nothing.
+func (s *Selector) Precheck(keys []Key) {
+	if s.opts.Tuning != TuneBackground {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	n := len(s.bg.prechecks)
+	for _, k := range keys {
+		if k.Validate() == nil && s.byOp[k.Op] != nil {
+			s.bg.prechecks = append(s.bg.prechecks, k)
+		}
+	}
+	if len(s.bg.prechecks) > n {
+		s.startTunerLocked()
+	}
+}
+
+// precheck runs the quick check of key's default, unless it has run or
+// key is tuned or cached.
+func (s *Selector) precheck(key Key) {
+	ks := key.String()
+	s.mu.Lock()
+	_, tuned := s.choices[ks]
+	_, cached := s.cached[ks]
+	s.mu.Unlock()
+	if tuned || cached {
+		return
+	}
+	ck := key
+	ck.M = checkRows
+	s.bg.checkMu.Lock()
+	defer s.bg.checkMu.Unlock()
+	if _, ok := s.bg.checked[ck.String()]; ok {
+		return
+	}
+	var d checkedDefault
+	d.passed, d.err = s.quickCheck(s.byOp[key.Op], ck)
+	s.bg.checked[ck.String()] = d
+	s.bg.prechecked.Add(1)
+}
+
 // tuneQueued tunes the queued keys one by one until the queue is empty or
 // the selector closes.
 func (s *Selector) tuneQueued(idle chan struct{}) {
 	defer s.bg.wg.Done()
+	ctx := context.WithValue(s.bg.ctx, tunerCtx{}, true)
+	y := s.newYielder(ctx)
 	for {
 		s.mu.Lock()
-		if s.closed || len(s.bg.queue) == 0 {
+		if s.closed || len(s.bg.queue) == 0 && len(s.bg.prechecks) == 0 {
 			s.bg.busy = false
-			s.bg.queue = nil
+			s.bg.queue, s.bg.prechecks = nil, nil
 			close(idle)
 			s.mu.Unlock()
 			return
+		}
+		if len(s.bg.prechecks) > 0 {
+			key := s.bg.prechecks[0]
+			s.bg.prechecks = s.bg.prechecks[1:]
+			s.mu.Unlock()
+			if y.wait(ctx, s) == nil {
+				s.precheck(key)
+			}
+			continue
 		}
 		key := s.bg.queue[0]
 		s.bg.queue = s.bg.queue[1:]
@@ -238,7 +312,7 @@ func (s *Selector) tuneQueued(idle chan struct{}) {
 		// A failure leaves the default in place: it passed its check, and
 		// the key is not queued again. The error is a note, but not for a
 		// tuning stopped by Close.
-		if _, err := s.get(context.WithValue(s.bg.ctx, tunerCtx{}, true), key, true); err != nil && s.bg.ctx.Err() == nil {
+		if _, err := s.get(ctx, key, true); err != nil && s.bg.ctx.Err() == nil {
 			s.opts.Warn(fmt.Sprintf("background tuning: %v; the default kernel stays", err))
 		}
 	}

@@ -551,3 +551,44 @@ func TestCloseStopsYieldingTuner(t *testing.T) {
 	require.NoError(t, s.WaitTuned(context.Background()))
 	s.EndRequest()
 }
+
+// TestPrecheck checks that Precheck runs the quick checks of keys'
+// defaults in the background, one per problem (the row classes of one K,
+// N and epilogue share it), so that a later call of those keys checks
+// nothing itself; that invalid keys are skipped; and that a synchronous
+// selector does nothing.
+func TestPrecheck(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.Tuning = TuneBackground
+	s := newSelector(t, o)
+	keys := []Key{
+		mustKey(t, 4, 32, 32, "none/s32", 1),
+		mustKey(t, 64, 32, 32, "none/s32", 1), // the same problem
+		mustKey(t, 8, 64, 32, "none/s32", 1),
+		{Op: "no-such-op", M: 1, K: 1, N: 1},
+	}
+	s.Precheck(keys)
+	require.NoError(t, s.WaitTuned(context.Background()))
+	st := s.Stats()
+	assert.Equal(t, 2, st.Prechecks, "%+v", st)
+	assert.Equal(t, 0, st.Checks)
+	for _, k := range keys[:3] {
+		ch, err := s.Choose(k)
+		require.NoError(t, err)
+		assert.True(t, ch.Default)
+	}
+	assert.Equal(t, 0, s.Stats().Checks, "the calls found their defaults checked")
+	require.NoError(t, s.WaitTuned(context.Background()))
+	s.Precheck(keys[:1]) // tuned now: nothing to check
+	require.NoError(t, s.WaitTuned(context.Background()))
+	assert.Equal(t, 2, s.Stats().Prechecks)
+
+	o = testOptions(t, &w)
+	o.Tuning = TuneSync
+	sync := newSelector(t, o)
+	sync.Precheck(keys)
+	require.NoError(t, sync.WaitTuned(context.Background()))
+	assert.Equal(t, 0, sync.Stats().Prechecks, "a synchronous selector checks nothing ahead")
+	assert.Empty(t, w.String())
+}

@@ -595,12 +595,16 @@ type Stats struct {
 	// (one per operation, K, N, epilogue and threads), each on the call
 	// that met its problem first.
 	Checks int
+	// Prechecks is the number of quick checks the background tuner ran
+	// ahead of any call (Selector.Precheck).
+	Prechecks int
 }
 
 // Stats returns the counts so far.
 func (s *Selector) Stats() Stats {
 	st := Stats{Tuned: int(s.tuned.Load()), FromCache: int(s.hits.Load()), Defaults: int(s.bg.defaults.Load()),
-		Checks: int(s.bg.checks.Load()), Yields: int(s.bg.yields.Load()), Starved: int(s.bg.starved.Load())}
+		Checks: int(s.bg.checks.Load()), Yields: int(s.bg.yields.Load()), Starved: int(s.bg.starved.Load()),
+		Prechecks: int(s.bg.prechecked.Load())}
 	s.mu.Lock()
 	st.Pending = len(s.bg.queue)
 	if s.bg.busy {

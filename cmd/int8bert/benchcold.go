@@ -89,7 +89,7 @@ func runBenchCold(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			sec(r.ColdCPUTotal), sec(r.WarmCPUTotal), r.CPURatio(), r.WorstCPU, r.WorstCPUAt, c.Length,
 			c.ColdCPU.Round(time.Microsecond), c.WarmCPU.Round(time.Microsecond))
 	}
-	fmt.Fprintf(stdout, "background tuning          %d keys ran a default while queued, %d tunings; %s more after the last call\n",
-		r.Defaults, r.Tuned, sec(r.Settle))
+	fmt.Fprintf(stdout, "background tuning          %d keys ran a default while queued, %d tunings, %d default checks ahead of the calls; %s more after the last call\n",
+		r.Defaults, r.Tuned, r.Prechecks, sec(r.Settle))
 	return nil
 }
