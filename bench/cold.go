@@ -86,10 +86,11 @@ type ColdReport struct {
 	Settle time.Duration `json:"settle_ns"`
 }
 
-// ColdCall is one call of Cold. Defaults, Checks and Tuned are what the
-// cold call added to the selector's counts (selector.Stats): keys that
-// met a default, quick checks of a default's candidates run on the call,
-// and tunings that ended during it; Pending is the keys waiting for the
+// ColdCall is one call of Cold. Defaults, Checks, Tuned and Packs are
+// what the cold call added to the selector's counts (selector.Stats): keys
+// that met a default, quick checks of a default's candidates run on the
+// call, tunings that ended during it, and linears' weight forms packed
+// other than in the background (Packs less PacksLater); Pending is the keys waiting for the
 // background tuner when the call began. They say why a call was slow.
 //
 // ColdCPU and WarmCPU are the same calls in the calling thread's CPU time
@@ -107,6 +108,7 @@ type ColdCall struct {
 	Checks   int           `json:"checks"`
 	Tuned    int           `json:"tuned"`
 	Pending  int           `json:"pending"`
+	Packs    int           `json:"packs"`
 }
 
 // Ratio is the report's cold total over its warm total.
@@ -207,6 +209,7 @@ func Cold(ctx context.Context, o ColdOptions) (*ColdReport, error) {
 			}
 			st := sel.Stats()
 			c.Defaults, c.Checks, c.Tuned, c.Pending = st.Defaults-st0.Defaults, st.Checks-st0.Checks, st.Tuned-st0.Tuned, st0.Pending
+			c.Packs = (st.Packs - st.PacksLater) - (st0.Packs - st0.PacksLater)
 		}
 		st := sel.Stats()
 		rep.Defaults, rep.Tuned, rep.Prechecks = st.Defaults, st.Tuned, st.Prechecks

@@ -373,17 +373,22 @@ func (s *Selector) defaultFor(key Key) (*Choice, error) {
 	}
 	// The passed candidate of least cost at this key's M and N (rankCandidates).
 	var c candidate
+	var alts []string
 	for _, p := range rankCandidates(d.passed, key) {
-		if p.decline(key) == nil {
+		if p.decline(key) != nil {
+			continue
+		}
+		if c == nil {
 			c = p
-			break
+		} else {
+			alts = append(alts, p.name())
 		}
 	}
 	if c == nil {
 		// The check's M takes them and this M does not: tune.
 		return nil, fmt.Errorf("selector: no default for %v: the checked candidates decline it", key)
 	}
-	ch := &Choice{Key: ks, Kernel: c.name(), Backend: c.backend(), ISA: c.isa(), Forced: s.forcedOn(key.Op), Default: true}
+	ch := &Choice{Key: ks, Kernel: c.name(), Backend: c.backend(), ISA: c.isa(), Forced: s.forcedOn(key.Op), Default: true, alts: alts}
 	for _, g := range o.candidates() {
 		if g.isa() == cpu.ISAGeneric && g.name() != c.name() {
 			ch.fallback = append(ch.fallback, g.name())

@@ -89,6 +89,8 @@ func TestBackgroundDefaultRunsAtOnce(t *testing.T) {
 	assert.NotEmpty(t, chs[0].Measured)
 	runOn(t, l, p)
 	st = s.Stats()
+	assert.Positive(t, st.Packs, "the linear's forms are counted")
+	st.Packs, st.PacksLater = 0, 0 // whether the tuned form was packed in the background by now is timing
 	assert.Equal(t, Stats{Tuned: 1, Defaults: 1, Checks: 1}, st)
 	// The tuned choice is saved, the default never was.
 	c, err := loadCache(o.CachePath)
@@ -111,7 +113,7 @@ func TestBackgroundTuneWaits(t *testing.T) {
 	again, err := s.Choose(key)
 	require.NoError(t, err)
 	assert.Equal(t, ch.Kernel, again.Kernel)
-	assert.Equal(t, Stats{Tuned: 1}, s.Stats())
+	assert.Equal(t, Stats{Tuned: 1}, s.Stats(), "a tuning's own problems' packs are not counted")
 }
 
 // TestBackgroundConcurrent runs many goroutines over several keys in the
@@ -591,4 +593,63 @@ func TestPrecheck(t *testing.T) {
 	require.NoError(t, sync.WaitTuned(context.Background()))
 	assert.Equal(t, 0, sync.Stats().Prechecks, "a synchronous selector checks nothing ahead")
 	assert.Empty(t, w.String())
+}
+
+// TestDefaultRunsAPackedForm checks that a call of a new row class whose
+// default kernel has another panel width than the forms its linear holds
+// runs another candidate that passed the default's check on a form it
+// holds, the default's form being packed in the background, instead of
+// packing on the call (docs/DESIGN.md section 4.12). Two correct kernels
+// of the highest rank: an 8 x 32 tile, the default at 8 rows, and a 6 x 64
+// one, the default at 4 rows (N 64: both pad nothing; 4 rows waste less
+// of a 6-row tile than of an 8-row one).
+func TestDefaultRunsAPackedForm(t *testing.T) {
+	var w warnings
+	o := testOptions(t, &w)
+	o.Tuning = TuneBackground
+	g := newGate()
+	o.Reference = g.ref // the tunings wait: the defaults stay
+	// ran records the kernel of each call by its A (the tuner's own
+	// problems have theirs).
+	var ran sync.Map
+	tile := func(name string, mr, nr int) *kernels.Kernel {
+		k := fakeKernel(name, cpu.ISAAMX, false)
+		k.MR, k.NR = mr, nr
+		inner := k.RunU8S8
+		k.RunU8S8 = func(g *kernels.GEMMU8S8) error {
+			if len(g.A) > 0 {
+				ran.Store(&g.A[0], name)
+			}
+			return inner(g)
+		}
+		return k
+	}
+	k8, k6 := tile("gemmEightFake_8x32", 8, 32), tile("gemmSixFake_6x64", 6, 64)
+	s := newSelectorWith(t, o, withKernels(t, k8, k6))
+	t.Cleanup(g.open) // before the selector's Close, which waits for the tuner
+	p8 := newProblem(t, 8, 8, 32, 64, "none/s32", 0)
+	l, err := s.NewLinear(p8.n, p8.k, p8.w, p8.k)
+	require.NoError(t, err)
+	defer l.Close()
+
+	runOn(t, l, p8)
+	ch, err := s.Choose(mustKey(t, 8, 32, 64, "none/s32", 1))
+	require.NoError(t, err)
+	require.True(t, ch.Default)
+	require.Equal(t, k8.Name, ch.Kernel, "the 8-row tile is the default at 8 rows")
+	name, _ := ran.Load(&p8.a[0])
+	assert.Equal(t, k8.Name, name)
+	packs := s.Stats().Packs
+
+	p4 := newProblem(t, 9, 4, 32, 64, "none/s32", 0)
+	p4.w = p8.w // the same linear's weights
+	runOn(t, l, p4)
+	ch, err = s.Choose(mustKey(t, 4, 32, 64, "none/s32", 1))
+	require.NoError(t, err)
+	require.True(t, ch.Default)
+	require.Equal(t, k6.Name, ch.Kernel, "the 6-row tile is the default at 4 rows")
+	name, _ = ran.Load(&p4.a[0])
+	assert.Equal(t, k8.Name, name, "the call ran the form its linear held")
+	st := s.Stats()
+	assert.Equal(t, packs, st.Packs-st.PacksLater, "the call packed nothing: %+v", st)
 }

@@ -325,6 +325,11 @@ type Choice struct {
 	// fallback is what runs when none of Kernel and Measured takes a
 	// call's exact m: the generic kernel, for a default choice.
 	fallback []string
+	// alts are, for a default, the other candidates that passed its
+	// check, in rank order: a call whose linear has the default's form
+	// not yet packed runs the first of them whose form is, while the
+	// default's is packed in the background (Linear.runDefault).
+	alts []string
 	// picks are the row model's choices for the M of the key's class
 	// below its own (Selector.setPicks): indexes into Measured.
 	picks []uint8

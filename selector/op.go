@@ -186,6 +186,12 @@ func (o *opSet[G]) newTrial(s *Selector, key Key) (trial, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Its packs are the tuning's, not a model's: out of Stats.Packs,
+	// those its making counted too.
+	l.mu.Lock()
+	l.trial = true
+	s.packs.Add(-int64(len(l.packs)))
+	l.mu.Unlock()
 	return &trialOf[G]{key: key, l: l, p: p}, nil
 }
 
@@ -303,6 +309,8 @@ type Linear[G any] struct {
 	// single: a new packed form replaces the forms no call ran on since
 	// the last Trim (SetSingleForm).
 	single bool
+	// trial: a tuning's or check's problem, whose packs Stats leaves out.
+	trial bool
 }
 
 // pack is one packed form of a Linear's W. used says a call ran on it
@@ -390,6 +398,11 @@ func (l *Linear[G]) RunAs(g *G, asRows int) error {
 	// (docs/DESIGN.md section 4.8): adopting a tuning costs no call a
 	// packing of every layer.
 	later := l.s.opts.Tuning == TuneBackground && !ch.Default
+	if ch.Default && l.s.opts.Tuning == TuneBackground {
+		if ran, err := l.runDefault(ch, m, run, key.Epilogue); ran {
+			return err
+		}
+	}
 	var first cand[G]
 	if name := ch.pickAt(pickM, key.M); name != "" {
 		if ran, err := l.tryRun(name, m, run, key.Epilogue, later, &first); ran {
@@ -469,6 +482,32 @@ func (l *Linear[G]) packed(nr int) (any, error) {
 	return e.p, nil
 }
 
+// runDefault runs a default choice's kernel when its form is packed; else,
+// where the kernel takes m, another candidate that passed the default's
+// check (Choice.alts) whose form is packed, the default's form being
+// packed in the background meanwhile (packLater): a call of a new row
+// class whose default tile has another panel width than the classes met
+// before packs nothing on the request path (docs/DESIGN.md section
+// 4.12). It reports false when neither ran; Run then packs the default's
+// form now, or runs its fallback.
+func (l *Linear[G]) runDefault(ch *Choice, m int, g *G, ep EpilogueKind) (bool, error) {
+	var first cand[G]
+	if ran, err := l.tryRun(ch.Kernel, m, g, ep, true, &first); ran || first == nil {
+		return ran, err
+	}
+	for _, name := range ch.alts {
+		c, found := l.op.byName[name]
+		if !found || !c.accepts(m, l.n, l.k) || !l.ready(c) {
+			continue
+		}
+		if err := c.run(l, g, ep); err != nil {
+			return true, fmt.Errorf("selector: %s linear m=%d k=%d n=%d with %s: %w", l.op.op, m, l.k, l.n, c.name(), err)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
 // tryRun runs the candidate name on g when it takes m rows and, with
 // later (background tuning), its form is packed; an unpacked one is
 // queued for packLater and skipped. first keeps the first candidate that
@@ -527,11 +566,24 @@ func (l *Linear[G]) packLater(c cand[G]) {
 		// flight (yieldToRequests); a packing is a unit of about
 		// packUnit. A closed selector stops the wait, not the packing.
 		_ = l.s.yieldToRequests(l.s.bg.ctx, packUnit)
-		l.packed(nc.nr) // an error (a closed linear) leaves the calls on their form
+		l.packLaterNow(nc.nr) // an error (a closed linear) leaves the calls on their form
 		l.mu.Lock()
 		delete(l.packing, nc.nr)
 		l.mu.Unlock()
 	}()
+}
+
+// packLaterNow packs W for panel width nr unless a call packed it
+// meanwhile, counting it as packed in the background (Stats.PacksLater).
+func (l *Linear[G]) packLaterNow(nr int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.packs[nr] != nil {
+		return
+	}
+	if _, err := l.packLocked(nr); err == nil {
+		l.s.packsLater.Add(1)
+	}
 }
 
 // packUnit is the unit a background packing counts as when it yields to
@@ -575,6 +627,9 @@ func (l *Linear[G]) packLocked(nr int) (*pack, error) {
 	}
 	e := &pack{p: p}
 	l.packs[nr] = e
+	if !l.trial {
+		l.s.packs.Add(1)
+	}
 	// A packed form that holds W exactly (int8's, FP32's; not BF16's,
 	// which rounds): drop the compact copy.
 	switch p.(type) {

@@ -188,5 +188,8 @@ func choiceBytes(ks string, ch *Choice) int {
 	for _, f := range ch.fallback {
 		n += 16 + len(f)
 	}
+	for _, a := range ch.alts {
+		n += 16 + len(a)
+	}
 	return n + len(ch.picks)
 }

@@ -252,6 +252,9 @@ type Selector struct {
 	bg background // the background tuner (Options.Tuning)
 
 	tuned, hits atomic.Int64
+	// packs counts the linears' packed forms made, packsLater those made
+	// in the background (Linear.packLater).
+	packs, packsLater atomic.Int64
 }
 
 type flight struct {
@@ -598,13 +601,18 @@ type Stats struct {
 	// Prechecks is the number of quick checks the background tuner ran
 	// ahead of any call (Selector.Precheck).
 	Prechecks int
+	// Packs is the number of weight forms the selector's linears packed
+	// (each linear's form for a panel width, on a call, a Prepare or in
+	// the background; a tuning's own problems left out), PacksLater those packed in the background while
+	// the calls ran on a form they had (docs/DESIGN.md section 4.8).
+	Packs, PacksLater int
 }
 
 // Stats returns the counts so far.
 func (s *Selector) Stats() Stats {
 	st := Stats{Tuned: int(s.tuned.Load()), FromCache: int(s.hits.Load()), Defaults: int(s.bg.defaults.Load()),
 		Checks: int(s.bg.checks.Load()), Yields: int(s.bg.yields.Load()), Starved: int(s.bg.starved.Load()),
-		Prechecks: int(s.bg.prechecked.Load())}
+		Prechecks: int(s.bg.prechecked.Load()), Packs: int(s.packs.Load()), PacksLater: int(s.packsLater.Load())}
 	s.mu.Lock()
 	st.Pending = len(s.bg.queue)
 	if s.bg.busy {
