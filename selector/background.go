@@ -271,15 +271,24 @@ func (s *Selector) precheck(key Key) {
 	}
 	ck := key
 	ck.M = checkRows
+	cks := ck.String()
 	s.bg.checkMu.Lock()
-	defer s.bg.checkMu.Unlock()
-	if _, ok := s.bg.checked[ck.String()]; ok {
+	_, done := s.bg.checked[cks]
+	s.bg.checkMu.Unlock()
+	if done {
 		return
 	}
+	// The check runs without checkMu, so that a call that needs another
+	// default's check does not wait for it (a call that needs this one
+	// checks it too, and the first result stays).
 	var d checkedDefault
 	d.passed, d.err = s.quickCheck(s.byOp[key.Op], ck)
-	s.bg.checked[ck.String()] = d
-	s.bg.prechecked.Add(1)
+	s.bg.checkMu.Lock()
+	if _, ok := s.bg.checked[cks]; !ok {
+		s.bg.checked[cks] = d
+		s.bg.prechecked.Add(1)
+	}
+	s.bg.checkMu.Unlock()
 }
 
 // tuneQueued tunes the queued keys one by one until the queue is empty or
