@@ -250,6 +250,7 @@ func (f *floatSpec[G]) problem(s *Selector, key Key) (*Linear[G], trialData[G], 
 	if err != nil {
 		return nil, nil, err
 	}
+	l.trial = true // a tuning's problem: its packs are not the model's (Stats.Packs)
 	// Activations scaled so that an accumulator's spread is about 1 (the
 	// region where GELU is not linear).
 	sc := 3 / math.Sqrt(float64(k))

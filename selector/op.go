@@ -186,12 +186,6 @@ func (o *opSet[G]) newTrial(s *Selector, key Key) (trial, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Its packs are the tuning's, not a model's: out of Stats.Packs,
-	// those its making counted too.
-	l.mu.Lock()
-	l.trial = true
-	s.packs.Add(-int64(len(l.packs)))
-	l.mu.Unlock()
 	return &trialOf[G]{key: key, l: l, p: p}, nil
 }
 
@@ -309,7 +303,8 @@ type Linear[G any] struct {
 	// single: a new packed form replaces the forms no call ran on since
 	// the last Trim (SetSingleForm).
 	single bool
-	// trial: a tuning's or check's problem, whose packs Stats leaves out.
+	// trial: a tuning's or check's problem (the operations' problem
+	// functions set it), whose packs Stats leaves out.
 	trial bool
 }
 
@@ -575,15 +570,31 @@ func (l *Linear[G]) packLater(c cand[G]) {
 
 // packLaterNow packs W for panel width nr unless a call packed it
 // meanwhile, counting it as packed in the background (Stats.PacksLater).
+//
+// It packs without l.mu, so that the calls on the linear's other forms
+// do not wait for it (tens of milliseconds for a BERT-base FFN): W is
+// read under the lock (the compact copy, whose contents never change, or
+// one unpacked from a form), and the form is kept unless the linear
+// closed or a call packed it meanwhile.
 func (l *Linear[G]) packLaterNow(nr int) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.packs[nr] != nil {
+	if l.closed || l.single || l.packs[nr] != nil {
+		l.mu.Unlock()
 		return
 	}
-	if _, err := l.packLocked(nr); err == nil {
-		l.s.packsLater.Add(1)
+	w := l.weightsLocked()
+	l.mu.Unlock()
+	p, err := l.op.spec.pack(w, l.n, l.k, nr)
+	if err != nil {
+		return // the calls stay on their form
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.packs[nr] != nil {
+		return
+	}
+	l.installLocked(nr, p)
+	l.s.packsLater.Add(1)
 }
 
 // packUnit is the unit a background packing counts as when it yields to
@@ -625,6 +636,12 @@ func (l *Linear[G]) packLocked(nr int) (*pack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("selector: %s linear: %w", l.op.op, err)
 	}
+	return l.installLocked(nr, p), nil
+}
+
+// installLocked keeps p as the form of panel width nr; the caller holds
+// l.mu.
+func (l *Linear[G]) installLocked(nr int, p any) *pack {
 	e := &pack{p: p}
 	l.packs[nr] = e
 	if !l.trial {
@@ -638,7 +655,7 @@ func (l *Linear[G]) packLocked(nr int) (*pack, error) {
 	case *kernels.PackedF32:
 		l.w = []float32(nil)
 	}
-	return e, nil
+	return e
 }
 
 // weightsLocked returns W compact ([n][k]): the Linear's copy, or one

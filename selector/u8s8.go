@@ -146,6 +146,7 @@ func (u8s8Spec) problem(s *Selector, key Key) (*Linear[kernels.GEMMU8S8], trialD
 	if err != nil {
 		return nil, nil, err
 	}
+	l.trial = true // a tuning's problem: its packs are not the model's (Stats.Packs)
 	a := make([]uint8, m*k)
 	for i := range a {
 		a[i] = uint8(r.IntN(256))
