@@ -225,6 +225,14 @@ prun --entrypoint /bin/sh "$image" -c '
 prun "$image" info >"$work/info.txt" 2>&1 || { cat "$work/info.txt" >&2; fail "int8bert info in the image"; }
 grep -qi onednn "$work/info.txt" || { cat "$work/info.txt" >&2; fail "int8bert info names no oneDNN"; }
 step "int8bert info in the image (uid $user, no tuning.json baked in)"
+# The container's limits, not the host's (docs/DESIGN.md section 9.10): one
+# CPU of quota and a memory limit must show in what info derives.
+prun --cpus 1 --memory 700m "$image" info >"$work/info-limited.txt" 2>&1 ||
+	{ cat "$work/info-limited.txt" >&2; fail "int8bert info in the image under --cpus 1 --memory 700m"; }
+grep -Eq '^cpus: +1 \(cgroup v[12] ' "$work/info-limited.txt" &&
+	grep -Eq '^memory: +limit 700\.0 MiB \(cgroup v[12] .*GOMEMLIMIT 630\.0 MiB' "$work/info-limited.txt" ||
+	{ cat "$work/info-limited.txt" >&2; fail "int8bert info under --cpus 1 --memory 700m does not derive 1 CPU and GOMEMLIMIT from the cgroup"; }
+step "int8bert info under --cpus 1 --memory 700m: 1 CPU from the quota, GOMEMLIMIT 630 MiB from the limit"
 
 # 5. A quantize of the shipped FP32 model (mounted read-only) into a folder
 # of this host, then a classify with the result and with the shipped model.
