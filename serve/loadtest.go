@@ -88,12 +88,32 @@ type LoadResult struct {
 	Lost         int     `json:"lost"`
 }
 
-// serverStats are the /metrics series LoadTest reads.
+// serverStats are the /metrics series the load tests read.
 type serverStats struct {
-	batches, sequences, tokens, computed, rss float64
+	batches, sequences, tokens, computed, rss, goroutines float64
 }
 
-// scrape reads the unlabelled series LoadTest needs from url/metrics.
+// every calls f every d until ctx is done, on a goroutine of its own;
+// the function it returns waits for that goroutine to end.
+func every(ctx context.Context, d time.Duration, f func()) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	}()
+	return func() { <-done }
+}
+
+// scrape reads the unlabelled series the load tests need from url/metrics.
 func scrape(ctx context.Context, c *http.Client, url string) (serverStats, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", url+"/metrics", nil)
 	if err != nil {
@@ -109,7 +129,8 @@ func scrape(ctx context.Context, c *http.Client, url string) (serverStats, error
 	}
 	var st serverStats
 	want := map[string]*float64{"int8bert_batch_size_count": &st.batches, "int8bert_batch_size_sum": &st.sequences,
-		"int8bert_tokens_total": &st.tokens, "int8bert_computed_tokens_total": &st.computed, "process_resident_memory_bytes": &st.rss}
+		"int8bert_tokens_total": &st.tokens, "int8bert_computed_tokens_total": &st.computed, "process_resident_memory_bytes": &st.rss,
+		"go_goroutines": &st.goroutines}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -179,25 +200,13 @@ func LoadTest(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	var lat []float64
 	var next atomic.Int64
 	start := time.Now()
-	var samples sync.WaitGroup
-	samples.Add(1)
-	go func() {
-		defer samples.Done()
-		t := time.NewTicker(o.SampleEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if st, err := scrape(ctx, client, o.URL); err == nil && st.rss > 0 {
-					mu.Lock()
-					res.RSSSamples = append(res.RSSSamples, st.rss)
-					mu.Unlock()
-				}
-			}
+	samplesDone := every(ctx, o.SampleEvery, func() {
+		if st, err := scrape(ctx, client, o.URL); err == nil && st.rss > 0 {
+			mu.Lock()
+			res.RSSSamples = append(res.RSSSamples, st.rss)
+			mu.Unlock()
 		}
-	}()
+	})
 	var wg sync.WaitGroup
 	var refusedLat []float64
 	record := func(ms float64, status int, retry string, err error) {
@@ -281,7 +290,7 @@ func LoadTest(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 		res.RefusedP99Ms = refusedLat[min(n-1, int(0.99*float64(n)))]
 	}
 	cancel()
-	samples.Wait()
+	samplesDone()
 	after, err := scrape(context.Background(), client, o.URL)
 	if err != nil {
 		return nil, fmt.Errorf("serve: load test: %w", err)

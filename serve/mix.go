@@ -419,7 +419,7 @@ func MixTest(ctx context.Context, plan []*MixTarget, o MixOptions) (*MixResult, 
 	var lastSample time.Time
 	hit := make([]bool, len(plan))
 	sample := func(start time.Time) {
-		st, err := scrapeMix(ctx, client, o.URL)
+		st, err := scrape(ctx, client, o.URL)
 		mu.Lock()
 		lastSample = time.Now()
 		s := MixSample{At: time.Since(start), Requests: inReq, Errors: inErr}
@@ -501,25 +501,11 @@ func MixTest(ctx context.Context, plan []*MixTarget, o MixOptions) (*MixResult, 
 			}
 		}()
 	}
-	var samples sync.WaitGroup
-	samples.Add(1)
-	go func() {
-		defer samples.Done()
-		t := time.NewTicker(o.SampleEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-t.C:
-				sample(start)
-			}
-		}
-	}()
+	samplesDone := every(runCtx, o.SampleEvery, func() { sample(start) })
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
 	cancel()
-	samples.Wait()
+	samplesDone()
 	if lastSample.IsZero() || time.Since(lastSample) >= o.SampleEvery/2 {
 		// The last interval's reading, after the last answer, unless a
 		// tick has just read it under load.
@@ -575,44 +561,6 @@ func sendMix(ctx context.Context, c *http.Client, method, url string, body []byt
 		return resp.StatusCode, "", nil, fmt.Errorf("%s %s: %s: the body is not one JSON value (%d bytes)", method, url, resp.Status, len(b))
 	}
 	return resp.StatusCode, resp.Header.Get("Retry-After"), b, nil
-}
-
-// mixStats are the /metrics series a mixed load samples.
-type mixStats struct{ rss, goroutines float64 }
-
-// scrapeMix reads the server's resident memory and goroutines.
-func scrapeMix(ctx context.Context, c *http.Client, url string) (mixStats, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", url+"/metrics", nil)
-	if err != nil {
-		return mixStats{}, err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return mixStats{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return mixStats{}, err
-	}
-	var st mixStats
-	for _, line := range strings.Split(string(b), "\n") {
-		name, val, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "process_resident_memory_bytes":
-			st.rss = v
-		case "go_goroutines":
-			st.goroutines = v
-		}
-	}
-	return st, nil
 }
 
 // Flatness are the tolerances of a soak's verdict: the last interval's
