@@ -2,15 +2,9 @@ package models_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
@@ -49,29 +43,7 @@ func legacyBPEFolder(t *testing.T) string {
 // from it keeps added_tokens.json, so it reloads with the same ids.
 func TestLoadLegacyBPEAddedTokens(t *testing.T) {
 	dir := legacyBPEFolder(t)
-	var asked []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		file, ok := strings.CutPrefix(r.URL.Path, "/org/roberta-legacy/resolve/main/")
-		if r.Method == http.MethodHead {
-			asked = append(asked, file)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
-		if !ok || err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		sum := sha256.Sum256(b)
-		w.Header().Set("X-Repo-Commit", strings.Repeat("cd", 20))
-		w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		if r.Method != http.MethodHead {
-			w.Write(b)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Setenv("HF_ENDPOINT", srv.URL)
-	t.Setenv("HF_HUB_CACHE", t.TempDir())
-	t.Setenv("HF_HUB_OFFLINE", "")
+	asked := fakeHub(t, "org/roberta-legacy", dir)
 	sel := encodertest.Selector(t)
 	p, err := models.Load(context.Background(), "org/roberta-legacy", models.Options{Selector: sel, Precision: models.PrecisionInt8Dynamic})
 	if err != nil {
@@ -79,8 +51,8 @@ func TestLoadLegacyBPEAddedTokens(t *testing.T) {
 	}
 	defer p.Close()
 	for _, f := range []string{"vocab.json", "merges.txt", "added_tokens.json"} {
-		if !slices.Contains(asked, f) {
-			t.Errorf("%s was not fetched (asked %v)", f, asked)
+		if !slices.Contains(asked(), f) {
+			t.Errorf("%s was not fetched (asked %v)", f, asked())
 		}
 	}
 	want := []int32{0, 6, 8, 9, 4, 2} // <s> ab Ġ [X] a </s>

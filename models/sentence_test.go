@@ -2,12 +2,8 @@ package models_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -401,29 +397,7 @@ func TestSentenceTransformersFromHub(t *testing.T) {
 		"1_Pooling/config.json":     stPoolingMean,
 		"sentence_bert_config.json": `{"max_seq_length": 40}`,
 	})
-	var asked []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		file, ok := strings.CutPrefix(r.URL.Path, "/org/st-mini/resolve/main/")
-		if r.Method == http.MethodHead {
-			asked = append(asked, file)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
-		if !ok || err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		sum := sha256.Sum256(b)
-		w.Header().Set("X-Repo-Commit", strings.Repeat("ab", 20))
-		w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
-		w.Header().Set("Content-Length", itoa(len(b)))
-		if r.Method != http.MethodHead {
-			w.Write(b)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Setenv("HF_ENDPOINT", srv.URL)
-	t.Setenv("HF_HUB_CACHE", t.TempDir())
-	t.Setenv("HF_HUB_OFFLINE", "")
+	asked := fakeHub(t, "org/st-mini", dir)
 	p, err := models.Load(context.Background(), "org/st-mini", models.Options{Selector: encodertest.Selector(t)})
 	require.NoError(t, err)
 	defer p.Close()
@@ -432,10 +406,10 @@ func TestSentenceTransformersFromHub(t *testing.T) {
 	assert.True(t, strings.HasSuffix(from, filepath.Join("1_Pooling", "config.json")), from)
 	assert.Equal(t, []string{"Normalize"}, p.Sentence().Modules)
 	assert.Equal(t, 40, p.MaxLength())
-	assert.Contains(t, asked, "modules.json")
-	assert.Contains(t, asked, "1_Pooling/config.json")
-	assert.Contains(t, asked, "sentence_bert_config.json")
-	assert.NotContains(t, asked, "sentence_roberta_config.json", "the first ST config found ends the search")
+	assert.Contains(t, asked(), "modules.json")
+	assert.Contains(t, asked(), "1_Pooling/config.json")
+	assert.Contains(t, asked(), "sentence_bert_config.json")
+	assert.NotContains(t, asked(), "sentence_roberta_config.json", "the first ST config found ends the search")
 }
 
 // TestSentenceTransformersSaved: an INT8 pipeline saved from a

@@ -2,16 +2,10 @@ package models_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/int8bert/int8bert/models"
@@ -93,29 +87,7 @@ func TestLoadSentencePieceOnly(t *testing.T) {
 // loads with that tokenizer.
 func TestLoadSentencePieceFromHub(t *testing.T) {
 	dir := spmOnlyFolder(t)
-	var asked []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		file, ok := strings.CutPrefix(r.URL.Path, "/org/deberta-spm/resolve/main/")
-		if r.Method == http.MethodHead {
-			asked = append(asked, file)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
-		if !ok || err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		sum := sha256.Sum256(b)
-		w.Header().Set("X-Repo-Commit", strings.Repeat("ab", 20))
-		w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		if r.Method != http.MethodHead {
-			w.Write(b)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Setenv("HF_ENDPOINT", srv.URL)
-	t.Setenv("HF_HUB_CACHE", t.TempDir())
-	t.Setenv("HF_HUB_OFFLINE", "")
+	asked := fakeHub(t, "org/deberta-spm", dir)
 	p, err := models.Load(context.Background(), "org/deberta-spm", models.Options{Selector: encodertest.Selector(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +96,8 @@ func TestLoadSentencePieceFromHub(t *testing.T) {
 	if p.Tok == nil || p.Tok.Model() != "Unigram" {
 		t.Fatalf("tokenizer %v", p.Tok)
 	}
-	if !slices.Contains(asked, "spm.model") {
-		t.Errorf("spm.model was not fetched (asked %v)", asked)
+	if !slices.Contains(asked(), "spm.model") {
+		t.Errorf("spm.model was not fetched (asked %v)", asked())
 	}
 }
 
