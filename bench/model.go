@@ -244,7 +244,8 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 	}
 	// Collect harder while models are built (the FP32 one first: its
 	// random weights are made and copied, so half its heap is garbage),
-	// quantized and released: the heap of a run is a few models' weights,
+	// quantized, warmed (the untimed pass packs the weights) and
+	// released: the heap of a run is a few models' weights,
 	// and the default GOGC lets it grow to twice the largest before a
 	// collection (6 GB for xlmr-base's 250k token embeddings); at 5% the
 	// collections are cheap, the weights holding no pointers. Timed
@@ -270,79 +271,96 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 	in := randomInputs(cfg, o.Batch, o.Seq, 7)
 	rep := &ModelReport{Arch: o.Arch, Seq: o.Seq, Batch: o.Batch, Threads: o.Threads, Instances: o.Instances, Loads: loads, Int8: selector.DescribeInt8(sel.Features())}
 	var fp32Res *ModelResult
-	// The INT8 precisions need the FP32 model; BF16 loads its own. Run
-	// BF16 last, after the FP32 model is released, so that two models'
-	// weights are never held at once; the results keep o.Precisions'
-	// order.
-	order := slices.Clone(o.Precisions)
-	slices.SortStableFunc(order, func(a, b models.Precision) int {
-		return cmp.Compare(boolInt(a == models.PrecisionBF16), boolInt(b == models.PrecisionBF16))
-	})
+	order := buildOrder(o.Precisions)
 	results := map[models.Precision]ModelResult{}
+	// The INT8 models quantized and not yet timed.
+	quantized := map[models.Precision]*models.Pipeline{}
+	defer func() {
+		for _, q := range quantized {
+			q.Close()
+		}
+	}()
 	for i, p := range order {
-		if fp32 != nil && !slices.ContainsFunc(order[i:], func(q models.Precision) bool { return q != models.PrecisionBF16 }) {
+		var m *models.Pipeline
+		switch {
+		case p.Int8():
+			if quantized[p] == nil {
+				// Every INT8 precision left is quantized from the FP32
+				// model now, before any is timed: the FP32 model is
+				// released before they run (its embeddings alone are
+				// 768 MB for xlmr-base, its packed linears 342 MB),
+				// and an INT8 model waiting holds its int8 weights
+				// (85 MB).
+				// While they are quantized the heap holds the FP32
+				// model and the quantization's buffers, allocated and
+				// dropped layer by layer: a soft limit a little above
+				// the FP32 model makes the runtime give the dropped
+				// ones back to the system at once rather than at the
+				// scavenger's pace (at 5% GOGC alone xlmr-base's heap
+				// held 1.21 GB live but 1.46 GB resident).
+				release()
+				limit := debug.SetMemoryLimit(heapLive() + quantHeadroom)
+				var calib []*models.Inputs
+				for i := 0; i < o.CalibBatches; i++ {
+					calib = append(calib, randomInputs(cfg, o.Batch, o.Seq, uint64(100+i)))
+				}
+				var lastInt8 models.Precision
+				for _, q := range order[i:] {
+					if q.Int8() {
+						lastInt8 = q
+					}
+				}
+				for _, q := range order[i:] {
+					if !q.Int8() {
+						continue
+					}
+					say("quantizing to %s", q)
+					qo := o.Quant
+					qo.Profile = true
+					// The last model quantized from the FP32 one
+					// consumes it: its packed linears (342 MB for
+					// xlmr-base) go once the calibration has run.
+					qo.Consume = q == lastInt8 && !slices.ContainsFunc(order[i:], func(r models.Precision) bool {
+						return !r.Int8() && r != models.PrecisionBF16
+					})
+					qm, err := fp32.QuantizeInputs(ctx, calib, q, qo)
+					if err != nil {
+						debug.SetMemoryLimit(limit)
+						return nil, err
+					}
+					quantized[q] = qm
+				}
+				debug.SetMemoryLimit(limit)
+			}
+			m = quantized[p]
+			delete(quantized, p)
+		case p == models.PrecisionBF16:
+			m = nil // loaded below, once the FP32 model is released
+		default:
+			m = fp32
+		}
+		if fp32 != nil && !needsFP32(order[i+1:], quantized) && m != fp32 {
 			fp32.Close()
 			fp32 = nil
 			release()
 		}
-		m := fp32
 		if p == models.PrecisionBF16 {
 			say("loading %s at bf16", o.Arch)
 			if m, err = loadAt(ctx, &o, sel, p); err != nil {
 				return nil, err
 			}
 		}
-		if p.Int8() {
-			var calib []*models.Inputs
-			for i := 0; i < o.CalibBatches; i++ {
-				calib = append(calib, randomInputs(cfg, o.Batch, o.Seq, uint64(100+i)))
-			}
-			say("quantizing to %s", p)
-			qo := o.Quant
-			qo.Profile = true
-			if m, err = fp32.QuantizeInputs(ctx, calib, p, qo); err != nil {
-				return nil, err
-			}
-			// The last INT8 precision is timed without the FP32 model
-			// beside it: its embeddings alone are 768 MB for xlmr-base.
-			if !slices.ContainsFunc(order[i+1:], func(q models.Precision) bool { return q != models.PrecisionBF16 }) {
-				fp32.Close()
-				fp32 = nil
-				release()
-			}
-		}
-		var peak, before float64
-		pt := cmp.Or(o.PeakTime, 300*time.Millisecond)
-		if o.PeakTime >= 0 {
-			say("peak microbenchmark")
-			peak = measurePeak(pt, p, o.Threads)
-			before = peakRate(pt, p, o.Threads)
-		}
-		say("timing %s", p)
-		var r ModelResult
-		release()
-		normal := debug.SetGCPercent(100)
-		if one == nil {
-			r, err = timeModel(ctx, m, in, m.Profile, &o)
-		} else {
-			r, err = timeInstances(ctx, m, in, m.Profile, &o, one, many, say)
-		}
-		debug.SetGCPercent(normal)
-		if err == nil && o.PeakTime >= 0 {
-			r.PeakBefore, r.PeakAfter = before, peakRate(pt, p, o.Threads)
-		}
+		r, err := measure(ctx, m, p, in, &o, one, many, say)
 		if m != fp32 {
 			m.Close()
-			m = nil
+			release()
+		} else if !needsFP32(order[i+1:], quantized) {
+			fp32.Close()
+			fp32 = nil
 			release()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s: %w", p, err)
-		}
-		r.Precision = p.String()
-		r.Noise = Classify(r.Spread, r.PeakBefore, r.PeakAfter)
-		if peak > 0 {
-			r.PeakGOPS, r.LinearPctPeak = peak, 100*r.LinearGOPS/peak
 		}
 		results[p] = r
 	}
@@ -366,11 +384,96 @@ func Model(ctx context.Context, o ModelOptions) (*ModelReport, error) {
 	return rep, nil
 }
 
-// timeModel runs one untimed pass (tuning every shape), then timed passes
-// until both o.Reps and o.MinTime are reached, and reports the median
-// pass with its parts from the profile.
+// buildOrder is the order Model builds and times the precisions in (the
+// results keep o.Precisions' order), each once: FP32 (as stored) first,
+// then the INT8 ones, quantized from it, then BF16, which loads its own
+// model once the FP32 one is released, so that the two are never held
+// at once.
+func buildOrder(precs []models.Precision) []models.Precision {
+	rank := func(p models.Precision) int {
+		switch {
+		case p.Int8():
+			return 1
+		case p == models.PrecisionBF16:
+			return 2
+		}
+		return 0
+	}
+	var order []models.Precision
+	for _, p := range precs {
+		if !slices.Contains(order, p) {
+			order = append(order, p)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b models.Precision) int { return cmp.Compare(rank(a), rank(b)) })
+	return order
+}
+
+// needsFP32 says whether a precision of rest still needs the FP32 model:
+// FP32 itself, or an INT8 one not quantized yet.
+func needsFP32(rest []models.Precision, quantized map[models.Precision]*models.Pipeline) bool {
+	return slices.ContainsFunc(rest, func(p models.Precision) bool {
+		if p.Int8() {
+			return quantized[p] == nil
+		}
+		return p != models.PrecisionBF16
+	})
+}
+
+// measure times m at precision p: an untimed pass, the peak loop, the
+// timed passes, the peak loop again.
+//
+// The untimed pass packs the weights for the kernels chosen (an FP32 or
+// INT8 linear then drops its compact copy) and tunes the shapes the
+// cache lacks; it runs at the lean GOGC Model sets, so that the copies
+// dropped are collected as the forms are made rather than held beside
+// them through the timed passes, which run at the default GOGC (at 100
+// the dropped copies, 342 MB for xlmr-base at FP32, stayed resident
+// until the model was closed).
+func measure(ctx context.Context, m *models.Pipeline, p models.Precision, in *models.Inputs, o *ModelOptions,
+	one, many *models.Instances, say func(string, ...any)) (ModelResult, error) {
+	say("untimed pass at %s", p)
+	if _, err := m.Forward(ctx, in, false); err != nil {
+		return ModelResult{}, err
+	}
+	var peak, before float64
+	pt := cmp.Or(o.PeakTime, 300*time.Millisecond)
+	if o.PeakTime >= 0 {
+		say("peak microbenchmark")
+		peak = measurePeak(pt, p, o.Threads)
+		before = peakRate(pt, p, o.Threads)
+	}
+	say("timing %s", p)
+	var r ModelResult
+	var err error
+	release()
+	normal := debug.SetGCPercent(100)
+	if one == nil {
+		r, err = timeModel(ctx, m, in, m.Profile, o)
+	} else {
+		r, err = timeInstances(ctx, m, in, m.Profile, o, one, many, say)
+	}
+	debug.SetGCPercent(normal)
+	if err != nil {
+		return r, err
+	}
+	if o.PeakTime >= 0 {
+		r.PeakBefore, r.PeakAfter = before, peakRate(pt, p, o.Threads)
+	}
+	r.Precision = p.String()
+	r.Noise = Classify(r.Spread, r.PeakBefore, r.PeakAfter)
+	if peak > 0 {
+		r.PeakGOPS, r.LinearPctPeak = peak, 100*r.LinearGOPS/peak
+	}
+	return r, nil
+}
+
+// timeModel runs timed passes until both o.Reps and o.MinTime are
+// reached, and reports the median pass with its parts from the profile;
+// the untimed pass that tunes every shape and packs the weights is the
+// caller's (measure).
 func timeModel(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof func() models.Profile, o *ModelOptions) (ModelResult, error) {
-	r, _, err := timePasses(ctx, m, in, prof, o, time.Time{})
+	r, _, err := timePasses(ctx, m, in, prof, o, time.Now())
 	return r, err
 }
 
@@ -509,17 +612,23 @@ func timeInstances(ctx context.Context, m *models.Pipeline, in *models.Inputs, p
 // the default GOGC before, at 1.55 GB; docs/PERFORMANCE.md).
 const leanGCPercent = 5
 
+// quantHeadroom is the soft memory limit's room above the FP32 model
+// while it is quantized: the calibration's observers and a layer's
+// weights and int8 copies (about 100 MB for a base model's layers of
+// 768 x 3072), and the INT8 models quantized before.
+const quantHeadroom = 160 << 20
+
+// heapLive is the Go heap's live bytes after the last collection.
+func heapLive() int64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
 // release collects what was dropped and gives it back to the OS.
 func release() {
 	runtime.GC()
 	debug.FreeOSMemory()
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // PeakResidentBytes is the process's peak resident memory so far (VmHWM

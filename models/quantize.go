@@ -98,6 +98,13 @@ type QuantizeOptions struct {
 	// time, while it is made ("": os.TempDir()); the file is removed at
 	// once and read through a mapping (encoder.QuantizeOptions.TempDir).
 	TempDir string
+	// Consume says that the caller closes the FP32 pipeline as soon as
+	// Quantize (or QuantizeInputs) returns, as Load does when it
+	// quantizes: its linears are released once the calibration has run,
+	// so that their packed weights are not held beside the quantization
+	// and the INT8 model (encoder.QuantizeOptions.Consume). The FP32
+	// pipeline is then good for Close only, whatever Quantize returns.
+	Consume bool
 }
 
 // check reports a quantization option outside its domain, naming the
@@ -175,7 +182,7 @@ func (p *Pipeline) quantize(ctx context.Context, texts []string, extra []*Inputs
 		batches = append(batches, in.engine())
 	}
 	eo := o.engine()
-	eo.Consume = consume
+	eo.Consume = consume || o.Consume
 	eo.CalibTexts = len(texts)
 	if len(texts) > 0 {
 		eo.CalibHash = smoothquant.HashTexts(texts)
