@@ -125,6 +125,13 @@ type Options struct {
 	// once, and a background goroutine tunes, one key at a time; see
 	// docs/DESIGN.md section 4.8).
 	Tuning TuneMode
+	// TunerPriority is what the background tuner's and its packings'
+	// threads run at: TunerIdle (the OS's lowest priority, Linux
+	// SCHED_IDLE or else nice 19, on a GOMAXPROCS slot of their own: a
+	// request always takes the core from them; docs/DESIGN.md section
+	// 4.12) or TunerNormal. "" means $INT8BERT_TUNER_PRIORITY, else
+	// TunerIdle.
+	TunerPriority string
 }
 
 // TuneEvent is a tuning's start or end, for Options.OnTune.
@@ -195,6 +202,11 @@ func (o *Options) defaults() error {
 	case TuneSync, TuneBackground:
 	default:
 		return fmt.Errorf("selector: Options.Tuning %v: want TuneDefault, TuneSync or TuneBackground", o.Tuning)
+	}
+	switch o.TunerPriority = strings.TrimSpace(tunerPriority(o.TunerPriority)); o.TunerPriority {
+	case TunerIdle, TunerNormal:
+	default:
+		return fmt.Errorf("selector: tuner priority %q (Options.TunerPriority or $INT8BERT_TUNER_PRIORITY): want idle or normal", o.TunerPriority)
 	}
 	if o.Reps <= 0 {
 		o.Reps = 5
@@ -601,6 +613,12 @@ type Stats struct {
 	// Prechecks is the number of quick checks the background tuner ran
 	// ahead of any call (Selector.Precheck).
 	Prechecks int
+	// Retimed counts the background tuner's wall-timed units that a
+	// request interrupted, timed again.
+	Retimed int
+	// TunerPriority says what the background work last ran at ("idle
+	// (SCHED_IDLE)", "nice 19 (...)", "normal (why)"); "" before any ran.
+	TunerPriority string
 	// Packs is the number of weight forms the selector's linears packed
 	// (each linear's form for a panel width, on a call, a Prepare or in
 	// the background; a tuning's own problems left out), PacksLater those packed in the background while
@@ -612,7 +630,11 @@ type Stats struct {
 func (s *Selector) Stats() Stats {
 	st := Stats{Tuned: int(s.tuned.Load()), FromCache: int(s.hits.Load()), Defaults: int(s.bg.defaults.Load()),
 		Checks: int(s.bg.checks.Load()), Yields: int(s.bg.yields.Load()), Starved: int(s.bg.starved.Load()),
-		Prechecks: int(s.bg.prechecked.Load()), Packs: int(s.packs.Load()), PacksLater: int(s.packsLater.Load())}
+		Prechecks: int(s.bg.prechecked.Load()), Packs: int(s.packs.Load()), PacksLater: int(s.packsLater.Load()),
+		Retimed: int(s.bg.retimed.Load())}
+	s.bg.prioMu.Lock()
+	st.TunerPriority = s.bg.priority
+	s.bg.prioMu.Unlock()
 	s.mu.Lock()
 	st.Pending = len(s.bg.queue)
 	if s.bg.busy {
@@ -801,6 +823,9 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 	// The background tuner's runs wait for the requests in flight
 	// (yieldToRequests); a caller's own tuning does not.
 	y := s.newYielder(ctx)
+	// The background tuner's units are timed so that a request taking
+	// the core from its lowered thread does not inflate them (unitClock).
+	clk := s.newUnitClock(y, key)
 	// best is the fastest warm run so far, against which later candidates
 	// are pruned; timed are the candidates left to time.
 	best := time.Duration(math.MaxInt64)
@@ -852,20 +877,19 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 		if err := y.wait(ctx, s); err != nil {
 			return nil, fmt.Errorf("selector: tune %v: %w", key, err)
 		}
-		t0 = time.Now()
-		if err := tr.exec(c); err != nil {
+		warm, err := clk.time(func() error { return tr.exec(c) })
+		if err != nil {
 			exclude("failed on its second run: %v", err)
 			continue
 		}
-		warm := time.Since(t0)
 		if best < math.MaxInt64 && float64(warm) > s.opts.PruneFactor*float64(best) {
 			// One more run, so that a single preempted run prunes nothing.
-			t0 = time.Now()
-			if err := tr.exec(c); err != nil {
+			d, err := clk.time(func() error { return tr.exec(c) })
+			if err != nil {
 				exclude("failed on its third run: %v", err)
 				continue
 			}
-			warm = min(warm, time.Since(t0))
+			warm = min(warm, d)
 		}
 		if best < math.MaxInt64 && float64(warm) > s.opts.PruneFactor*float64(best) {
 			m.Median, m.Runs, m.Pruned = warm, 2, true
@@ -939,13 +963,15 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 			if err := y.wait(ctx, s); err != nil {
 				return nil, fmt.Errorf("selector: tune %v: %w", key, err)
 			}
-			t0 := time.Now()
-			for range t.iters {
-				if t.err = tr.exec(t.c); t.err != nil {
-					break
+			d, _ := clk.time(func() error {
+				for range t.iters {
+					if t.err = tr.exec(t.c); t.err != nil {
+						return t.err
+					}
 				}
-			}
-			per := time.Since(t0) / time.Duration(t.iters)
+				return nil
+			})
+			per := d / time.Duration(t.iters)
 			t.per = append(t.per, per)
 			if s.opts.Reference == nil {
 				continue
