@@ -948,9 +948,18 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 	// call, measured at 20-40% for 2-3 ms after oneDNN's) does not make
 	// the candidate look faster than it is.
 	refLen := func(t *timedCand) time.Duration { return max(time.Millisecond, t.warm*time.Duration(t.iters)/4) }
-	for range reps {
+	for r := range reps {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("selector: tune %v: %w", key, err)
+		}
+		if r == 1 && s.opts.KeyBudget > 0 {
+			timed = dropAfterFirst(timed, func(t *timedCand) (time.Duration, bool) {
+				return min(t.warm, t.per[0]), t.err == nil && len(t.per) > 0
+			}, func(t *timedCand) {
+				m := t.m
+				m.Median, m.Runs, m.Pruned = min(t.warm, t.per[0]), 1, true
+				ch.Measured = append(ch.Measured, m)
+			})
 		}
 		var before float64
 		if s.opts.Reference != nil && len(timed) > 0 {
@@ -1051,6 +1060,38 @@ func (s *Selector) derive(ctx context.Context, key, base Key) (*Choice, error) {
 	}
 	return ch, nil
 }
+
+// dropAfterFirst, within a key's budget (Options.KeyBudget > 0), keeps
+// for the repetitions after the first the candidates whose first
+// repetition (or warm run, the faster) is within firstNear of the best
+// one's, and hands the others to drop (kept as pruned): a candidate
+// slower than that by its first measurement is not the key's choice, and
+// its further repetitions only lengthened the warm-up (docs/DESIGN.md
+// section 4.6). ok says whether a candidate has a first time.
+func dropAfterFirst[T any](timed []T, first func(T) (time.Duration, bool), drop func(T)) []T {
+	best := time.Duration(math.MaxInt64)
+	for _, t := range timed {
+		if d, ok := first(t); ok {
+			best = min(best, d)
+		}
+	}
+	if best == math.MaxInt64 {
+		return timed
+	}
+	kept := timed[:0:0]
+	for _, t := range timed {
+		if d, ok := first(t); ok && float64(d) > firstNear*float64(best) {
+			drop(t)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	return kept
+}
+
+// firstNear is dropAfterFirst's bound: a candidate more than this many
+// times the best after its first repetition is not timed further.
+const firstNear = 1.15
 
 // Over a key's budget (Options.KeyBudget), candidates whose warm run was
 // more than budgetNear times the best are not timed, and a candidate runs
