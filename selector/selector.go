@@ -141,6 +141,9 @@ type TuneEvent struct {
 	// Took and Err are the tuning's time and error, when Done.
 	Took time.Duration
 	Err  error
+	// Background is, for a tuning of the background tuner, what its
+	// thread runs at (Stats.TunerPriority); "" for a caller's own.
+	Background string
 }
 
 // TuneMode says when a selector tunes a key (Options.Tuning).
@@ -737,8 +740,14 @@ func (s *Selector) get(ctx context.Context, key Key, wait bool) (*Choice, error)
 	s.inflight[ks] = f
 	s.mu.Unlock()
 
+	var bg string
+	if _, ok := ctx.Value(tunerCtx{}).(*backgroundThread); ok {
+		s.bg.prioMu.Lock()
+		bg = s.bg.priority
+		s.bg.prioMu.Unlock()
+	}
 	if s.opts.OnTune != nil {
-		s.opts.OnTune(TuneEvent{Key: key})
+		s.opts.OnTune(TuneEvent{Key: key, Background: bg})
 	}
 	t0 := time.Now()
 	f.ch, f.err = s.tune(ctx, key)
@@ -746,7 +755,7 @@ func (s *Selector) get(ctx context.Context, key Key, wait bool) (*Choice, error)
 		s.setPicks(f.ch, key)
 	}
 	if s.opts.OnTune != nil {
-		s.opts.OnTune(TuneEvent{Key: key, Done: true, Took: time.Since(t0), Err: f.err})
+		s.opts.OnTune(TuneEvent{Key: key, Done: true, Took: time.Since(t0), Err: f.err, Background: bg})
 	}
 	s.mu.Lock()
 	delete(s.inflight, ks)

@@ -21,7 +21,8 @@ type threadSeen struct {
 	procs    int
 	seen     bool
 	priority string
-	slotted  bool // GOMAXPROCS was one more than before the slots were held
+	event    string // TuneEvent.Background
+	slotted  bool   // GOMAXPROCS was one more than before the slots were held
 }
 
 func (ts *threadSeen) onTune(s **Selector) func(TuneEvent) {
@@ -34,6 +35,7 @@ func (ts *threadSeen) onTune(s **Selector) func(TuneEvent) {
 		defer ts.mu.Unlock()
 		ts.policy, ts.nice, ts.err, ts.procs, ts.seen = p, n, err, runtime.GOMAXPROCS(0), true
 		ts.priority = (*s).Stats().TunerPriority
+		ts.event = ev.Background
 		slots.mu.Lock()
 		ts.slotted = slots.n > 0 && ts.procs == slots.base+1
 		slots.mu.Unlock()
@@ -87,6 +89,7 @@ func TestTunerThreadPriority(t *testing.T) {
 	assert.True(t, seen.slotted, "the tuner has a GOMAXPROCS slot of its own while it runs (%d)", seen.procs)
 	assert.False(t, s.bg.tunerSlot.Load(), "the tuner gave its slot back once the queue was done")
 	assert.Equal(t, seen.priority, s.Stats().TunerPriority)
+	assert.Equal(t, seen.priority, seen.event, "OnTune hears what the tuner runs at")
 
 	// This thread, and a caller's own tuning on it, keep theirs.
 	pol2, nice2, err := threadPolicy(0)
@@ -100,6 +103,7 @@ func TestTunerThreadPriority(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, seen.seen)
 	assert.Equal(t, pol, seen.policy, "a caller's own tuning runs at the caller's priority")
+	assert.Empty(t, seen.event, "a caller's own tuning is not the background's")
 	assert.Equal(t, nice, seen.nice)
 	assert.Empty(t, w.String())
 }
