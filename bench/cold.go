@@ -84,6 +84,11 @@ type ColdReport struct {
 	// Settle is how long the background tuning ran on after the last
 	// cold call.
 	Settle time.Duration `json:"settle_ns"`
+	// TunerPriority is what the cold run's background tuner ran at
+	// (selector.Stats.TunerPriority); Retimed its units timed again
+	// after a request interrupted them.
+	TunerPriority string `json:"tuner_priority"`
+	Retimed       int    `json:"retimed"`
 }
 
 // ColdCall is one call of Cold. Defaults, Checks, Tuned and Packs are
@@ -218,6 +223,8 @@ func Cold(ctx context.Context, o ColdOptions) (*ColdReport, error) {
 			return err
 		}
 		rep.Settle = time.Since(t0)
+		st = sel.Stats()
+		rep.TunerPriority, rep.Retimed = st.TunerPriority, st.Retimed
 		say("warm: %d rounds of the same calls", o.WarmRounds)
 		for round := range o.WarmRounds {
 			for i, in := range ins {

@@ -51,6 +51,13 @@ type background struct {
 	lastEnd  time.Time     // when requests last fell to 0
 	yields   atomic.Int64  // waits of the tuner for requests (Stats.Yields)
 	starved  atomic.Int64  // units run beside requests after yieldMaxShare
+	begun    atomic.Int64  // BeginRequest calls, to tell a unit a request interrupted
+	retimed  atomic.Int64  // units timed again after a request interrupted them (Stats.Retimed)
+
+	tunerSlot atomic.Bool // the tuner holds a GOMAXPROCS slot (enterBackground)
+
+	prioMu   sync.Mutex
+	priority string // what the background work last ran at (Stats.TunerPriority)
 }
 
 type checkedDefault struct {
@@ -77,6 +84,7 @@ func (b *background) init() {
 // BeginRequest has ended.
 func (s *Selector) BeginRequest() {
 	b := &s.bg
+	b.begun.Add(1)
 	b.reqMu.Lock()
 	if b.requests == 0 {
 		b.quiet = make(chan struct{})
@@ -99,6 +107,13 @@ func (s *Selector) EndRequest() {
 	b.reqMu.Unlock()
 }
 
+// inFlight returns the requests in flight now.
+func (s *Selector) inFlight() int {
+	s.bg.reqMu.Lock()
+	defer s.bg.reqMu.Unlock()
+	return s.bg.requests
+}
+
 // The tuner yields to requests: it starts a unit of work (a candidate's
 // run or repetition, a packing) once no request has been in flight for
 // yieldGrace (back-to-back requests leave gaps of microseconds between
@@ -113,21 +128,23 @@ const (
 	yieldMaxWait  = 250 * time.Millisecond
 )
 
-// tunerCtx marks the background tuner's context: only its work yields.
+// tunerCtx marks the background tuner's context, its value the tuner's
+// *backgroundThread: only its work yields.
 type tunerCtx struct{}
 
 // yielder is a tuning's state of yielding: when its previous unit began.
 type yielder struct {
-	on   bool
-	last time.Time
+	on     bool
+	locked bool // the tuner's goroutine is locked to its thread
+	last   time.Time
 }
 
 // newYielder returns the yielder of a tuning under ctx: on for the
 // background tuner's, off (yielding nothing) for a caller's own tuning
 // (a warm-up's Tune, a synchronous first call).
 func (s *Selector) newYielder(ctx context.Context) *yielder {
-	_, on := ctx.Value(tunerCtx{}).(bool)
-	return &yielder{on: on}
+	t, on := ctx.Value(tunerCtx{}).(*backgroundThread)
+	return &yielder{on: on, locked: on && t.locked}
 }
 
 // wait returns once the tuner may start its next unit (yieldToRequests),
@@ -295,13 +312,18 @@ func (s *Selector) precheck(key Key) {
 // the selector closes.
 func (s *Selector) tuneQueued(idle chan struct{}) {
 	defer s.bg.wg.Done()
-	ctx := context.WithValue(s.bg.ctx, tunerCtx{}, true)
+	// The tuner's thread runs at the lowest priority (enterBackground)
+	// and ends with this goroutine.
+	bt := s.enterBackgroundAs(&s.bg.tunerSlot)
+	defer bt.leave()
+	ctx := context.WithValue(s.bg.ctx, tunerCtx{}, bt)
 	y := s.newYielder(ctx)
 	for {
 		s.mu.Lock()
 		if s.closed || len(s.bg.queue) == 0 && len(s.bg.prechecks) == 0 {
 			s.bg.busy = false
 			s.bg.queue, s.bg.prechecks = nil, nil
+			bt.leave() // before idle: WaitTuned's return finds the slot given back
 			close(idle)
 			s.mu.Unlock()
 			return

@@ -560,6 +560,9 @@ func (l *Linear[G]) packLater(c cand[G]) {
 		// As the tuner's runs, the packing waits for the requests in
 		// flight (yieldToRequests); a packing is a unit of about
 		// packUnit. A closed selector stops the wait, not the packing.
+		// Its thread runs at the lowest priority, as the tuner's, and
+		// ends with this goroutine.
+		defer l.s.enterBackground().leave()
 		_ = l.s.yieldToRequests(l.s.bg.ctx, packUnit)
 		l.packLaterNow(nc.nr) // an error (a closed linear) leaves the calls on their form
 		l.mu.Lock()

@@ -125,6 +125,13 @@ type Options struct {
 	// once, and a background goroutine tunes, one key at a time; see
 	// docs/DESIGN.md section 4.8).
 	Tuning TuneMode
+	// TunerPriority is what the background tuner's and its packings'
+	// threads run at: TunerIdle (the OS's lowest priority, Linux
+	// SCHED_IDLE or else nice 19, on a GOMAXPROCS slot of their own: a
+	// request always takes the core from them; docs/DESIGN.md section
+	// 4.12) or TunerNormal. "" means $INT8BERT_TUNER_PRIORITY, else
+	// TunerIdle.
+	TunerPriority string
 }
 
 // TuneEvent is a tuning's start or end, for Options.OnTune.
@@ -134,6 +141,9 @@ type TuneEvent struct {
 	// Took and Err are the tuning's time and error, when Done.
 	Took time.Duration
 	Err  error
+	// Background is, for a tuning of the background tuner, what its
+	// thread runs at (Stats.TunerPriority); "" for a caller's own.
+	Background string
 }
 
 // TuneMode says when a selector tunes a key (Options.Tuning).
@@ -195,6 +205,11 @@ func (o *Options) defaults() error {
 	case TuneSync, TuneBackground:
 	default:
 		return fmt.Errorf("selector: Options.Tuning %v: want TuneDefault, TuneSync or TuneBackground", o.Tuning)
+	}
+	switch o.TunerPriority = strings.TrimSpace(tunerPriority(o.TunerPriority)); o.TunerPriority {
+	case TunerIdle, TunerNormal:
+	default:
+		return fmt.Errorf("selector: tuner priority %q (Options.TunerPriority or $INT8BERT_TUNER_PRIORITY): want idle or normal", o.TunerPriority)
 	}
 	if o.Reps <= 0 {
 		o.Reps = 5
@@ -601,6 +616,12 @@ type Stats struct {
 	// Prechecks is the number of quick checks the background tuner ran
 	// ahead of any call (Selector.Precheck).
 	Prechecks int
+	// Retimed counts the background tuner's wall-timed units that a
+	// request interrupted, timed again.
+	Retimed int
+	// TunerPriority says what the background work last ran at ("idle
+	// (SCHED_IDLE)", "nice 19 (...)", "normal (why)"); "" before any ran.
+	TunerPriority string
 	// Packs is the number of weight forms the selector's linears packed
 	// (each linear's form for a panel width, on a call, a Prepare or in
 	// the background; a tuning's own problems left out), PacksLater those packed in the background while
@@ -612,7 +633,11 @@ type Stats struct {
 func (s *Selector) Stats() Stats {
 	st := Stats{Tuned: int(s.tuned.Load()), FromCache: int(s.hits.Load()), Defaults: int(s.bg.defaults.Load()),
 		Checks: int(s.bg.checks.Load()), Yields: int(s.bg.yields.Load()), Starved: int(s.bg.starved.Load()),
-		Prechecks: int(s.bg.prechecked.Load()), Packs: int(s.packs.Load()), PacksLater: int(s.packsLater.Load())}
+		Prechecks: int(s.bg.prechecked.Load()), Packs: int(s.packs.Load()), PacksLater: int(s.packsLater.Load()),
+		Retimed: int(s.bg.retimed.Load())}
+	s.bg.prioMu.Lock()
+	st.TunerPriority = s.bg.priority
+	s.bg.prioMu.Unlock()
 	s.mu.Lock()
 	st.Pending = len(s.bg.queue)
 	if s.bg.busy {
@@ -715,8 +740,14 @@ func (s *Selector) get(ctx context.Context, key Key, wait bool) (*Choice, error)
 	s.inflight[ks] = f
 	s.mu.Unlock()
 
+	var bg string
+	if _, ok := ctx.Value(tunerCtx{}).(*backgroundThread); ok {
+		s.bg.prioMu.Lock()
+		bg = s.bg.priority
+		s.bg.prioMu.Unlock()
+	}
 	if s.opts.OnTune != nil {
-		s.opts.OnTune(TuneEvent{Key: key})
+		s.opts.OnTune(TuneEvent{Key: key, Background: bg})
 	}
 	t0 := time.Now()
 	f.ch, f.err = s.tune(ctx, key)
@@ -724,7 +755,7 @@ func (s *Selector) get(ctx context.Context, key Key, wait bool) (*Choice, error)
 		s.setPicks(f.ch, key)
 	}
 	if s.opts.OnTune != nil {
-		s.opts.OnTune(TuneEvent{Key: key, Done: true, Took: time.Since(t0), Err: f.err})
+		s.opts.OnTune(TuneEvent{Key: key, Done: true, Took: time.Since(t0), Err: f.err, Background: bg})
 	}
 	s.mu.Lock()
 	delete(s.inflight, ks)
@@ -801,6 +832,9 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 	// The background tuner's runs wait for the requests in flight
 	// (yieldToRequests); a caller's own tuning does not.
 	y := s.newYielder(ctx)
+	// The background tuner's units are timed so that a request taking
+	// the core from its lowered thread does not inflate them (unitClock).
+	clk := s.newUnitClock(y, key)
 	// best is the fastest warm run so far, against which later candidates
 	// are pruned; timed are the candidates left to time.
 	best := time.Duration(math.MaxInt64)
@@ -852,20 +886,19 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 		if err := y.wait(ctx, s); err != nil {
 			return nil, fmt.Errorf("selector: tune %v: %w", key, err)
 		}
-		t0 = time.Now()
-		if err := tr.exec(c); err != nil {
+		warm, err := clk.time(func() error { return tr.exec(c) })
+		if err != nil {
 			exclude("failed on its second run: %v", err)
 			continue
 		}
-		warm := time.Since(t0)
 		if best < math.MaxInt64 && float64(warm) > s.opts.PruneFactor*float64(best) {
 			// One more run, so that a single preempted run prunes nothing.
-			t0 = time.Now()
-			if err := tr.exec(c); err != nil {
+			d, err := clk.time(func() error { return tr.exec(c) })
+			if err != nil {
 				exclude("failed on its third run: %v", err)
 				continue
 			}
-			warm = min(warm, time.Since(t0))
+			warm = min(warm, d)
 		}
 		if best < math.MaxInt64 && float64(warm) > s.opts.PruneFactor*float64(best) {
 			m.Median, m.Runs, m.Pruned = warm, 2, true
@@ -924,9 +957,18 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 	// call, measured at 20-40% for 2-3 ms after oneDNN's) does not make
 	// the candidate look faster than it is.
 	refLen := func(t *timedCand) time.Duration { return max(time.Millisecond, t.warm*time.Duration(t.iters)/4) }
-	for range reps {
+	for r := range reps {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("selector: tune %v: %w", key, err)
+		}
+		if r == 1 && s.opts.KeyBudget > 0 {
+			timed = dropAfterFirst(timed, func(t *timedCand) (time.Duration, bool) {
+				return min(t.warm, t.per[0]), t.err == nil && len(t.per) > 0
+			}, func(t *timedCand) {
+				m := t.m
+				m.Median, m.Runs, m.Pruned = min(t.warm, t.per[0]), 1, true
+				ch.Measured = append(ch.Measured, m)
+			})
 		}
 		var before float64
 		if s.opts.Reference != nil && len(timed) > 0 {
@@ -939,13 +981,15 @@ func (s *Selector) tune(ctx context.Context, key Key) (*Choice, error) {
 			if err := y.wait(ctx, s); err != nil {
 				return nil, fmt.Errorf("selector: tune %v: %w", key, err)
 			}
-			t0 := time.Now()
-			for range t.iters {
-				if t.err = tr.exec(t.c); t.err != nil {
-					break
+			d, _ := clk.time(func() error {
+				for range t.iters {
+					if t.err = tr.exec(t.c); t.err != nil {
+						return t.err
+					}
 				}
-			}
-			per := time.Since(t0) / time.Duration(t.iters)
+				return nil
+			})
+			per := d / time.Duration(t.iters)
 			t.per = append(t.per, per)
 			if s.opts.Reference == nil {
 				continue
@@ -1025,6 +1069,38 @@ func (s *Selector) derive(ctx context.Context, key, base Key) (*Choice, error) {
 	}
 	return ch, nil
 }
+
+// dropAfterFirst, within a key's budget (Options.KeyBudget > 0), keeps
+// for the repetitions after the first the candidates whose first
+// repetition (or warm run, the faster) is within firstNear of the best
+// one's, and hands the others to drop (kept as pruned): a candidate
+// slower than that by its first measurement is not the key's choice, and
+// its further repetitions only lengthened the warm-up (docs/DESIGN.md
+// section 4.6). ok says whether a candidate has a first time.
+func dropAfterFirst[T any](timed []T, first func(T) (time.Duration, bool), drop func(T)) []T {
+	best := time.Duration(math.MaxInt64)
+	for _, t := range timed {
+		if d, ok := first(t); ok {
+			best = min(best, d)
+		}
+	}
+	if best == math.MaxInt64 {
+		return timed
+	}
+	kept := timed[:0:0]
+	for _, t := range timed {
+		if d, ok := first(t); ok && float64(d) > firstNear*float64(best) {
+			drop(t)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	return kept
+}
+
+// firstNear is dropAfterFirst's bound: a candidate more than this many
+// times the best after its first repetition is not timed further.
+const firstNear = 1.15
 
 // Over a key's budget (Options.KeyBudget), candidates whose warm run was
 // more than budgetNear times the best are not timed, and a candidate runs

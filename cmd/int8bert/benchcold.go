@@ -91,5 +91,8 @@ func runBenchCold(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintf(stdout, "background tuning          %d keys ran a default while queued, %d tunings, %d default checks ahead of the calls; %s more after the last call\n",
 		r.Defaults, r.Tuned, r.Prechecks, sec(r.Settle))
+	if r.TunerPriority != "" {
+		fmt.Fprintf(stdout, "background work ran at      %s\n", r.TunerPriority)
+	}
 	return nil
 }

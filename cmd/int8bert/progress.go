@@ -77,7 +77,11 @@ func (p *tuneProgress) event(ev selector.TuneEvent) {
 	p.inflight--
 	p.done++
 	if now.Sub(p.start) >= tuneProgressDelay && now.Sub(p.lastPrint) >= tuneProgressEvery {
-		fmt.Fprintf(p.w, "tuning kernels for new shapes: %d done, %.1f s (last: %v)\n", p.done, now.Sub(p.start).Seconds(), ev.Key)
+		bg := ""
+		if ev.Background != "" {
+			bg = "; in the background at " + ev.Background
+		}
+		fmt.Fprintf(p.w, "tuning kernels for new shapes: %d done, %.1f s (last: %v%s)\n", p.done, now.Sub(p.start).Seconds(), ev.Key, bg)
 		p.lastPrint = now
 	}
 }

@@ -86,4 +86,14 @@ func TestTuneProgress(t *testing.T) {
 	clock = clock.Add(2 * time.Second) // a new run
 	tune(100 * time.Millisecond)
 	assert.Empty(t, out.String())
+
+	// The background tuner's line says what its thread runs at.
+	out.Reset()
+	clock = clock.Add(2 * time.Second)
+	for range 6 {
+		p.event(selector.TuneEvent{Key: key, Background: "idle (SCHED_IDLE)"})
+		clock = clock.Add(200 * time.Millisecond)
+		p.event(selector.TuneEvent{Key: key, Done: true, Took: 200 * time.Millisecond, Background: "idle (SCHED_IDLE)"})
+	}
+	assert.Contains(t, out.String(), "; in the background at idle (SCHED_IDLE))")
 }

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package selector
+
+import (
+	"errors"
+	"time"
+)
+
+var errNoThreadPriority = errors.New("thread priorities are not set on this OS")
+
+func lowerThreadPriority() (string, error) { return "", errNoThreadPriority }
+
+func threadPolicy(int) (uint32, int, error) { return 0, 0, errNoThreadPriority }
+
+func threadID() int { return 0 }
+
+func threadCPU() (time.Duration, bool) { return 0, false }
