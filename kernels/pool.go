@@ -131,11 +131,12 @@ func (c *call) wait() {
 // spin polls ready for up to poolSpin and says whether it became true.
 // It gives up at once while a foreign runtime runs or the pool's busy
 // goroutines outnumber the Ps, and while the machine is oversubscribed:
-// when the OS took more than half of the spinners' time over a window of
-// spinWindow (a gap between two checks longer than spinStolen, where 64
-// polls take well under a microsecond, is time the OS took), a spinner
-// only burns the share of the CPU that the work needs, and nothing spins
-// for spinCalm. One descheduling does not stop the spinning: on a quiet
+// when more than half of the spinners' time over a window of spinWindow
+// was lost (taken by the OS: a gap between two checks longer than
+// spinStolen, where 64 polls take well under a microsecond; or spent in
+// a spin that ended without its condition, as when the thread waited
+// for has no core), a spinner only burns the share of the CPU that the
+// work needs, and nothing spins for spinCalm. One descheduling does not stop the spinning: on a quiet
 // machine the OS takes a spinner's core now and then (a timer, another
 // process's slice), and parking every worker for spinCalm after each
 // such gap (as before) cost a two-thread BERT-base pass of 111 pool calls
@@ -149,7 +150,11 @@ func spin(ready func() bool) bool {
 	var stolen time.Duration
 	procs := int32(runtime.GOMAXPROCS(0))
 	done := func(ok bool) bool {
-		if spins.note(sinceEpoch()-start, stolen) {
+		spun := sinceEpoch() - start
+		if !ok { // polled for nothing: the time is lost as well
+			stolen = spun
+		}
+		if spins.note(spun, stolen) {
 			calmUntil.Store(int64(sinceEpoch() + spinCalm))
 		}
 		return ok
@@ -190,18 +195,20 @@ const (
 // spins weighs the spinners' time against what the OS took of it.
 var spins stealLedger
 
-// stealLedger sums the time spinners spun and the part of it the OS took,
-// window by window: on a machine with a core for each thread the OS
-// takes a spinner's core for a timer or another process's short slice
-// (a small share), on an oversubscribed one for the slices of every
-// other runnable thread (most of it).
+// stealLedger sums the time spinners spun and the part of it that was
+// lost, window by window: on a machine with a core for each thread the
+// OS takes a spinner's core for a timer or another process's short slice
+// and a worker's last spin of a pass ends without a call (a small
+// share); on an oversubscribed one the OS takes it for the slices of
+// every other runnable thread and the threads waited for are off their
+// cores (most of it).
 type stealLedger struct {
 	spun, stolen atomic.Int64 // nanoseconds in the current window
 }
 
-// note adds one spin of spun, of which the OS took stolen, and says
-// whether that closed a window of at least spinWindow in which the OS
-// took more than half (then nothing should spin for spinCalm).
+// note adds one spin of spun, of which stolen was lost, and says
+// whether that closed a window of at least spinWindow in which more than
+// half was lost (then nothing should spin for spinCalm).
 func (l *stealLedger) note(spun, stolen time.Duration) bool {
 	s := l.stolen.Add(int64(stolen))
 	t := l.spun.Add(int64(spun))
