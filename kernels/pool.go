@@ -184,9 +184,10 @@ const (
 	// descheduling the spinner explains.
 	spinStolen = 10 * time.Microsecond
 	// spinWindow is the spinning time (the OS's gaps included) over
-	// which the share the OS took is weighed: long enough to hold
-	// several of a busy machine's time slices.
-	spinWindow = 10 * time.Millisecond
+	// which the share lost is weighed: a quiet two-thread BERT-base pass
+	// polls 1-3 ms in all, so a busy machine is found within a pass or
+	// two.
+	spinWindow = 2 * time.Millisecond
 	// spinCalm is how long nothing spins after a window in which the OS
 	// took most of the spinners' time.
 	spinCalm = 20 * time.Millisecond
