@@ -57,8 +57,11 @@ func Parallel(threads, tasks int, f func(task int)) {
 }
 
 // poolSpin is how long an idle worker, or a caller waiting for its
-// workers, polls before it parks.
-const poolSpin = 50 * time.Microsecond
+// workers, polls before it parks: longer than a task of a pass's pool
+// calls (a linear's block, ~50-150 us at BERT-base seq 128) plus the
+// serial work between two calls, so that a worker that finished its
+// share of one call is still polling when the caller's next call comes.
+const poolSpin = 200 * time.Microsecond
 
 // foreign counts the calls into a runtime with threads of its own
 // (oneDNN's OpenMP) in flight: while it is positive no worker spins.
@@ -127,33 +130,49 @@ func (c *call) wait() {
 
 // spin polls ready for up to poolSpin and says whether it became true.
 // It gives up at once while a foreign runtime runs or the pool's busy
-// goroutines outnumber the Ps, and when the OS took its core away (two
-// checks spinStolen apart, where 64 polls take well under a
-// microsecond): the machine is then oversubscribed, a spinner only burns
-// the share of the CPU that the work needs, and nothing spins for
-// spinCalm.
+// goroutines outnumber the Ps, and while the machine is oversubscribed:
+// when more than half of the spinners' time over a window of spinWindow
+// was lost (taken by the OS: a gap between two checks longer than
+// spinStolen, where 64 polls take well under a microsecond; or spent in
+// a spin that ended without its condition, as when the thread waited
+// for has no core), a spinner only burns the share of the CPU that the
+// work needs, and nothing spins for spinCalm. One descheduling does not stop the spinning: on a quiet
+// machine the OS takes a spinner's core now and then (a timer, another
+// process's slice), and parking every worker for spinCalm after each
+// such gap (as before) cost a two-thread BERT-base pass of 111 pool calls
+// 5-40 ms of wake-ups, most of its second thread's gain.
 func spin(ready func() bool) bool {
 	now := sinceEpoch()
-	if now < time.Duration(calmUntil.Load()) {
+	if now < time.Duration(calmUntil.Load()) || foreign.Load() > 0 {
 		return ready()
 	}
 	start, last := now, now
+	var stolen time.Duration
 	procs := int32(runtime.GOMAXPROCS(0))
+	done := func(ok bool) bool {
+		spun := sinceEpoch() - start
+		if !ok { // polled for nothing: the time is lost as well
+			stolen = spun
+		}
+		if spins.note(spun, stolen) {
+			calmUntil.Store(int64(sinceEpoch() + spinCalm))
+		}
+		return ok
+	}
 	for i := 0; ; i++ {
 		if ready() {
-			return true
+			return done(true)
 		}
 		if i&63 == 63 {
 			if foreign.Load() > 0 || busy.Load() > procs {
-				return false
+				return done(false)
 			}
 			now = sinceEpoch()
-			if now-last > spinStolen {
-				calmUntil.Store(int64(now + spinCalm))
-				return false
+			if gap := now - last; gap > spinStolen {
+				stolen += gap
 			}
 			if now-start > poolSpin {
-				return false
+				return done(false)
 			}
 			last = now
 		}
@@ -164,9 +183,42 @@ const (
 	// spinStolen is a gap between two checks of a spin that only the OS
 	// descheduling the spinner explains.
 	spinStolen = 10 * time.Microsecond
-	// spinCalm is how long nothing spins after a spinner lost its core.
+	// spinWindow is the spinning time (the OS's gaps included) over
+	// which the share lost is weighed: a quiet two-thread BERT-base pass
+	// polls 1-3 ms in all, so a busy machine is found within a pass or
+	// two.
+	spinWindow = 2 * time.Millisecond
+	// spinCalm is how long nothing spins after a window in which the OS
+	// took most of the spinners' time.
 	spinCalm = 20 * time.Millisecond
 )
+
+// spins weighs the spinners' time against what the OS took of it.
+var spins stealLedger
+
+// stealLedger sums the time spinners spun and the part of it that was
+// lost, window by window: on a machine with a core for each thread the
+// OS takes a spinner's core for a timer or another process's short slice
+// and a worker's last spin of a pass ends without a call (a small
+// share); on an oversubscribed one the OS takes it for the slices of
+// every other runnable thread and the threads waited for are off their
+// cores (most of it).
+type stealLedger struct {
+	spun, stolen atomic.Int64 // nanoseconds in the current window
+}
+
+// note adds one spin of spun, of which stolen was lost, and says
+// whether that closed a window of at least spinWindow in which more than
+// half was lost (then nothing should spin for spinCalm).
+func (l *stealLedger) note(spun, stolen time.Duration) bool {
+	s := l.stolen.Add(int64(stolen))
+	t := l.spun.Add(int64(spun))
+	if t < int64(spinWindow) || !l.spun.CompareAndSwap(t, 0) {
+		return false
+	}
+	l.stolen.Add(-s)
+	return 2*s > t
+}
 
 // calmUntil is the sinceEpoch time before which nothing spins.
 var calmUntil atomic.Int64

@@ -60,7 +60,8 @@ func TestParallelReusesWorkers(t *testing.T) {
 
 // TestSpinStopsForForeign wants an idle worker or waiting caller to stop
 // polling at once while a foreign runtime's threads run (ForeignEnter),
-// or for spinCalm after a spinner lost its core, and to poll otherwise.
+// or for spinCalm after the OS took most of the spinners' time, and to
+// poll otherwise.
 func TestSpinStopsForForeign(t *testing.T) {
 	polls := 0
 	ForeignEnter()
@@ -87,6 +88,45 @@ func TestSpinStopsForForeign(t *testing.T) {
 		}
 		if try == 50 {
 			t.Fatalf("without a foreign runtime: spin gave up after %d polls in 50 tries, before the condition held", polls)
+		}
+	}
+}
+
+// TestStealLedger wants the spinners to stop (note says true) only when
+// a window of at least spinWindow of spinning closes with more than half
+// of it taken by the OS, and each window weighed on its own.
+func TestStealLedger(t *testing.T) {
+	var l stealLedger
+	spin := spinWindow / 20
+	n := 20
+	// A quiet machine: one gap of a whole spin in a window.
+	for i := range 3 * n {
+		stolen := time.Duration(0)
+		if i%n == 0 {
+			stolen = spin
+		}
+		if l.note(spin, stolen) {
+			t.Fatalf("spin %d: stopped with one gap in each window of %d spins", i, n)
+		}
+	}
+	// Oversubscribed: the OS takes three quarters of every spin; the
+	// window closes at its n-th spin.
+	for i := 1; i <= n; i++ {
+		calm := l.note(spin, 3*spin/4)
+		if calm != (i == n) {
+			t.Fatalf("spin %d of a window of %d, three quarters stolen: note says %v, want %v", i, n, calm, i == n)
+		}
+	}
+	// The next window starts empty: a quiet one does not stop.
+	for i := range n {
+		if l.note(spin, spin/10) {
+			t.Fatalf("spin %d of the window after an oversubscribed one, a tenth stolen: stopped", i)
+		}
+	}
+	// Exactly half is not more than half.
+	for i := range n {
+		if l.note(spin, spin/2) {
+			t.Fatalf("spin %d of a window half stolen: stopped", i)
 		}
 	}
 }
