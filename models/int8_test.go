@@ -739,3 +739,34 @@ func TestInt8StaticSmoothedFFN2(t *testing.T) {
 		}
 	}
 }
+
+// TestInt8DynamicChunkedFFN runs a dynamic INT8 pass of more rows than
+// the encoder's FFN chunk (256: 5 x 64 tokens, the last sequence padded)
+// on one thread, where the FFN goes in row chunks, and on two, where it
+// does not: every output must have the same bits.
+func TestInt8DynamicChunkedFFN(t *testing.T) {
+	sel := encodertest.Selector(t)
+	dir := savedInt8(t, sel, encoder.PrecisionInt8Dynamic)
+	in := tokenInputs(1000, 5, 64, 17)
+	forward := func(threads int) *encoder.TaskOutput {
+		m, err := encoder.LoadTask(dir, bert.Family, encoder.Options{Selector: sel, Threads: threads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		out, err := m.Forward(in, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want, got := forward(2), forward(1)
+	if len(got.Last) != len(want.Last) || len(got.Last) < 5*64 {
+		t.Fatalf("last hidden state of %d values on one thread, %d on two", len(got.Last), len(want.Last))
+	}
+	for i := range want.Last {
+		if math.Float32bits(want.Last[i]) != math.Float32bits(got.Last[i]) {
+			t.Fatalf("last hidden state %d: %v on one thread (FFN in chunks), %v on two", i, got.Last[i], want.Last[i])
+		}
+	}
+}

@@ -279,11 +279,8 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 		f1Out = kernels.Out{U8: s.fq.u8, Ldc: inter}
 		outScale, outZP = f2.q.ActScale, f2.q.ActZeroPoint
 	}
-	if err := p.runQ(m, f1, rows, x, &s.xq, qp != nil, m.cfg.Activation, nil, f1Out, outScale, outZP, s); err != nil {
-		return false, fmt.Errorf("ffn1: %w", err)
-	}
-	if err := p.runQ(m, f2, rows, s.f, &s.fq, fused, kernels.ActNone, x, kernels.Out{F32: s.t, Ldc: h}, 0, 0, s); err != nil {
-		return false, fmt.Errorf("ffn2: %w", err)
+	if err := p.ffn(m, f1, f2, rows, x, qp != nil, fused, f1Out, outScale, outZP, s); err != nil {
+		return false, err
 	}
 	prof.add(partLinear, t, 2*fl(inter, h))
 
@@ -299,4 +296,50 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 	}
 	prof.add(partLayerNorm, t, 0)
 	return qp != nil, nil
+}
+
+// ffnChunkRows is the rows of the chunks a one-thread dynamic pass runs its
+// FFN in (int8Pass.ffn). It is the largest row class the selector times
+// (selector.Options.DeriveAbove's default): the classes above it take its
+// choice, so a pass that meets a larger class has tuned this one.
+const ffnChunkRows = 256
+
+// ffn runs FFN1 (x to s.f, or to s.fq's u8 when fused) and FFN2 (to s.t,
+// x its residual) over rows. A one-thread dynamic pass of more than
+// ffnChunkRows rows runs both in chunks of ffnChunkRows rows, each chunk's
+// FFN1 output quantized and used by FFN2 while it is still in the caches:
+// its FP32 intermediate (rows x Intermediate, 48 MiB at 4096 rows of
+// BERT-base) otherwise went to memory and came back for the quantization.
+// Each row is computed alone (its own scale in dynamic mode, and a
+// kernel's bits do not depend on M): the chunks give the same bits.
+func (p *int8Pass) ffn(m *Model, f1, f2 *qlin, rows int, x []float32, quantized, fused bool, f1Out kernels.Out,
+	outScale float32, outZP int32, s *qscratch) error {
+	h, inter := m.cfg.Hidden, m.cfg.Intermediate
+	if p.mode != smoothquant.Dynamic || fused || quantized || m.threads > 1 || !f1.int8() || !f2.int8() || rows <= ffnChunkRows {
+		if err := p.runQ(m, f1, rows, x, &s.xq, quantized, m.cfg.Activation, nil, f1Out, outScale, outZP, s); err != nil {
+			return fmt.Errorf("ffn1: %w", err)
+		}
+		if err := p.runQ(m, f2, rows, s.f, &s.fq, fused, kernels.ActNone, x, kernels.Out{F32: s.t, Ldc: h}, 0, 0, s); err != nil {
+			return fmt.Errorf("ffn2: %w", err)
+		}
+		return nil
+	}
+	// Every chunk, the last one's fewer rows included, runs the kernels
+	// chosen for ffnChunkRows rows (the row model picks within the class).
+	defer func(as int) { s.asRows = as }(s.asRows)
+	s.asRows = ffnChunkRows
+	for r0 := 0; r0 < rows; r0 += ffnChunkRows {
+		n := min(ffnChunkRows, rows-r0)
+		xr := x[r0*h : (r0+n)*h]
+		xq := qin{u8: s.xq.u8[r0*h:], scales: s.xq.scales[r0:]}
+		fq := qin{u8: s.fq.u8[r0*inter:], scales: s.fq.scales[r0:]}
+		f := s.f[r0*inter : (r0+n)*inter]
+		if err := p.runQ(m, f1, n, xr, &xq, false, m.cfg.Activation, nil, kernels.Out{F32: f, Ldc: inter}, 0, 0, s); err != nil {
+			return fmt.Errorf("ffn1 rows %d-%d: %w", r0, r0+n, err)
+		}
+		if err := p.runQ(m, f2, n, f, &fq, false, kernels.ActNone, xr, kernels.Out{F32: s.t[r0*h : (r0+n)*h], Ldc: h}, 0, 0, s); err != nil {
+			return fmt.Errorf("ffn2 rows %d-%d: %w", r0, r0+n, err)
+		}
+	}
+	return nil
 }
