@@ -67,6 +67,22 @@ func loadTask(dir string, sel *selector.Selector) (*encoder.TaskModel, error) {
 	return encoder.LoadTask(dir, bert.Family, encoder.Options{Selector: sel, Threads: 1})
 }
 
+// forwardOn opens the BERT model folder dir on threads threads and runs
+// one pass of in through it.
+func forwardOn(t *testing.T, dir string, sel *selector.Selector, threads int, in *encoder.Inputs) *encoder.TaskOutput {
+	t.Helper()
+	m, err := encoder.LoadTask(dir, bert.Family, encoder.Options{Selector: sel, Threads: threads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	out, err := m.Forward(in, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func loadFP32(t *testing.T, sel *selector.Selector) *encoder.TaskModel {
 	t.Helper()
 	m, err := loadTask(goldenModel(t), sel)
@@ -709,18 +725,7 @@ func TestInt8StaticSmoothedFFN2(t *testing.T) {
 		})
 	})
 	in := tokenInputs(1000, 2, 10, 31)
-	forward := func(dir string) *encoder.TaskOutput {
-		m, err := loadTask(dir, sel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		out, err := m.Forward(in, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	forward := func(dir string) *encoder.TaskOutput { return forwardOn(t, dir, sel, 1, in) }
 	m, err := loadTask(dir, sel)
 	if err != nil {
 		// Refusing the artifact is acceptable, if it says why.
@@ -748,18 +753,7 @@ func TestInt8DynamicChunkedFFN(t *testing.T) {
 	sel := encodertest.Selector(t)
 	dir := savedInt8(t, sel, encoder.PrecisionInt8Dynamic)
 	in := tokenInputs(1000, 5, 64, 17)
-	forward := func(threads int) *encoder.TaskOutput {
-		m, err := encoder.LoadTask(dir, bert.Family, encoder.Options{Selector: sel, Threads: threads})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		out, err := m.Forward(in, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	forward := func(threads int) *encoder.TaskOutput { return forwardOn(t, dir, sel, threads, in) }
 	want, got := forward(2), forward(1)
 	if len(got.Last) != len(want.Last) || len(got.Last) < 5*64 {
 		t.Fatalf("last hidden state of %d values on one thread, %d on two", len(got.Last), len(want.Last))

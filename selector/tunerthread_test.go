@@ -42,6 +42,26 @@ func (ts *threadSeen) onTune(s **Selector) func(TuneEvent) {
 	}
 }
 
+// tunedInBackground makes a selector that tunes in the background with
+// its tuner at priority, runs a linear on a default (its key queued) and
+// waits for the tuner; seen holds the scheduling of the tuner's thread.
+func tunedInBackground(t *testing.T, priority string) (s *Selector, seen *threadSeen, w *warnings, o Options) {
+	t.Helper()
+	w, seen = new(warnings), new(threadSeen)
+	o = testOptions(t, w)
+	o.Tuning = TuneBackground
+	o.TunerPriority = priority
+	o.OnTune = seen.onTune(&s)
+	s = newSelector(t, o)
+	p := newProblem(t, 5, 9, 64, 32, "none/s32", 0)
+	l, err := s.NewLinear(p.n, p.k, p.w, p.k)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	runOn(t, l, p) // a default; the key is queued
+	require.NoError(t, s.WaitTuned(context.Background()))
+	return s, seen, w, o
+}
+
 // TestTunerThreadPriority checks that the background tuner runs on a
 // thread of the lowest priority the OS gives (SCHED_IDLE, else nice 19),
 // on a GOMAXPROCS slot of its own that it gives back when the queue is
@@ -58,20 +78,7 @@ func TestTunerThreadPriority(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	pol, nice, err := threadPolicy(0)
 	require.NoError(t, err)
-	var w warnings
-	o := testOptions(t, &w)
-	o.Tuning = TuneBackground
-	o.TunerPriority = TunerIdle
-	var seen threadSeen
-	var s *Selector
-	o.OnTune = seen.onTune(&s)
-	s = newSelector(t, o)
-	p := newProblem(t, 5, 9, 64, 32, "none/s32", 0)
-	l, err := s.NewLinear(p.n, p.k, p.w, p.k)
-	require.NoError(t, err)
-	defer l.Close()
-	runOn(t, l, p) // a default; the key is queued
-	require.NoError(t, s.WaitTuned(context.Background()))
+	s, seen, w, _ := tunedInBackground(t, TunerIdle)
 
 	seen.mu.Lock()
 	defer seen.mu.Unlock()
@@ -111,20 +118,7 @@ func TestTunerThreadPriority(t *testing.T) {
 // TestTunerPriorityNormal checks that TunerNormal leaves the tuner's
 // thread and GOMAXPROCS alone, and that an unknown priority is an error.
 func TestTunerPriorityNormal(t *testing.T) {
-	var w warnings
-	o := testOptions(t, &w)
-	o.Tuning = TuneBackground
-	o.TunerPriority = TunerNormal
-	var seen threadSeen
-	var s *Selector
-	o.OnTune = seen.onTune(&s)
-	s = newSelector(t, o)
-	p := newProblem(t, 5, 9, 64, 32, "none/s32", 0)
-	l, err := s.NewLinear(p.n, p.k, p.w, p.k)
-	require.NoError(t, err)
-	defer l.Close()
-	runOn(t, l, p)
-	require.NoError(t, s.WaitTuned(context.Background()))
+	s, seen, _, o := tunedInBackground(t, TunerNormal)
 	seen.mu.Lock()
 	defer seen.mu.Unlock()
 	require.True(t, seen.seen)
@@ -136,7 +130,7 @@ func TestTunerPriorityNormal(t *testing.T) {
 	}
 
 	o.TunerPriority = "lowest"
-	_, err = New(o)
+	_, err := New(o)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "want idle or normal")
 }
