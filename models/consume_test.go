@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/int8bert/int8bert/checkpoint"
 	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder/encodertest"
 )
@@ -16,13 +15,7 @@ import (
 // weights stay until Close), and the
 // INT8 model it made gives the bits of one quantized without it.
 func TestQuantizeConsume(t *testing.T) {
-	cfg, err := checkpoint.ParseConfig([]byte(`{"model_type": "bert", "architectures": ["BertModel"],
-		"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-		"intermediate_size": 256, "max_position_embeddings": 64, "type_vocab_size": 2, "pad_token_id": 0,
-		"hidden_act": "gelu", "layer_norm_eps": 1e-12}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := tinyBERTConfig(t)
 	ctx := context.Background()
 	sel := encodertest.Selector(t)
 	in := &models.Inputs{Batch: 1, Seq: 16}

@@ -12,6 +12,20 @@ import (
 	"github.com/int8bert/int8bert/selector"
 )
 
+// tinyBERTConfig is the config of a 2-layer BERT of hidden size 64 (4
+// heads, FFN 256, a vocabulary of 1,000), for random weights.
+func tinyBERTConfig(t *testing.T) *checkpoint.Config {
+	t.Helper()
+	cfg, err := checkpoint.ParseConfig([]byte(`{"model_type": "bert", "architectures": ["BertModel"],
+		"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+		"intermediate_size": 256, "max_position_embeddings": 64, "type_vocab_size": 2, "pad_token_id": 0,
+		"hidden_act": "gelu", "layer_norm_eps": 1e-12}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // TestThreadsSameBits runs one pass of a small random BERT (2 layers,
 // hidden 64, 2 sequences of 48 tokens, the last padded) on 1, 2 and 3
 // threads at each precision and wants the same bits from every count:
@@ -29,13 +43,7 @@ func TestThreadsSameBits(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs 2 CPUs")
 	}
-	cfg, err := checkpoint.ParseConfig([]byte(`{"model_type": "bert", "architectures": ["BertModel"],
-		"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-		"intermediate_size": 256, "max_position_embeddings": 64, "type_vocab_size": 2, "pad_token_id": 0,
-		"hidden_act": "gelu", "layer_norm_eps": 1e-12}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := tinyBERTConfig(t)
 	sel, err := selector.New(selector.Options{CachePath: "off", Reps: 1, Force: "gemmF32_8x48"})
 	if err != nil {
 		t.Skipf("cannot force gemmF32_8x48: %v", err)
