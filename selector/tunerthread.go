@@ -151,10 +151,9 @@ func releaseSlot() {
 // else in wall time, and a unit during which a request began is timed
 // again (unitRetries), its least time kept.
 type unitClock struct {
-	s      *Selector
-	cpu    bool
-	on     bool // the background tuner's unit (yielding); else plain wall time
-	retime int  // units timed again (Stats.Retimed counts them)
+	s   *Selector
+	cpu bool
+	on  bool // the background tuner's unit (yielding); else plain wall time
 }
 
 // unitRetries is how many times a wall-timed background unit that a
