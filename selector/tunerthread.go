@@ -41,9 +41,8 @@ func tunerPriority(p string) string {
 
 // backgroundThread is a background goroutine's hold on its thread.
 type backgroundThread struct {
-	lowered bool // the thread runs at the lowered priority, on its own slot
-	locked  bool // the goroutine is locked to its thread
-	tid     int
+	lowered bool         // the thread runs at the lowered priority, on its own slot
+	locked  bool         // the goroutine is locked to its thread
 	left    bool         // leave ran
 	held    *atomic.Bool // set while the slot is held, for the tuner's (tests)
 }
@@ -73,7 +72,6 @@ func (s *Selector) enterBackgroundAs(held *atomic.Bool) *backgroundThread {
 		return t
 	}
 	t.lowered = true
-	t.tid = threadID()
 	acquireSlot()
 	if held != nil {
 		held.Store(true)

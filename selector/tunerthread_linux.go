@@ -34,8 +34,6 @@ func threadPolicy(tid int) (policy uint32, nice int, err error) {
 	return a.Policy, int(a.Nice), nil
 }
 
-func threadID() int { return unix.Gettid() }
-
 // threadCPU returns the calling thread's CPU time.
 func threadCPU() (time.Duration, bool) {
 	var ts unix.Timespec

@@ -13,6 +13,4 @@ func lowerThreadPriority() (string, error) { return "", errNoThreadPriority }
 
 func threadPolicy(int) (uint32, int, error) { return 0, 0, errNoThreadPriority }
 
-func threadID() int { return 0 }
-
 func threadCPU() (time.Duration, bool) { return 0, false }

@@ -302,7 +302,7 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 // FFN in (int8Pass.ffn). It is the largest row class the selector times
 // (selector.Options.DeriveAbove's default): the classes above it take its
 // choice, so a pass that meets a larger class has tuned this one.
-const ffnChunkRows = 256
+const ffnChunkRows = selector.DefaultDeriveAbove
 
 // ffn runs FFN1 (x to s.f, or to s.fq's u8 when fused) and FFN2 (to s.t,
 // x its residual) over rows. A one-thread dynamic pass of more than
