@@ -26,6 +26,21 @@ func tiledKernel(name string, mr int, seen *sync.Map) *kernels.Kernel {
 	return k
 }
 
+// spinCPU keeps the calling thread busy for d of its CPU time (of wall
+// time where the OS does not count a thread's).
+func spinCPU(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	start, ok := threadCPU()
+	wall := time.Now()
+	for {
+		if now, _ := threadCPU(); ok && now-start >= d || !ok && time.Since(wall) >= d {
+			return
+		}
+	}
+}
+
 // TestTileRows: the row model's work in full tiles (docs/DESIGN.md
 // section 4.4): a partial tile costs half a tile plus its share of the
 // other half; a candidate without a tile is linear in M.
@@ -147,11 +162,22 @@ func TestAdoptTuningPacksLater(t *testing.T) {
 	var w warnings
 	o := testOptions(t, &w)
 	o.CachePath, o.Force, o.Tuning = "off", "test-isa", TuneBackground
-	var seen sync.Map
-	slow := tiledKernel("gemmSlowWide_4x32", 4, &seen) // the default: no waste at M 4, the larger tile
-	inner := slow.RunU8S8
-	slow.RunU8S8 = func(g *kernels.GEMMU8S8) error { time.Sleep(2 * time.Millisecond); return inner(g) }
-	fast := tiledKernel("gemmFastNarrow_1x16", 1, &seen)
+	// What ran on the calls' A (the tuner's trials run on their own).
+	var ran sync.Map
+	record := func(k *kernels.Kernel, busy time.Duration) *kernels.Kernel {
+		inner := k.RunU8S8
+		k.RunU8S8 = func(g *kernels.GEMMU8S8) error {
+			ran.Store(&g.A[0], k.Name)
+			spinCPU(busy)
+			return inner(g)
+		}
+		return k
+	}
+	// The default (no waste at M 4, the larger tile) is busy for 3 ms of
+	// CPU time a call: a background key of one thread is timed in the
+	// tuner thread's CPU time, where a sleep would cost nothing.
+	slow := record(tiledKernel("gemmSlowWide_4x32", 4, nil), 3*time.Millisecond)
+	fast := record(tiledKernel("gemmFastNarrow_1x16", 1, nil), 0)
 	fast.NR = 16
 	s := newSelectorWith(t, o, withKernels(t, slow, fast))
 	p := newProblem(t, 5, 4, 16, 32, "none/s32", 0)
@@ -161,21 +187,34 @@ func TestAdoptTuningPacksLater(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	call := func() string {
-		seen.Delete(4)
+		ran.Delete(&p.a[0])
 		out := newOut(p.kind.Out, p.m, p.n)
 		g := &kernels.GEMMU8S8{M: p.m, A: p.a, Lda: p.lda, Ep: p.ep, Out: out, Threads: 1}
 		require.NoError(t, l.Run(g))
 		compare(t, "call", p.kind.Out, p.m, p.n, p.n, out, p.want(t, p.n))
-		ran, _ := seen.Load(4)
-		name, _ := ran.(string)
-		return name
+		name, _ := ran.Load(&p.a[0])
+		s, _ := name.(string)
+		return s
 	}
 	assert.Equal(t, slow.Name, call(), "the default runs first")
 	require.NoError(t, s.WaitTuned(context.Background()))
 	ch, err := s.Choose(key)
 	require.NoError(t, err)
 	require.Equal(t, fast.Name, ch.Kernel, "%v", ch)
-	assert.Equal(t, slow.Name, call(), "the tuned kernel's form is not packed yet: the packed one runs")
+	before := s.Stats()
+	// The call is a request in flight, so the packing it starts waits for
+	// it (yieldToRequests), up to its deadline: should the call outlast
+	// that, the form is packed meanwhile and the call may run it, packed
+	// in the background all the same.
+	s.BeginRequest()
+	got := call()
+	s.EndRequest()
+	if after := s.Stats(); got != slow.Name {
+		assert.Equal(t, fast.Name, got)
+		assert.Equal(t, before.PacksLater+1, after.PacksLater, "the tuned kernel ran on a form packed in the background: %+v", after)
+	} else {
+		assert.Equal(t, before.Packs-before.PacksLater, after.Packs-after.PacksLater, "the call packed nothing: %+v", after)
+	}
 	require.Eventually(t, func() bool { return l.ready(l.op.byName[fast.Name]) }, 10*time.Second, time.Millisecond)
 	assert.Equal(t, fast.Name, call(), "once packed, the tuned kernel runs")
 }
