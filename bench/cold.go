@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/int8bert/int8bert/cpu"
+	"github.com/int8bert/int8bert/internal/threadcpu"
 	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/selector"
 )
@@ -202,14 +203,14 @@ func Cold(ctx context.Context, o ColdOptions) (*ColdReport, error) {
 		loaded := time.Now()
 		for i, in := range ins {
 			st0 := sel.Stats()
-			c0, cpuOK := threadCPU()
+			c0, cpuOK := threadcpu.Now()
 			t0 := time.Now()
 			if _, err := p.Forward(ctx, in, false); err != nil {
 				return fmt.Errorf("cold call %d (%d tokens): %w", i, in.Seq, err)
 			}
 			c := &rep.Calls[i]
 			c.Start, c.Cold = t0.Sub(loaded), time.Since(t0)
-			if c1, ok := threadCPU(); ok && cpuOK {
+			if c1, ok := threadcpu.Now(); ok && cpuOK {
 				c.ColdCPU = max(c1-c0, 1)
 			}
 			st := sel.Stats()
@@ -228,7 +229,7 @@ func Cold(ctx context.Context, o ColdOptions) (*ColdReport, error) {
 		say("warm: %d rounds of the same calls", o.WarmRounds)
 		for round := range o.WarmRounds {
 			for i, in := range ins {
-				c0, cpuOK := threadCPU()
+				c0, cpuOK := threadcpu.Now()
 				t0 := time.Now()
 				if _, err := p.Forward(ctx, in, false); err != nil {
 					return fmt.Errorf("warm call %d (%d tokens): %w", i, in.Seq, err)
@@ -237,7 +238,7 @@ func Cold(ctx context.Context, o ColdOptions) (*ColdReport, error) {
 				if d := time.Since(t0); round == 0 || d < c.Warm {
 					c.Warm = d
 				}
-				if c1, ok := threadCPU(); ok && cpuOK {
+				if c1, ok := threadcpu.Now(); ok && cpuOK {
 					if d := max(c1-c0, 1); round == 0 || d < c.WarmCPU {
 						c.WarmCPU = d
 					}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/int8bert/int8bert/internal/threadcpu"
 	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/selector"
 	"github.com/stretchr/testify/assert"
@@ -31,7 +32,7 @@ func TestCold(t *testing.T) {
 			assert.GreaterOrEqual(t, c.Start, r.Calls[i-1].Start+r.Calls[i-1].Cold, "call %d starts after the one before", i)
 		}
 	}
-	_, cpuOK := threadCPU()
+	_, cpuOK := threadcpu.Now()
 	checks, defaults := 0, 0
 	for i, c := range r.Calls {
 		checks += c.Checks

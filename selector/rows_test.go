@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/int8bert/int8bert/internal/threadcpu"
 	"github.com/int8bert/int8bert/kernels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,10 +33,10 @@ func spinCPU(d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	start, ok := threadCPU()
+	start, ok := threadcpu.Now()
 	wall := time.Now()
 	for {
-		if now, _ := threadCPU(); ok && now-start >= d || !ok && time.Since(wall) >= d {
+		if now, _ := threadcpu.Now(); ok && now-start >= d || !ok && time.Since(wall) >= d {
 			return
 		}
 	}

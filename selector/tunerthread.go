@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/int8bert/int8bert/internal/threadcpu"
 )
 
 // The background tuner and its packings run on OS threads of the lowest
@@ -161,7 +163,7 @@ const unitRetries = 2
 func (s *Selector) newUnitClock(y *yielder, key Key) *unitClock {
 	c := &unitClock{s: s, on: y.on}
 	if y.on && y.locked && key.Threads == 1 {
-		if _, ok := threadCPU(); ok {
+		if _, ok := threadcpu.Now(); ok {
 			c.cpu = true
 		}
 	}
@@ -171,9 +173,9 @@ func (s *Selector) newUnitClock(y *yielder, key Key) *unitClock {
 // time runs f and returns its time, as unitClock says.
 func (c *unitClock) time(f func() error) (time.Duration, error) {
 	if c.cpu {
-		c0, _ := threadCPU()
+		c0, _ := threadcpu.Now()
 		err := f()
-		c1, _ := threadCPU()
+		c1, _ := threadcpu.Now()
 		return max(c1-c0, 1), err
 	}
 	var best time.Duration

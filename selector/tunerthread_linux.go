@@ -4,7 +4,6 @@ package selector
 
 import (
 	"fmt"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -32,13 +31,4 @@ func threadPolicy(tid int) (policy uint32, nice int, err error) {
 		return 0, 0, err
 	}
 	return a.Policy, int(a.Nice), nil
-}
-
-// threadCPU returns the calling thread's CPU time.
-func threadCPU() (time.Duration, bool) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0, false
-	}
-	return time.Duration(ts.Nano()), true
 }

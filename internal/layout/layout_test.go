@@ -39,7 +39,7 @@ var frontMay = append([]string{"models/...", "tokenizer", "internal/cgroup"}, en
 
 // belowCmd is every package bench may import: models, the front door,
 // and never models/encoder, the engine behind it.
-var belowCmd = []string{"cpu", "internal/cgroup", "tokenizer", "checkpoint", "dnnl/...", "kernels/...", "selector/...", "smoothquant",
+var belowCmd = []string{"cpu", "internal/cgroup", "internal/threadcpu", "tokenizer", "checkpoint", "dnnl/...", "kernels/...", "selector/...", "smoothquant",
 	"models", "models/bert", "models/distilbert", "models/xlmr", "models/electra", "models/mpnet"}
 
 // rules mirrors docs/DESIGN.md section 1.1, bottom up. Change both
@@ -52,6 +52,8 @@ var rules = []rule{
 	{pkg: "internal/crashtest"},
 	// The sweep of killed writers' temporary files: imports nothing.
 	{pkg: "internal/atomicfile"},
+	// A thread's CPU time: imports nothing.
+	{pkg: "internal/threadcpu"},
 	{pkg: "tokenizer"},
 	{pkg: "checkpoint", may: []string{"internal/atomicfile"}},
 	{pkg: "dnnl/cgo"},
@@ -60,7 +62,7 @@ var rules = []rule{
 	{pkg: "kernels/...", may: []string{"cpu", "kernels/..."}},
 	{pkg: "kernels/kernelstest", may: []string{"cpu", "kernels"}},
 	// The one package that knows both kernels and dnnl.
-	{pkg: "selector/...", may: []string{"cpu", "kernels/...", "dnnl", "selector/...", "internal/atomicfile"}},
+	{pkg: "selector/...", may: []string{"cpu", "kernels/...", "dnnl", "selector/...", "internal/atomicfile", "internal/threadcpu"}},
 	{pkg: "smoothquant", may: []string{"cpu", "kernels/...", "selector", "checkpoint"}},
 	{pkg: "models/encoder/...", may: append([]string{"models/encoder/..."}, encoderMay...)},
 	// The family packages: the encoder and the front door, never each other.
