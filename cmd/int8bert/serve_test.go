@@ -232,12 +232,15 @@ func TestServeGRPCAddr(t *testing.T) {
 
 // TestBenchServe: bench serve starts a server on loopback, runs each
 // client level within its bounds, and prints a row per level with no
-// failure and no padding computed; -json carries the same levels.
+// failure and no padding computed; -json carries the same levels. The
+// levels are bounded by their count of requests: a duration bound (10
+// minutes here) would end them early on a loaded machine, where the
+// first calls tune with the cache off.
 func TestBenchServe(t *testing.T) {
 	t.Setenv("INT8BERT_TUNING_CACHE", "off")
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"bench", "serve", "--model", "../../assets/sst2-xlmr-mini",
-		"--data", "../../assets/sst2/dev.tsv", "--clients", "1,4", "--requests", "40", "--duration", "30s", "--instances", "1"}, &out, io.Discard)
+		"--data", "../../assets/sst2/dev.tsv", "--clients", "1,4", "--requests", "40", "--duration", "10m", "--instances", "1"}, &out, io.Discard)
 	require.NoError(t, err, "%s", &out)
 	text := out.String()
 	assert.Contains(t, text, "1 instances x 1 threads")
@@ -256,7 +259,7 @@ func TestBenchServe(t *testing.T) {
 	}
 	out.Reset()
 	err = run(context.Background(), []string{"bench", "serve", "--model", "../../assets/sst2-xlmr-mini", "--data", "../../assets/sst2/dev.tsv",
-		"--clients", "2", "--requests", "10", "--instances", "1", "-json"}, &out, io.Discard)
+		"--clients", "2", "--requests", "10", "--duration", "10m", "--instances", "1", "-json"}, &out, io.Discard)
 	require.NoError(t, err)
 	var rep benchServeReport
 	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), "%s", &out)
