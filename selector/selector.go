@@ -256,10 +256,13 @@ type Selector struct {
 	eng        *dnnl.Engine // nil without oneDNN
 	prims      *dnnlPrims   // nil without oneDNN
 
-	mu       sync.Mutex
-	closed   bool
-	choices  map[string]*Choice // tuned or loaded, valid for this binary
-	cached   map[string]Choice  // loaded from the file, not yet used
+	mu      sync.Mutex
+	closed  bool
+	choices map[string]*Choice // tuned or loaded, valid for this binary
+	// byKey holds choices' entries by Key (insert-only, as choices): a
+	// pass's calls find their choice without formatting the key.
+	byKey    map[Key]*Choice
+	cached   map[string]Choice // loaded from the file, not yet used
 	inflight map[string]*flight
 	saveMu   sync.Mutex
 	tuneMu   sync.Mutex // one tuning at a time, so timings do not disturb each other
@@ -312,6 +315,7 @@ func newWith(opts Options, ks kernelSet) (*Selector, error) {
 		opts:      opts,
 		features:  cpu.X86,
 		choices:   map[string]*Choice{},
+		byKey:     map[Key]*Choice{},
 		cached:    map[string]Choice{},
 		inflight:  map[string]*flight{},
 		byOp:      map[string]operation{},
@@ -689,6 +693,12 @@ func (s *Selector) get(ctx context.Context, key Key, wait bool) (*Choice, error)
 	if err := key.Validate(); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	if ch, ok := s.byKey[key]; ok && !s.closed {
+		s.mu.Unlock()
+		return ch, nil
+	}
+	s.mu.Unlock()
 	ks := key.String()
 	s.mu.Lock()
 	if s.closed {
@@ -696,6 +706,7 @@ func (s *Selector) get(ctx context.Context, key Key, wait bool) (*Choice, error)
 		return nil, fmt.Errorf("selector: choose %v: %w", key, ErrClosed)
 	}
 	if ch, ok := s.choices[ks]; ok {
+		s.byKey[key] = ch
 		s.mu.Unlock()
 		return ch, nil
 	}
@@ -720,6 +731,7 @@ func (s *Selector) get(ctx context.Context, key Key, wait bool) (*Choice, error)
 			c.FromCache = true
 			s.setPicks(&c, key)
 			s.choices[ks] = &c
+			s.byKey[key] = &c
 			s.mu.Unlock()
 			s.hits.Add(1)
 			return &c, nil
@@ -761,6 +773,7 @@ func (s *Selector) get(ctx context.Context, key Key, wait bool) (*Choice, error)
 	delete(s.inflight, ks)
 	if f.err == nil {
 		s.choices[ks] = f.ch
+		s.byKey[key] = f.ch
 		delete(s.bg.byKey, ks)
 	}
 	s.mu.Unlock()

@@ -125,12 +125,14 @@ func newQlin(sel *selector.Selector, q *smoothquant.QLinear, folded bool) (*qlin
 func (l *qlin) int8() bool { return l.lin != nil }
 
 // staticParams is the fused quantize step a producer (LayerNorm) runs for
-// this linear's input in static mode; nil when the linear is not INT8.
-func (l *qlin) staticParams() *kernels.QuantParams {
+// this linear's input in static mode, written to dst (the pass's scratch:
+// nothing allocated per call); nil when the linear is not INT8.
+func (l *qlin) staticParams(dst *kernels.QuantParams) *kernels.QuantParams {
 	if !l.int8() {
 		return nil
 	}
-	return &kernels.QuantParams{PreScale: l.pre, Scale: l.q.ActScale, ZeroPoint: l.q.ActZeroPoint}
+	*dst = kernels.QuantParams{PreScale: l.pre, Scale: l.q.ActScale, ZeroPoint: l.q.ActZeroPoint}
+	return dst
 }
 
 // qin is the quantized input of a linear: u8 rows and, in dynamic mode,
@@ -217,6 +219,7 @@ type qscratch struct {
 	*scratch
 	xq, ctxq, fq qin
 	tmp          []float32
+	qp           kernels.QuantParams // staticParams's, one at a time
 }
 
 // layer runs INT8 layer li of m in place on x (pass.layer; the pass has
@@ -258,7 +261,7 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 	var qp *kernels.QuantParams
 	var q []uint8
 	if static {
-		if qp = f1.staticParams(); qp != nil {
+		if qp = f1.staticParams(&s.qp); qp != nil {
 			q = s.xq.u8
 		}
 	}
@@ -287,7 +290,7 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 	t = time.Now()
 	qp, q = nil, nil
 	if static && li+1 < len(p.layers) {
-		if qp = p.layers[li+1].lin[linQKV].staticParams(); qp != nil {
+		if qp = p.layers[li+1].lin[linQKV].staticParams(&s.qp); qp != nil {
 			q = s.xq.u8
 		}
 	}

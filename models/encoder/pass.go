@@ -138,7 +138,7 @@ func (p *int8Pass) embedNorm(m *Model, x []float32, s *qscratch) (bool, error) {
 	var qp *kernels.QuantParams
 	var q []uint8
 	if p.mode == smoothquant.Static && len(p.layers) > 0 {
-		if qp = p.layers[0].lin[linQKV].staticParams(); qp != nil {
+		if qp = p.layers[0].lin[linQKV].staticParams(&s.qp); qp != nil {
 			q = s.xq.u8
 		}
 	}
