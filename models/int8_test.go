@@ -747,20 +747,24 @@ func TestInt8StaticSmoothedFFN2(t *testing.T) {
 
 // TestInt8DynamicChunkedFFN runs a dynamic INT8 pass of more rows than
 // the encoder's FFN chunk (256: 5 x 64 tokens, the last sequence padded)
-// on one thread, where the FFN goes in row chunks, and on two, where it
-// does not: every output must have the same bits.
+// on one thread, where the FFN goes in row chunks and the quantize steps
+// are fused into the LayerNorms and attention, and on two, where none
+// is: every output must have the same bits. A pass of fewer rows (3 x 20)
+// checks the fused steps without the chunks.
 func TestInt8DynamicChunkedFFN(t *testing.T) {
 	sel := encodertest.Selector(t)
 	dir := savedInt8(t, sel, encoder.PrecisionInt8Dynamic)
-	in := tokenInputs(1000, 5, 64, 17)
-	forward := func(threads int) *encoder.TaskOutput { return forwardOn(t, dir, sel, threads, in) }
-	want, got := forward(2), forward(1)
-	if len(got.Last) != len(want.Last) || len(got.Last) < 5*64 {
-		t.Fatalf("last hidden state of %d values on one thread, %d on two", len(got.Last), len(want.Last))
-	}
-	for i := range want.Last {
-		if math.Float32bits(want.Last[i]) != math.Float32bits(got.Last[i]) {
-			t.Fatalf("last hidden state %d: %v on one thread (FFN in chunks), %v on two", i, got.Last[i], want.Last[i])
+	for _, c := range []struct{ batch, seq int }{{5, 64}, {3, 20}} {
+		in := tokenInputs(1000, c.batch, c.seq, 17)
+		forward := func(threads int) *encoder.TaskOutput { return forwardOn(t, dir, sel, threads, in) }
+		want, got := forward(2), forward(1)
+		if len(got.Last) != len(want.Last) || len(got.Last) < c.batch*c.seq {
+			t.Fatalf("%d x %d: last hidden state of %d values on one thread, %d on two", c.batch, c.seq, len(got.Last), len(want.Last))
+		}
+		for i := range want.Last {
+			if math.Float32bits(want.Last[i]) != math.Float32bits(got.Last[i]) {
+				t.Fatalf("%d x %d: last hidden state %d: %v on one thread (fused, FFN in chunks), %v on two", c.batch, c.seq, i, got.Last[i], want.Last[i])
+			}
 		}
 	}
 }

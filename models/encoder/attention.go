@@ -103,6 +103,11 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 			if err := head(in, s, b, t/heads, t%heads, q); err != nil {
 				return err
 			}
+			if s.seqDone != nil && t%heads == heads-1 {
+				if err := s.seqDone(t / heads); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	}
@@ -121,7 +126,15 @@ func (m *Model) attentionQ(in *Inputs, s *scratch, q *attnQuant) error {
 			mu.Unlock()
 		}
 	})
-	return first
+	if first != nil || s.seqDone == nil {
+		return first
+	}
+	for bi := range s.spans {
+		if err := s.seqDone(bi); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // attentionHead computes head hd of sequence bi (s.spans[bi]) into s.ctx

@@ -246,13 +246,30 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 		aq = &attnQuant{dst: s.ctxq.u8, scale: o.q.ActScale, zp: o.q.ActZeroPoint}
 	}
 	s.layer = li
-	if err := m.attentionQ(in, s.scratch, aq); err != nil {
+	// A one-thread dynamic pass quantizes each sequence's context for O
+	// as soon as its last head is done, while its rows are in L2 (the
+	// separate step read the whole context back); when the spans cover
+	// the rows in order, so that this quantizes each row once.
+	ctxQ := aq != nil
+	if !static && o.int8() && m.threads <= 1 && spansCover(s.spans, rows) {
+		s.seqDone = func(bi int) error {
+			sp := &s.spans[bi]
+			if err := o.quantizeRows(smoothquant.Dynamic, s.ctx, sp.off, sp.off+sp.n, &s.ctxq, nil); err != nil {
+				return fmt.Errorf("attention output: %w", err)
+			}
+			return nil
+		}
+		ctxQ = true
+	}
+	err := m.attentionQ(in, s.scratch, aq)
+	s.seqDone = nil
+	if err != nil {
 		return false, err
 	}
 	prof.add(partAttention, t, 0)
 
 	t = time.Now()
-	if err := p.runQ(m, o, rows, s.ctx, &s.ctxq, aq != nil, kernels.ActNone, x, kernels.Out{F32: s.t, Ldc: h}, 0, 0, s); err != nil {
+	if err := p.runQ(m, o, rows, s.ctx, &s.ctxq, ctxQ, kernels.ActNone, x, kernels.Out{F32: s.t, Ldc: h}, 0, 0, s); err != nil {
 		return false, fmt.Errorf("attention output: %w", err)
 	}
 	prof.add(partLinear, t, fl(h, h))
@@ -265,8 +282,18 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 			q = s.xq.u8
 		}
 	}
-	if err := m.layerNorm(x, q, s.t, rows, ly.attnLN, ly.attnLNBias, qp); err != nil {
-		return false, fmt.Errorf("attention layer norm: %w", err)
+	// ffnQ: s.xq holds x quantized for FFN1 (the LayerNorm's fused step,
+	// static, or its row blocks quantized as they come, dynamic).
+	ffnQ := qp != nil
+	if static {
+		if err := m.layerNorm(x, q, s.t, rows, ly.attnLN, ly.attnLNBias, qp); err != nil {
+			return false, fmt.Errorf("attention layer norm: %w", err)
+		}
+	} else {
+		var err error
+		if ffnQ, err = p.layerNormDyn(m, f1, x, s.t, rows, ly.attnLN, ly.attnLNBias, &s.xq); err != nil {
+			return false, fmt.Errorf("attention layer norm: %w", err)
+		}
 	}
 	prof.add(partLayerNorm, t, 0)
 
@@ -282,14 +309,26 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 		f1Out = kernels.Out{U8: s.fq.u8, Ldc: inter}
 		outScale, outZP = f2.q.ActScale, f2.q.ActZeroPoint
 	}
-	if err := p.ffn(m, f1, f2, rows, x, qp != nil, fused, f1Out, outScale, outZP, s); err != nil {
+	if err := p.ffn(m, f1, f2, rows, x, ffnQ, fused, f1Out, outScale, outZP, s); err != nil {
 		return false, err
 	}
 	prof.add(partLinear, t, 2*fl(inter, h))
 
 	t = time.Now()
+	if !static {
+		var next *qlin
+		if li+1 < len(p.layers) {
+			next = p.layers[li+1].lin[linQKV]
+		}
+		ready, err := p.layerNormDyn(m, next, x, s.t, rows, ly.outLN, ly.outLNBias, &s.xq)
+		if err != nil {
+			return false, fmt.Errorf("output layer norm: %w", err)
+		}
+		prof.add(partLayerNorm, t, 0)
+		return ready, nil
+	}
 	qp, q = nil, nil
-	if static && li+1 < len(p.layers) {
+	if li+1 < len(p.layers) {
 		if qp = p.layers[li+1].lin[linQKV].staticParams(&s.qp); qp != nil {
 			q = s.xq.u8
 		}
@@ -299,6 +338,49 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 	}
 	prof.add(partLayerNorm, t, 0)
 	return qp != nil, nil
+}
+
+// spansCover reports whether spans are the rows [0, rows) in order, one
+// after the other.
+func spansCover(spans []span, rows int) bool {
+	off := 0
+	for _, sp := range spans {
+		if sp.off != off {
+			return false
+		}
+		off += sp.n
+	}
+	return off == rows
+}
+
+// lnQuantRows is how many rows a dynamic pass's LayerNorm normalizes
+// before it quantizes them for the next linear (layerNormDyn): 8 rows of
+// BERT-base's 768 floats are 24 KiB, in L1.
+const lnQuantRows = 8
+
+// layerNormDyn is the LayerNorm of src into x ([rows][Hidden]) of a
+// one-thread dynamic pass, each block of lnQuantRows rows quantized per row for l
+// into dst as soon as it is normalized, while it is in L1: the separate
+// quantize step read the whole of x back (3 MiB at 1,024 rows of
+// BERT-base, from L3 or memory). Each row is normalized and quantized
+// alone, as before: the same bits. l nil or not INT8, or more threads
+// (each quantizes its rows in runQ): the LayerNorm only; the result says
+// dst holds x quantized.
+func (p *int8Pass) layerNormDyn(m *Model, l *qlin, x, src []float32, rows int, gamma, beta []float32, dst *qin) (bool, error) {
+	if l == nil || !l.int8() || m.threads > 1 {
+		return false, m.layerNorm(x, nil, src, rows, gamma, beta, nil)
+	}
+	h, eps := m.cfg.Hidden, m.cfg.LayerNormEps
+	for a := 0; a < rows; a += lnQuantRows {
+		b := min(a+lnQuantRows, rows)
+		if err := kernels.LayerNorm(x[a*h:b*h], nil, src[a*h:b*h], nil, b-a, h, gamma, beta, eps, nil); err != nil {
+			return false, err
+		}
+		if err := l.quantizeRows(smoothquant.Dynamic, x, a, b, dst, nil); err != nil {
+			return false, fmt.Errorf("quantize: %w", err)
+		}
+	}
+	return true, nil
 }
 
 // ffnChunkRows is the rows of the chunks a one-thread dynamic pass runs its
@@ -318,7 +400,7 @@ const ffnChunkRows = selector.DefaultDeriveAbove
 func (p *int8Pass) ffn(m *Model, f1, f2 *qlin, rows int, x []float32, quantized, fused bool, f1Out kernels.Out,
 	outScale float32, outZP int32, s *qscratch) error {
 	h, inter := m.cfg.Hidden, m.cfg.Intermediate
-	if p.mode != smoothquant.Dynamic || fused || quantized || m.threads > 1 || !f1.int8() || !f2.int8() || rows <= ffnChunkRows {
+	if p.mode != smoothquant.Dynamic || fused || m.threads > 1 || !f1.int8() || !f2.int8() || rows <= ffnChunkRows {
 		if err := p.runQ(m, f1, rows, x, &s.xq, quantized, m.cfg.Activation, nil, f1Out, outScale, outZP, s); err != nil {
 			return fmt.Errorf("ffn1: %w", err)
 		}
@@ -337,7 +419,7 @@ func (p *int8Pass) ffn(m *Model, f1, f2 *qlin, rows int, x []float32, quantized,
 		xq := qin{u8: s.xq.u8[r0*h:], scales: s.xq.scales[r0:]}
 		fq := qin{u8: s.fq.u8[r0*inter:], scales: s.fq.scales[r0:]}
 		f := s.f[r0*inter : (r0+n)*inter]
-		if err := p.runQ(m, f1, n, xr, &xq, false, m.cfg.Activation, nil, kernels.Out{F32: f, Ldc: inter}, 0, 0, s); err != nil {
+		if err := p.runQ(m, f1, n, xr, &xq, quantized, m.cfg.Activation, nil, kernels.Out{F32: f, Ldc: inter}, 0, 0, s); err != nil {
 			return fmt.Errorf("ffn1 rows %d-%d: %w", r0, r0+n, err)
 		}
 		if err := p.runQ(m, f2, n, f, &fq, false, kernels.ActNone, xr, kernels.Out{F32: s.t[r0*h : (r0+n)*h], Ldc: h}, 0, 0, s); err != nil {

@@ -106,6 +106,9 @@ func (l *passLive) drop(m *Model, layer int, in *Inputs, out *Output, b *buffers
 			copy(x[off*h:], x[sp.off*h:(sp.off+sp.n)*h])
 			if xqReady {
 				copy(s.xq.u8[off*h:], s.xq.u8[sp.off*h:(sp.off+sp.n)*h])
+				if s.xq.scales != nil { // a dynamic pass's per-row scales
+					copy(s.xq.scales[off:], s.xq.scales[sp.off:sp.off+sp.n])
+				}
 			}
 			move(in.IDs, sp)
 			move(in.TypeIDs, sp)

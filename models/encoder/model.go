@@ -736,6 +736,10 @@ type scratch struct {
 	// a8 is INT8 attention's quantized Q and K (quantQKV), made on
 	// first use.
 	a8 *qkv8
+	// seqDone, when set, runs after the last head of each sequence bi
+	// (attentionQ), on the goroutine that ran it while its context rows
+	// are in cache (a one-thread dynamic pass quantizes them for O).
+	seqDone func(bi int) error
 }
 
 // buffers hold the scratch of forward passes of up to rows tokens (rows x
