@@ -370,10 +370,10 @@ func (p *int8Pass) layerNormDyn(m *Model, l *qlin, x, src []float32, rows int, g
 	if l == nil || !l.int8() || m.threads > 1 {
 		return false, m.layerNorm(x, nil, src, rows, gamma, beta, nil)
 	}
-	h, eps := m.cfg.Hidden, m.cfg.LayerNormEps
+	h := m.cfg.Hidden
 	for a := 0; a < rows; a += lnQuantRows {
 		b := min(a+lnQuantRows, rows)
-		if err := kernels.LayerNorm(x[a*h:b*h], nil, src[a*h:b*h], nil, b-a, h, gamma, beta, eps, nil); err != nil {
+		if err := m.layerNorm(x[a*h:b*h], nil, src[a*h:b*h], b-a, gamma, beta, nil); err != nil {
 			return false, err
 		}
 		if err := l.quantizeRows(smoothquant.Dynamic, x, a, b, dst, nil); err != nil {
