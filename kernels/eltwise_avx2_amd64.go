@@ -8,10 +8,11 @@ import "github.com/int8bert/int8bert/cpu"
 // CPUs without AVX-512: the scaled softmax's (attention's softmax is most
 // of what is left of its time there once its GEMMs run in assembly),
 // LayerNorm's sums and normalization (with its u8 output), the per-token
-// quantization of INT8-dynamic and the u8 per-tensor one of INT8-static.
+// quantization of INT8-dynamic and the u8 per-tensor one of INT8-static,
+// and INT8 attention's u8 softmax and s8 quantization (the K and V packs).
 // Each wrapper runs whole groups in assembly and the tail as the Go twin,
-// with the twin's bits. GELU outside a GEMM, the s8 tensor quantizer and
-// the dequantizers stay on their Go twins on such CPUs.
+// with the twin's bits. GELU outside a GEMM and the dequantizers stay on
+// their Go twins on such CPUs.
 
 func init() {
 	f := eltGeneric
@@ -23,6 +24,14 @@ func init() {
 	f.addSum, f.sum, f.sumSqDev = eltAddSumAVX2, eltSumAVX2, eltSumSqDevAVX2
 	f.norm, f.normQ = eltNormAVX2, eltNormQAVX2
 	f.qU8 = eltQuantU8AVX2
+	// INT8 attention's u8 softmax as on AVX-512 (the degree-4 255·exp in
+	// one pass with the bytes and their sum) and its s8 packing
+	// (docs/DESIGN.md section 3.10).
+	f.qS8 = eltQuantS8AVX2
+	f.expQU8 = eltExpQuantU8AVX2
+	f.smU8 = func(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (int, uint32) {
+		return eltSoftmaxU8RowsWith(eltMaxLanes4AVX2, eltExpQuantU8AVX2, dst, ldd, scales, x, n, mask)
+	}
 	f.smRows = func(dst, x, mask []float32, rows, n int, s float32) (int, float32, float32) {
 		return softmaxRowsWith(eltMaxMaskScaleAVX2, eltExpSumAVX2, eltScaleAVX2, dst, x, mask, rows, n, s)
 	}
@@ -202,4 +211,55 @@ func eltQuantU8AVX2(dst []uint8, x []float32, inv, zp float32) uint32 {
 	}
 	m := max(acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7])
 	return max(m, eltQuantU8Generic(dst[g*32:], x[g*32:], inv, zp))
+}
+
+// eltMaxLanes4AVX2 is eltMaxLanes4Generic with its whole groups of 16 in
+// assembly.
+func eltMaxLanes4AVX2(x, mask []float32) float32 {
+	acc := eltMaxLanes4Init()
+	g := len(x) / eltLanes
+	if g > 0 {
+		var mp *float32
+		if mask != nil {
+			mask = mask[:len(x)]
+			mp = &mask[0]
+		}
+		eltMaxLanes4A(&x[0], mp, g, &acc[0][0])
+	}
+	eltMaxLanes4From(&acc, g*eltLanes, x, mask)
+	return eltMaxLanes4Reduce(&acc)
+}
+
+// eltExpQuantU8AVX2 is eltExpQuantU8Generic with its whole groups of 32
+// in assembly.
+func eltExpQuantU8AVX2(dst []uint8, x []float32, m float32) (sum, bits uint32) {
+	x = x[:len(dst)]
+	g := len(dst) / 32
+	if g > 0 {
+		var out [16]uint32 // four uint64 sums, then 8 float lanes
+		eltExpQuantU8A(&dst[0], &x[0], g, m, &out[0])
+		for i := 0; i < 8; i += 2 {
+			sum += out[i] // each qword under 2^32: 255*n
+		}
+		for _, b := range out[8:] {
+			if b&0x7f800000 == 0x7f800000 {
+				bits = absMaxBitsLimit
+			}
+		}
+	}
+	s, b := eltExpQuantU8Generic(dst[g*32:], x[g*32:], m)
+	return sum + s, max(bits, b)
+}
+
+// eltQuantS8AVX2 is eltQuantS8Generic with its whole groups of 32 in
+// assembly.
+func eltQuantS8AVX2(dst []int8, x []float32, inv, zp float32) uint32 {
+	var acc [8]uint32
+	x = x[:len(dst)]
+	g := len(dst) / 32
+	if g > 0 {
+		eltQuantS8A(&dst[0], &x[0], g, inv, zp, &acc[0])
+	}
+	m := max(acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7])
+	return max(m, eltQuantS8Generic(dst[g*32:], x[g*32:], inv, zp))
 }

@@ -156,15 +156,95 @@ DATA eltAVX2Const<>+592(SB)/4, $0x437f0000
 DATA eltAVX2Const<>+596(SB)/4, $0x437f0000
 DATA eltAVX2Const<>+600(SB)/4, $0x437f0000
 DATA eltAVX2Const<>+604(SB)/4, $0x437f0000
-DATA eltAVX2Const<>+608(SB)/4, $0x00000000
-DATA eltAVX2Const<>+612(SB)/4, $0x00000004
-DATA eltAVX2Const<>+616(SB)/4, $0x00000001
-DATA eltAVX2Const<>+620(SB)/4, $0x00000005
-DATA eltAVX2Const<>+624(SB)/4, $0x00000002
-DATA eltAVX2Const<>+628(SB)/4, $0x00000006
-DATA eltAVX2Const<>+632(SB)/4, $0x00000003
-DATA eltAVX2Const<>+636(SB)/4, $0x00000007
-GLOBL eltAVX2Const<>(SB), RODATA|NOPTR, $640
+DATA eltAVX2Const<>+608(SB)/4, $0xc1800000
+DATA eltAVX2Const<>+612(SB)/4, $0xc1800000
+DATA eltAVX2Const<>+616(SB)/4, $0xc1800000
+DATA eltAVX2Const<>+620(SB)/4, $0xc1800000
+DATA eltAVX2Const<>+624(SB)/4, $0xc1800000
+DATA eltAVX2Const<>+628(SB)/4, $0xc1800000
+DATA eltAVX2Const<>+632(SB)/4, $0xc1800000
+DATA eltAVX2Const<>+636(SB)/4, $0xc1800000
+DATA eltAVX2Const<>+640(SB)/4, $0x3fb8aa3b
+DATA eltAVX2Const<>+644(SB)/4, $0x3fb8aa3b
+DATA eltAVX2Const<>+648(SB)/4, $0x3fb8aa3b
+DATA eltAVX2Const<>+652(SB)/4, $0x3fb8aa3b
+DATA eltAVX2Const<>+656(SB)/4, $0x3fb8aa3b
+DATA eltAVX2Const<>+660(SB)/4, $0x3fb8aa3b
+DATA eltAVX2Const<>+664(SB)/4, $0x3fb8aa3b
+DATA eltAVX2Const<>+668(SB)/4, $0x3fb8aa3b
+DATA eltAVX2Const<>+672(SB)/4, $0x4b400000
+DATA eltAVX2Const<>+676(SB)/4, $0x4b400000
+DATA eltAVX2Const<>+680(SB)/4, $0x4b400000
+DATA eltAVX2Const<>+684(SB)/4, $0x4b400000
+DATA eltAVX2Const<>+688(SB)/4, $0x4b400000
+DATA eltAVX2Const<>+692(SB)/4, $0x4b400000
+DATA eltAVX2Const<>+696(SB)/4, $0x4b400000
+DATA eltAVX2Const<>+700(SB)/4, $0x4b400000
+DATA eltAVX2Const<>+704(SB)/4, $0x3f317218
+DATA eltAVX2Const<>+708(SB)/4, $0x3f317218
+DATA eltAVX2Const<>+712(SB)/4, $0x3f317218
+DATA eltAVX2Const<>+716(SB)/4, $0x3f317218
+DATA eltAVX2Const<>+720(SB)/4, $0x3f317218
+DATA eltAVX2Const<>+724(SB)/4, $0x3f317218
+DATA eltAVX2Const<>+728(SB)/4, $0x3f317218
+DATA eltAVX2Const<>+732(SB)/4, $0x3f317218
+DATA eltAVX2Const<>+736(SB)/4, $0x437efff4
+DATA eltAVX2Const<>+740(SB)/4, $0x437efff4
+DATA eltAVX2Const<>+744(SB)/4, $0x437efff4
+DATA eltAVX2Const<>+748(SB)/4, $0x437efff4
+DATA eltAVX2Const<>+752(SB)/4, $0x437efff4
+DATA eltAVX2Const<>+756(SB)/4, $0x437efff4
+DATA eltAVX2Const<>+760(SB)/4, $0x437efff4
+DATA eltAVX2Const<>+764(SB)/4, $0x437efff4
+DATA eltAVX2Const<>+768(SB)/4, $0x437efd9c
+DATA eltAVX2Const<>+772(SB)/4, $0x437efd9c
+DATA eltAVX2Const<>+776(SB)/4, $0x437efd9c
+DATA eltAVX2Const<>+780(SB)/4, $0x437efd9c
+DATA eltAVX2Const<>+784(SB)/4, $0x437efd9c
+DATA eltAVX2Const<>+788(SB)/4, $0x437efd9c
+DATA eltAVX2Const<>+792(SB)/4, $0x437efd9c
+DATA eltAVX2Const<>+796(SB)/4, $0x437efd9c
+DATA eltAVX2Const<>+800(SB)/4, $0x42ff05b1
+DATA eltAVX2Const<>+804(SB)/4, $0x42ff05b1
+DATA eltAVX2Const<>+808(SB)/4, $0x42ff05b1
+DATA eltAVX2Const<>+812(SB)/4, $0x42ff05b1
+DATA eltAVX2Const<>+816(SB)/4, $0x42ff05b1
+DATA eltAVX2Const<>+820(SB)/4, $0x42ff05b1
+DATA eltAVX2Const<>+824(SB)/4, $0x42ff05b1
+DATA eltAVX2Const<>+828(SB)/4, $0x42ff05b1
+DATA eltAVX2Const<>+832(SB)/4, $0x422b446b
+DATA eltAVX2Const<>+836(SB)/4, $0x422b446b
+DATA eltAVX2Const<>+840(SB)/4, $0x422b446b
+DATA eltAVX2Const<>+844(SB)/4, $0x422b446b
+DATA eltAVX2Const<>+848(SB)/4, $0x422b446b
+DATA eltAVX2Const<>+852(SB)/4, $0x422b446b
+DATA eltAVX2Const<>+856(SB)/4, $0x422b446b
+DATA eltAVX2Const<>+860(SB)/4, $0x422b446b
+DATA eltAVX2Const<>+864(SB)/4, $0x412926b0
+DATA eltAVX2Const<>+868(SB)/4, $0x412926b0
+DATA eltAVX2Const<>+872(SB)/4, $0x412926b0
+DATA eltAVX2Const<>+876(SB)/4, $0x412926b0
+DATA eltAVX2Const<>+880(SB)/4, $0x412926b0
+DATA eltAVX2Const<>+884(SB)/4, $0x412926b0
+DATA eltAVX2Const<>+888(SB)/4, $0x412926b0
+DATA eltAVX2Const<>+892(SB)/4, $0x412926b0
+DATA eltAVX2Const<>+896(SB)/4, $0x000000ff
+DATA eltAVX2Const<>+900(SB)/4, $0x000000ff
+DATA eltAVX2Const<>+904(SB)/4, $0x000000ff
+DATA eltAVX2Const<>+908(SB)/4, $0x000000ff
+DATA eltAVX2Const<>+912(SB)/4, $0x000000ff
+DATA eltAVX2Const<>+916(SB)/4, $0x000000ff
+DATA eltAVX2Const<>+920(SB)/4, $0x000000ff
+DATA eltAVX2Const<>+924(SB)/4, $0x000000ff
+DATA eltAVX2Const<>+928(SB)/4, $0x00000000
+DATA eltAVX2Const<>+932(SB)/4, $0x00000004
+DATA eltAVX2Const<>+936(SB)/4, $0x00000001
+DATA eltAVX2Const<>+940(SB)/4, $0x00000005
+DATA eltAVX2Const<>+944(SB)/4, $0x00000002
+DATA eltAVX2Const<>+948(SB)/4, $0x00000006
+DATA eltAVX2Const<>+952(SB)/4, $0x00000003
+DATA eltAVX2Const<>+956(SB)/4, $0x00000007
+GLOBL eltAVX2Const<>(SB), RODATA|NOPTR, $960
 
 // func eltMaxMaskScaleA(dst *float32, x *float32, mask *float32, groups int, s float32, acc *float32)
 // Requires: AVX
@@ -406,7 +486,7 @@ qr_nopre:
 	VPACKSSDW Y2, Y1, Y1
 	VPACKSSDW Y4, Y3, Y3
 	VPACKUSWB Y3, Y1, Y1
-	VMOVDQU   eltAVX2Const<>+608(SB), Y2
+	VMOVDQU   eltAVX2Const<>+928(SB), Y2
 	VPERMD    Y1, Y2, Y1
 	VMOVDQU   Y1, (AX)
 	ADDQ      $0x80, CX
@@ -612,7 +692,7 @@ nq_nopre:
 	VPACKSSDW Y5, Y4, Y4
 	VPACKSSDW Y7, Y6, Y6
 	VPACKUSWB Y6, Y4, Y4
-	VMOVDQU   eltAVX2Const<>+608(SB), Y5
+	VMOVDQU   eltAVX2Const<>+928(SB), Y5
 	VPERMD    Y4, Y5, Y4
 	VMOVDQU   Y4, (CX)
 	ADDQ      $0x80, DX
@@ -677,7 +757,7 @@ qu_loop:
 	VPACKSSDW Y5, Y4, Y4
 	VPACKSSDW Y7, Y6, Y6
 	VPACKUSWB Y6, Y4, Y4
-	VMOVDQU   eltAVX2Const<>+608(SB), Y5
+	VMOVDQU   eltAVX2Const<>+928(SB), Y5
 	VPERMD    Y4, Y5, Y4
 	VMOVDQU   Y4, (AX)
 	ADDQ      $0x80, CX
@@ -686,6 +766,314 @@ qu_loop:
 	JNZ       qu_loop
 
 qu_done:
+	VMOVDQU Y2, (BX)
+	VZEROUPPER
+	RET
+
+// func eltMaxLanes4A(x *float32, mask *float32, groups int, acc *float32)
+// Requires: AVX
+TEXT ·eltMaxLanes4A(SB), NOSPLIT, $0-32
+	MOVQ    x+0(FP), AX
+	MOVQ    mask+8(FP), CX
+	MOVQ    groups+16(FP), DX
+	MOVQ    acc+24(FP), BX
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVUPS 64(BX), Y2
+	VMOVUPS 96(BX), Y3
+	VMOVUPS 128(BX), Y4
+	VMOVUPS 160(BX), Y5
+	VMOVUPS 192(BX), Y6
+	VMOVUPS 224(BX), Y7
+	MOVQ    DX, SI
+	SHRQ    $0x02, SI
+	ANDQ    $0x03, DX
+	TESTQ   CX, CX
+	JZ      ml_nomask
+	TESTQ   SI, SI
+	JZ      ml_mask4_done
+
+ml_mask4_loop:
+	VMOVUPS (AX), Y8
+	VADDPS  (CX), Y8, Y8
+	VMOVUPS Y8, (AX)
+	VMAXPS  Y8, Y0, Y0
+	VMOVUPS 32(AX), Y8
+	VADDPS  32(CX), Y8, Y8
+	VMOVUPS Y8, 32(AX)
+	VMAXPS  Y8, Y1, Y1
+	VMOVUPS 64(AX), Y8
+	VADDPS  64(CX), Y8, Y8
+	VMOVUPS Y8, 64(AX)
+	VMAXPS  Y8, Y2, Y2
+	VMOVUPS 96(AX), Y8
+	VADDPS  96(CX), Y8, Y8
+	VMOVUPS Y8, 96(AX)
+	VMAXPS  Y8, Y3, Y3
+	VMOVUPS 128(AX), Y8
+	VADDPS  128(CX), Y8, Y8
+	VMOVUPS Y8, 128(AX)
+	VMAXPS  Y8, Y4, Y4
+	VMOVUPS 160(AX), Y8
+	VADDPS  160(CX), Y8, Y8
+	VMOVUPS Y8, 160(AX)
+	VMAXPS  Y8, Y5, Y5
+	VMOVUPS 192(AX), Y8
+	VADDPS  192(CX), Y8, Y8
+	VMOVUPS Y8, 192(AX)
+	VMAXPS  Y8, Y6, Y6
+	VMOVUPS 224(AX), Y8
+	VADDPS  224(CX), Y8, Y8
+	VMOVUPS Y8, 224(AX)
+	VMAXPS  Y8, Y7, Y7
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, CX
+	DECQ    SI
+	JNZ     ml_mask4_loop
+
+ml_mask4_done:
+	TESTQ DX, DX
+	JZ    ml_mask1_done
+
+ml_mask1_loop:
+	VMOVUPS (AX), Y8
+	VADDPS  (CX), Y8, Y8
+	VMOVUPS Y8, (AX)
+	VMAXPS  Y8, Y0, Y0
+	VMOVUPS 32(AX), Y8
+	VADDPS  32(CX), Y8, Y8
+	VMOVUPS Y8, 32(AX)
+	VMAXPS  Y8, Y1, Y1
+	ADDQ    $0x40, AX
+	ADDQ    $0x40, CX
+	DECQ    DX
+	JNZ     ml_mask1_loop
+
+ml_mask1_done:
+	JMP ml_store
+
+ml_nomask:
+	TESTQ SI, SI
+	JZ    ml_nomask4_done
+
+ml_nomask4_loop:
+	VMOVUPS (AX), Y8
+	VMAXPS  Y8, Y0, Y0
+	VMOVUPS 32(AX), Y8
+	VMAXPS  Y8, Y1, Y1
+	VMOVUPS 64(AX), Y8
+	VMAXPS  Y8, Y2, Y2
+	VMOVUPS 96(AX), Y8
+	VMAXPS  Y8, Y3, Y3
+	VMOVUPS 128(AX), Y8
+	VMAXPS  Y8, Y4, Y4
+	VMOVUPS 160(AX), Y8
+	VMAXPS  Y8, Y5, Y5
+	VMOVUPS 192(AX), Y8
+	VMAXPS  Y8, Y6, Y6
+	VMOVUPS 224(AX), Y8
+	VMAXPS  Y8, Y7, Y7
+	ADDQ    $0x00000100, AX
+	DECQ    SI
+	JNZ     ml_nomask4_loop
+
+ml_nomask4_done:
+	TESTQ DX, DX
+	JZ    ml_nomask1_done
+
+ml_nomask1_loop:
+	VMOVUPS (AX), Y8
+	VMAXPS  Y8, Y0, Y0
+	VMOVUPS 32(AX), Y8
+	VMAXPS  Y8, Y1, Y1
+	ADDQ    $0x40, AX
+	DECQ    DX
+	JNZ     ml_nomask1_loop
+
+ml_nomask1_done:
+ml_store:
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	VMOVUPS Y2, 64(BX)
+	VMOVUPS Y3, 96(BX)
+	VMOVUPS Y4, 128(BX)
+	VMOVUPS Y5, 160(BX)
+	VMOVUPS Y6, 192(BX)
+	VMOVUPS Y7, 224(BX)
+	VZEROUPPER
+	RET
+
+// func eltExpQuantU8A(dst *uint8, x *float32, groups32 int, m float32, out *uint32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·eltExpQuantU8A(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         groups32+16(FP), DX
+	MOVQ         out+32(FP), BX
+	VBROADCASTSS m+24(FP), Y0
+	VMOVDQU      (BX), Y1
+	VMOVUPS      32(BX), Y2
+	VXORPS       Y3, Y3, Y3
+	TESTQ        DX, DX
+	JZ           eq_done
+
+eq_loop:
+	VMOVUPS      (CX), Y4
+	VSUBPS       Y0, Y4, Y4
+	VMOVUPS      eltAVX2Const<>+608(SB), Y5
+	VMAXPS       Y4, Y5, Y4
+	VMOVUPS      eltAVX2Const<>+672(SB), Y5
+	VFMADD231PS  eltAVX2Const<>+640(SB), Y4, Y5
+	VSUBPS       eltAVX2Const<>+672(SB), Y5, Y6
+	VFNMADD231PS eltAVX2Const<>+704(SB), Y6, Y4
+	VMOVUPS      eltAVX2Const<>+864(SB), Y6
+	VFMADD213PS  eltAVX2Const<>+832(SB), Y4, Y6
+	VFMADD213PS  eltAVX2Const<>+800(SB), Y4, Y6
+	VFMADD213PS  eltAVX2Const<>+768(SB), Y4, Y6
+	VFMADD213PS  eltAVX2Const<>+736(SB), Y4, Y6
+	VPADDD       eltAVX2Const<>+384(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y6, Y4
+	VPMINUD      eltAVX2Const<>+896(SB), Y4, Y4
+	VMOVUPS      32(CX), Y5
+	VSUBPS       Y0, Y5, Y5
+	VMOVUPS      eltAVX2Const<>+608(SB), Y6
+	VMAXPS       Y5, Y6, Y5
+	VMOVUPS      eltAVX2Const<>+672(SB), Y6
+	VFMADD231PS  eltAVX2Const<>+640(SB), Y5, Y6
+	VSUBPS       eltAVX2Const<>+672(SB), Y6, Y7
+	VFNMADD231PS eltAVX2Const<>+704(SB), Y7, Y5
+	VMOVUPS      eltAVX2Const<>+864(SB), Y7
+	VFMADD213PS  eltAVX2Const<>+832(SB), Y5, Y7
+	VFMADD213PS  eltAVX2Const<>+800(SB), Y5, Y7
+	VFMADD213PS  eltAVX2Const<>+768(SB), Y5, Y7
+	VFMADD213PS  eltAVX2Const<>+736(SB), Y5, Y7
+	VPADDD       eltAVX2Const<>+384(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y6, Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	VCVTPS2DQ    Y7, Y5
+	VPMINUD      eltAVX2Const<>+896(SB), Y5, Y5
+	VMOVUPS      64(CX), Y6
+	VSUBPS       Y0, Y6, Y6
+	VMOVUPS      eltAVX2Const<>+608(SB), Y7
+	VMAXPS       Y6, Y7, Y6
+	VMOVUPS      eltAVX2Const<>+672(SB), Y7
+	VFMADD231PS  eltAVX2Const<>+640(SB), Y6, Y7
+	VSUBPS       eltAVX2Const<>+672(SB), Y7, Y8
+	VFNMADD231PS eltAVX2Const<>+704(SB), Y8, Y6
+	VMOVUPS      eltAVX2Const<>+864(SB), Y8
+	VFMADD213PS  eltAVX2Const<>+832(SB), Y6, Y8
+	VFMADD213PS  eltAVX2Const<>+800(SB), Y6, Y8
+	VFMADD213PS  eltAVX2Const<>+768(SB), Y6, Y8
+	VFMADD213PS  eltAVX2Const<>+736(SB), Y6, Y8
+	VPADDD       eltAVX2Const<>+384(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y7, Y8, Y8
+	VADDPS       Y8, Y2, Y2
+	VCVTPS2DQ    Y8, Y6
+	VPMINUD      eltAVX2Const<>+896(SB), Y6, Y6
+	VMOVUPS      96(CX), Y7
+	VSUBPS       Y0, Y7, Y7
+	VMOVUPS      eltAVX2Const<>+608(SB), Y8
+	VMAXPS       Y7, Y8, Y7
+	VMOVUPS      eltAVX2Const<>+672(SB), Y8
+	VFMADD231PS  eltAVX2Const<>+640(SB), Y7, Y8
+	VSUBPS       eltAVX2Const<>+672(SB), Y8, Y9
+	VFNMADD231PS eltAVX2Const<>+704(SB), Y9, Y7
+	VMOVUPS      eltAVX2Const<>+864(SB), Y9
+	VFMADD213PS  eltAVX2Const<>+832(SB), Y7, Y9
+	VFMADD213PS  eltAVX2Const<>+800(SB), Y7, Y9
+	VFMADD213PS  eltAVX2Const<>+768(SB), Y7, Y9
+	VFMADD213PS  eltAVX2Const<>+736(SB), Y7, Y9
+	VPADDD       eltAVX2Const<>+384(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VMULPS       Y8, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VCVTPS2DQ    Y9, Y7
+	VPMINUD      eltAVX2Const<>+896(SB), Y7, Y7
+	VPACKSSDW    Y5, Y4, Y4
+	VPACKSSDW    Y7, Y6, Y6
+	VPACKUSWB    Y6, Y4, Y4
+	VMOVDQU      eltAVX2Const<>+928(SB), Y5
+	VPERMD       Y4, Y5, Y4
+	VMOVDQU      Y4, (AX)
+	VPXOR        Y5, Y5, Y5
+	VPSADBW      Y5, Y4, Y4
+	VPADDQ       Y4, Y1, Y1
+	ADDQ         $0x80, CX
+	ADDQ         $0x20, AX
+	DECQ         DX
+	JNZ          eq_loop
+
+eq_done:
+	VADDPS  Y3, Y2, Y2
+	VMOVDQU Y1, (BX)
+	VMOVUPS Y2, 32(BX)
+	VZEROUPPER
+	RET
+
+// func eltQuantS8A(dst *int8, x *float32, groups32 int, inv float32, zp float32, acc *uint32)
+// Requires: AVX, AVX2
+TEXT ·eltQuantS8A(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         groups32+16(FP), DX
+	MOVQ         acc+32(FP), BX
+	VBROADCASTSS inv+24(FP), Y0
+	VBROADCASTSS zp+28(FP), Y1
+	VMOVDQU      (BX), Y2
+	VMOVDQU      eltAVX2Const<>+416(SB), Y3
+	TESTQ        DX, DX
+	JZ           qs_done
+
+qs_loop:
+	VMOVUPS   (CX), Y4
+	VPAND     Y3, Y4, Y5
+	VPMAXUD   Y5, Y2, Y2
+	VMULPS    Y0, Y4, Y4
+	VADDPS    Y1, Y4, Y4
+	VMAXPS    eltAVX2Const<>+448(SB), Y4, Y4
+	VMINPS    eltAVX2Const<>+480(SB), Y4, Y4
+	VCVTPS2DQ Y4, Y4
+	VMOVUPS   32(CX), Y5
+	VPAND     Y3, Y5, Y6
+	VPMAXUD   Y6, Y2, Y2
+	VMULPS    Y0, Y5, Y5
+	VADDPS    Y1, Y5, Y5
+	VMAXPS    eltAVX2Const<>+448(SB), Y5, Y5
+	VMINPS    eltAVX2Const<>+480(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VMOVUPS   64(CX), Y6
+	VPAND     Y3, Y6, Y7
+	VPMAXUD   Y7, Y2, Y2
+	VMULPS    Y0, Y6, Y6
+	VADDPS    Y1, Y6, Y6
+	VMAXPS    eltAVX2Const<>+448(SB), Y6, Y6
+	VMINPS    eltAVX2Const<>+480(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VMOVUPS   96(CX), Y7
+	VPAND     Y3, Y7, Y8
+	VPMAXUD   Y8, Y2, Y2
+	VMULPS    Y0, Y7, Y7
+	VADDPS    Y1, Y7, Y7
+	VMAXPS    eltAVX2Const<>+448(SB), Y7, Y7
+	VMINPS    eltAVX2Const<>+480(SB), Y7, Y7
+	VCVTPS2DQ Y7, Y7
+	VPACKSSDW Y5, Y4, Y4
+	VPACKSSDW Y7, Y6, Y6
+	VPACKSSWB Y6, Y4, Y4
+	VMOVDQU   eltAVX2Const<>+928(SB), Y5
+	VPERMD    Y4, Y5, Y4
+	VMOVDQU   Y4, (AX)
+	ADDQ      $0x80, CX
+	ADDQ      $0x20, AX
+	DECQ      DX
+	JNZ       qs_loop
+
+qs_done:
 	VMOVDQU Y2, (BX)
 	VZEROUPPER
 	RET

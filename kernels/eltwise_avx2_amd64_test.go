@@ -256,3 +256,138 @@ func TestEltAVX2NormQuantPasses(t *testing.T) {
 		}
 	}
 }
+
+// attnScores returns n scores for the u8 softmax tests: mostly normal
+// (scale sc), some -Inf, some far below the rest, and with trial%10 == 9
+// a NaN, == 8 a +Inf.
+func attnScores(r *rand.Rand, n, trial int, sc float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		switch r.IntN(20) {
+		case 0:
+			x[i] = float32(r.NormFloat64() * 1e4)
+		case 1:
+			x[i] = float32(math.Inf(-1))
+		case 2:
+			x[i] = -20 + float32(r.NormFloat64()) // around the -16 clamp
+		default:
+			x[i] = float32(r.NormFloat64() * sc)
+		}
+	}
+	if trial%10 == 9 {
+		x[r.IntN(n)] = float32(math.NaN())
+	}
+	if trial%10 == 8 {
+		x[r.IntN(n)] = float32(math.Inf(1))
+	}
+	return x
+}
+
+// TestEltAVX2AttnPasses checks INT8 attention's AVX2 passes against their
+// Go twins bit for bit (docs/DESIGN.md section 3.10): the row maximum in
+// four accumulators (the mask added in place), the one pass of 255·exp to
+// bytes with their sum and the non-finite flag, the whole row loop, and
+// the s8 quantization, on lengths with and without a tail, with NaN and
+// infinities, and the guard bands around dst.
+func TestEltAVX2AttnPasses(t *testing.T) {
+	if !eltAVX2Available(cpu.X86) {
+		t.Skipf("CPU lacks AVX2/FMA3: %s", cpu.X86)
+	}
+	r := rand.New(rand.NewPCG(61, 62))
+	for _, n := range []int{1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 128, 191, 255, 256, 384, 512} {
+		for trial := range 40 {
+			x := attnScores(r, n, trial, 4)
+			var mask []float32
+			if trial%2 == 0 {
+				mask = make([]float32, n)
+				for i := range mask {
+					if r.IntN(5) == 0 {
+						mask[i] = float32(math.Inf(-1))
+					} else if r.IntN(3) == 0 {
+						mask[i] = -float32(r.IntN(30))
+					}
+				}
+			}
+			xw, xg := slices.Clone(x), slices.Clone(x)
+			mw, mg := eltMaxLanes4Generic(xw, mask), eltMaxLanes4AVX2(xg, mask)
+			if math.Float32bits(mw) != math.Float32bits(mg) && !(mw != mw && mg != mg) {
+				t.Fatalf("n=%d trial %d: max %v, twin %v", n, trial, mg, mw)
+			}
+			if i := sameBits(xg, xw); i >= 0 {
+				t.Fatalf("n=%d trial %d: x+mask [%d] = %v, twin %v", n, trial, i, xg[i], xw[i])
+			}
+			for _, m := range []float32{mw, mw + 3.5, mw + 40} { // at or above every x - mask: x - m <= 0
+				if math.IsInf(float64(m), 0) || m != m {
+					continue
+				}
+				want, checkW := guarded(n, uint8(0xa5))
+				got, checkG := guarded(n, uint8(0xa5))
+				sw, bw := eltExpQuantU8Generic(want, xw, m)
+				sg, bg := eltExpQuantU8AVX2(got, xg, m)
+				checkW(t)
+				checkG(t)
+				if sw != sg || bw != bg {
+					t.Fatalf("n=%d trial %d m=%v: sum %d bits %#x, twin %d %#x", n, trial, m, sg, bg, sw, bw)
+				}
+				if i := slices.Compare(got, want); i != 0 {
+					for j := range got {
+						if got[j] != want[j] {
+							t.Fatalf("n=%d trial %d m=%v: byte [%d] = %d, twin %d (x = %v)", n, trial, m, j, got[j], want[j], xw[j])
+						}
+					}
+				}
+			}
+			inv := float32(127 / (1 + 3*r.Float64()))
+			zp := float32(r.IntN(5) - 2)
+			qw, checkW := guarded(n, int8(-91))
+			qg, checkG := guarded(n, int8(-91))
+			bw, bg := eltQuantS8Generic(qw, x, inv, zp), eltQuantS8AVX2(qg, x, inv, zp)
+			checkW(t)
+			checkG(t)
+			if bw != bg || !slices.Equal(qw, qg) {
+				t.Fatalf("n=%d trial %d: s8 bits %#x, twin %#x, or bytes differ", n, trial, bg, bw)
+			}
+		}
+	}
+	// The row loop: rows of finite scores, then a row of -Inf and one
+	// holding a NaN, where both stop.
+	for _, n := range []int{7, 64, 100, 512} {
+		for _, withMask := range []bool{false, true} {
+			rows := 9
+			x := make([]float32, rows*n)
+			for i := range x {
+				x[i] = float32(r.NormFloat64() * 6)
+			}
+			var mask []float32
+			if withMask {
+				mask = make([]float32, n)
+				for j := n - n/4; j < n; j++ {
+					mask[j] = -math.MaxFloat32
+				}
+			}
+			for stop := range 3 {
+				xs := slices.Clone(x)
+				switch stop {
+				case 1:
+					for j := range n {
+						xs[5*n+j] = float32(math.Inf(-1))
+					}
+				case 2:
+					xs[6*n+n/2] = float32(math.NaN())
+				}
+				xw, xg := slices.Clone(xs), slices.Clone(xs)
+				ldd := n + 3
+				dw, dg := make([]uint8, rows*ldd), make([]uint8, rows*ldd)
+				sw, sg := make([]float32, rows), make([]float32, rows)
+				rw, bw := eltSoftmaxU8RowsGeneric(dw, ldd, sw, xw, n, mask)
+				rg, bg := eltSoftmaxU8RowsWith(eltMaxLanes4AVX2, eltExpQuantU8AVX2, dg, ldd, sg, xg, n, mask)
+				if rw != rg || bw != bg || !slices.Equal(dw, dg) || sameBits(sg, sw) >= 0 || sameBits(xg, xw) >= 0 {
+					t.Fatalf("n=%d mask %v stop %d: rows %d bits %#x, twin %d %#x, or the bytes, scales or scores differ", n, withMask, stop, rg, bg, rw, bw)
+				}
+				if want := []int{rows, 5, 6}[stop]; rw != want {
+					t.Fatalf("n=%d stop %d: stopped at row %d, want %d", n, stop, rw, want)
+				}
+			}
+		}
+	}
+}

@@ -74,3 +74,29 @@ func eltNormQA(dst *float32, q *uint8, x *float32, gamma *float32, beta *float32
 //
 //go:noescape
 func eltQuantU8A(dst *uint8, x *float32, groups32 int, inv float32, zp float32, acc *uint32)
+
+// eltMaxLanes4A is eltMaxLanes4Generic's loop over 16*groups floats: with
+// mask not nil, x[j] += mask[j] in place; then acc[a*16 + j%16] =
+// max(acc[a*16 + j%16], x[j]) as VMAXPS(src1 acc, src2 x[j]), where a =
+// (j/16)%4 for the groups of four whole groups (j < 64*(groups/4)) and 0
+// for the groups after them. AVX2.
+//
+//go:noescape
+func eltMaxLanes4A(x *float32, mask *float32, groups int, acc *float32)
+
+// eltExpQuantU8A sets, over 32*groups32 floats, e = eltExpU8(x[j] - m) and
+// dst[j] = roundHalfEven(e) (255 when e >= 255.5 or NaN), as
+// eltExpQuantU8Generic; it adds the bytes to the four uint64 at out[0:8]
+// and e to the float32 lanes at out[8:16] (a lane is not finite exactly
+// when one of its e is not). Arguments x[j] - m <= 0 or NaN (m at least
+// the row's maximum, as SoftmaxU8 passes it). AVX2 and FMA3.
+//
+//go:noescape
+func eltExpQuantU8A(dst *uint8, x *float32, groups32 int, m float32, out *uint32)
+
+// eltQuantS8A sets dst[j] = clamp(roundHalfEven(float32(x[j]*inv) + zp), -128, 127)
+// over 32*groups32 floats and raises acc[j%8] to the bits of |x[j]|, as
+// eltQuantS8Generic. AVX2.
+//
+//go:noescape
+func eltQuantS8A(dst *int8, x *float32, groups32 int, inv float32, zp float32, acc *uint32)

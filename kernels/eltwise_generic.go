@@ -173,12 +173,24 @@ func eltMaxMaskScaleGeneric(dst, x, mask []float32, s float32) float32 {
 // rest to the first; then the first takes the other three in order, and
 // its lanes reduce as eltReduceMax's tree.
 func eltMaxLanes4Generic(x, mask []float32) float32 {
-	var acc [4][eltLanes]float32
+	acc := eltMaxLanes4Init()
+	eltMaxLanes4From(&acc, 0, x, mask)
+	return eltMaxLanes4Reduce(&acc)
+}
+
+// eltMaxLanes4Init returns the four lane accumulators of
+// eltMaxLanes4Generic: -Inf.
+func eltMaxLanes4Init() (acc [4][eltLanes]float32) {
 	for a := range acc {
 		acc[a] = eltMaxInit()
 	}
+	return acc
+}
+
+// eltMaxLanes4From is eltMaxLanes4Generic's loop from element j0 on.
+func eltMaxLanes4From(acc *[4][eltLanes]float32, j0 int, x, mask []float32) {
 	big := len(x) &^ (4*eltLanes - 1)
-	for j := range x {
+	for j := j0; j < len(x); j++ {
 		if mask != nil {
 			x[j] += mask[j]
 		}
@@ -188,6 +200,11 @@ func eltMaxLanes4Generic(x, mask []float32) float32 {
 		}
 		acc[a][j%eltLanes] = eltMax32(acc[a][j%eltLanes], x[j])
 	}
+}
+
+// eltMaxLanes4Reduce is eltMaxLanes4Generic's end: the first accumulator
+// takes the other three in order, then its lanes reduce as a tree.
+func eltMaxLanes4Reduce(acc *[4][eltLanes]float32) float32 {
 	for a := 1; a < 4; a++ {
 		for l := range acc[0] {
 			acc[0][l] = eltMax32(acc[0][l], acc[a][l])
@@ -491,17 +508,24 @@ func eltExpQuantU8Generic(dst []uint8, x []float32, m float32) (sum, bits uint32
 // eltSoftmaxU8RowsGeneric is eltSoftmaxU8Rows's twin: the AVX-512
 // functions' twins called row by row.
 func eltSoftmaxU8RowsGeneric(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32) {
+	return eltSoftmaxU8RowsWith(eltMaxLanes4Generic, eltExpQuantU8Generic, dst, ldd, scales, x, n, mask)
+}
+
+// eltSoftmaxU8RowsWith is eltSoftmaxU8RowsGeneric with the row maximum
+// rowMax and the pass expQU8 given (the twins, or their AVX2 assembly).
+func eltSoftmaxU8RowsWith(rowMax func(x, mask []float32) float32, expQU8 func(dst []uint8, x []float32, m float32) (uint32, uint32),
+	dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32) {
 	for i := range scales {
 		d := x[i*n : i*n+n]
 		var mk []float32
 		if len(mask) > 0 {
 			mk = mask[:n]
 		}
-		m := eltMaxLanes4Generic(d, mk)
+		m := rowMax(d, mk)
 		if math.IsInf(float64(m), -1) {
 			return i, 0
 		}
-		sum, b := eltExpQuantU8Generic(dst[i*ldd:i*ldd+n], d, m)
+		sum, b := expQU8(dst[i*ldd:i*ldd+n], d, m)
 		if b >= absMaxBitsLimit {
 			return i, b
 		}

@@ -14,7 +14,8 @@
 // main.go holds the constant table, the order of the routines in the output
 // and the helpers they share: the frame of a routine, the loops over groups
 // and the lane accumulators. Each kernel group has its file, as in
-// eltwise_avx512: softmax.go, quant.go and layernorm.go. A variant is its
+// eltwise_avx512: softmax.go, quant.go, layernorm.go and attn.go (INT8
+// attention's u8 softmax and s8 packing). A variant is its
 // base's generator called with a parameter, not a copy: eltNormQA is
 // norm(true), and the loops with and without an optional slice (the mask
 // of eltMaxMaskScaleA, the pre of eltAbsMaxA) are one body of a flag
@@ -67,6 +68,7 @@ func defineConsts() {
 	add("i128", 128)
 	add("zero", 0)
 	add("u8hi", f(255))
+	attnConsts(add)
 	// VPERMD indices that put the dwords of two VPACKSSDW + VPACKUSWB
 	// rounds back in element order (see pack32).
 	ctab = GLOBL("eltAVX2Const", RODATA|NOPTR)
@@ -105,6 +107,9 @@ func main() {
 	norm(false)
 	norm(true)
 	quantU8()
+	maxLanes4()
+	expQuantU8()
+	quantS8()
 	Generate()
 }
 

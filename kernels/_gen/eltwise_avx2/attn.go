@@ -1,0 +1,232 @@
+package main
+
+// This file generates the AVX2 passes of INT8 attention's element-wise
+// steps (docs/DESIGN.md section 3.10): the u8 softmax's row maximum in
+// four accumulators and its one pass from scores to bytes (the degree-4
+// 255·exp of eltExpU8, the bytes and their sum), and the s8 quantization
+// that packs K and V. They compute what the AVX-512 kernels compute, bit
+// for bit (the same Go twins).
+
+import (
+	"math"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// Constants of eltExpU8 (eltwise_generic.go), defined by defineAttnConsts.
+var (
+	u8ExpMin  = float32(-16)
+	u8Log2e   = float32(1.44269504088896341)
+	u8Magic   = float32(12582912) // 1.5*2^23
+	u8Ln2     = float32(0.69314718055994530942)
+	u8ExpP    = []float32{2.5499981167e+02, 2.5499066824e+02, 1.2751111459e+02, 4.2816813399e+01, 1.0571945088e+01}
+	u8ExpName = []string{"u8p0", "u8p1", "u8p2", "u8p3", "u8p4"}
+)
+
+// attnConsts are the broadcast constants of this file, for defineConsts.
+func attnConsts(add func(name string, bits uint32)) {
+	f := math.Float32bits
+	add("u8expmin", f(u8ExpMin))
+	add("u8log2e", f(u8Log2e))
+	add("u8magic", f(u8Magic))
+	add("u8ln2", f(u8Ln2))
+	for i, c := range u8ExpP {
+		add(u8ExpName[i], f(c))
+	}
+	add("i255", 255)
+}
+
+// maxLanes4: the first pass of the u8 softmax (eltMaxLanes4Generic) over
+// whole groups of 16 floats: groups&^3 of them in turn into four lane
+// accumulators (two YMM each), the rest into the first; x += mask first,
+// in place, when mask is not nil.
+func maxLanes4() {
+	kernel("eltMaxLanes4A", "func(x, mask *float32, groups int, acc *float32)",
+		"eltMaxLanes4A is eltMaxLanes4Generic's loop over 16*groups floats: with",
+		"mask not nil, x[j] += mask[j] in place; then acc[a*16 + j%16] =",
+		"max(acc[a*16 + j%16], x[j]) as VMAXPS(src1 acc, src2 x[j]), where a =",
+		"(j/16)%4 for the groups of four whole groups (j < 64*(groups/4)) and 0",
+		"for the groups after them. AVX2.")
+	x, mask, n, accp := arg("x"), arg("mask"), arg("groups"), arg("acc")
+	accs := make([][]reg.VecVirtual, 4)
+	for a := range accs {
+		accs[a] = []reg.VecVirtual{YMM(), YMM()}
+		for h := range accs[a] {
+			VMOVUPS(Mem{Base: accp, Disp: 64*a + 32*h}, accs[a][h])
+		}
+	}
+	// group emits the step of one group of 16 at byte offset off into
+	// accumulator a.
+	group := func(withMask bool, off, a int) {
+		for h := 0; h < 2; h++ {
+			v := YMM()
+			at := Mem{Base: x, Disp: off + 32*h}
+			VMOVUPS(at, v)
+			if withMask {
+				VADDPS(Mem{Base: mask, Disp: off + 32*h}, v, v)
+				VMOVUPS(v, at)
+			}
+			VMAXPS(v, accs[a][h], accs[a][h])
+		}
+	}
+	four, rest := GP64(), GP64()
+	MOVQ(n, four)
+	SHRQ(U8(2), four)
+	MOVQ(n, rest)
+	ANDQ(U8(3), rest)
+	for _, withMask := range []bool{true, false} {
+		id := "ml_nomask"
+		if withMask {
+			id = "ml_mask"
+		}
+		if withMask {
+			TESTQ(mask, mask)
+			JZ(LabelRef("ml_nomask"))
+		} else {
+			Label("ml_nomask")
+		}
+		groups(id+"4", four, func() {
+			for a := 0; a < 4; a++ {
+				group(withMask, 64*a, a)
+			}
+			ADDQ(U32(256), x) // past U8
+			if withMask {
+				ADDQ(U32(256), mask)
+			}
+		})
+		groups(id+"1", rest, func() {
+			group(withMask, 0, 0)
+			if withMask {
+				advance(64, x, mask)
+			} else {
+				advance(64, x)
+			}
+		})
+		if withMask {
+			JMP(LabelRef("ml_store"))
+		}
+	}
+	Label("ml_store")
+	for a := range accs {
+		for h := range accs[a] {
+			VMOVUPS(accs[a][h], Mem{Base: accp, Disp: 64*a + 32*h})
+		}
+	}
+	ret()
+}
+
+// expU8 replaces v (x - m) by its u8 byte as an int32, roundHalfEven(
+// eltExpU8(v)) with 255 for what is above, and adds eltExpU8(v) to the
+// float lanes fsum: v = max(-16, v) (a NaN stays), t = fma(v, log2e,
+// 1.5·2²³), n = t - 1.5·2²³, r = fma(-n, ln2, v), p by Horner, p·2ⁿ with
+// 2ⁿ from t's bits (t holds 0x4b400000 + n: (bits+127)<<23 is 2ⁿ for n in
+// [-23, 0], v <= 0 as the caller promises; the product is normal and
+// exact, the one rounding of scale2n), then VCVTPS2DQ and VPMINUD 255 (a
+// NaN or 2³¹ converts to 0x80000000, above 255).
+func expU8(v, fsum reg.VecVirtual) {
+	lo := YMM()
+	VMOVUPS(cst("u8expmin"), lo)
+	VMAXPS(v, lo, v) // -16 > v ? -16 : v; a NaN v stays
+	t := YMM()
+	VMOVUPS(cst("u8magic"), t)
+	VFMADD231PS(cst("u8log2e"), v, t) // t = v*log2e + magic
+	nf := YMM()
+	VSUBPS(cst("u8magic"), t, nf) // n = t - magic, exact
+	VFNMADD231PS(cst("u8ln2"), nf, v) // r = v - n*ln2 (one rounding)
+	p := YMM()
+	VMOVUPS(cst("u8p4"), p)
+	for i := 3; i >= 0; i-- {
+		VFMADD213PS(cst(u8ExpName[i]), v, p) // p = p*r + c_i
+	}
+	VPADDD(cst("bias"), t, t)
+	VPSLLD(U8(23), t, t) // 2^n
+	VMULPS(t, p, p)      // exact
+	VADDPS(p, fsum, fsum)
+	VCVTPS2DQ(p, v)
+	VPMINUD(cst("i255"), v, v)
+}
+
+// expQuantU8: the one pass of the u8 softmax over 32*groups32 floats: the
+// bytes of eltExpU8(x[j] - m) (as eltExpQuantU8Generic), their sum in
+// four qwords (VPSADBW) and the float sum of the exponentials in 8 lanes
+// (not finite exactly when one of them is not).
+func expQuantU8() {
+	kernel("eltExpQuantU8A", "func(dst *uint8, x *float32, groups32 int, m float32, out *uint32)",
+		"eltExpQuantU8A sets, over 32*groups32 floats, e = eltExpU8(x[j] - m) and",
+		"dst[j] = roundHalfEven(e) (255 when e >= 255.5 or NaN), as",
+		"eltExpQuantU8Generic; it adds the bytes to the four uint64 at out[0:8]",
+		"and e to the float32 lanes at out[8:16] (a lane is not finite exactly",
+		"when one of its e is not). Arguments x[j] - m <= 0 or NaN (m at least",
+		"the row's maximum, as SoftmaxU8 passes it). AVX2 and FMA3.")
+	dst, x, n, outp := arg("dst"), arg("x"), arg("groups32"), arg("out")
+	m := scalar("m")
+	sum, f0, f1 := YMM(), YMM(), YMM()
+	VMOVDQU(Mem{Base: outp}, sum)
+	VMOVUPS(Mem{Base: outp, Disp: 32}, f0)
+	VXORPS(f1, f1, f1)
+	groups("eq", n, func() {
+		v := vecs4()
+		for h := range v {
+			VMOVUPS(Mem{Base: x, Disp: 32 * h}, v[h])
+			VSUBPS(m, v[h], v[h]) // x - m
+			fs := f0
+			if h%2 == 1 {
+				fs = f1
+			}
+			expU8(v[h], fs)
+		}
+		VPACKSSDW(v[1], v[0], v[0])
+		VPACKSSDW(v[3], v[2], v[2])
+		VPACKUSWB(v[2], v[0], v[0])
+		idx := YMM()
+		VMOVDQU(cst("perm"), idx)
+		VPERMD(v[0], idx, v[0])
+		VMOVDQU(v[0], Mem{Base: dst})
+		z := YMM()
+		VPXOR(z, z, z)
+		VPSADBW(z, v[0], v[0])
+		VPADDQ(v[0], sum, sum)
+		advance(128, x)
+		advance(32, dst)
+	})
+	VADDPS(f1, f0, f0)
+	VMOVDQU(sum, Mem{Base: outp})
+	VMOVUPS(f0, Mem{Base: outp, Disp: 32})
+	ret()
+}
+
+// quantS8: dst[j] = int8(clamp(roundHalfEven(float32(x[j]*inv) + zp),
+// -128, 127)) over 32*groups32 floats with the absolute maximum's bits,
+// as eltQuantS8Generic.
+func quantS8() {
+	kernel("eltQuantS8A", "func(dst *int8, x *float32, groups32 int, inv, zp float32, acc *uint32)",
+		"eltQuantS8A sets dst[j] = clamp(roundHalfEven(float32(x[j]*inv) + zp), -128, 127)",
+		"over 32*groups32 floats and raises acc[j%8] to the bits of |x[j]|, as",
+		"eltQuantS8Generic. AVX2.")
+	dst, x, n, accp := arg("dst"), arg("x"), arg("groups32"), arg("acc")
+	inv, zp := scalar("inv"), scalar("zp")
+	a, mask := absLanes(accp)
+	groups("qs", n, func() {
+		v := vecs4()
+		for h := range v {
+			VMOVUPS(Mem{Base: x, Disp: 32 * h}, v[h])
+			accAbs(v[h], mask, YMM(), a)
+			VMULPS(inv, v[h], v[h])
+			VADDPS(zp, v[h], v[h])
+			clampRound(v[h], cst("qlo"), cst("qhi"))
+		}
+		VPACKSSDW(v[1], v[0], v[0]) // 0-3 8-11 | 4-7 12-15
+		VPACKSSDW(v[3], v[2], v[2]) // 16-19 24-27 | 20-23 28-31
+		VPACKSSWB(v[2], v[0], v[0]) // in [-128, 127]: no saturation
+		idx := YMM()
+		VMOVDQU(cst("perm"), idx)
+		VPERMD(v[0], idx, v[0])
+		VMOVDQU(v[0], Mem{Base: dst})
+		advance(128, x)
+		advance(32, dst)
+	})
+	VMOVDQU(a, Mem{Base: accp})
+	ret()
+}
