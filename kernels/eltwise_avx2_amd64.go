@@ -213,8 +213,8 @@ func eltQuantU8AVX2(dst []uint8, x []float32, inv, zp float32) uint32 {
 	return max(m, eltQuantU8Generic(dst[g*32:], x[g*32:], inv, zp))
 }
 
-// eltMaxLanes4AVX2 is eltMaxLanes4Generic with its whole groups of 16 in
-// assembly.
+// eltMaxLanes4AVX2 is eltMaxLanes4Generic with its whole groups of 16 and
+// the reduction in assembly.
 func eltMaxLanes4AVX2(x, mask []float32) float32 {
 	acc := eltMaxLanes4Init()
 	g := len(x) / eltLanes
@@ -227,7 +227,7 @@ func eltMaxLanes4AVX2(x, mask []float32) float32 {
 		eltMaxLanes4A(&x[0], mp, g, &acc[0][0])
 	}
 	eltMaxLanes4From(&acc, g*eltLanes, x, mask)
-	return eltMaxLanes4Reduce(&acc)
+	return eltMaxLanes4RA(&acc[0][0])
 }
 
 // eltExpQuantU8AVX2 is eltExpQuantU8Generic with its whole groups of 32

@@ -903,6 +903,29 @@ ml_store:
 	VZEROUPPER
 	RET
 
+// func eltMaxLanes4RA(acc *float32) float32
+// Requires: AVX, SSE
+TEXT ·eltMaxLanes4RA(SB), NOSPLIT, $0-12
+	MOVQ         acc+0(FP), AX
+	VMOVUPS      (AX), Y0
+	VMOVUPS      32(AX), Y1
+	VMAXPS       64(AX), Y0, Y0
+	VMAXPS       96(AX), Y1, Y1
+	VMAXPS       128(AX), Y0, Y0
+	VMAXPS       160(AX), Y1, Y1
+	VMAXPS       192(AX), Y0, Y0
+	VMAXPS       224(AX), Y1, Y1
+	VMAXPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VMAXPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VMAXSS       X1, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+8(FP)
+	RET
+
 // func eltExpQuantU8A(dst *uint8, x *float32, groups32 int, m float32, out *uint32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·eltExpQuantU8A(SB), NOSPLIT, $0-40

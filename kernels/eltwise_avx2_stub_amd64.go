@@ -84,6 +84,14 @@ func eltQuantU8A(dst *uint8, x *float32, groups32 int, inv float32, zp float32, 
 //go:noescape
 func eltMaxLanes4A(x *float32, mask *float32, groups int, acc *float32)
 
+// eltMaxLanes4RA returns eltMaxLanes4Reduce of the four lane accumulators
+// at acc (acc[a*16 + lane]): acc[lane] = max(acc[lane], acc[a*16 + lane])
+// for a = 1, 2, 3, then lane i = max(lane i, lane i+w) for w = 8, 4, 2, 1,
+// each as VMAXPS(src1 acc, src2 the other). AVX2.
+//
+//go:noescape
+func eltMaxLanes4RA(acc *float32) float32
+
 // eltExpQuantU8A sets, over 32*groups32 floats, e = eltExpU8(x[j] - m) and
 // dst[j] = roundHalfEven(e) (255 when e >= 255.5 or NaN), as
 // eltExpQuantU8Generic; it adds the bytes to the four uint64 at out[0:8]

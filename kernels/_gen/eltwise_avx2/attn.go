@@ -117,6 +117,38 @@ func maxLanes4() {
 	ret()
 }
 
+// maxLanes4Reduce: the end of eltMaxLanes4Generic (eltMaxLanes4Reduce):
+// the first accumulator takes the other three in order, then its 16 lanes
+// fold as eltReduceMax's tree (lane i = max(lane i, lane i+w), w = 8, 4,
+// 2, 1), every step VMAXPS(src1 lane i, src2 lane i+w). In Go each of its
+// 63 steps is a data-dependent branch, most of a 512-key row's maximum.
+func maxLanes4Reduce() {
+	kernel("eltMaxLanes4RA", "func(acc *float32) float32",
+		"eltMaxLanes4RA returns eltMaxLanes4Reduce of the four lane accumulators",
+		"at acc (acc[a*16 + lane]): acc[lane] = max(acc[lane], acc[a*16 + lane])",
+		"for a = 1, 2, 3, then lane i = max(lane i, lane i+w) for w = 8, 4, 2, 1,",
+		"each as VMAXPS(src1 acc, src2 the other). AVX2.")
+	accp := arg("acc")
+	lo, hi := YMM(), YMM()
+	VMOVUPS(Mem{Base: accp}, lo)
+	VMOVUPS(Mem{Base: accp, Disp: 32}, hi)
+	for a := 1; a < 4; a++ {
+		VMAXPS(Mem{Base: accp, Disp: 64 * a}, lo, lo)
+		VMAXPS(Mem{Base: accp, Disp: 64*a + 32}, hi, hi)
+	}
+	VMAXPS(hi, lo, lo) // w = 8
+	x, y := XMM(), XMM()
+	VEXTRACTF128(U8(1), lo, y)
+	VMAXPS(y, lo.AsX(), x) // w = 4
+	VMOVHLPS(x, x, y)
+	VMAXPS(y, x, x) // w = 2
+	VMOVSHDUP(x, y)
+	VMAXSS(y, x, x) // w = 1
+	VZEROUPPER()    // before the SSE store of the result
+	Store(x, ReturnIndex(0))
+	RET()
+}
+
 // expU8 replaces v (x - m) by its u8 byte as an int32, roundHalfEven(
 // eltExpU8(v)) with 255 for what is above, and adds eltExpU8(v) to the
 // float lanes fsum: v = max(-16, v) (a NaN stays), t = fma(v, log2e,
@@ -133,7 +165,7 @@ func expU8(v, fsum reg.VecVirtual) {
 	VMOVUPS(cst("u8magic"), t)
 	VFMADD231PS(cst("u8log2e"), v, t) // t = v*log2e + magic
 	nf := YMM()
-	VSUBPS(cst("u8magic"), t, nf) // n = t - magic, exact
+	VSUBPS(cst("u8magic"), t, nf)     // n = t - magic, exact
 	VFNMADD231PS(cst("u8ln2"), nf, v) // r = v - n*ln2 (one rounding)
 	p := YMM()
 	VMOVUPS(cst("u8p4"), p)

@@ -108,6 +108,7 @@ func main() {
 	norm(true)
 	quantU8()
 	maxLanes4()
+	maxLanes4Reduce()
 	expQuantU8()
 	quantS8()
 	Generate()
