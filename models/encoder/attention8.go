@@ -62,15 +62,13 @@ func (a AttentionMode) valid() bool { return a >= AttentionAuto && a <= Attentio
 // int8AttentionPays reports whether INT8 attention is faster than FP32's
 // on a CPU of features f: with AVX-512 VNNI (or AMX) kernels and the
 // AVX-512 element-wise passes, yes (one BERT-large layer at 256 tokens:
-// 0.83 against 1.47 ms on a Zen 5); on the AVX2 tier (AVX2 and FMA3, no
-// AVX-512), since its u8 softmax and s8 packing run in AVX2 assembly,
-// yes too (BERT-base at 512 tokens, one layer's attention about 0.85 of
-// FP32's on a Zen 5 with AVX-512 disabled); AVX-VNNI without AVX-512,
-// and AVX-512 without VNNI, are not measured, so FP32 attention stays
-// there (docs/DESIGN.md section 3.10).
+// 0.83 against 1.47 ms on a Zen 5); on the AVX2 tier its exact int16
+// products and Go packing lose (BERT-base at 512 tokens, INT8-dynamic:
+// attention 190 against 133 ms), and AVX-VNNI without AVX-512 is not
+// measured, so FP32 attention stays there (docs/DESIGN.md section 3.10).
 func int8AttentionPays(f cpu.Features) bool {
 	p := f.Int8Path()
-	return p == cpu.ISAAVX512VNNI || p == cpu.ISAAMX || p == cpu.ISAAVX2 && f.FP32Path() == cpu.ISAAVX2
+	return p == cpu.ISAAVX512VNNI || p == cpu.ISAAMX
 }
 
 // resolve returns the mode a model of precision prec runs on a CPU of
