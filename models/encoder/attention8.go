@@ -63,9 +63,10 @@ func (a AttentionMode) valid() bool { return a >= AttentionAuto && a <= Attentio
 // on a CPU of features f: with AVX-512 VNNI (or AMX) kernels and the
 // AVX-512 element-wise passes, yes (one BERT-large layer at 256 tokens:
 // 0.83 against 1.47 ms on a Zen 5); on the AVX2 tier its exact int16
-// products and Go packing lose (BERT-base at 512 tokens, INT8-dynamic:
-// attention 190 against 133 ms), and AVX-VNNI without AVX-512 is not
-// measured, so FP32 attention stays there (docs/DESIGN.md section 3.10).
+// products lose, even with the u8 softmax and the packs in AVX2 assembly
+// (BERT-base INT8-static at 512 tokens: attention 143-151 against 133
+// ms), and AVX-VNNI without AVX-512 is not measured, so FP32 attention
+// stays there (docs/DESIGN.md section 3.10).
 func int8AttentionPays(f cpu.Features) bool {
 	p := f.Int8Path()
 	return p == cpu.ISAAVX512VNNI || p == cpu.ISAAMX
