@@ -492,7 +492,7 @@ type settleRecord struct {
 // settle makes untimed passes of m after the release that precedes a
 // precision's timed passes, at the timed passes' GOGC, until the
 // timed passes will find what a long run finds (docs/DESIGN.md section
-// 7.4): the collection frees the idle scratch (the model's pool holds it
+// 7.2): the collection frees the idle scratch (the model's pool holds it
 // weakly) and returns it to the OS, so the first pass after it allocates
 // and faults in its buffers again (13.6 MB and 1,500-2,500 page faults
 // at BERT-base 8 x 32, +20-37 ms of CPU) and the attention's buffers
