@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"strings"
@@ -135,6 +136,11 @@ type ModelResult struct {
 	// Instances is the multi-instance measurement (ModelOptions.Instances
 	// > 1), nil otherwise.
 	Instances *InstancesResult `json:"instances,omitempty"`
+	// settled is the settle step before the timed passes, and allocs
+	// the heap bytes each timed pass allocated (its order as PassesMs;
+	// one instance only), for the tests.
+	settled settleRecord
+	allocs  []uint64
 }
 
 // ModelReport is the result of Model.
@@ -443,20 +449,24 @@ func measure(ctx context.Context, m *models.Pipeline, p models.Precision, in *mo
 		peak = measurePeak(pt, p, o.Threads)
 		before = peakRate(pt, p, o.Threads)
 	}
-	say("timing %s", p)
 	var r ModelResult
-	var err error
 	release()
 	normal := debug.SetGCPercent(100)
-	if one == nil {
-		r, err = timeModel(ctx, m, in, m.Profile, o)
-	} else {
-		r, err = timeInstances(ctx, m, in, m.Profile, o, one, many, say)
+	say("settling %s", p)
+	st, err := settle(ctx, m, in, m.Profile, o)
+	if err == nil {
+		say("timing %s", p)
+		if one == nil {
+			r, err = timeModel(ctx, m, in, m.Profile, o)
+		} else {
+			r, err = timeInstances(ctx, m, in, m.Profile, o, one, many, say)
+		}
 	}
 	debug.SetGCPercent(normal)
 	if err != nil {
 		return r, err
 	}
+	r.settled = st
 	if o.PeakTime >= 0 {
 		r.PeakBefore, r.PeakAfter = before, peakRate(pt, p, o.Threads)
 	}
@@ -467,6 +477,82 @@ func measure(ctx context.Context, m *models.Pipeline, p models.Precision, in *mo
 	}
 	return r, nil
 }
+
+// settleRecord is what settle did before a precision's timed passes (for
+// the tests: nothing of it is printed).
+type settleRecord struct {
+	// GCs is the collections completed when settle began (release's
+	// among them), Passes the untimed passes it made, Stable whether the
+	// last two agreed (settleTol) before settleMaxPasses or the time cap.
+	GCs    uint32
+	Passes int
+	Stable bool
+}
+
+// settle makes untimed passes of m after the release that precedes a
+// precision's timed passes, at the timed passes' GOGC, until the
+// timed passes will find what a long run finds (docs/DESIGN.md section
+// 7.2): the collection frees the idle scratch (the model's pool holds it
+// weakly) and returns it to the OS, so the first pass after it allocates
+// and faults in its buffers again (13.6 MB and 1,500-2,500 page faults
+// at BERT-base 8 x 32, +20-37 ms of CPU) and the attention's buffers
+// (a sync.Pool) are made anew. It makes at least settleMinPasses, then
+// more until the last two passes' total and their non-linear part
+// (attention and the rest: total - linear) agree within settleTol, at
+// most settleMaxPasses and, beyond the minimum, for at most a quarter of
+// o.MinTime.
+func settle(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof func() models.Profile, o *ModelOptions) (settleRecord, error) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	st := settleRecord{GCs: ms.NumGC}
+	type split struct{ total, rest time.Duration }
+	var last, prev split
+	start := time.Now()
+	for st.Passes < settleMaxPasses {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		before := prof()
+		t := time.Now()
+		if _, err := m.Forward(ctx, in, false); err != nil {
+			return st, err
+		}
+		el := time.Since(t)
+		after := prof()
+		prev, last = last, split{el, el - (after.Linear - before.Linear)}
+		st.Passes++
+		if st.Passes < settleMinPasses {
+			continue
+		}
+		if st.Stable = agree(prev.total, last.total) && agree(prev.rest, last.rest); st.Stable {
+			break
+		}
+		if time.Since(start) > o.MinTime/4 {
+			break
+		}
+	}
+	return st, nil
+}
+
+// agree says whether two passes' times are within settleTol of the
+// larger.
+func agree(a, b time.Duration) bool {
+	d := a - b
+	if d < 0 {
+		d = -d
+	}
+	return float64(d) <= settleTol*float64(max(a, b))
+}
+
+// The settle step's bounds: at least settleMinPasses untimed passes after
+// the release (the first allocates the buffers, the second runs on them
+// as every timed pass does), at most settleMaxPasses, until the last two
+// agree within settleTol.
+const (
+	settleMinPasses = 2
+	settleMaxPasses = 8
+	settleTol       = 0.10
+)
 
 // timeModel runs timed passes until both o.Reps and o.MinTime are
 // reached, and reports the median pass with its parts from the profile;
@@ -483,8 +569,22 @@ func timeModel(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof 
 // the model's profile (nil: none, as the instances' concurrent passes
 // would share it).
 func timePasses(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof func() models.Profile, o *ModelOptions, start time.Time) (ModelResult, time.Duration, error) {
+	// allocs reads the heap bytes allocated so far (runtime/metrics:
+	// no stop of the world), outside each timed pass, for the tests'
+	// check that the first timed pass is as warm as the rest; not with
+	// the instances' concurrent passes (prof nil).
+	var allocs func() uint64
 	if prof == nil {
 		prof = func() models.Profile { return models.Profile{} }
+	} else {
+		sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+		allocs = func() uint64 {
+			metrics.Read(sample)
+			if sample[0].Value.Kind() != metrics.KindUint64 {
+				return 0
+			}
+			return sample[0].Value.Uint64()
+		}
 	}
 	if start.IsZero() {
 		if _, err := m.Forward(ctx, in, false); err != nil {
@@ -498,9 +598,14 @@ func timePasses(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof
 		flops                        float64
 	}
 	var passes []pass
+	var allocated []uint64
 	for len(passes) < o.Reps || time.Since(start) < o.MinTime {
 		if err := ctx.Err(); err != nil {
 			return ModelResult{}, 0, err
+		}
+		var a0 uint64
+		if allocs != nil {
+			a0 = allocs()
 		}
 		before := prof()
 		t := time.Now()
@@ -509,6 +614,9 @@ func timePasses(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof
 		}
 		el := time.Since(t)
 		after := prof()
+		if allocs != nil {
+			allocated = append(allocated, allocs()-a0)
+		}
 		passes = append(passes, pass{el, after.Linear - before.Linear, after.Attention - before.Attention,
 			after.LayerNorm - before.LayerNorm, after.AttentionHeads - before.AttentionHeads,
 			after.AttentionC2P - before.AttentionC2P, after.AttentionP2C - before.AttentionP2C,
@@ -523,7 +631,7 @@ func timePasses(ctx context.Context, m *models.Pipeline, in *models.Inputs, prof
 	sort.Slice(passes, func(i, j int) bool { return passes[i].total < passes[j].total })
 	med := passes[len(passes)/2]
 	r := ModelResult{MsPerBatch: ms(med.total), LinearMs: ms(med.linear), AttentionMs: ms(med.attention),
-		LayerNormMs: ms(med.ln), Passes: len(passes), Spread: SpreadOf(samples), PassesMs: samples}
+		LayerNormMs: ms(med.ln), Passes: len(passes), Spread: SpreadOf(samples), PassesMs: samples, allocs: allocated}
 	r.OtherMs = r.MsPerBatch - r.LinearMs - r.AttentionMs
 	r.AttentionContentMs, r.AttentionC2PMs, r.AttentionP2CMs = splitAttention(r.AttentionMs, med.heads, med.c2p, med.p2c)
 	r.SeqPerS = float64(in.Batch) / med.total.Seconds()
