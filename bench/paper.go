@@ -176,7 +176,9 @@ func EstimatePaper(o PaperOptions, fp32GFLOPS float64, cached func(op string, m,
 				}
 			}
 			pass := time.Duration(flops / (rate * width) * 1e9)
-			total += max(minTime, time.Duration(reps+1)*pass) + 3*peakTime
+			// The untimed pass, the settle step's least passes, the
+			// timed passes, the peak loops.
+			total += max(minTime, time.Duration(reps+1)*pass) + settleMinPasses*pass + 3*peakTime
 		}
 		parts = append(parts, EstimatedPart{Name: fmt.Sprintf("%s at seq %d", m.Arch, m.Seq), Time: total})
 	}
