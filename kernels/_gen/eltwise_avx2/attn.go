@@ -228,37 +228,3 @@ func expQuantU8() {
 	VMOVUPS(f0, Mem{Base: outp, Disp: 32})
 	ret()
 }
-
-// quantS8: dst[j] = int8(clamp(roundHalfEven(float32(x[j]*inv) + zp),
-// -128, 127)) over 32*groups32 floats with the absolute maximum's bits,
-// as eltQuantS8Generic.
-func quantS8() {
-	kernel("eltQuantS8A", "func(dst *int8, x *float32, groups32 int, inv, zp float32, acc *uint32)",
-		"eltQuantS8A sets dst[j] = clamp(roundHalfEven(float32(x[j]*inv) + zp), -128, 127)",
-		"over 32*groups32 floats and raises acc[j%8] to the bits of |x[j]|, as",
-		"eltQuantS8Generic. AVX2.")
-	dst, x, n, accp := arg("dst"), arg("x"), arg("groups32"), arg("acc")
-	inv, zp := scalar("inv"), scalar("zp")
-	a, mask := absLanes(accp)
-	groups("qs", n, func() {
-		v := vecs4()
-		for h := range v {
-			VMOVUPS(Mem{Base: x, Disp: 32 * h}, v[h])
-			accAbs(v[h], mask, YMM(), a)
-			VMULPS(inv, v[h], v[h])
-			VADDPS(zp, v[h], v[h])
-			clampRound(v[h], cst("qlo"), cst("qhi"))
-		}
-		VPACKSSDW(v[1], v[0], v[0]) // 0-3 8-11 | 4-7 12-15
-		VPACKSSDW(v[3], v[2], v[2]) // 16-19 24-27 | 20-23 28-31
-		VPACKSSWB(v[2], v[0], v[0]) // in [-128, 127]: no saturation
-		idx := YMM()
-		VMOVDQU(cst("perm"), idx)
-		VPERMD(v[0], idx, v[0])
-		VMOVDQU(v[0], Mem{Base: dst})
-		advance(128, x)
-		advance(32, dst)
-	})
-	VMOVDQU(a, Mem{Base: accp})
-	ret()
-}

@@ -110,7 +110,7 @@ func norm(quant bool) {
 			for h := range v {
 				toU8(v[h], inv, zp)
 			}
-			pack32(v, Mem{Base: q})
+			pack32(v, Mem{Base: q}, false)
 		}
 		advance(32*u, x, gamma, beta, dst)
 		if quant {

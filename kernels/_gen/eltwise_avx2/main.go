@@ -106,11 +106,11 @@ func main() {
 	sumSqDev()
 	norm(false)
 	norm(true)
-	quantU8()
+	quantRows(false)
 	maxLanes4()
 	maxLanes4Reduce()
 	expQuantU8()
-	quantS8()
+	quantRows(true)
 	Generate()
 }
 

@@ -70,13 +70,18 @@ func toU8(v, inv, zp reg.VecVirtual) {
 	clampRound(v, cst("zero"), cst("u8hi"))
 }
 
-// pack32 stores 32 int32 in [0, 255] (v[0] elements 0-7 ... v[3] 24-31) as
-// bytes at dst in order: VPACKSSDW interleaves per 128-bit lane, VPACKUSWB
-// again, and VPERMD puts the dwords back in order.
-func pack32(v []reg.VecVirtual, dst Mem) {
+// pack32 stores 32 int32 (v[0] elements 0-7 ... v[3] 24-31), in [0, 255]
+// or (signed) in [-128, 127], as bytes at dst in order: VPACKSSDW
+// interleaves per 128-bit lane, VPACKUSWB (VPACKSSWB) again, and VPERMD
+// puts the dwords back in order. The values are in range: no saturation.
+func pack32(v []reg.VecVirtual, dst Mem, signed bool) {
 	VPACKSSDW(v[1], v[0], v[0]) // 0-3 8-11 | 4-7 12-15
 	VPACKSSDW(v[3], v[2], v[2]) // 16-19 24-27 | 20-23 28-31
-	VPACKUSWB(v[2], v[0], v[0]) // 0-3 8-11 16-19 24-27 | 4-7 12-15 20-23 28-31
+	if signed {
+		VPACKSSWB(v[2], v[0], v[0]) // 0-3 8-11 16-19 24-27 | 4-7 12-15 20-23 28-31
+	} else {
+		VPACKUSWB(v[2], v[0], v[0])
+	}
 	idx := YMM()
 	VMOVDQU(cst("perm"), idx)
 	VPERMD(v[0], idx, v[0])
@@ -119,31 +124,39 @@ func quantRow() {
 			clampRound(v[h], cst("qlo"), cst("qhi"))
 			VPADDD(cst("i128"), v[h], v[h])
 		}
-		pack32(v, Mem{Base: dst})
+		pack32(v, Mem{Base: dst}, false)
 		advance(128, x)
 		advance(32, dst)
 	})
 	ret()
 }
 
-// quantU8: static u8 quantization of 32*groups32 floats with the absolute
-// maximum's bits, as eltQuantU8Generic.
-func quantU8() {
-	kernel("eltQuantU8A", "func(dst *uint8, x *float32, groups32 int, inv, zp float32, acc *uint32)",
-		"eltQuantU8A sets dst[j] = clamp(roundHalfEven(float32(x[j]*inv) + zp), 0, 255)",
+// quantRows: static quantization of 32*groups32 floats with the absolute
+// maximum's bits, to u8 (eltQuantU8A, as eltQuantU8Generic) or, signed,
+// to s8 (eltQuantS8A, as eltQuantS8Generic): the same loop, only the
+// clamp's bounds and the final pack differ.
+func quantRows(signed bool) {
+	name, generic, ptr, lo, hi, low, high, label := "eltQuantU8A", "eltQuantU8Generic", "uint8", "zero", "u8hi", "0", "255", "qu"
+	if signed {
+		name, generic, ptr, lo, hi, low, high, label = "eltQuantS8A", "eltQuantS8Generic", "int8", "qlo", "qhi", "-128", "127", "qs"
+	}
+	kernel(name, "func(dst *"+ptr+", x *float32, groups32 int, inv, zp float32, acc *uint32)",
+		name+" sets dst[j] = clamp(roundHalfEven(float32(x[j]*inv) + zp), "+low+", "+high+")",
 		"over 32*groups32 floats and raises acc[j%8] to the bits of |x[j]|, as",
-		"eltQuantU8Generic. AVX2.")
+		generic+". AVX2.")
 	dst, x, n, accp := arg("dst"), arg("x"), arg("groups32"), arg("acc")
 	inv, zp := scalar("inv"), scalar("zp")
 	a, mask := absLanes(accp)
-	groups("qu", n, func() {
+	groups(label, n, func() {
 		v := vecs4()
 		for h := range v {
 			VMOVUPS(Mem{Base: x, Disp: 32 * h}, v[h])
 			accAbs(v[h], mask, YMM(), a)
-			toU8(v[h], inv, zp)
+			VMULPS(inv, v[h], v[h])
+			VADDPS(zp, v[h], v[h])
+			clampRound(v[h], cst(lo), cst(hi))
 		}
-		pack32(v, Mem{Base: dst})
+		pack32(v, Mem{Base: dst}, signed)
 		advance(128, x)
 		advance(32, dst)
 	})
