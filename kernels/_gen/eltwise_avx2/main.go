@@ -109,6 +109,8 @@ func main() {
 	quantU8()
 	maxLanes4()
 	maxLanes4Reduce()
+	maxReduce1()
+	transpose16()
 	expQuantU8()
 	quantS8()
 	Generate()
