@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 )
 
@@ -149,6 +150,9 @@ func eltPackQuantKRowGeneric(dst []int8, x []float32, stride int) (scale float32
 	}
 	return s, sumS8(t), b
 }
+
+// attnTmpPool holds packQuantTRows's scratch.
+var attnTmpPool = sync.Pool{New: func() any { return new([attnTmp]int8) }}
 
 // attnZeros is the zero row of a last group of keys past k.
 var attnZeros [attnTmp / 4]float32
@@ -297,7 +301,11 @@ func packQuantTRows(f *eltFuncs, dst *PackedS8, q0, q1 int, wt []float32, ldwt i
 		}
 		return
 	}
-	var tmp [attnTmp]int8
+	// From a pool: f.qS8 is a function value, so tmp would escape and
+	// be allocated on every call (one per head block of V).
+	tp := attnTmpPool.Get().(*[attnTmp]int8)
+	defer attnTmpPool.Put(tp)
+	tmp := tp[:]
 	for q0 := q0; q0 < q1; q0 += 4 {
 		// Four keys' rows quantized, then interleaved: column j's four
 		// values are one word at g*nr*4 + (j%nr)*4 of its panel.

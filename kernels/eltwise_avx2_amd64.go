@@ -35,6 +35,9 @@ func init() {
 	f.smRows = func(dst, x, mask []float32, rows, n int, s float32) (int, float32, float32) {
 		return softmaxRowsWith(eltMaxMaskScaleAVX2, eltExpSumAVX2, eltScaleAVX2, dst, x, mask, rows, n, s)
 	}
+	// FP32 attention's K pack (PackF32Into) transposes 16x16 blocks on
+	// ymm, as AVX-512's packT16 does on zmm.
+	f.packT16 = packT16AVX2
 	eltAVX2Funcs = &f
 }
 
@@ -58,7 +61,18 @@ func eltMaxMaskScaleAVX2(dst, x, mask []float32, s float32) float32 {
 		eltMaxMaskScaleA(&dst[0], &x[0], mp, g, s, &acc[0])
 	}
 	eltMaxMaskScaleFrom(&acc, g*eltLanes, dst, x, mask, s)
-	return eltReduceMax(&acc)
+	return eltReduceMaxA(&acc[0]) // eltReduceMax(&acc), without its 15 branches
+}
+
+// packT16AVX2 is packT16Generic in assembly (four 8x8 transposes a
+// block); the caller's bounds are packT16's.
+func packT16AVX2(dst, w []float32, nblk, ldw, ldd int) {
+	if nblk <= 0 {
+		return
+	}
+	_ = w[15*ldw+16*nblk-1]
+	_ = dst[(16*nblk-1)*ldd+15]
+	packT16A(&dst[0], &w[0], nblk, ldw, ldd)
 }
 
 // eltExpSumAVX2 is eltExpSumGeneric with its whole groups of 16 in

@@ -391,3 +391,56 @@ func TestEltAVX2AttnPasses(t *testing.T) {
 		}
 	}
 }
+
+// TestPackT16AVX2 checks packT16AVX2 against packT16Generic bit for bit
+// (arbitrary bit patterns, NaN payloads included) over block counts and
+// strides, with guard bands around dst, and PackF32Into on the AVX2 path
+// against PackF32's Go loop.
+func TestPackT16AVX2(t *testing.T) {
+	if !eltAVX2Available(cpu.X86) {
+		t.Skipf("CPU lacks AVX2/FMA3: %s", cpu.X86)
+	}
+	r := rand.New(rand.NewPCG(55, 56))
+	for _, c := range []struct{ nblk, ldw, ldd int }{{1, 16, 16}, {1, 17, 19}, {2, 32, 64}, {3, 53, 24}, {4, 64, 16}, {5, 100, 33}} {
+		w := make([]float32, 15*c.ldw+16*c.nblk)
+		for i := range w {
+			w[i] = math.Float32frombits(r.Uint32())
+		}
+		n := (16*c.nblk-1)*c.ldd + 16
+		want, checkW := guarded(n, float32(-7))
+		got, checkG := guarded(n, float32(-7))
+		packT16Generic(want, w, c.nblk, c.ldw, c.ldd)
+		packT16AVX2(got, w, c.nblk, c.ldw, c.ldd)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%+v: dst[%d] bits %#x, twin %#x", c, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
+			}
+		}
+		checkW(t)
+		checkG(t)
+	}
+	saved := cpu.X86
+	defer func() { cpu.X86 = saved }()
+	off, err := saved.Apply("avx512f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu.X86 = off
+	for _, c := range []struct{ n, k, ldw, nr int }{{512, 64, 2304, 16}, {77, 64, 64, 32}, {33, 40, 45, 16}, {16, 16, 16, 64}} {
+		w := make([]float32, (c.n-1)*c.ldw+c.k)
+		for i := range w {
+			w[i] = float32(r.NormFloat64())
+		}
+		want, err := PackF32(c.n, c.k, w, c.ldw, c.nr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var into PackedF32
+		if err := PackF32Into(&into, c.n, c.k, w, c.ldw, c.nr); err != nil {
+			t.Fatal(err)
+		}
+		if i := sameBits(into.Data, want.Data); i >= 0 || len(into.Data) != len(want.Data) {
+			t.Fatalf("%+v: PackF32Into differs from PackF32 at %d", c, i)
+		}
+	}
+}

@@ -92,6 +92,25 @@ func eltMaxLanes4A(x *float32, mask *float32, groups int, acc *float32)
 //go:noescape
 func eltMaxLanes4RA(acc *float32) float32
 
+// eltReduceMaxA returns eltReduceMax of the 16 lanes at acc: lane i =
+// max(lane i, lane i+w) for w = 8, 4, 2, 1, each as VMAXPS(src1 lane i,
+// src2 lane i+w). AVX2.
+//
+//go:noescape
+func eltReduceMaxA(acc *float32) float32
+
+// packT16A stores the transpose of the 16 x 16*nblk block of w (rows
+// ldw apart) into dst (rows ldd apart), as four 8x8 transposes in
+// registers a 16x16 block:
+//
+//	dst[q*ldd+r] = w[r*ldw+q]   for r < 16, q < 16*nblk
+//
+// It only moves bits. The caller checks len(w) >= 15*ldw+16*nblk and
+// len(dst) >= (16*nblk-1)*ldd+16 and nblk > 0 (see packT16Generic). AVX.
+//
+//go:noescape
+func packT16A(dst *float32, w *float32, nblk int, ldw int, ldd int)
+
 // eltExpQuantU8A sets, over 32*groups32 floats, e = eltExpU8(x[j] - m) and
 // dst[j] = roundHalfEven(e) (255 when e >= 255.5 or NaN), as
 // eltExpQuantU8Generic; it adds the bytes to the four uint64 at out[0:8]

@@ -147,7 +147,11 @@ func (a *QKVQuant) Rows(x []float32, ldx, t0, t1 int) error {
 			return nil
 		}
 	}
-	var tmp [attnTmp]int8 // packKey's, zero past d
+	// packKey's, zero past d; from a pool, since f.qS8 is a function
+	// value and tmp would escape (allocated per call, one per chunk).
+	tmp := attnTmpPool.Get().(*[attnTmp]int8)
+	defer attnTmpPool.Put(tmp)
+	clear(tmp[d : (d+3)&^3]) // the pool's last user may have written there
 	bad := func(t, head int, what string, xr []float32) error {
 		j := max(findNonFinite(xr), 0)
 		return fmt.Errorf("kernels: %s: token %d head %d %s col %d: %v: %w", op, t, head, what, j, xr[j], ErrNonFinite)
@@ -168,7 +172,7 @@ func (a *QKVQuant) Rows(x []float32, ldx, t0, t1 int) error {
 			f.qRow(a.Q[t*a.Ldq+c:t*a.Ldq+c+d], q, 1/s)
 			a.QScale[o] = s * a.QMul
 			k := row[h+c : h+c+d]
-			ks, cs, kb := packKey(f, &a.K[i], t, k, &tmp)
+			ks, cs, kb := packKey(f, &a.K[i], t, k, tmp)
 			if kb >= absMaxBitsLimit {
 				return bad(t, i, "k", k)
 			}

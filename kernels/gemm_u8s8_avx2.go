@@ -20,49 +20,79 @@ func runAVX2U8S8(g *GEMMU8S8) error {
 	if g.B.NR != 16 {
 		return errPanel(g.B.NR, 16)
 	}
-	m, n, k := g.M, g.N, g.K
-	if m == 0 || n == 0 {
+	if g.M == 0 || g.N == 0 {
 		return nil
 	}
-	x := newAVX2Epi(g)
-	groups := k / 4
 	panels := g.B.Np / 16
 	tasks := min(panels, max(g.Threads, 1))
+	if tasks <= 1 {
+		// On the calling goroutine, without the closure Parallel takes
+		// (it escapes: garbage on every call), scratch from a pool.
+		st := u8s8ScratchPool.Get().(*u8s8Scratch)
+		st.x.init(g)
+		avx2Panels(g, st, 0, panels)
+		u8s8ScratchPool.Put(st)
+		return nil
+	}
 	Parallel(g.Threads, tasks, func(t int) {
-		var tile [2 * 16]int32
-		for p := panels * t / tasks; p < panels*(t+1)/tasks; p++ {
-			panel := g.B.Data[p*16*g.B.Kp:]
-			j0 := p * 16
-			cols := min(16, n-j0)
-			for i0 := 0; i0 < m; i0 += 2 {
-				rows := min(2, m-i0)
-				a := g.A[i0*g.Lda:]
-				if groups > 0 {
-					if rows == 2 {
-						gemmAVX2_2x16(&a[0], g.Lda, &panel[0], groups, &tile[0], 16)
-					} else {
-						gemmAVX2_1x16(&a[0], g.Lda, &panel[0], groups, &tile[0], 16)
-					}
-				} else {
-					clear(tile[:])
-				}
-				if groups*4 < k {
-					for r := 0; r < rows; r++ {
-						row := g.A[(i0+r)*g.Lda:]
-						for c := 0; c < cols; c++ {
-							acc := tile[r*16+c]
-							for q := groups * 4; q < k; q++ {
-								acc += int32(row[q]) * int32(panel[groups*64+c*4+q%4])
-							}
-							tile[r*16+c] = acc
-						}
-					}
-				}
-				avx2TileOut(g, x, tile[:], i0, j0, rows, cols)
-			}
-		}
+		st := u8s8ScratchPool.Get().(*u8s8Scratch)
+		st.x.init(g)
+		avx2Panels(g, st, panels*t/tasks, panels*(t+1)/tasks)
+		u8s8ScratchPool.Put(st)
 	})
 	return nil
+}
+
+// u8s8Scratch is what the AVX2 and AVX-VNNI drivers' tasks need besides C:
+// the epilogue, a tile's sums and those of its K%4 tail, the tail's bytes
+// of A. The sums go to assembly through function values, so on a task's
+// stack they would be allocated on every call (attention makes many small
+// ones); they come from u8s8ScratchPool.
+type u8s8Scratch struct {
+	x          avx2Epi
+	tile, tail [avx512WideRows * 16]int32
+	atail      [6 * 4]uint8
+}
+
+var u8s8ScratchPool = sync.Pool{New: func() any { return new(u8s8Scratch) }}
+
+// avx2Panels runs panels [p0, p1) of g for runAVX2U8S8, every row pair
+// against a panel before the next.
+func avx2Panels(g *GEMMU8S8, st *u8s8Scratch, p0, p1 int) {
+	m, n, k := g.M, g.N, g.K
+	groups := k / 4
+	tile := st.tile[:2*16]
+	for p := p0; p < p1; p++ {
+		panel := g.B.Data[p*16*g.B.Kp:]
+		j0 := p * 16
+		cols := min(16, n-j0)
+		for i0 := 0; i0 < m; i0 += 2 {
+			rows := min(2, m-i0)
+			a := g.A[i0*g.Lda:]
+			if groups > 0 {
+				if rows == 2 {
+					gemmAVX2_2x16(&a[0], g.Lda, &panel[0], groups, &tile[0], 16)
+				} else {
+					gemmAVX2_1x16(&a[0], g.Lda, &panel[0], groups, &tile[0], 16)
+				}
+			} else {
+				clear(tile)
+			}
+			if groups*4 < k {
+				for r := 0; r < rows; r++ {
+					row := g.A[(i0+r)*g.Lda:]
+					for c := 0; c < cols; c++ {
+						acc := tile[r*16+c]
+						for q := groups * 4; q < k; q++ {
+							acc += int32(row[q]) * int32(panel[groups*64+c*4+q%4])
+						}
+						tile[r*16+c] = acc
+					}
+				}
+			}
+			avx2TileOut(g, &st.x, tile, i0, j0, rows, cols)
+		}
+	}
 }
 
 // avx2Epi is the epilogue of the AVX2 drivers' tiles: the operands of
@@ -76,13 +106,13 @@ type avx2Epi struct {
 	asm  bool
 }
 
-func newAVX2Epi(g *GEMMU8S8) *avx2Epi {
-	x := &avx2Epi{e: newVNNIEp(g)}
+// init sets x to g's epilogue (x is pooled: see u8s8Scratch).
+func (x *avx2Epi) init(g *GEMMU8S8) {
+	*x = avx2Epi{e: newVNNIEp(g)}
 	if g.Out.S32 == nil {
 		x.args = vnniEpArgsFor(g, &x.e)
 		x.asm = (cpu.X86.FMA || !vnniAsm) && !x.e.goPath && x.e.flags&vnniGELU == 0
 	}
-	return x
 }
 
 // avx2TileOut writes a rows x cols tile of sums (row stride 16) whose
@@ -172,11 +202,10 @@ func runWideU8S8(g *GEMMU8S8, mr int, tile func(rows int, a *int16, kp int, w []
 	if g.B.NR != 16 {
 		return errPanel(g.B.NR, 16)
 	}
-	m, n, k := g.M, g.N, g.K
+	m, n := g.M, g.N
 	if m == 0 || n == 0 {
 		return nil
 	}
-	x := newAVX2Epi(g)
 	kp := g.B.Kp
 	var a16 []int16
 	if kp > 0 {
@@ -184,46 +213,72 @@ func runWideU8S8(g *GEMMU8S8, mr int, tile func(rows int, a *int16, kp int, w []
 		defer avx2Wide.Put(ab)
 		a16 = *ab
 		chunks := min(m, max(g.Threads, 1))
-		Parallel(g.Threads, chunks, func(t int) {
-			for i := m * t / chunks; i < m*(t+1)/chunks; i++ {
-				row, dst := g.A[i*g.Lda:i*g.Lda+k], a16[i*kp:(i+1)*kp]
-				body := k &^ 15
-				if body > 0 {
-					widenU8AVX2(&dst[0], &row[0], body)
-				}
-				for q := body; q < k; q++ {
-					dst[q] = int16(row[q])
-				}
-				clear(dst[k:])
-			}
-		})
+		if chunks <= 1 {
+			widenRows(g, a16, 0, m)
+		} else {
+			Parallel(g.Threads, chunks, func(t int) {
+				widenRows(g, a16, m*t/chunks, m*(t+1)/chunks)
+			})
+		}
 	}
 	panels := g.B.Np / 16
 	tasks := min(panels, max(g.Threads, 1))
+	if tasks <= 1 {
+		// Without the closure Parallel takes (see runAVX2U8S8).
+		widePanels(g, mr, tile, a16, 0, panels)
+		return nil
+	}
 	Parallel(g.Threads, tasks, func(t int) {
-		var sums [avx512WideRows * 16]int32
-		var w []int16
-		if kp > 0 {
-			wb := avx2WideBuf(16 * kp)
-			defer avx2Wide.Put(wb)
-			w = *wb
-		}
-		for p := panels * t / tasks; p < panels*(t+1)/tasks; p++ {
-			j0 := p * 16
-			cols := min(16, n-j0)
-			if kp > 0 {
-				widenS8AVX2(&w[0], &g.B.Data[p*16*kp], 16*kp)
-			}
-			for i0 := 0; i0 < m; i0 += mr {
-				rows := min(mr, m-i0)
-				if kp > 0 {
-					tile(rows, &a16[i0*kp], kp, w, &sums)
-				} else {
-					clear(sums[:])
-				}
-				avx2TileOut(g, x, sums[:], i0, j0, rows, cols)
-			}
-		}
+		widePanels(g, mr, tile, a16, panels*t/tasks, panels*(t+1)/tasks)
 	})
 	return nil
+}
+
+// widenRows widens rows [i0, i1) of g.A into a16 (rows g.B.Kp apart,
+// zero past K).
+func widenRows(g *GEMMU8S8, a16 []int16, i0, i1 int) {
+	k, kp := g.K, g.B.Kp
+	for i := i0; i < i1; i++ {
+		row, dst := g.A[i*g.Lda:i*g.Lda+k], a16[i*kp:(i+1)*kp]
+		body := k &^ 15
+		if body > 0 {
+			widenU8AVX2(&dst[0], &row[0], body)
+		}
+		for q := body; q < k; q++ {
+			dst[q] = int16(row[q])
+		}
+		clear(dst[k:])
+	}
+}
+
+// widePanels runs panels [p0, p1) of runWideU8S8: each panel widened, then
+// tiles of up to mr rows against it.
+func widePanels(g *GEMMU8S8, mr int, tile func(rows int, a *int16, kp int, w []int16, t *[avx512WideRows * 16]int32), a16 []int16, p0, p1 int) {
+	m, n, kp := g.M, g.N, g.B.Kp
+	st := u8s8ScratchPool.Get().(*u8s8Scratch)
+	defer u8s8ScratchPool.Put(st)
+	st.x.init(g)
+	sums := &st.tile
+	var w []int16
+	if kp > 0 {
+		wb := avx2WideBuf(16 * kp)
+		defer avx2Wide.Put(wb)
+		w = *wb
+	}
+	for p := p0; p < p1; p++ {
+		j0 := p * 16
+		cols := min(16, n-j0)
+		if kp > 0 {
+			widenS8AVX2(&w[0], &g.B.Data[p*16*kp], 16*kp)
+		}
+		for i0 := 0; i0 < m; i0 += mr {
+			rows := min(mr, m-i0)
+			if kp > 0 {
+				tile(rows, &a16[i0*kp], kp, w, sums)
+			} else {
+				clear(sums[:])
+			}
+			avx2TileOut(g, &st.x, sums[:], i0, j0, rows, cols)
+		}
+	}
 }

@@ -21,43 +21,61 @@ func runAVXVNNIU8S8(g *GEMMU8S8) error {
 	if g.B.NR != 16 {
 		return errPanel(g.B.NR, 16)
 	}
-	m, n, k := g.M, g.N, g.K
+	m, n := g.M, g.N
 	if m == 0 || n == 0 {
 		return nil
 	}
-	x := newAVX2Epi(g)
-	groups, rem := k/4, k%4
 	panels := g.B.Np / 16
 	tasks := min(panels, max(g.Threads, 1))
+	if tasks <= 1 {
+		// On the calling goroutine, without the closure Parallel takes
+		// (it escapes: garbage on every call, and attention makes many
+		// small ones): the epilogue and the tiles from a pool.
+		st := u8s8ScratchPool.Get().(*u8s8Scratch)
+		st.x.init(g)
+		avxvnniPanels(g, st, 0, panels)
+		u8s8ScratchPool.Put(st)
+		return nil
+	}
 	Parallel(g.Threads, tasks, func(t int) {
-		var tile, tail [6 * 16]int32
-		var atail [6 * 4]uint8
-		for p := panels * t / tasks; p < panels*(t+1)/tasks; p++ {
-			panel := g.B.Data[p*16*g.B.Kp:]
-			j0 := p * 16
-			cols := min(16, n-j0)
-			for i0 := 0; i0 < m; i0 += 6 {
-				rows := min(6, m-i0)
-				micro := avxvnniMicros[rows]
-				if groups > 0 {
-					micro(&g.A[i0*g.Lda], g.Lda, &panel[0], groups, &tile[0], 16)
-				} else {
-					clear(tile[:])
-				}
-				if rem > 0 {
-					for r := 0; r < rows; r++ {
-						row := g.A[(i0+r)*g.Lda+groups*4 : (i0+r)*g.Lda+k]
-						copy(atail[r*4:r*4+4], row)
-						clear(atail[r*4+rem : r*4+4])
-					}
-					micro(&atail[0], 4, &panel[groups*64], 1, &tail[0], 16)
-					for i := range rows * 16 {
-						tile[i] += tail[i]
-					}
-				}
-				avx2TileOut(g, x, tile[:], i0, j0, rows, cols)
-			}
-		}
+		st := u8s8ScratchPool.Get().(*u8s8Scratch)
+		st.x.init(g)
+		avxvnniPanels(g, st, panels*t/tasks, panels*(t+1)/tasks)
+		u8s8ScratchPool.Put(st)
 	})
 	return nil
+}
+
+// avxvnniPanels runs panels [p0, p1) of g, every 6 rows against a panel
+// before the next.
+func avxvnniPanels(g *GEMMU8S8, st *u8s8Scratch, p0, p1 int) {
+	m, n, k := g.M, g.N, g.K
+	groups, rem := k/4, k%4
+	tile, tail, atail := st.tile[:6*16], st.tail[:6*16], st.atail[:]
+	for p := p0; p < p1; p++ {
+		panel := g.B.Data[p*16*g.B.Kp:]
+		j0 := p * 16
+		cols := min(16, n-j0)
+		for i0 := 0; i0 < m; i0 += 6 {
+			rows := min(6, m-i0)
+			micro := avxvnniMicros[rows]
+			if groups > 0 {
+				micro(&g.A[i0*g.Lda], g.Lda, &panel[0], groups, &tile[0], 16)
+			} else {
+				clear(tile)
+			}
+			if rem > 0 {
+				for r := 0; r < rows; r++ {
+					row := g.A[(i0+r)*g.Lda+groups*4 : (i0+r)*g.Lda+k]
+					copy(atail[r*4:r*4+4], row)
+					clear(atail[r*4+rem : r*4+4])
+				}
+				micro(&atail[0], 4, &panel[groups*64], 1, &tail[0], 16)
+				for i := range rows * 16 {
+					tile[i] += tail[i]
+				}
+			}
+			avx2TileOut(g, &st.x, tile, i0, j0, rows, cols)
+		}
+	}
 }

@@ -21,7 +21,7 @@ type AttentionMode int
 
 const (
 	// AttentionAuto is $INT8BERT_ATTENTION when set, else AttentionInt8
-	// where it pays (AVX-512 VNNI or AMX: int8AttentionPays) and
+	// where it pays (AVX-512 VNNI, AMX or AVX-VNNI: int8AttentionPays) and
 	// AttentionF32 elsewhere.
 	AttentionAuto AttentionMode = iota
 	// AttentionF32 runs Q K^T, the softmax and P V in FP32 (what an FP32
@@ -62,14 +62,15 @@ func (a AttentionMode) valid() bool { return a >= AttentionAuto && a <= Attentio
 // int8AttentionPays reports whether INT8 attention is faster than FP32's
 // on a CPU of features f: with AVX-512 VNNI (or AMX) kernels and the
 // AVX-512 element-wise passes, yes (one BERT-large layer at 256 tokens:
-// 0.83 against 1.47 ms on a Zen 5); on the AVX2 tier its exact int16
+// 0.83 against 1.47 ms on a Zen 5); with AVX-VNNI (VEX VPDPBUSD on ymm)
+// and the AVX2 passes, yes too (BERT-base INT8-static at 512 tokens:
+// attention 77-103 against 130-140 ms); on the AVX2 tier its exact int16
 // products lose, even with the u8 softmax and the packs in AVX2 assembly
-// (BERT-base INT8-static at 512 tokens: attention 143-151 against 133
-// ms), and AVX-VNNI without AVX-512 is not measured, so FP32 attention
-// stays there (docs/DESIGN.md section 3.10).
+// (attention 143-151 against FP32's 133 ms, FP32's since 123-125), so FP32
+// attention stays there (docs/DESIGN.md section 3.10).
 func int8AttentionPays(f cpu.Features) bool {
 	p := f.Int8Path()
-	return p == cpu.ISAAVX512VNNI || p == cpu.ISAAMX
+	return p == cpu.ISAAVX512VNNI || p == cpu.ISAAMX || p == cpu.ISAAVXVNNI
 }
 
 // resolve returns the mode a model of precision prec runs on a CPU of

@@ -128,11 +128,28 @@ func maxLanes4Reduce() {
 		"at acc (acc[a*16 + lane]): acc[lane] = max(acc[lane], acc[a*16 + lane])",
 		"for a = 1, 2, 3, then lane i = max(lane i, lane i+w) for w = 8, 4, 2, 1,",
 		"each as VMAXPS(src1 acc, src2 the other). AVX2.")
+	maxReduce(4)
+}
+
+// maxReduce1: eltReduceMax of one accumulator of 16 lanes (the scaled
+// softmax's row maximum, eltMaxMaskScaleAVX2): the tree of maxLanes4Reduce
+// alone, its 15 branches in Go being a tenth of FP32 attention's softmax
+// at 512 keys.
+func maxReduce1() {
+	kernel("eltReduceMaxA", "func(acc *float32) float32",
+		"eltReduceMaxA returns eltReduceMax of the 16 lanes at acc: lane i =",
+		"max(lane i, lane i+w) for w = 8, 4, 2, 1, each as VMAXPS(src1 lane i,",
+		"src2 lane i+w). AVX2.")
+	maxReduce(1)
+}
+
+// maxReduce emits the body of maxLanes4Reduce over naccs accumulators.
+func maxReduce(naccs int) {
 	accp := arg("acc")
 	lo, hi := YMM(), YMM()
 	VMOVUPS(Mem{Base: accp}, lo)
 	VMOVUPS(Mem{Base: accp, Disp: 32}, hi)
-	for a := 1; a < 4; a++ {
+	for a := 1; a < naccs; a++ {
 		VMAXPS(Mem{Base: accp, Disp: 64 * a}, lo, lo)
 		VMAXPS(Mem{Base: accp, Disp: 64*a + 32}, hi, hi)
 	}

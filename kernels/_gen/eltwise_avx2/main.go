@@ -109,6 +109,8 @@ func main() {
 	quantRows(false)
 	maxLanes4()
 	maxLanes4Reduce()
+	maxReduce1()
+	transpose16()
 	expQuantU8()
 	quantRows(true)
 	Generate()
