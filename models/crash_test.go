@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/int8bert/int8bert/internal/crashtest"
 	"github.com/int8bert/int8bert/models"
 	"github.com/int8bert/int8bert/models/encoder"
 	"github.com/int8bert/int8bert/models/encoder/encodertest"
+	"github.com/int8bert/int8bert/selector"
 )
 
 // crashModel is the committed tiny BERT token classifier (with its
@@ -27,7 +29,15 @@ func TestCrashChild(t *testing.T) {
 	if crashtest.Child() != "quantize-save" {
 		t.Skip("the child process of TestCrashSave; runs only under it")
 	}
-	sel := encodertest.Selector(t)
+	// Every child must write the same artifact data (TestCrashSave
+	// compares finished runs' bytes): a selector that chooses by timing
+	// may pick other kernels in another process, and what they compute
+	// or record would differ; the generic kernels are the same in each.
+	sel, err := selector.New(selector.Options{CachePath: "off", Force: "generic", Reps: 1, RepTime: 100 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sel.Close()
 	q, err := models.Load(context.Background(), crashModel, models.Options{Selector: sel, Precision: models.PrecisionInt8Dynamic})
 	if err != nil {
 		t.Fatal(err)
