@@ -506,9 +506,11 @@ func MixTest(ctx context.Context, plan []*MixTarget, o MixOptions) (*MixResult, 
 	res.Seconds = time.Since(start).Seconds()
 	cancel()
 	samplesDone()
-	if lastSample.IsZero() || time.Since(lastSample) >= o.SampleEvery/2 {
+	if readings(res.Samples) < 2 || time.Since(lastSample) >= o.SampleEvery/2 {
 		// The last interval's reading, after the last answer, unless a
-		// tick has just read it under load.
+		// tick has just read it under load and a verdict has its two
+		// readings: a slow server whose one tick's scrape spanned the
+		// whole run still gets its closing reading.
 		sample(start)
 	}
 	for _, r := range res.Targets {
@@ -523,6 +525,18 @@ func MixTest(ctx context.Context, plan []*MixTarget, o MixOptions) (*MixResult, 
 		res.Failed += r.Failed
 	}
 	return res, nil
+}
+
+// readings counts the samples that read the server's memory and
+// goroutines (a failed scrape leaves them zero).
+func readings(samples []MixSample) int {
+	n := 0
+	for _, s := range samples {
+		if s.RSSBytes > 0 && s.Goroutines > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // wholeSeconds reports whether a Retry-After is a whole number of
@@ -589,7 +603,7 @@ func (v Verdict) Flat() bool { return v.RSSFlat && v.GoroutinesFlat }
 // fall is flat, a rise beyond f's tolerances is not. Fewer than two
 // samples with readings judge nothing (not flat).
 func (f Flatness) Judge(samples []MixSample) Verdict {
-	var read []MixSample
+	read := make([]MixSample, 0, readings(samples))
 	for _, s := range samples {
 		if s.RSSBytes > 0 && s.Goroutines > 0 {
 			read = append(read, s)

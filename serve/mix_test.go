@@ -3,9 +3,12 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,4 +158,31 @@ func TestMixedLoadSplade(t *testing.T) {
 		assert.Positive(t, tr.Requests, keys[i])
 		assert.Equal(t, tr.Requests, tr.OK, "%s: %v %s", keys[i], tr.ByStatus, tr.FirstError)
 	}
+}
+
+// TestMixedLoadSlowMetrics: a server whose /metrics answers more slowly
+// than the whole run (a race build tuning its kernels did) still gives
+// the run two readings, the tick's and the closing one, so that the
+// soak's verdict has a first and a last to compare.
+func TestMixedLoadSlowMetrics(t *testing.T) {
+	var slow atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			if slow.Swap(false) {
+				time.Sleep(400 * time.Millisecond)
+			}
+			fmt.Fprint(w, "process_resident_memory_bytes 1e8\ngo_goroutines 20\n")
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer ts.Close()
+	slow.Store(true)
+	plan := []*MixTarget{{Route: "/health", Weight: 1, method: "GET", path: "/health"}}
+	res, err := MixTest(context.Background(), plan, MixOptions{URL: ts.URL, Clients: 1, Duration: 200 * time.Millisecond,
+		SampleEvery: 50 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Equal(t, 2, readings(res.Samples), "%+v", res.Samples)
+	v := Flatness{RSSShare: 0.1, GoroutineShare: 0.1}.Judge(res.Samples)
+	assert.True(t, v.Flat(), v.Why)
 }
