@@ -14,38 +14,61 @@ import (
 // tiles). Each task takes a range of panels and runs every row pair against
 // one panel before the next, so the panel (16 x K bytes) stays in L1.
 func runAVX2U8S8(g *GEMMU8S8) error {
-	if err := g.Check(); err != nil {
+	if ok, err := checkPanels16(g); !ok {
 		return err
 	}
-	if g.B.NR != 16 {
-		return errPanel(g.B.NR, 16)
-	}
-	if g.M == 0 || g.N == 0 {
-		return nil
-	}
-	panels := g.B.Np / 16
-	tasks := min(panels, max(g.Threads, 1))
-	if tasks <= 1 {
-		// On the calling goroutine, without the closure Parallel takes
-		// (it escapes: garbage on every call), scratch from a pool.
-		st := u8s8ScratchPool.Get().(*u8s8Scratch)
-		st.x.init(g)
-		avx2Panels(g, st, 0, panels)
-		u8s8ScratchPool.Put(st)
-		return nil
-	}
-	Parallel(g.Threads, tasks, func(t int) {
-		st := u8s8ScratchPool.Get().(*u8s8Scratch)
-		st.x.init(g)
-		avx2Panels(g, st, panels*t/tasks, panels*(t+1)/tasks)
-		u8s8ScratchPool.Put(st)
-	})
+	runPanels16(g, avx2Work{})
 	return nil
 }
 
-// u8s8Scratch is what the AVX2 and AVX-VNNI drivers' tasks need besides C:
-// the epilogue, a tile's sums and those of its K%4 tail, the tail's bytes
-// of A. The sums go to assembly through function values, so on a task's
+// checkPanels16 checks g for a driver over a PackedS8 with NR = 16; ok is
+// false where there is nothing to run (err says why, or M or N is 0).
+func checkPanels16(g *GEMMU8S8) (ok bool, err error) {
+	if err := g.Check(); err != nil {
+		return false, err
+	}
+	if g.B.NR != 16 {
+		return false, errPanel(g.B.NR, 16)
+	}
+	return g.M > 0 && g.N > 0, nil
+}
+
+// panelWork is the per-panel work of a driver of runPanels16: panels
+// [p0, p1) of g with one task's scratch st, whose epilogue is g's.
+type panelWork interface {
+	panels(g *GEMMU8S8, st *u8s8Scratch, p0, p1 int)
+}
+
+// runPanels16 is the task loop of the AVX2, int16 and AVX-VNNI drivers (g
+// checked, NR = 16): up to g.Threads tasks, each a range of consecutive
+// panels that w runs with a u8s8Scratch from u8s8ScratchPool. One task
+// runs on the calling goroutine, without the closure Parallel takes (it
+// escapes: garbage on every call, and attention makes many small ones);
+// w is a value of a type parameter, not an interface, so that it is not
+// boxed either.
+func runPanels16[W panelWork](g *GEMMU8S8, w W) {
+	panels := g.B.Np / 16
+	tasks := min(panels, max(g.Threads, 1))
+	if tasks <= 1 {
+		panelsTask(g, w, 0, panels)
+		return
+	}
+	Parallel(g.Threads, tasks, func(t int) {
+		panelsTask(g, w, panels*t/tasks, panels*(t+1)/tasks)
+	})
+}
+
+// panelsTask runs panels [p0, p1) of g through w with pooled scratch.
+func panelsTask[W panelWork](g *GEMMU8S8, w W, p0, p1 int) {
+	st := u8s8ScratchPool.Get().(*u8s8Scratch)
+	st.x.init(g)
+	w.panels(g, st, p0, p1)
+	u8s8ScratchPool.Put(st)
+}
+
+// u8s8Scratch is what a task of runPanels16 needs besides C: the
+// epilogue, a tile's sums and those of its K%4 tail, the tail's bytes of
+// A (the int16 kernels use the sums only). The sums go to assembly through function values, so on a task's
 // stack they would be allocated on every call (attention makes many small
 // ones); they come from u8s8ScratchPool.
 type u8s8Scratch struct {
@@ -56,9 +79,11 @@ type u8s8Scratch struct {
 
 var u8s8ScratchPool = sync.Pool{New: func() any { return new(u8s8Scratch) }}
 
-// avx2Panels runs panels [p0, p1) of g for runAVX2U8S8, every row pair
-// against a panel before the next.
-func avx2Panels(g *GEMMU8S8, st *u8s8Scratch, p0, p1 int) {
+// avx2Work is runAVX2U8S8's panelWork: every row pair against a panel
+// before the next.
+type avx2Work struct{}
+
+func (avx2Work) panels(g *GEMMU8S8, st *u8s8Scratch, p0, p1 int) {
 	m, n, k := g.M, g.N, g.K
 	groups := k / 4
 	tile := st.tile[:2*16]
@@ -195,18 +220,11 @@ func runAVX512WideU8S8(g *GEMMU8S8) error {
 // KiB at K = 1024) and running tiles of up to mr rows against it (tile:
 // rows x 16 sums, row stride 16) before the next panel, each tile's
 // epilogue while it is in L1.
-func runWideU8S8(g *GEMMU8S8, mr int, tile func(rows int, a *int16, kp int, w []int16, t *[avx512WideRows * 16]int32)) error {
-	if err := g.Check(); err != nil {
+func runWideU8S8(g *GEMMU8S8, mr int, tile wideTile) error {
+	if ok, err := checkPanels16(g); !ok {
 		return err
 	}
-	if g.B.NR != 16 {
-		return errPanel(g.B.NR, 16)
-	}
-	m, n := g.M, g.N
-	if m == 0 || n == 0 {
-		return nil
-	}
-	kp := g.B.Kp
+	m, kp := g.M, g.B.Kp
 	var a16 []int16
 	if kp > 0 {
 		ab := avx2WideBuf(m * kp)
@@ -221,18 +239,13 @@ func runWideU8S8(g *GEMMU8S8, mr int, tile func(rows int, a *int16, kp int, w []
 			})
 		}
 	}
-	panels := g.B.Np / 16
-	tasks := min(panels, max(g.Threads, 1))
-	if tasks <= 1 {
-		// Without the closure Parallel takes (see runAVX2U8S8).
-		widePanels(g, mr, tile, a16, 0, panels)
-		return nil
-	}
-	Parallel(g.Threads, tasks, func(t int) {
-		widePanels(g, mr, tile, a16, panels*t/tasks, panels*(t+1)/tasks)
-	})
+	runPanels16(g, wideWork{mr: mr, tile: tile, a16: a16})
 	return nil
 }
+
+// wideTile runs one tile of rows (<= mr) x 16 of an int16 kernel: a is the
+// widened rows (kp apart), w the widened panel, t the sums.
+type wideTile func(rows int, a *int16, kp int, w []int16, t *[avx512WideRows * 16]int32)
 
 // widenRows widens rows [i0, i1) of g.A into a16 (rows g.B.Kp apart,
 // zero past K).
@@ -251,13 +264,17 @@ func widenRows(g *GEMMU8S8, a16 []int16, i0, i1 int) {
 	}
 }
 
-// widePanels runs panels [p0, p1) of runWideU8S8: each panel widened, then
-// tiles of up to mr rows against it.
-func widePanels(g *GEMMU8S8, mr int, tile func(rows int, a *int16, kp int, w []int16, t *[avx512WideRows * 16]int32), a16 []int16, p0, p1 int) {
+// wideWork is runWideU8S8's panelWork: each panel widened, then tiles of
+// up to mr rows of a16 (A widened) against it.
+type wideWork struct {
+	mr   int
+	tile wideTile
+	a16  []int16
+}
+
+func (d wideWork) panels(g *GEMMU8S8, st *u8s8Scratch, p0, p1 int) {
 	m, n, kp := g.M, g.N, g.B.Kp
-	st := u8s8ScratchPool.Get().(*u8s8Scratch)
-	defer u8s8ScratchPool.Put(st)
-	st.x.init(g)
+	mr, a16 := d.mr, d.a16
 	sums := &st.tile
 	var w []int16
 	if kp > 0 {
@@ -274,7 +291,7 @@ func widePanels(g *GEMMU8S8, mr int, tile func(rows int, a *int16, kp int, w []i
 		for i0 := 0; i0 < m; i0 += mr {
 			rows := min(mr, m-i0)
 			if kp > 0 {
-				tile(rows, &a16[i0*kp], kp, w, sums)
+				d.tile(rows, &a16[i0*kp], kp, w, sums)
 			} else {
 				clear(sums[:])
 			}

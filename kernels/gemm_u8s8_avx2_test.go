@@ -57,3 +57,44 @@ func TestAVX2ExactOnFullRange(t *testing.T) {
 		}
 	}
 }
+
+// TestPanels16DriversAllocs wants the drivers of runPanels16 (AVX2, int16
+// and AVX-VNNI) to allocate nothing on one thread, with an s32 and a
+// float32 output and a K%4 tail: they run the task on the calling
+// goroutine and take their scratch from pools, and INT8 attention calls
+// them many times a pass (models/encoder's TestAttentionInt8Allocs).
+func TestPanels16DriversAllocs(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector's sync.Pool drops a quarter of what is put back")
+	}
+	const m, n, k = 13, 40, 67
+	a, p, cs, bias := vnniBenchOperands(t, m, k, n, 16)
+	ep := &Epilogue{ZeroPoint: 3, ColSum: make([]int32, n), ActScale: 0.5, ColScale: cs, Bias: bias, Act: ActReLU}
+	f := cpu.X86
+	for _, d := range []struct {
+		name string
+		run  func(*GEMMU8S8) error
+		ok   bool
+	}{
+		{"avx2", runAVX2U8S8, f.AVX2},
+		{"avx2wide", runAVX2WideU8S8, f.AVX2},
+		{"avx512wide", runAVX512WideU8S8, f.AVX512F && f.AVX512BW},
+		{"avxvnni", runAVXVNNIU8S8, f.AVX2 && f.AVXVNNI},
+	} {
+		if vnniAsm && !d.ok {
+			t.Logf("%s: skipped, this CPU cannot run it (or it is disabled): %s", d.name, f)
+			continue
+		}
+		for _, g := range []*GEMMU8S8{
+			{M: m, N: n, K: k, A: a, Lda: k, B: p, Out: Out{S32: make([]int32, m*n), Ldc: n}, Threads: 1},
+			{M: m, N: n, K: k, A: a, Lda: k, B: p, Out: Out{F32: make([]float32, m*n), Ldc: n}, Ep: ep, Threads: 1},
+		} {
+			if err := d.run(g); err != nil {
+				t.Fatalf("%s: %v", d.name, err)
+			}
+			if allocs := testing.AllocsPerRun(50, func() { _ = d.run(g) }); allocs > 0 {
+				t.Errorf("%s (s32 output %v): %.1f allocations a call on one thread, want 0", d.name, g.Out.S32 != nil, allocs)
+			}
+		}
+	}
+}

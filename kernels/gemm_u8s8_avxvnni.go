@@ -15,40 +15,18 @@ var avxvnniMicros = [...]func(a *uint8, lda int, b *int8, kgroups int, c *int32,
 // bytes) stays in L1 or L2; the epilogue of each tile runs while it is in
 // L1 (avx2TileOut, shared with the AVX2 drivers).
 func runAVXVNNIU8S8(g *GEMMU8S8) error {
-	if err := g.Check(); err != nil {
+	if ok, err := checkPanels16(g); !ok {
 		return err
 	}
-	if g.B.NR != 16 {
-		return errPanel(g.B.NR, 16)
-	}
-	m, n := g.M, g.N
-	if m == 0 || n == 0 {
-		return nil
-	}
-	panels := g.B.Np / 16
-	tasks := min(panels, max(g.Threads, 1))
-	if tasks <= 1 {
-		// On the calling goroutine, without the closure Parallel takes
-		// (it escapes: garbage on every call, and attention makes many
-		// small ones): the epilogue and the tiles from a pool.
-		st := u8s8ScratchPool.Get().(*u8s8Scratch)
-		st.x.init(g)
-		avxvnniPanels(g, st, 0, panels)
-		u8s8ScratchPool.Put(st)
-		return nil
-	}
-	Parallel(g.Threads, tasks, func(t int) {
-		st := u8s8ScratchPool.Get().(*u8s8Scratch)
-		st.x.init(g)
-		avxvnniPanels(g, st, panels*t/tasks, panels*(t+1)/tasks)
-		u8s8ScratchPool.Put(st)
-	})
+	runPanels16(g, avxvnniWork{})
 	return nil
 }
 
-// avxvnniPanels runs panels [p0, p1) of g, every 6 rows against a panel
-// before the next.
-func avxvnniPanels(g *GEMMU8S8, st *u8s8Scratch, p0, p1 int) {
+// avxvnniWork is runAVXVNNIU8S8's panelWork: every 6 rows against a
+// panel before the next.
+type avxvnniWork struct{}
+
+func (avxvnniWork) panels(g *GEMMU8S8, st *u8s8Scratch, p0, p1 int) {
 	m, n, k := g.M, g.N, g.K
 	groups, rem := k/4, k%4
 	tile, tail, atail := st.tile[:6*16], st.tail[:6*16], st.atail[:]
