@@ -372,7 +372,7 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 		}
 		var err error
 		if m.relBias == nil {
-			err = kernels.SoftmaxU8(e.p, seq, e.ps[:r], b.scores, r, seq, mask)
+			err = kernels.SoftmaxU8(e.p, seq, e.ps[:r], b.scores, r, seq, mask, nil)
 		} else {
 			err = m.softmaxU8Biased(b, e.p, e.ps, hd, i0, r, seq, mask)
 		}
