@@ -204,23 +204,15 @@ DATA eltAVX2Const<>+784(SB)/4, $0x405ce0ac
 DATA eltAVX2Const<>+788(SB)/4, $0x405ce0ac
 DATA eltAVX2Const<>+792(SB)/4, $0x405ce0ac
 DATA eltAVX2Const<>+796(SB)/4, $0x405ce0ac
-DATA eltAVX2Const<>+800(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+804(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+808(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+812(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+816(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+820(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+824(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+828(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+832(SB)/4, $0x00000000
-DATA eltAVX2Const<>+836(SB)/4, $0x00000004
-DATA eltAVX2Const<>+840(SB)/4, $0x00000001
-DATA eltAVX2Const<>+844(SB)/4, $0x00000005
-DATA eltAVX2Const<>+848(SB)/4, $0x00000002
-DATA eltAVX2Const<>+852(SB)/4, $0x00000006
-DATA eltAVX2Const<>+856(SB)/4, $0x00000003
-DATA eltAVX2Const<>+860(SB)/4, $0x00000007
-GLOBL eltAVX2Const<>(SB), RODATA|NOPTR, $864
+DATA eltAVX2Const<>+800(SB)/4, $0x00000000
+DATA eltAVX2Const<>+804(SB)/4, $0x00000004
+DATA eltAVX2Const<>+808(SB)/4, $0x00000001
+DATA eltAVX2Const<>+812(SB)/4, $0x00000005
+DATA eltAVX2Const<>+816(SB)/4, $0x00000002
+DATA eltAVX2Const<>+820(SB)/4, $0x00000006
+DATA eltAVX2Const<>+824(SB)/4, $0x00000003
+DATA eltAVX2Const<>+828(SB)/4, $0x00000007
+GLOBL eltAVX2Const<>(SB), RODATA|NOPTR, $832
 
 // func eltMaxMaskScaleA(dst *float32, x *float32, mask *float32, groups int, s float32, acc *float32)
 // Requires: AVX
@@ -462,7 +454,7 @@ qr_nopre:
 	VPACKSSDW Y2, Y1, Y1
 	VPACKSSDW Y4, Y3, Y3
 	VPACKUSWB Y3, Y1, Y1
-	VMOVDQU   eltAVX2Const<>+832(SB), Y2
+	VMOVDQU   eltAVX2Const<>+800(SB), Y2
 	VPERMD    Y1, Y2, Y1
 	VMOVDQU   Y1, (AX)
 	ADDQ      $0x80, CX
@@ -668,7 +660,7 @@ nq_nopre:
 	VPACKSSDW Y5, Y4, Y4
 	VPACKSSDW Y7, Y6, Y6
 	VPACKUSWB Y6, Y4, Y4
-	VMOVDQU   eltAVX2Const<>+832(SB), Y5
+	VMOVDQU   eltAVX2Const<>+800(SB), Y5
 	VPERMD    Y4, Y5, Y4
 	VMOVDQU   Y4, (CX)
 	ADDQ      $0x80, DX
@@ -733,7 +725,7 @@ qu_loop:
 	VPACKSSDW Y5, Y4, Y4
 	VPACKSSDW Y7, Y6, Y6
 	VPACKUSWB Y6, Y4, Y4
-	VMOVDQU   eltAVX2Const<>+832(SB), Y5
+	VMOVDQU   eltAVX2Const<>+800(SB), Y5
 	VPERMD    Y4, Y5, Y4
 	VMOVDQU   Y4, (AX)
 	ADDQ      $0x80, CX
@@ -1149,7 +1141,6 @@ eq_loop:
 	VPADDD      Y6, Y7, Y7
 	VADDPS      Y7, Y3, Y3
 	VCVTPS2DQ   Y7, Y5
-	VPMINUD     eltAVX2Const<>+800(SB), Y5, Y5
 	VMOVUPS     32(CX), Y6
 	VFMADD213PS Y1, Y0, Y6
 	VMOVUPS     eltAVX2Const<>+608(SB), Y7
@@ -1166,7 +1157,6 @@ eq_loop:
 	VPADDD      Y7, Y8, Y8
 	VADDPS      Y8, Y4, Y4
 	VCVTPS2DQ   Y8, Y6
-	VPMINUD     eltAVX2Const<>+800(SB), Y6, Y6
 	VMOVUPS     64(CX), Y7
 	VFMADD213PS Y1, Y0, Y7
 	VMOVUPS     eltAVX2Const<>+608(SB), Y8
@@ -1183,7 +1173,6 @@ eq_loop:
 	VPADDD      Y8, Y9, Y9
 	VADDPS      Y9, Y3, Y3
 	VCVTPS2DQ   Y9, Y7
-	VPMINUD     eltAVX2Const<>+800(SB), Y7, Y7
 	VMOVUPS     96(CX), Y8
 	VFMADD213PS Y1, Y0, Y8
 	VMOVUPS     eltAVX2Const<>+608(SB), Y9
@@ -1200,11 +1189,10 @@ eq_loop:
 	VPADDD      Y9, Y10, Y10
 	VADDPS      Y10, Y4, Y4
 	VCVTPS2DQ   Y10, Y8
-	VPMINUD     eltAVX2Const<>+800(SB), Y8, Y8
 	VPACKSSDW   Y6, Y5, Y5
 	VPACKSSDW   Y8, Y7, Y7
 	VPACKUSWB   Y7, Y5, Y5
-	VMOVDQU     eltAVX2Const<>+832(SB), Y6
+	VMOVDQU     eltAVX2Const<>+800(SB), Y6
 	VPERMD      Y5, Y6, Y5
 	VMOVDQU     Y5, (AX)
 	VPXOR       Y6, Y6, Y6
@@ -1272,7 +1260,7 @@ qs_loop:
 	VPACKSSDW Y5, Y4, Y4
 	VPACKSSDW Y7, Y6, Y6
 	VPACKSSWB Y6, Y4, Y4
-	VMOVDQU   eltAVX2Const<>+832(SB), Y5
+	VMOVDQU   eltAVX2Const<>+800(SB), Y5
 	VPERMD    Y4, Y5, Y4
 	VMOVDQU   Y4, (AX)
 	ADDQ      $0x80, CX

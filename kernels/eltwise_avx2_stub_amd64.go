@@ -112,7 +112,7 @@ func eltReduceMaxA(acc *float32) float32
 func packT16A(dst *float32, w *float32, nblk int, ldw int, ldd int)
 
 // eltExpQuantU8A sets, over 32*groups32 floats, e = eltExpU8(fma(x[j], a, c)) and
-// dst[j] = roundHalfEven(e) (255 when e >= 255.5 or NaN), as
+// dst[j] = roundHalfEven(e) (255 when e >= 255.5, 0 when NaN or >= 2^31), as
 // eltExpQuantU8Generic; it adds the bytes to the four uint64 at out[0:8]
 // and e to the float32 lanes at out[8:16] (a lane is not finite exactly
 // when one of its e is not). Arguments fma(x[j], a, c) <= 0 or NaN

@@ -18,34 +18,50 @@ DATA eltconst<>+40(SB)/4, $0x3f000000
 DATA eltconst<>+44(SB)/4, $0x3f800000
 DATA eltconst<>+48(SB)/4, $0xc1c00000
 DATA eltconst<>+52(SB)/4, $0x000000ff
-DATA eltconst<>+56(SB)/4, $0x437f002b
-DATA eltconst<>+60(SB)/4, $0x4330b74a
-DATA eltconst<>+64(SB)/4, $0x42764588
-DATA eltconst<>+68(SB)/4, $0x415434ee
-DATA eltconst<>+72(SB)/4, $0x405ce0ac
-DATA eltconst<>+76(SB)/4, $0x3f000000
-DATA eltconst<>+80(SB)/4, $0x00000000
-DATA eltconst<>+84(SB)/4, $0x437f0000
-DATA eltconst<>+88(SB)/4, $0xc3000000
-DATA eltconst<>+92(SB)/4, $0x42fe0000
-DATA eltconst<>+96(SB)/4, $0x00000080
-DATA eltconst<>+100(SB)/4, $0x7fffffff
-DATA eltconst<>+104(SB)/4, $0x000000ff
-DATA eltconst<>+108(SB)/4, $0x80000000
-DATA eltconst<>+112(SB)/4, $0x3f3504f3
-DATA eltconst<>+116(SB)/4, $0x41680000
-DATA eltconst<>+120(SB)/4, $0xc1600000
-DATA eltconst<>+124(SB)/4, $0xbfa1fc4e
-DATA eltconst<>+128(SB)/4, $0x3e2ef945
-DATA eltconst<>+132(SB)/4, $0xbf527892
-DATA eltconst<>+136(SB)/4, $0x3fbe87b0
-DATA eltconst<>+140(SB)/4, $0xbf914e5d
-DATA eltconst<>+144(SB)/4, $0x3e8ec7cc
-DATA eltconst<>+148(SB)/4, $0xbe3ec24c
-DATA eltconst<>+152(SB)/4, $0x3dc636c9
-DATA eltconst<>+156(SB)/4, $0x3ebf88fb
-DATA eltconst<>+160(SB)/4, $0x3f8000c7
-GLOBL eltconst<>(SB), RODATA|NOPTR, $164
+DATA eltconst<>+56(SB)/4, $0x00000000
+DATA eltconst<>+60(SB)/4, $0x00000004
+DATA eltconst<>+64(SB)/4, $0x00000008
+DATA eltconst<>+68(SB)/4, $0x0000000c
+DATA eltconst<>+72(SB)/4, $0x00000001
+DATA eltconst<>+76(SB)/4, $0x00000005
+DATA eltconst<>+80(SB)/4, $0x00000009
+DATA eltconst<>+84(SB)/4, $0x0000000d
+DATA eltconst<>+88(SB)/4, $0x00000002
+DATA eltconst<>+92(SB)/4, $0x00000006
+DATA eltconst<>+96(SB)/4, $0x0000000a
+DATA eltconst<>+100(SB)/4, $0x0000000e
+DATA eltconst<>+104(SB)/4, $0x00000003
+DATA eltconst<>+108(SB)/4, $0x00000007
+DATA eltconst<>+112(SB)/4, $0x0000000b
+DATA eltconst<>+116(SB)/4, $0x0000000f
+DATA eltconst<>+120(SB)/4, $0x437f002b
+DATA eltconst<>+124(SB)/4, $0x4330b74a
+DATA eltconst<>+128(SB)/4, $0x42764588
+DATA eltconst<>+132(SB)/4, $0x415434ee
+DATA eltconst<>+136(SB)/4, $0x405ce0ac
+DATA eltconst<>+140(SB)/4, $0x3f000000
+DATA eltconst<>+144(SB)/4, $0x00000000
+DATA eltconst<>+148(SB)/4, $0x437f0000
+DATA eltconst<>+152(SB)/4, $0xc3000000
+DATA eltconst<>+156(SB)/4, $0x42fe0000
+DATA eltconst<>+160(SB)/4, $0x00000080
+DATA eltconst<>+164(SB)/4, $0x7fffffff
+DATA eltconst<>+168(SB)/4, $0x000000ff
+DATA eltconst<>+172(SB)/4, $0x80000000
+DATA eltconst<>+176(SB)/4, $0x3f3504f3
+DATA eltconst<>+180(SB)/4, $0x41680000
+DATA eltconst<>+184(SB)/4, $0xc1600000
+DATA eltconst<>+188(SB)/4, $0xbfa1fc4e
+DATA eltconst<>+192(SB)/4, $0x3e2ef945
+DATA eltconst<>+196(SB)/4, $0xbf527892
+DATA eltconst<>+200(SB)/4, $0x3fbe87b0
+DATA eltconst<>+204(SB)/4, $0xbf914e5d
+DATA eltconst<>+208(SB)/4, $0x3e8ec7cc
+DATA eltconst<>+212(SB)/4, $0xbe3ec24c
+DATA eltconst<>+216(SB)/4, $0x3dc636c9
+DATA eltconst<>+220(SB)/4, $0x3ebf88fb
+DATA eltconst<>+224(SB)/4, $0x3f8000c7
+GLOBL eltconst<>(SB), RODATA|NOPTR, $228
 
 // func eltAddSum(dst []float32, x []float32, r []float32) float32
 // Requires: AVX, AVX512DQ, AVX512F
@@ -267,8 +283,8 @@ full_af:
 	VMULPS      Z5, Z4, Z4
 	VMULPS      Z2, Z4, Z4
 	VADDPS      Z3, Z4, Z4
-	VMAXPS.BCST eltconst<>+80(SB), Z4, Z4
-	VMINPS.BCST eltconst<>+84(SB), Z4, Z4
+	VMAXPS.BCST eltconst<>+144(SB), Z4, Z4
+	VMINPS.BCST eltconst<>+148(SB), Z4, Z4
 	VCVTPS2DQ   Z4, Z4
 	VPMOVDB     Z4, X4
 	VMOVDQU     X4, (DX)(R9*1)
@@ -294,8 +310,8 @@ tail_af:
 	VMULPS      Z0, Z4, Z0
 	VMULPS      Z2, Z0, Z0
 	VADDPS      Z3, Z0, Z0
-	VMAXPS.BCST eltconst<>+80(SB), Z0, Z0
-	VMINPS.BCST eltconst<>+84(SB), Z0, Z0
+	VMAXPS.BCST eltconst<>+144(SB), Z0, Z0
+	VMINPS.BCST eltconst<>+148(SB), Z0, Z0
 	VCVTPS2DQ   Z0, Z0
 	VPMOVDB     Z0, X0
 	VMOVDQU8    X0, K1, (DX)(R9*1)
@@ -322,8 +338,8 @@ full_ag:
 	VMOVUPS     Z4, (AX)(R8*4)
 	VMULPS      Z2, Z4, Z4
 	VADDPS      Z3, Z4, Z4
-	VMAXPS.BCST eltconst<>+80(SB), Z4, Z4
-	VMINPS.BCST eltconst<>+84(SB), Z4, Z4
+	VMAXPS.BCST eltconst<>+144(SB), Z4, Z4
+	VMINPS.BCST eltconst<>+148(SB), Z4, Z4
 	VCVTPS2DQ   Z4, Z4
 	VPMOVDB     Z4, X4
 	VMOVDQU     X4, (DX)(R8*1)
@@ -347,8 +363,8 @@ tail_ag:
 	VMOVUPS     Z4, K1, (AX)(R8*4)
 	VMULPS      Z2, Z4, Z0
 	VADDPS      Z3, Z0, Z0
-	VMAXPS.BCST eltconst<>+80(SB), Z0, Z0
-	VMINPS.BCST eltconst<>+84(SB), Z0, Z0
+	VMAXPS.BCST eltconst<>+144(SB), Z0, Z0
+	VMINPS.BCST eltconst<>+148(SB), Z0, Z0
 	VCVTPS2DQ   Z0, Z0
 	VPMOVDB     Z0, X0
 	VMOVDQU8    X0, K1, (DX)(R8*1)
@@ -3619,7 +3635,7 @@ TEXT ·eltGELU(SB), NOSPLIT, $0-48
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
 	VBROADCASTSS eltconst<>+44(SB), Z0
-	VBROADCASTSS eltconst<>+120(SB), Z1
+	VBROADCASTSS eltconst<>+184(SB), Z1
 	VXORPS       Z2, Z2, Z2
 	XORQ         BX, BX
 	MOVQ         CX, SI
@@ -3632,22 +3648,22 @@ unrolled:
 	VMOVUPS      64(DX)(BX*4), Z4
 	VMOVUPS      128(DX)(BX*4), Z5
 	VMOVUPS      192(DX)(BX*4), Z6
-	VPANDD.BCST  eltconst<>+100(SB), Z3, Z7
-	VPANDD.BCST  eltconst<>+100(SB), Z4, Z8
-	VPANDD.BCST  eltconst<>+100(SB), Z5, Z9
-	VPANDD.BCST  eltconst<>+100(SB), Z6, Z10
-	VMINPS.BCST  eltconst<>+116(SB), Z7, Z7
-	VMINPS.BCST  eltconst<>+116(SB), Z8, Z8
-	VMINPS.BCST  eltconst<>+116(SB), Z9, Z9
-	VMINPS.BCST  eltconst<>+116(SB), Z10, Z10
-	VMULPS.BCST  eltconst<>+112(SB), Z7, Z11
-	VMULPS.BCST  eltconst<>+112(SB), Z8, Z12
-	VMULPS.BCST  eltconst<>+112(SB), Z9, Z13
-	VMULPS.BCST  eltconst<>+112(SB), Z10, Z14
-	VMULPS.BCST  eltconst<>+76(SB), Z11, Z11
-	VMULPS.BCST  eltconst<>+76(SB), Z12, Z12
-	VMULPS.BCST  eltconst<>+76(SB), Z13, Z13
-	VMULPS.BCST  eltconst<>+76(SB), Z14, Z14
+	VPANDD.BCST  eltconst<>+164(SB), Z3, Z7
+	VPANDD.BCST  eltconst<>+164(SB), Z4, Z8
+	VPANDD.BCST  eltconst<>+164(SB), Z5, Z9
+	VPANDD.BCST  eltconst<>+164(SB), Z6, Z10
+	VMINPS.BCST  eltconst<>+180(SB), Z7, Z7
+	VMINPS.BCST  eltconst<>+180(SB), Z8, Z8
+	VMINPS.BCST  eltconst<>+180(SB), Z9, Z9
+	VMINPS.BCST  eltconst<>+180(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+176(SB), Z7, Z11
+	VMULPS.BCST  eltconst<>+176(SB), Z8, Z12
+	VMULPS.BCST  eltconst<>+176(SB), Z9, Z13
+	VMULPS.BCST  eltconst<>+176(SB), Z10, Z14
+	VMULPS.BCST  eltconst<>+140(SB), Z11, Z11
+	VMULPS.BCST  eltconst<>+140(SB), Z12, Z12
+	VMULPS.BCST  eltconst<>+140(SB), Z13, Z13
+	VMULPS.BCST  eltconst<>+140(SB), Z14, Z14
 	VADDPS       Z0, Z11, Z11
 	VADDPS       Z0, Z12, Z12
 	VADDPS       Z0, Z13, Z13
@@ -3656,82 +3672,82 @@ unrolled:
 	VDIVPS       Z12, Z0, Z12
 	VDIVPS       Z13, Z0, Z13
 	VDIVPS       Z14, Z0, Z14
-	VBROADCASTSS eltconst<>+128(SB), Z15
-	VBROADCASTSS eltconst<>+128(SB), Z16
-	VBROADCASTSS eltconst<>+128(SB), Z17
-	VBROADCASTSS eltconst<>+128(SB), Z18
+	VBROADCASTSS eltconst<>+192(SB), Z15
+	VBROADCASTSS eltconst<>+192(SB), Z16
+	VBROADCASTSS eltconst<>+192(SB), Z17
+	VBROADCASTSS eltconst<>+192(SB), Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+132(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+132(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+132(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+132(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+196(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+196(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+196(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+196(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+136(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+136(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+136(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+136(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+200(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+200(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+200(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+200(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+140(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+140(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+140(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+140(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+204(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+204(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+204(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+204(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+144(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+144(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+144(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+144(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+208(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+208(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+208(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+208(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+148(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+148(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+148(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+148(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+212(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+212(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+212(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+212(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+152(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+152(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+152(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+152(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+216(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+216(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+216(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+216(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+156(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+156(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+156(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+156(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+220(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+220(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+220(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+220(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+160(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+160(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+160(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+160(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+224(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+224(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+224(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+224(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+124(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+124(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+124(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+124(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+188(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+188(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+188(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+188(SB), Z18, Z18
 	VMULPS       Z7, Z7, Z19
 	VMULPS       Z8, Z8, Z20
 	VMULPS       Z9, Z9, Z21
@@ -3744,22 +3760,22 @@ unrolled:
 	VFMSUB231PS  Z8, Z8, Z24
 	VFMSUB231PS  Z9, Z9, Z25
 	VFMSUB231PS  Z10, Z10, Z26
-	VMULPS.BCST  eltconst<>+76(SB), Z23, Z23
-	VMULPS.BCST  eltconst<>+76(SB), Z24, Z24
-	VMULPS.BCST  eltconst<>+76(SB), Z25, Z25
-	VMULPS.BCST  eltconst<>+76(SB), Z26, Z26
+	VMULPS.BCST  eltconst<>+140(SB), Z23, Z23
+	VMULPS.BCST  eltconst<>+140(SB), Z24, Z24
+	VMULPS.BCST  eltconst<>+140(SB), Z25, Z25
+	VMULPS.BCST  eltconst<>+140(SB), Z26, Z26
 	VSUBPS       Z23, Z15, Z15
 	VSUBPS       Z24, Z16, Z16
 	VSUBPS       Z25, Z17, Z17
 	VSUBPS       Z26, Z18, Z18
-	VMULPS.BCST  eltconst<>+76(SB), Z19, Z7
-	VMULPS.BCST  eltconst<>+76(SB), Z20, Z8
-	VMULPS.BCST  eltconst<>+76(SB), Z21, Z9
-	VMULPS.BCST  eltconst<>+76(SB), Z22, Z10
-	VPXORD.BCST  eltconst<>+108(SB), Z7, Z7
-	VPXORD.BCST  eltconst<>+108(SB), Z8, Z8
-	VPXORD.BCST  eltconst<>+108(SB), Z9, Z9
-	VPXORD.BCST  eltconst<>+108(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+140(SB), Z19, Z7
+	VMULPS.BCST  eltconst<>+140(SB), Z20, Z8
+	VMULPS.BCST  eltconst<>+140(SB), Z21, Z9
+	VMULPS.BCST  eltconst<>+140(SB), Z22, Z10
+	VPXORD.BCST  eltconst<>+172(SB), Z7, Z7
+	VPXORD.BCST  eltconst<>+172(SB), Z8, Z8
+	VPXORD.BCST  eltconst<>+172(SB), Z9, Z9
+	VPXORD.BCST  eltconst<>+172(SB), Z10, Z10
 	VADDPS       Z15, Z7, Z19
 	VADDPS       Z16, Z8, Z20
 	VADDPS       Z17, Z9, Z21
@@ -3860,10 +3876,10 @@ unrolled:
 	VMULPS       Z8, Z12, Z8
 	VMULPS       Z9, Z13, Z9
 	VMULPS       Z10, Z14, Z10
-	VMULPS.BCST  eltconst<>+76(SB), Z7, Z7
-	VMULPS.BCST  eltconst<>+76(SB), Z8, Z8
-	VMULPS.BCST  eltconst<>+76(SB), Z9, Z9
-	VMULPS.BCST  eltconst<>+76(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+140(SB), Z7, Z7
+	VMULPS.BCST  eltconst<>+140(SB), Z8, Z8
+	VMULPS.BCST  eltconst<>+140(SB), Z9, Z9
+	VMULPS.BCST  eltconst<>+140(SB), Z10, Z10
 	VSUBPS       Z7, Z0, Z11
 	VSUBPS       Z8, Z0, Z12
 	VSUBPS       Z9, Z0, Z13
@@ -3903,38 +3919,38 @@ full_co:
 	CMPQ         BX, SI
 	JAE          tail_co
 	VMOVUPS      (DX)(BX*4), Z3
-	VPANDD.BCST  eltconst<>+100(SB), Z3, Z4
-	VMINPS.BCST  eltconst<>+116(SB), Z4, Z4
-	VMULPS.BCST  eltconst<>+112(SB), Z4, Z5
-	VMULPS.BCST  eltconst<>+76(SB), Z5, Z5
+	VPANDD.BCST  eltconst<>+164(SB), Z3, Z4
+	VMINPS.BCST  eltconst<>+180(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+176(SB), Z4, Z5
+	VMULPS.BCST  eltconst<>+140(SB), Z5, Z5
 	VADDPS       Z0, Z5, Z5
 	VDIVPS       Z5, Z0, Z5
-	VBROADCASTSS eltconst<>+128(SB), Z6
+	VBROADCASTSS eltconst<>+192(SB), Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+132(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+196(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+136(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+200(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+140(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+204(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+144(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+208(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+148(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+212(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+152(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+216(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+156(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+220(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+160(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+224(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+124(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+188(SB), Z6, Z6
 	VMULPS       Z4, Z4, Z7
 	VMOVAPS      Z7, Z8
 	VFMSUB231PS  Z4, Z4, Z8
-	VMULPS.BCST  eltconst<>+76(SB), Z8, Z8
+	VMULPS.BCST  eltconst<>+140(SB), Z8, Z8
 	VSUBPS       Z8, Z6, Z6
-	VMULPS.BCST  eltconst<>+76(SB), Z7, Z4
-	VPXORD.BCST  eltconst<>+108(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+140(SB), Z7, Z4
+	VPXORD.BCST  eltconst<>+172(SB), Z4, Z4
 	VADDPS       Z6, Z4, Z7
 	VMULPS.BCST  eltconst<>+0(SB), Z7, Z8
 	VRNDSCALEPS  $0x00, Z8, Z8
@@ -3960,7 +3976,7 @@ full_co:
 	VADDPS.BCST  eltconst<>+44(SB), Z6, Z6
 	VSCALEFPS    Z8, Z6, Z4
 	VMULPS       Z4, Z5, Z4
-	VMULPS.BCST  eltconst<>+76(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+140(SB), Z4, Z4
 	VSUBPS       Z4, Z0, Z5
 	VCMPPS       $0x01, Z2, Z3, K1
 	VMOVAPS      Z4, K1, Z5
@@ -3979,38 +3995,38 @@ tail_co:
 	DECL         SI
 	KMOVW        SI, K1
 	VMOVUPS.Z    (DX)(BX*4), K1, Z3
-	VPANDD.BCST  eltconst<>+100(SB), Z3, Z4
-	VMINPS.BCST  eltconst<>+116(SB), Z4, Z4
-	VMULPS.BCST  eltconst<>+112(SB), Z4, Z5
-	VMULPS.BCST  eltconst<>+76(SB), Z5, Z5
+	VPANDD.BCST  eltconst<>+164(SB), Z3, Z4
+	VMINPS.BCST  eltconst<>+180(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+176(SB), Z4, Z5
+	VMULPS.BCST  eltconst<>+140(SB), Z5, Z5
 	VADDPS       Z0, Z5, Z5
 	VDIVPS       Z5, Z0, Z5
-	VBROADCASTSS eltconst<>+128(SB), Z6
+	VBROADCASTSS eltconst<>+192(SB), Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+132(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+196(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+136(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+200(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+140(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+204(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+144(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+208(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+148(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+212(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+152(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+216(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+156(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+220(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+160(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+224(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+124(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+188(SB), Z6, Z6
 	VMULPS       Z4, Z4, Z7
 	VMOVAPS      Z7, Z8
 	VFMSUB231PS  Z4, Z4, Z8
-	VMULPS.BCST  eltconst<>+76(SB), Z8, Z8
+	VMULPS.BCST  eltconst<>+140(SB), Z8, Z8
 	VSUBPS       Z8, Z6, Z6
-	VMULPS.BCST  eltconst<>+76(SB), Z7, Z4
-	VPXORD.BCST  eltconst<>+108(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+140(SB), Z7, Z4
+	VPXORD.BCST  eltconst<>+172(SB), Z4, Z4
 	VADDPS       Z6, Z4, Z7
 	VMULPS.BCST  eltconst<>+0(SB), Z7, Z8
 	VRNDSCALEPS  $0x00, Z8, Z8
@@ -4036,7 +4052,7 @@ tail_co:
 	VADDPS.BCST  eltconst<>+44(SB), Z6, Z6
 	VSCALEFPS    Z8, Z6, Z4
 	VMULPS       Z4, Z5, Z4
-	VMULPS.BCST  eltconst<>+76(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+140(SB), Z4, Z4
 	VSUBPS       Z4, Z0, Z0
 	VCMPPS       $0x01, Z2, Z3, K2
 	VMOVAPS      Z4, K2, Z0
@@ -4063,7 +4079,7 @@ full_cp:
 	CMPQ        DX, BX
 	JAE         tail_cp
 	VMOVUPS     (AX)(DX*4), Z1
-	VPANDD.BCST eltconst<>+100(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+164(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, DX
 	JMP         full_cp
@@ -4076,7 +4092,7 @@ tail_cp:
 	DECL        BX
 	KMOVW       BX, K1
 	VMOVUPS.Z   (AX)(DX*4), K1, Z1
-	VPANDD.BCST eltconst<>+100(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+164(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
 done_cp:
@@ -4109,10 +4125,10 @@ full_cq:
 	JAE         tail_cq
 	VMOVUPS     (DX)(BX*4), Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+88(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+92(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+152(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+156(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+96(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+160(SB), Z1, Z1
 	VPMOVDB     Z1, X1
 	VMOVDQU     X1, (AX)(BX*1)
 	ADDQ        $+16, BX
@@ -4127,10 +4143,10 @@ tail_cq:
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+88(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+92(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+152(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+156(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+96(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+160(SB), Z1, Z1
 	VPMOVDB     Z1, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
@@ -4155,7 +4171,7 @@ full_cr:
 	VMOVUPS     (AX)(BX*4), Z1
 	VMOVUPS     (DX)(BX*4), Z2
 	VMULPS      Z2, Z1, Z1
-	VPANDD.BCST eltconst<>+100(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+164(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, BX
 	JMP         full_cr
@@ -4170,7 +4186,7 @@ tail_cr:
 	VMOVUPS.Z   (AX)(BX*4), K1, Z1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z2
 	VMULPS      Z2, Z1, Z1
-	VPANDD.BCST eltconst<>+100(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+164(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
 done_cr:
@@ -4206,10 +4222,10 @@ full_cs:
 	VMOVUPS     (BX)(SI*4), Z2
 	VMULPS      Z2, Z1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+88(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+92(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+152(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+156(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+96(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+160(SB), Z1, Z1
 	VPMOVDB     Z1, X1
 	VMOVDQU     X1, (AX)(SI*1)
 	ADDQ        $+16, SI
@@ -4226,10 +4242,10 @@ tail_cs:
 	VMOVUPS.Z   (BX)(SI*4), K1, Z2
 	VMULPS      Z2, Z1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+88(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+92(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+152(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+156(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+96(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+160(SB), Z1, Z1
 	VPMOVDB     Z1, X0
 	VMOVDQU8    X0, K1, (AX)(SI*1)
 
@@ -4254,12 +4270,12 @@ full_ct:
 	CMPQ        BX, SI
 	JAE         tail_ct
 	VMOVUPS     (DX)(BX*4), Z3
-	VPANDD.BCST eltconst<>+100(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+164(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+80(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+84(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+144(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+148(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
@@ -4274,12 +4290,12 @@ tail_ct:
 	DECL        SI
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z3
-	VPANDD.BCST eltconst<>+100(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+164(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+80(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+84(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+144(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+148(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
@@ -4312,7 +4328,10 @@ TEXT ·eltExpQuantU8(SB), NOSPLIT, $0-64
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
-	VBROADCASTSS eltconst<>+52(SB), Z8
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VBROADCASTSS eltconst<>+52(SB), Z10
+	VMOVDQU32    eltconst<>+56(SB), Z11
 	XORQ         BX, BX
 	MOVQ         CX, SI
 	ANDQ         $-64, SI
@@ -4320,74 +4339,65 @@ TEXT ·eltExpQuantU8(SB), NOSPLIT, $0-64
 unrolled_cu:
 	CMPQ             BX, SI
 	JAE              rest_cu
-	VMOVUPS          (DX)(BX*4), Z9
-	VMOVUPS          64(DX)(BX*4), Z10
-	VMOVUPS          128(DX)(BX*4), Z11
-	VMOVUPS          192(DX)(BX*4), Z12
-	VFMADD213PS      Z1, Z0, Z9
-	VFMADD213PS      Z1, Z0, Z10
-	VFMADD213PS      Z1, Z0, Z11
+	VMOVUPS          (DX)(BX*4), Z12
+	VMOVUPS          64(DX)(BX*4), Z13
+	VMOVUPS          128(DX)(BX*4), Z14
+	VMOVUPS          192(DX)(BX*4), Z15
 	VFMADD213PS      Z1, Z0, Z12
-	VMAXPS           Z9, Z2, Z9
-	VMAXPS           Z10, Z2, Z10
-	VMAXPS           Z11, Z2, Z11
+	VFMADD213PS      Z1, Z0, Z13
+	VFMADD213PS      Z1, Z0, Z14
+	VFMADD213PS      Z1, Z0, Z15
 	VMAXPS           Z12, Z2, Z12
-	VRNDSCALEPS      $0x09, Z9, Z13
-	VRNDSCALEPS      $0x09, Z10, Z15
-	VRNDSCALEPS      $0x09, Z11, Z17
-	VRNDSCALEPS      $0x09, Z12, Z19
-	VSUBPS           Z13, Z9, Z13
-	VSUBPS           Z15, Z10, Z15
-	VSUBPS           Z17, Z11, Z17
-	VSUBPS           Z19, Z12, Z19
-	VBROADCASTSS     eltconst<>+72(SB), Z14
-	VBROADCASTSS     eltconst<>+72(SB), Z16
-	VBROADCASTSS     eltconst<>+72(SB), Z18
-	VBROADCASTSS     eltconst<>+72(SB), Z20
-	VFMADD213PS.BCST eltconst<>+68(SB), Z13, Z14
-	VFMADD213PS.BCST eltconst<>+68(SB), Z15, Z16
-	VFMADD213PS.BCST eltconst<>+68(SB), Z17, Z18
-	VFMADD213PS.BCST eltconst<>+68(SB), Z19, Z20
-	VFMADD213PS.BCST eltconst<>+64(SB), Z13, Z14
-	VFMADD213PS.BCST eltconst<>+64(SB), Z15, Z16
-	VFMADD213PS.BCST eltconst<>+64(SB), Z17, Z18
-	VFMADD213PS.BCST eltconst<>+64(SB), Z19, Z20
-	VFMADD213PS.BCST eltconst<>+60(SB), Z13, Z14
-	VFMADD213PS.BCST eltconst<>+60(SB), Z15, Z16
-	VFMADD213PS.BCST eltconst<>+60(SB), Z17, Z18
-	VFMADD213PS.BCST eltconst<>+60(SB), Z19, Z20
-	VFMADD213PS.BCST eltconst<>+56(SB), Z13, Z14
-	VFMADD213PS.BCST eltconst<>+56(SB), Z15, Z16
-	VFMADD213PS.BCST eltconst<>+56(SB), Z17, Z18
-	VFMADD213PS.BCST eltconst<>+56(SB), Z19, Z20
-	VSCALEFPS        Z9, Z14, Z9
-	VSCALEFPS        Z10, Z16, Z10
-	VSCALEFPS        Z11, Z18, Z11
-	VSCALEFPS        Z12, Z20, Z12
-	VADDPS           Z9, Z4, Z4
-	VCVTPS2DQ        Z9, Z9
-	VPMINUD          Z8, Z9, Z9
-	VPADDD           Z9, Z3, Z3
-	VPMOVDB          Z9, X9
-	VMOVDQU          X9, (AX)(BX*1)
-	VADDPS           Z10, Z5, Z5
-	VCVTPS2DQ        Z10, Z10
-	VPMINUD          Z8, Z10, Z10
-	VPADDD           Z10, Z3, Z3
-	VPMOVDB          Z10, X9
-	VMOVDQU          X9, 16(AX)(BX*1)
-	VADDPS           Z11, Z6, Z6
-	VCVTPS2DQ        Z11, Z11
-	VPMINUD          Z8, Z11, Z11
-	VPADDD           Z11, Z3, Z3
-	VPMOVDB          Z11, X9
-	VMOVDQU          X9, 32(AX)(BX*1)
-	VADDPS           Z12, Z7, Z7
+	VMAXPS           Z13, Z2, Z13
+	VMAXPS           Z14, Z2, Z14
+	VMAXPS           Z15, Z2, Z15
+	VRNDSCALEPS      $0x09, Z12, Z16
+	VRNDSCALEPS      $0x09, Z13, Z18
+	VRNDSCALEPS      $0x09, Z14, Z20
+	VRNDSCALEPS      $0x09, Z15, Z22
+	VSUBPS           Z16, Z12, Z16
+	VSUBPS           Z18, Z13, Z18
+	VSUBPS           Z20, Z14, Z20
+	VSUBPS           Z22, Z15, Z22
+	VBROADCASTSS     eltconst<>+136(SB), Z17
+	VBROADCASTSS     eltconst<>+136(SB), Z19
+	VBROADCASTSS     eltconst<>+136(SB), Z21
+	VBROADCASTSS     eltconst<>+136(SB), Z23
+	VFMADD213PS.BCST eltconst<>+132(SB), Z16, Z17
+	VFMADD213PS.BCST eltconst<>+132(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+132(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+132(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+128(SB), Z16, Z17
+	VFMADD213PS.BCST eltconst<>+128(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+128(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+128(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+124(SB), Z16, Z17
+	VFMADD213PS.BCST eltconst<>+124(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+124(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+124(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+120(SB), Z16, Z17
+	VFMADD213PS.BCST eltconst<>+120(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+120(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+120(SB), Z22, Z23
+	VSCALEFPS        Z12, Z17, Z12
+	VSCALEFPS        Z13, Z19, Z13
+	VSCALEFPS        Z14, Z21, Z14
+	VSCALEFPS        Z15, Z23, Z15
+	VADDPS           Z12, Z6, Z6
 	VCVTPS2DQ        Z12, Z12
-	VPMINUD          Z8, Z12, Z12
-	VPADDD           Z12, Z3, Z3
-	VPMOVDB          Z12, X9
-	VMOVDQU          X9, 48(AX)(BX*1)
+	VADDPS           Z13, Z7, Z7
+	VCVTPS2DQ        Z13, Z13
+	VADDPS           Z14, Z8, Z8
+	VCVTPS2DQ        Z14, Z14
+	VADDPS           Z15, Z9, Z9
+	VCVTPS2DQ        Z15, Z15
+	VPACKSSDW        Z13, Z12, Z12
+	VPACKSSDW        Z15, Z14, Z14
+	VPACKUSWB        Z14, Z12, Z12
+	VPERMD           Z12, Z11, Z12
+	VMOVDQU32        Z12, (AX)(BX*1)
+	VPSADBW          Z5, Z12, Z12
+	VPADDQ           Z12, Z4, Z4
 	ADDQ             $0x00000040, BX
 	JMP              unrolled_cu
 
@@ -4398,23 +4408,24 @@ rest_cu:
 full_cv:
 	CMPQ             BX, SI
 	JAE              tail_cv
-	VMOVUPS          (DX)(BX*4), Z9
-	VFMADD213PS      Z1, Z0, Z9
-	VMAXPS           Z9, Z2, Z9
-	VRNDSCALEPS      $0x09, Z9, Z10
-	VSUBPS           Z10, Z9, Z10
-	VBROADCASTSS     eltconst<>+72(SB), Z11
-	VFMADD213PS.BCST eltconst<>+68(SB), Z10, Z11
-	VFMADD213PS.BCST eltconst<>+64(SB), Z10, Z11
-	VFMADD213PS.BCST eltconst<>+60(SB), Z10, Z11
-	VFMADD213PS.BCST eltconst<>+56(SB), Z10, Z11
-	VSCALEFPS        Z9, Z11, Z9
-	VADDPS           Z9, Z4, Z4
-	VCVTPS2DQ        Z9, Z9
-	VPMINUD          Z8, Z9, Z9
-	VPADDD           Z9, Z3, Z3
-	VPMOVDB          Z9, X9
-	VMOVDQU          X9, (AX)(BX*1)
+	VMOVUPS          (DX)(BX*4), Z11
+	VFMADD213PS      Z1, Z0, Z11
+	VMAXPS           Z11, Z2, Z11
+	VRNDSCALEPS      $0x09, Z11, Z12
+	VSUBPS           Z12, Z11, Z12
+	VBROADCASTSS     eltconst<>+136(SB), Z13
+	VFMADD213PS.BCST eltconst<>+132(SB), Z12, Z13
+	VFMADD213PS.BCST eltconst<>+128(SB), Z12, Z13
+	VFMADD213PS.BCST eltconst<>+124(SB), Z12, Z13
+	VFMADD213PS.BCST eltconst<>+120(SB), Z12, Z13
+	VSCALEFPS        Z11, Z13, Z11
+	VADDPS           Z11, Z6, Z6
+	VCVTPS2DQ        Z11, Z11
+	VPMAXSD          Z5, Z11, Z11
+	VPMINUD          Z10, Z11, Z11
+	VPADDD           Z11, Z3, Z3
+	VPMOVDB          Z11, X11
+	VMOVDQU          X11, (AX)(BX*1)
 	ADDQ             $+16, BX
 	JMP              full_cv
 
@@ -4425,30 +4436,31 @@ tail_cv:
 	SHLL             CL, SI
 	DECL             SI
 	KMOVW            SI, K1
-	VMOVUPS.Z        (DX)(BX*4), K1, Z9
-	VFMADD213PS      Z1, Z0, Z9
-	VMAXPS           Z9, Z2, Z9
-	VRNDSCALEPS      $0x09, Z9, Z0
-	VSUBPS           Z0, Z9, Z0
-	VBROADCASTSS     eltconst<>+72(SB), Z1
-	VFMADD213PS.BCST eltconst<>+68(SB), Z0, Z1
-	VFMADD213PS.BCST eltconst<>+64(SB), Z0, Z1
-	VFMADD213PS.BCST eltconst<>+60(SB), Z0, Z1
-	VFMADD213PS.BCST eltconst<>+56(SB), Z0, Z1
-	VSCALEFPS        Z9, Z1, Z9
-	VADDPS           Z9, Z4, K1, Z4
-	VCVTPS2DQ        Z9, Z9
-	VPMINUD          Z8, Z9, Z9
-	VPADDD           Z9, Z3, K1, Z3
-	VPMOVDB          Z9, X0
+	VMOVUPS.Z        (DX)(BX*4), K1, Z11
+	VFMADD213PS      Z1, Z0, Z11
+	VMAXPS           Z11, Z2, Z11
+	VRNDSCALEPS      $0x09, Z11, Z0
+	VSUBPS           Z0, Z11, Z0
+	VBROADCASTSS     eltconst<>+136(SB), Z1
+	VFMADD213PS.BCST eltconst<>+132(SB), Z0, Z1
+	VFMADD213PS.BCST eltconst<>+128(SB), Z0, Z1
+	VFMADD213PS.BCST eltconst<>+124(SB), Z0, Z1
+	VFMADD213PS.BCST eltconst<>+120(SB), Z0, Z1
+	VSCALEFPS        Z11, Z1, Z11
+	VADDPS           Z11, Z6, K1, Z6
+	VCVTPS2DQ        Z11, Z11
+	VPMAXSD          Z5, Z11, Z11
+	VPMINUD          Z10, Z11, Z11
+	VPADDD           Z11, Z3, K1, Z3
+	VPMOVDB          Z11, X0
 	VMOVDQU8         X0, K1, (AX)(BX*1)
 
 done_cv:
-	VADDPS        Z5, Z4, Z4
-	VADDPS        Z6, Z4, Z4
-	VADDPS        Z7, Z4, Z4
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
+	VADDPS        Z7, Z6, Z6
+	VADDPS        Z8, Z6, Z6
+	VADDPS        Z9, Z6, Z6
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y0, Y6, Y0
 	VEXTRACTF128  $0x01, Y0, X1
 	VADDPS        X1, X0, X1
 	VMOVHLPS      X1, X1, X0
@@ -4461,6 +4473,8 @@ done_cv:
 	XORL          DX, DX
 	CMPL          AX, CX
 	CMOVLCS       DX, CX
+	VPMOVQD       Z4, Y24
+	VPADDD        Z24, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y0, Y3, Y0
 	VEXTRACTI128  $0x01, Y0, X1
@@ -4647,7 +4661,10 @@ scale_cw:
 	VPXORD       Z9, Z9, Z9
 	VPXORD       Z10, Z10, Z10
 	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
 	VBROADCASTSS eltconst<>+52(SB), Z3
+	VMOVDQU32    eltconst<>+56(SB), Z4
 	XORQ         R14, R14
 	MOVQ         R8, CX
 	ANDQ         $-64, CX
@@ -4655,74 +4672,65 @@ scale_cw:
 unrolled_db:
 	CMPQ             R14, CX
 	JAE              rest_db
-	VMOVUPS          (DI)(R14*4), Z4
-	VMOVUPS          64(DI)(R14*4), Z5
-	VMOVUPS          128(DI)(R14*4), Z6
-	VMOVUPS          192(DI)(R14*4), Z13
-	VFMADD213PS      Z2, Z1, Z4
+	VMOVUPS          (DI)(R14*4), Z5
+	VMOVUPS          64(DI)(R14*4), Z6
+	VMOVUPS          128(DI)(R14*4), Z16
+	VMOVUPS          192(DI)(R14*4), Z17
 	VFMADD213PS      Z2, Z1, Z5
 	VFMADD213PS      Z2, Z1, Z6
-	VFMADD213PS      Z2, Z1, Z13
-	VMAXPS           Z4, Z0, Z4
+	VFMADD213PS      Z2, Z1, Z16
+	VFMADD213PS      Z2, Z1, Z17
 	VMAXPS           Z5, Z0, Z5
 	VMAXPS           Z6, Z0, Z6
-	VMAXPS           Z13, Z0, Z13
-	VRNDSCALEPS      $0x09, Z4, Z14
-	VRNDSCALEPS      $0x09, Z5, Z16
-	VRNDSCALEPS      $0x09, Z6, Z18
-	VRNDSCALEPS      $0x09, Z13, Z20
-	VSUBPS           Z14, Z4, Z14
-	VSUBPS           Z16, Z5, Z16
-	VSUBPS           Z18, Z6, Z18
-	VSUBPS           Z20, Z13, Z20
-	VBROADCASTSS     eltconst<>+72(SB), Z15
-	VBROADCASTSS     eltconst<>+72(SB), Z17
-	VBROADCASTSS     eltconst<>+72(SB), Z19
-	VBROADCASTSS     eltconst<>+72(SB), Z21
-	VFMADD213PS.BCST eltconst<>+68(SB), Z14, Z15
-	VFMADD213PS.BCST eltconst<>+68(SB), Z16, Z17
-	VFMADD213PS.BCST eltconst<>+68(SB), Z18, Z19
-	VFMADD213PS.BCST eltconst<>+68(SB), Z20, Z21
-	VFMADD213PS.BCST eltconst<>+64(SB), Z14, Z15
-	VFMADD213PS.BCST eltconst<>+64(SB), Z16, Z17
-	VFMADD213PS.BCST eltconst<>+64(SB), Z18, Z19
-	VFMADD213PS.BCST eltconst<>+64(SB), Z20, Z21
-	VFMADD213PS.BCST eltconst<>+60(SB), Z14, Z15
-	VFMADD213PS.BCST eltconst<>+60(SB), Z16, Z17
-	VFMADD213PS.BCST eltconst<>+60(SB), Z18, Z19
-	VFMADD213PS.BCST eltconst<>+60(SB), Z20, Z21
-	VFMADD213PS.BCST eltconst<>+56(SB), Z14, Z15
-	VFMADD213PS.BCST eltconst<>+56(SB), Z16, Z17
-	VFMADD213PS.BCST eltconst<>+56(SB), Z18, Z19
-	VFMADD213PS.BCST eltconst<>+56(SB), Z20, Z21
-	VSCALEFPS        Z4, Z15, Z4
-	VSCALEFPS        Z5, Z17, Z5
-	VSCALEFPS        Z6, Z19, Z6
-	VSCALEFPS        Z13, Z21, Z13
-	VADDPS           Z4, Z8, Z8
-	VCVTPS2DQ        Z4, Z4
-	VPMINUD          Z3, Z4, Z4
-	VPADDD           Z4, Z7, Z7
-	VPMOVDB          Z4, X4
-	VMOVDQU          X4, (BX)(R14*1)
-	VADDPS           Z5, Z9, Z9
+	VMAXPS           Z16, Z0, Z16
+	VMAXPS           Z17, Z0, Z17
+	VRNDSCALEPS      $0x09, Z5, Z18
+	VRNDSCALEPS      $0x09, Z6, Z20
+	VRNDSCALEPS      $0x09, Z16, Z22
+	VRNDSCALEPS      $0x09, Z17, Z24
+	VSUBPS           Z18, Z5, Z18
+	VSUBPS           Z20, Z6, Z20
+	VSUBPS           Z22, Z16, Z22
+	VSUBPS           Z24, Z17, Z24
+	VBROADCASTSS     eltconst<>+136(SB), Z19
+	VBROADCASTSS     eltconst<>+136(SB), Z21
+	VBROADCASTSS     eltconst<>+136(SB), Z23
+	VBROADCASTSS     eltconst<>+136(SB), Z25
+	VFMADD213PS.BCST eltconst<>+132(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+132(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+132(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+132(SB), Z24, Z25
+	VFMADD213PS.BCST eltconst<>+128(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+128(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+128(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+128(SB), Z24, Z25
+	VFMADD213PS.BCST eltconst<>+124(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+124(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+124(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+124(SB), Z24, Z25
+	VFMADD213PS.BCST eltconst<>+120(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+120(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+120(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+120(SB), Z24, Z25
+	VSCALEFPS        Z5, Z19, Z5
+	VSCALEFPS        Z6, Z21, Z6
+	VSCALEFPS        Z16, Z23, Z16
+	VSCALEFPS        Z17, Z25, Z17
+	VADDPS           Z5, Z10, Z10
 	VCVTPS2DQ        Z5, Z5
-	VPMINUD          Z3, Z5, Z5
-	VPADDD           Z5, Z7, Z7
-	VPMOVDB          Z5, X4
-	VMOVDQU          X4, 16(BX)(R14*1)
-	VADDPS           Z6, Z10, Z10
+	VADDPS           Z6, Z11, Z11
 	VCVTPS2DQ        Z6, Z6
-	VPMINUD          Z3, Z6, Z6
-	VPADDD           Z6, Z7, Z7
-	VPMOVDB          Z6, X4
-	VMOVDQU          X4, 32(BX)(R14*1)
-	VADDPS           Z13, Z11, Z11
-	VCVTPS2DQ        Z13, Z13
-	VPMINUD          Z3, Z13, Z13
-	VPADDD           Z13, Z7, Z7
-	VPMOVDB          Z13, X4
-	VMOVDQU          X4, 48(BX)(R14*1)
+	VADDPS           Z16, Z12, Z12
+	VCVTPS2DQ        Z16, Z16
+	VADDPS           Z17, Z13, Z13
+	VCVTPS2DQ        Z17, Z17
+	VPACKSSDW        Z6, Z5, Z5
+	VPACKSSDW        Z17, Z16, Z16
+	VPACKUSWB        Z16, Z5, Z5
+	VPERMD           Z5, Z4, Z5
+	VMOVDQU32        Z5, (BX)(R14*1)
+	VPSADBW          Z9, Z5, Z5
+	VPADDQ           Z5, Z8, Z8
 	ADDQ             $0x00000040, R14
 	JMP              unrolled_db
 
@@ -4738,14 +4746,15 @@ full_dc:
 	VMAXPS           Z4, Z0, Z4
 	VRNDSCALEPS      $0x09, Z4, Z5
 	VSUBPS           Z5, Z4, Z5
-	VBROADCASTSS     eltconst<>+72(SB), Z6
-	VFMADD213PS.BCST eltconst<>+68(SB), Z5, Z6
-	VFMADD213PS.BCST eltconst<>+64(SB), Z5, Z6
-	VFMADD213PS.BCST eltconst<>+60(SB), Z5, Z6
-	VFMADD213PS.BCST eltconst<>+56(SB), Z5, Z6
+	VBROADCASTSS     eltconst<>+136(SB), Z6
+	VFMADD213PS.BCST eltconst<>+132(SB), Z5, Z6
+	VFMADD213PS.BCST eltconst<>+128(SB), Z5, Z6
+	VFMADD213PS.BCST eltconst<>+124(SB), Z5, Z6
+	VFMADD213PS.BCST eltconst<>+120(SB), Z5, Z6
 	VSCALEFPS        Z4, Z6, Z4
-	VADDPS           Z4, Z8, Z8
+	VADDPS           Z4, Z10, Z10
 	VCVTPS2DQ        Z4, Z4
+	VPMAXSD          Z9, Z4, Z4
 	VPMINUD          Z3, Z4, Z4
 	VPADDD           Z4, Z7, Z7
 	VPMOVDB          Z4, X4
@@ -4766,25 +4775,26 @@ tail_dc:
 	VMAXPS           Z4, Z0, Z4
 	VRNDSCALEPS      $0x09, Z4, Z1
 	VSUBPS           Z1, Z4, Z1
-	VBROADCASTSS     eltconst<>+72(SB), Z2
-	VFMADD213PS.BCST eltconst<>+68(SB), Z1, Z2
-	VFMADD213PS.BCST eltconst<>+64(SB), Z1, Z2
-	VFMADD213PS.BCST eltconst<>+60(SB), Z1, Z2
-	VFMADD213PS.BCST eltconst<>+56(SB), Z1, Z2
+	VBROADCASTSS     eltconst<>+136(SB), Z2
+	VFMADD213PS.BCST eltconst<>+132(SB), Z1, Z2
+	VFMADD213PS.BCST eltconst<>+128(SB), Z1, Z2
+	VFMADD213PS.BCST eltconst<>+124(SB), Z1, Z2
+	VFMADD213PS.BCST eltconst<>+120(SB), Z1, Z2
 	VSCALEFPS        Z4, Z2, Z4
-	VADDPS           Z4, Z8, K1, Z8
+	VADDPS           Z4, Z10, K1, Z10
 	VCVTPS2DQ        Z4, Z4
+	VPMAXSD          Z9, Z4, Z4
 	VPMINUD          Z3, Z4, Z4
 	VPADDD           Z4, Z7, K1, Z7
 	VPMOVDB          Z4, X1
 	VMOVDQU8         X1, K1, (BX)(R14*1)
 
 done_dc:
-	VADDPS        Z9, Z8, Z8
-	VADDPS        Z10, Z8, Z8
-	VADDPS        Z11, Z8, Z8
-	VEXTRACTF64X4 $0x01, Z8, Y1
-	VADDPS        Y1, Y8, Y1
+	VADDPS        Z11, Z10, Z10
+	VADDPS        Z12, Z10, Z10
+	VADDPS        Z13, Z10, Z10
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y1, Y10, Y1
 	VEXTRACTF128  $0x01, Y1, X2
 	VADDPS        X2, X1, X2
 	VMOVHLPS      X2, X2, X1
@@ -4797,6 +4807,8 @@ done_dc:
 	XORL          R15, R15
 	CMPL          CX, R14
 	CMOVLCS       R15, R14
+	VPMOVQD       Z8, Y14
+	VPADDD        Z14, Z7, Z7
 	VEXTRACTI64X4 $0x01, Z7, Y1
 	VPADDD        Y1, Y7, Y1
 	VEXTRACTI128  $0x01, Y1, X2
@@ -4808,9 +4820,9 @@ done_dc:
 	VMOVD         X2, CX
 	CMPL          R14, $0x7f800000
 	JAE           bad_cw
-	VCVTSI2SSL    CX, X12, X12
+	VCVTSI2SSL    CX, X15, X15
 	VMOVSS        eltconst<>+44(SB), X1
-	VDIVSS        X12, X1, X1
+	VDIVSS        X15, X1, X1
 	VMOVSS        X1, (DX)(R13*4)
 	INCQ          R13
 	ADDQ          SI, BX
@@ -4853,7 +4865,7 @@ full_de:
 	CMPQ        DI, CX
 	JAE         tail_de
 	VMOVUPS     (BX)(DI*4), Z1
-	VPANDD.BCST eltconst<>+100(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+164(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, DI
 	JMP         full_de
@@ -4867,7 +4879,7 @@ tail_de:
 	DECL        R8
 	KMOVW       R8, K1
 	VMOVUPS.Z   (BX)(DI*4), K1, Z1
-	VPANDD.BCST eltconst<>+100(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+164(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
 done_de:
@@ -4884,7 +4896,7 @@ done_de:
 	CMPL          CX, $0x7f800000
 	JAE           nonfinite_dd
 	VMOVD         CX, X0
-	VDIVSS        eltconst<>+92(SB), X0, X0
+	VDIVSS        eltconst<>+156(SB), X0, X0
 	VXORPS        X1, X1, X1
 	VUCOMISS      X1, X0
 	JNE           scaled_dd
@@ -4908,8 +4920,8 @@ full_dd:
 	JAE         tail_dd
 	VMOVUPS     (BX)(R8*4), Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+88(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+92(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+152(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+156(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
 	VPADDD      Z1, Z2, Z2
 	VPMOVDB     Z1, X1
@@ -4931,8 +4943,8 @@ tail_dd:
 	KMOVW       R9, K1
 	VMOVUPS.Z   (BX)(R8*4), K1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+88(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+92(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+152(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+156(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
 	VPADDD      Z1, Z2, Z2
 	VPMOVDB     Z1, X0
@@ -4981,7 +4993,7 @@ TEXT ·eltPackQuantVT4(SB), NOSPLIT, $0-144
 	MOVQ         nr+128(FP), DI
 	MOVQ         panel+136(FP), R8
 	VBROADCASTSS inv+120(FP), Z0
-	VBROADCASTSS eltconst<>+104(SB), Z1
+	VBROADCASTSS eltconst<>+168(SB), Z1
 	XORQ         R10, R10
 	XORQ         R11, R11
 	MOVQ         CX, R12
@@ -4992,30 +5004,30 @@ full_df:
 	JAE         tail_df
 	VMOVUPS     (AX)(R11*4), Z2
 	VMULPS      Z0, Z2, Z2
-	VMAXPS.BCST eltconst<>+88(SB), Z2, Z2
-	VMINPS.BCST eltconst<>+92(SB), Z2, Z2
+	VMAXPS.BCST eltconst<>+152(SB), Z2, Z2
+	VMINPS.BCST eltconst<>+156(SB), Z2, Z2
 	VCVTPS2DQ   Z2, Z2
 	VPANDD      Z1, Z2, Z2
 	VMOVUPS     (DX)(R11*4), Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x08, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS     (BX)(R11*4), Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x10, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS     (SI)(R11*4), Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x18, Z3, Z3
@@ -5040,30 +5052,30 @@ tail_df:
 	KMOVW       R12, K1
 	VMOVUPS.Z   (AX)(R11*4), K1, Z2
 	VMULPS      Z0, Z2, Z2
-	VMAXPS.BCST eltconst<>+88(SB), Z2, Z2
-	VMINPS.BCST eltconst<>+92(SB), Z2, Z2
+	VMAXPS.BCST eltconst<>+152(SB), Z2, Z2
+	VMINPS.BCST eltconst<>+156(SB), Z2, Z2
 	VCVTPS2DQ   Z2, Z2
 	VPANDD      Z1, Z2, Z2
 	VMOVUPS.Z   (DX)(R11*4), K1, Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x08, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS.Z   (BX)(R11*4), K1, Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x10, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS.Z   (SI)(R11*4), K1, Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x18, Z3, Z3
@@ -5091,7 +5103,7 @@ TEXT ·eltQKVToken(SB), NOSPLIT, $0-132
 	MOVQ         nr4+112(FP), R9
 	MOVQ         DI, R10
 	SHLQ         $0x08, R10
-	VBROADCASTSS eltconst<>+100(SB), Z0
+	VBROADCASTSS eltconst<>+164(SB), Z0
 	XORQ         CX, CX
 	MOVQ         SI, R11
 
@@ -5180,7 +5192,7 @@ scales_dg:
 	JAE           ret_dg
 	VBROADCASTSS  eltconst<>+44(SB), Z2
 	VXORPS        Z4, Z4, Z4
-	VDIVPS.BCST   eltconst<>+92(SB), Z0, Z0
+	VDIVPS.BCST   eltconst<>+156(SB), Z0, Z0
 	VCMPPS        $0x00, Z4, Z0, K1
 	VMOVAPS       Z2, K1, Z0
 	VDIVPS        Z0, Z2, Z5
@@ -5188,7 +5200,7 @@ scales_dg:
 	VMULPS        Z6, Z0, Z0
 	VMOVUPS       Z0, 192(AX)
 	VMOVUPS       Z5, 320(AX)
-	VDIVPS.BCST   eltconst<>+92(SB), Z1, Z1
+	VDIVPS.BCST   eltconst<>+156(SB), Z1, Z1
 	VCMPPS        $0x00, Z4, Z1, K1
 	VMOVAPS       Z2, K1, Z1
 	VDIVPS        Z1, Z2, Z0
@@ -5207,22 +5219,22 @@ bytes_dg:
 	VBROADCASTSS  320(AX)(CX*4), Z0
 	VMULPS        (R11), Z0, Z1
 	VCVTPS2DQ     Z1, Z1
-	VPADDD.BCST   eltconst<>+96(SB), Z1, Z1
+	VPADDD.BCST   eltconst<>+160(SB), Z1, Z1
 	VPMOVDB       Z1, X1
 	VMOVDQU       X1, (DX)
 	VMULPS        64(R11), Z0, Z1
 	VCVTPS2DQ     Z1, Z1
-	VPADDD.BCST   eltconst<>+96(SB), Z1, Z1
+	VPADDD.BCST   eltconst<>+160(SB), Z1, Z1
 	VPMOVDB       Z1, X1
 	VMOVDQU       X1, 16(DX)
 	VMULPS        128(R11), Z0, Z1
 	VCVTPS2DQ     Z1, Z1
-	VPADDD.BCST   eltconst<>+96(SB), Z1, Z1
+	VPADDD.BCST   eltconst<>+160(SB), Z1, Z1
 	VPMOVDB       Z1, X1
 	VMOVDQU       X1, 32(DX)
 	VMULPS        192(R11), Z0, Z0
 	VCVTPS2DQ     Z0, Z0
-	VPADDD.BCST   eltconst<>+96(SB), Z0, Z0
+	VPADDD.BCST   eltconst<>+160(SB), Z0, Z0
 	VPMOVDB       Z0, X0
 	VMOVDQU       X0, 48(DX)
 	VBROADCASTSS  384(AX)(CX*4), Z0
@@ -5302,12 +5314,12 @@ full_dh:
 	CMPQ        BX, SI
 	JAE         tail_dh
 	VMOVUPS     (DX)(BX*4), Z3
-	VPANDD.BCST eltconst<>+100(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+164(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
@@ -5322,12 +5334,12 @@ tail_dh:
 	DECL        SI
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z3
-	VPANDD.BCST eltconst<>+100(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+164(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)

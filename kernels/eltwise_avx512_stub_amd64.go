@@ -95,8 +95,10 @@ func eltQuantU8(dst []uint8, x []float32, inv float32, zp float32) uint32
 //
 //	dst[j] = uint8(roundHalfEven(clamp(e255(fma(x[j], a, c)), 0, 255)))
 //
+// (0 where e255 is NaN or at least 2^31)
+//
 // with e255 the degree-4 255*2^z of eltExpU8 (relative error under
-// 2.6e-6; NaN takes 255), and returns the sum of dst and bits:
+// 2.6e-6), and returns the sum of dst and bits:
 // 0x7f800000 when some e255 is NaN or infinite, else 0, bit for bit its
 // twin eltExpQuantU8Generic. fma(x[j], a, c) must be at most 46
 // (SoftmaxU8 passes a and c of the row's maximum, eltExpU8Args): the

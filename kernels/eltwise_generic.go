@@ -493,11 +493,11 @@ func eltExpQuantU8Generic(dst []uint8, x []float32, a, c float32) (sum, bits uin
 		if e-e != 0 { // NaN or infinite
 			bits = absMaxBitsLimit
 		}
-		// VCVTPS2DQ then VPMINUD with 255: e >= 0, and what does not
-		// convert (NaN, 2^31 and above) is 0x80000000, above 255.
-		q := uint32(255)
-		if e < 255.5 {
-			q = uint32(math.RoundToEven(float64(e)))
+		// VCVTPS2DQ then the saturating packs: e >= 0, and what does not
+		// convert (NaN, 2^31 and above) is 0x80000000, negative: 0.
+		q := uint32(0)
+		if e < 1<<31 {
+			q = uint32(min(math.RoundToEven(float64(e)), 255))
 		}
 		dst[j] = uint8(q)
 		sum += q

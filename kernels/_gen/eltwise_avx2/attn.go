@@ -29,7 +29,6 @@ func attnConsts(add func(name string, bits uint32)) {
 	for i, c := range u8ExpP {
 		add(u8ExpName[i], f(c))
 	}
-	add("i255", 255)
 }
 
 // maxLanes4: the first pass of the u8 softmax (eltMaxLanes4Generic) over
@@ -166,8 +165,8 @@ func maxReduce(naccs int) {
 // NaN stays), fl = floor(z), f = z - fl (exact), p(f) by Horner, p·2^fl
 // with 2^fl added to p's exponent bits (fl in [-24, 0] as the caller
 // promises: the product is normal and exact, as VSCALEFPS's), then
-// VCVTPS2DQ and VPMINUD 255 (a NaN or 2³¹ converts to 0x80000000, above
-// 255).
+// VCVTPS2DQ (a NaN or 2³¹ converts to 0x80000000, which the caller's
+// signed packs take to 0).
 func expU8(v, fsum reg.VecVirtual) {
 	lo := YMM()
 	VMOVUPS(cst("u8expmin"), lo)
@@ -184,8 +183,7 @@ func expU8(v, fsum reg.VecVirtual) {
 	VPSLLD(U8(23), fl, fl)
 	VPADDD(fl, p, p) // p·2^fl, exact
 	VADDPS(p, fsum, fsum)
-	VCVTPS2DQ(p, v)
-	VPMINUD(cst("i255"), v, v)
+	VCVTPS2DQ(p, v) // the packs saturate: 0x80000000 (NaN, 2³¹ up) to 0, above 255 to 255
 }
 
 // expQuantU8: the one pass of the u8 softmax over 32*groups32 floats: the
@@ -195,7 +193,7 @@ func expU8(v, fsum reg.VecVirtual) {
 func expQuantU8() {
 	kernel("eltExpQuantU8A", "func(dst *uint8, x *float32, groups32 int, a, c float32, out *uint32)",
 		"eltExpQuantU8A sets, over 32*groups32 floats, e = eltExpU8(fma(x[j], a, c)) and",
-		"dst[j] = roundHalfEven(e) (255 when e >= 255.5 or NaN), as",
+		"dst[j] = roundHalfEven(e) (255 when e >= 255.5, 0 when NaN or >= 2^31), as",
 		"eltExpQuantU8Generic; it adds the bytes to the four uint64 at out[0:8]",
 		"and e to the float32 lanes at out[8:16] (a lane is not finite exactly",
 		"when one of its e is not). Arguments fma(x[j], a, c) <= 0 or NaN",

@@ -49,8 +49,10 @@ func expQuantU8() {
 		"",
 		"\tdst[j] = uint8(roundHalfEven(clamp(e255(fma(x[j], a, c)), 0, 255)))",
 		"",
+		"(0 where e255 is NaN or at least 2^31)",
+		"",
 		"with e255 the degree-4 255*2^z of eltExpU8 (relative error under",
-		"2.6e-6; NaN takes 255), and returns the sum of dst and bits:",
+		"2.6e-6), and returns the sum of dst and bits:",
 		"0x7f800000 when some e255 is NaN or infinite, else 0, bit for bit its",
 		"twin eltExpQuantU8Generic. fma(x[j], a, c) must be at most 46",
 		"(SoftmaxU8 passes a and c of the row's maximum, eltExpU8Args): the",
@@ -66,7 +68,9 @@ func expQuantU8() {
 // bytes to d) with its arguments a and cc broadcast, and returns the byte
 // sum and the bits of the largest |e255| in GP registers.
 func expQuantU8Row(n, d, xp reg.Register, a, cc, lo reg.VecVirtual) (reg.GPVirtual, reg.GPVirtual) {
-	acc := zeroed(VPXORD)
+	acc := zeroed(VPXORD)  // the tail's bytes, as int32 lanes
+	qacc := zeroed(VPXORD) // the whole steps' bytes, as VPSADBW's qwords
+	zero := zeroed(VPXORD)
 	// fs are float sums of the exponentials, one per unrolled vector (an
 	// addition's latency a step): only whether they are finite is used.
 	fs := make([]reg.VecVirtual, expUnroll)
@@ -74,17 +78,12 @@ func expQuantU8Row(n, d, xp reg.Register, a, cc, lo reg.VecVirtual) (reg.GPVirtu
 		fs[j] = zeroed(VPXORD)
 	}
 	top := bcast("u8maxi")
-	// finish takes exponentials to u8 under k (nil: all lanes): the float
-	// sum, the rounding, the unsigned minimum with 255 (the exponentials
-	// are >= 0, so that is the clamp; too large or NaN converts to
-	// 0x80000000, which it takes to 255 too), the sum and the store.
-	finish := func(v, f reg.VecVirtual, at Mem, k reg.Register) {
-		under(k, VADDPS, v, f, f)
-		VCVTPS2DQ(v, v)
-		VPMINUD(top, v, v)
-		under(k, VPADDD, v, acc, acc)
-		storeBytes(v, at, k)
-	}
+	perm := ZMM()
+	VMOVDQU32(c("u8perm"), perm)
+	// A whole step's four vectors go to bytes by the saturating packs
+	// (what does not convert, 0x80000000, is negative: 0; above 255:
+	// 255), one VPERMD back to their order, one store and one VPSADBW for
+	// the sum: where VPMINUD, VPMOVDB and VPADDD a vector were.
 	i := unrolledLoop(n, expUnroll, "unrolled_", "rest_", func(i reg.GPVirtual) {
 		xs := loadVecs(xp, i, expUnroll)
 		for _, x := range xs {
@@ -92,14 +91,29 @@ func expQuantU8Row(n, d, xp reg.Register, a, cc, lo reg.VecVirtual) (reg.GPVirtu
 		}
 		expVecsU8(xs, lo)
 		for j := range xs {
-			finish(xs[j], fs[j], u8At(d, i).Offset(16*j), nil)
+			VADDPS(xs[j], fs[j], fs[j])
+			VCVTPS2DQ(xs[j], xs[j])
 		}
+		VPACKSSDW(xs[1], xs[0], xs[0])
+		VPACKSSDW(xs[3], xs[2], xs[2])
+		VPACKUSWB(xs[2], xs[0], xs[0])
+		VPERMD(xs[0], perm, xs[0])
+		VMOVDQU32(xs[0], u8At(d, i))
+		VPSADBW(zero, xs[0], xs[0])
+		VPADDQ(xs[0], qacc, qacc)
 	})
+	// The tail one vector at a time, to the same bytes: negative (what
+	// did not convert) to 0 by VPMAXSD, then at most 255.
 	rowLoopFrom(i, n, func(i reg.GPVirtual, k reg.Register) {
 		v := load(f32At(xp, i), k)
 		VFMADD213PS(cc, a, v)
 		expVecsU8([]reg.VecVirtual{v}, lo)
-		finish(v, fs[0], u8At(d, i), k)
+		under(k, VADDPS, v, fs[0], fs[0])
+		VCVTPS2DQ(v, v)
+		VPMAXSD(zero, v, v)
+		VPMINUD(top, v, v)
+		under(k, VPADDD, v, acc, acc)
+		storeBytes(v, u8At(d, i), k)
 	})
 	for _, f := range fs[1:] {
 		VADDPS(f, fs[0], fs[0])
@@ -110,10 +124,13 @@ func expQuantU8Row(n, d, xp reg.Register, a, cc, lo reg.VecVirtual) (reg.GPVirtu
 	ANDL(U32(0x7fffffff), bits)
 	lim := GP32()
 	MOVL(U32(0x7f800000), lim)
-	zero := GP32()
-	XORL(zero, zero)
+	zr := GP32()
+	XORL(zr, zr)
 	CMPL(bits, lim)
-	CMOVLCS(zero, lim) // below the limit: finite
+	CMOVLCS(zr, lim) // below the limit: finite
+	q := ZMM()
+	VPMOVQD(qacc, q.AsY()) // each qword under 2^32; the upper half zeroed
+	VPADDD(q, acc, acc)
 	return reduceAddI32(acc), lim
 }
 

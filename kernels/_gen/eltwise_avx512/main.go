@@ -53,6 +53,13 @@ var consts = []struct {
 	{"one", f(1)},
 	{"u8expmin", f(-24)},
 	{"u8maxi", 255},
+	// u8perm is VPERMD's order of the packed bytes of four vectors:
+	// after VPACKSSDW and VPACKUSWB, 128-bit lane L holds the L-th dword
+	// of bytes of each vector in turn.
+	{"u8perm", 0}, {"u8perm1", 4}, {"u8perm2", 8}, {"u8perm3", 12},
+	{"u8perm4", 1}, {"u8perm5", 5}, {"u8perm6", 9}, {"u8perm7", 13},
+	{"u8perm8", 2}, {"u8perm9", 6}, {"u8perm10", 10}, {"u8perm11", 14},
+	{"u8perm12", 3}, {"u8perm13", 7}, {"u8perm14", 11}, {"u8perm15", 15},
 	{"u8e0", f(2.5500065613e+02)},
 	{"u8e1", f(1.7671597290e+02)},
 	{"u8e2", f(6.1567901611e+01)},
