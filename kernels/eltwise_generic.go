@@ -14,15 +14,11 @@ const eltLanes = 16
 // two parts, degree-7 polynomial, relative error ~2e-7) and of erfc
 // (Numerical Recipes' erfcc: fractional error < 1.2e-7 for all z >= 0).
 const (
-	eltLog2e = float32(1.44269504088896341)
-	// eltRndMagic is 1.5*2^23: x + it - it rounds x (|x| < 2^22) to an
-	// integer, half to even.
-	eltRndMagic = float32(12582912)
-	eltLn2Hi    = float32(0.693359375)
-	eltLn2      = float32(0.69314718055994530942)
-	eltLn2Lo    = float32(-2.12194440e-4)
-	eltExpMin   = float32(-104) // exp(-104) rounds to 0 in float32
-	eltExpMax   = float32(88)
+	eltLog2e  = float32(1.44269504088896341)
+	eltLn2Hi  = float32(0.693359375)
+	eltLn2Lo  = float32(-2.12194440e-4)
+	eltExpMin = float32(-104) // exp(-104) rounds to 0 in float32
+	eltExpMax = float32(88)
 
 	eltInvSqrt2   = float32(0.70710678118654752440)
 	eltGELUAbsMax = float32(14.5) // |x| is clamped here: erfc(14.5/sqrt 2) ~ 1e-47
