@@ -18,7 +18,9 @@ var vnniScoresMicros = [...]func(a *uint8, lda int, b *int8, k int, c *float32, 
 // over every key panel, with the epilogue of every u8s8 kernel, bit for
 // bit. It takes only calls of the scores form (Takes): B packed with
 // NR = 64, K a multiple of 4, the epilogue exactly a zero point with its
-// column sums, a scale per row and one per column, f32 out, one thread;
+// column sums, a scale per column and optionally one per row (INT8
+// attention leaves Q's to the softmax where nothing is added to the
+// scores), f32 out, one thread;
 // RunU8S8 refuses any other (ErrShape). A candidate of attention's
 // products (AttentionU8S8Kernels), not of the linears.
 var ScoresU8S8 = &Kernel{
@@ -58,7 +60,7 @@ func scoresForm(g *GEMMU8S8) bool {
 	if g.B == nil || g.B.NR != 64 || g.K%4 != 0 || g.Threads > 1 || ep == nil || g.Out.F32 == nil {
 		return false
 	}
-	return ep.ZeroPoint != 0 && ep.ColSum != nil && ep.RowScale != nil && ep.ColScale != nil &&
+	return ep.ZeroPoint != 0 && ep.ColSum != nil && ep.ColScale != nil &&
 		ep.ActScale == 0 && ep.Bias == nil && ep.Act == ActNone && ep.Residual == nil &&
 		ep.OutScale == 0 && ep.OutZeroPoint == 0
 }
@@ -81,7 +83,11 @@ func runScores(g *GEMMU8S8, micros []func(a *uint8, lda int, b *int8, k int, c *
 		if k > 0 {
 			a = &g.A[i*g.Lda]
 		}
-		micros[rows](a, g.Lda, b, k, &g.Out.F32[i*g.Out.Ldc], g.Out.Ldc, n, &ep.ColSum[0], ep.ZeroPoint, &ep.RowScale[i], &ep.ColScale[0])
+		var rs *float32 // nil: no row scale (INT8 attention folds Q's into the softmax)
+		if ep.RowScale != nil {
+			rs = &ep.RowScale[i]
+		}
+		micros[rows](a, g.Lda, b, k, &g.Out.F32[i*g.Out.Ldc], g.Out.Ldc, n, &ep.ColSum[0], ep.ZeroPoint, rs, &ep.ColScale[0])
 	}
 }
 
@@ -92,7 +98,10 @@ func vnniScoresGo(mr int, a *uint8, lda int, b *int8, k int, c *float32, ldc int
 	const nr = 64
 	cs := unsafe.Slice(colSum, n)
 	ks := unsafe.Slice(colScale, n)
-	rs := unsafe.Slice(rowScale, mr)
+	var rs []float32 // nil: no row scale
+	if rowScale != nil {
+		rs = unsafe.Slice(rowScale, mr)
+	}
 	out := unsafe.Slice(c, (mr-1)*ldc+n)
 	var t [6 * nr]int32
 	for p := 0; p*nr < n; p++ {
@@ -110,7 +119,10 @@ func vnniScoresGo(mr int, a *uint8, lda int, b *int8, k int, c *float32, ldc int
 			for jj := 0; jj < cols; jj++ {
 				j := p*nr + jj
 				s := float32(t[i*nr+jj] - zp*cs[j])
-				out[i*ldc+j] = float32(s*rs[i]) * ks[j]
+				if rs != nil {
+					s = float32(s * rs[i])
+				}
+				out[i*ldc+j] = s * ks[j]
 			}
 		}
 	}

@@ -75,10 +75,10 @@ type eltFuncs struct {
 	qU8      func(dst []uint8, x []float32, inv, zp float32) uint32
 	// expQU8 is expSum, qU8 at 255 and sumU8 fused (SoftmaxU8); nil where
 	// the three separate passes are the faster (they are what it equals).
-	expQU8 func(dst []uint8, x []float32, m float32) (sum, bits uint32)
+	expQU8 func(dst []uint8, x []float32, a, c float32) (sum, bits uint32)
 	// smU8 is SoftmaxU8's row loop with max and expQU8 in one call,
 	// stopping at a row the caller must look at; nil with expQU8.
-	smU8 func(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32)
+	smU8 func(dst []uint8, ldd int, scales, x []float32, n int, mask, xscale []float32) (row int, bits uint32)
 	// packK quantizes and packs one key of K (PackQuantS8Into); nil where
 	// the separate passes run.
 	packK func(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32)

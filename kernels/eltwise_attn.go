@@ -331,9 +331,10 @@ func packQuantTRows(f *eltFuncs, dst *PackedS8, q0, q1 int, wt []float32, ldwt i
 }
 
 // SoftmaxU8 is the masked softmax of x ([rows][n]) quantized to u8 with one
-// scale per row (docs/DESIGN.md section 3.10): for each row,
+// scale per row (docs/DESIGN.md section 3.10): for each row, with s_i =
+// xscale[i] (xscale nil: 1; each must be positive),
 //
-//	s[j] = x[i][j] + mask[j]                     (mask nil: 0)
+//	s[j] = (x[i][j] + mask[j]) * s_i             (mask nil: 0)
 //	e[j] = exp(s[j] - max_j s[j])
 //	dst[i][j] = roundHalfEven(e[j]*255)           (e in [0, 1], the max 1)
 //	rowScale[i] = 1 / sum_j dst[i][j]
@@ -341,13 +342,16 @@ func packQuantTRows(f *eltFuncs, dst *PackedS8, q0, q1 int, wt []float32, ldwt i
 // so that dst[i][j]*rowScale[i] is the softmax with the largest
 // probability of every row on the whole u8 range, and every row's
 // dequantized probabilities sum to 1 (the rounding's bias does not scale
-// the context). On AVX-512, 255*exp is one pass with a degree-4
-// polynomial (eltExpU8: relative error under 3e-6, a byte at most one
-// step from the correctly rounded one, very rarely); elsewhere it is Softmax's
-// exp, then the scaling. x is overwritten (dst has row stride ldd). A row
-// whose maximum is -Inf (all -Inf) is zero, with scale 0; a NaN or +Inf
-// score is an error wrapping ErrNonFinite naming the row and column.
-func SoftmaxU8(dst []uint8, ldd int, rowScale []float32, x []float32, rows, n int, mask []float32) error {
+// the context). xscale lets INT8 attention leave Q's row scales out of
+// the scores kernel's epilogue: s_i is folded into the exponent's one FMA.
+// On AVX-512, 255*exp is one pass with a degree-4 polynomial (eltExpU8:
+// relative error under 3e-6, a byte at most one step from the correctly
+// rounded one, very rarely); elsewhere it is Softmax's exp, then the
+// scaling. x is overwritten (dst has row stride ldd). A row whose maximum
+// is -Inf (all -Inf) is zero, with scale 0; a NaN or +Inf score (or one
+// that s_i takes past float32's range) is an error wrapping ErrNonFinite
+// naming the row and column.
+func SoftmaxU8(dst []uint8, ldd int, rowScale []float32, x []float32, rows, n int, mask, xscale []float32) error {
 	const op = "softmax u8"
 	if err := checkBlock(op, rows, n, len(dst), ldd, len(x), n); err != nil {
 		return err
@@ -357,6 +361,14 @@ func SoftmaxU8(dst []uint8, ldd int, rowScale []float32, x []float32, rows, n in
 	}
 	if mask != nil && len(mask) < n {
 		return eltShape(op, rows, n, "len(mask)=%d < n", len(mask))
+	}
+	if xscale != nil && len(xscale) < rows {
+		return eltShape(op, rows, n, "len(xscale)=%d < rows", len(xscale))
+	}
+	for i := range min(rows, len(xscale)) {
+		if s := xscale[i]; !(s > 0) || math.IsInf(float64(s), 1) {
+			return eltShape(op, rows, n, "xscale[%d]=%v: want positive and finite", i, s)
+		}
 	}
 	if rows == 0 || n == 0 {
 		return nil
@@ -372,7 +384,11 @@ func SoftmaxU8(dst []uint8, ldd int, rowScale []float32, x []float32, rows, n in
 			// One call for the rows up to one with no finite maximum or
 			// with a non-finite value, which the steps below take again
 			// (its scores hold the mask by then).
-			r, _ := f.smU8(dst[i*ldd:], ldd, rowScale[i:rows], x[i*n:rows*n], n, mk)
+			var xs []float32
+			if xscale != nil {
+				xs = xscale[i:rows]
+			}
+			r, _ := f.smU8(dst[i*ldd:], ldd, rowScale[i:rows], x[i*n:rows*n], n, mk, xs)
 			if i += r; i == rows {
 				break
 			}
@@ -394,20 +410,37 @@ func SoftmaxU8(dst []uint8, ldd int, rowScale []float32, x []float32, rows, n in
 			rowScale[i] = 0
 			continue
 		}
+		s := float32(1)
+		if xscale != nil {
+			s = xscale[i]
+		}
+		nonFinite := func() error {
+			j := max(findNaNOrPosInf(d), 0)
+			return fmt.Errorf("kernels: %s rows=%d n=%d: row %d col %d: %v (scaled by %v): %w", op, rows, n, i, j, d[j], s, ErrNonFinite)
+		}
 		if f.expQU8 != nil {
 			// One pass: exp, u8 and the row sum (docs/DESIGN.md 3.10).
-			sum, bits := f.expQU8(q, d, m)
+			a, c, ok := eltExpU8Args(m, s)
+			if !ok {
+				return nonFinite()
+			}
+			sum, bits := f.expQU8(q, d, a, c)
 			if bits >= absMaxBitsLimit {
-				j := max(findNaNOrPosInf(d), 0)
-				return fmt.Errorf("kernels: %s rows=%d n=%d: row %d col %d: %v: %w", op, rows, n, i, j, d[j], ErrNonFinite)
+				return nonFinite()
 			}
 			rowScale[i] = 1 / float32(sum)
 			continue
 		}
-		s := f.expSum(d, d, m)
-		if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
-			j := max(findNaNOrPosInf(d), 0)
-			return fmt.Errorf("kernels: %s rows=%d n=%d: row %d col %d: %v: %w", op, rows, n, i, j, d[j], ErrNonFinite)
+		if s != 1 {
+			f.scale(d, s)
+			m = float32(m * s)
+			if math.IsInf(float64(m), 0) {
+				return nonFinite()
+			}
+		}
+		sm := f.expSum(d, d, m)
+		if math.IsNaN(float64(sm)) || math.IsInf(float64(sm), 0) {
+			return nonFinite()
 		}
 		f.qU8(q, d, 255, 0)
 		rowScale[i] = 1 / float32(sumU8(q))

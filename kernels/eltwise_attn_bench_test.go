@@ -113,7 +113,7 @@ func BenchmarkAttnPartsSoftmaxU8(b *testing.B) {
 				if c.mask {
 					copy(x, src) // the mask is added in place
 				}
-				if err := SoftmaxU8(dst, n, scales, x, c.rows, n, mask); err != nil {
+				if err := SoftmaxU8(dst, n, scales, x, c.rows, n, mask, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -271,14 +271,19 @@ func TestExpQuantU8Twin(t *testing.T) {
 				x[r.IntN(n)] = float32(math.NaN())
 			}
 			if trial == 3 {
-				m -= 30 // exponentials above 1: clamped to 255
+				m -= 10 // exponentials above 1 (under 2^31): clamped to 255
 			}
 			if n == 0 {
 				m = 0
 			}
+			sc := float32(1)
+			if trial == 1 || trial == 2 {
+				sc = 0.37 // a row scale folded into the exponent
+			}
+			a, cc, _ := eltExpU8Args(m, sc)
 			got, want := make([]uint8, n), make([]uint8, n)
-			gs, gb := eltExpQuantU8(got, x, m)
-			ws, wb := eltExpQuantU8Generic(want, x, m)
+			gs, gb := eltExpQuantU8(got, x, a, cc)
+			ws, wb := eltExpQuantU8Generic(want, x, a, cc)
 			if gs != ws || gb != wb || string(got) != string(want) {
 				t.Fatalf("n=%d trial %d: asm (sum %d, bits %#x) %v, twin (sum %d, bits %#x) %v", n, trial, gs, gb, got, ws, wb, want)
 			}
@@ -379,10 +384,10 @@ func TestPackQuantVT4Twin(t *testing.T) {
 // a neighbour, never further.
 func TestExpU8Accuracy(t *testing.T) {
 	worst := 0.0
-	for x := float32(-20); x <= 0; x += 1.0 / 4096 {
+	for x := float32(-30); x <= 0; x += 1.0 / 4096 {
 		got := float64(eltExpU8(x))
-		want := 255 * math.Exp(float64(x))
-		if x >= -16 {
+		want := 255 * math.Exp2(float64(x))
+		if x >= eltExpU8Min {
 			rel := math.Abs(got-want) / want
 			worst = max(worst, rel)
 			if rel > 3e-6 {
@@ -423,14 +428,15 @@ func softmaxU8Rows(r *rand.Rand, rows, n, special, bad int, poison float32) []fl
 // TestSoftmaxU8RowsTwin holds the AVX-512 one-call row loop of SoftmaxU8
 // to its twin bit for bit: bytes, scales, the scores it leaves (the mask
 // added), the row it stops at and the bits it returns, with and without a
-// mask, over lengths with tails, rows all -Inf and NaN or +Inf values.
+// mask and row scales, over lengths with tails, rows all -Inf, NaN or +Inf
+// values and a row scale that takes the scores past float32's range.
 func TestSoftmaxU8RowsTwin(t *testing.T) {
 	if !eltwiseAVX512() {
 		t.Skipf("%s: the one-call row loop is AVX-512 only and this CPU (or build) runs without it: SoftmaxU8's row steps run instead", t.Name())
 	}
 	r := rand.New(rand.NewPCG(4, 4))
 	for _, n := range []int{1, 15, 16, 17, 64, 100, 256} {
-		for trial := 0; trial < 6; trial++ {
+		for trial := 0; trial < 8; trial++ {
 			const rows, ldd = 7, 300
 			special, bad, poison := -1, -1, float32(0)
 			switch trial {
@@ -453,11 +459,21 @@ func TestSoftmaxU8RowsTwin(t *testing.T) {
 					}
 				}
 			}
+			var xscale []float32
+			if trial == 0 || trial == 3 || trial >= 6 {
+				xscale = make([]float32, rows)
+				for i := range xscale {
+					xscale[i] = float32(0.01 + r.Float64())
+				}
+				if trial == 7 {
+					xscale[1] = math.MaxFloat32 // s*log2e overflows
+				}
+			}
 			gx, wx := slices.Clone(x), slices.Clone(x)
 			gd, wd := make([]uint8, (rows-1)*ldd+n), make([]uint8, (rows-1)*ldd+n)
 			gs, ws := make([]float32, rows), make([]float32, rows)
-			gr, gb := eltSoftmaxU8Rows(gd, ldd, gs, gx, n, mask)
-			wr, wb := eltSoftmaxU8RowsGeneric(wd, ldd, ws, wx, n, mask)
+			gr, gb := eltSoftmaxU8Rows(gd, ldd, gs, gx, n, mask, xscale)
+			wr, wb := eltSoftmaxU8RowsGeneric(wd, ldd, ws, wx, n, mask, xscale)
 			if gr != wr || gb != wb {
 				t.Fatalf("n=%d trial %d: asm stops at row %d bits %#x, twin at %d bits %#x", n, trial, gr, gb, wr, wb)
 			}
@@ -469,7 +485,7 @@ func TestSoftmaxU8RowsTwin(t *testing.T) {
 					t.Fatalf("n=%d trial %d: score %d: asm %v, twin %v", n, trial, i, gx[i], wx[i])
 				}
 			}
-			if want := map[int]int{2: 3, 3: 4, 4: 2, 5: 0}; trial >= 2 && gr != want[trial] {
+			if want := map[int]int{2: 3, 3: 4, 4: 2, 5: 0, 6: rows, 7: 1}; trial >= 2 && gr != want[trial] {
 				t.Fatalf("n=%d trial %d: stops at row %d, want %d", n, trial, gr, want[trial])
 			}
 		}
@@ -478,14 +494,16 @@ func TestSoftmaxU8RowsTwin(t *testing.T) {
 
 // TestSoftmaxU8 checks SoftmaxU8 on every element-wise path against
 // float64: each byte within one step of roundHalfEven(255*exp(s - max s)),
-// the row maximum 255, each scale 1 over the row's byte sum, an all -Inf
-// row zero with scale 0, and a NaN or +Inf an
-// ErrNonFinite naming its row and column.
+// with and without row scales, the row maximum 255, each scale 1 over the
+// row's byte sum, an all -Inf row zero with scale 0, and a NaN or +Inf
+// (or a row scale that overflows the scores) an ErrNonFinite naming its
+// row and column.
 func TestSoftmaxU8(t *testing.T) {
 	eltPaths(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(8, 1))
 		for _, n := range []int{1, 17, 64, 256} {
-			for _, masked := range []bool{false, true} {
+			for variant := 0; variant < 4; variant++ {
+				masked := variant%2 == 1
 				const rows, ldd = 9, 260
 				x := softmaxU8Rows(r, rows, n, 5, -1, 0)
 				var mask []float32
@@ -497,9 +515,16 @@ func TestSoftmaxU8(t *testing.T) {
 						}
 					}
 				}
+				var xscale []float32
+				if variant >= 2 {
+					xscale = make([]float32, rows)
+					for i := range xscale {
+						xscale[i] = float32(0.05 + 2*r.Float64())
+					}
+				}
 				orig := slices.Clone(x)
 				dst, sc := make([]uint8, (rows-1)*ldd+n), make([]float32, rows)
-				if err := SoftmaxU8(dst, ldd, sc, x, rows, n, mask); err != nil {
+				if err := SoftmaxU8(dst, ldd, sc, x, rows, n, mask, xscale); err != nil {
 					t.Fatal(err)
 				}
 				for i := 0; i < rows; i++ {
@@ -516,6 +541,9 @@ func TestSoftmaxU8(t *testing.T) {
 						s[j] = float64(orig[i*n+j])
 						if mask != nil {
 							s[j] += float64(mask[j])
+						}
+						if xscale != nil {
+							s[j] *= float64(xscale[i])
 						}
 						m = max(m, s[j])
 					}
@@ -537,9 +565,22 @@ func TestSoftmaxU8(t *testing.T) {
 		}
 		for _, poison := range []float32{float32(math.NaN()), float32(math.Inf(1))} {
 			x := softmaxU8Rows(r, 4, 33, -1, 2*33+7, poison)
-			err := SoftmaxU8(make([]uint8, 4*33), 33, make([]float32, 4), x, 4, 33, nil)
-			if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "row 2 col 7") {
-				t.Fatalf("poison %v: %v, want ErrNonFinite at row 2 col 7", poison, err)
+			for _, xscale := range [][]float32{nil, {0.5, 1.5, 0.25, 2}} {
+				err := SoftmaxU8(make([]uint8, 4*33), 33, make([]float32, 4), slices.Clone(x), 4, 33, nil, xscale)
+				if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "row 2 col 7") {
+					t.Fatalf("poison %v, xscale %v: %v, want ErrNonFinite at row 2 col 7", poison, xscale, err)
+				}
+			}
+		}
+		x := softmaxU8Rows(r, 4, 33, -1, -1, 0)
+		err := SoftmaxU8(make([]uint8, 4*33), 33, make([]float32, 4), x, 4, 33, nil, []float32{1, 1, math.MaxFloat32, 1})
+		if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "row 2 ") {
+			t.Fatalf("a row scale past float32's range: %v, want ErrNonFinite in row 2", err)
+		}
+		for _, bad := range []float32{0, -1, float32(math.NaN()), float32(math.Inf(1))} {
+			err := SoftmaxU8(make([]uint8, 4*33), 33, make([]float32, 4), x, 4, 33, nil, []float32{1, bad, 1, 1})
+			if !errors.Is(err, ErrShape) {
+				t.Fatalf("xscale %v: %v, want ErrShape", bad, err)
 			}
 		}
 	})

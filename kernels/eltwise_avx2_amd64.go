@@ -29,8 +29,8 @@ func init() {
 	// (docs/DESIGN.md section 3.10).
 	f.qS8 = eltQuantS8AVX2
 	f.expQU8 = eltExpQuantU8AVX2
-	f.smU8 = func(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (int, uint32) {
-		return eltSoftmaxU8RowsWith(eltMaxLanes4AVX2, eltExpQuantU8AVX2, dst, ldd, scales, x, n, mask)
+	f.smU8 = func(dst []uint8, ldd int, scales, x []float32, n int, mask, xscale []float32) (int, uint32) {
+		return eltSoftmaxU8RowsWith(eltMaxLanes4AVX2, eltExpQuantU8AVX2, dst, ldd, scales, x, n, mask, xscale)
 	}
 	f.smRows = func(dst, x, mask []float32, rows, n int, s float32) (int, float32, float32) {
 		return softmaxRowsWith(eltMaxMaskScaleAVX2, eltExpSumAVX2, eltScaleAVX2, dst, x, mask, rows, n, s)
@@ -246,12 +246,12 @@ func eltMaxLanes4AVX2(x, mask []float32) float32 {
 
 // eltExpQuantU8AVX2 is eltExpQuantU8Generic with its whole groups of 32
 // in assembly.
-func eltExpQuantU8AVX2(dst []uint8, x []float32, m float32) (sum, bits uint32) {
+func eltExpQuantU8AVX2(dst []uint8, x []float32, a, c float32) (sum, bits uint32) {
 	x = x[:len(dst)]
 	g := len(dst) / 32
 	if g > 0 {
 		var out [16]uint32 // four uint64 sums, then 8 float lanes
-		eltExpQuantU8A(&dst[0], &x[0], g, m, &out[0])
+		eltExpQuantU8A(&dst[0], &x[0], g, a, c, &out[0])
 		for i := 0; i < 8; i += 2 {
 			sum += out[i] // each qword under 2^32: 255*n
 		}
@@ -261,7 +261,7 @@ func eltExpQuantU8AVX2(dst []uint8, x []float32, m float32) (sum, bits uint32) {
 			}
 		}
 	}
-	s, b := eltExpQuantU8Generic(dst[g*32:], x[g*32:], m)
+	s, b := eltExpQuantU8Generic(dst[g*32:], x[g*32:], a, c)
 	return sum + s, max(bits, b)
 }
 

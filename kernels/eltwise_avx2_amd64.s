@@ -156,95 +156,63 @@ DATA eltAVX2Const<>+592(SB)/4, $0x437f0000
 DATA eltAVX2Const<>+596(SB)/4, $0x437f0000
 DATA eltAVX2Const<>+600(SB)/4, $0x437f0000
 DATA eltAVX2Const<>+604(SB)/4, $0x437f0000
-DATA eltAVX2Const<>+608(SB)/4, $0xc1800000
-DATA eltAVX2Const<>+612(SB)/4, $0xc1800000
-DATA eltAVX2Const<>+616(SB)/4, $0xc1800000
-DATA eltAVX2Const<>+620(SB)/4, $0xc1800000
-DATA eltAVX2Const<>+624(SB)/4, $0xc1800000
-DATA eltAVX2Const<>+628(SB)/4, $0xc1800000
-DATA eltAVX2Const<>+632(SB)/4, $0xc1800000
-DATA eltAVX2Const<>+636(SB)/4, $0xc1800000
-DATA eltAVX2Const<>+640(SB)/4, $0x3fb8aa3b
-DATA eltAVX2Const<>+644(SB)/4, $0x3fb8aa3b
-DATA eltAVX2Const<>+648(SB)/4, $0x3fb8aa3b
-DATA eltAVX2Const<>+652(SB)/4, $0x3fb8aa3b
-DATA eltAVX2Const<>+656(SB)/4, $0x3fb8aa3b
-DATA eltAVX2Const<>+660(SB)/4, $0x3fb8aa3b
-DATA eltAVX2Const<>+664(SB)/4, $0x3fb8aa3b
-DATA eltAVX2Const<>+668(SB)/4, $0x3fb8aa3b
-DATA eltAVX2Const<>+672(SB)/4, $0x4b400000
-DATA eltAVX2Const<>+676(SB)/4, $0x4b400000
-DATA eltAVX2Const<>+680(SB)/4, $0x4b400000
-DATA eltAVX2Const<>+684(SB)/4, $0x4b400000
-DATA eltAVX2Const<>+688(SB)/4, $0x4b400000
-DATA eltAVX2Const<>+692(SB)/4, $0x4b400000
-DATA eltAVX2Const<>+696(SB)/4, $0x4b400000
-DATA eltAVX2Const<>+700(SB)/4, $0x4b400000
-DATA eltAVX2Const<>+704(SB)/4, $0x3f317218
-DATA eltAVX2Const<>+708(SB)/4, $0x3f317218
-DATA eltAVX2Const<>+712(SB)/4, $0x3f317218
-DATA eltAVX2Const<>+716(SB)/4, $0x3f317218
-DATA eltAVX2Const<>+720(SB)/4, $0x3f317218
-DATA eltAVX2Const<>+724(SB)/4, $0x3f317218
-DATA eltAVX2Const<>+728(SB)/4, $0x3f317218
-DATA eltAVX2Const<>+732(SB)/4, $0x3f317218
-DATA eltAVX2Const<>+736(SB)/4, $0x437efff4
-DATA eltAVX2Const<>+740(SB)/4, $0x437efff4
-DATA eltAVX2Const<>+744(SB)/4, $0x437efff4
-DATA eltAVX2Const<>+748(SB)/4, $0x437efff4
-DATA eltAVX2Const<>+752(SB)/4, $0x437efff4
-DATA eltAVX2Const<>+756(SB)/4, $0x437efff4
-DATA eltAVX2Const<>+760(SB)/4, $0x437efff4
-DATA eltAVX2Const<>+764(SB)/4, $0x437efff4
-DATA eltAVX2Const<>+768(SB)/4, $0x437efd9c
-DATA eltAVX2Const<>+772(SB)/4, $0x437efd9c
-DATA eltAVX2Const<>+776(SB)/4, $0x437efd9c
-DATA eltAVX2Const<>+780(SB)/4, $0x437efd9c
-DATA eltAVX2Const<>+784(SB)/4, $0x437efd9c
-DATA eltAVX2Const<>+788(SB)/4, $0x437efd9c
-DATA eltAVX2Const<>+792(SB)/4, $0x437efd9c
-DATA eltAVX2Const<>+796(SB)/4, $0x437efd9c
-DATA eltAVX2Const<>+800(SB)/4, $0x42ff05b1
-DATA eltAVX2Const<>+804(SB)/4, $0x42ff05b1
-DATA eltAVX2Const<>+808(SB)/4, $0x42ff05b1
-DATA eltAVX2Const<>+812(SB)/4, $0x42ff05b1
-DATA eltAVX2Const<>+816(SB)/4, $0x42ff05b1
-DATA eltAVX2Const<>+820(SB)/4, $0x42ff05b1
-DATA eltAVX2Const<>+824(SB)/4, $0x42ff05b1
-DATA eltAVX2Const<>+828(SB)/4, $0x42ff05b1
-DATA eltAVX2Const<>+832(SB)/4, $0x422b446b
-DATA eltAVX2Const<>+836(SB)/4, $0x422b446b
-DATA eltAVX2Const<>+840(SB)/4, $0x422b446b
-DATA eltAVX2Const<>+844(SB)/4, $0x422b446b
-DATA eltAVX2Const<>+848(SB)/4, $0x422b446b
-DATA eltAVX2Const<>+852(SB)/4, $0x422b446b
-DATA eltAVX2Const<>+856(SB)/4, $0x422b446b
-DATA eltAVX2Const<>+860(SB)/4, $0x422b446b
-DATA eltAVX2Const<>+864(SB)/4, $0x412926b0
-DATA eltAVX2Const<>+868(SB)/4, $0x412926b0
-DATA eltAVX2Const<>+872(SB)/4, $0x412926b0
-DATA eltAVX2Const<>+876(SB)/4, $0x412926b0
-DATA eltAVX2Const<>+880(SB)/4, $0x412926b0
-DATA eltAVX2Const<>+884(SB)/4, $0x412926b0
-DATA eltAVX2Const<>+888(SB)/4, $0x412926b0
-DATA eltAVX2Const<>+892(SB)/4, $0x412926b0
-DATA eltAVX2Const<>+896(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+900(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+904(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+908(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+912(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+916(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+920(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+924(SB)/4, $0x000000ff
-DATA eltAVX2Const<>+928(SB)/4, $0x00000000
-DATA eltAVX2Const<>+932(SB)/4, $0x00000004
-DATA eltAVX2Const<>+936(SB)/4, $0x00000001
-DATA eltAVX2Const<>+940(SB)/4, $0x00000005
-DATA eltAVX2Const<>+944(SB)/4, $0x00000002
-DATA eltAVX2Const<>+948(SB)/4, $0x00000006
-DATA eltAVX2Const<>+952(SB)/4, $0x00000003
-DATA eltAVX2Const<>+956(SB)/4, $0x00000007
-GLOBL eltAVX2Const<>(SB), RODATA|NOPTR, $960
+DATA eltAVX2Const<>+608(SB)/4, $0xc1c00000
+DATA eltAVX2Const<>+612(SB)/4, $0xc1c00000
+DATA eltAVX2Const<>+616(SB)/4, $0xc1c00000
+DATA eltAVX2Const<>+620(SB)/4, $0xc1c00000
+DATA eltAVX2Const<>+624(SB)/4, $0xc1c00000
+DATA eltAVX2Const<>+628(SB)/4, $0xc1c00000
+DATA eltAVX2Const<>+632(SB)/4, $0xc1c00000
+DATA eltAVX2Const<>+636(SB)/4, $0xc1c00000
+DATA eltAVX2Const<>+640(SB)/4, $0x437f002b
+DATA eltAVX2Const<>+644(SB)/4, $0x437f002b
+DATA eltAVX2Const<>+648(SB)/4, $0x437f002b
+DATA eltAVX2Const<>+652(SB)/4, $0x437f002b
+DATA eltAVX2Const<>+656(SB)/4, $0x437f002b
+DATA eltAVX2Const<>+660(SB)/4, $0x437f002b
+DATA eltAVX2Const<>+664(SB)/4, $0x437f002b
+DATA eltAVX2Const<>+668(SB)/4, $0x437f002b
+DATA eltAVX2Const<>+672(SB)/4, $0x4330b74a
+DATA eltAVX2Const<>+676(SB)/4, $0x4330b74a
+DATA eltAVX2Const<>+680(SB)/4, $0x4330b74a
+DATA eltAVX2Const<>+684(SB)/4, $0x4330b74a
+DATA eltAVX2Const<>+688(SB)/4, $0x4330b74a
+DATA eltAVX2Const<>+692(SB)/4, $0x4330b74a
+DATA eltAVX2Const<>+696(SB)/4, $0x4330b74a
+DATA eltAVX2Const<>+700(SB)/4, $0x4330b74a
+DATA eltAVX2Const<>+704(SB)/4, $0x42764588
+DATA eltAVX2Const<>+708(SB)/4, $0x42764588
+DATA eltAVX2Const<>+712(SB)/4, $0x42764588
+DATA eltAVX2Const<>+716(SB)/4, $0x42764588
+DATA eltAVX2Const<>+720(SB)/4, $0x42764588
+DATA eltAVX2Const<>+724(SB)/4, $0x42764588
+DATA eltAVX2Const<>+728(SB)/4, $0x42764588
+DATA eltAVX2Const<>+732(SB)/4, $0x42764588
+DATA eltAVX2Const<>+736(SB)/4, $0x415434ee
+DATA eltAVX2Const<>+740(SB)/4, $0x415434ee
+DATA eltAVX2Const<>+744(SB)/4, $0x415434ee
+DATA eltAVX2Const<>+748(SB)/4, $0x415434ee
+DATA eltAVX2Const<>+752(SB)/4, $0x415434ee
+DATA eltAVX2Const<>+756(SB)/4, $0x415434ee
+DATA eltAVX2Const<>+760(SB)/4, $0x415434ee
+DATA eltAVX2Const<>+764(SB)/4, $0x415434ee
+DATA eltAVX2Const<>+768(SB)/4, $0x405ce0ac
+DATA eltAVX2Const<>+772(SB)/4, $0x405ce0ac
+DATA eltAVX2Const<>+776(SB)/4, $0x405ce0ac
+DATA eltAVX2Const<>+780(SB)/4, $0x405ce0ac
+DATA eltAVX2Const<>+784(SB)/4, $0x405ce0ac
+DATA eltAVX2Const<>+788(SB)/4, $0x405ce0ac
+DATA eltAVX2Const<>+792(SB)/4, $0x405ce0ac
+DATA eltAVX2Const<>+796(SB)/4, $0x405ce0ac
+DATA eltAVX2Const<>+800(SB)/4, $0x00000000
+DATA eltAVX2Const<>+804(SB)/4, $0x00000004
+DATA eltAVX2Const<>+808(SB)/4, $0x00000001
+DATA eltAVX2Const<>+812(SB)/4, $0x00000005
+DATA eltAVX2Const<>+816(SB)/4, $0x00000002
+DATA eltAVX2Const<>+820(SB)/4, $0x00000006
+DATA eltAVX2Const<>+824(SB)/4, $0x00000003
+DATA eltAVX2Const<>+828(SB)/4, $0x00000007
+GLOBL eltAVX2Const<>(SB), RODATA|NOPTR, $832
 
 // func eltMaxMaskScaleA(dst *float32, x *float32, mask *float32, groups int, s float32, acc *float32)
 // Requires: AVX
@@ -486,7 +454,7 @@ qr_nopre:
 	VPACKSSDW Y2, Y1, Y1
 	VPACKSSDW Y4, Y3, Y3
 	VPACKUSWB Y3, Y1, Y1
-	VMOVDQU   eltAVX2Const<>+928(SB), Y2
+	VMOVDQU   eltAVX2Const<>+800(SB), Y2
 	VPERMD    Y1, Y2, Y1
 	VMOVDQU   Y1, (AX)
 	ADDQ      $0x80, CX
@@ -692,7 +660,7 @@ nq_nopre:
 	VPACKSSDW Y5, Y4, Y4
 	VPACKSSDW Y7, Y6, Y6
 	VPACKUSWB Y6, Y4, Y4
-	VMOVDQU   eltAVX2Const<>+928(SB), Y5
+	VMOVDQU   eltAVX2Const<>+800(SB), Y5
 	VPERMD    Y4, Y5, Y4
 	VMOVDQU   Y4, (CX)
 	ADDQ      $0x80, DX
@@ -757,7 +725,7 @@ qu_loop:
 	VPACKSSDW Y5, Y4, Y4
 	VPACKSSDW Y7, Y6, Y6
 	VPACKUSWB Y6, Y4, Y4
-	VMOVDQU   eltAVX2Const<>+928(SB), Y5
+	VMOVDQU   eltAVX2Const<>+800(SB), Y5
 	VPERMD    Y4, Y5, Y4
 	VMOVDQU   Y4, (AX)
 	ADDQ      $0x80, CX
@@ -1141,115 +1109,104 @@ t16a_blk:
 	VZEROUPPER
 	RET
 
-// func eltExpQuantU8A(dst *uint8, x *float32, groups32 int, m float32, out *uint32)
+// func eltExpQuantU8A(dst *uint8, x *float32, groups32 int, a float32, c float32, out *uint32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·eltExpQuantU8A(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         groups32+16(FP), DX
 	MOVQ         out+32(FP), BX
-	VBROADCASTSS m+24(FP), Y0
-	VMOVDQU      (BX), Y1
-	VMOVUPS      32(BX), Y2
-	VXORPS       Y3, Y3, Y3
+	VBROADCASTSS a+24(FP), Y0
+	VBROADCASTSS c+28(FP), Y1
+	VMOVDQU      (BX), Y2
+	VMOVUPS      32(BX), Y3
+	VXORPS       Y4, Y4, Y4
 	TESTQ        DX, DX
 	JZ           eq_done
 
 eq_loop:
-	VMOVUPS      (CX), Y4
-	VSUBPS       Y0, Y4, Y4
-	VMOVUPS      eltAVX2Const<>+608(SB), Y5
-	VMAXPS       Y4, Y5, Y4
-	VMOVUPS      eltAVX2Const<>+672(SB), Y5
-	VFMADD231PS  eltAVX2Const<>+640(SB), Y4, Y5
-	VSUBPS       eltAVX2Const<>+672(SB), Y5, Y6
-	VFNMADD231PS eltAVX2Const<>+704(SB), Y6, Y4
-	VMOVUPS      eltAVX2Const<>+864(SB), Y6
-	VFMADD213PS  eltAVX2Const<>+832(SB), Y4, Y6
-	VFMADD213PS  eltAVX2Const<>+800(SB), Y4, Y6
-	VFMADD213PS  eltAVX2Const<>+768(SB), Y4, Y6
-	VFMADD213PS  eltAVX2Const<>+736(SB), Y4, Y6
-	VPADDD       eltAVX2Const<>+384(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y5, Y6, Y6
-	VADDPS       Y6, Y2, Y2
-	VCVTPS2DQ    Y6, Y4
-	VPMINUD      eltAVX2Const<>+896(SB), Y4, Y4
-	VMOVUPS      32(CX), Y5
-	VSUBPS       Y0, Y5, Y5
-	VMOVUPS      eltAVX2Const<>+608(SB), Y6
-	VMAXPS       Y5, Y6, Y5
-	VMOVUPS      eltAVX2Const<>+672(SB), Y6
-	VFMADD231PS  eltAVX2Const<>+640(SB), Y5, Y6
-	VSUBPS       eltAVX2Const<>+672(SB), Y6, Y7
-	VFNMADD231PS eltAVX2Const<>+704(SB), Y7, Y5
-	VMOVUPS      eltAVX2Const<>+864(SB), Y7
-	VFMADD213PS  eltAVX2Const<>+832(SB), Y5, Y7
-	VFMADD213PS  eltAVX2Const<>+800(SB), Y5, Y7
-	VFMADD213PS  eltAVX2Const<>+768(SB), Y5, Y7
-	VFMADD213PS  eltAVX2Const<>+736(SB), Y5, Y7
-	VPADDD       eltAVX2Const<>+384(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y6, Y7, Y7
-	VADDPS       Y7, Y3, Y3
-	VCVTPS2DQ    Y7, Y5
-	VPMINUD      eltAVX2Const<>+896(SB), Y5, Y5
-	VMOVUPS      64(CX), Y6
-	VSUBPS       Y0, Y6, Y6
-	VMOVUPS      eltAVX2Const<>+608(SB), Y7
-	VMAXPS       Y6, Y7, Y6
-	VMOVUPS      eltAVX2Const<>+672(SB), Y7
-	VFMADD231PS  eltAVX2Const<>+640(SB), Y6, Y7
-	VSUBPS       eltAVX2Const<>+672(SB), Y7, Y8
-	VFNMADD231PS eltAVX2Const<>+704(SB), Y8, Y6
-	VMOVUPS      eltAVX2Const<>+864(SB), Y8
-	VFMADD213PS  eltAVX2Const<>+832(SB), Y6, Y8
-	VFMADD213PS  eltAVX2Const<>+800(SB), Y6, Y8
-	VFMADD213PS  eltAVX2Const<>+768(SB), Y6, Y8
-	VFMADD213PS  eltAVX2Const<>+736(SB), Y6, Y8
-	VPADDD       eltAVX2Const<>+384(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y7, Y8, Y8
-	VADDPS       Y8, Y2, Y2
-	VCVTPS2DQ    Y8, Y6
-	VPMINUD      eltAVX2Const<>+896(SB), Y6, Y6
-	VMOVUPS      96(CX), Y7
-	VSUBPS       Y0, Y7, Y7
-	VMOVUPS      eltAVX2Const<>+608(SB), Y8
-	VMAXPS       Y7, Y8, Y7
-	VMOVUPS      eltAVX2Const<>+672(SB), Y8
-	VFMADD231PS  eltAVX2Const<>+640(SB), Y7, Y8
-	VSUBPS       eltAVX2Const<>+672(SB), Y8, Y9
-	VFNMADD231PS eltAVX2Const<>+704(SB), Y9, Y7
-	VMOVUPS      eltAVX2Const<>+864(SB), Y9
-	VFMADD213PS  eltAVX2Const<>+832(SB), Y7, Y9
-	VFMADD213PS  eltAVX2Const<>+800(SB), Y7, Y9
-	VFMADD213PS  eltAVX2Const<>+768(SB), Y7, Y9
-	VFMADD213PS  eltAVX2Const<>+736(SB), Y7, Y9
-	VPADDD       eltAVX2Const<>+384(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VMULPS       Y8, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VCVTPS2DQ    Y9, Y7
-	VPMINUD      eltAVX2Const<>+896(SB), Y7, Y7
-	VPACKSSDW    Y5, Y4, Y4
-	VPACKSSDW    Y7, Y6, Y6
-	VPACKUSWB    Y6, Y4, Y4
-	VMOVDQU      eltAVX2Const<>+928(SB), Y5
-	VPERMD       Y4, Y5, Y4
-	VMOVDQU      Y4, (AX)
-	VPXOR        Y5, Y5, Y5
-	VPSADBW      Y5, Y4, Y4
-	VPADDQ       Y4, Y1, Y1
-	ADDQ         $0x80, CX
-	ADDQ         $0x20, AX
-	DECQ         DX
-	JNZ          eq_loop
+	VMOVUPS     (CX), Y5
+	VFMADD213PS Y1, Y0, Y5
+	VMOVUPS     eltAVX2Const<>+608(SB), Y6
+	VMAXPS      Y5, Y6, Y5
+	VROUNDPS    $0x09, Y5, Y6
+	VSUBPS      Y6, Y5, Y5
+	VMOVUPS     eltAVX2Const<>+768(SB), Y7
+	VFMADD213PS eltAVX2Const<>+736(SB), Y5, Y7
+	VFMADD213PS eltAVX2Const<>+704(SB), Y5, Y7
+	VFMADD213PS eltAVX2Const<>+672(SB), Y5, Y7
+	VFMADD213PS eltAVX2Const<>+640(SB), Y5, Y7
+	VCVTPS2DQ   Y6, Y6
+	VPSLLD      $0x17, Y6, Y6
+	VPADDD      Y6, Y7, Y7
+	VADDPS      Y7, Y3, Y3
+	VCVTPS2DQ   Y7, Y5
+	VMOVUPS     32(CX), Y6
+	VFMADD213PS Y1, Y0, Y6
+	VMOVUPS     eltAVX2Const<>+608(SB), Y7
+	VMAXPS      Y6, Y7, Y6
+	VROUNDPS    $0x09, Y6, Y7
+	VSUBPS      Y7, Y6, Y6
+	VMOVUPS     eltAVX2Const<>+768(SB), Y8
+	VFMADD213PS eltAVX2Const<>+736(SB), Y6, Y8
+	VFMADD213PS eltAVX2Const<>+704(SB), Y6, Y8
+	VFMADD213PS eltAVX2Const<>+672(SB), Y6, Y8
+	VFMADD213PS eltAVX2Const<>+640(SB), Y6, Y8
+	VCVTPS2DQ   Y7, Y7
+	VPSLLD      $0x17, Y7, Y7
+	VPADDD      Y7, Y8, Y8
+	VADDPS      Y8, Y4, Y4
+	VCVTPS2DQ   Y8, Y6
+	VMOVUPS     64(CX), Y7
+	VFMADD213PS Y1, Y0, Y7
+	VMOVUPS     eltAVX2Const<>+608(SB), Y8
+	VMAXPS      Y7, Y8, Y7
+	VROUNDPS    $0x09, Y7, Y8
+	VSUBPS      Y8, Y7, Y7
+	VMOVUPS     eltAVX2Const<>+768(SB), Y9
+	VFMADD213PS eltAVX2Const<>+736(SB), Y7, Y9
+	VFMADD213PS eltAVX2Const<>+704(SB), Y7, Y9
+	VFMADD213PS eltAVX2Const<>+672(SB), Y7, Y9
+	VFMADD213PS eltAVX2Const<>+640(SB), Y7, Y9
+	VCVTPS2DQ   Y8, Y8
+	VPSLLD      $0x17, Y8, Y8
+	VPADDD      Y8, Y9, Y9
+	VADDPS      Y9, Y3, Y3
+	VCVTPS2DQ   Y9, Y7
+	VMOVUPS     96(CX), Y8
+	VFMADD213PS Y1, Y0, Y8
+	VMOVUPS     eltAVX2Const<>+608(SB), Y9
+	VMAXPS      Y8, Y9, Y8
+	VROUNDPS    $0x09, Y8, Y9
+	VSUBPS      Y9, Y8, Y8
+	VMOVUPS     eltAVX2Const<>+768(SB), Y10
+	VFMADD213PS eltAVX2Const<>+736(SB), Y8, Y10
+	VFMADD213PS eltAVX2Const<>+704(SB), Y8, Y10
+	VFMADD213PS eltAVX2Const<>+672(SB), Y8, Y10
+	VFMADD213PS eltAVX2Const<>+640(SB), Y8, Y10
+	VCVTPS2DQ   Y9, Y9
+	VPSLLD      $0x17, Y9, Y9
+	VPADDD      Y9, Y10, Y10
+	VADDPS      Y10, Y4, Y4
+	VCVTPS2DQ   Y10, Y8
+	VPACKSSDW   Y6, Y5, Y5
+	VPACKSSDW   Y8, Y7, Y7
+	VPACKUSWB   Y7, Y5, Y5
+	VMOVDQU     eltAVX2Const<>+800(SB), Y6
+	VPERMD      Y5, Y6, Y5
+	VMOVDQU     Y5, (AX)
+	VPXOR       Y6, Y6, Y6
+	VPSADBW     Y6, Y5, Y5
+	VPADDQ      Y5, Y2, Y2
+	ADDQ        $0x80, CX
+	ADDQ        $0x20, AX
+	DECQ        DX
+	JNZ         eq_loop
 
 eq_done:
-	VADDPS  Y3, Y2, Y2
-	VMOVDQU Y1, (BX)
-	VMOVUPS Y2, 32(BX)
+	VADDPS  Y4, Y3, Y3
+	VMOVDQU Y2, (BX)
+	VMOVUPS Y3, 32(BX)
 	VZEROUPPER
 	RET
 
@@ -1303,7 +1260,7 @@ qs_loop:
 	VPACKSSDW Y5, Y4, Y4
 	VPACKSSDW Y7, Y6, Y6
 	VPACKSSWB Y6, Y4, Y4
-	VMOVDQU   eltAVX2Const<>+928(SB), Y5
+	VMOVDQU   eltAVX2Const<>+800(SB), Y5
 	VPERMD    Y4, Y5, Y4
 	VMOVDQU   Y4, (AX)
 	ADDQ      $0x80, CX

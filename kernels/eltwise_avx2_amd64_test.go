@@ -322,8 +322,9 @@ func TestEltAVX2AttnPasses(t *testing.T) {
 				}
 				want, checkW := guarded(n, uint8(0xa5))
 				got, checkG := guarded(n, uint8(0xa5))
-				sw, bw := eltExpQuantU8Generic(want, xw, m)
-				sg, bg := eltExpQuantU8AVX2(got, xg, m)
+				a, c, _ := eltExpU8Args(m, 0.61)
+				sw, bw := eltExpQuantU8Generic(want, xw, a, c)
+				sg, bg := eltExpQuantU8AVX2(got, xg, a, c)
 				checkW(t)
 				checkG(t)
 				if sw != sg || bw != bg {
@@ -379,8 +380,15 @@ func TestEltAVX2AttnPasses(t *testing.T) {
 				ldd := n + 3
 				dw, dg := make([]uint8, rows*ldd), make([]uint8, rows*ldd)
 				sw, sg := make([]float32, rows), make([]float32, rows)
-				rw, bw := eltSoftmaxU8RowsGeneric(dw, ldd, sw, xw, n, mask)
-				rg, bg := eltSoftmaxU8RowsWith(eltMaxLanes4AVX2, eltExpQuantU8AVX2, dg, ldd, sg, xg, n, mask)
+				var xscale []float32 // row scales folded into the exponent
+				if stop != 1 {
+					xscale = make([]float32, rows)
+					for i := range xscale {
+						xscale[i] = float32(0.05 + 2*r.Float64())
+					}
+				}
+				rw, bw := eltSoftmaxU8RowsGeneric(dw, ldd, sw, xw, n, mask, xscale)
+				rg, bg := eltSoftmaxU8RowsWith(eltMaxLanes4AVX2, eltExpQuantU8AVX2, dg, ldd, sg, xg, n, mask, xscale)
 				if rw != rg || bw != bg || !slices.Equal(dw, dg) || sameBits(sg, sw) >= 0 || sameBits(xg, xw) >= 0 {
 					t.Fatalf("n=%d mask %v stop %d: rows %d bits %#x, twin %d %#x, or the bytes, scales or scores differ", n, withMask, stop, rg, bg, rw, bw)
 				}

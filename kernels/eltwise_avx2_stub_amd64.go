@@ -111,15 +111,16 @@ func eltReduceMaxA(acc *float32) float32
 //go:noescape
 func packT16A(dst *float32, w *float32, nblk int, ldw int, ldd int)
 
-// eltExpQuantU8A sets, over 32*groups32 floats, e = eltExpU8(x[j] - m) and
-// dst[j] = roundHalfEven(e) (255 when e >= 255.5 or NaN), as
+// eltExpQuantU8A sets, over 32*groups32 floats, e = eltExpU8(fma(x[j], a, c)) and
+// dst[j] = roundHalfEven(e) (255 when e >= 255.5, 0 when NaN or >= 2^31), as
 // eltExpQuantU8Generic; it adds the bytes to the four uint64 at out[0:8]
 // and e to the float32 lanes at out[8:16] (a lane is not finite exactly
-// when one of its e is not). Arguments x[j] - m <= 0 or NaN (m at least
-// the row's maximum, as SoftmaxU8 passes it). AVX2 and FMA3.
+// when one of its e is not). Arguments fma(x[j], a, c) <= 0 or NaN
+// (a = s*log2e and c = -(m*a) with m at least the row's maximum, as
+// SoftmaxU8 passes them). AVX2 and FMA3.
 //
 //go:noescape
-func eltExpQuantU8A(dst *uint8, x *float32, groups32 int, m float32, out *uint32)
+func eltExpQuantU8A(dst *uint8, x *float32, groups32 int, a float32, c float32, out *uint32)
 
 // eltQuantS8A sets dst[j] = clamp(roundHalfEven(float32(x[j]*inv) + zp), -128, 127)
 // over 32*groups32 floats and raises acc[j%8] to the bits of |x[j]|, as

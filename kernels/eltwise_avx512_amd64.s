@@ -16,38 +16,52 @@ DATA eltconst<>+32(SB)/4, $0x3d2aa9c1
 DATA eltconst<>+36(SB)/4, $0x3e2aaaaa
 DATA eltconst<>+40(SB)/4, $0x3f000000
 DATA eltconst<>+44(SB)/4, $0x3f800000
-DATA eltconst<>+48(SB)/4, $0x3f317218
-DATA eltconst<>+52(SB)/4, $0xc1800000
-DATA eltconst<>+56(SB)/4, $0x4b400000
-DATA eltconst<>+60(SB)/4, $0x000000ff
-DATA eltconst<>+64(SB)/4, $0x437efff4
-DATA eltconst<>+68(SB)/4, $0x437efd9c
-DATA eltconst<>+72(SB)/4, $0x42ff05b1
-DATA eltconst<>+76(SB)/4, $0x422b446b
-DATA eltconst<>+80(SB)/4, $0x412926b0
-DATA eltconst<>+84(SB)/4, $0x3f000000
-DATA eltconst<>+88(SB)/4, $0x00000000
-DATA eltconst<>+92(SB)/4, $0x437f0000
-DATA eltconst<>+96(SB)/4, $0xc3000000
-DATA eltconst<>+100(SB)/4, $0x42fe0000
-DATA eltconst<>+104(SB)/4, $0x00000080
-DATA eltconst<>+108(SB)/4, $0x7fffffff
-DATA eltconst<>+112(SB)/4, $0x000000ff
-DATA eltconst<>+116(SB)/4, $0x80000000
-DATA eltconst<>+120(SB)/4, $0x3f3504f3
-DATA eltconst<>+124(SB)/4, $0x41680000
-DATA eltconst<>+128(SB)/4, $0xc1600000
-DATA eltconst<>+132(SB)/4, $0xbfa1fc4e
-DATA eltconst<>+136(SB)/4, $0x3e2ef945
-DATA eltconst<>+140(SB)/4, $0xbf527892
-DATA eltconst<>+144(SB)/4, $0x3fbe87b0
-DATA eltconst<>+148(SB)/4, $0xbf914e5d
-DATA eltconst<>+152(SB)/4, $0x3e8ec7cc
-DATA eltconst<>+156(SB)/4, $0xbe3ec24c
-DATA eltconst<>+160(SB)/4, $0x3dc636c9
-DATA eltconst<>+164(SB)/4, $0x3ebf88fb
-DATA eltconst<>+168(SB)/4, $0x3f8000c7
-GLOBL eltconst<>(SB), RODATA|NOPTR, $172
+DATA eltconst<>+48(SB)/4, $0xc1c00000
+DATA eltconst<>+52(SB)/4, $0x000000ff
+DATA eltconst<>+56(SB)/4, $0x00000000
+DATA eltconst<>+60(SB)/4, $0x00000004
+DATA eltconst<>+64(SB)/4, $0x00000008
+DATA eltconst<>+68(SB)/4, $0x0000000c
+DATA eltconst<>+72(SB)/4, $0x00000001
+DATA eltconst<>+76(SB)/4, $0x00000005
+DATA eltconst<>+80(SB)/4, $0x00000009
+DATA eltconst<>+84(SB)/4, $0x0000000d
+DATA eltconst<>+88(SB)/4, $0x00000002
+DATA eltconst<>+92(SB)/4, $0x00000006
+DATA eltconst<>+96(SB)/4, $0x0000000a
+DATA eltconst<>+100(SB)/4, $0x0000000e
+DATA eltconst<>+104(SB)/4, $0x00000003
+DATA eltconst<>+108(SB)/4, $0x00000007
+DATA eltconst<>+112(SB)/4, $0x0000000b
+DATA eltconst<>+116(SB)/4, $0x0000000f
+DATA eltconst<>+120(SB)/4, $0x437f002b
+DATA eltconst<>+124(SB)/4, $0x4330b74a
+DATA eltconst<>+128(SB)/4, $0x42764588
+DATA eltconst<>+132(SB)/4, $0x415434ee
+DATA eltconst<>+136(SB)/4, $0x405ce0ac
+DATA eltconst<>+140(SB)/4, $0x3f000000
+DATA eltconst<>+144(SB)/4, $0x00000000
+DATA eltconst<>+148(SB)/4, $0x437f0000
+DATA eltconst<>+152(SB)/4, $0xc3000000
+DATA eltconst<>+156(SB)/4, $0x42fe0000
+DATA eltconst<>+160(SB)/4, $0x00000080
+DATA eltconst<>+164(SB)/4, $0x7fffffff
+DATA eltconst<>+168(SB)/4, $0x000000ff
+DATA eltconst<>+172(SB)/4, $0x80000000
+DATA eltconst<>+176(SB)/4, $0x3f3504f3
+DATA eltconst<>+180(SB)/4, $0x41680000
+DATA eltconst<>+184(SB)/4, $0xc1600000
+DATA eltconst<>+188(SB)/4, $0xbfa1fc4e
+DATA eltconst<>+192(SB)/4, $0x3e2ef945
+DATA eltconst<>+196(SB)/4, $0xbf527892
+DATA eltconst<>+200(SB)/4, $0x3fbe87b0
+DATA eltconst<>+204(SB)/4, $0xbf914e5d
+DATA eltconst<>+208(SB)/4, $0x3e8ec7cc
+DATA eltconst<>+212(SB)/4, $0xbe3ec24c
+DATA eltconst<>+216(SB)/4, $0x3dc636c9
+DATA eltconst<>+220(SB)/4, $0x3ebf88fb
+DATA eltconst<>+224(SB)/4, $0x3f8000c7
+GLOBL eltconst<>(SB), RODATA|NOPTR, $228
 
 // func eltAddSum(dst []float32, x []float32, r []float32) float32
 // Requires: AVX, AVX512DQ, AVX512F
@@ -269,8 +283,8 @@ full_af:
 	VMULPS      Z5, Z4, Z4
 	VMULPS      Z2, Z4, Z4
 	VADDPS      Z3, Z4, Z4
-	VMAXPS.BCST eltconst<>+88(SB), Z4, Z4
-	VMINPS.BCST eltconst<>+92(SB), Z4, Z4
+	VMAXPS.BCST eltconst<>+144(SB), Z4, Z4
+	VMINPS.BCST eltconst<>+148(SB), Z4, Z4
 	VCVTPS2DQ   Z4, Z4
 	VPMOVDB     Z4, X4
 	VMOVDQU     X4, (DX)(R9*1)
@@ -296,8 +310,8 @@ tail_af:
 	VMULPS      Z0, Z4, Z0
 	VMULPS      Z2, Z0, Z0
 	VADDPS      Z3, Z0, Z0
-	VMAXPS.BCST eltconst<>+88(SB), Z0, Z0
-	VMINPS.BCST eltconst<>+92(SB), Z0, Z0
+	VMAXPS.BCST eltconst<>+144(SB), Z0, Z0
+	VMINPS.BCST eltconst<>+148(SB), Z0, Z0
 	VCVTPS2DQ   Z0, Z0
 	VPMOVDB     Z0, X0
 	VMOVDQU8    X0, K1, (DX)(R9*1)
@@ -324,8 +338,8 @@ full_ag:
 	VMOVUPS     Z4, (AX)(R8*4)
 	VMULPS      Z2, Z4, Z4
 	VADDPS      Z3, Z4, Z4
-	VMAXPS.BCST eltconst<>+88(SB), Z4, Z4
-	VMINPS.BCST eltconst<>+92(SB), Z4, Z4
+	VMAXPS.BCST eltconst<>+144(SB), Z4, Z4
+	VMINPS.BCST eltconst<>+148(SB), Z4, Z4
 	VCVTPS2DQ   Z4, Z4
 	VPMOVDB     Z4, X4
 	VMOVDQU     X4, (DX)(R8*1)
@@ -349,8 +363,8 @@ tail_ag:
 	VMOVUPS     Z4, K1, (AX)(R8*4)
 	VMULPS      Z2, Z4, Z0
 	VADDPS      Z3, Z0, Z0
-	VMAXPS.BCST eltconst<>+88(SB), Z0, Z0
-	VMINPS.BCST eltconst<>+92(SB), Z0, Z0
+	VMAXPS.BCST eltconst<>+144(SB), Z0, Z0
+	VMINPS.BCST eltconst<>+148(SB), Z0, Z0
 	VCVTPS2DQ   Z0, Z0
 	VPMOVDB     Z0, X0
 	VMOVDQU8    X0, K1, (DX)(R8*1)
@@ -3621,7 +3635,7 @@ TEXT ·eltGELU(SB), NOSPLIT, $0-48
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
 	VBROADCASTSS eltconst<>+44(SB), Z0
-	VBROADCASTSS eltconst<>+128(SB), Z1
+	VBROADCASTSS eltconst<>+184(SB), Z1
 	VXORPS       Z2, Z2, Z2
 	XORQ         BX, BX
 	MOVQ         CX, SI
@@ -3634,22 +3648,22 @@ unrolled:
 	VMOVUPS      64(DX)(BX*4), Z4
 	VMOVUPS      128(DX)(BX*4), Z5
 	VMOVUPS      192(DX)(BX*4), Z6
-	VPANDD.BCST  eltconst<>+108(SB), Z3, Z7
-	VPANDD.BCST  eltconst<>+108(SB), Z4, Z8
-	VPANDD.BCST  eltconst<>+108(SB), Z5, Z9
-	VPANDD.BCST  eltconst<>+108(SB), Z6, Z10
-	VMINPS.BCST  eltconst<>+124(SB), Z7, Z7
-	VMINPS.BCST  eltconst<>+124(SB), Z8, Z8
-	VMINPS.BCST  eltconst<>+124(SB), Z9, Z9
-	VMINPS.BCST  eltconst<>+124(SB), Z10, Z10
-	VMULPS.BCST  eltconst<>+120(SB), Z7, Z11
-	VMULPS.BCST  eltconst<>+120(SB), Z8, Z12
-	VMULPS.BCST  eltconst<>+120(SB), Z9, Z13
-	VMULPS.BCST  eltconst<>+120(SB), Z10, Z14
-	VMULPS.BCST  eltconst<>+84(SB), Z11, Z11
-	VMULPS.BCST  eltconst<>+84(SB), Z12, Z12
-	VMULPS.BCST  eltconst<>+84(SB), Z13, Z13
-	VMULPS.BCST  eltconst<>+84(SB), Z14, Z14
+	VPANDD.BCST  eltconst<>+164(SB), Z3, Z7
+	VPANDD.BCST  eltconst<>+164(SB), Z4, Z8
+	VPANDD.BCST  eltconst<>+164(SB), Z5, Z9
+	VPANDD.BCST  eltconst<>+164(SB), Z6, Z10
+	VMINPS.BCST  eltconst<>+180(SB), Z7, Z7
+	VMINPS.BCST  eltconst<>+180(SB), Z8, Z8
+	VMINPS.BCST  eltconst<>+180(SB), Z9, Z9
+	VMINPS.BCST  eltconst<>+180(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+176(SB), Z7, Z11
+	VMULPS.BCST  eltconst<>+176(SB), Z8, Z12
+	VMULPS.BCST  eltconst<>+176(SB), Z9, Z13
+	VMULPS.BCST  eltconst<>+176(SB), Z10, Z14
+	VMULPS.BCST  eltconst<>+140(SB), Z11, Z11
+	VMULPS.BCST  eltconst<>+140(SB), Z12, Z12
+	VMULPS.BCST  eltconst<>+140(SB), Z13, Z13
+	VMULPS.BCST  eltconst<>+140(SB), Z14, Z14
 	VADDPS       Z0, Z11, Z11
 	VADDPS       Z0, Z12, Z12
 	VADDPS       Z0, Z13, Z13
@@ -3658,82 +3672,82 @@ unrolled:
 	VDIVPS       Z12, Z0, Z12
 	VDIVPS       Z13, Z0, Z13
 	VDIVPS       Z14, Z0, Z14
-	VBROADCASTSS eltconst<>+136(SB), Z15
-	VBROADCASTSS eltconst<>+136(SB), Z16
-	VBROADCASTSS eltconst<>+136(SB), Z17
-	VBROADCASTSS eltconst<>+136(SB), Z18
+	VBROADCASTSS eltconst<>+192(SB), Z15
+	VBROADCASTSS eltconst<>+192(SB), Z16
+	VBROADCASTSS eltconst<>+192(SB), Z17
+	VBROADCASTSS eltconst<>+192(SB), Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+140(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+140(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+140(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+140(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+196(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+196(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+196(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+196(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+144(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+144(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+144(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+144(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+200(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+200(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+200(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+200(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+148(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+148(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+148(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+148(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+204(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+204(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+204(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+204(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+152(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+152(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+152(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+152(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+208(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+208(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+208(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+208(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+156(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+156(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+156(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+156(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+212(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+212(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+212(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+212(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+160(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+160(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+160(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+160(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+216(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+216(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+216(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+216(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+164(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+164(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+164(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+164(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+220(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+220(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+220(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+220(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+168(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+168(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+168(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+168(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+224(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+224(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+224(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+224(SB), Z18, Z18
 	VMULPS       Z11, Z15, Z15
 	VMULPS       Z12, Z16, Z16
 	VMULPS       Z13, Z17, Z17
 	VMULPS       Z14, Z18, Z18
-	VADDPS.BCST  eltconst<>+132(SB), Z15, Z15
-	VADDPS.BCST  eltconst<>+132(SB), Z16, Z16
-	VADDPS.BCST  eltconst<>+132(SB), Z17, Z17
-	VADDPS.BCST  eltconst<>+132(SB), Z18, Z18
+	VADDPS.BCST  eltconst<>+188(SB), Z15, Z15
+	VADDPS.BCST  eltconst<>+188(SB), Z16, Z16
+	VADDPS.BCST  eltconst<>+188(SB), Z17, Z17
+	VADDPS.BCST  eltconst<>+188(SB), Z18, Z18
 	VMULPS       Z7, Z7, Z19
 	VMULPS       Z8, Z8, Z20
 	VMULPS       Z9, Z9, Z21
@@ -3746,22 +3760,22 @@ unrolled:
 	VFMSUB231PS  Z8, Z8, Z24
 	VFMSUB231PS  Z9, Z9, Z25
 	VFMSUB231PS  Z10, Z10, Z26
-	VMULPS.BCST  eltconst<>+84(SB), Z23, Z23
-	VMULPS.BCST  eltconst<>+84(SB), Z24, Z24
-	VMULPS.BCST  eltconst<>+84(SB), Z25, Z25
-	VMULPS.BCST  eltconst<>+84(SB), Z26, Z26
+	VMULPS.BCST  eltconst<>+140(SB), Z23, Z23
+	VMULPS.BCST  eltconst<>+140(SB), Z24, Z24
+	VMULPS.BCST  eltconst<>+140(SB), Z25, Z25
+	VMULPS.BCST  eltconst<>+140(SB), Z26, Z26
 	VSUBPS       Z23, Z15, Z15
 	VSUBPS       Z24, Z16, Z16
 	VSUBPS       Z25, Z17, Z17
 	VSUBPS       Z26, Z18, Z18
-	VMULPS.BCST  eltconst<>+84(SB), Z19, Z7
-	VMULPS.BCST  eltconst<>+84(SB), Z20, Z8
-	VMULPS.BCST  eltconst<>+84(SB), Z21, Z9
-	VMULPS.BCST  eltconst<>+84(SB), Z22, Z10
-	VPXORD.BCST  eltconst<>+116(SB), Z7, Z7
-	VPXORD.BCST  eltconst<>+116(SB), Z8, Z8
-	VPXORD.BCST  eltconst<>+116(SB), Z9, Z9
-	VPXORD.BCST  eltconst<>+116(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+140(SB), Z19, Z7
+	VMULPS.BCST  eltconst<>+140(SB), Z20, Z8
+	VMULPS.BCST  eltconst<>+140(SB), Z21, Z9
+	VMULPS.BCST  eltconst<>+140(SB), Z22, Z10
+	VPXORD.BCST  eltconst<>+172(SB), Z7, Z7
+	VPXORD.BCST  eltconst<>+172(SB), Z8, Z8
+	VPXORD.BCST  eltconst<>+172(SB), Z9, Z9
+	VPXORD.BCST  eltconst<>+172(SB), Z10, Z10
 	VADDPS       Z15, Z7, Z19
 	VADDPS       Z16, Z8, Z20
 	VADDPS       Z17, Z9, Z21
@@ -3862,10 +3876,10 @@ unrolled:
 	VMULPS       Z8, Z12, Z8
 	VMULPS       Z9, Z13, Z9
 	VMULPS       Z10, Z14, Z10
-	VMULPS.BCST  eltconst<>+84(SB), Z7, Z7
-	VMULPS.BCST  eltconst<>+84(SB), Z8, Z8
-	VMULPS.BCST  eltconst<>+84(SB), Z9, Z9
-	VMULPS.BCST  eltconst<>+84(SB), Z10, Z10
+	VMULPS.BCST  eltconst<>+140(SB), Z7, Z7
+	VMULPS.BCST  eltconst<>+140(SB), Z8, Z8
+	VMULPS.BCST  eltconst<>+140(SB), Z9, Z9
+	VMULPS.BCST  eltconst<>+140(SB), Z10, Z10
 	VSUBPS       Z7, Z0, Z11
 	VSUBPS       Z8, Z0, Z12
 	VSUBPS       Z9, Z0, Z13
@@ -3905,38 +3919,38 @@ full_co:
 	CMPQ         BX, SI
 	JAE          tail_co
 	VMOVUPS      (DX)(BX*4), Z3
-	VPANDD.BCST  eltconst<>+108(SB), Z3, Z4
-	VMINPS.BCST  eltconst<>+124(SB), Z4, Z4
-	VMULPS.BCST  eltconst<>+120(SB), Z4, Z5
-	VMULPS.BCST  eltconst<>+84(SB), Z5, Z5
+	VPANDD.BCST  eltconst<>+164(SB), Z3, Z4
+	VMINPS.BCST  eltconst<>+180(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+176(SB), Z4, Z5
+	VMULPS.BCST  eltconst<>+140(SB), Z5, Z5
 	VADDPS       Z0, Z5, Z5
 	VDIVPS       Z5, Z0, Z5
-	VBROADCASTSS eltconst<>+136(SB), Z6
+	VBROADCASTSS eltconst<>+192(SB), Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+140(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+196(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+144(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+200(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+148(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+204(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+152(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+208(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+156(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+212(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+160(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+216(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+164(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+220(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+168(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+224(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+132(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+188(SB), Z6, Z6
 	VMULPS       Z4, Z4, Z7
 	VMOVAPS      Z7, Z8
 	VFMSUB231PS  Z4, Z4, Z8
-	VMULPS.BCST  eltconst<>+84(SB), Z8, Z8
+	VMULPS.BCST  eltconst<>+140(SB), Z8, Z8
 	VSUBPS       Z8, Z6, Z6
-	VMULPS.BCST  eltconst<>+84(SB), Z7, Z4
-	VPXORD.BCST  eltconst<>+116(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+140(SB), Z7, Z4
+	VPXORD.BCST  eltconst<>+172(SB), Z4, Z4
 	VADDPS       Z6, Z4, Z7
 	VMULPS.BCST  eltconst<>+0(SB), Z7, Z8
 	VRNDSCALEPS  $0x00, Z8, Z8
@@ -3962,7 +3976,7 @@ full_co:
 	VADDPS.BCST  eltconst<>+44(SB), Z6, Z6
 	VSCALEFPS    Z8, Z6, Z4
 	VMULPS       Z4, Z5, Z4
-	VMULPS.BCST  eltconst<>+84(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+140(SB), Z4, Z4
 	VSUBPS       Z4, Z0, Z5
 	VCMPPS       $0x01, Z2, Z3, K1
 	VMOVAPS      Z4, K1, Z5
@@ -3981,38 +3995,38 @@ tail_co:
 	DECL         SI
 	KMOVW        SI, K1
 	VMOVUPS.Z    (DX)(BX*4), K1, Z3
-	VPANDD.BCST  eltconst<>+108(SB), Z3, Z4
-	VMINPS.BCST  eltconst<>+124(SB), Z4, Z4
-	VMULPS.BCST  eltconst<>+120(SB), Z4, Z5
-	VMULPS.BCST  eltconst<>+84(SB), Z5, Z5
+	VPANDD.BCST  eltconst<>+164(SB), Z3, Z4
+	VMINPS.BCST  eltconst<>+180(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+176(SB), Z4, Z5
+	VMULPS.BCST  eltconst<>+140(SB), Z5, Z5
 	VADDPS       Z0, Z5, Z5
 	VDIVPS       Z5, Z0, Z5
-	VBROADCASTSS eltconst<>+136(SB), Z6
+	VBROADCASTSS eltconst<>+192(SB), Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+140(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+196(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+144(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+200(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+148(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+204(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+152(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+208(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+156(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+212(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+160(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+216(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+164(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+220(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+168(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+224(SB), Z6, Z6
 	VMULPS       Z5, Z6, Z6
-	VADDPS.BCST  eltconst<>+132(SB), Z6, Z6
+	VADDPS.BCST  eltconst<>+188(SB), Z6, Z6
 	VMULPS       Z4, Z4, Z7
 	VMOVAPS      Z7, Z8
 	VFMSUB231PS  Z4, Z4, Z8
-	VMULPS.BCST  eltconst<>+84(SB), Z8, Z8
+	VMULPS.BCST  eltconst<>+140(SB), Z8, Z8
 	VSUBPS       Z8, Z6, Z6
-	VMULPS.BCST  eltconst<>+84(SB), Z7, Z4
-	VPXORD.BCST  eltconst<>+116(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+140(SB), Z7, Z4
+	VPXORD.BCST  eltconst<>+172(SB), Z4, Z4
 	VADDPS       Z6, Z4, Z7
 	VMULPS.BCST  eltconst<>+0(SB), Z7, Z8
 	VRNDSCALEPS  $0x00, Z8, Z8
@@ -4038,7 +4052,7 @@ tail_co:
 	VADDPS.BCST  eltconst<>+44(SB), Z6, Z6
 	VSCALEFPS    Z8, Z6, Z4
 	VMULPS       Z4, Z5, Z4
-	VMULPS.BCST  eltconst<>+84(SB), Z4, Z4
+	VMULPS.BCST  eltconst<>+140(SB), Z4, Z4
 	VSUBPS       Z4, Z0, Z0
 	VCMPPS       $0x01, Z2, Z3, K2
 	VMOVAPS      Z4, K2, Z0
@@ -4065,7 +4079,7 @@ full_cp:
 	CMPQ        DX, BX
 	JAE         tail_cp
 	VMOVUPS     (AX)(DX*4), Z1
-	VPANDD.BCST eltconst<>+108(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+164(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, DX
 	JMP         full_cp
@@ -4078,7 +4092,7 @@ tail_cp:
 	DECL        BX
 	KMOVW       BX, K1
 	VMOVUPS.Z   (AX)(DX*4), K1, Z1
-	VPANDD.BCST eltconst<>+108(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+164(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
 done_cp:
@@ -4111,10 +4125,10 @@ full_cq:
 	JAE         tail_cq
 	VMOVUPS     (DX)(BX*4), Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+96(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+100(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+152(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+156(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+104(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+160(SB), Z1, Z1
 	VPMOVDB     Z1, X1
 	VMOVDQU     X1, (AX)(BX*1)
 	ADDQ        $+16, BX
@@ -4129,10 +4143,10 @@ tail_cq:
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+96(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+100(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+152(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+156(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+104(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+160(SB), Z1, Z1
 	VPMOVDB     Z1, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
 
@@ -4157,7 +4171,7 @@ full_cr:
 	VMOVUPS     (AX)(BX*4), Z1
 	VMOVUPS     (DX)(BX*4), Z2
 	VMULPS      Z2, Z1, Z1
-	VPANDD.BCST eltconst<>+108(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+164(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, BX
 	JMP         full_cr
@@ -4172,7 +4186,7 @@ tail_cr:
 	VMOVUPS.Z   (AX)(BX*4), K1, Z1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z2
 	VMULPS      Z2, Z1, Z1
-	VPANDD.BCST eltconst<>+108(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+164(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
 done_cr:
@@ -4208,10 +4222,10 @@ full_cs:
 	VMOVUPS     (BX)(SI*4), Z2
 	VMULPS      Z2, Z1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+96(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+100(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+152(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+156(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+104(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+160(SB), Z1, Z1
 	VPMOVDB     Z1, X1
 	VMOVDQU     X1, (AX)(SI*1)
 	ADDQ        $+16, SI
@@ -4228,10 +4242,10 @@ tail_cs:
 	VMOVUPS.Z   (BX)(SI*4), K1, Z2
 	VMULPS      Z2, Z1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+96(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+100(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+152(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+156(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
-	VPADDD.BCST eltconst<>+104(SB), Z1, Z1
+	VPADDD.BCST eltconst<>+160(SB), Z1, Z1
 	VPMOVDB     Z1, X0
 	VMOVDQU8    X0, K1, (AX)(SI*1)
 
@@ -4256,12 +4270,12 @@ full_ct:
 	CMPQ        BX, SI
 	JAE         tail_ct
 	VMOVUPS     (DX)(BX*4), Z3
-	VPANDD.BCST eltconst<>+108(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+164(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+144(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+148(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
@@ -4276,12 +4290,12 @@ tail_ct:
 	DECL        SI
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z3
-	VPANDD.BCST eltconst<>+108(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+164(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+88(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+92(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+144(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+148(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)
@@ -4300,168 +4314,153 @@ done_ct:
 	VZEROUPPER
 	RET
 
-// func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum uint32, bits uint32)
+// func eltExpQuantU8(dst []uint8, x []float32, a float32, c float32) (sum uint32, bits uint32)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, CMOV
 TEXT ·eltExpQuantU8(SB), NOSPLIT, $0-64
 	MOVQ         dst_len+8(FP), CX
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         x_base+24(FP), DX
-	VBROADCASTSS m+48(FP), Z0
-	VBROADCASTSS eltconst<>+52(SB), Z1
-	VPXORD       Z2, Z2, Z2
+	VBROADCASTSS a+48(FP), Z0
+	VBROADCASTSS c+52(FP), Z1
+	VBROADCASTSS eltconst<>+48(SB), Z2
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
-	VBROADCASTSS eltconst<>+60(SB), Z7
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VBROADCASTSS eltconst<>+52(SB), Z10
+	VMOVDQU32    eltconst<>+56(SB), Z11
 	XORQ         BX, BX
 	MOVQ         CX, SI
 	ANDQ         $-64, SI
 
 unrolled_cu:
-	CMPQ              BX, SI
-	JAE               rest_cu
-	VMOVUPS           (DX)(BX*4), Z8
-	VMOVUPS           64(DX)(BX*4), Z9
-	VMOVUPS           128(DX)(BX*4), Z10
-	VMOVUPS           192(DX)(BX*4), Z11
-	VSUBPS            Z0, Z8, Z8
-	VSUBPS            Z0, Z9, Z9
-	VSUBPS            Z0, Z10, Z10
-	VSUBPS            Z0, Z11, Z11
-	VMAXPS            Z8, Z1, Z8
-	VMAXPS            Z9, Z1, Z9
-	VMAXPS            Z10, Z1, Z10
-	VMAXPS            Z11, Z1, Z11
-	VBROADCASTSS      eltconst<>+56(SB), Z12
-	VBROADCASTSS      eltconst<>+56(SB), Z14
-	VBROADCASTSS      eltconst<>+56(SB), Z16
-	VBROADCASTSS      eltconst<>+56(SB), Z18
-	VFMADD231PS.BCST  eltconst<>+0(SB), Z8, Z12
-	VFMADD231PS.BCST  eltconst<>+0(SB), Z9, Z14
-	VFMADD231PS.BCST  eltconst<>+0(SB), Z10, Z16
-	VFMADD231PS.BCST  eltconst<>+0(SB), Z11, Z18
-	VSUBPS.BCST       eltconst<>+56(SB), Z12, Z12
-	VSUBPS.BCST       eltconst<>+56(SB), Z14, Z14
-	VSUBPS.BCST       eltconst<>+56(SB), Z16, Z16
-	VSUBPS.BCST       eltconst<>+56(SB), Z18, Z18
-	VFNMADD231PS.BCST eltconst<>+48(SB), Z12, Z8
-	VFNMADD231PS.BCST eltconst<>+48(SB), Z14, Z9
-	VFNMADD231PS.BCST eltconst<>+48(SB), Z16, Z10
-	VFNMADD231PS.BCST eltconst<>+48(SB), Z18, Z11
-	VBROADCASTSS      eltconst<>+80(SB), Z13
-	VBROADCASTSS      eltconst<>+80(SB), Z15
-	VBROADCASTSS      eltconst<>+80(SB), Z17
-	VBROADCASTSS      eltconst<>+80(SB), Z19
-	VFMADD213PS.BCST  eltconst<>+76(SB), Z8, Z13
-	VFMADD213PS.BCST  eltconst<>+76(SB), Z9, Z15
-	VFMADD213PS.BCST  eltconst<>+76(SB), Z10, Z17
-	VFMADD213PS.BCST  eltconst<>+76(SB), Z11, Z19
-	VFMADD213PS.BCST  eltconst<>+72(SB), Z8, Z13
-	VFMADD213PS.BCST  eltconst<>+72(SB), Z9, Z15
-	VFMADD213PS.BCST  eltconst<>+72(SB), Z10, Z17
-	VFMADD213PS.BCST  eltconst<>+72(SB), Z11, Z19
-	VFMADD213PS.BCST  eltconst<>+68(SB), Z8, Z13
-	VFMADD213PS.BCST  eltconst<>+68(SB), Z9, Z15
-	VFMADD213PS.BCST  eltconst<>+68(SB), Z10, Z17
-	VFMADD213PS.BCST  eltconst<>+68(SB), Z11, Z19
-	VFMADD213PS.BCST  eltconst<>+64(SB), Z8, Z13
-	VFMADD213PS.BCST  eltconst<>+64(SB), Z9, Z15
-	VFMADD213PS.BCST  eltconst<>+64(SB), Z10, Z17
-	VFMADD213PS.BCST  eltconst<>+64(SB), Z11, Z19
-	VSCALEFPS         Z12, Z13, Z8
-	VSCALEFPS         Z14, Z15, Z9
-	VSCALEFPS         Z16, Z17, Z10
-	VSCALEFPS         Z18, Z19, Z11
-	VADDPS            Z8, Z3, Z3
-	VCVTPS2DQ         Z8, Z8
-	VPMINUD           Z7, Z8, Z8
-	VPADDD            Z8, Z2, Z2
-	VPMOVDB           Z8, X8
-	VMOVDQU           X8, (AX)(BX*1)
-	VADDPS            Z9, Z4, Z4
-	VCVTPS2DQ         Z9, Z9
-	VPMINUD           Z7, Z9, Z9
-	VPADDD            Z9, Z2, Z2
-	VPMOVDB           Z9, X8
-	VMOVDQU           X8, 16(AX)(BX*1)
-	VADDPS            Z10, Z5, Z5
-	VCVTPS2DQ         Z10, Z10
-	VPMINUD           Z7, Z10, Z10
-	VPADDD            Z10, Z2, Z2
-	VPMOVDB           Z10, X8
-	VMOVDQU           X8, 32(AX)(BX*1)
-	VADDPS            Z11, Z6, Z6
-	VCVTPS2DQ         Z11, Z11
-	VPMINUD           Z7, Z11, Z11
-	VPADDD            Z11, Z2, Z2
-	VPMOVDB           Z11, X8
-	VMOVDQU           X8, 48(AX)(BX*1)
-	ADDQ              $0x00000040, BX
-	JMP               unrolled_cu
+	CMPQ             BX, SI
+	JAE              rest_cu
+	VMOVUPS          (DX)(BX*4), Z12
+	VMOVUPS          64(DX)(BX*4), Z13
+	VMOVUPS          128(DX)(BX*4), Z14
+	VMOVUPS          192(DX)(BX*4), Z15
+	VFMADD213PS      Z1, Z0, Z12
+	VFMADD213PS      Z1, Z0, Z13
+	VFMADD213PS      Z1, Z0, Z14
+	VFMADD213PS      Z1, Z0, Z15
+	VMAXPS           Z12, Z2, Z12
+	VMAXPS           Z13, Z2, Z13
+	VMAXPS           Z14, Z2, Z14
+	VMAXPS           Z15, Z2, Z15
+	VRNDSCALEPS      $0x09, Z12, Z16
+	VRNDSCALEPS      $0x09, Z13, Z18
+	VRNDSCALEPS      $0x09, Z14, Z20
+	VRNDSCALEPS      $0x09, Z15, Z22
+	VSUBPS           Z16, Z12, Z16
+	VSUBPS           Z18, Z13, Z18
+	VSUBPS           Z20, Z14, Z20
+	VSUBPS           Z22, Z15, Z22
+	VBROADCASTSS     eltconst<>+136(SB), Z17
+	VBROADCASTSS     eltconst<>+136(SB), Z19
+	VBROADCASTSS     eltconst<>+136(SB), Z21
+	VBROADCASTSS     eltconst<>+136(SB), Z23
+	VFMADD213PS.BCST eltconst<>+132(SB), Z16, Z17
+	VFMADD213PS.BCST eltconst<>+132(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+132(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+132(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+128(SB), Z16, Z17
+	VFMADD213PS.BCST eltconst<>+128(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+128(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+128(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+124(SB), Z16, Z17
+	VFMADD213PS.BCST eltconst<>+124(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+124(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+124(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+120(SB), Z16, Z17
+	VFMADD213PS.BCST eltconst<>+120(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+120(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+120(SB), Z22, Z23
+	VSCALEFPS        Z12, Z17, Z12
+	VSCALEFPS        Z13, Z19, Z13
+	VSCALEFPS        Z14, Z21, Z14
+	VSCALEFPS        Z15, Z23, Z15
+	VADDPS           Z12, Z6, Z6
+	VCVTPS2DQ        Z12, Z12
+	VADDPS           Z13, Z7, Z7
+	VCVTPS2DQ        Z13, Z13
+	VADDPS           Z14, Z8, Z8
+	VCVTPS2DQ        Z14, Z14
+	VADDPS           Z15, Z9, Z9
+	VCVTPS2DQ        Z15, Z15
+	VPACKSSDW        Z13, Z12, Z12
+	VPACKSSDW        Z15, Z14, Z14
+	VPACKUSWB        Z14, Z12, Z12
+	VPERMD           Z12, Z11, Z12
+	VMOVDQU32        Z12, (AX)(BX*1)
+	VPSADBW          Z5, Z12, Z12
+	VPADDQ           Z12, Z4, Z4
+	ADDQ             $0x00000040, BX
+	JMP              unrolled_cu
 
 rest_cu:
 	MOVQ CX, SI
 	ANDQ $-16, SI
 
 full_cv:
-	CMPQ              BX, SI
-	JAE               tail_cv
-	VMOVUPS           (DX)(BX*4), Z8
-	VSUBPS            Z0, Z8, Z8
-	VMAXPS            Z8, Z1, Z8
-	VBROADCASTSS      eltconst<>+56(SB), Z9
-	VFMADD231PS.BCST  eltconst<>+0(SB), Z8, Z9
-	VSUBPS.BCST       eltconst<>+56(SB), Z9, Z9
-	VFNMADD231PS.BCST eltconst<>+48(SB), Z9, Z8
-	VBROADCASTSS      eltconst<>+80(SB), Z10
-	VFMADD213PS.BCST  eltconst<>+76(SB), Z8, Z10
-	VFMADD213PS.BCST  eltconst<>+72(SB), Z8, Z10
-	VFMADD213PS.BCST  eltconst<>+68(SB), Z8, Z10
-	VFMADD213PS.BCST  eltconst<>+64(SB), Z8, Z10
-	VSCALEFPS         Z9, Z10, Z8
-	VADDPS            Z8, Z3, Z3
-	VCVTPS2DQ         Z8, Z8
-	VPMINUD           Z7, Z8, Z8
-	VPADDD            Z8, Z2, Z2
-	VPMOVDB           Z8, X8
-	VMOVDQU           X8, (AX)(BX*1)
-	ADDQ              $+16, BX
-	JMP               full_cv
+	CMPQ             BX, SI
+	JAE              tail_cv
+	VMOVUPS          (DX)(BX*4), Z11
+	VFMADD213PS      Z1, Z0, Z11
+	VMAXPS           Z11, Z2, Z11
+	VRNDSCALEPS      $0x09, Z11, Z12
+	VSUBPS           Z12, Z11, Z12
+	VBROADCASTSS     eltconst<>+136(SB), Z13
+	VFMADD213PS.BCST eltconst<>+132(SB), Z12, Z13
+	VFMADD213PS.BCST eltconst<>+128(SB), Z12, Z13
+	VFMADD213PS.BCST eltconst<>+124(SB), Z12, Z13
+	VFMADD213PS.BCST eltconst<>+120(SB), Z12, Z13
+	VSCALEFPS        Z11, Z13, Z11
+	VADDPS           Z11, Z6, Z6
+	VCVTPS2DQ        Z11, Z11
+	VPMAXSD          Z5, Z11, Z11
+	VPMINUD          Z10, Z11, Z11
+	VPADDD           Z11, Z3, Z3
+	VPMOVDB          Z11, X11
+	VMOVDQU          X11, (AX)(BX*1)
+	ADDQ             $+16, BX
+	JMP              full_cv
 
 tail_cv:
-	SUBQ              BX, CX
-	JZ                done_cv
-	MOVL              $0x00000001, SI
-	SHLL              CL, SI
-	DECL              SI
-	KMOVW             SI, K1
-	VMOVUPS.Z         (DX)(BX*4), K1, Z8
-	VSUBPS            Z0, Z8, Z8
-	VMAXPS            Z8, Z1, Z8
-	VBROADCASTSS      eltconst<>+56(SB), Z0
-	VFMADD231PS.BCST  eltconst<>+0(SB), Z8, Z0
-	VSUBPS.BCST       eltconst<>+56(SB), Z0, Z0
-	VFNMADD231PS.BCST eltconst<>+48(SB), Z0, Z8
-	VBROADCASTSS      eltconst<>+80(SB), Z1
-	VFMADD213PS.BCST  eltconst<>+76(SB), Z8, Z1
-	VFMADD213PS.BCST  eltconst<>+72(SB), Z8, Z1
-	VFMADD213PS.BCST  eltconst<>+68(SB), Z8, Z1
-	VFMADD213PS.BCST  eltconst<>+64(SB), Z8, Z1
-	VSCALEFPS         Z0, Z1, Z8
-	VADDPS            Z8, Z3, K1, Z3
-	VCVTPS2DQ         Z8, Z8
-	VPMINUD           Z7, Z8, Z8
-	VPADDD            Z8, Z2, K1, Z2
-	VPMOVDB           Z8, X0
-	VMOVDQU8          X0, K1, (AX)(BX*1)
+	SUBQ             BX, CX
+	JZ               done_cv
+	MOVL             $0x00000001, SI
+	SHLL             CL, SI
+	DECL             SI
+	KMOVW            SI, K1
+	VMOVUPS.Z        (DX)(BX*4), K1, Z11
+	VFMADD213PS      Z1, Z0, Z11
+	VMAXPS           Z11, Z2, Z11
+	VRNDSCALEPS      $0x09, Z11, Z0
+	VSUBPS           Z0, Z11, Z0
+	VBROADCASTSS     eltconst<>+136(SB), Z1
+	VFMADD213PS.BCST eltconst<>+132(SB), Z0, Z1
+	VFMADD213PS.BCST eltconst<>+128(SB), Z0, Z1
+	VFMADD213PS.BCST eltconst<>+124(SB), Z0, Z1
+	VFMADD213PS.BCST eltconst<>+120(SB), Z0, Z1
+	VSCALEFPS        Z11, Z1, Z11
+	VADDPS           Z11, Z6, K1, Z6
+	VCVTPS2DQ        Z11, Z11
+	VPMAXSD          Z5, Z11, Z11
+	VPMINUD          Z10, Z11, Z11
+	VPADDD           Z11, Z3, K1, Z3
+	VPMOVDB          Z11, X0
+	VMOVDQU8         X0, K1, (AX)(BX*1)
 
 done_cv:
-	VADDPS        Z4, Z3, Z3
-	VADDPS        Z5, Z3, Z3
-	VADDPS        Z6, Z3, Z3
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
+	VADDPS        Z7, Z6, Z6
+	VADDPS        Z8, Z6, Z6
+	VADDPS        Z9, Z6, Z6
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y0, Y6, Y0
 	VEXTRACTF128  $0x01, Y0, X1
 	VADDPS        X1, X0, X1
 	VMOVHLPS      X1, X1, X0
@@ -4474,8 +4473,10 @@ done_cv:
 	XORL          DX, DX
 	CMPL          AX, CX
 	CMOVLCS       DX, CX
-	VEXTRACTI64X4 $0x01, Z2, Y0
-	VPADDD        Y0, Y2, Y0
+	VPMOVQD       Z4, Y24
+	VPADDD        Z24, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y0, Y3, Y0
 	VEXTRACTI128  $0x01, Y0, X1
 	VPADDD        X1, X0, X1
 	VPSHUFD       $0x4e, X1, X0
@@ -4488,9 +4489,9 @@ done_cv:
 	VZEROUPPER
 	RET
 
-// func eltSoftmaxU8Rows(dst []uint8, ldd int, scales []float32, x []float32, n int, mask []float32) (row int, bits uint32)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, CMOV
-TEXT ·eltSoftmaxU8Rows(SB), NOSPLIT, $0-124
+// func eltSoftmaxU8Rows(dst []uint8, ldd int, scales []float32, x []float32, n int, mask []float32, xscale []float32) (row int, bits uint32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, CMOV, FMA3
+TEXT ·eltSoftmaxU8Rows(SB), NOSPLIT, $0-148
 	MOVQ         scales_len+40(FP), AX
 	MOVQ         scales_base+32(FP), DX
 	MOVQ         dst_base+0(FP), BX
@@ -4499,11 +4500,13 @@ TEXT ·eltSoftmaxU8Rows(SB), NOSPLIT, $0-124
 	MOVQ         n+80(FP), R8
 	MOVQ         mask_base+88(FP), R9
 	MOVQ         mask_len+96(FP), R10
-	VBROADCASTSS eltconst<>+52(SB), Z0
-	XORQ         R11, R11
+	MOVQ         xscale_base+112(FP), R11
+	MOVQ         xscale_len+120(FP), R12
+	VBROADCASTSS eltconst<>+48(SB), Z0
+	XORQ         R13, R13
 
 row_cw:
-	CMPQ         R11, AX
+	CMPQ         R13, AX
 	JAE          done_cw
 	MOVL         $0xff800000, CX
 	VPBROADCASTD CX, Z1
@@ -4515,34 +4518,34 @@ row_cw:
 	VPBROADCASTD CX, Z4
 	TESTQ        R10, R10
 	JZ           nomask_cw
-	XORQ         R12, R12
+	XORQ         R14, R14
 	MOVQ         R8, CX
 	ANDQ         $-64, CX
 
 max4_cx:
-	CMPQ    R12, CX
+	CMPQ    R14, CX
 	JAE     max1_cx
-	VMOVUPS (DI)(R12*4), Z5
-	VMOVUPS (R9)(R12*4), Z6
+	VMOVUPS (DI)(R14*4), Z5
+	VMOVUPS (R9)(R14*4), Z6
 	VADDPS  Z6, Z5, Z5
-	VMOVUPS Z5, (DI)(R12*4)
+	VMOVUPS Z5, (DI)(R14*4)
 	VMAXPS  Z5, Z1, Z1
-	VMOVUPS 64(DI)(R12*4), Z5
-	VMOVUPS 64(R9)(R12*4), Z6
+	VMOVUPS 64(DI)(R14*4), Z5
+	VMOVUPS 64(R9)(R14*4), Z6
 	VADDPS  Z6, Z5, Z5
-	VMOVUPS Z5, 64(DI)(R12*4)
+	VMOVUPS Z5, 64(DI)(R14*4)
 	VMAXPS  Z5, Z2, Z2
-	VMOVUPS 128(DI)(R12*4), Z5
-	VMOVUPS 128(R9)(R12*4), Z6
+	VMOVUPS 128(DI)(R14*4), Z5
+	VMOVUPS 128(R9)(R14*4), Z6
 	VADDPS  Z6, Z5, Z5
-	VMOVUPS Z5, 128(DI)(R12*4)
+	VMOVUPS Z5, 128(DI)(R14*4)
 	VMAXPS  Z5, Z3, Z3
-	VMOVUPS 192(DI)(R12*4), Z5
-	VMOVUPS 192(R9)(R12*4), Z6
+	VMOVUPS 192(DI)(R14*4), Z5
+	VMOVUPS 192(R9)(R14*4), Z6
 	VADDPS  Z6, Z5, Z5
-	VMOVUPS Z5, 192(DI)(R12*4)
+	VMOVUPS Z5, 192(DI)(R14*4)
 	VMAXPS  Z5, Z4, Z4
-	ADDQ    $0x00000040, R12
+	ADDQ    $0x00000040, R14
 	JMP     max4_cx
 
 max1_cx:
@@ -4550,50 +4553,50 @@ max1_cx:
 	ANDQ $-16, CX
 
 full_cy:
-	CMPQ    R12, CX
+	CMPQ    R14, CX
 	JAE     tail_cy
-	VMOVUPS (DI)(R12*4), Z5
-	VMOVUPS (R9)(R12*4), Z6
+	VMOVUPS (DI)(R14*4), Z5
+	VMOVUPS (R9)(R14*4), Z6
 	VADDPS  Z6, Z5, Z5
-	VMOVUPS Z5, (DI)(R12*4)
+	VMOVUPS Z5, (DI)(R14*4)
 	VMAXPS  Z5, Z1, Z1
-	ADDQ    $+16, R12
+	ADDQ    $+16, R14
 	JMP     full_cy
 
 tail_cy:
 	MOVQ      R8, CX
-	SUBQ      R12, CX
+	SUBQ      R14, CX
 	JZ        done_cy
-	MOVL      $0x00000001, R13
-	SHLL      CL, R13
-	DECL      R13
-	KMOVW     R13, K1
-	VMOVUPS.Z (DI)(R12*4), K1, Z5
-	VMOVUPS.Z (R9)(R12*4), K1, Z6
+	MOVL      $0x00000001, R15
+	SHLL      CL, R15
+	DECL      R15
+	KMOVW     R15, K1
+	VMOVUPS.Z (DI)(R14*4), K1, Z5
+	VMOVUPS.Z (R9)(R14*4), K1, Z6
 	VADDPS    Z6, Z5, Z5
-	VMOVUPS   Z5, K1, (DI)(R12*4)
+	VMOVUPS   Z5, K1, (DI)(R14*4)
 	VMAXPS    Z5, Z1, K1, Z1
 
 done_cy:
 	JMP max_cw
 
 nomask_cw:
-	XORQ R12, R12
+	XORQ R14, R14
 	MOVQ R8, CX
 	ANDQ $-64, CX
 
 max4_cz:
-	CMPQ    R12, CX
+	CMPQ    R14, CX
 	JAE     max1_cz
-	VMOVUPS (DI)(R12*4), Z5
+	VMOVUPS (DI)(R14*4), Z5
 	VMAXPS  Z5, Z1, Z1
-	VMOVUPS 64(DI)(R12*4), Z5
+	VMOVUPS 64(DI)(R14*4), Z5
 	VMAXPS  Z5, Z2, Z2
-	VMOVUPS 128(DI)(R12*4), Z5
+	VMOVUPS 128(DI)(R14*4), Z5
 	VMAXPS  Z5, Z3, Z3
-	VMOVUPS 192(DI)(R12*4), Z5
+	VMOVUPS 192(DI)(R14*4), Z5
 	VMAXPS  Z5, Z4, Z4
-	ADDQ    $0x00000040, R12
+	ADDQ    $0x00000040, R14
 	JMP     max4_cz
 
 max1_cz:
@@ -4601,22 +4604,22 @@ max1_cz:
 	ANDQ $-16, CX
 
 full_da:
-	CMPQ    R12, CX
+	CMPQ    R14, CX
 	JAE     tail_da
-	VMOVUPS (DI)(R12*4), Z5
+	VMOVUPS (DI)(R14*4), Z5
 	VMAXPS  Z5, Z1, Z1
-	ADDQ    $+16, R12
+	ADDQ    $+16, R14
 	JMP     full_da
 
 tail_da:
 	MOVQ      R8, CX
-	SUBQ      R12, CX
+	SUBQ      R14, CX
 	JZ        done_da
-	MOVL      $0x00000001, R13
-	SHLL      CL, R13
-	DECL      R13
-	KMOVW     R13, K1
-	VMOVUPS.Z (DI)(R12*4), K1, Z5
+	MOVL      $0x00000001, R15
+	SHLL      CL, R15
+	DECL      R15
+	KMOVW     R15, K1
+	VMOVUPS.Z (DI)(R14*4), K1, Z5
 	VMAXPS    Z5, Z1, K1, Z1
 
 done_da:
@@ -4635,162 +4638,163 @@ max_cw:
 	VMOVD         X1, CX
 	CMPL          CX, $0xff800000
 	JE            neginf_cw
-	VBROADCASTSS  X1, Z1
-	VPXORD        Z7, Z7, Z7
-	VPXORD        Z8, Z8, Z8
-	VPXORD        Z9, Z9, Z9
-	VPXORD        Z10, Z10, Z10
-	VPXORD        Z11, Z11, Z11
-	VBROADCASTSS  eltconst<>+60(SB), Z2
-	XORQ          R12, R12
-	MOVQ          R8, CX
-	ANDQ          $-64, CX
+	TESTQ         R12, R12
+	JZ            noscale_cw
+	VMOVSS        (R11)(R13*4), X2
+	JMP           scale_cw
+
+noscale_cw:
+	VMOVSS eltconst<>+44(SB), X2
+
+scale_cw:
+	VMULSS       eltconst<>+0(SB), X2, X2
+	VXORPS       X3, X3, X3
+	VFNMSUB231SS X2, X1, X3
+	VMOVD        X3, CX
+	ANDL         $0x7fffffff, CX
+	CMPL         CX, $0x7f800000
+	JAE          badc_cw
+	VBROADCASTSS X2, Z1
+	VBROADCASTSS X3, Z2
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VBROADCASTSS eltconst<>+52(SB), Z3
+	VMOVDQU32    eltconst<>+56(SB), Z4
+	XORQ         R14, R14
+	MOVQ         R8, CX
+	ANDQ         $-64, CX
 
 unrolled_db:
-	CMPQ              R12, CX
-	JAE               rest_db
-	VMOVUPS           (DI)(R12*4), Z3
-	VMOVUPS           64(DI)(R12*4), Z4
-	VMOVUPS           128(DI)(R12*4), Z5
-	VMOVUPS           192(DI)(R12*4), Z6
-	VSUBPS            Z1, Z3, Z3
-	VSUBPS            Z1, Z4, Z4
-	VSUBPS            Z1, Z5, Z5
-	VSUBPS            Z1, Z6, Z6
-	VMAXPS            Z3, Z0, Z3
-	VMAXPS            Z4, Z0, Z4
-	VMAXPS            Z5, Z0, Z5
-	VMAXPS            Z6, Z0, Z6
-	VBROADCASTSS      eltconst<>+56(SB), Z13
-	VBROADCASTSS      eltconst<>+56(SB), Z15
-	VBROADCASTSS      eltconst<>+56(SB), Z17
-	VBROADCASTSS      eltconst<>+56(SB), Z19
-	VFMADD231PS.BCST  eltconst<>+0(SB), Z3, Z13
-	VFMADD231PS.BCST  eltconst<>+0(SB), Z4, Z15
-	VFMADD231PS.BCST  eltconst<>+0(SB), Z5, Z17
-	VFMADD231PS.BCST  eltconst<>+0(SB), Z6, Z19
-	VSUBPS.BCST       eltconst<>+56(SB), Z13, Z13
-	VSUBPS.BCST       eltconst<>+56(SB), Z15, Z15
-	VSUBPS.BCST       eltconst<>+56(SB), Z17, Z17
-	VSUBPS.BCST       eltconst<>+56(SB), Z19, Z19
-	VFNMADD231PS.BCST eltconst<>+48(SB), Z13, Z3
-	VFNMADD231PS.BCST eltconst<>+48(SB), Z15, Z4
-	VFNMADD231PS.BCST eltconst<>+48(SB), Z17, Z5
-	VFNMADD231PS.BCST eltconst<>+48(SB), Z19, Z6
-	VBROADCASTSS      eltconst<>+80(SB), Z14
-	VBROADCASTSS      eltconst<>+80(SB), Z16
-	VBROADCASTSS      eltconst<>+80(SB), Z18
-	VBROADCASTSS      eltconst<>+80(SB), Z20
-	VFMADD213PS.BCST  eltconst<>+76(SB), Z3, Z14
-	VFMADD213PS.BCST  eltconst<>+76(SB), Z4, Z16
-	VFMADD213PS.BCST  eltconst<>+76(SB), Z5, Z18
-	VFMADD213PS.BCST  eltconst<>+76(SB), Z6, Z20
-	VFMADD213PS.BCST  eltconst<>+72(SB), Z3, Z14
-	VFMADD213PS.BCST  eltconst<>+72(SB), Z4, Z16
-	VFMADD213PS.BCST  eltconst<>+72(SB), Z5, Z18
-	VFMADD213PS.BCST  eltconst<>+72(SB), Z6, Z20
-	VFMADD213PS.BCST  eltconst<>+68(SB), Z3, Z14
-	VFMADD213PS.BCST  eltconst<>+68(SB), Z4, Z16
-	VFMADD213PS.BCST  eltconst<>+68(SB), Z5, Z18
-	VFMADD213PS.BCST  eltconst<>+68(SB), Z6, Z20
-	VFMADD213PS.BCST  eltconst<>+64(SB), Z3, Z14
-	VFMADD213PS.BCST  eltconst<>+64(SB), Z4, Z16
-	VFMADD213PS.BCST  eltconst<>+64(SB), Z5, Z18
-	VFMADD213PS.BCST  eltconst<>+64(SB), Z6, Z20
-	VSCALEFPS         Z13, Z14, Z3
-	VSCALEFPS         Z15, Z16, Z4
-	VSCALEFPS         Z17, Z18, Z5
-	VSCALEFPS         Z19, Z20, Z6
-	VADDPS            Z3, Z8, Z8
-	VCVTPS2DQ         Z3, Z3
-	VPMINUD           Z2, Z3, Z3
-	VPADDD            Z3, Z7, Z7
-	VPMOVDB           Z3, X3
-	VMOVDQU           X3, (BX)(R12*1)
-	VADDPS            Z4, Z9, Z9
-	VCVTPS2DQ         Z4, Z4
-	VPMINUD           Z2, Z4, Z4
-	VPADDD            Z4, Z7, Z7
-	VPMOVDB           Z4, X3
-	VMOVDQU           X3, 16(BX)(R12*1)
-	VADDPS            Z5, Z10, Z10
-	VCVTPS2DQ         Z5, Z5
-	VPMINUD           Z2, Z5, Z5
-	VPADDD            Z5, Z7, Z7
-	VPMOVDB           Z5, X3
-	VMOVDQU           X3, 32(BX)(R12*1)
-	VADDPS            Z6, Z11, Z11
-	VCVTPS2DQ         Z6, Z6
-	VPMINUD           Z2, Z6, Z6
-	VPADDD            Z6, Z7, Z7
-	VPMOVDB           Z6, X3
-	VMOVDQU           X3, 48(BX)(R12*1)
-	ADDQ              $0x00000040, R12
-	JMP               unrolled_db
+	CMPQ             R14, CX
+	JAE              rest_db
+	VMOVUPS          (DI)(R14*4), Z5
+	VMOVUPS          64(DI)(R14*4), Z6
+	VMOVUPS          128(DI)(R14*4), Z16
+	VMOVUPS          192(DI)(R14*4), Z17
+	VFMADD213PS      Z2, Z1, Z5
+	VFMADD213PS      Z2, Z1, Z6
+	VFMADD213PS      Z2, Z1, Z16
+	VFMADD213PS      Z2, Z1, Z17
+	VMAXPS           Z5, Z0, Z5
+	VMAXPS           Z6, Z0, Z6
+	VMAXPS           Z16, Z0, Z16
+	VMAXPS           Z17, Z0, Z17
+	VRNDSCALEPS      $0x09, Z5, Z18
+	VRNDSCALEPS      $0x09, Z6, Z20
+	VRNDSCALEPS      $0x09, Z16, Z22
+	VRNDSCALEPS      $0x09, Z17, Z24
+	VSUBPS           Z18, Z5, Z18
+	VSUBPS           Z20, Z6, Z20
+	VSUBPS           Z22, Z16, Z22
+	VSUBPS           Z24, Z17, Z24
+	VBROADCASTSS     eltconst<>+136(SB), Z19
+	VBROADCASTSS     eltconst<>+136(SB), Z21
+	VBROADCASTSS     eltconst<>+136(SB), Z23
+	VBROADCASTSS     eltconst<>+136(SB), Z25
+	VFMADD213PS.BCST eltconst<>+132(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+132(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+132(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+132(SB), Z24, Z25
+	VFMADD213PS.BCST eltconst<>+128(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+128(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+128(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+128(SB), Z24, Z25
+	VFMADD213PS.BCST eltconst<>+124(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+124(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+124(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+124(SB), Z24, Z25
+	VFMADD213PS.BCST eltconst<>+120(SB), Z18, Z19
+	VFMADD213PS.BCST eltconst<>+120(SB), Z20, Z21
+	VFMADD213PS.BCST eltconst<>+120(SB), Z22, Z23
+	VFMADD213PS.BCST eltconst<>+120(SB), Z24, Z25
+	VSCALEFPS        Z5, Z19, Z5
+	VSCALEFPS        Z6, Z21, Z6
+	VSCALEFPS        Z16, Z23, Z16
+	VSCALEFPS        Z17, Z25, Z17
+	VADDPS           Z5, Z10, Z10
+	VCVTPS2DQ        Z5, Z5
+	VADDPS           Z6, Z11, Z11
+	VCVTPS2DQ        Z6, Z6
+	VADDPS           Z16, Z12, Z12
+	VCVTPS2DQ        Z16, Z16
+	VADDPS           Z17, Z13, Z13
+	VCVTPS2DQ        Z17, Z17
+	VPACKSSDW        Z6, Z5, Z5
+	VPACKSSDW        Z17, Z16, Z16
+	VPACKUSWB        Z16, Z5, Z5
+	VPERMD           Z5, Z4, Z5
+	VMOVDQU32        Z5, (BX)(R14*1)
+	VPSADBW          Z9, Z5, Z5
+	VPADDQ           Z5, Z8, Z8
+	ADDQ             $0x00000040, R14
+	JMP              unrolled_db
 
 rest_db:
 	MOVQ R8, CX
 	ANDQ $-16, CX
 
 full_dc:
-	CMPQ              R12, CX
-	JAE               tail_dc
-	VMOVUPS           (DI)(R12*4), Z3
-	VSUBPS            Z1, Z3, Z3
-	VMAXPS            Z3, Z0, Z3
-	VBROADCASTSS      eltconst<>+56(SB), Z4
-	VFMADD231PS.BCST  eltconst<>+0(SB), Z3, Z4
-	VSUBPS.BCST       eltconst<>+56(SB), Z4, Z4
-	VFNMADD231PS.BCST eltconst<>+48(SB), Z4, Z3
-	VBROADCASTSS      eltconst<>+80(SB), Z5
-	VFMADD213PS.BCST  eltconst<>+76(SB), Z3, Z5
-	VFMADD213PS.BCST  eltconst<>+72(SB), Z3, Z5
-	VFMADD213PS.BCST  eltconst<>+68(SB), Z3, Z5
-	VFMADD213PS.BCST  eltconst<>+64(SB), Z3, Z5
-	VSCALEFPS         Z4, Z5, Z3
-	VADDPS            Z3, Z8, Z8
-	VCVTPS2DQ         Z3, Z3
-	VPMINUD           Z2, Z3, Z3
-	VPADDD            Z3, Z7, Z7
-	VPMOVDB           Z3, X3
-	VMOVDQU           X3, (BX)(R12*1)
-	ADDQ              $+16, R12
-	JMP               full_dc
+	CMPQ             R14, CX
+	JAE              tail_dc
+	VMOVUPS          (DI)(R14*4), Z4
+	VFMADD213PS      Z2, Z1, Z4
+	VMAXPS           Z4, Z0, Z4
+	VRNDSCALEPS      $0x09, Z4, Z5
+	VSUBPS           Z5, Z4, Z5
+	VBROADCASTSS     eltconst<>+136(SB), Z6
+	VFMADD213PS.BCST eltconst<>+132(SB), Z5, Z6
+	VFMADD213PS.BCST eltconst<>+128(SB), Z5, Z6
+	VFMADD213PS.BCST eltconst<>+124(SB), Z5, Z6
+	VFMADD213PS.BCST eltconst<>+120(SB), Z5, Z6
+	VSCALEFPS        Z4, Z6, Z4
+	VADDPS           Z4, Z10, Z10
+	VCVTPS2DQ        Z4, Z4
+	VPMAXSD          Z9, Z4, Z4
+	VPMINUD          Z3, Z4, Z4
+	VPADDD           Z4, Z7, Z7
+	VPMOVDB          Z4, X4
+	VMOVDQU          X4, (BX)(R14*1)
+	ADDQ             $+16, R14
+	JMP              full_dc
 
 tail_dc:
-	MOVQ              R8, CX
-	SUBQ              R12, CX
-	JZ                done_dc
-	MOVL              $0x00000001, R13
-	SHLL              CL, R13
-	DECL              R13
-	KMOVW             R13, K1
-	VMOVUPS.Z         (DI)(R12*4), K1, Z3
-	VSUBPS            Z1, Z3, Z3
-	VMAXPS            Z3, Z0, Z3
-	VBROADCASTSS      eltconst<>+56(SB), Z1
-	VFMADD231PS.BCST  eltconst<>+0(SB), Z3, Z1
-	VSUBPS.BCST       eltconst<>+56(SB), Z1, Z1
-	VFNMADD231PS.BCST eltconst<>+48(SB), Z1, Z3
-	VBROADCASTSS      eltconst<>+80(SB), Z4
-	VFMADD213PS.BCST  eltconst<>+76(SB), Z3, Z4
-	VFMADD213PS.BCST  eltconst<>+72(SB), Z3, Z4
-	VFMADD213PS.BCST  eltconst<>+68(SB), Z3, Z4
-	VFMADD213PS.BCST  eltconst<>+64(SB), Z3, Z4
-	VSCALEFPS         Z1, Z4, Z3
-	VADDPS            Z3, Z8, K1, Z8
-	VCVTPS2DQ         Z3, Z3
-	VPMINUD           Z2, Z3, Z3
-	VPADDD            Z3, Z7, K1, Z7
-	VPMOVDB           Z3, X1
-	VMOVDQU8          X1, K1, (BX)(R12*1)
+	MOVQ             R8, CX
+	SUBQ             R14, CX
+	JZ               done_dc
+	MOVL             $0x00000001, R15
+	SHLL             CL, R15
+	DECL             R15
+	KMOVW            R15, K1
+	VMOVUPS.Z        (DI)(R14*4), K1, Z4
+	VFMADD213PS      Z2, Z1, Z4
+	VMAXPS           Z4, Z0, Z4
+	VRNDSCALEPS      $0x09, Z4, Z1
+	VSUBPS           Z1, Z4, Z1
+	VBROADCASTSS     eltconst<>+136(SB), Z2
+	VFMADD213PS.BCST eltconst<>+132(SB), Z1, Z2
+	VFMADD213PS.BCST eltconst<>+128(SB), Z1, Z2
+	VFMADD213PS.BCST eltconst<>+124(SB), Z1, Z2
+	VFMADD213PS.BCST eltconst<>+120(SB), Z1, Z2
+	VSCALEFPS        Z4, Z2, Z4
+	VADDPS           Z4, Z10, K1, Z10
+	VCVTPS2DQ        Z4, Z4
+	VPMAXSD          Z9, Z4, Z4
+	VPMINUD          Z3, Z4, Z4
+	VPADDD           Z4, Z7, K1, Z7
+	VPMOVDB          Z4, X1
+	VMOVDQU8         X1, K1, (BX)(R14*1)
 
 done_dc:
-	VADDPS        Z9, Z8, Z8
-	VADDPS        Z10, Z8, Z8
-	VADDPS        Z11, Z8, Z8
-	VEXTRACTF64X4 $0x01, Z8, Y1
-	VADDPS        Y1, Y8, Y1
+	VADDPS        Z11, Z10, Z10
+	VADDPS        Z12, Z10, Z10
+	VADDPS        Z13, Z10, Z10
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y1, Y10, Y1
 	VEXTRACTF128  $0x01, Y1, X2
 	VADDPS        X2, X1, X2
 	VMOVHLPS      X2, X2, X1
@@ -4799,10 +4803,12 @@ done_dc:
 	VADDSS        X1, X2, X2
 	VMOVD         X2, CX
 	ANDL          $0x7fffffff, CX
-	MOVL          $0x7f800000, R12
-	XORL          R13, R13
-	CMPL          CX, R12
-	CMOVLCS       R13, R12
+	MOVL          $0x7f800000, R14
+	XORL          R15, R15
+	CMPL          CX, R14
+	CMOVLCS       R15, R14
+	VPMOVQD       Z8, Y14
+	VPADDD        Z14, Z7, Z7
 	VEXTRACTI64X4 $0x01, Z7, Y1
 	VPADDD        Y1, Y7, Y1
 	VEXTRACTI128  $0x01, Y1, X2
@@ -4812,30 +4818,34 @@ done_dc:
 	VPSHUFD       $0xb1, X2, X1
 	VPADDD        X1, X2, X2
 	VMOVD         X2, CX
-	CMPL          R12, $0x7f800000
+	CMPL          R14, $0x7f800000
 	JAE           bad_cw
-	VCVTSI2SSL    CX, X12, X12
+	VCVTSI2SSL    CX, X15, X15
 	VMOVSS        eltconst<>+44(SB), X1
-	VDIVSS        X12, X1, X1
-	VMOVSS        X1, (DX)(R11*4)
-	INCQ          R11
+	VDIVSS        X15, X1, X1
+	VMOVSS        X1, (DX)(R13*4)
+	INCQ          R13
 	ADDQ          SI, BX
 	LEAQ          (DI)(R8*4), DI
 	JMP           row_cw
 
+badc_cw:
+	MOVL $0x7f800000, R14
+	JMP  bad_cw
+
 neginf_cw:
-	XORL R12, R12
+	XORL R14, R14
 
 bad_cw:
-	MOVQ R11, row+112(FP)
-	MOVL R12, bits+120(FP)
+	MOVQ R13, row+136(FP)
+	MOVL R14, bits+144(FP)
 	VZEROUPPER
 	RET
 
 done_cw:
-	MOVQ R11, row+112(FP)
+	MOVQ R13, row+136(FP)
 	XORL AX, AX
-	MOVL AX, bits+120(FP)
+	MOVL AX, bits+144(FP)
 	VZEROUPPER
 	RET
 
@@ -4855,7 +4865,7 @@ full_de:
 	CMPQ        DI, CX
 	JAE         tail_de
 	VMOVUPS     (BX)(DI*4), Z1
-	VPANDD.BCST eltconst<>+108(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+164(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 	ADDQ        $+16, DI
 	JMP         full_de
@@ -4869,7 +4879,7 @@ tail_de:
 	DECL        R8
 	KMOVW       R8, K1
 	VMOVUPS.Z   (BX)(DI*4), K1, Z1
-	VPANDD.BCST eltconst<>+108(SB), Z1, Z1
+	VPANDD.BCST eltconst<>+164(SB), Z1, Z1
 	VPMAXUD     Z1, Z0, Z0
 
 done_de:
@@ -4886,7 +4896,7 @@ done_de:
 	CMPL          CX, $0x7f800000
 	JAE           nonfinite_dd
 	VMOVD         CX, X0
-	VDIVSS        eltconst<>+100(SB), X0, X0
+	VDIVSS        eltconst<>+156(SB), X0, X0
 	VXORPS        X1, X1, X1
 	VUCOMISS      X1, X0
 	JNE           scaled_dd
@@ -4910,8 +4920,8 @@ full_dd:
 	JAE         tail_dd
 	VMOVUPS     (BX)(R8*4), Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+96(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+100(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+152(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+156(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
 	VPADDD      Z1, Z2, Z2
 	VPMOVDB     Z1, X1
@@ -4933,8 +4943,8 @@ tail_dd:
 	KMOVW       R9, K1
 	VMOVUPS.Z   (BX)(R8*4), K1, Z1
 	VMULPS      Z0, Z1, Z1
-	VMAXPS.BCST eltconst<>+96(SB), Z1, Z1
-	VMINPS.BCST eltconst<>+100(SB), Z1, Z1
+	VMAXPS.BCST eltconst<>+152(SB), Z1, Z1
+	VMINPS.BCST eltconst<>+156(SB), Z1, Z1
 	VCVTPS2DQ   Z1, Z1
 	VPADDD      Z1, Z2, Z2
 	VPMOVDB     Z1, X0
@@ -4983,7 +4993,7 @@ TEXT ·eltPackQuantVT4(SB), NOSPLIT, $0-144
 	MOVQ         nr+128(FP), DI
 	MOVQ         panel+136(FP), R8
 	VBROADCASTSS inv+120(FP), Z0
-	VBROADCASTSS eltconst<>+112(SB), Z1
+	VBROADCASTSS eltconst<>+168(SB), Z1
 	XORQ         R10, R10
 	XORQ         R11, R11
 	MOVQ         CX, R12
@@ -4994,30 +5004,30 @@ full_df:
 	JAE         tail_df
 	VMOVUPS     (AX)(R11*4), Z2
 	VMULPS      Z0, Z2, Z2
-	VMAXPS.BCST eltconst<>+96(SB), Z2, Z2
-	VMINPS.BCST eltconst<>+100(SB), Z2, Z2
+	VMAXPS.BCST eltconst<>+152(SB), Z2, Z2
+	VMINPS.BCST eltconst<>+156(SB), Z2, Z2
 	VCVTPS2DQ   Z2, Z2
 	VPANDD      Z1, Z2, Z2
 	VMOVUPS     (DX)(R11*4), Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+96(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+100(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x08, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS     (BX)(R11*4), Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+96(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+100(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x10, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS     (SI)(R11*4), Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+96(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+100(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x18, Z3, Z3
@@ -5042,30 +5052,30 @@ tail_df:
 	KMOVW       R12, K1
 	VMOVUPS.Z   (AX)(R11*4), K1, Z2
 	VMULPS      Z0, Z2, Z2
-	VMAXPS.BCST eltconst<>+96(SB), Z2, Z2
-	VMINPS.BCST eltconst<>+100(SB), Z2, Z2
+	VMAXPS.BCST eltconst<>+152(SB), Z2, Z2
+	VMINPS.BCST eltconst<>+156(SB), Z2, Z2
 	VCVTPS2DQ   Z2, Z2
 	VPANDD      Z1, Z2, Z2
 	VMOVUPS.Z   (DX)(R11*4), K1, Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+96(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+100(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x08, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS.Z   (BX)(R11*4), K1, Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+96(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+100(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x10, Z3, Z3
 	VPORD       Z3, Z2, Z2
 	VMOVUPS.Z   (SI)(R11*4), K1, Z3
 	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST eltconst<>+96(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+100(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPANDD      Z1, Z3, Z3
 	VPSLLD      $0x18, Z3, Z3
@@ -5093,7 +5103,7 @@ TEXT ·eltQKVToken(SB), NOSPLIT, $0-132
 	MOVQ         nr4+112(FP), R9
 	MOVQ         DI, R10
 	SHLQ         $0x08, R10
-	VBROADCASTSS eltconst<>+108(SB), Z0
+	VBROADCASTSS eltconst<>+164(SB), Z0
 	XORQ         CX, CX
 	MOVQ         SI, R11
 
@@ -5182,7 +5192,7 @@ scales_dg:
 	JAE           ret_dg
 	VBROADCASTSS  eltconst<>+44(SB), Z2
 	VXORPS        Z4, Z4, Z4
-	VDIVPS.BCST   eltconst<>+100(SB), Z0, Z0
+	VDIVPS.BCST   eltconst<>+156(SB), Z0, Z0
 	VCMPPS        $0x00, Z4, Z0, K1
 	VMOVAPS       Z2, K1, Z0
 	VDIVPS        Z0, Z2, Z5
@@ -5190,7 +5200,7 @@ scales_dg:
 	VMULPS        Z6, Z0, Z0
 	VMOVUPS       Z0, 192(AX)
 	VMOVUPS       Z5, 320(AX)
-	VDIVPS.BCST   eltconst<>+100(SB), Z1, Z1
+	VDIVPS.BCST   eltconst<>+156(SB), Z1, Z1
 	VCMPPS        $0x00, Z4, Z1, K1
 	VMOVAPS       Z2, K1, Z1
 	VDIVPS        Z1, Z2, Z0
@@ -5209,22 +5219,22 @@ bytes_dg:
 	VBROADCASTSS  320(AX)(CX*4), Z0
 	VMULPS        (R11), Z0, Z1
 	VCVTPS2DQ     Z1, Z1
-	VPADDD.BCST   eltconst<>+104(SB), Z1, Z1
+	VPADDD.BCST   eltconst<>+160(SB), Z1, Z1
 	VPMOVDB       Z1, X1
 	VMOVDQU       X1, (DX)
 	VMULPS        64(R11), Z0, Z1
 	VCVTPS2DQ     Z1, Z1
-	VPADDD.BCST   eltconst<>+104(SB), Z1, Z1
+	VPADDD.BCST   eltconst<>+160(SB), Z1, Z1
 	VPMOVDB       Z1, X1
 	VMOVDQU       X1, 16(DX)
 	VMULPS        128(R11), Z0, Z1
 	VCVTPS2DQ     Z1, Z1
-	VPADDD.BCST   eltconst<>+104(SB), Z1, Z1
+	VPADDD.BCST   eltconst<>+160(SB), Z1, Z1
 	VPMOVDB       Z1, X1
 	VMOVDQU       X1, 32(DX)
 	VMULPS        192(R11), Z0, Z0
 	VCVTPS2DQ     Z0, Z0
-	VPADDD.BCST   eltconst<>+104(SB), Z0, Z0
+	VPADDD.BCST   eltconst<>+160(SB), Z0, Z0
 	VPMOVDB       Z0, X0
 	VMOVDQU       X0, 48(DX)
 	VBROADCASTSS  384(AX)(CX*4), Z0
@@ -5304,12 +5314,12 @@ full_dh:
 	CMPQ        BX, SI
 	JAE         tail_dh
 	VMOVUPS     (DX)(BX*4), Z3
-	VPANDD.BCST eltconst<>+108(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+164(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+96(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+100(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X3
 	VMOVDQU     X3, (AX)(BX*1)
@@ -5324,12 +5334,12 @@ tail_dh:
 	DECL        SI
 	KMOVW       SI, K1
 	VMOVUPS.Z   (DX)(BX*4), K1, Z3
-	VPANDD.BCST eltconst<>+108(SB), Z3, Z4
+	VPANDD.BCST eltconst<>+164(SB), Z3, Z4
 	VPMAXUD     Z4, Z2, Z2
 	VMULPS      Z0, Z3, Z3
 	VADDPS      Z1, Z3, Z3
-	VMAXPS.BCST eltconst<>+96(SB), Z3, Z3
-	VMINPS.BCST eltconst<>+100(SB), Z3, Z3
+	VMAXPS.BCST eltconst<>+152(SB), Z3, Z3
+	VMINPS.BCST eltconst<>+156(SB), Z3, Z3
 	VCVTPS2DQ   Z3, Z3
 	VPMOVDB     Z3, X0
 	VMOVDQU8    X0, K1, (AX)(BX*1)

@@ -36,14 +36,14 @@ func eltQuantRowPre(dst []uint8, x, pre []float32, inv float32) {
 func eltQuantU8(dst []uint8, x []float32, inv, zp float32) uint32 {
 	return eltQuantU8Generic(dst, x, inv, zp)
 }
-func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum, bits uint32) {
-	return eltExpQuantU8Generic(dst, x, m)
+func eltExpQuantU8(dst []uint8, x []float32, a, c float32) (sum, bits uint32) {
+	return eltExpQuantU8Generic(dst, x, a, c)
 }
 func eltQKVToken(tmp []uint32, q []uint8, kd []int8, x []float32, heads, kh, nr4 int, qmul float32) uint32 {
 	return eltQKVTokenGeneric(tmp, q, kd, x, heads, kh, nr4, qmul)
 }
-func eltSoftmaxU8Rows(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32) {
-	return eltSoftmaxU8RowsGeneric(dst, ldd, scales, x, n, mask)
+func eltSoftmaxU8Rows(dst []uint8, ldd int, scales, x []float32, n int, mask, xscale []float32) (row int, bits uint32) {
+	return eltSoftmaxU8RowsGeneric(dst, ldd, scales, x, n, mask, xscale)
 }
 func eltPackQuantKRow(dst []int8, x []float32, stride int) (scale float32, colsum int32, bits uint32) {
 	return eltPackQuantKRowGeneric(dst, x, stride)

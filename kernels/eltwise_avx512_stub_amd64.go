@@ -93,26 +93,30 @@ func eltQuantU8(dst []uint8, x []float32, inv float32, zp float32) uint32
 
 // eltExpQuantU8 stores, for j < len(dst),
 //
-//	dst[j] = uint8(roundHalfEven(clamp(e255(x[j] - m), 0, 255)))
+//	dst[j] = uint8(roundHalfEven(clamp(e255(fma(x[j], a, c)), 0, 255)))
 //
-// with e255 the degree-4 255*exp of eltExpU8 (relative error under
-// 2.6e-6; NaN takes 255), and returns the sum of dst and bits:
+// (0 where e255 is NaN or at least 2^31)
+//
+// with e255 the degree-4 255*2^z of eltExpU8 (relative error under
+// 2.6e-6), and returns the sum of dst and bits:
 // 0x7f800000 when some e255 is NaN or infinite, else 0, bit for bit its
-// twin eltExpQuantU8Generic. m must be at least max(x) - 32 (SoftmaxU8
-// passes the maximum): the exponentials' float sum is then finite
-// exactly when each of them is.
-func eltExpQuantU8(dst []uint8, x []float32, m float32) (sum uint32, bits uint32)
+// twin eltExpQuantU8Generic. fma(x[j], a, c) must be at most 46
+// (SoftmaxU8 passes a and c of the row's maximum, eltExpU8Args): the
+// exponentials' float sum is then finite exactly when each of them is.
+func eltExpQuantU8(dst []uint8, x []float32, a float32, c float32) (sum uint32, bits uint32)
 
 // eltSoftmaxU8Rows runs, for each row i < len(scales) of x (n floats, row
 // stride n; its bytes at dst[i*ldd:]), what SoftmaxU8 does with the
 // AVX-512 functions: with mask, x_i += mask; m = the maximum of x_i in
-// four accumulators (eltMaxLanes4Generic); then sum, bits =
-// eltExpQuantU8(dst_i, x_i, m)
+// four accumulators (eltMaxLanes4Generic); then with s = xscale[i] (1
+// where xscale is empty), a = s*log2e and c = -(m*a) (eltExpU8Args),
+// sum, bits = eltExpQuantU8(dst_i, x_i, a, c)
 // and scales[i] = 1/float32(sum). It stops at the first row whose m is
-// -Inf (bits 0) or whose bits are >= 0x7f800000 (a NaN or an infinity),
+// -Inf (bits 0), whose c is not finite (bits 0x7f800000) or whose bits
+// are >= 0x7f800000 (a NaN or an infinity),
 // that row's scale unwritten, and returns its index (len(scales) when
 // every row is done). Its twin is eltSoftmaxU8RowsGeneric.
-func eltSoftmaxU8Rows(dst []uint8, ldd int, scales []float32, x []float32, n int, mask []float32) (row int, bits uint32)
+func eltSoftmaxU8Rows(dst []uint8, ldd int, scales []float32, x []float32, n int, mask []float32, xscale []float32) (row int, bits uint32)
 
 // eltPackQuantKRow quantizes x (k = len(x) values) to s8 with one scale,
 //

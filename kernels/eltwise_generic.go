@@ -14,15 +14,11 @@ const eltLanes = 16
 // two parts, degree-7 polynomial, relative error ~2e-7) and of erfc
 // (Numerical Recipes' erfcc: fractional error < 1.2e-7 for all z >= 0).
 const (
-	eltLog2e = float32(1.44269504088896341)
-	// eltRndMagic is 1.5*2^23: x + it - it rounds x (|x| < 2^22) to an
-	// integer, half to even.
-	eltRndMagic = float32(12582912)
-	eltLn2Hi    = float32(0.693359375)
-	eltLn2      = float32(0.69314718055994530942)
-	eltLn2Lo    = float32(-2.12194440e-4)
-	eltExpMin   = float32(-104) // exp(-104) rounds to 0 in float32
-	eltExpMax   = float32(88)
+	eltLog2e  = float32(1.44269504088896341)
+	eltLn2Hi  = float32(0.693359375)
+	eltLn2Lo  = float32(-2.12194440e-4)
+	eltExpMin = float32(-104) // exp(-104) rounds to 0 in float32
+	eltExpMax = float32(88)
 
 	eltInvSqrt2   = float32(0.70710678118654752440)
 	eltGELUAbsMax = float32(14.5) // |x| is clamped here: erfc(14.5/sqrt 2) ~ 1e-47
@@ -486,18 +482,18 @@ func eltQuantU8Generic(dst []uint8, x []float32, inv, zp float32) uint32 {
 
 // eltExpQuantU8Generic is eltExpQuantU8's twin: the three passes it fuses,
 // on a scratch row of exponentials.
-func eltExpQuantU8Generic(dst []uint8, x []float32, m float32) (sum, bits uint32) {
+func eltExpQuantU8Generic(dst []uint8, x []float32, a, c float32) (sum, bits uint32) {
 	x = x[:len(dst)]
 	for j := range dst {
-		e := eltExpU8(x[j] - m)
+		e := eltExpU8(fma32(x[j], a, c))
 		if e-e != 0 { // NaN or infinite
 			bits = absMaxBitsLimit
 		}
-		// VCVTPS2DQ then VPMINUD with 255: e >= 0, and what does not
-		// convert (NaN, 2^31 and above) is 0x80000000, above 255.
-		q := uint32(255)
-		if e < 255.5 {
-			q = uint32(math.RoundToEven(float64(e)))
+		// VCVTPS2DQ then the saturating packs: e >= 0, and what does not
+		// convert (NaN, 2^31 and above) is 0x80000000, negative: 0.
+		q := uint32(0)
+		if e < 1<<31 {
+			q = uint32(min(math.RoundToEven(float64(e)), 255))
 		}
 		dst[j] = uint8(q)
 		sum += q
@@ -505,16 +501,28 @@ func eltExpQuantU8Generic(dst []uint8, x []float32, m float32) (sum, bits uint32
 	return sum, bits
 }
 
+// eltExpU8Args returns the arguments a and c of eltExpQuantU8 for a row
+// whose maximum (mask added) is m and whose scores are scaled by s: the
+// exponent base 2 of a score x is fma(x, a, c) = (x - m)*s*log2e, a =
+// s*log2e, c = -(m*a), each rounded once. ok is false when c is not
+// finite (m infinite, or m*s*log2e past float32's range): the row's
+// scaled scores are then not all finite.
+func eltExpU8Args(m, s float32) (a, c float32, ok bool) {
+	a = s * eltLog2e
+	c = -(m * a)
+	return a, c, math.Float32bits(c)&0x7fffffff < 0x7f800000
+}
+
 // eltSoftmaxU8RowsGeneric is eltSoftmaxU8Rows's twin: the AVX-512
 // functions' twins called row by row.
-func eltSoftmaxU8RowsGeneric(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32) {
-	return eltSoftmaxU8RowsWith(eltMaxLanes4Generic, eltExpQuantU8Generic, dst, ldd, scales, x, n, mask)
+func eltSoftmaxU8RowsGeneric(dst []uint8, ldd int, scales, x []float32, n int, mask, xscale []float32) (row int, bits uint32) {
+	return eltSoftmaxU8RowsWith(eltMaxLanes4Generic, eltExpQuantU8Generic, dst, ldd, scales, x, n, mask, xscale)
 }
 
 // eltSoftmaxU8RowsWith is eltSoftmaxU8RowsGeneric with the row maximum
 // rowMax and the pass expQU8 given (the twins, or their AVX2 assembly).
-func eltSoftmaxU8RowsWith(rowMax func(x, mask []float32) float32, expQU8 func(dst []uint8, x []float32, m float32) (uint32, uint32),
-	dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32) {
+func eltSoftmaxU8RowsWith(rowMax func(x, mask []float32) float32, expQU8 func(dst []uint8, x []float32, a, c float32) (uint32, uint32),
+	dst []uint8, ldd int, scales, x []float32, n int, mask, xscale []float32) (row int, bits uint32) {
 	for i := range scales {
 		d := x[i*n : i*n+n]
 		var mk []float32
@@ -525,7 +533,15 @@ func eltSoftmaxU8RowsWith(rowMax func(x, mask []float32) float32, expQU8 func(ds
 		if math.IsInf(float64(m), -1) {
 			return i, 0
 		}
-		sum, b := expQU8(dst[i*ldd:i*ldd+n], d, m)
+		s := float32(1)
+		if len(xscale) > 0 {
+			s = xscale[i]
+		}
+		a, c, ok := eltExpU8Args(m, s)
+		if !ok {
+			return i, absMaxBitsLimit
+		}
+		sum, b := expQU8(dst[i*ldd:i*ldd+n], d, a, c)
 		if b >= absMaxBitsLimit {
 			return i, b
 		}
@@ -535,32 +551,35 @@ func eltSoftmaxU8RowsWith(rowMax func(x, mask []float32) float32, expQU8 func(ds
 }
 
 // eltExpU8P are the coefficients (constant term first) of the degree-4
-// polynomial of eltExpU8: 255 times the minimax approximation of exp(r) in
-// relative error on [-ln2/2, ln2/2] (error 2.6e-6). Degree 3 (7.5e-5, 0.02
-// of a u8 step) flipped enough bytes to take the golden XLM-R classifier's
-// logits below the INT8 attention gate (docs/DESIGN.md section 3.10).
-var eltExpU8P = [...]float32{2.5499981167e+02, 2.5499066824e+02, 1.2751111459e+02, 4.2816813399e+01, 1.0571945088e+01}
+// polynomial of eltExpU8 in f in [0, 1): 255*2^f by the minimax
+// approximation of exp(r) in relative error on [-ln2/2, ln2/2] (error
+// 2.6e-6; 2^f = sqrt2*exp(ln2*(f - 1/2)), expanded in float64 and rounded).
+// Degree 3 (7.5e-5, 0.02 of a u8 step) flipped enough bytes to take the
+// golden XLM-R classifier's logits below the INT8 attention gate
+// (docs/DESIGN.md section 3.10).
+var eltExpU8P = [...]float32{2.5500065613e+02, 1.7671597290e+02, 6.1567901611e+01, 1.3262922287e+01, 3.4512128830e+00}
 
-// eltExpU8 is 255*exp(x) to the precision INT8 attention's u8
-// probabilities need (docs/DESIGN.md section 3.10), the scalar twin of the
-// AVX-512 expVecsU8: x = max(x, -16) (255*exp(-16) rounds to 0),
-// n = roundHalfEven(x*log2e), r = fma(-n, ln2, x), p(r) by FMA (Horner,
-// highest degree first), p*2^n. Its relative error is under 3e-6 (under
-// 0.001 of a u8 step at 255); NaN stays NaN.
-func eltExpU8(x float32) float32 {
-	if x != x {
-		return x
+// eltExpU8Min is the clamp of eltExpU8's exponent: 255*2^-24 rounds to 0.
+const eltExpU8Min = float32(-24)
+
+// eltExpU8 is 255*2^z to the precision INT8 attention's u8 probabilities
+// need (docs/DESIGN.md section 3.10), the scalar twin of the AVX-512
+// expVecsU8: z = max(z, -24), f = z - floor(z) (exact, in [0, 1)), p(f)
+// by FMA (Horner, highest degree first), p*2^floor(z) (VSCALEFPS). Its
+// relative error is under 3e-6 (under 0.001 of a u8 step at 255); NaN
+// stays NaN.
+func eltExpU8(z float32) float32 {
+	if z != z {
+		return z
 	}
-	x = max(x, -16)
-	// n = roundHalfEven(x*log2e) with x*log2e unrounded: the magic add of
-	// the assembly, fma(x, log2e, 1.5*2^23) - 1.5*2^23.
-	n := fma32(x, eltLog2e, eltRndMagic) - eltRndMagic
-	r := fma32(-n, eltLn2, x)
+	z = max(z, eltExpU8Min)
+	fl := float32(math.Floor(float64(z)))
+	f := z - fl
 	p := eltExpU8P[4]
 	for i := 3; i >= 0; i-- {
-		p = fma32(p, r, eltExpU8P[i])
+		p = fma32(p, f, eltExpU8P[i])
 	}
-	return scale2n(p, n)
+	return scale2n(p, fl)
 }
 
 func eltQuantS8Generic(dst []int8, x []float32, inv, zp float32) uint32 {

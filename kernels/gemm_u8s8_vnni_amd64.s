@@ -14762,34 +14762,38 @@ vnniScores_1x64_epi:
 	VCVTDQ2PS    Z2, Z2
 	VCVTDQ2PS    Z3, Z3
 	MOVQ         rowScale+72(FP), CX
+	TESTQ        CX, CX
+	JZ           vnniScores_1x64_cols
 	VBROADCASTSS (CX), Z8
 	VMULPS       Z8, Z0, Z0
 	VMULPS       Z8, Z1, Z1
 	VMULPS       Z8, Z2, Z2
 	VMULPS       Z8, Z3, Z3
-	VMOVUPS.Z    (DI), K1, Z4
-	VMULPS       Z4, Z0, Z0
-	VMOVUPS.Z    64(DI), K2, Z5
-	VMULPS       Z5, Z1, Z1
-	VMOVUPS.Z    128(DI), K3, Z6
-	VMULPS       Z6, Z2, Z2
-	VMOVUPS.Z    192(DI), K4, Z7
-	VMULPS       Z7, Z3, Z3
-	MOVQ         ldc+40(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         DX, CX
-	VMOVUPS      Z0, K1, (CX)
-	VMOVUPS      Z1, K2, 64(CX)
-	VMOVUPS      Z2, K3, 128(CX)
-	VMOVUPS      Z3, K4, 192(CX)
-	ADDQ         $0x00000100, DX
-	ADDQ         $0x00000100, SI
-	ADDQ         $0x00000100, DI
-	MOVQ         k+24(FP), CX
-	SHLQ         $0x06, CX
-	ADDQ         CX, AX
-	SUBQ         $0x40, BX
-	JG           vnniScores_1x64_panel
+
+vnniScores_1x64_cols:
+	VMOVUPS.Z (DI), K1, Z4
+	VMULPS    Z4, Z0, Z0
+	VMOVUPS.Z 64(DI), K2, Z5
+	VMULPS    Z5, Z1, Z1
+	VMOVUPS.Z 128(DI), K3, Z6
+	VMULPS    Z6, Z2, Z2
+	VMOVUPS.Z 192(DI), K4, Z7
+	VMULPS    Z7, Z3, Z3
+	MOVQ      ldc+40(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      DX, CX
+	VMOVUPS   Z0, K1, (CX)
+	VMOVUPS   Z1, K2, 64(CX)
+	VMOVUPS   Z2, K3, 128(CX)
+	VMOVUPS   Z3, K4, 192(CX)
+	ADDQ      $0x00000100, DX
+	ADDQ      $0x00000100, SI
+	ADDQ      $0x00000100, DI
+	MOVQ      k+24(FP), CX
+	SHLQ      $0x06, CX
+	ADDQ      CX, AX
+	SUBQ      $0x40, BX
+	JG        vnniScores_1x64_panel
 	VZEROUPPER
 	RET
 
@@ -14877,6 +14881,8 @@ vnniScores_2x64_epi:
 	VCVTDQ2PS    Z6, Z6
 	VCVTDQ2PS    Z7, Z7
 	MOVQ         rowScale+72(FP), CX
+	TESTQ        CX, CX
+	JZ           vnniScores_2x64_cols
 	VBROADCASTSS (CX), Z12
 	VMULPS       Z12, Z0, Z0
 	VMULPS       Z12, Z1, Z1
@@ -14887,38 +14893,40 @@ vnniScores_2x64_epi:
 	VMULPS       Z13, Z5, Z5
 	VMULPS       Z13, Z6, Z6
 	VMULPS       Z13, Z7, Z7
-	VMOVUPS.Z    (R8), K1, Z8
-	VMULPS       Z8, Z0, Z0
-	VMULPS       Z8, Z4, Z4
-	VMOVUPS.Z    64(R8), K2, Z9
-	VMULPS       Z9, Z1, Z1
-	VMULPS       Z9, Z5, Z5
-	VMOVUPS.Z    128(R8), K3, Z10
-	VMULPS       Z10, Z2, Z2
-	VMULPS       Z10, Z6, Z6
-	VMOVUPS.Z    192(R8), K4, Z11
-	VMULPS       Z11, Z3, Z3
-	VMULPS       Z11, Z7, Z7
-	MOVQ         ldc+40(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         BX, R9
-	VMOVUPS      Z0, K1, (R9)
-	VMOVUPS      Z1, K2, 64(R9)
-	VMOVUPS      Z2, K3, 128(R9)
-	VMOVUPS      Z3, K4, 192(R9)
-	ADDQ         CX, R9
-	VMOVUPS      Z4, K1, (R9)
-	VMOVUPS      Z5, K2, 64(R9)
-	VMOVUPS      Z6, K3, 128(R9)
-	VMOVUPS      Z7, K4, 192(R9)
-	ADDQ         $0x00000100, BX
-	ADDQ         $0x00000100, DI
-	ADDQ         $0x00000100, R8
-	MOVQ         k+24(FP), CX
-	SHLQ         $0x06, CX
-	ADDQ         CX, DX
-	SUBQ         $0x40, SI
-	JG           vnniScores_2x64_panel
+
+vnniScores_2x64_cols:
+	VMOVUPS.Z (R8), K1, Z8
+	VMULPS    Z8, Z0, Z0
+	VMULPS    Z8, Z4, Z4
+	VMOVUPS.Z 64(R8), K2, Z9
+	VMULPS    Z9, Z1, Z1
+	VMULPS    Z9, Z5, Z5
+	VMOVUPS.Z 128(R8), K3, Z10
+	VMULPS    Z10, Z2, Z2
+	VMULPS    Z10, Z6, Z6
+	VMOVUPS.Z 192(R8), K4, Z11
+	VMULPS    Z11, Z3, Z3
+	VMULPS    Z11, Z7, Z7
+	MOVQ      ldc+40(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      BX, R9
+	VMOVUPS   Z0, K1, (R9)
+	VMOVUPS   Z1, K2, 64(R9)
+	VMOVUPS   Z2, K3, 128(R9)
+	VMOVUPS   Z3, K4, 192(R9)
+	ADDQ      CX, R9
+	VMOVUPS   Z4, K1, (R9)
+	VMOVUPS   Z5, K2, 64(R9)
+	VMOVUPS   Z6, K3, 128(R9)
+	VMOVUPS   Z7, K4, 192(R9)
+	ADDQ      $0x00000100, BX
+	ADDQ      $0x00000100, DI
+	ADDQ      $0x00000100, R8
+	MOVQ      k+24(FP), CX
+	SHLQ      $0x06, CX
+	ADDQ      CX, DX
+	SUBQ      $0x40, SI
+	JG        vnniScores_2x64_panel
 	VZEROUPPER
 	RET
 
@@ -15019,6 +15027,8 @@ vnniScores_3x64_epi:
 	VCVTDQ2PS    Z10, Z10
 	VCVTDQ2PS    Z11, Z11
 	MOVQ         rowScale+72(FP), CX
+	TESTQ        CX, CX
+	JZ           vnniScores_3x64_cols
 	VBROADCASTSS (CX), Z16
 	VMULPS       Z16, Z0, Z0
 	VMULPS       Z16, Z1, Z1
@@ -15034,47 +15044,49 @@ vnniScores_3x64_epi:
 	VMULPS       Z16, Z9, Z9
 	VMULPS       Z16, Z10, Z10
 	VMULPS       Z16, Z11, Z11
-	VMOVUPS.Z    (R8), K1, Z12
-	VMULPS       Z12, Z0, Z0
-	VMULPS       Z12, Z4, Z4
-	VMULPS       Z12, Z8, Z8
-	VMOVUPS.Z    64(R8), K2, Z13
-	VMULPS       Z13, Z1, Z1
-	VMULPS       Z13, Z5, Z5
-	VMULPS       Z13, Z9, Z9
-	VMOVUPS.Z    128(R8), K3, Z14
-	VMULPS       Z14, Z2, Z2
-	VMULPS       Z14, Z6, Z6
-	VMULPS       Z14, Z10, Z10
-	VMOVUPS.Z    192(R8), K4, Z15
-	VMULPS       Z15, Z3, Z3
-	VMULPS       Z15, Z7, Z7
-	VMULPS       Z15, Z11, Z11
-	MOVQ         ldc+40(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         BX, R9
-	VMOVUPS      Z0, K1, (R9)
-	VMOVUPS      Z1, K2, 64(R9)
-	VMOVUPS      Z2, K3, 128(R9)
-	VMOVUPS      Z3, K4, 192(R9)
-	ADDQ         CX, R9
-	VMOVUPS      Z4, K1, (R9)
-	VMOVUPS      Z5, K2, 64(R9)
-	VMOVUPS      Z6, K3, 128(R9)
-	VMOVUPS      Z7, K4, 192(R9)
-	ADDQ         CX, R9
-	VMOVUPS      Z8, K1, (R9)
-	VMOVUPS      Z9, K2, 64(R9)
-	VMOVUPS      Z10, K3, 128(R9)
-	VMOVUPS      Z11, K4, 192(R9)
-	ADDQ         $0x00000100, BX
-	ADDQ         $0x00000100, DI
-	ADDQ         $0x00000100, R8
-	MOVQ         k+24(FP), CX
-	SHLQ         $0x06, CX
-	ADDQ         CX, DX
-	SUBQ         $0x40, SI
-	JG           vnniScores_3x64_panel
+
+vnniScores_3x64_cols:
+	VMOVUPS.Z (R8), K1, Z12
+	VMULPS    Z12, Z0, Z0
+	VMULPS    Z12, Z4, Z4
+	VMULPS    Z12, Z8, Z8
+	VMOVUPS.Z 64(R8), K2, Z13
+	VMULPS    Z13, Z1, Z1
+	VMULPS    Z13, Z5, Z5
+	VMULPS    Z13, Z9, Z9
+	VMOVUPS.Z 128(R8), K3, Z14
+	VMULPS    Z14, Z2, Z2
+	VMULPS    Z14, Z6, Z6
+	VMULPS    Z14, Z10, Z10
+	VMOVUPS.Z 192(R8), K4, Z15
+	VMULPS    Z15, Z3, Z3
+	VMULPS    Z15, Z7, Z7
+	VMULPS    Z15, Z11, Z11
+	MOVQ      ldc+40(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      BX, R9
+	VMOVUPS   Z0, K1, (R9)
+	VMOVUPS   Z1, K2, 64(R9)
+	VMOVUPS   Z2, K3, 128(R9)
+	VMOVUPS   Z3, K4, 192(R9)
+	ADDQ      CX, R9
+	VMOVUPS   Z4, K1, (R9)
+	VMOVUPS   Z5, K2, 64(R9)
+	VMOVUPS   Z6, K3, 128(R9)
+	VMOVUPS   Z7, K4, 192(R9)
+	ADDQ      CX, R9
+	VMOVUPS   Z8, K1, (R9)
+	VMOVUPS   Z9, K2, 64(R9)
+	VMOVUPS   Z10, K3, 128(R9)
+	VMOVUPS   Z11, K4, 192(R9)
+	ADDQ      $0x00000100, BX
+	ADDQ      $0x00000100, DI
+	ADDQ      $0x00000100, R8
+	MOVQ      k+24(FP), CX
+	SHLQ      $0x06, CX
+	ADDQ      CX, DX
+	SUBQ      $0x40, SI
+	JG        vnniScores_3x64_panel
 	VZEROUPPER
 	RET
 
@@ -15188,6 +15200,8 @@ vnniScores_4x64_epi:
 	VCVTDQ2PS    Z14, Z14
 	VCVTDQ2PS    Z15, Z15
 	MOVQ         rowScale+72(FP), CX
+	TESTQ        CX, CX
+	JZ           vnniScores_4x64_cols
 	VBROADCASTSS (CX), Z20
 	VMULPS       Z20, Z0, Z0
 	VMULPS       Z20, Z1, Z1
@@ -15208,56 +15222,58 @@ vnniScores_4x64_epi:
 	VMULPS       Z21, Z13, Z13
 	VMULPS       Z21, Z14, Z14
 	VMULPS       Z21, Z15, Z15
-	VMOVUPS.Z    (R9), K1, Z16
-	VMULPS       Z16, Z0, Z0
-	VMULPS       Z16, Z4, Z4
-	VMULPS       Z16, Z8, Z8
-	VMULPS       Z16, Z12, Z12
-	VMOVUPS.Z    64(R9), K2, Z17
-	VMULPS       Z17, Z1, Z1
-	VMULPS       Z17, Z5, Z5
-	VMULPS       Z17, Z9, Z9
-	VMULPS       Z17, Z13, Z13
-	VMOVUPS.Z    128(R9), K3, Z18
-	VMULPS       Z18, Z2, Z2
-	VMULPS       Z18, Z6, Z6
-	VMULPS       Z18, Z10, Z10
-	VMULPS       Z18, Z14, Z14
-	VMOVUPS.Z    192(R9), K4, Z19
-	VMULPS       Z19, Z3, Z3
-	VMULPS       Z19, Z7, Z7
-	VMULPS       Z19, Z11, Z11
-	VMULPS       Z19, Z15, Z15
-	MOVQ         ldc+40(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         SI, R10
-	VMOVUPS      Z0, K1, (R10)
-	VMOVUPS      Z1, K2, 64(R10)
-	VMOVUPS      Z2, K3, 128(R10)
-	VMOVUPS      Z3, K4, 192(R10)
-	ADDQ         CX, R10
-	VMOVUPS      Z4, K1, (R10)
-	VMOVUPS      Z5, K2, 64(R10)
-	VMOVUPS      Z6, K3, 128(R10)
-	VMOVUPS      Z7, K4, 192(R10)
-	ADDQ         CX, R10
-	VMOVUPS      Z8, K1, (R10)
-	VMOVUPS      Z9, K2, 64(R10)
-	VMOVUPS      Z10, K3, 128(R10)
-	VMOVUPS      Z11, K4, 192(R10)
-	ADDQ         CX, R10
-	VMOVUPS      Z12, K1, (R10)
-	VMOVUPS      Z13, K2, 64(R10)
-	VMOVUPS      Z14, K3, 128(R10)
-	VMOVUPS      Z15, K4, 192(R10)
-	ADDQ         $0x00000100, SI
-	ADDQ         $0x00000100, R8
-	ADDQ         $0x00000100, R9
-	MOVQ         k+24(FP), CX
-	SHLQ         $0x06, CX
-	ADDQ         CX, BX
-	SUBQ         $0x40, DI
-	JG           vnniScores_4x64_panel
+
+vnniScores_4x64_cols:
+	VMOVUPS.Z (R9), K1, Z16
+	VMULPS    Z16, Z0, Z0
+	VMULPS    Z16, Z4, Z4
+	VMULPS    Z16, Z8, Z8
+	VMULPS    Z16, Z12, Z12
+	VMOVUPS.Z 64(R9), K2, Z17
+	VMULPS    Z17, Z1, Z1
+	VMULPS    Z17, Z5, Z5
+	VMULPS    Z17, Z9, Z9
+	VMULPS    Z17, Z13, Z13
+	VMOVUPS.Z 128(R9), K3, Z18
+	VMULPS    Z18, Z2, Z2
+	VMULPS    Z18, Z6, Z6
+	VMULPS    Z18, Z10, Z10
+	VMULPS    Z18, Z14, Z14
+	VMOVUPS.Z 192(R9), K4, Z19
+	VMULPS    Z19, Z3, Z3
+	VMULPS    Z19, Z7, Z7
+	VMULPS    Z19, Z11, Z11
+	VMULPS    Z19, Z15, Z15
+	MOVQ      ldc+40(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      SI, R10
+	VMOVUPS   Z0, K1, (R10)
+	VMOVUPS   Z1, K2, 64(R10)
+	VMOVUPS   Z2, K3, 128(R10)
+	VMOVUPS   Z3, K4, 192(R10)
+	ADDQ      CX, R10
+	VMOVUPS   Z4, K1, (R10)
+	VMOVUPS   Z5, K2, 64(R10)
+	VMOVUPS   Z6, K3, 128(R10)
+	VMOVUPS   Z7, K4, 192(R10)
+	ADDQ      CX, R10
+	VMOVUPS   Z8, K1, (R10)
+	VMOVUPS   Z9, K2, 64(R10)
+	VMOVUPS   Z10, K3, 128(R10)
+	VMOVUPS   Z11, K4, 192(R10)
+	ADDQ      CX, R10
+	VMOVUPS   Z12, K1, (R10)
+	VMOVUPS   Z13, K2, 64(R10)
+	VMOVUPS   Z14, K3, 128(R10)
+	VMOVUPS   Z15, K4, 192(R10)
+	ADDQ      $0x00000100, SI
+	ADDQ      $0x00000100, R8
+	ADDQ      $0x00000100, R9
+	MOVQ      k+24(FP), CX
+	SHLQ      $0x06, CX
+	ADDQ      CX, BX
+	SUBQ      $0x40, DI
+	JG        vnniScores_4x64_panel
 	VZEROUPPER
 	RET
 
@@ -15386,6 +15402,8 @@ vnniScores_5x64_epi:
 	VCVTDQ2PS    Z18, Z18
 	VCVTDQ2PS    Z19, Z19
 	MOVQ         rowScale+72(FP), CX
+	TESTQ        CX, CX
+	JZ           vnniScores_5x64_cols
 	VBROADCASTSS (CX), Z24
 	VMULPS       Z24, Z0, Z0
 	VMULPS       Z24, Z1, Z1
@@ -15411,65 +15429,67 @@ vnniScores_5x64_epi:
 	VMULPS       Z24, Z17, Z17
 	VMULPS       Z24, Z18, Z18
 	VMULPS       Z24, Z19, Z19
-	VMOVUPS.Z    (R9), K1, Z20
-	VMULPS       Z20, Z0, Z0
-	VMULPS       Z20, Z4, Z4
-	VMULPS       Z20, Z8, Z8
-	VMULPS       Z20, Z12, Z12
-	VMULPS       Z20, Z16, Z16
-	VMOVUPS.Z    64(R9), K2, Z21
-	VMULPS       Z21, Z1, Z1
-	VMULPS       Z21, Z5, Z5
-	VMULPS       Z21, Z9, Z9
-	VMULPS       Z21, Z13, Z13
-	VMULPS       Z21, Z17, Z17
-	VMOVUPS.Z    128(R9), K3, Z22
-	VMULPS       Z22, Z2, Z2
-	VMULPS       Z22, Z6, Z6
-	VMULPS       Z22, Z10, Z10
-	VMULPS       Z22, Z14, Z14
-	VMULPS       Z22, Z18, Z18
-	VMOVUPS.Z    192(R9), K4, Z23
-	VMULPS       Z23, Z3, Z3
-	VMULPS       Z23, Z7, Z7
-	VMULPS       Z23, Z11, Z11
-	VMULPS       Z23, Z15, Z15
-	VMULPS       Z23, Z19, Z19
-	MOVQ         ldc+40(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         SI, R10
-	VMOVUPS      Z0, K1, (R10)
-	VMOVUPS      Z1, K2, 64(R10)
-	VMOVUPS      Z2, K3, 128(R10)
-	VMOVUPS      Z3, K4, 192(R10)
-	ADDQ         CX, R10
-	VMOVUPS      Z4, K1, (R10)
-	VMOVUPS      Z5, K2, 64(R10)
-	VMOVUPS      Z6, K3, 128(R10)
-	VMOVUPS      Z7, K4, 192(R10)
-	ADDQ         CX, R10
-	VMOVUPS      Z8, K1, (R10)
-	VMOVUPS      Z9, K2, 64(R10)
-	VMOVUPS      Z10, K3, 128(R10)
-	VMOVUPS      Z11, K4, 192(R10)
-	ADDQ         CX, R10
-	VMOVUPS      Z12, K1, (R10)
-	VMOVUPS      Z13, K2, 64(R10)
-	VMOVUPS      Z14, K3, 128(R10)
-	VMOVUPS      Z15, K4, 192(R10)
-	ADDQ         CX, R10
-	VMOVUPS      Z16, K1, (R10)
-	VMOVUPS      Z17, K2, 64(R10)
-	VMOVUPS      Z18, K3, 128(R10)
-	VMOVUPS      Z19, K4, 192(R10)
-	ADDQ         $0x00000100, SI
-	ADDQ         $0x00000100, R8
-	ADDQ         $0x00000100, R9
-	MOVQ         k+24(FP), CX
-	SHLQ         $0x06, CX
-	ADDQ         CX, BX
-	SUBQ         $0x40, DI
-	JG           vnniScores_5x64_panel
+
+vnniScores_5x64_cols:
+	VMOVUPS.Z (R9), K1, Z20
+	VMULPS    Z20, Z0, Z0
+	VMULPS    Z20, Z4, Z4
+	VMULPS    Z20, Z8, Z8
+	VMULPS    Z20, Z12, Z12
+	VMULPS    Z20, Z16, Z16
+	VMOVUPS.Z 64(R9), K2, Z21
+	VMULPS    Z21, Z1, Z1
+	VMULPS    Z21, Z5, Z5
+	VMULPS    Z21, Z9, Z9
+	VMULPS    Z21, Z13, Z13
+	VMULPS    Z21, Z17, Z17
+	VMOVUPS.Z 128(R9), K3, Z22
+	VMULPS    Z22, Z2, Z2
+	VMULPS    Z22, Z6, Z6
+	VMULPS    Z22, Z10, Z10
+	VMULPS    Z22, Z14, Z14
+	VMULPS    Z22, Z18, Z18
+	VMOVUPS.Z 192(R9), K4, Z23
+	VMULPS    Z23, Z3, Z3
+	VMULPS    Z23, Z7, Z7
+	VMULPS    Z23, Z11, Z11
+	VMULPS    Z23, Z15, Z15
+	VMULPS    Z23, Z19, Z19
+	MOVQ      ldc+40(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      SI, R10
+	VMOVUPS   Z0, K1, (R10)
+	VMOVUPS   Z1, K2, 64(R10)
+	VMOVUPS   Z2, K3, 128(R10)
+	VMOVUPS   Z3, K4, 192(R10)
+	ADDQ      CX, R10
+	VMOVUPS   Z4, K1, (R10)
+	VMOVUPS   Z5, K2, 64(R10)
+	VMOVUPS   Z6, K3, 128(R10)
+	VMOVUPS   Z7, K4, 192(R10)
+	ADDQ      CX, R10
+	VMOVUPS   Z8, K1, (R10)
+	VMOVUPS   Z9, K2, 64(R10)
+	VMOVUPS   Z10, K3, 128(R10)
+	VMOVUPS   Z11, K4, 192(R10)
+	ADDQ      CX, R10
+	VMOVUPS   Z12, K1, (R10)
+	VMOVUPS   Z13, K2, 64(R10)
+	VMOVUPS   Z14, K3, 128(R10)
+	VMOVUPS   Z15, K4, 192(R10)
+	ADDQ      CX, R10
+	VMOVUPS   Z16, K1, (R10)
+	VMOVUPS   Z17, K2, 64(R10)
+	VMOVUPS   Z18, K3, 128(R10)
+	VMOVUPS   Z19, K4, 192(R10)
+	ADDQ      $0x00000100, SI
+	ADDQ      $0x00000100, R8
+	ADDQ      $0x00000100, R9
+	MOVQ      k+24(FP), CX
+	SHLQ      $0x06, CX
+	ADDQ      CX, BX
+	SUBQ      $0x40, DI
+	JG        vnniScores_5x64_panel
 	VZEROUPPER
 	RET
 
@@ -15611,6 +15631,8 @@ vnniScores_6x64_epi:
 	VCVTDQ2PS    Z22, Z22
 	VCVTDQ2PS    Z23, Z23
 	MOVQ         rowScale+72(FP), CX
+	TESTQ        CX, CX
+	JZ           vnniScores_6x64_cols
 	VBROADCASTSS (CX), Z28
 	VMULPS       Z28, Z0, Z0
 	VMULPS       Z28, Z1, Z1
@@ -15641,74 +15663,76 @@ vnniScores_6x64_epi:
 	VMULPS       Z29, Z21, Z21
 	VMULPS       Z29, Z22, Z22
 	VMULPS       Z29, Z23, Z23
-	VMOVUPS.Z    (R9), K1, Z24
-	VMULPS       Z24, Z0, Z0
-	VMULPS       Z24, Z4, Z4
-	VMULPS       Z24, Z8, Z8
-	VMULPS       Z24, Z12, Z12
-	VMULPS       Z24, Z16, Z16
-	VMULPS       Z24, Z20, Z20
-	VMOVUPS.Z    64(R9), K2, Z25
-	VMULPS       Z25, Z1, Z1
-	VMULPS       Z25, Z5, Z5
-	VMULPS       Z25, Z9, Z9
-	VMULPS       Z25, Z13, Z13
-	VMULPS       Z25, Z17, Z17
-	VMULPS       Z25, Z21, Z21
-	VMOVUPS.Z    128(R9), K3, Z26
-	VMULPS       Z26, Z2, Z2
-	VMULPS       Z26, Z6, Z6
-	VMULPS       Z26, Z10, Z10
-	VMULPS       Z26, Z14, Z14
-	VMULPS       Z26, Z18, Z18
-	VMULPS       Z26, Z22, Z22
-	VMOVUPS.Z    192(R9), K4, Z27
-	VMULPS       Z27, Z3, Z3
-	VMULPS       Z27, Z7, Z7
-	VMULPS       Z27, Z11, Z11
-	VMULPS       Z27, Z15, Z15
-	VMULPS       Z27, Z19, Z19
-	VMULPS       Z27, Z23, Z23
-	MOVQ         ldc+40(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         SI, R10
-	VMOVUPS      Z0, K1, (R10)
-	VMOVUPS      Z1, K2, 64(R10)
-	VMOVUPS      Z2, K3, 128(R10)
-	VMOVUPS      Z3, K4, 192(R10)
-	ADDQ         CX, R10
-	VMOVUPS      Z4, K1, (R10)
-	VMOVUPS      Z5, K2, 64(R10)
-	VMOVUPS      Z6, K3, 128(R10)
-	VMOVUPS      Z7, K4, 192(R10)
-	ADDQ         CX, R10
-	VMOVUPS      Z8, K1, (R10)
-	VMOVUPS      Z9, K2, 64(R10)
-	VMOVUPS      Z10, K3, 128(R10)
-	VMOVUPS      Z11, K4, 192(R10)
-	ADDQ         CX, R10
-	VMOVUPS      Z12, K1, (R10)
-	VMOVUPS      Z13, K2, 64(R10)
-	VMOVUPS      Z14, K3, 128(R10)
-	VMOVUPS      Z15, K4, 192(R10)
-	ADDQ         CX, R10
-	VMOVUPS      Z16, K1, (R10)
-	VMOVUPS      Z17, K2, 64(R10)
-	VMOVUPS      Z18, K3, 128(R10)
-	VMOVUPS      Z19, K4, 192(R10)
-	ADDQ         CX, R10
-	VMOVUPS      Z20, K1, (R10)
-	VMOVUPS      Z21, K2, 64(R10)
-	VMOVUPS      Z22, K3, 128(R10)
-	VMOVUPS      Z23, K4, 192(R10)
-	ADDQ         $0x00000100, SI
-	ADDQ         $0x00000100, R8
-	ADDQ         $0x00000100, R9
-	MOVQ         k+24(FP), CX
-	SHLQ         $0x06, CX
-	ADDQ         CX, BX
-	SUBQ         $0x40, DI
-	JG           vnniScores_6x64_panel
+
+vnniScores_6x64_cols:
+	VMOVUPS.Z (R9), K1, Z24
+	VMULPS    Z24, Z0, Z0
+	VMULPS    Z24, Z4, Z4
+	VMULPS    Z24, Z8, Z8
+	VMULPS    Z24, Z12, Z12
+	VMULPS    Z24, Z16, Z16
+	VMULPS    Z24, Z20, Z20
+	VMOVUPS.Z 64(R9), K2, Z25
+	VMULPS    Z25, Z1, Z1
+	VMULPS    Z25, Z5, Z5
+	VMULPS    Z25, Z9, Z9
+	VMULPS    Z25, Z13, Z13
+	VMULPS    Z25, Z17, Z17
+	VMULPS    Z25, Z21, Z21
+	VMOVUPS.Z 128(R9), K3, Z26
+	VMULPS    Z26, Z2, Z2
+	VMULPS    Z26, Z6, Z6
+	VMULPS    Z26, Z10, Z10
+	VMULPS    Z26, Z14, Z14
+	VMULPS    Z26, Z18, Z18
+	VMULPS    Z26, Z22, Z22
+	VMOVUPS.Z 192(R9), K4, Z27
+	VMULPS    Z27, Z3, Z3
+	VMULPS    Z27, Z7, Z7
+	VMULPS    Z27, Z11, Z11
+	VMULPS    Z27, Z15, Z15
+	VMULPS    Z27, Z19, Z19
+	VMULPS    Z27, Z23, Z23
+	MOVQ      ldc+40(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      SI, R10
+	VMOVUPS   Z0, K1, (R10)
+	VMOVUPS   Z1, K2, 64(R10)
+	VMOVUPS   Z2, K3, 128(R10)
+	VMOVUPS   Z3, K4, 192(R10)
+	ADDQ      CX, R10
+	VMOVUPS   Z4, K1, (R10)
+	VMOVUPS   Z5, K2, 64(R10)
+	VMOVUPS   Z6, K3, 128(R10)
+	VMOVUPS   Z7, K4, 192(R10)
+	ADDQ      CX, R10
+	VMOVUPS   Z8, K1, (R10)
+	VMOVUPS   Z9, K2, 64(R10)
+	VMOVUPS   Z10, K3, 128(R10)
+	VMOVUPS   Z11, K4, 192(R10)
+	ADDQ      CX, R10
+	VMOVUPS   Z12, K1, (R10)
+	VMOVUPS   Z13, K2, 64(R10)
+	VMOVUPS   Z14, K3, 128(R10)
+	VMOVUPS   Z15, K4, 192(R10)
+	ADDQ      CX, R10
+	VMOVUPS   Z16, K1, (R10)
+	VMOVUPS   Z17, K2, 64(R10)
+	VMOVUPS   Z18, K3, 128(R10)
+	VMOVUPS   Z19, K4, 192(R10)
+	ADDQ      CX, R10
+	VMOVUPS   Z20, K1, (R10)
+	VMOVUPS   Z21, K2, 64(R10)
+	VMOVUPS   Z22, K3, 128(R10)
+	VMOVUPS   Z23, K4, 192(R10)
+	ADDQ      $0x00000100, SI
+	ADDQ      $0x00000100, R8
+	ADDQ      $0x00000100, R9
+	MOVQ      k+24(FP), CX
+	SHLQ      $0x06, CX
+	ADDQ      CX, BX
+	SUBQ      $0x40, DI
+	JG        vnniScores_6x64_panel
 	VZEROUPPER
 	RET
 

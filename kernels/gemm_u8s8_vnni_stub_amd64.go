@@ -740,6 +740,7 @@ func vnniU8S8E_4x64(a *uint8, lda int, b *int8, k int, ep *byte)
 //
 //	c[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]
 //
+// (rowScale nil: without its factor)
 // with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the
 // VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns
 // from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over
@@ -750,6 +751,7 @@ func vnniScores_1x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n i
 //
 //	c[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]
 //
+// (rowScale nil: without its factor)
 // with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the
 // VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns
 // from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over
@@ -760,6 +762,7 @@ func vnniScores_2x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n i
 //
 //	c[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]
 //
+// (rowScale nil: without its factor)
 // with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the
 // VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns
 // from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over
@@ -770,6 +773,7 @@ func vnniScores_3x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n i
 //
 //	c[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]
 //
+// (rowScale nil: without its factor)
 // with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the
 // VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns
 // from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over
@@ -780,6 +784,7 @@ func vnniScores_4x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n i
 //
 //	c[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]
 //
+// (rowScale nil: without its factor)
 // with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the
 // VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns
 // from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over
@@ -790,6 +795,7 @@ func vnniScores_5x64(a *uint8, lda int, b *int8, k int, c *float32, ldc int, n i
 //
 //	c[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]
 //
+// (rowScale nil: without its factor)
 // with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the
 // VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns
 // from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over

@@ -358,9 +358,19 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 			return fail("relative positions", err)
 		}
 	}
+	// Where nothing is added to the scores before the softmax, Q's row
+	// scales go to the softmax, folded into its exponent's FMA, instead
+	// of the scores kernel's epilogue (a multiply per score less;
+	// docs/DESIGN.md section 3.10).
+	fold := m.relBias == nil && m.dis == nil
 	for i0 := 0; i0 < seq; i0 += rb {
 		r := min(rb, seq-i0)
-		e.epS = kernels.Epilogue{ZeroPoint: 128, ColSum: kp.ColSum, RowScale: qa.QScale[so+i0 : so+i0+r], ColScale: qa.KScale[so : so+seq]}
+		qs := qa.QScale[so+i0 : so+i0+r]
+		e.epS = kernels.Epilogue{ZeroPoint: 128, ColSum: kp.ColSum, RowScale: qs, ColScale: qa.KScale[so : so+seq]}
+		var xscale []float32 // the softmax's factor: 1, or Q's row scales
+		if fold {
+			e.epS.RowScale, xscale = nil, qs
+		}
 		e.g = kernels.GEMMU8S8{M: r, N: seq, K: d, A: qa.Q[i0*h+hd*d:], Lda: h, B: kp, Ep: &e.epS, Out: kernels.Out{F32: b.scores, Ldc: seq}}
 		if err := qk.RunU8S8(&e.g); err != nil {
 			return fail("scores", err)
@@ -372,7 +382,7 @@ func (m *Model) attentionHead8(in *Inputs, s *scratch, b *attnBuf, bi, hd int, q
 		}
 		var err error
 		if m.relBias == nil {
-			err = kernels.SoftmaxU8(e.p, seq, e.ps[:r], b.scores, r, seq, mask)
+			err = kernels.SoftmaxU8(e.p, seq, e.ps[:r], b.scores, r, seq, mask, xscale)
 		} else {
 			err = m.softmaxU8Biased(b, e.p, e.ps, hd, i0, r, seq, mask)
 		}

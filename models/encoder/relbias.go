@@ -95,7 +95,7 @@ func (m *Model) softmaxBiased(b *attnBuf, hd, i0, r, n int, scale float32, mask 
 // scales into ps.
 func (m *Model) softmaxU8Biased(b *attnBuf, p []uint8, ps []float32, hd, i0, r, n int, mask []float32) error {
 	for i := range r {
-		if err := kernels.SoftmaxU8(p[i*n:], n, ps[i:i+1], b.scores[i*n:(i+1)*n], 1, n, m.biasMask(&b.bias, hd, i0+i, n, mask)); err != nil {
+		if err := kernels.SoftmaxU8(p[i*n:], n, ps[i:i+1], b.scores[i*n:(i+1)*n], 1, n, m.biasMask(&b.bias, hd, i0+i, n, mask), nil); err != nil {
 			return err
 		}
 	}

@@ -17,11 +17,8 @@ import (
 
 // Constants of eltExpU8 (eltwise_generic.go), defined by defineAttnConsts.
 var (
-	u8ExpMin  = float32(-16)
-	u8Log2e   = float32(1.44269504088896341)
-	u8Magic   = float32(12582912) // 1.5*2^23
-	u8Ln2     = float32(0.69314718055994530942)
-	u8ExpP    = []float32{2.5499981167e+02, 2.5499066824e+02, 1.2751111459e+02, 4.2816813399e+01, 1.0571945088e+01}
+	u8ExpMin  = float32(-24)
+	u8ExpP    = []float32{2.5500065613e+02, 1.7671597290e+02, 6.1567901611e+01, 1.3262922287e+01, 3.4512128830e+00}
 	u8ExpName = []string{"u8p0", "u8p1", "u8p2", "u8p3", "u8p4"}
 )
 
@@ -29,13 +26,9 @@ var (
 func attnConsts(add func(name string, bits uint32)) {
 	f := math.Float32bits
 	add("u8expmin", f(u8ExpMin))
-	add("u8log2e", f(u8Log2e))
-	add("u8magic", f(u8Magic))
-	add("u8ln2", f(u8Ln2))
 	for i, c := range u8ExpP {
 		add(u8ExpName[i], f(c))
 	}
-	add("i255", 255)
 }
 
 // maxLanes4: the first pass of the u8 softmax (eltMaxLanes4Generic) over
@@ -166,35 +159,31 @@ func maxReduce(naccs int) {
 	RET()
 }
 
-// expU8 replaces v (x - m) by its u8 byte as an int32, roundHalfEven(
-// eltExpU8(v)) with 255 for what is above, and adds eltExpU8(v) to the
-// float lanes fsum: v = max(-16, v) (a NaN stays), t = fma(v, log2e,
-// 1.5·2²³), n = t - 1.5·2²³, r = fma(-n, ln2, v), p by Horner, p·2ⁿ with
-// 2ⁿ from t's bits (t holds 0x4b400000 + n: (bits+127)<<23 is 2ⁿ for n in
-// [-23, 0], v <= 0 as the caller promises; the product is normal and
-// exact, the one rounding of scale2n), then VCVTPS2DQ and VPMINUD 255 (a
-// NaN or 2³¹ converts to 0x80000000, above 255).
+// expU8 replaces v (the exponent base 2, z = fma(x, a, c)) by its u8
+// byte as an int32, roundHalfEven(eltExpU8(z)) with 255 for what is
+// above, and adds eltExpU8(z) to the float lanes fsum: z = max(-24, z) (a
+// NaN stays), fl = floor(z), f = z - fl (exact), p(f) by Horner, p·2^fl
+// with 2^fl added to p's exponent bits (fl in [-24, 0] as the caller
+// promises: the product is normal and exact, as VSCALEFPS's), then
+// VCVTPS2DQ (a NaN or 2³¹ converts to 0x80000000, which the caller's
+// signed packs take to 0).
 func expU8(v, fsum reg.VecVirtual) {
 	lo := YMM()
 	VMOVUPS(cst("u8expmin"), lo)
-	VMAXPS(v, lo, v) // -16 > v ? -16 : v; a NaN v stays
-	t := YMM()
-	VMOVUPS(cst("u8magic"), t)
-	VFMADD231PS(cst("u8log2e"), v, t) // t = v*log2e + magic
-	nf := YMM()
-	VSUBPS(cst("u8magic"), t, nf)     // n = t - magic, exact
-	VFNMADD231PS(cst("u8ln2"), nf, v) // r = v - n*ln2 (one rounding)
+	VMAXPS(v, lo, v) // -24 > v ? -24 : v; a NaN v stays
+	fl := YMM()
+	VROUNDPS(U8(9), v, fl) // floor, no precision exception
+	VSUBPS(fl, v, v)       // f = z - fl, exact
 	p := YMM()
 	VMOVUPS(cst("u8p4"), p)
 	for i := 3; i >= 0; i-- {
-		VFMADD213PS(cst(u8ExpName[i]), v, p) // p = p*r + c_i
+		VFMADD213PS(cst(u8ExpName[i]), v, p) // p = p*f + c_i
 	}
-	VPADDD(cst("bias"), t, t)
-	VPSLLD(U8(23), t, t) // 2^n
-	VMULPS(t, p, p)      // exact
+	VCVTPS2DQ(fl, fl)
+	VPSLLD(U8(23), fl, fl)
+	VPADDD(fl, p, p) // p·2^fl, exact
 	VADDPS(p, fsum, fsum)
-	VCVTPS2DQ(p, v)
-	VPMINUD(cst("i255"), v, v)
+	VCVTPS2DQ(p, v) // the packs saturate: 0x80000000 (NaN, 2³¹ up) to 0, above 255 to 255
 }
 
 // expQuantU8: the one pass of the u8 softmax over 32*groups32 floats: the
@@ -202,15 +191,16 @@ func expU8(v, fsum reg.VecVirtual) {
 // four qwords (VPSADBW) and the float sum of the exponentials in 8 lanes
 // (not finite exactly when one of them is not).
 func expQuantU8() {
-	kernel("eltExpQuantU8A", "func(dst *uint8, x *float32, groups32 int, m float32, out *uint32)",
-		"eltExpQuantU8A sets, over 32*groups32 floats, e = eltExpU8(x[j] - m) and",
-		"dst[j] = roundHalfEven(e) (255 when e >= 255.5 or NaN), as",
+	kernel("eltExpQuantU8A", "func(dst *uint8, x *float32, groups32 int, a, c float32, out *uint32)",
+		"eltExpQuantU8A sets, over 32*groups32 floats, e = eltExpU8(fma(x[j], a, c)) and",
+		"dst[j] = roundHalfEven(e) (255 when e >= 255.5, 0 when NaN or >= 2^31), as",
 		"eltExpQuantU8Generic; it adds the bytes to the four uint64 at out[0:8]",
 		"and e to the float32 lanes at out[8:16] (a lane is not finite exactly",
-		"when one of its e is not). Arguments x[j] - m <= 0 or NaN (m at least",
-		"the row's maximum, as SoftmaxU8 passes it). AVX2 and FMA3.")
+		"when one of its e is not). Arguments fma(x[j], a, c) <= 0 or NaN",
+		"(a = s*log2e and c = -(m*a) with m at least the row's maximum, as",
+		"SoftmaxU8 passes them). AVX2 and FMA3.")
 	dst, x, n, outp := arg("dst"), arg("x"), arg("groups32"), arg("out")
-	m := scalar("m")
+	a, c := scalar("a"), scalar("c")
 	sum, f0, f1 := YMM(), YMM(), YMM()
 	VMOVDQU(Mem{Base: outp}, sum)
 	VMOVUPS(Mem{Base: outp, Disp: 32}, f0)
@@ -219,7 +209,7 @@ func expQuantU8() {
 		v := vecs4()
 		for h := range v {
 			VMOVUPS(Mem{Base: x, Disp: 32 * h}, v[h])
-			VSUBPS(m, v[h], v[h]) // x - m
+			VFMADD213PS(c, a, v[h]) // z = x*a + c
 			fs := f0
 			if h%2 == 1 {
 				fs = f1

@@ -9,41 +9,34 @@ import (
 	"github.com/mmcloughlin/avo/reg"
 )
 
-// expVecsU8 replaces each x of xs by 255*exp(x) to the precision P's u8
-// needs (see eltExpU8; docs/DESIGN.md section 3.10), the vectors'
-// instructions interleaved: x = max(x, -16) (x as src2, so NaN stays NaN),
-// n = roundHalfEven(x*log2e), r = x - n*ln2 in one FMA, the degree-4
-// polynomial (255 folded into its coefficients) by FMA, then VSCALEFPS by n.
-func expVecsU8(xs []reg.VecVirtual, lo reg.VecVirtual) {
-	n, p := make([]reg.VecVirtual, len(xs)), make([]reg.VecVirtual, len(xs))
-	for j := range xs {
-		n[j], p[j] = ZMM(), ZMM()
-		VMAXPS(xs[j], lo, xs[j])
+// expVecsU8 replaces each z of zs (the exponent base 2) by 255*2^z to the
+// precision P's u8 needs (see eltExpU8; docs/DESIGN.md section 3.10), the
+// vectors' instructions interleaved: z = max(z, -24) (z as src2, so NaN
+// stays NaN), f = z - floor(z) (exact, in [0, 1)), the degree-4
+// polynomial in f (255 folded into its coefficients) by FMA, then
+// VSCALEFPS by z, which scales by 2^floor(z).
+func expVecsU8(zs []reg.VecVirtual, lo reg.VecVirtual) {
+	f, p := make([]reg.VecVirtual, len(zs)), make([]reg.VecVirtual, len(zs))
+	for j := range zs {
+		f[j], p[j] = ZMM(), ZMM()
+		VMAXPS(zs[j], lo, zs[j])
 	}
-	// n = roundHalfEven(x*log2e) by the magic add (one FMA and one
-	// subtraction, where VMULPS and VRNDSCALEPS are three uops on Intel).
-	for j := range xs {
-		VBROADCASTSS(c("rndmagic"), n[j])
+	for j := range zs {
+		VRNDSCALEPS(U8(9), zs[j], f[j]) // floor, no precision exception
 	}
-	for j := range xs {
-		VFMADD231PS_BCST(c("log2e"), xs[j], n[j])
+	for j := range zs {
+		VSUBPS(f[j], zs[j], f[j]) // f = z - floor(z)
 	}
-	for j := range xs {
-		VSUBPS_BCST(c("rndmagic"), n[j], n[j])
-	}
-	for j := range xs {
-		VFNMADD231PS_BCST(c("ln2"), n[j], xs[j]) // r = x - n*ln2
-	}
-	for j := range xs {
+	for j := range zs {
 		VBROADCASTSS(c("u8e4"), p[j])
 	}
 	for _, e := range []string{"u8e3", "u8e2", "u8e1", "u8e0"} {
-		for j := range xs {
-			VFMADD213PS_BCST(c(e), xs[j], p[j]) // p = p*r + e
+		for j := range zs {
+			VFMADD213PS_BCST(c(e), f[j], p[j]) // p = p*f + e
 		}
 	}
-	for j := range xs {
-		VSCALEFPS(n[j], p[j], xs[j])
+	for j := range zs {
+		VSCALEFPS(zs[j], p[j], zs[j])
 	}
 }
 
@@ -51,29 +44,33 @@ func expVecsU8(xs []reg.VecVirtual, lo reg.VecVirtual) {
 // (docs/DESIGN.md section 3.10): a low-degree 255*exp, the rounding to u8
 // and the row sum without writing the exponentials out.
 func expQuantU8() {
-	kernel("eltExpQuantU8", "func(dst []uint8, x []float32, m float32) (sum, bits uint32)",
+	kernel("eltExpQuantU8", "func(dst []uint8, x []float32, a, c float32) (sum, bits uint32)",
 		"eltExpQuantU8 stores, for j < len(dst),",
 		"",
-		"\tdst[j] = uint8(roundHalfEven(clamp(e255(x[j] - m), 0, 255)))",
+		"\tdst[j] = uint8(roundHalfEven(clamp(e255(fma(x[j], a, c)), 0, 255)))",
 		"",
-		"with e255 the degree-4 255*exp of eltExpU8 (relative error under",
-		"2.6e-6; NaN takes 255), and returns the sum of dst and bits:",
+		"(0 where e255 is NaN or at least 2^31)",
+		"",
+		"with e255 the degree-4 255*2^z of eltExpU8 (relative error under",
+		"2.6e-6), and returns the sum of dst and bits:",
 		"0x7f800000 when some e255 is NaN or infinite, else 0, bit for bit its",
-		"twin eltExpQuantU8Generic. m must be at least max(x) - 32 (SoftmaxU8",
-		"passes the maximum): the exponentials' float sum is then finite",
-		"exactly when each of them is.")
+		"twin eltExpQuantU8Generic. fma(x[j], a, c) must be at most 46",
+		"(SoftmaxU8 passes a and c of the row's maximum, eltExpU8Args): the",
+		"exponentials' float sum is then finite exactly when each of them is.")
 	n, d, xp := length("dst"), base("dst"), base("x")
-	sum, bits := expQuantU8Row(n, d, xp, scalar("m"), bcast("u8expmin"))
+	sum, bits := expQuantU8Row(n, d, xp, scalar("a"), scalar("c"), bcast("u8expmin"))
 	Store(sum, ReturnIndex(0))
 	Store(bits, ReturnIndex(1))
 	ret()
 }
 
 // expQuantU8Row emits eltExpQuantU8's loop over the n scores at xp (their
-// bytes to d) with the row maximum m broadcast, and returns the byte sum
-// and the bits of the largest |e255| in GP registers.
-func expQuantU8Row(n, d, xp reg.Register, m, lo reg.VecVirtual) (reg.GPVirtual, reg.GPVirtual) {
-	acc := zeroed(VPXORD)
+// bytes to d) with its arguments a and cc broadcast, and returns the byte
+// sum and the bits of the largest |e255| in GP registers.
+func expQuantU8Row(n, d, xp reg.Register, a, cc, lo reg.VecVirtual) (reg.GPVirtual, reg.GPVirtual) {
+	acc := zeroed(VPXORD)  // the tail's bytes, as int32 lanes
+	qacc := zeroed(VPXORD) // the whole steps' bytes, as VPSADBW's qwords
+	zero := zeroed(VPXORD)
 	// fs are float sums of the exponentials, one per unrolled vector (an
 	// addition's latency a step): only whether they are finite is used.
 	fs := make([]reg.VecVirtual, expUnroll)
@@ -81,30 +78,42 @@ func expQuantU8Row(n, d, xp reg.Register, m, lo reg.VecVirtual) (reg.GPVirtual, 
 		fs[j] = zeroed(VPXORD)
 	}
 	top := bcast("u8maxi")
-	// finish takes exponentials to u8 under k (nil: all lanes): the float
-	// sum, the rounding, the unsigned minimum with 255 (the exponentials
-	// are >= 0, so that is the clamp; too large or NaN converts to
-	// 0x80000000, which it takes to 255 too), the sum and the store.
-	finish := func(v, f reg.VecVirtual, at Mem, k reg.Register) {
-		under(k, VADDPS, v, f, f)
-		VCVTPS2DQ(v, v)
-		VPMINUD(top, v, v)
-		under(k, VPADDD, v, acc, acc)
-		storeBytes(v, at, k)
-	}
+	perm := ZMM()
+	VMOVDQU32(c("u8perm"), perm)
+	// A whole step's four vectors go to bytes by the saturating packs
+	// (what does not convert, 0x80000000, is negative: 0; above 255:
+	// 255), one VPERMD back to their order, one store and one VPSADBW for
+	// the sum: where VPMINUD, VPMOVDB and VPADDD a vector were.
 	i := unrolledLoop(n, expUnroll, "unrolled_", "rest_", func(i reg.GPVirtual) {
 		xs := loadVecs(xp, i, expUnroll)
-		subAll(m, xs)
+		for _, x := range xs {
+			VFMADD213PS(cc, a, x) // z = x*a + c
+		}
 		expVecsU8(xs, lo)
 		for j := range xs {
-			finish(xs[j], fs[j], u8At(d, i).Offset(16*j), nil)
+			VADDPS(xs[j], fs[j], fs[j])
+			VCVTPS2DQ(xs[j], xs[j])
 		}
+		VPACKSSDW(xs[1], xs[0], xs[0])
+		VPACKSSDW(xs[3], xs[2], xs[2])
+		VPACKUSWB(xs[2], xs[0], xs[0])
+		VPERMD(xs[0], perm, xs[0])
+		VMOVDQU32(xs[0], u8At(d, i))
+		VPSADBW(zero, xs[0], xs[0])
+		VPADDQ(xs[0], qacc, qacc)
 	})
+	// The tail one vector at a time, to the same bytes: negative (what
+	// did not convert) to 0 by VPMAXSD, then at most 255.
 	rowLoopFrom(i, n, func(i reg.GPVirtual, k reg.Register) {
 		v := load(f32At(xp, i), k)
-		VSUBPS(m, v, v)
+		VFMADD213PS(cc, a, v)
 		expVecsU8([]reg.VecVirtual{v}, lo)
-		finish(v, fs[0], u8At(d, i), k)
+		under(k, VADDPS, v, fs[0], fs[0])
+		VCVTPS2DQ(v, v)
+		VPMAXSD(zero, v, v)
+		VPMINUD(top, v, v)
+		under(k, VPADDD, v, acc, acc)
+		storeBytes(v, u8At(d, i), k)
 	})
 	for _, f := range fs[1:] {
 		VADDPS(f, fs[0], fs[0])
@@ -115,10 +124,13 @@ func expQuantU8Row(n, d, xp reg.Register, m, lo reg.VecVirtual) (reg.GPVirtual, 
 	ANDL(U32(0x7fffffff), bits)
 	lim := GP32()
 	MOVL(U32(0x7f800000), lim)
-	zero := GP32()
-	XORL(zero, zero)
+	zr := GP32()
+	XORL(zr, zr)
 	CMPL(bits, lim)
-	CMOVLCS(zero, lim) // below the limit: finite
+	CMOVLCS(zr, lim) // below the limit: finite
+	q := ZMM()
+	VPMOVQD(qacc, q.AsY()) // each qword under 2^32; the upper half zeroed
+	VPADDD(q, acc, acc)
 	return reduceAddI32(acc), lim
 }
 
@@ -145,18 +157,21 @@ func maxLoop4(n reg.Register, accs []reg.VecVirtual, body func(i reg.GPVirtual, 
 // its scale, leaving a row whose maximum is -Inf or whose values are not
 // finite to the caller.
 func softmaxU8Rows() {
-	kernel("eltSoftmaxU8Rows", "func(dst []uint8, ldd int, scales, x []float32, n int, mask []float32) (row int, bits uint32)",
+	kernel("eltSoftmaxU8Rows", "func(dst []uint8, ldd int, scales, x []float32, n int, mask, xscale []float32) (row int, bits uint32)",
 		"eltSoftmaxU8Rows runs, for each row i < len(scales) of x (n floats, row",
 		"stride n; its bytes at dst[i*ldd:]), what SoftmaxU8 does with the",
 		"AVX-512 functions: with mask, x_i += mask; m = the maximum of x_i in",
-		"four accumulators (eltMaxLanes4Generic); then sum, bits =",
-		"eltExpQuantU8(dst_i, x_i, m)",
+		"four accumulators (eltMaxLanes4Generic); then with s = xscale[i] (1",
+		"where xscale is empty), a = s*log2e and c = -(m*a) (eltExpU8Args),",
+		"sum, bits = eltExpQuantU8(dst_i, x_i, a, c)",
 		"and scales[i] = 1/float32(sum). It stops at the first row whose m is",
-		"-Inf (bits 0) or whose bits are >= 0x7f800000 (a NaN or an infinity),",
+		"-Inf (bits 0), whose c is not finite (bits 0x7f800000) or whose bits",
+		"are >= 0x7f800000 (a NaN or an infinity),",
 		"that row's scale unwritten, and returns its index (len(scales) when",
 		"every row is done). Its twin is eltSoftmaxU8RowsGeneric.")
 	rows, sp, dp, ldd := length("scales"), base("scales"), base("dst"), arg("ldd")
 	xp, n, mp, nm := base("x"), arg("n"), base("mask"), length("mask")
+	qp, nq := base("xscale"), length("xscale")
 	lo := bcast("u8expmin")
 	id := newID()
 	r := GP64()
@@ -192,9 +207,28 @@ func softmaxU8Rows() {
 	VMOVD(mx, mb)
 	CMPL(mb, U32(0xff800000))
 	JE(LabelRef("neginf_" + id))
-	m := ZMM()
-	VBROADCASTSS(mx, m)
-	sum, bits := expQuantU8Row(n, dp, xp, m, lo)
+	// a = s*log2e, c = -(m*a) (one rounding: -(m*a) - 0), c finite.
+	sx := XMM()
+	TESTQ(nq, nq)
+	JZ(LabelRef("noscale_" + id))
+	VMOVSS(Mem{Base: qp, Index: r, Scale: 4}, sx)
+	JMP(LabelRef("scale_" + id))
+	Label("noscale_" + id)
+	VMOVSS(c("one"), sx)
+	Label("scale_" + id)
+	VMULSS(c("log2e"), sx, sx)
+	cs := XMM()
+	VXORPS(cs, cs, cs)
+	VFNMSUB231SS(sx, mx, cs) // cs = -(m*a) - 0
+	cb := GP32()
+	VMOVD(cs, cb)
+	ANDL(U32(0x7fffffff), cb)
+	CMPL(cb, U32(0x7f800000))
+	JAE(LabelRef("badc_" + id))
+	az, cz := ZMM(), ZMM()
+	VBROADCASTSS(sx, az)
+	VBROADCASTSS(cs, cz)
+	sum, bits := expQuantU8Row(n, dp, xp, az, cz, lo)
 	CMPL(bits, U32(0x7f800000))
 	JAE(LabelRef("bad_" + id))
 	f := XMM()
@@ -207,6 +241,9 @@ func softmaxU8Rows() {
 	ADDQ(ldd, dp)
 	LEAQ(Mem{Base: xp, Index: n, Scale: 4}, xp)
 	JMP(LabelRef("row_" + id))
+	Label("badc_" + id)
+	MOVL(U32(0x7f800000), bits)
+	JMP(LabelRef("bad_" + id))
 	Label("neginf_" + id)
 	XORL(bits, bits)
 	Label("bad_" + id)

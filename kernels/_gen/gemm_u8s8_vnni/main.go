@@ -1023,8 +1023,8 @@ const scoresMaxMR = 6
 // over every 64-key panel of b in one call (docs/DESIGN.md section 3.10):
 // for each panel the K loop of vnniU8S8_<mr>x64 (k a multiple of 4) and
 // the scores epilogue of vnniEpilogue on the accumulators, in its order
-// (acc - zp*colsum, to f32, times the row's scale, times the key's; the
-// subtraction as the accumulators' start), each
+// (acc - zp*colsum, to f32, times the row's scale unless there is none,
+// times the key's; the subtraction as the accumulators' start), each
 // panel's columns past n masked. The per-tile Go call, flag tests and
 // destination prefetches of the fused kernels are what it saves.
 func scores(mr int) {
@@ -1036,6 +1036,7 @@ func scores(mr int) {
 		"",
 		"\tc[i*ldc+j] = float32(float32(acc[i][j] - zp*colSum[j]) * rowScale[i]) * colScale[j]",
 		"",
+		"(rowScale nil: without its factor)",
 		"with acc = A x Bᵀ (u8 x s8 -> s32) over k (a multiple of 4) and b the",
 		"VNNI-4 panels of 64 columns (PackedS8, Kp = k), the last one's columns",
 		"from n on left alone: vnniU8S8E_6x64's epilogue, bit for bit, over",
@@ -1119,7 +1120,11 @@ func scores(mr int) {
 			VCVTDQ2PS(acc[i][v], acc[i][v])
 		}
 	}
+	// No row scale (rowScale nil): INT8 attention folds Q's into the
+	// softmax's exponent (docs/DESIGN.md section 3.10).
 	rs := Load(Param("rowScale"), GP64())
+	TESTQ(rs, rs)
+	JZ(LabelRef(name + "_cols"))
 	for i := 0; i < mr; i++ {
 		t := bc[i%2]
 		VBROADCASTSS(Mem{Base: rs, Disp: 4 * i}, t)
@@ -1127,6 +1132,7 @@ func scores(mr int) {
 			VMULPS(t, acc[i][v], acc[i][v])
 		}
 	}
+	Label(name + "_cols")
 	for v := 0; v < nv; v++ {
 		VMOVUPS_Z(Mem{Base: ks, Disp: 64 * v}, masks[v], bz[v])
 		for i := 0; i < mr; i++ {
