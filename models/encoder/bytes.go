@@ -238,7 +238,7 @@ func scratchBytes(c Config, int8 bool, rows int) int {
 		n += 4 * rows * c.EmbeddingWidth()
 	}
 	if int8 {
-		n += rows*(2*h+in) + 4*3*rows + 4*rows*max(h, in)
+		n += rows*(2*h+u8Ld(in)) + 4*3*rows + 4*rows*max(h, in)
 	}
 	return n
 }

@@ -136,10 +136,29 @@ func (l *qlin) staticParams(dst *kernels.QuantParams) *kernels.QuantParams {
 }
 
 // qin is the quantized input of a linear: u8 rows and, in dynamic mode,
-// their scales.
+// their scales. ld, when not 0, is the row stride of u8 that a producer
+// writing it (FFN1's requantizing epilogue) uses; quantize writes rows K
+// apart.
 type qin struct {
 	u8     []uint8
 	scales []float32
+	ld     int
+}
+
+// padU8 enables u8Ld's padding (tests compare with it off).
+var padU8 = true
+
+// u8Ld is the row stride of a u8 buffer whose rows are k bytes wide and
+// that a GEMM reads as its A: k, or k plus one cache line when k is a
+// multiple of 4096 (BERT-large's FFN intermediate). Rows 4096 bytes apart
+// map to the same L1 sets, so the 6 to 12 rows a VNNI micro-kernel
+// broadcasts from at each k step evict one another; one more line per row
+// spreads them over the sets.
+func u8Ld(k int) int {
+	if padU8 && k > 0 && k%4096 == 0 {
+		return k + 64
+	}
+	return k
 }
 
 // quantize makes the INT8 input of l from x ([rows][K]) into dst: per token
@@ -207,10 +226,14 @@ func (p *int8Pass) runQ(m *Model, l *qlin, rows int, x []float32, in *qin, quant
 			return err
 		}
 	}
+	lda := l.q.K
+	if quantized && in.ld > 0 {
+		lda = in.ld
+	}
 	ep := l.epilogue(mode, in, rows)
 	ep.Act, ep.Residual = act, res
 	ep.OutScale, ep.OutZeroPoint = outScale, outZP
-	return l.lin.RunAs(&kernels.GEMMU8S8{M: rows, A: in.u8, Lda: l.q.K, Ep: ep, Out: out, Threads: m.threads}, s.asRows)
+	return l.lin.RunAs(&kernels.GEMMU8S8{M: rows, A: in.u8, Lda: lda, Ep: ep, Out: out, Threads: m.threads}, s.asRows)
 }
 
 // qscratch is an INT8 forward pass's buffers (a view of buffers): the
@@ -306,7 +329,7 @@ func (p *int8Pass) layer(m *Model, li int, x []float32, in *Inputs, s *qscratch,
 	var outZP int32
 	fused := static && f1.int8() && f2.int8() && f2.pre == nil
 	if fused {
-		f1Out = kernels.Out{U8: s.fq.u8, Ldc: inter}
+		f1Out = kernels.Out{U8: s.fq.u8, Ldc: s.fq.ld}
 		outScale, outZP = f2.q.ActScale, f2.q.ActZeroPoint
 	}
 	if err := p.ffn(m, f1, f2, rows, x, ffnQ, fused, f1Out, outScale, outZP, s); err != nil {

@@ -777,8 +777,10 @@ func newBuffersFor(c Config, int8 bool, rows int) *buffers {
 		b.emb = make([]float32, rows*c.EmbeddingWidth())
 	}
 	if b.int8 {
-		mk := func(k int) qin { return qin{u8: make([]uint8, rows*k), scales: make([]float32, rows)} }
-		b.xq, b.ctxq, b.fq = mk(h), mk(h), mk(in)
+		// FFN1's requantizing epilogue writes FFN2's input at the
+		// stride u8Ld; LayerNorm and attention write theirs K apart.
+		mk := func(ld int) qin { return qin{u8: make([]uint8, rows*ld), scales: make([]float32, rows), ld: ld} }
+		b.xq, b.ctxq, b.fq = mk(h), mk(h), mk(u8Ld(in))
 		b.tmp = make([]float32, rows*max(h, in))
 	}
 	return b
@@ -885,8 +887,8 @@ func (b *buffers) view(c Config, rows int) *qscratch {
 	h, in := c.Hidden, c.Intermediate
 	s := &qscratch{scratch: &scratch{qkv: b.qkv[:rows*3*h], ctx: b.ctx[:rows*h], t: b.t[:rows*h], f: b.f[:rows*in], rows: rows}}
 	if b.int8 {
-		v := func(q qin, k int) qin { return qin{u8: q.u8[:rows*k], scales: q.scales[:rows]} }
-		s.xq, s.ctxq, s.fq = v(b.xq, h), v(b.ctxq, h), v(b.fq, in)
+		v := func(q qin) qin { return qin{u8: q.u8[:rows*q.ld], scales: q.scales[:rows], ld: q.ld} }
+		s.xq, s.ctxq, s.fq = v(b.xq), v(b.ctxq), v(b.fq)
 		s.tmp = b.tmp[:rows*max(h, in)]
 		s.a8 = &b.a8
 	}
