@@ -27,6 +27,11 @@ func TestCrashChild(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	if os.Getenv("CRASHTEST_SLOW") != "" {
+		// The measured runs of TestKillFollowsFasterRuns: the machine
+		// was loaded when they ran.
+		time.Sleep(time.Second)
+	}
 	Done()
 }
 
@@ -56,5 +61,33 @@ func TestKill(t *testing.T) {
 	}
 	if len(seen) < 3 {
 		t.Errorf("8 kills left only %d distinct states %v: the delays are not spread", len(seen), seen)
+	}
+}
+
+// TestKillFollowsFasterRuns: the measured runs take over a second (the
+// machine was loaded), the later ones about 60 ms. Drawn over the
+// measured span, about one delay in twenty would land before the end
+// and the series would give up after 34 runs; a run that finishes first
+// shortens the span, so the series gets its kills.
+func TestKillFollowsFasterRuns(t *testing.T) {
+	base := t.TempDir()
+	res := Kill(t, Options{
+		Op: "count", Test: "TestCrashChild", Kills: 8, Seed: 3,
+		Env: func(i int) []string {
+			env := []string{"CRASHTEST_DIR=" + filepath.Join(base, strconv.Itoa(i))}
+			if i < 0 {
+				env = append(env, "CRASHTEST_SLOW=1")
+			}
+			return env
+		},
+		Before: func(i int) { _ = os.MkdirAll(filepath.Join(base, strconv.Itoa(i)), 0o755) },
+		After:  func(int, bool, string) {},
+	})
+	t.Log(res)
+	if res.Kills != 8 {
+		t.Errorf("kills %d, want 8", res.Kills)
+	}
+	if res.Span >= time.Second {
+		t.Errorf("span %v: the faster runs did not shorten it", res.Span)
 	}
 }
