@@ -92,6 +92,22 @@ func (o *Out) check(m, n int) error {
 	return nil
 }
 
+// RowStrideU8 is the row stride (Lda) to give a u8 A whose rows are k
+// bytes wide: k, or k plus one cache line (64 bytes) when k is a positive
+// multiple of 4096 (BERT-large's FFN intermediate). Rows 4096 bytes apart
+// map to the same L1 sets, so the 8 or 12 rows a VNNI micro-kernel (8x48,
+// 12x32) broadcasts from at each k step evict one another and the GEMM
+// runs up to a third slower; one more line a row spreads them over the
+// sets. The encoder lays out such A buffers at this stride, and the
+// selector times u8s8 kernels on a trial A at it, so both see the same
+// call (docs/DESIGN.md section 3.2). k <= 0 returns k.
+func RowStrideU8(k int) int {
+	if k > 0 && k%4096 == 0 {
+		return k + 64
+	}
+	return k
+}
+
 // GEMMU8S8 are the operands of one u8 x s8 GEMM with its epilogue:
 // Out = epilogue(A[M][Lda] x B^T), B packed.
 type GEMMU8S8 struct {

@@ -86,7 +86,7 @@ func (l *Linear[G]) ColSum() []int32 { return l.colSum }
 func u8s8Form(key Key, nr int) *kernels.GEMMU8S8 {
 	kind := key.Epilogue
 	f1, i1 := []float32{0}, []int32{0}
-	g := &kernels.GEMMU8S8{M: key.M, N: key.N, K: key.K, Lda: key.K, Threads: key.Threads,
+	g := &kernels.GEMMU8S8{M: key.M, N: key.N, K: key.K, Lda: kernels.RowStrideU8(key.K), Threads: key.Threads,
 		B: &kernels.PackedS8{N: key.N, K: key.K, NR: nr}}
 	switch kind.Out {
 	case S32:
@@ -147,12 +147,17 @@ func (u8s8Spec) problem(s *Selector, key Key) (*Linear[kernels.GEMMU8S8], trialD
 		return nil, nil, err
 	}
 	l.trial = true // a tuning's problem: its packs are not the model's (Stats.Packs)
-	a := make([]uint8, m*k)
+	// A's rows are kernels.RowStrideU8(k) apart, as the encoder lays out a
+	// linear's u8 input: at k a multiple of 4096 a packed A would time the
+	// 8- and 12-row VNNI tiles in an L1 set-aliasing slow mode that the
+	// model's calls do not meet.
+	lda := kernels.RowStrideU8(k)
+	a := make([]uint8, m*lda)
 	for i := range a {
 		a[i] = uint8(r.IntN(256))
 	}
 	t := &u8s8Data{key: key, outs: outputs[kernels.Out]{make: func() kernels.Out { return newOut(key.Epilogue.Out, m, n) }, reset: fillOut}}
-	t.g = kernels.GEMMU8S8{M: m, N: n, K: k, A: a, Lda: k, Ep: randomEpilogue(r, key), Threads: key.Threads}
+	t.g = kernels.GEMMU8S8{M: m, N: n, K: k, A: a, Lda: lda, Ep: randomEpilogue(r, key), Threads: key.Threads}
 	if t.g.Ep != nil && t.g.Ep.ZeroPoint != 0 {
 		t.g.Ep.ColSum = l.colSum
 	}

@@ -136,9 +136,9 @@ func (l *qlin) staticParams(dst *kernels.QuantParams) *kernels.QuantParams {
 }
 
 // qin is the quantized input of a linear: u8 rows and, in dynamic mode,
-// their scales. ld, when not 0, is the row stride of u8 that a producer
-// writing it (FFN1's requantizing epilogue) uses; quantize writes rows K
-// apart.
+// their scales. ld, when not 0, is the row stride of u8 (u8Ld of K for
+// FFN2's input, which FFN1's requantizing epilogue or quantize writes);
+// 0 means rows K apart.
 type qin struct {
 	u8     []uint8
 	scales []float32
@@ -149,14 +149,20 @@ type qin struct {
 var padU8 = true
 
 // u8Ld is the row stride of a u8 buffer whose rows are k bytes wide and
-// that a GEMM reads as its A: k, or k plus one cache line when k is a
-// multiple of 4096 (BERT-large's FFN intermediate). Rows 4096 bytes apart
-// map to the same L1 sets, so the 6 to 12 rows a VNNI micro-kernel
-// broadcasts from at each k step evict one another; one more line per row
-// spreads them over the sets.
+// that a GEMM reads as its A: kernels.RowStrideU8(k) (k plus one cache
+// line when k is a multiple of 4096, BERT-large's FFN intermediate), the
+// stride the selector times the u8s8 kernels at; k when padU8 is off.
 func u8Ld(k int) int {
-	if padU8 && k > 0 && k%4096 == 0 {
-		return k + 64
+	if !padU8 {
+		return k
+	}
+	return kernels.RowStrideU8(k)
+}
+
+// rowStride is the row stride of q for rows k wide.
+func (q *qin) rowStride(k int) int {
+	if q.ld > 0 {
+		return q.ld
 	}
 	return k
 }
@@ -179,6 +185,23 @@ func (l *qlin) quantize(mode smoothquant.Mode, x []float32, rows int, dst *qin, 
 // quantizeRows is quantize of rows [r0, r1).
 func (l *qlin) quantizeRows(mode smoothquant.Mode, x []float32, r0, r1 int, dst *qin, tmp []float32) error {
 	k, rows := l.q.K, r1-r0
+	if ld := dst.rowStride(k); ld != k {
+		// A padded destination (FFN2's input, u8Ld): row by row.
+		for i := r0; i < r1; i++ {
+			row := qin{u8: dst.u8[i*ld : i*ld+k]}
+			if dst.scales != nil {
+				row.scales = dst.scales[i : i+1]
+			}
+			var t []float32 // static mode's pre-scaled row, when l.pre is set
+			if tmp != nil {
+				t = tmp[i*k:]
+			}
+			if err := l.quantizeRows(mode, x[i*k:(i+1)*k], 0, 1, &row, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	x = x[r0*k : r1*k]
 	u8 := dst.u8[r0*k : r1*k]
 	if mode == smoothquant.Dynamic {
@@ -226,10 +249,7 @@ func (p *int8Pass) runQ(m *Model, l *qlin, rows int, x []float32, in *qin, quant
 			return err
 		}
 	}
-	lda := l.q.K
-	if quantized && in.ld > 0 {
-		lda = in.ld
-	}
+	lda := in.rowStride(l.q.K)
 	ep := l.epilogue(mode, in, rows)
 	ep.Act, ep.Residual = act, res
 	ep.OutScale, ep.OutZeroPoint = outScale, outZP
@@ -421,7 +441,8 @@ const ffnChunkRows = selector.DefaultDeriveAbove
 // of FP32 at 1,024 rows, 48 MiB at 4,096) was written back to memory
 // and read again (write-allocated) by every layer.
 func ffnChunkScratch(s *qscratch, n, inter int) ([]float32, qin) {
-	return s.f[:n*inter], qin{u8: s.fq.u8[:n*inter], scales: s.fq.scales[:n]}
+	ld := s.fq.rowStride(inter)
+	return s.f[:n*inter], qin{u8: s.fq.u8[:n*ld], scales: s.fq.scales[:n], ld: ld}
 }
 
 // ffn runs FFN1 (x to s.f, or to s.fq's u8 when fused) and FFN2 (to s.t,
